@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds Switchyard and runs every test: a normal build, then the same tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then the clang-format check.
+# Environment: BUILD_DIR (default build/), JOBS (default: number of cores),
+# SKIP_SANITIZE=1 to skip the sanitizer pass (for quick local runs; CI runs it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+START=$(date +%s)
+
+scripts/bootstrap.sh
+
+step() { echo; echo "=== $* ($(( $(date +%s) - START ))s)"; }
+
+step "format check"
+scripts/format.sh --check
+
+step "configure + build ($BUILD_DIR)"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD_DIR" -j "$JOBS"
+
+step "tests ($BUILD_DIR)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+
+if [[ "${SKIP_SANITIZE:-0}" != "1" ]]; then
+  SAN_DIR="${BUILD_DIR%/}-asan"
+  step "configure + build with ASan+UBSan ($SAN_DIR)"
+  cmake -S . -B "$SAN_DIR" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+    -DSWITCHYARD_SANITIZE=address,undefined -DSWITCHYARD_BUILD_BENCH=OFF \
+    -DSWITCHYARD_WITH_CUDA=OFF >/dev/null
+  cmake --build "$SAN_DIR" -j "$JOBS"
+  step "tests under ASan+UBSan"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$SAN_DIR" --output-on-failure -j "$JOBS"
+fi
+
+step "all tests passed"
