@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
 namespace switchyard::bench {
 namespace {
@@ -33,9 +34,12 @@ class CaptureReporter : public benchmark::ConsoleReporter {
       m.real_time_ns = run.GetAdjustedRealTime();  // default unit is ns
       for (const auto& [name, counter] : run.counters) {
         double v = counter.value;
-        if (name == "bytes_per_second") m.bytes_per_second = v;
-        else if (name == "items_per_second") m.items_per_second = v;
-        else m.counters[name] = v;
+        if (name == "bytes_per_second")
+          m.bytes_per_second = v;
+        else if (name == "items_per_second")
+          m.items_per_second = v;
+        else
+          m.counters[name] = v;
       }
       (*out_)[run.benchmark_name()] = m;
     }
@@ -47,6 +51,15 @@ class CaptureReporter : public benchmark::ConsoleReporter {
 
 }  // namespace
 
+std::vector<std::pair<std::string, Reporter>>& Reporters() {
+  static std::vector<std::pair<std::string, Reporter>> reporters;
+  return reporters;
+}
+
+ReporterRegistrar::ReporterRegistrar(const char* name, Reporter fn) {
+  Reporters().emplace_back(name, fn);
+}
+
 std::optional<double> Report::Ratio(const Result& r) {
   if (!r.baseline_value || *r.baseline_value == 0 || r.value == 0) return std::nullopt;
   return r.higher_is_better ? r.value / *r.baseline_value : *r.baseline_value / r.value;
@@ -56,13 +69,13 @@ void Report::Print(bool json) const {
   for (const Result& r : results_) {
     auto ratio = Ratio(r);
     if (json) {
-      std::printf("{\"suite\":%s,\"name\":%s,\"value\":%s,\"unit\":%s,\"baseline\":%s,"
-                  "\"baseline_value\":%s,\"ratio\":%s}\n",
-                  JsonStr(suite_).c_str(), JsonStr(r.name).c_str(), Num(r.value).c_str(),
-                  JsonStr(r.unit).c_str(),
-                  r.baseline.empty() ? "null" : JsonStr(r.baseline).c_str(),
-                  r.baseline_value ? Num(*r.baseline_value).c_str() : "null",
-                  ratio ? Num(*ratio).c_str() : "null");
+      std::printf(
+          "{\"suite\":%s,\"name\":%s,\"value\":%s,\"unit\":%s,\"baseline\":%s,"
+          "\"baseline_value\":%s,\"ratio\":%s}\n",
+          JsonStr(suite_).c_str(), JsonStr(r.name).c_str(), Num(r.value).c_str(),
+          JsonStr(r.unit).c_str(), r.baseline.empty() ? "null" : JsonStr(r.baseline).c_str(),
+          r.baseline_value ? Num(*r.baseline_value).c_str() : "null",
+          ratio ? Num(*ratio).c_str() : "null");
     } else {
       std::printf("%-12s %-44s %14s %-10s", suite_.c_str(), r.name.c_str(), Num(r.value).c_str(),
                   r.unit.c_str());

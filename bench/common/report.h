@@ -25,9 +25,9 @@ struct Result {
   double value = 0;
   std::string unit;
   bool higher_is_better = true;
-  std::string baseline;                 // empty: no baseline
+  std::string baseline;  // empty: no baseline
   std::optional<double> baseline_value;
-  std::string note;                     // printed in text mode only
+  std::string note;  // printed in text mode only
 };
 
 class Report {
@@ -46,7 +46,7 @@ class Report {
 
 // One Google Benchmark run read back: rates are per second of real time.
 struct Measured {
-  double real_time_ns = 0;     // per iteration
+  double real_time_ns = 0;  // per iteration
   double bytes_per_second = 0;
   double items_per_second = 0;
   std::map<std::string, double> counters;
@@ -59,4 +59,20 @@ std::map<std::string, Measured> RunGoogleBenchmarks(int* argc, char** argv);
 // True if "--json" is among the arguments (it is removed from argv).
 bool TakeJsonFlag(int* argc, char** argv);
 
+// A suite's reporting step: reads the Google Benchmark runs of this binary (possibly none)
+// and adds results to the report, measuring extra figures itself if it needs to (e.g. an
+// external baseline such as ucx_perftest). Registered with SY_BENCH_REPORT; the shared
+// main() (bench/common/main.cc) runs all Google Benchmarks, then every reporter, in
+// registration order, then prints.
+using Reporter = void (*)(const std::map<std::string, Measured>& runs, Report* report);
+struct ReporterRegistrar {
+  ReporterRegistrar(const char* name, Reporter fn);
+};
+std::vector<std::pair<std::string, Reporter>>& Reporters();
+
 }  // namespace switchyard::bench
+
+#define SY_BENCH_REPORT(ident, fn) \
+  static ::switchyard::bench::ReporterRegistrar sy_bench_reporter_##ident(#ident, fn)
+
+namespace switchyard::bench {}  // namespace switchyard::bench
