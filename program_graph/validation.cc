@@ -1,0 +1,133 @@
+#include "program_graph/validation.h"
+
+#include <set>
+#include <string_view>
+
+namespace switchyard::program_graph {
+namespace {
+
+std::string NodeName(const v1::ProgramNode& node, size_t position) {
+  if (node.id().empty()) return "node #" + std::to_string(position);
+  return "node '" + node.id() + "'";
+}
+
+Status Invalid(const std::string& who, std::string_view field, const std::string& problem) {
+  return Status::InvalidArgument(who + ": " + std::string(field) + ": " + problem);
+}
+
+// A count or size hint: not negative, not above `limit` (limit < 0: no upper limit).
+Status CheckRange(const std::string& who, std::string_view field, int64_t v, int64_t limit) {
+  if (v < 0) return Invalid(who, field, std::to_string(v) + " is negative");
+  if (limit >= 0 && v > limit) {
+    return Invalid(who, field, std::to_string(v) + " exceeds the limit " + std::to_string(limit));
+  }
+  return Status::OK();
+}
+
+Status CheckDeadline(const std::string& who, int64_t deadline_ms, Time now) {
+  if (deadline_ms < 0)
+    return Invalid(who, "deadline_ms", std::to_string(deadline_ms) + " is negative");
+  if (deadline_ms > kMaxDeadlineMs) {
+    return Invalid(who, "deadline_ms", std::to_string(deadline_ms) + " is out of range");
+  }
+  if (deadline_ms != 0 && Time::FromMillis(deadline_ms) < now) {
+    return Invalid(who, "deadline_ms",
+                   std::to_string(deadline_ms) + " is in the past (now " +
+                       std::to_string(now.millis()) + " ms)");
+  }
+  return Status::OK();
+}
+
+Status CheckHints(const std::string& who, const v1::Hints& h, const Limits& limits) {
+  SY_RETURN_IF_ERROR(
+      CheckRange(who, "hints.prompt_tokens", h.prompt_tokens(), limits.max_prompt_tokens));
+  SY_RETURN_IF_ERROR(
+      CheckRange(who, "hints.extend_tokens", h.extend_tokens(), limits.max_prompt_tokens));
+  SY_RETURN_IF_ERROR(
+      CheckRange(who, "hints.max_output_tokens", h.max_output_tokens(), limits.max_output_tokens));
+  return CheckRange(who, "hints.expected_duration_ms", h.expected_duration_ms(),
+                    limits.max_tool_duration_ms);
+}
+
+Status CheckRetry(const std::string& who, const v1::RetryPolicy& r) {
+  SY_RETURN_IF_ERROR(CheckRange(who, "retry.max_attempts", r.max_attempts(), 1000));
+  SY_RETURN_IF_ERROR(CheckRange(who, "retry.initial_backoff_ms", r.initial_backoff_ms(), -1));
+  SY_RETURN_IF_ERROR(CheckRange(who, "retry.max_backoff_ms", r.max_backoff_ms(), -1));
+  if (!(r.backoff_multiplier() >= 0) || r.backoff_multiplier() > 1000) {
+    return Invalid(who, "retry.backoff_multiplier",
+                   std::to_string(r.backoff_multiplier()) + " is outside [0, 1000]");
+  }
+  return Status::OK();
+}
+
+Status CheckCacheRefs(const std::string& who, const v1::ProgramNode& node, const Limits& limits) {
+  std::set<std::string_view> seen;
+  for (int k = 0; k < node.cache_refs_size(); ++k) {
+    const v1::CacheRef& ref = node.cache_refs(k);
+    const std::string field = "cache_refs[" + std::to_string(k) + "]";
+    if (ref.context().empty()) return Invalid(who, field + ".context", "empty context name");
+    if (ref.mode() == v1::CacheRef::MODE_UNSPECIFIED || !v1::CacheRef::Mode_IsValid(ref.mode())) {
+      return Invalid(
+          who, field + ".mode",
+          "unspecified mode for context '" + ref.context() + "' (want CREATE, READ or EXTEND)");
+    }
+    if (!seen.insert(ref.context()).second) {
+      return Invalid(who, field + ".context", "context '" + ref.context() + "' referenced twice");
+    }
+    SY_RETURN_IF_ERROR(CheckRange(who, field + ".shared_prefix_tokens", ref.shared_prefix_tokens(),
+                                  limits.max_prompt_tokens));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateWorkflowHeader(const v1::Workflow& wf, Time now) {
+  return CheckDeadline("workflow '" + wf.id() + "'", wf.deadline_ms(), now);
+}
+
+Status ValidateNodeFields(const v1::ProgramNode& node, size_t position, const v1::Workflow& wf,
+                          const Limits& limits, Time now) {
+  const std::string who = NodeName(node, position);
+  if (node.id().empty()) return Invalid(who, "id", "empty node id");
+  if (node.kind() != v1::LLM && node.kind() != v1::TOOL) {
+    return Invalid(who, "kind", "unspecified (want LLM or TOOL)");
+  }
+  if (!node.tenant().empty() && node.tenant() != wf.tenant()) {
+    return Invalid(
+        who, "tenant",
+        "'" + node.tenant() + "' differs from the workflow tenant '" + wf.tenant() + "'");
+  }
+  SY_RETURN_IF_ERROR(CheckDeadline(who, node.deadline_ms(), now));
+  if (node.deadline_ms() != 0 && wf.deadline_ms() != 0 && node.deadline_ms() > wf.deadline_ms()) {
+    return Invalid(who, "deadline_ms",
+                   std::to_string(node.deadline_ms()) + " is after the workflow deadline " +
+                       std::to_string(wf.deadline_ms()));
+  }
+  SY_RETURN_IF_ERROR(CheckHints(who, node.hints(), limits));
+  SY_RETURN_IF_ERROR(CheckRange(who, "timeout_ms", node.timeout_ms(), -1));
+  SY_RETURN_IF_ERROR(CheckRetry(who, node.retry()));
+  SY_RETURN_IF_ERROR(CheckCacheRefs(who, node, limits));
+  if (static_cast<size_t>(node.deps_size()) > limits.max_edges_per_node) {
+    return Invalid(who, "deps",
+                   std::to_string(node.deps_size()) + " dependencies exceed the limit " +
+                       std::to_string(limits.max_edges_per_node));
+  }
+  return Status::OK();
+}
+
+std::string RetryBlockReason(const v1::ProgramNode& node) {
+  if (node.kind() == v1::TOOL && node.side_effect() && node.idempotency_key().empty()) {
+    return "node '" + node.id() + "' is a side-effecting tool without an idempotency_key";
+  }
+  return "";
+}
+
+std::string CycleText(const std::vector<std::string>& ids) {
+  std::string out = "cycle: ";
+  for (const std::string& id : ids) out += id + " -> ";
+  if (!ids.empty()) out += ids.front();
+  return out;
+}
+
+}  // namespace switchyard::program_graph
