@@ -1,0 +1,21 @@
+// Helpers shared by the converters (not part of the public interface).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bench/replay/convert.h"
+
+namespace switchyard::replay {
+
+// Calls fn(line_number, line) for each non-blank line; stops at the first error.
+Status ForEachLine(const std::string& text,
+                   const std::function<Status(size_t, std::string_view)>& fn);
+std::string TenantFor(size_t index, const ConvertOptions& o);
+void SortByArrival(std::vector<v1::TraceRecord>* records);
+int64_t SecondsToMs(double s);
+
+}  // namespace switchyard::replay
