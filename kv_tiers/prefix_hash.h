@@ -1,0 +1,32 @@
+// Content hashes for KV blocks: the chained prefix hash and the block checksum.
+//
+// A prefix block is identified by hash(parent block's hash, this block's token ids), so
+// two contexts that share a token prefix share its blocks (as vLLM, SGLang and Dynamo
+// do). Both hashes are xxHash64 (libxxhash). The chain starts from a root seed; hash 0 is
+// reserved for "private block" and never returned.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace switchyard::kv_tiers {
+
+using TokenId = int32_t;
+
+constexpr uint64_t kPrefixRootHash = 0x53594B5650524546ULL;  // "SYKVPREF"
+
+// Hash of one block given its parent's hash (kPrefixRootHash for the first block).
+uint64_t ChainedBlockHash(uint64_t parent_hash, std::span<const TokenId> tokens);
+
+// Hashes of every *full* block of `tokens` (a trailing partial block is private and
+// has no prefix hash).
+std::vector<uint64_t> PrefixHashes(std::span<const TokenId> tokens, uint32_t tokens_per_block);
+
+// xxHash64 of block bytes (seed 0): the checksum verified at validation.
+uint64_t BlockChecksum(const void* data, size_t bytes);
+
+}  // namespace switchyard::kv_tiers
