@@ -14,6 +14,14 @@ Duration AddSat(Duration a, Duration b) {
   return Duration(out);
 }
 
+Duration SubSat(Duration a, Duration b) {
+  int64_t out;
+  if (__builtin_sub_overflow(a.count(), b.count(), &out)) {
+    return b.count() > 0 ? Duration::min() : Duration::max();
+  }
+  return Duration(out);
+}
+
 const std::vector<NodeIndex>& EmptyNodes() {
   static const std::vector<NodeIndex> kEmpty;
   return kEmpty;
@@ -90,7 +98,7 @@ std::vector<NodeIndex> Workflow::CriticalPath() const {
 std::optional<Duration> Workflow::Slack(NodeIndex i, Time now) const {
   std::optional<Time> deadline = EffectiveDeadline(i);
   if (!deadline) return std::nullopt;
-  return (*deadline - now) - RemainingCriticalWork(i);
+  return SubSat(SubSat(Duration(deadline->ns), Duration(now.ns)), RemainingCriticalWork(i));
 }
 
 // Forward topological sweep over non-terminal nodes (AND-join: the slowest dep decides).
