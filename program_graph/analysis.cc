@@ -22,6 +22,15 @@ Duration SubSat(Duration a, Duration b) {
   return Duration(out);
 }
 
+// count * unit, negative counts as 0, saturating (Limits may be raised far beyond defaults).
+Duration Scaled(int64_t count, Duration unit) {
+  int64_t out;
+  if (__builtin_mul_overflow(std::max<int64_t>(count, 0), unit.count(), &out)) {
+    return Duration::max();
+  }
+  return Duration(out);
+}
+
 const std::vector<NodeIndex>& EmptyNodes() {
   static const std::vector<NodeIndex> kEmpty;
   return kEmpty;
@@ -31,10 +40,9 @@ const std::vector<NodeIndex>& EmptyNodes() {
 
 Duration DefaultWorkEstimate(const v1::ProgramNode& node) {
   const v1::Hints& h = node.hints();
-  if (node.kind() == v1::TOOL) return Millis(std::max<int64_t>(h.expected_duration_ms(), 0));
+  if (node.kind() == v1::TOOL) return Scaled(h.expected_duration_ms(), Millis(1));
   int64_t prefill = h.extend_tokens() > 0 ? h.extend_tokens() : h.prompt_tokens();
-  return Micros(50) * std::max<int64_t>(prefill, 0) +
-         Millis(20) * std::max<int64_t>(h.max_output_tokens(), 0);
+  return AddSat(Scaled(prefill, Micros(50)), Scaled(h.max_output_tokens(), Millis(20)));
 }
 
 void Workflow::SetWorkEstimator(WorkEstimator estimator) {

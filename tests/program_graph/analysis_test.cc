@@ -121,6 +121,18 @@ TEST(AnalysisTest, SaturatesHugeEstimates) {
   auto wf = MustCreate({Llm("a"), Llm("b", {"a"})});
   wf->SetWorkEstimator([](const v1::ProgramNode&) { return Duration::max(); });
   EXPECT_EQ(wf->CriticalPathLength(), Duration::max());
+  EXPECT_EQ(wf->Slack(0, Time{}), std::nullopt);
+  // Raised limits let hints through whose default estimate would overflow.
+  auto big = Llm("big");
+  big.mutable_hints()->set_max_output_tokens(INT64_MAX / 2);
+  EXPECT_EQ(DefaultWorkEstimate(big), Duration::max());
+  auto late = Llm("late");
+  late.set_deadline_ms(kMaxDeadlineMs);
+  auto wf2 = MustCreate({late});
+  wf2->SetWorkEstimator([](const v1::ProgramNode&) { return Duration::max(); });
+  EXPECT_EQ(wf2->Slack(0, Time{}), Duration(kMaxDeadlineMs * 1'000'000 - INT64_MAX));
+  // deadline - now saturates at Duration::max(), minus Duration::max() of work.
+  EXPECT_EQ(wf2->Slack(0, Time{INT64_MIN}), Duration::zero());
 }
 
 }  // namespace
