@@ -1,0 +1,342 @@
+#include "scheduler/core.h"
+
+#include <algorithm>
+
+#include "scheduler/internal/core_state.h"
+
+namespace switchyard::scheduler {
+namespace internal {
+
+CoreState::CoreState(CoreOptions o, const Policy* p, const TransferPlanner* pl, GrantIssuer* g,
+                     const ComputeCostModel* c)
+    : opt(std::move(o)), policy(p), planner(pl), grants(g), cost(c), durations(opt.durations) {
+  workers.resize(static_cast<size_t>(std::max(1, opt.workers)));
+}
+
+WfRec* CoreState::FindWf(const std::string& id) {
+  auto it = wfs.find(id);
+  if (it == wfs.end() || it->second.ended) return nullptr;
+  return &it->second;
+}
+
+TenantRec& CoreState::Tenant(const std::string& name) {
+  auto [it, fresh] = tenants.try_emplace(name);
+  if (fresh) {
+    auto w = opt.tenant_weights.find(name);
+    it->second.weight = w == opt.tenant_weights.end() ? 1.0 : std::max(1e-6, w->second);
+    it->second.credit = opt.retry_credit_capacity;
+    it->second.credit_at = now;
+  }
+  return it->second;
+}
+
+Time CoreState::NodeDeadline(const WfRec& wf, const NodeRec& n) const {
+  if (n.spec.deadline_ms() > 0)
+    return std::min(wf.deadline, Time::FromMillis(n.spec.deadline_ms()));
+  return wf.deadline;
+}
+
+void CoreState::Handle(const Event& e) {
+  RunTimers();
+  if (e.kind == EventKind::kWorkflowSubmitted) {
+    Submit(e.workflow);
+  } else if (e.kind == EventKind::kTransferCompleted || e.kind == EventKind::kTransferFailed) {
+    OnTransferDone(e.transfer_id, e.kind == EventKind::kTransferCompleted);
+  } else if (e.kind == EventKind::kPeerLost) {
+    OnPeerLost(e.worker);
+  } else if (e.kind == EventKind::kModelEpochChanged) {
+    OnEpochChanged(e.model_id, e.epoch);
+  } else if (e.kind != EventKind::kDeadlineTick) {
+    WfRec* wf = FindWf(e.workflow_id);
+    if (!wf) {
+      ++ignored;
+    } else if (e.kind == EventKind::kNodeAppended) {
+      Append(*wf, e.node);
+    } else if (e.kind == EventKind::kWorkflowClosed) {
+      Close(*wf);
+    } else if (e.kind == EventKind::kCancel) {
+      CancelWorkflow(*wf, "cancelled");
+    } else {
+      auto it = wf->index.find(e.node_id);
+      if (it == wf->index.end()) {
+        ++ignored;
+      } else {
+        int idx = it->second;
+        NodeRec& n = wf->nodes[static_cast<size_t>(idx)];
+        switch (e.kind) {
+          case EventKind::kEngineStep:
+            if (n.state == NState::kRunning) OnEngineStep(*wf, idx, e.tokens_done);
+            break;
+          case EventKind::kLlmStarted:
+            break;  // placement already accounted for it
+          case EventKind::kLlmFinished:
+            if (n.state != NState::kRunning) {
+              ++ignored;
+              break;
+            }
+            if (e.status.ok()) {
+              int64_t out_tokens = std::clamp<int64_t>(e.output_tokens, 0,
+                                                       n.spec.hints().max_output_tokens() > 0
+                                                           ? n.spec.hints().max_output_tokens()
+                                                           : opt.default_max_output_tokens);
+              // Grow the primary context by what the node wrote; release the rest.
+              std::vector<std::string> cs = NodeContexts(*wf, n);
+              int64_t grown = n.new_tokens - n.new_done + out_tokens;
+              n.new_done = n.new_tokens;
+              if (!cs.empty() && n.spec.cache_refs(0).mode() != v1::CacheRef::READ) {
+                CtxRec& c = ctxs[cs[0]];
+                c.tokens += grown;
+                c.bytes = static_cast<uint64_t>(c.tokens) * BytesPerToken();
+              }
+              TenantRec& t = Tenant(wf->tenant);
+              t.service += e.model_time - n.charged;
+              wf->plas += e.model_time;
+              wf->atlas = std::max(wf->atlas, n.inherited + e.model_time);
+              StopRunning(*wf, idx);
+              // StopRunning returned the reservation; account the grown bytes again.
+              if (!cs.empty() && n.spec.cache_refs(0).mode() != v1::CacheRef::READ)
+                Hold(ctxs[cs[0]].loc, grown * static_cast<int64_t>(BytesPerToken()));
+              OnSucceeded(*wf, idx);
+            } else {
+              StopRunning(*wf, idx);
+              OnNodeFailed(*wf, idx, e.status);
+            }
+            break;
+          case EventKind::kToolStarted:
+            if (n.state == NState::kAdmitted) {
+              n.state = NState::kRunning;
+              n.started = now;
+              wf->running_tools++;
+              OnToolStarted(*wf, idx);
+            } else {
+              ++ignored;
+            }
+            break;
+          case EventKind::kToolFinished:
+            if (n.state != NState::kRunning && n.state != NState::kAdmitted) {
+              ++ignored;
+              break;
+            }
+            if (n.state == NState::kRunning) wf->running_tools--;
+            durations.Observe(wf->tenant, n.spec.tool_name(), now - n.started);
+            if (e.status.ok()) {
+              OnSucceeded(*wf, idx);
+            } else {
+              OnNodeFailed(*wf, idx, e.status);
+            }
+            break;
+          default:
+            ++ignored;
+        }
+      }
+    }
+  }
+  Dispatch();
+  out->wakeup = timers.empty() ? Time::Max() : std::max(now, timers.begin()->at);
+}
+
+void CoreState::Submit(const v1::Workflow& w) {
+  if (w.id().empty() || wfs.count(w.id())) {
+    ++ignored;
+    return;
+  }
+  WfRec& wf = wfs[w.id()];
+  wf.id = w.id();
+  wf.tenant = w.tenant();
+  wf.deadline = w.deadline_ms() > 0 ? Time::FromMillis(w.deadline_ms()) : Time::Max();
+  wf.priority = w.priority() == v1::PRIORITY_UNSPECIFIED ? 2 : static_cast<int>(w.priority());
+  wf.arrival = w.arrival_ms() > 0 ? Time::FromMillis(w.arrival_ms()) : now;
+  Tenant(wf.tenant);
+  for (const v1::ProgramNode& n : w.nodes()) {
+    if (wf.ended) break;
+    Append(wf, n);
+  }
+}
+
+void CoreState::Append(WfRec& wf, const v1::ProgramNode& spec) {
+  std::string bad;
+  if (spec.id().empty())
+    bad = "node without an id";
+  else if (wf.index.count(spec.id()))
+    bad = "duplicate node id '" + spec.id() + "'";
+  else if (!spec.tenant().empty() && spec.tenant() != wf.tenant)
+    bad = "node '" + spec.id() + "' tenant '" + spec.tenant() + "' differs from the workflow's";
+  for (const std::string& d : spec.deps())
+    if (bad.empty() && !wf.index.count(d))
+      bad = "node '" + spec.id() + "' depends on unknown node '" + d + "'";
+  if (wf.closed && bad.empty()) bad = "node '" + spec.id() + "' appended after close";
+  if (!bad.empty()) {
+    CancelWorkflow(wf, "invalid append: " + bad);
+    return;
+  }
+  int idx = static_cast<int>(wf.nodes.size());
+  wf.index[spec.id()] = idx;
+  wf.nodes.emplace_back();
+  NodeRec& n = wf.nodes.back();
+  n.spec = spec;
+  const v1::Hints& h = spec.hints();
+  if (spec.cache_refs_size() > 0) {
+    auto mode = spec.cache_refs(0).mode();
+    n.new_tokens = mode == v1::CacheRef::CREATE   ? std::max(h.prompt_tokens(), h.extend_tokens())
+                   : mode == v1::CacheRef::EXTEND ? h.extend_tokens()
+                                                  : 0;
+  } else {
+    n.new_tokens = h.prompt_tokens();
+  }
+  for (const v1::CacheRef& r : spec.cache_refs()) {
+    std::string key = ContextKey(wf.id, r.context());
+    if (!ctxs.count(key)) {
+      CtxRec& c = ctxs[key];
+      c.key = key;
+      c.wf = wf.id;
+      c.model = spec.model_id();
+      wf.contexts.push_back(key);
+    }
+  }
+  for (const std::string& d : spec.deps()) {
+    NodeRec& p = wf.nodes[static_cast<size_t>(wf.index[d])];
+    if (p.state == NState::kSucceeded) continue;
+    p.children.push_back(idx);
+    wf.nodes[static_cast<size_t>(idx)].unmet++;
+  }
+  if (wf.nodes[static_cast<size_t>(idx)].unmet == 0) OnReady(wf, idx);
+}
+
+void CoreState::Close(WfRec& wf) {
+  wf.closed = true;
+  MaybeComplete(wf);
+}
+
+void CoreState::OnReady(WfRec& wf, int idx) {
+  NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+  n.state = NState::kReady;
+  n.ready_since = now;
+  if (n.spec.kind() == v1::TOOL) {
+    n.state = NState::kAdmitted;
+    n.attempts++;
+    Emit({.kind = CommandKind::kAdmit, .workflow_id = wf.id, .node_id = n.spec.id()});
+  } else {
+    Enqueue(wf, idx);
+  }
+}
+
+void CoreState::OnSucceeded(WfRec& wf, int idx) {
+  NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+  n.state = NState::kSucceeded;
+  wf.terminal++;
+  for (int c : n.children) {
+    NodeRec& ch = wf.nodes[static_cast<size_t>(c)];
+    if (--ch.unmet == 0 && ch.state == NState::kPending) OnReady(wf, c);
+  }
+  MaybeComplete(wf);
+}
+
+void CoreState::MaybeComplete(WfRec& wf) {
+  if (wf.ended || !wf.closed || wf.terminal != static_cast<int>(wf.nodes.size())) return;
+  EndWorkflow(wf, CommandKind::kComplete, "", "");
+}
+
+void CoreState::CancelWorkflow(WfRec& wf, const std::string& reason) {
+  EndWorkflow(wf, reason == "cancelled" ? CommandKind::kComplete : CommandKind::kFail, "", reason);
+}
+
+// Stops everything the workflow still has going, frees its contexts and emits the end.
+void CoreState::EndWorkflow(WfRec& wf, CommandKind kind, const std::string& node,
+                            const std::string& why) {
+  for (size_t i = 0; i < wf.nodes.size(); ++i) {
+    NodeRec& n = wf.nodes[i];
+    if (Terminal(n.state)) continue;
+    if (n.queued) Dequeue(wf, static_cast<int>(i));
+    if (n.state == NState::kRunning && n.spec.kind() == v1::LLM) {
+      Emit({.kind = CommandKind::kPreempt,
+            .workflow_id = wf.id,
+            .node_id = n.spec.id(),
+            .worker = n.worker});
+      StopRunning(wf, static_cast<int>(i));
+    }
+    n.state = NState::kCancelled;
+    wf.terminal++;
+  }
+  for (const std::string& key : wf.contexts) {
+    auto it = ctxs.find(key);
+    if (it == ctxs.end()) continue;
+    DiscardContext(it->second, kind == CommandKind::kFail ? "workflow failed"
+                               : why.empty()              ? "workflow ended"
+                                                          : "workflow " + why);
+    it->second.dead = true;
+    if (it->second.transfer == 0) ctxs.erase(it);
+  }
+  wf.ended = true;
+  Emit({.kind = kind, .workflow_id = wf.id, .node_id = node, .reason = why});
+}
+
+void CoreState::RunTimers() {
+  while (!timers.empty() && timers.begin()->at <= now) {
+    Timer t = *timers.begin();
+    timers.erase(timers.begin());
+    if (t.kind == TimerKind::kRetry) {
+      WfRec* wf = FindWf(t.key);
+      if (!wf) continue;
+      NodeRec& n = wf->nodes[static_cast<size_t>(t.node)];
+      if (n.state == NState::kRetryWait) OnReady(*wf, t.node);
+      continue;
+    }
+    auto it = ctxs.find(t.key);
+    if (it == ctxs.end() || it->second.dead) continue;
+    if (t.kind == TimerKind::kPrefetch && it->second.prefetch_at == t.at)
+      OnPrefetchTimer(it->second);
+    if (t.kind == TimerKind::kReeval && it->second.reeval_at == t.at) OnReevalTimer(it->second);
+  }
+}
+
+}  // namespace internal
+
+Core::Core(CoreOptions options, const Policy* policy, const TransferPlanner* planner,
+           GrantIssuer* grants, const ComputeCostModel* cost)
+    : options_(options),
+      policy_(policy),
+      s_(std::make_unique<internal::CoreState>(std::move(options), policy, planner, grants, cost)) {
+}
+
+Core::~Core() = default;
+
+Commands Core::handle(const Event& event, Time now) {
+  Commands out;
+  s_->now = std::max(s_->now, now);
+  s_->out = &out;
+  s_->Handle(event);
+  s_->out = nullptr;
+  return out;
+}
+
+uint64_t Core::hbm_used(int worker) const {
+  if (worker < 0 || worker >= static_cast<int>(s_->workers.size())) return 0;
+  return s_->workers[static_cast<size_t>(worker)].used;
+}
+
+std::optional<Location> Core::ContextLocation(const std::string& key) const {
+  auto it = s_->ctxs.find(key);
+  if (it == s_->ctxs.end() || it->second.dead) return std::nullopt;
+  return it->second.loc;
+}
+
+int64_t Core::ContextTokens(const std::string& key) const {
+  auto it = s_->ctxs.find(key);
+  return it == s_->ctxs.end() ? 0 : it->second.tokens;
+}
+
+Duration Core::TenantService(const std::string& tenant) const {
+  auto it = s_->tenants.find(tenant);
+  return it == s_->tenants.end() ? Duration(0) : it->second.service;
+}
+
+size_t Core::live_workflows() const {
+  size_t n = 0;
+  for (const auto& [id, wf] : s_->wfs) n += wf.ended ? 0 : 1;
+  return n;
+}
+size_t Core::queued_nodes() const { return s_->queued; }
+uint64_t Core::ignored_events() const { return s_->ignored; }
+const DurationModel& Core::durations() const { return s_->durations; }
+
+}  // namespace switchyard::scheduler

@@ -1,0 +1,78 @@
+// scheduler::Core: the pure decision core (DESIGN.md "Scheduler decisions").
+//
+// handle(event, now) updates the core's state and returns the commands the runtime must
+// carry out, plus the next time it wants a deadline tick. It never sleeps, locks, does I/O
+// or reads a clock: `now` comes with every event, so the same event sequence always gives
+// the same commands. State: workflows and their node graphs, KV contexts and where they
+// live (tier, worker, bytes, in-flight transfer), HBM accounting per worker (committed +
+// reserved bytes never exceed capacity), per-tenant attained service and weights,
+// per-tenant retry credit, and learned tool durations (DurationModel).
+//
+// Ownership: the Core borrows the Policy, TransferPlanner, GrantIssuer and
+// ComputeCostModel it is given; they must outlive it.
+// Thread-safety: none. One thread calls handle(); the runtime serialises events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scheduler/duration_sketch.h"
+#include "scheduler/environment.h"
+#include "scheduler/events.h"
+#include "scheduler/policy.h"
+
+namespace switchyard::scheduler {
+
+struct CoreOptions {
+  int workers = 1;
+  uint64_t hbm_bytes_per_worker = 64ULL << 30;   // KV capacity per worker
+  int slots_per_worker = 8;                      // concurrent LLM nodes per worker
+  std::map<std::string, double> tenant_weights;  // absent: 1.0
+  bool use_host = true, use_disk = true, use_peer = true;
+  double retry_credit_capacity = 20;     // per tenant
+  double retry_credit_per_second = 1.0;  // refill
+  int64_t default_max_output_tokens = 256;
+  int dispatch_tries = 16;  // candidates examined per dispatch pass
+  // Deadline-bound nodes whose latest start is within this horizon run first (EDF).
+  Duration urgent_horizon = Seconds(1.0);
+  DurationModel::Options durations;
+};
+
+namespace internal {
+struct CoreState;
+}
+
+class Core {
+ public:
+  Core(CoreOptions options, const Policy* policy, const TransferPlanner* planner,
+       GrantIssuer* grants, const ComputeCostModel* cost);
+  ~Core();
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  Commands handle(const Event& event, Time now);
+
+  // Introspection (tests, metrics, property checks).
+  const Policy& policy() const { return *policy_; }
+  uint64_t hbm_used(int worker) const;
+  uint64_t hbm_capacity() const { return options_.hbm_bytes_per_worker; }
+  std::optional<Location> ContextLocation(const std::string& context_key) const;
+  int64_t ContextTokens(const std::string& context_key) const;
+  Duration TenantService(const std::string& tenant) const;
+  size_t live_workflows() const;
+  size_t queued_nodes() const;
+  uint64_t ignored_events() const;
+  const DurationModel& durations() const;
+
+ private:
+  CoreOptions options_;
+  const Policy* policy_;
+  std::unique_ptr<internal::CoreState> s_;
+};
+
+}  // namespace switchyard::scheduler

@@ -1,0 +1,297 @@
+// Tool-wait KV decisions, transfers (grants, commit on completion), prefetch timing and
+// re-evaluation of late tools, peer loss and model-epoch invalidation.
+#include <algorithm>
+
+#include "scheduler/internal/core_state.h"
+
+namespace switchyard::scheduler::internal {
+
+void CoreState::Hold(const Location& l, int64_t delta) {
+  if (!HbmAccounted(l)) return;
+  WorkerRec& w = workers[static_cast<size_t>(l.worker)];
+  if (delta < 0) {
+    w.used -= std::min(w.used, static_cast<uint64_t>(-delta));
+  } else {
+    w.used += static_cast<uint64_t>(delta);
+  }
+}
+
+void CoreState::SetLoc(CtxRec& c, const Location& l) {
+  if (HbmAccounted(c.loc)) workers[static_cast<size_t>(c.loc.worker)].resident.erase(c.key);
+  c.loc = l;
+  if (HbmAccounted(l)) workers[static_cast<size_t>(l.worker)].resident.insert(c.key);
+}
+
+std::vector<Duration> CoreState::ToolQuantiles(const WfRec& wf, const NodeRec& tool,
+                                               Duration elapsed) {
+  static constexpr double kQ[] = {0.1, 0.25, 0.5, 0.75, 0.9};
+  std::vector<Duration> out;
+  Duration hint = Millis(tool.spec.hints().expected_duration_ms());
+  for (double q : kQ) {
+    Duration d = durations.Predict(wf.tenant, tool.spec.tool_name(), q, hint) - elapsed;
+    // Past the learned quantile: a late tool's remaining time grows with what it has
+    // already taken.
+    if (d <= Millis(1))
+      d = std::max(Millis(1),
+                   Duration(static_cast<int64_t>(static_cast<double>(elapsed.count()) * q)));
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void CoreState::OnToolStarted(WfRec& wf, int idx) {
+  NodeRec& tool = wf.nodes[static_cast<size_t>(idx)];
+  std::vector<Duration> q = ToolQuantiles(wf, tool, Duration(0));
+  Duration slack = wf.deadline == Time::Max() ? Duration::max() : wf.deadline - now - q[2];
+  for (const std::string& key : wf.contexts) {
+    CtxRec& c = ctxs[key];
+    if (c.dead || c.users > 0 || c.transfer != 0 || c.loc.tier != Tier::kHbm) continue;
+    c.wait_tool = idx;
+    c.wait_started = now;
+    DecideWait(c, WaitReason::kToolWait, q, slack);
+  }
+}
+
+void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q, Duration slack) {
+  int w = c.loc.worker;
+  WaitInput in;
+  in.reason = reason;
+  in.bytes = c.bytes;
+  in.tokens = c.tokens;
+  double cap = static_cast<double>(opt.hbm_bytes_per_worker);
+  in.hbm_fraction = static_cast<double>(c.bytes) / cap;
+  in.hbm_pressure = Pressure(w);
+  in.wait_quantiles = std::move(q);
+  in.recompute = cost->PrefillTime(c.tokens, 0);
+  in.slack = slack;
+  Location here{Tier::kHbm, w};
+  auto add = [&](Location dst, double dst_pressure, double dst_fraction) {
+    TransferEstimate out = planner->Estimate(here, dst, c.bytes, TrafficClass::kBackground);
+    TransferEstimate back = planner->Estimate(dst, here, c.bytes, TrafficClass::kBackground);
+    if (!out.reachable || !back.reachable) return;
+    in.options.push_back({dst, out.duration, back.duration, std::max(out.path_load, back.path_load),
+                          dst_pressure, dst_fraction});
+  };
+  if (opt.use_host) add({Tier::kHost, w}, 0, 0);
+  if (opt.use_disk) add({Tier::kDisk, w}, 0, 0);
+  if (opt.use_peer)
+    for (int x = 0; x < static_cast<int>(workers.size()); ++x)
+      if (x != w && workers[static_cast<size_t>(x)].alive && Free(x) >= c.bytes)
+        add({Tier::kPeer, x}, Pressure(x), static_cast<double>(c.bytes) / cap);
+  WaitDecision d = policy->OnWait(in);
+  if (d.action == WaitAction::kDemote) {
+    Time prefetch_at = reason == WaitReason::kEviction ? Time::Max() : now + d.prefetch_after;
+    c.home = w;
+    if (StartTransfer(c, d.dst, TrafficClass::kBackground, CommandKind::kDemote, prefetch_at))
+      return;
+    in.options.clear();  // no grant or room: choose between keeping and discarding
+    d = policy->OnWait(in);
+  }
+  if (d.action == WaitAction::kDiscard) {
+    DiscardContext(c, reason == WaitReason::kEviction ? "evicted: " + d.why : d.why);
+    return;
+  }
+  if (reason == WaitReason::kEviction) return;  // nothing freed
+  Emit({.kind = CommandKind::kKeep, .workflow_id = c.wf, .context = c.key});
+  if (reason == WaitReason::kToolWait || reason == WaitReason::kReevaluate) {
+    // If the tool is still out 25% past its predicted p90, look again: a late tool must not
+    // strand HBM.
+    c.reeval_at = now + std::max(Millis(100), in.wait_quantiles.back() * 5 / 4);
+    timers.insert({c.reeval_at, TimerKind::kReeval, c.key, -1});
+  }
+}
+
+bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind,
+                              Time prefetch_at) {
+  if (HbmAccounted(dst) && Free(dst.worker) < c.bytes) return false;
+  Result<Grant> g = grants->Acquire(c.loc, dst, c.bytes, cls, now);
+  if (!g.ok()) return false;
+  uint64_t id = next_xfer++;
+  xfers[id] = XferRec{c.key, c.loc, dst, c.bytes, g->id, false};
+  c.transfer = id;
+  Hold(dst, static_cast<int64_t>(c.bytes));
+  Command cmd{.kind = kind,
+              .workflow_id = c.wf,
+              .context = c.key,
+              .src = c.loc,
+              .dst = dst,
+              .bytes = c.bytes,
+              .transfer_id = id,
+              .grant = *g};
+  if (kind == CommandKind::kDemote && prefetch_at != Time::Max()) {
+    cmd.not_before = prefetch_at;
+    c.prefetch_at = prefetch_at;
+    timers.insert({prefetch_at, TimerKind::kPrefetch, c.key, -1});
+  }
+  Emit(std::move(cmd));
+  return true;
+}
+
+void CoreState::OnTransferDone(uint64_t id, bool ok) {
+  auto it = xfers.find(id);
+  if (it == xfers.end()) {
+    ++ignored;
+    return;
+  }
+  XferRec x = it->second;
+  xfers.erase(it);
+  grants->Release(x.grant);
+  auto cit = ctxs.find(x.ctx);
+  if (cit == ctxs.end()) return;
+  CtxRec& c = cit->second;
+  c.transfer = 0;
+  bool drop = x.discard_on_done || c.dead;
+  if (ok) {
+    Hold(x.src, -static_cast<int64_t>(x.bytes));  // source buffer released only now
+    SetLoc(c, x.dst);
+  } else {
+    Hold(x.dst, -static_cast<int64_t>(x.bytes));
+  }
+  if (drop) {
+    Hold(c.loc, -static_cast<int64_t>(c.bytes));
+    SetLoc(c, {});
+  }
+  if (c.dead) {
+    ctxs.erase(cit);
+    return;
+  }
+  if (!ok || drop) return;
+  WfRec* wf = FindWf(c.wf);
+  bool tool_out = wf && c.wait_tool >= 0 &&
+                  wf->nodes[static_cast<size_t>(c.wait_tool)].state == NState::kRunning;
+  if (c.loc.tier != Tier::kHbm && c.prefetch_at <= now) {
+    OnPrefetchTimer(c);
+  } else if (c.loc.tier == Tier::kHbm && tool_out) {
+    // A timed reload landed before the tool returned: re-evaluate if it stays out.
+    const NodeRec& tool = wf->nodes[static_cast<size_t>(c.wait_tool)];
+    std::vector<Duration> q = ToolQuantiles(*wf, tool, now - tool.started);
+    c.reeval_at = now + std::max(Millis(100), q.back() * 5 / 4);
+    timers.insert({c.reeval_at, TimerKind::kReeval, c.key, -1});
+  }
+}
+
+void CoreState::DiscardContext(CtxRec& c, const std::string& reason) {
+  c.prefetch_at = c.reeval_at = Time::Max();
+  if (c.transfer != 0) {
+    xfers[c.transfer].discard_on_done = true;
+  } else if (c.loc.tier == Tier::kNone) {
+    return;
+  } else {
+    Hold(c.loc, -static_cast<int64_t>(c.bytes));
+  }
+  Location was = c.loc;
+  if (c.transfer == 0) SetLoc(c, {});
+  Emit({.kind = CommandKind::kDiscard,
+        .workflow_id = c.wf,
+        .context = c.key,
+        .src = was,
+        .transfer_id = c.transfer,
+        .reason = reason});
+}
+
+void CoreState::OnPrefetchTimer(CtxRec& c) {
+  c.prefetch_at = Time::Max();
+  if (c.transfer != 0 || c.loc.tier == Tier::kHbm || c.loc.tier == Tier::kNone) return;
+  WfRec* wf = FindWf(c.wf);
+  if (!wf || c.wait_tool < 0) return;
+  if (wf->nodes[static_cast<size_t>(c.wait_tool)].state != NState::kRunning) return;
+  int home = c.home >= 0 && workers[static_cast<size_t>(c.home)].alive ? c.home : c.loc.worker;
+  if (home < 0 || !workers[static_cast<size_t>(home)].alive) return;
+  // If there is no room or budget now, the reload happens on demand when the node is ready.
+  StartTransfer(c, {Tier::kHbm, home}, TrafficClass::kBackground, CommandKind::kPrefetch,
+                Time::Max());
+}
+
+void CoreState::OnReevalTimer(CtxRec& c) {
+  c.reeval_at = Time::Max();
+  if (c.users > 0 || c.transfer != 0 || c.loc.tier != Tier::kHbm) return;
+  WfRec* wf = FindWf(c.wf);
+  if (!wf || c.wait_tool < 0) return;
+  const NodeRec& tool = wf->nodes[static_cast<size_t>(c.wait_tool)];
+  if (tool.state != NState::kRunning) return;
+  std::vector<Duration> q = ToolQuantiles(*wf, tool, now - tool.started);
+  Duration slack = wf->deadline == Time::Max() ? Duration::max() : wf->deadline - now - q[2];
+  DecideWait(c, WaitReason::kReevaluate, q, slack);
+}
+
+void CoreState::OnPeerLost(int w) {
+  if (w < 0 || w >= static_cast<int>(workers.size()) || !workers[static_cast<size_t>(w)].alive)
+    return;
+  workers[static_cast<size_t>(w)].alive = false;
+  // 1. Transfers touching the lost worker end now; their late completions are ignored.
+  for (auto it = xfers.begin(); it != xfers.end();) {
+    if (it->second.src.worker != w && it->second.dst.worker != w) {
+      ++it;
+      continue;
+    }
+    XferRec x = it->second;
+    it = xfers.erase(it);
+    grants->Release(x.grant);
+    CtxRec& c = ctxs[x.ctx];
+    c.transfer = 0;
+    Hold(x.dst, -static_cast<int64_t>(x.bytes));
+    if (x.discard_on_done) {
+      Hold(c.loc, -static_cast<int64_t>(c.bytes));
+      SetLoc(c, {});
+    }
+  }
+  // 2. Everything stored on the worker is gone: invalidate it (recompute on next use).
+  std::vector<std::string> lost;
+  for (auto& [key, c] : ctxs)
+    if (c.loc.worker == w && c.loc.tier != Tier::kNone) lost.push_back(key);
+  // 3. Nodes running there failed with a peer-scoped error.
+  std::vector<std::pair<std::string, int>> running(workers[static_cast<size_t>(w)].nodes.begin(),
+                                                   workers[static_cast<size_t>(w)].nodes.end());
+  for (const auto& [wf_id, idx] : running) StopRunning(wfs[wf_id], idx);
+  for (const std::string& key : lost) {
+    auto it = ctxs.find(key);
+    if (it == ctxs.end()) continue;
+    DiscardContext(it->second, "peer " + std::to_string(w) + " lost");
+    if (it->second.dead && it->second.transfer == 0) ctxs.erase(it);
+  }
+  workers[static_cast<size_t>(w)].used = 0;
+  workers[static_cast<size_t>(w)].resident.clear();
+  for (const auto& [wf_id, idx] : running) {
+    WfRec* wf = FindWf(wf_id);
+    if (!wf) continue;
+    OnNodeFailed(*wf, idx,
+                 Status::Unavailable("worker " + std::to_string(w) + " lost", ErrorScope::kPeer));
+  }
+}
+
+void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
+  uint64_t& cur = model_epoch[model];
+  if (epoch <= cur) return;
+  cur = epoch;
+  std::vector<std::string> stale;
+  for (auto& [key, c] : ctxs)
+    if (c.model == model && c.epoch < epoch && !c.dead &&
+        (c.loc.tier != Tier::kNone || c.transfer != 0))
+      stale.push_back(key);
+  // Running nodes writing a stale context stop at once and start over on the new epoch.
+  for (WorkerRec& wr : workers) {
+    std::vector<std::pair<std::string, int>> running(wr.nodes.begin(), wr.nodes.end());
+    for (const auto& [wf_id, idx] : running) {
+      WfRec& wf = wfs[wf_id];
+      NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+      bool hit = n.spec.model_id() == model;
+      if (!hit) continue;
+      Emit({.kind = CommandKind::kPreempt,
+            .workflow_id = wf_id,
+            .node_id = n.spec.id(),
+            .worker = n.worker});
+      StopRunning(wf, idx);
+      n.new_done = 0;
+      n.ready_since = now;
+      Enqueue(wf, idx);
+    }
+  }
+  for (const std::string& key : stale) {
+    CtxRec& c = ctxs[key];
+    DiscardContext(c,
+                   "stale model epoch " + std::to_string(c.epoch) + " < " + std::to_string(epoch));
+  }
+}
+
+}  // namespace switchyard::scheduler::internal

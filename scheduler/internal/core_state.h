@@ -1,0 +1,216 @@
+// Internal state of scheduler::Core, split by responsibility over core*.cc files:
+//   core.cc           event dispatch, workflow graph (submit/append/close/cancel/end), timers
+//   core_dispatch.cc  ordering, admission against HBM, placement with KV locality,
+//                     eviction, preemption at chunk boundaries
+//   core_kv.cc        tool-wait decisions, transfers and their completion, prefetch timing,
+//                     peer loss and model-epoch invalidation
+//   core_retry.cc     failure classification, retry with backoff and credit, fail closed
+// Not a public interface: only the core's .cc files include it.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "scheduler/core.h"
+
+namespace switchyard::scheduler::internal {
+
+enum class NState : uint8_t {
+  kPending,
+  kReady,
+  kAdmitted,
+  kRunning,
+  kRetryWait,
+  kSucceeded,
+  kFailed,
+  kCancelled
+};
+inline bool Terminal(NState s) {
+  return s == NState::kSucceeded || s == NState::kFailed || s == NState::kCancelled;
+}
+
+struct QKey {
+  int band = 0;
+  double key = 0;
+  uint64_t seq = 0;
+  std::string wf;
+  int node = 0;
+  friend bool operator<(const QKey& a, const QKey& b) {
+    return std::tie(a.band, a.key, a.seq) < std::tie(b.band, b.key, b.seq);
+  }
+};
+
+struct NodeRec {
+  v1::ProgramNode spec;
+  NState state = NState::kPending;
+  int unmet = 0;
+  std::vector<int> children;
+  int attempts = 0;
+  Time ready_since{0};
+  Time started{0};
+  int worker = -1;
+  int64_t new_tokens = 0;  // tokens this node prefills into its primary context
+  int64_t new_done = 0;    // of those, already computed (kept across preemption)
+  int64_t recompute_at_place = 0;
+  uint64_t reserved = 0;  // HBM bytes reserved for growth on `worker`
+  Duration est_run{0};
+  Duration charged{0};  // service charged to the tenant at placement
+  bool queued = false;
+  QKey qkey;
+  Time latest_start = Time::Max();  // deadline - est_run (urgent index key)
+  uint64_t demand = 0;              // bytes counted in queued demand
+  bool resumed = false;
+  Duration inherited{0};  // ATLAS service the call inherited when it became ready
+};
+
+struct WfRec {
+  std::string id, tenant;
+  Time deadline = Time::Max();
+  int priority = 2;
+  Time arrival{0};
+  std::vector<NodeRec> nodes;
+  std::map<std::string, int> index;
+  std::vector<std::string> contexts;  // keys, creation order
+  bool closed = false, ended = false;
+  Duration atlas{0}, plas{0};
+  int terminal = 0;
+  int running_tools = 0;
+};
+
+struct CtxRec {
+  std::string key, wf, model;
+  uint64_t epoch = 0;
+  int64_t tokens = 0;
+  uint64_t bytes = 0;
+  Location loc;           // committed location (kNone: must be recomputed)
+  uint64_t transfer = 0;  // in-flight transfer id, 0 if none
+  int users = 0;          // running nodes reading/extending it
+  bool dead = false;      // workflow ended; erased when no transfer is in flight
+  Time idle_since{0};
+  Time prefetch_at = Time::Max();
+  Time reeval_at = Time::Max();
+  Time wait_started{0};
+  int wait_tool = -1;  // tool node the context is waiting on
+  int home = -1;       // worker whose HBM it left when demoted
+};
+
+struct XferRec {
+  std::string ctx;
+  Location src, dst;
+  uint64_t bytes = 0;
+  uint64_t grant = 0;
+  bool discard_on_done = false;
+};
+
+struct WorkerRec {
+  uint64_t used = 0;
+  int running = 0;
+  bool alive = true;
+  std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
+  std::set<std::string> resident;               // contexts committed in this HBM
+};
+
+struct TenantRec {
+  double weight = 1.0;
+  Duration service{0};
+  double credit = 0;
+  Time credit_at{0};
+  std::set<QKey> ready;
+};
+
+enum class TimerKind : uint8_t { kRetry, kPrefetch, kReeval };
+struct Timer {
+  Time at;
+  TimerKind kind;
+  std::string key;  // wf id (retry) or context key
+  int node = -1;
+  friend bool operator<(const Timer& a, const Timer& b) {
+    return std::tie(a.at, a.kind, a.key, a.node) < std::tie(b.at, b.kind, b.key, b.node);
+  }
+};
+
+struct CoreState {
+  CoreOptions opt;
+  const Policy* policy;
+  const TransferPlanner* planner;
+  GrantIssuer* grants;
+  const ComputeCostModel* cost;
+  DurationModel durations;
+
+  std::map<std::string, WfRec> wfs;
+  std::map<std::string, CtxRec> ctxs;
+  std::map<uint64_t, XferRec> xfers;
+  std::vector<WorkerRec> workers;
+  std::map<std::string, TenantRec> tenants;
+  std::set<std::tuple<Time, uint64_t, std::string, int>> urgent;  // latest_start index
+  std::set<Timer> timers;
+  std::map<std::string, uint64_t> model_epoch;
+  uint64_t queued_demand = 0;
+  size_t queued = 0;
+  uint64_t next_seq = 1, next_xfer = 1, ignored = 0;
+  Commands* out = nullptr;
+  Time now{0};
+
+  CoreState(CoreOptions o, const Policy* p, const TransferPlanner* pl, GrantIssuer* g,
+            const ComputeCostModel* c);
+
+  // core.cc
+  void Handle(const Event& e);
+  void Submit(const v1::Workflow& w);
+  void Append(WfRec& wf, const v1::ProgramNode& n);
+  void Close(WfRec& wf);
+  void OnReady(WfRec& wf, int idx);
+  void OnSucceeded(WfRec& wf, int idx);
+  void CancelWorkflow(WfRec& wf, const std::string& reason);
+  void EndWorkflow(WfRec& wf, CommandKind kind, const std::string& node, const std::string& why);
+  void MaybeComplete(WfRec& wf);
+  void RunTimers();
+  void Emit(Command c) { out->list.push_back(std::move(c)); }
+  WfRec* FindWf(const std::string& id);
+  TenantRec& Tenant(const std::string& name);
+  Time NodeDeadline(const WfRec& wf, const NodeRec& n) const;
+  uint64_t BytesPerToken() const { return cost->KvBytesPerToken(); }
+
+  // core_dispatch.cc
+  void Enqueue(WfRec& wf, int idx);
+  void Dequeue(WfRec& wf, int idx);
+  void Dispatch();
+  const QKey* PickNext(const std::set<std::pair<std::string, int>>& skipped);
+  bool TryPlace(WfRec& wf, int idx);
+  void Place(WfRec& wf, int idx, int worker, int64_t recompute);
+  void StopRunning(WfRec& wf, int idx);
+  bool EvictFor(int worker, uint64_t need);
+  void OnEngineStep(WfRec& wf, int idx, int64_t tokens_done);
+  std::vector<std::string> NodeContexts(const WfRec& wf, const NodeRec& n) const;
+  Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;
+  double Pressure(int worker) const;
+  uint64_t Free(int w) const { return opt.hbm_bytes_per_worker - workers[w].used; }
+
+  // core_kv.cc
+  void OnToolStarted(WfRec& wf, int idx);
+  void DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> quantiles, Duration slack);
+  std::vector<Duration> ToolQuantiles(const WfRec& wf, const NodeRec& tool, Duration elapsed);
+  bool StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind, Time prefetch_at);
+  void OnTransferDone(uint64_t id, bool ok);
+  void DiscardContext(CtxRec& c, const std::string& reason);
+  void Hold(const Location& l, int64_t delta);
+  void SetLoc(CtxRec& c, const Location& l);
+  bool HbmAccounted(const Location& l) const {
+    return (l.tier == Tier::kHbm || l.tier == Tier::kPeer) && l.worker >= 0 &&
+           l.worker < static_cast<int>(workers.size());
+  }
+  void OnPrefetchTimer(CtxRec& c);
+  void OnReevalTimer(CtxRec& c);
+  void OnPeerLost(int worker);
+  void OnEpochChanged(const std::string& model, uint64_t epoch);
+
+  // core_retry.cc
+  void OnNodeFailed(WfRec& wf, int idx, const Status& st);
+  std::string RetryBlocker(WfRec& wf, NodeRec& n, const Status& st, Duration backoff);
+  Duration Backoff(const NodeRec& n) const;
+};
+
+}  // namespace switchyard::scheduler::internal

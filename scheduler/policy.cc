@@ -1,0 +1,122 @@
+#include "scheduler/policy.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace switchyard::scheduler {
+namespace {
+
+double S(Duration d) { return ToSeconds(d); }
+
+double MeanOf(const std::vector<Duration>& q) {
+  if (q.empty()) return 0;
+  double sum = 0;
+  for (Duration d : q) sum += S(d);
+  return sum / static_cast<double>(q.size());
+}
+
+double Median(const std::vector<Duration>& q) { return q.empty() ? 0 : S(q[q.size() / 2]); }
+
+}  // namespace
+
+double Policy::EvictionPriority(const IdleContextInfo& c) const {
+  // Farthest next use first; unknown next use counts as farthest; older idle first on ties.
+  double until = c.until_next_use == Duration::max() ? 1e9 : std::min(1e9, S(c.until_next_use));
+  return -until + 1e-12 * c.idle_since.seconds();
+}
+
+OrderKey SwitchyardPolicy::Order(const ReadyNodeInfo& n) const {
+  // score(now) = service - aging * (now - ready_since); ordering by service + aging *
+  // ready_since is the same at every `now`, so the key is time-invariant.
+  int band = n.priority_class == 1 ? 0 : (n.priority_class == 3 ? 2 : 1);
+  return {band, S(n.program_service) + options_.aging_per_second * n.ready_since.seconds()};
+}
+
+double SwitchyardPolicy::Urgency(const WaitInput& in) const {
+  if (in.slack == Duration::max()) return 1.0;
+  double slack = std::max(S(in.slack), 0.01);
+  return 1.0 + options_.urgency_scale_s / slack;
+}
+
+double SwitchyardPolicy::KeepCost(const WaitInput& in) const {
+  return in.hbm_pressure * in.hbm_fraction * MeanOf(in.wait_quantiles);
+}
+
+double SwitchyardPolicy::DemoteCost(const WaitInput& in, const WaitOption& o,
+                                    Duration* prefetch_after) const {
+  double out = S(o.out), back = S(o.in);
+  double start = std::max(out, Median(in.wait_quantiles) - back * (1 + options_.prefetch_margin));
+  if (prefetch_after) *prefetch_after = Seconds(start);
+  double stall = 0, idle_after_reload = 0;
+  for (Duration qd : in.wait_quantiles) {
+    double r = S(qd);
+    // The tool returns at r: the reload starts at `start`, or at r if that is earlier
+    // (and not before the demotion finished).
+    double begin = r >= start ? start : std::max(out, r);
+    stall += std::max(0.0, begin + back - r);
+    idle_after_reload += std::max(0.0, r - (begin + back));
+  }
+  double n = in.wait_quantiles.empty() ? 1.0 : static_cast<double>(in.wait_quantiles.size());
+  stall /= n;
+  idle_after_reload /= n;
+  double mem = in.hbm_pressure * in.hbm_fraction * (out + back + idle_after_reload);
+  double link = (options_.link_weight + o.path_load) * (out + back);
+  double remote = o.dst_pressure * o.dst_fraction * MeanOf(in.wait_quantiles);
+  return mem + link + remote + Urgency(in) * stall;
+}
+
+double SwitchyardPolicy::DiscardCost(const WaitInput& in) const {
+  return S(in.recompute) * (1.0 + Urgency(in));
+}
+
+WaitDecision SwitchyardPolicy::OnWait(const WaitInput& in) const {
+  WaitDecision best;
+  best.action = WaitAction::kKeep;
+  best.cost = KeepCost(in);
+  best.why = "keep";
+  if (in.reason == WaitReason::kEviction) best.cost = std::numeric_limits<double>::infinity();
+  for (const WaitOption& o : in.options) {
+    Duration after{0};
+    double c = DemoteCost(in, o, &after);
+    if (c < best.cost) {
+      best = {WaitAction::kDemote, o.dst, after, c,
+              std::string("demote to ") + TierName(o.dst.tier)};
+    }
+  }
+  double d = DiscardCost(in);
+  if (d < best.cost) best = {WaitAction::kDiscard, {}, Duration(0), d, "recompute is cheapest"};
+  return best;
+}
+
+std::optional<size_t> SwitchyardPolicy::ChoosePreemptionVictim(
+    const PreemptionInput& in, const std::vector<RunningInfo>& running) const {
+  // Preempt only when waiting would miss the urgent node's deadline.
+  if (in.urgent_wait <= in.urgent_slack) return std::nullopt;
+  std::optional<size_t> victim;
+  for (size_t i = 0; i < running.size(); ++i) {
+    const RunningInfo& r = running[i];
+    if (r.prefill_remaining_tokens <= 0) continue;
+    // The victim must be able to absorb the urgent node's run time.
+    if (r.slack != Duration::max() && r.slack < in.urgent_run) continue;
+    if (!victim || r.remaining_time > running[*victim].remaining_time) victim = i;
+  }
+  return victim;
+}
+
+OrderKey KeepDuringToolPolicy::Order(const ReadyNodeInfo& n) const {
+  return {0, n.workflow_arrival.seconds()};
+}
+
+WaitDecision KeepDuringToolPolicy::OnWait(const WaitInput& in) const {
+  if (in.reason == WaitReason::kEviction)
+    return {WaitAction::kDiscard, {}, Duration(0), 0, "evict"};
+  return {WaitAction::kKeep, {}, Duration(0), 0, "keep during tool"};
+}
+
+std::unique_ptr<Policy> MakePolicy(std::string_view name) {
+  if (name == "switchyard") return std::make_unique<SwitchyardPolicy>();
+  if (name == "keep-during-tool") return std::make_unique<KeepDuringToolPolicy>();
+  return nullptr;
+}
+
+}  // namespace switchyard::scheduler

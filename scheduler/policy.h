@@ -1,0 +1,166 @@
+// Policy: the pluggable decisions of the scheduler core.
+//
+// The core owns state and mechanics (graphs, HBM accounting, transfers, grants, retries);
+// a Policy answers five questions, so the replay benchmark can run reference baselines
+// (vLLM FCFS, keep-during-tool, InferCept, Continuum TTL, Autellix PLAS/ATLAS, KVFlow)
+// beside the default "switchyard" policy on the same core:
+//   name()               a stable name for reports;
+//   Order()              a time-invariant ordering key for a ready LLM node (lower runs
+//                        first), plus whether the core shares service across tenants by
+//                        weight and whether deadline-urgent nodes jump the queue;
+//   OnWait()             what to do with a context while its workflow waits (a tool call,
+//                        a preemption, an eviction): keep, demote to a tier, or discard,
+//                        and when to start bringing it back;
+//   EvictionPriority()   which idle context to push out of HBM first (lowest first);
+//   ChoosePreemptionVictim()  whether an urgent node preempts a running prefill.
+// Inputs carry everything a policy may use (sizes, estimates from the planner and cost
+// model, pressure, learned duration quantiles, slack); policies hold no core state.
+//
+// Thread-safety: const methods on immutable configuration; callable from the core thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/time.h"
+#include "scheduler/types.h"
+
+namespace switchyard::scheduler {
+
+struct ReadyNodeInfo {
+  std::string tenant;
+  int priority_class = 2;       // v1::PriorityClass, unspecified mapped to STANDARD (2)
+  Duration program_service{0};  // ATLAS: max over completed ancestors of service + time
+  Duration program_total{0};    // PLAS: sum of completed calls' model time
+  Time workflow_arrival{0};
+  Time ready_since{0};
+  Time deadline = Time::Max();
+  Duration estimated_run{0};
+  int64_t prompt_tokens = 0;
+  bool context_resident = false;  // all its contexts are committed in HBM somewhere
+  bool resumed = false;           // preempted earlier and requeued
+};
+
+struct OrderKey {
+  int band = 0;    // lower band first
+  double key = 0;  // then lower key
+};
+
+enum class WaitReason : uint8_t { kToolWait, kPreempted, kEviction, kReevaluate };
+
+// One place the context could go, with planner estimates (both directions).
+struct WaitOption {
+  Location dst;
+  Duration out{0};          // HBM -> dst
+  Duration in{0};           // dst -> HBM (reload)
+  double path_load = 0;     // highest background utilisation on the path (0..1)
+  double dst_pressure = 0;  // peer: HBM pressure on the peer (0..1)
+  double dst_fraction = 0;  // peer: bytes / peer HBM capacity
+};
+
+struct WaitInput {
+  WaitReason reason = WaitReason::kToolWait;
+  uint64_t bytes = 0;
+  int64_t tokens = 0;
+  double hbm_fraction = 0;  // bytes / HBM capacity of the worker holding it
+  double hbm_pressure = 0;  // 0..1: waiting demand on that worker relative to capacity
+  // Predicted remaining wait at quantiles 0.1, 0.25, 0.5, 0.75, 0.9 (non-decreasing).
+  std::vector<Duration> wait_quantiles;
+  Duration recompute{0};             // prefill time to rebuild the context
+  Duration slack = Duration::max();  // deadline slack of the workflow (max: none)
+  std::vector<WaitOption> options;   // reachable demotion targets (host, disk, peers)
+};
+
+enum class WaitAction : uint8_t { kKeep, kDemote, kDiscard };
+
+struct WaitDecision {
+  WaitAction action = WaitAction::kKeep;
+  Location dst;                // kDemote
+  Duration prefetch_after{0};  // kDemote: start the reload this long after now
+  double cost = 0;             // expected cost of the chosen action (GPU-seconds)
+  std::string why;             // short explanation for logs
+};
+
+struct IdleContextInfo {
+  uint64_t bytes = 0;
+  Time idle_since{0};
+  Duration until_next_use = Duration::max();  // predicted (max: unknown / none)
+  int steps_to_execution = 0;                 // graph steps until a node using it can run (KVFlow)
+};
+
+struct RunningInfo {
+  int64_t prefill_remaining_tokens = 0;
+  Duration remaining_time{0};
+  Duration slack = Duration::max();
+  int priority_class = 2;
+};
+
+struct PreemptionInput {
+  Duration urgent_slack{0};  // slack of the urgent node if it waited for no one
+  Duration urgent_wait{0};   // time until a slot frees without preemption
+  Duration urgent_run{0};
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual OrderKey Order(const ReadyNodeInfo& n) const = 0;
+  virtual bool FairShareAcrossTenants() const { return false; }
+  virtual bool DeadlineAware() const { return false; }
+  virtual WaitDecision OnWait(const WaitInput& in) const = 0;
+  virtual double EvictionPriority(const IdleContextInfo& c) const;
+  // Index into `running` of the victim to preempt at its chunk boundary, or nullopt.
+  virtual std::optional<size_t> ChoosePreemptionVictim(
+      const PreemptionInput& in, const std::vector<RunningInfo>& running) const {
+    return std::nullopt;
+  }
+};
+
+// The default policy: ATLAS service + aging within a tenant, weighted fair share across
+// tenants, EDF for deadline-urgent nodes, and the expected-cost tool-wait rule
+// (scheduler/README.md "The cost rule").
+class SwitchyardPolicy final : public Policy {
+ public:
+  struct Options {
+    double aging_per_second = 0.1;  // seconds of attained service forgiven per second waited
+    double link_weight = 0.05;      // GPU-seconds charged per second of link time (idle link)
+    double urgency_scale_s = 1.0;   // stall weight = 1 + urgency_scale_s / slack_s
+    double prefetch_margin = 0.1;   // start reloads this fraction of `in` early
+  };
+  SwitchyardPolicy() : SwitchyardPolicy(Options{}) {}
+  explicit SwitchyardPolicy(Options o) : options_(o) {}
+  std::string_view name() const override { return "switchyard"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  bool FairShareAcrossTenants() const override { return true; }
+  bool DeadlineAware() const override { return true; }
+  WaitDecision OnWait(const WaitInput& in) const override;
+  std::optional<size_t> ChoosePreemptionVictim(
+      const PreemptionInput& in, const std::vector<RunningInfo>& running) const override;
+
+  // Expected costs of each action (exposed for tests and the README's worked example).
+  double KeepCost(const WaitInput& in) const;
+  double DemoteCost(const WaitInput& in, const WaitOption& o, Duration* prefetch_after) const;
+  double DiscardCost(const WaitInput& in) const;
+
+ private:
+  double Urgency(const WaitInput& in) const;
+  Options options_;
+};
+
+// Reference: FCFS by workflow arrival, keep every context in HBM while tools run, never
+// preempt (the "keep-during-tool" baseline of DESIGN.md).
+class KeepDuringToolPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "keep-during-tool"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  WaitDecision OnWait(const WaitInput& in) const override;
+};
+
+// Builds a policy by name ("switchyard", "keep-during-tool"); nullptr when unknown.
+std::unique_ptr<Policy> MakePolicy(std::string_view name);
+
+}  // namespace switchyard::scheduler

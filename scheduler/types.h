@@ -1,0 +1,47 @@
+// Scheduler value types: where KV lives, transfer grants, and small identifiers.
+//
+// These are plain values shared by events, commands, policies and the core. Workers are
+// the GPU replicas the scheduler places LLM nodes on (indices 0..n-1). A context is a
+// workflow-owned growing KV sequence, named "<workflow>/<context>" inside the core.
+//
+// Thread-safety: values only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/time.h"
+
+namespace switchyard::scheduler {
+
+// Where a context's KV blocks can live (DESIGN.md "Tier").
+enum class Tier : uint8_t { kHbm, kHost, kDisk, kPeer, kNone };
+const char* TierName(Tier t);  // "hbm", "host", "disk", "peer", "none"
+
+// Traffic class of a transfer (mirrors switchyard.v1.TrafficClass, DESIGN.md).
+enum class TrafficClass : uint8_t { kLatency, kThroughput, kBackground, kControl };
+const char* TrafficClassName(TrafficClass c);
+
+// A (tier, worker) pair. For kPeer, `worker` is the peer worker whose HBM holds the copy.
+struct Location {
+  Tier tier = Tier::kNone;
+  int worker = -1;
+  friend bool operator==(const Location&, const Location&) = default;
+};
+std::string LocationString(const Location& l);  // "hbm@0", "peer@2", "none"
+
+// A budget grant (invariant 6): the class and bytes a transfer was admitted in, on every
+// link of its path. id 0 means "no grant" and is never attached to a transfer command.
+struct Grant {
+  uint64_t id = 0;
+  TrafficClass traffic_class = TrafficClass::kBackground;
+  uint64_t bytes = 0;
+  bool valid() const { return id != 0; }
+};
+
+// Fully qualified context key "<workflow>/<context>".
+inline std::string ContextKey(const std::string& workflow, const std::string& context) {
+  return workflow + "/" + context;
+}
+
+}  // namespace switchyard::scheduler

@@ -1,0 +1,304 @@
+// Table-driven scenarios for scheduler::Core with exact expected command lists.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "scheduler/core.h"
+#include "tests/scheduler/test_util.h"
+
+namespace switchyard::scheduler {
+namespace {
+
+using namespace testing;  // NOLINT
+
+struct Step {
+  double t;  // seconds
+  Event event;
+  std::vector<std::string> expect;
+};
+
+struct Rig {
+  Rig(CoreOptions o, SimulatedFabric::Options f, uint64_t bpt = 131072)
+      : fabric(MakeFabricOptions(f, o.workers)),
+        cost(bpt),
+        core(o, &policy, &fabric, &fabric, &cost) {}
+  static SimulatedFabric::Options MakeFabricOptions(SimulatedFabric::Options f, int workers) {
+    f.workers = workers;
+    return f;
+  }
+  void Run(const std::vector<Step>& steps) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Commands c = core.handle(steps[i].event, Time::FromSeconds(steps[i].t));
+      EXPECT_EQ(ToStrings(c), steps[i].expect)
+          << "step " << i << " (" << EventKindName(steps[i].event.kind) << " at " << steps[i].t
+          << "s)";
+      last = c;
+    }
+  }
+  SwitchyardPolicy policy;
+  SimulatedFabric fabric;
+  FixedRateCost cost;
+  Core core;
+  Commands last;
+};
+
+CoreOptions Opts(int workers, uint64_t hbm, int slots) {
+  CoreOptions o;
+  o.workers = workers;
+  o.hbm_bytes_per_worker = hbm;
+  o.slots_per_worker = slots;
+  return o;
+}
+
+std::string Secs(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3fs", s);
+  return b;
+}
+
+// The hint seeds the sketch with 3 pseudo-samples: every quantile is the hint's bucket.
+double SeededMedian(double hint_s) {
+  DurationSketch s;
+  s.Add(hint_s, 3.0);
+  return *s.Quantile(0.5);
+}
+
+TEST(CoreScenario, ShortToolKeepsContextInHbm) {
+  Rig r(Opts(1, 80'000'000'000, 4), {});
+  auto wf =
+      Wf("wf1", "a",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 1000, 100), Tool("t", {"a"}, "search", 100),
+          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 50, 100)});
+  r.Run({{0, Submit(wf), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0, Of(EventKind::kWorkflowClosed, "wf1"), {}},
+         {0.5, LlmDone("wf1", "a", 100, Millis(500)), {"admit wf1/t"}},
+         {0.5, Of(EventKind::kToolStarted, "wf1", "t"), {"keep wf1/main"}},
+         {0.6, ToolDone("wf1", "t"), {"place wf1/b worker=0 recompute=0 done=0"}},
+         {1.0,
+          LlmDone("wf1", "b", 100, Millis(400)),
+          {"discard wf1/main (workflow ended)", "complete wf1"}}});
+  EXPECT_EQ(r.core.hbm_used(0), 0u);
+}
+
+TEST(CoreScenario, LongToolUnderPressureDemotesToHostAndPrefetchesForReturn) {
+  Rig r(Opts(1, 4'000'000'000, 1), {});
+  auto wf1 =
+      Wf("wf1", "t1",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 8000, 100), Tool("t", {"a"}, "build", 30000),
+          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
+  auto big = [](const std::string& id) {
+    return Wf(id, "t2", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)});
+  };
+  const uint64_t bytes = 8100ULL * 131072;  // 1061683200
+  double in = ToSeconds(
+      r.fabric.Estimate({Tier::kHost, 0}, {Tier::kHbm, 0}, bytes, TrafficClass::kBackground)
+          .duration);
+  double prefetch_at = 1.0 + SeededMedian(30.0) - 1.1 * in;
+  std::string xfer = " bytes=1061683200 xfer=";
+  r.Run({{0, Submit(wf1), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0, Submit(big("wf2")), {}},
+         {0, Submit(big("wf3")), {}},
+         {1,
+          LlmDone("wf1", "a", 100, Millis(200)),
+          {"admit wf1/t", "place wf2/x worker=0 recompute=0 done=0"}},
+         {1,
+          Of(EventKind::kToolStarted, "wf1", "t"),
+          {"demote wf1/main hbm@0->host@0" + xfer +
+           "1 grant=1 class=background prefetch_at=" + Secs(prefetch_at)}},
+         {1.1, Xfer(1), {}}});
+  EXPECT_NEAR(r.last.wakeup.seconds(), prefetch_at, 1e-6);
+  r.Run({{prefetch_at,
+          Tick(),
+          {"prefetch wf1/main host@0->hbm@0" + xfer + "2 grant=2 class=background"}}});
+  EXPECT_LE(r.core.hbm_used(0), r.core.hbm_capacity());
+}
+
+TEST(CoreScenario, HugeContextWithFastIdleLinkGoesToPeer) {
+  SimulatedFabric::Options f;
+  Rig r(Opts(2, 80'000'000'000, 1), f, 327680);  // Llama-3.1-70B: 320 KiB per token
+  r.fabric.SetPeerBandwidth(0, 1, 900e9);        // NVLink
+  auto wf1 =
+      Wf("wf1", "a",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 122000, 100), Tool("t", {"a"}, "shell", 2000),
+          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
+  auto wf2 = Wf("wf2", "b", {Llm("y", {}, "c", v1::CacheRef::CREATE, 1000, 1000)});
+  auto big = [](const std::string& id) {
+    return Wf(id, "c", {Llm("z", {}, "c", v1::CacheRef::CREATE, 150000, 256)});
+  };
+  const uint64_t bytes = 122100ULL * 327680;  // 40009728000
+  double in = ToSeconds(
+      r.fabric.Estimate({Tier::kPeer, 1}, {Tier::kHbm, 0}, bytes, TrafficClass::kBackground)
+          .duration);
+  double prefetch_at = 4.0 + SeededMedian(2.0) - 1.1 * in;
+  r.Run({{0, Submit(wf1), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0, Submit(wf2), {"place wf2/y worker=1 recompute=0 done=0"}},
+         {0, Submit(big("wf3")), {}},
+         {0, Submit(big("wf4")), {}},
+         {4, LlmDone("wf1", "a", 100, Seconds(3.1)), {"admit wf1/t"}},
+         {4,
+          Of(EventKind::kToolStarted, "wf1", "t"),
+          {"demote wf1/main hbm@0->peer@1 bytes=40009728000 xfer=1 grant=1 class=background "
+           "prefetch_at=" +
+           Secs(prefetch_at)}}});
+}
+
+TEST(CoreScenario, ShortContextOnCongestedLinkIsDiscarded) {
+  SimulatedFabric::Options f;
+  f.class_floor[2] = 0.02;  // background gets 2% of a saturated link
+  Rig r(Opts(1, 2'000'000'000, 1), f);
+  r.fabric.SetPcieLoad(0, 0.98);
+  auto wf1 =
+      Wf("wf1", "a",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 412, 100), Tool("t", {"a"}, "wait", 60000),
+          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 10, 10)});
+  auto big = [](const std::string& id) {
+    return Wf(id, "b", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)});
+  };
+  r.Run(
+      {{0, Submit(wf1), {"place wf1/a worker=0 recompute=0 done=0"}},
+       {0, Submit(big("wf2")), {}},
+       {0, Submit(big("wf3")), {}},
+       {1,
+        LlmDone("wf1", "a", 100, Millis(100)),
+        {"admit wf1/t", "place wf2/x worker=0 recompute=0 done=0"}},
+       {1, Of(EventKind::kToolStarted, "wf1", "t"), {"discard wf1/main (recompute is cheapest)"}}});
+  EXPECT_EQ(r.core.ContextLocation("wf1/main")->tier, Tier::kNone);
+  EXPECT_EQ(r.core.hbm_used(0), 10256ULL * 131072);  // only wf2/x's reservation
+}
+
+TEST(CoreScenario, TightDeadlineVerifierPreemptsLongPrefillAtChunkBoundary) {
+  Rig r(Opts(1, 80'000'000'000, 1), {});
+  auto wf1 = Wf("wf1", "a", {Llm("p", {}, "main", v1::CacheRef::CREATE, 200000, 10)});
+  auto wf2 =
+      Wf("wf2", "b", {Llm("v", {}, "vc", v1::CacheRef::CREATE, 2000, 10)}, /*deadline_ms=*/700);
+  v1::ProgramNode verifier = wf2.nodes(0);
+  Event step = Of(EventKind::kEngineStep, "wf1", "p");
+  step.worker = 0;
+  step.tokens_done = 2048;
+  r.Run({{0, Submit(wf1), {"place wf1/p worker=0 recompute=0 done=0"}},
+         {0.1, Submit(wf2), {}},
+         {0.1, Of(EventKind::kWorkflowClosed, "wf2"), {}},
+         {0.2,
+          step,
+          {"preempt wf1/p worker=0", "keep wf1/main", "place wf2/v worker=0 recompute=0 done=0"}},
+         {0.3,
+          LlmDone("wf2", "v", 10, Millis(100)),
+          {"discard wf2/vc (workflow ended)", "complete wf2",
+           "place wf1/p worker=0 recompute=0 done=2048"}}});
+  EXPECT_EQ(r.core.ContextTokens("wf1/main"), 2048);
+}
+
+TEST(CoreScenario, IdempotentFailureIsRetriedWithinDeadline) {
+  struct Case {
+    std::string name;
+    v1::ProgramNode node;
+    int64_t deadline_ms;
+    std::vector<std::string> at_failure;
+  };
+  std::vector<Case> cases = {
+      {"pure tool", Tool("f", {}, "fetch", 500), 10000, {"retry wf1/f attempt=2 at=1.100s"}},
+      {"side effect with idempotency key",
+       Tool("f", {}, "pay", 500, true, "order-17"),
+       10000,
+       {"retry wf1/f attempt=2 at=1.100s"}},
+      {"retry past deadline",
+       Tool("f", {}, "fetch", 500),
+       1050,
+       {"fail wf1 node=f: node 'f' failed (Unavailable: timeout [retryable]); not retried: a "
+        "retry would miss the deadline"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Rig r(Opts(1, 80'000'000'000, 4), {});
+    r.Run({{0, Submit(Wf("wf1", "a", {c.node}, c.deadline_ms)), {"admit wf1/f"}},
+           {0, Of(EventKind::kWorkflowClosed, "wf1"), {}},
+           {0, Of(EventKind::kToolStarted, "wf1", "f"), {}},
+           {1, ToolDone("wf1", "f", Status::Unavailable("timeout")), c.at_failure}});
+    if (c.at_failure[0].rfind("retry", 0) != 0) continue;
+    EXPECT_EQ(r.last.wakeup, Time::FromSeconds(1.1));
+    r.Run({{1.1, Tick(), {"admit wf1/f"}},
+           {1.1, Of(EventKind::kToolStarted, "wf1", "f"), {}},
+           {1.5, ToolDone("wf1", "f"), {"complete wf1"}}});
+  }
+}
+
+TEST(CoreScenario, SideEffectFailureFailsWorkflowWithoutRetry) {
+  Rig r(Opts(1, 80'000'000'000, 4), {});
+  auto wf =
+      Wf("wf1", "a",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 100, 10), Tool("pay", {"a"}, "pay", 500, true),
+          Llm("b", {"pay"}, "main", v1::CacheRef::EXTEND, 10, 10)});
+  r.Run({{0, Submit(wf), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0, Of(EventKind::kWorkflowClosed, "wf1"), {}},
+         {0.1, LlmDone("wf1", "a", 10, Millis(100)), {"admit wf1/pay"}},
+         {0.1, Of(EventKind::kToolStarted, "wf1", "pay"), {"keep wf1/main"}},
+         {0.5,
+          ToolDone("wf1", "pay", Status::Unavailable("gateway timeout")),
+          {"discard wf1/main (workflow failed)",
+           "fail wf1 node=pay: node 'pay' failed (Unavailable: gateway timeout [retryable]); not "
+           "retried: side-effect node has no idempotency key, so a retry cannot be proven safe"}},
+         // The tool's late duplicate report changes nothing.
+         {0.6, ToolDone("wf1", "pay"), {}}});
+  EXPECT_EQ(r.core.live_workflows(), 0u);
+}
+
+TEST(CoreScenario, ModelEpochChangeRecomputesOnlyStaleContexts) {
+  Rig r(Opts(1, 80'000'000'000, 4), {});
+  auto wf = [](const std::string& id, const std::string& model) {
+    return Wf(
+        id, "a",
+        {Llm("a", {}, "main", v1::CacheRef::CREATE, 1000, 10, model), Tool("t", {"a"}, "t", 5000),
+         Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 10, 10, model)});
+  };
+  Event epoch;
+  epoch.kind = EventKind::kModelEpochChanged;
+  epoch.model_id = "m1";
+  epoch.epoch = 2;
+  r.Run({{0, Submit(wf("wf1", "m1")), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0, Submit(wf("wf2", "m2")), {"place wf2/a worker=0 recompute=0 done=0"}},
+         {0.1, LlmDone("wf1", "a", 10, Millis(100)), {"admit wf1/t"}},
+         {0.1, LlmDone("wf2", "a", 10, Millis(100)), {"admit wf2/t"}},
+         {0.1, Of(EventKind::kToolStarted, "wf1", "t"), {"keep wf1/main"}},
+         {0.1, Of(EventKind::kToolStarted, "wf2", "t"), {"keep wf2/main"}},
+         {0.2, epoch, {"discard wf1/main (stale model epoch 0 < 2)"}},
+         {0.3, ToolDone("wf1", "t"), {"place wf1/b worker=0 recompute=1010 done=0"}},
+         {0.3, ToolDone("wf2", "t"), {"place wf2/b worker=0 recompute=0 done=0"}}});
+}
+
+TEST(CoreScenario, WeightedTenantsShareServiceTwoToOneUnderSaturation) {
+  CoreOptions o = Opts(1, 80'000'000'000, 1);
+  o.tenant_weights = {{"gold", 2.0}, {"silver", 1.0}};
+  Rig r(o, {});
+  double t = 0;
+  std::map<std::string, int> placed;
+  std::vector<Command> pending;
+  auto absorb = [&](const Commands& c) {
+    for (const Command& x : c.list)
+      if (x.kind == CommandKind::kPlace) pending.push_back(x);
+  };
+  for (int i = 0; i < 200; ++i) {
+    for (std::string tenant : {"gold", "silver"}) {
+      std::string id = tenant + std::to_string(i);
+      absorb(
+          r.core.handle(Submit(Wf(id, tenant, {Llm("n", {}, "c", v1::CacheRef::CREATE, 1000, 10)})),
+                        Time::FromSeconds(t)));
+    }
+  }
+  // Run 150 calls back to back, each taking its estimated 75 ms, while both have backlog.
+  for (int i = 0; i < 150 && !pending.empty(); ++i) {
+    Command c = pending.front();
+    pending.erase(pending.begin());
+    placed[c.workflow_id.substr(0, c.workflow_id.find_first_of("0123456789"))]++;
+    t += 0.075;
+    absorb(r.core.handle(LlmDone(c.workflow_id, c.node_id, 10, Millis(75)), Time::FromSeconds(t)));
+  }
+  double gold = ToSeconds(r.core.TenantService("gold"));
+  double silver = ToSeconds(r.core.TenantService("silver"));
+  ASSERT_GT(silver, 0);
+  EXPECT_NEAR(gold / silver, 2.0, 0.2)
+      << "gold " << placed["gold"] << " silver " << placed["silver"];
+  EXPECT_NEAR(static_cast<double>(placed["gold"]) / placed["silver"], 2.0, 0.2);
+}
+
+}  // namespace
+}  // namespace switchyard::scheduler
