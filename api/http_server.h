@@ -1,0 +1,50 @@
+// HttpServer: an asynchronous HTTP/1.1 server on Boost.Beast.
+//
+// Accepts connections on one address, reads requests with keep-alive, enforces a body
+// size limit (413 without calling the handler) and a header/read timeout, and hands each
+// complete request to a Handler that returns the response. The io_context runs on
+// `threads` threads; the handler may be called concurrently from several of them.
+//
+// Ownership: the server owns its io_context and threads. Start() binds and returns the
+// bound port (0 in the options picks a free one); Stop() closes the acceptor and every
+// connection, then joins the threads. Thread-safety: Start/Stop from one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "api/http.h"
+#include "base/result.h"
+
+namespace switchyard::api {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8470;
+  int threads = 2;
+  size_t body_limit_bytes = 1 << 20;  // larger bodies get 413
+  int read_timeout_ms = 30000;        // a request must arrive within this once started
+  size_t max_connections = 1024;      // more are refused (closed at accept)
+};
+
+class HttpServer {
+ public:
+  using Handler = std::function<HttpResponse(const HttpRequest&)>;
+
+  HttpServer(HttpServerOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the threads. Returns the bound port.
+  Result<uint16_t> Start();
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::api

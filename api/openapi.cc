@@ -1,0 +1,88 @@
+// The OpenAPI 3 document served at /openapi.json. Every POST has a request example that
+// the service accepts (tests/api/openapi_test.cc posts each of them).
+#include "api/http_api.h"
+
+namespace switchyard::api {
+
+const std::string& OpenApiDocument() {
+  static const std::string kDoc = R"JSON({
+  "openapi": "3.0.3",
+  "info": {"title": "Switchyard", "version": "0.1.0",
+           "description": "Scheduler for agentic LLM workflows with network-aware KV-cache tiering. Errors are {code, message, details}."},
+  "components": {
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "schemas": {
+      "Error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {"type": "object"}}},
+      "Workflow": {"type": "object", "description": "switchyard.v1.Workflow (proto3 JSON)"},
+      "NodeEvent": {"type": "object", "description": "switchyard.v1.NodeEvent (proto3 JSON)"},
+      "AppendNodesRequest": {"type": "object", "description": "switchyard.v1.AppendNodesRequest"},
+      "WorkflowStatus": {"type": "object", "description": "switchyard.v1.WorkflowStatus"}
+    },
+    "parameters": {
+      "id": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+      "idem": {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string"},
+               "description": "A repeated request with the same key returns the first answer and does nothing twice."}
+    },
+    "responses": {
+      "Error": {"description": "400 bad field, 401, 403, 404, 409, 413 body limit, 429 rate limit (Retry-After), 503 overload (Retry-After)",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    }
+  },
+  "security": [{"bearer": []}],
+  "paths": {
+    "/healthz": {"get": {"summary": "liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
+    "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {"description": "text exposition format"}}}},
+    "/openapi.json": {"get": {"summary": "this document", "security": [], "responses": {"200": {"description": "OpenAPI 3"}}}},
+    "/v1/cluster": {"get": {"summary": "cluster summary; tenants and weights with the admin token",
+                            "responses": {"200": {"description": "summary"}, "default": {"$ref": "#/components/responses/Error"}}}},
+    "/v1/workflows": {
+      "get": {"summary": "list the caller's workflows",
+              "parameters": [{"name": "state", "in": "query", "schema": {"type": "string", "enum": ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]}}],
+              "responses": {"200": {"description": "WorkflowList"}, "default": {"$ref": "#/components/responses/Error"}}},
+      "post": {"summary": "submit a workflow", "parameters": [{"$ref": "#/components/parameters/idem"}],
+               "requestBody": {"required": true, "content": {"application/json": {
+                 "schema": {"$ref": "#/components/schemas/Workflow"},
+                 "example": {"nodes": [
+                   {"id": "plan", "kind": "LLM", "role": "planner", "modelId": "Llama-3.1-8B",
+                    "cacheRefs": [{"context": "main", "mode": "CREATE"}],
+                    "hints": {"promptTokens": 12000, "extendTokens": 12000, "maxOutputTokens": 300}},
+                   {"id": "search", "kind": "TOOL", "toolName": "Grep", "deps": ["plan"], "hints": {"expectedDurationMs": 40}}]}}}},
+               "responses": {"201": {"description": "{\"workflowId\": ...}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/workflows/{id}": {
+      "parameters": [{"$ref": "#/components/parameters/id"}],
+      "get": {"summary": "state per node", "responses": {"200": {"description": "WorkflowStatus"}, "default": {"$ref": "#/components/responses/Error"}}},
+      "delete": {"summary": "cancel", "parameters": [{"$ref": "#/components/parameters/idem"}, {"name": "reason", "in": "query", "schema": {"type": "string"}}],
+                 "responses": {"200": {"description": "accepted"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/workflows/{id}/nodes": {
+      "parameters": [{"$ref": "#/components/parameters/id"}],
+      "post": {"summary": "append nodes (atomic)", "parameters": [{"$ref": "#/components/parameters/idem"}],
+               "requestBody": {"required": true, "content": {"application/json": {
+                 "schema": {"$ref": "#/components/schemas/AppendNodesRequest"},
+                 "example": {"nodes": [{"id": "answer", "kind": "LLM", "deps": ["search"], "modelId": "Llama-3.1-8B",
+                                        "cacheRefs": [{"context": "main", "mode": "EXTEND"}],
+                                        "hints": {"promptTokens": 12800, "extendTokens": 500, "maxOutputTokens": 200}}]}}}},
+               "responses": {"200": {"description": "accepted"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/workflows/{id}/events": {
+      "parameters": [{"$ref": "#/components/parameters/id"}],
+      "post": {"summary": "report a node event (tool started/finished/failed, client-side LLM results)",
+               "parameters": [{"$ref": "#/components/parameters/idem"}],
+               "requestBody": {"required": true, "content": {"application/json": {
+                 "schema": {"$ref": "#/components/schemas/NodeEvent"},
+                 "example": {"nodeId": "plan", "type": "LLM_STARTED"}}}},
+               "responses": {"200": {"description": "accepted"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/workflows/{id}:close": {
+      "parameters": [{"$ref": "#/components/parameters/id"}],
+      "post": {"summary": "no more nodes will be appended", "parameters": [{"$ref": "#/components/parameters/idem"}],
+               "requestBody": {"required": false, "content": {"application/json": {"example": {}}}},
+               "responses": {"200": {"description": "accepted"}, "default": {"$ref": "#/components/responses/Error"}}}
+    }
+  }
+})JSON";
+  return kDoc;
+}
+
+}  // namespace switchyard::api

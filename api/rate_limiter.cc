@@ -1,0 +1,23 @@
+#include "api/rate_limiter.h"
+
+#include <algorithm>
+
+namespace switchyard::api {
+
+Duration RateLimiter::Admit(const std::string& key, double rate_per_s, double burst) {
+  Time now = clock_->Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = buckets_.try_emplace(key, Bucket{burst, now});
+  Bucket& b = it->second;
+  if (!inserted) {
+    b.tokens = std::min(burst, b.tokens + ToSeconds(now - b.last) * rate_per_s);
+    b.last = now;
+  }
+  if (b.tokens >= 1.0) {
+    b.tokens -= 1.0;
+    return Duration(0);
+  }
+  return Seconds((1.0 - b.tokens) / rate_per_s);
+}
+
+}  // namespace switchyard::api

@@ -1,0 +1,358 @@
+#include "api/service.h"
+
+#include <random>
+
+#include "base/logging.h"
+
+namespace switchyard::api {
+
+namespace pg = program_graph;
+
+Service::Service(ServiceOptions options, const Clock* clock)
+    : options_(std::move(options)), clock_(clock), ids_(std::random_device{}()) {}
+
+Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clock* clock) {
+  std::unique_ptr<Service> svc(new Service(std::move(options), clock));
+  SY_ASSIGN_OR_RETURN(svc->store_,
+                      Store::Open(svc->options_.data_dir + "/state", svc->options_.sync_writes));
+  SY_RETURN_IF_ERROR(svc->Recover());
+  return svc;
+}
+
+std::string Service::NewWorkflowId() { return ids_.NextString("wf"); }
+
+Status Service::Recover() {
+  size_t records = 0;
+  Status st = store_->ForEachRecord([&](const std::string& id, uint64_t seq,
+                                        const v1::WorkflowLogRecord& rec) -> Status {
+    auto& slot = workflows_[id];
+    if (!slot) slot = std::make_shared<Entry>();
+    if (seq != slot->next_seq) {
+      return Status::DataLoss("workflow " + id + ": history gap at record " + std::to_string(seq));
+    }
+    Status applied = ApplyRecord(slot.get(), rec);
+    if (!applied.ok()) {
+      return Status::DataLoss("workflow " + id + ": record " + std::to_string(seq) +
+                              " does not replay: " + applied.message());
+    }
+    slot->next_seq = seq + 1;
+    ++records;
+    return Status::OK();
+  });
+  SY_RETURN_IF_ERROR(st);
+  for (const auto& [id, e] : workflows_) {
+    if (!e->graph->done()) ++live_[e->tenant];
+  }
+  Log(LogLevel::kInfo, "state recovered",
+      LogKeys()
+          .With("workflows", std::to_string(workflows_.size()))
+          .With("records", std::to_string(records)));
+  return Status::OK();
+}
+
+Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
+  auto idx = wf->Find(ev.node_id());
+  if (!idx) {
+    return Status::NotFound("workflow " + wf->id() + " has no node '" + ev.node_id() + "'");
+  }
+  bool tool_event = ev.type() == v1::TOOL_STARTED || ev.type() == v1::TOOL_FINISHED ||
+                    ev.type() == v1::TOOL_FAILED;
+  bool is_tool = wf->node(*idx).kind() == v1::TOOL;
+  if (ev.type() == v1::NODE_EVENT_UNSPECIFIED) {
+    return Status::InvalidArgument("event.type is required");
+  }
+  if (tool_event != is_tool) {
+    return Status::InvalidArgument("event " + v1::NodeEventType_Name(ev.type()) + " does not fit " +
+                                   (is_tool ? "TOOL" : "LLM") + " node '" + ev.node_id() + "'");
+  }
+  if (ev.attempt() != 0 && ev.attempt() != wf->attempts(*idx)) {
+    return Status::FailedPrecondition("event for attempt " + std::to_string(ev.attempt()) +
+                                      " of node '" + ev.node_id() + "', which is on attempt " +
+                                      std::to_string(wf->attempts(*idx)));
+  }
+  switch (ev.type()) {
+    case v1::TOOL_STARTED:
+    case v1::LLM_STARTED:
+      return wf->MarkRunning(*idx);
+    case v1::TOOL_FINISHED:
+    case v1::LLM_FINISHED:
+      return wf->MarkSucceeded(*idx).status();
+    case v1::TOOL_FAILED:
+    case v1::LLM_FAILED: {
+      std::string reason = ev.error().empty() ? "reported failed" : ev.error();
+      auto failed = wf->MarkFailed(*idx, reason);
+      if (!failed.ok()) return failed.status();
+      // A retryable node with attempts left is offered again (READY, attempt + 1); any
+      // other failure is terminal and fails the workflow (program_graph's rule).
+      if (wf->CanRetry(*idx)) return wf->ResetForRetry(*idx);
+      return Status::OK();
+    }
+    default:
+      return Status::InvalidArgument("unknown event type");
+  }
+}
+
+Status Service::ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const {
+  Time now = Time::FromMillis(rec.time_ms());
+  switch (rec.entry_case()) {
+    case v1::WorkflowLogRecord::kSubmitted: {
+      if (e->graph) return Status::AlreadyExists("workflow already submitted");
+      SY_ASSIGN_OR_RETURN(e->graph, pg::Workflow::Create(rec.submitted(), now, options_.limits));
+      e->tenant = rec.submitted().tenant();
+      e->arrival_ms = rec.submitted().arrival_ms();
+      return Status::OK();
+    }
+    case v1::WorkflowLogRecord::kAppended: {
+      std::vector<v1::ProgramNode> nodes(rec.appended().nodes().begin(),
+                                         rec.appended().nodes().end());
+      return e->graph->Append(nodes, now);
+    }
+    case v1::WorkflowLogRecord::kEvent:
+      return ApplyEvent(e->graph.get(), rec.event());
+    case v1::WorkflowLogRecord::kClosed:
+      if (e->graph->closed()) return Status::FailedPrecondition("workflow already closed");
+      e->graph->Close();
+      return Status::OK();
+    case v1::WorkflowLogRecord::kCancelled:
+      if (e->graph->done()) {
+        return Status::FailedPrecondition("workflow already ended (" +
+                                          v1::WorkflowState_Name(e->graph->state()) + ")");
+      }
+      e->graph->Cancel(rec.cancelled());
+      return Status::OK();
+    case v1::WorkflowLogRecord::ENTRY_NOT_SET:
+      break;
+  }
+  return Status::InvalidArgument("empty workflow record");
+}
+
+Result<std::shared_ptr<Service::Entry>> Service::Find(const std::string& tenant,
+                                                      const std::string& id) const {
+  std::shared_lock lock(mu_);
+  auto it = workflows_.find(id);
+  if (it == workflows_.end() || it->second->tenant != tenant) {
+    return Status::NotFound("no workflow '" + id + "'");
+  }
+  return it->second;
+}
+
+Status Service::Rebuild(const std::string& id, Entry* e) const {
+  Entry fresh;
+  Status st = store_->ForEachRecord(
+      [&](const std::string& wid, uint64_t seq, const v1::WorkflowLogRecord& rec) -> Status {
+        if (wid != id) return Status::OK();
+        SY_RETURN_IF_ERROR(ApplyRecord(&fresh, rec));
+        fresh.next_seq = seq + 1;
+        return Status::OK();
+      });
+  SY_RETURN_IF_ERROR(st);
+  e->graph = std::move(fresh.graph);
+  e->next_seq = fresh.next_seq;
+  return Status::OK();
+}
+
+Status Service::Mutate(const std::string& tenant, const std::string& id,
+                       const v1::WorkflowLogRecord& rec, const IdempotentAnswer* idem) {
+  SY_ASSIGN_OR_RETURN(auto entry, Find(tenant, id));
+  std::lock_guard<std::mutex> lock(entry->mu);
+  if (!entry->graph) return Status::NotFound("no workflow '" + id + "'");
+  bool was_done = entry->graph->done();
+  SY_RETURN_IF_ERROR(ApplyRecord(entry.get(), rec));  // validates; changes only on success
+  v1::IdempotencyEntry stored;
+  if (idem) {
+    stored.set_status(idem->status);
+    stored.set_body(idem->body);
+    stored.set_fingerprint(idem->fingerprint);
+  }
+  Status st = store_->Append(id, entry->next_seq, rec, tenant, idem ? idem->key : "",
+                             idem ? &stored : nullptr);
+  if (!st.ok()) {
+    Status rebuilt = Rebuild(id, entry.get());
+    Log(LogLevel::kError, "write failed; workflow rebuilt from its durable history",
+        LogKeys().With("error", st.ToString()).With("rebuild", rebuilt.ToString()));
+    return Status::Unavailable("state store write failed; nothing was applied: " + st.message());
+  }
+  ++entry->next_seq;
+  if (rec.has_event()) events_applied_.fetch_add(1, std::memory_order_relaxed);
+  if (!was_done && entry->graph->done()) {
+    std::unique_lock g(mu_);
+    --live_[tenant];
+  }
+  return Status::OK();
+}
+
+Result<std::string> Service::Submit(const std::string& tenant, v1::Workflow workflow,
+                                    const IdempotentAnswer* idem) {
+  if (tenant.empty()) return Status::InvalidArgument("tenant is required");
+  if (!workflow.tenant().empty() && workflow.tenant() != tenant) {
+    return Status::InvalidArgument("workflow.tenant '" + workflow.tenant() +
+                                   "' does not match the caller's tenant");
+  }
+  workflow.set_tenant(tenant);
+  if (workflow.id().empty()) workflow.set_id(NewWorkflowId());
+  Time now = clock_->Now();
+  if (workflow.arrival_ms() == 0) workflow.set_arrival_ms(now.millis());
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(now.millis());
+  *rec.mutable_submitted() = workflow;
+  auto entry = std::make_shared<Entry>();
+  SY_RETURN_IF_ERROR(ApplyRecord(entry.get(), rec));  // validates the whole graph
+  const std::string id = workflow.id();
+  // Held until the workflow is durable, so no reader sees it before it is acknowledged.
+  std::unique_lock<std::mutex> elock(entry->mu);
+  {
+    std::unique_lock lock(mu_);
+    if (workflows_.count(id)) return Status::AlreadyExists("workflow '" + id + "' exists");
+    if (live_[tenant] >= options_.max_live_workflows_per_tenant) {
+      return Status::ResourceExhausted("tenant '" + tenant + "' has " +
+                                       std::to_string(live_[tenant]) +
+                                       " live workflows, the quota");
+    }
+    workflows_[id] = entry;  // reserve the id; its lock keeps readers out until durable
+    ++live_[tenant];
+  }
+  v1::IdempotencyEntry stored;
+  if (idem) {
+    stored.set_status(idem->status);
+    stored.set_body(idem->body);
+    stored.set_fingerprint(idem->fingerprint);
+  }
+  Status st = store_->Append(id, 0, rec, tenant, idem ? idem->key : "", idem ? &stored : nullptr);
+  if (!st.ok()) {
+    entry->graph.reset();  // a reader that already holds the entry sees NotFound
+    std::unique_lock lock(mu_);
+    workflows_.erase(id);
+    --live_[tenant];
+    return Status::Unavailable("state store write failed; workflow not registered: " +
+                               st.message());
+  }
+  entry->next_seq = 1;
+  return id;
+}
+
+Status Service::Append(const std::string& tenant, const std::string& workflow_id,
+                       std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem) {
+  if (nodes.empty()) return Status::InvalidArgument("nodes is empty");
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  for (auto& n : nodes) *rec.mutable_appended()->add_nodes() = std::move(n);
+  return Mutate(tenant, workflow_id, rec, idem);
+}
+
+Status Service::ReportEvent(const std::string& tenant, const std::string& workflow_id,
+                            v1::NodeEvent event, const IdempotentAnswer* idem) {
+  event.set_workflow_id(workflow_id);
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  if (event.time_ms() == 0) event.set_time_ms(rec.time_ms());
+  *rec.mutable_event() = std::move(event);
+  return Mutate(tenant, workflow_id, rec, idem);
+}
+
+Status Service::Close(const std::string& tenant, const std::string& workflow_id,
+                      const IdempotentAnswer* idem) {
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  rec.set_closed(true);
+  return Mutate(tenant, workflow_id, rec, idem);
+}
+
+Status Service::Cancel(const std::string& tenant, const std::string& workflow_id,
+                       std::string reason, const IdempotentAnswer* idem) {
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  rec.set_cancelled(reason.empty() ? "cancelled by client" : std::move(reason));
+  return Mutate(tenant, workflow_id, rec, idem);
+}
+
+v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
+  const pg::Workflow& g = *e.graph;
+  v1::WorkflowStatus s;
+  s.set_workflow_id(id);
+  s.set_tenant(e.tenant);
+  s.set_state(g.state());
+  s.set_closed(g.closed());
+  s.set_failure_reason(g.failure_reason());
+  s.set_arrival_ms(e.arrival_ms);
+  if (auto d = g.deadline()) s.set_deadline_ms(d->millis());
+  s.set_critical_path_s(ToSeconds(g.CriticalPathLength()));
+  for (pg::NodeIndex i = 0; i < g.size(); ++i) {
+    auto* n = s.add_nodes();
+    n->set_id(g.node_id(i));
+    n->set_kind(g.node(i).kind());
+    n->set_state(g.state(i));
+    n->set_attempts(g.attempts(i));
+    n->set_reason(g.reason(i));
+    n->set_retryable(g.retryable(i));
+    for (auto& c : g.ContextsOf(i)) n->add_contexts(c);
+  }
+  return s;
+}
+
+Result<v1::WorkflowStatus> Service::Get(const std::string& tenant,
+                                        const std::string& workflow_id) const {
+  SY_ASSIGN_OR_RETURN(auto entry, Find(tenant, workflow_id));
+  std::lock_guard<std::mutex> lock(entry->mu);
+  if (!entry->graph) return Status::NotFound("no workflow '" + workflow_id + "'");
+  return StatusOf(workflow_id, *entry);
+}
+
+v1::WorkflowList Service::List(const std::string& tenant,
+                               std::optional<v1::WorkflowState> state) const {
+  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> mine;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& [id, e] : workflows_) {
+      if (e->tenant == tenant) mine.emplace_back(id, e);
+    }
+  }
+  std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) {
+    return a.second->arrival_ms != b.second->arrival_ms
+               ? a.second->arrival_ms < b.second->arrival_ms
+               : a.first < b.first;
+  });
+  v1::WorkflowList out;
+  for (const auto& [id, e] : mine) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (!e->graph) continue;  // still being registered
+    if (state && e->graph->state() != *state) continue;
+    *out.add_workflows() = StatusOf(id, *e);
+  }
+  return out;
+}
+
+Result<std::optional<v1::IdempotencyEntry>> Service::LookupIdempotent(
+    const std::string& tenant, const std::string& key) const {
+  return store_->GetIdempotent(tenant, key);
+}
+
+Service::Counts Service::counts() const {
+  Counts c;
+  std::vector<std::shared_ptr<Entry>> all;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& [id, e] : workflows_) all.push_back(e);
+  }
+  for (const auto& e : all) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (!e->graph) continue;
+    ++c.workflows;
+    switch (e->graph->state()) {
+      case v1::WORKFLOW_COMPLETED:
+        ++c.completed;
+        break;
+      case v1::WORKFLOW_FAILED:
+        ++c.failed;
+        break;
+      case v1::WORKFLOW_CANCELLED:
+        ++c.cancelled;
+        break;
+      default:
+        ++c.running;
+    }
+  }
+  c.events_applied = events_applied_.load();
+  return c;
+}
+
+}  // namespace switchyard::api

@@ -1,0 +1,121 @@
+// Service: the embedding facade of Switchyard, and the core of the HTTP service.
+//
+// A serving stack or agent runtime links this class to submit workflows, append nodes as
+// the agent decides its next step, report node events (tool started/finished/failed,
+// client-side LLM results), close or cancel workflows, and read their status. Every
+// mutating call is validated against the workflow graph (program_graph) first, then made
+// durable (Store: RocksDB WAL, fsynced) and only then acknowledged by returning OK
+// (invariant 10). A call that fails validation changes nothing and writes nothing. On
+// Open() every workflow is rebuilt by replaying its durable history.
+//
+// Tenancy: every call names the caller's tenant; a workflow of another tenant is
+// reported as NotFound, never as PermissionDenied (its existence is not revealed).
+//
+// Retry of failed nodes follows program_graph's rule: a failed node that is retryable and
+// has attempts left becomes READY again (attempt + 1); otherwise the workflow fails with
+// the reason, and nothing with a side effect is ever re-run without an idempotency key.
+//
+// Thread-safety: all methods are thread-safe; calls on different workflows run in
+// parallel (their durable writes are group-committed), calls on one workflow serialise.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "api/store.h"
+#include "base/clock.h"
+#include "base/ids.h"
+#include "base/result.h"
+#include "program_graph/workflow.h"
+#include "proto/switchyard/v1/api.pb.h"
+
+namespace switchyard::api {
+
+struct ServiceOptions {
+  std::string data_dir = "var";
+  bool sync_writes = true;
+  program_graph::Limits limits;
+  int64_t max_live_workflows_per_tenant = 10000;
+};
+
+// The first answer to store with a mutation that carries an Idempotency-Key.
+struct IdempotentAnswer {
+  std::string key;
+  uint64_t fingerprint = 0;
+  int status = 200;
+  std::string body;
+};
+
+class Service {
+ public:
+  static Result<std::unique_ptr<Service>> Open(ServiceOptions options, const Clock* clock);
+
+  // A fresh workflow id ("wf_" + 16 hex digits).
+  std::string NewWorkflowId();
+
+  // Registers a workflow (its id is generated when empty). AlreadyExists if the id is
+  // taken, InvalidArgument naming the problem, ResourceExhausted over the tenant quota.
+  Result<std::string> Submit(const std::string& tenant, v1::Workflow workflow,
+                             const IdempotentAnswer* idem = nullptr);
+  Status Append(const std::string& tenant, const std::string& workflow_id,
+                std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem = nullptr);
+  // Applies a node event; FailedPrecondition for an event the node's state does not allow.
+  Status ReportEvent(const std::string& tenant, const std::string& workflow_id, v1::NodeEvent event,
+                     const IdempotentAnswer* idem = nullptr);
+  Status Close(const std::string& tenant, const std::string& workflow_id,
+               const IdempotentAnswer* idem = nullptr);
+  Status Cancel(const std::string& tenant, const std::string& workflow_id, std::string reason,
+                const IdempotentAnswer* idem = nullptr);
+
+  Result<v1::WorkflowStatus> Get(const std::string& tenant, const std::string& workflow_id) const;
+  v1::WorkflowList List(const std::string& tenant,
+                        std::optional<v1::WorkflowState> state = std::nullopt) const;
+  // The stored first answer for (tenant, key), if any.
+  Result<std::optional<v1::IdempotencyEntry>> LookupIdempotent(const std::string& tenant,
+                                                               const std::string& key) const;
+
+  struct Counts {
+    size_t workflows = 0, running = 0, completed = 0, failed = 0, cancelled = 0;
+    uint64_t events_applied = 0;
+  };
+  Counts counts() const;
+
+ private:
+  struct Entry {
+    mutable std::mutex mu;
+    std::string tenant;
+    std::unique_ptr<program_graph::Workflow> graph;
+    uint64_t next_seq = 0;
+    int64_t arrival_ms = 0;
+  };
+
+  Service(ServiceOptions options, const Clock* clock);
+  Status Recover();
+  // Applies one history record to an entry (used live and on recovery).
+  Status ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const;
+  Status ApplyEvent(program_graph::Workflow* wf, const v1::NodeEvent& ev) const;
+  // Looks up the caller's workflow: NotFound for an unknown id or another tenant's.
+  Result<std::shared_ptr<Entry>> Find(const std::string& tenant, const std::string& id) const;
+  // Validates `rec` by applying it, then persists it; on a failed write the entry is
+  // rebuilt from its durable history and Unavailable is returned.
+  Status Mutate(const std::string& tenant, const std::string& id, const v1::WorkflowLogRecord& rec,
+                const IdempotentAnswer* idem);
+  Status Rebuild(const std::string& id, Entry* e) const;
+  static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e);
+
+  ServiceOptions options_;
+  const Clock* clock_;
+  std::unique_ptr<Store> store_;
+  IdGenerator ids_;
+  mutable std::shared_mutex mu_;  // guards workflows_ and live_
+  std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_;
+  std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
+  std::atomic<uint64_t> events_applied_{0};
+};
+
+}  // namespace switchyard::api

@@ -1,0 +1,91 @@
+// `switchyard serve [--config FILE] [--listen HOST:PORT] [--data-dir DIR]`: the HTTP/JSON
+// service with embedded defaults (127.0.0.1:8470, ./var, a `default` tenant whose token
+// is printed and written to <data-dir>/tokens/default, mode 0600). Stops on SIGINT/SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "api/http_api.h"
+#include "api/http_server.h"
+#include "base/logging.h"
+#include "cli/command.h"
+#include "proto/json.h"
+
+namespace {
+
+using namespace switchyard;
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "switchyard serve: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+int RunServe(const std::vector<std::string>& args) {
+  v1::ServiceConfig config;
+  std::string config_path, listen, data_dir;
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool v = i + 1 < args.size();
+    if (args[i] == "--config" && v)
+      config_path = args[++i];
+    else if (args[i] == "--listen" && v)
+      listen = args[++i];
+    else if (args[i] == "--data-dir" && v)
+      data_dir = args[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
+                   "[--data-dir DIR]\n");
+      return args[i] == "--help" ? 0 : 2;
+    }
+  }
+  if (!config_path.empty()) {
+    Status st = proto::ParseJsonFile(config_path, &config);
+    if (!st.ok()) return Fail(st);
+  }
+  if (listen.empty()) listen = config.listen().empty() ? "127.0.0.1:8470" : config.listen();
+  if (data_dir.empty()) data_dir = config.data_dir().empty() ? "var" : config.data_dir();
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return Fail(Status::InvalidArgument("--listen needs HOST:PORT"));
+  api::HttpServerOptions http;
+  http.host = listen.substr(0, colon);
+  http.port = static_cast<uint16_t>(std::stoi(listen.substr(colon + 1)));
+  http.threads = config.threads() > 0 ? config.threads() : 2;
+  if (config.body_limit_bytes() > 0) http.body_limit_bytes = config.body_limit_bytes();
+
+  api::ServiceOptions so;
+  so.data_dir = data_dir;
+  so.sync_writes = !config.disable_sync();
+  auto service = api::Service::Open(so, RealClock::Default());
+  if (!service.ok()) return Fail(service.status());
+  auto auth = api::Auth::Create(config, data_dir);
+  if (!auth.ok()) return Fail(auth.status());
+  api::HttpApiOptions ao;
+  if (config.max_inflight() > 0) ao.max_inflight = config.max_inflight();
+  api::HttpApi api(service->get(), std::move(*auth), RealClock::Default(), ao);
+  api::HttpServer server(http, [&api](const api::HttpRequest& r) { return api.Handle(r); });
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // server threads inherit the mask
+  auto port = server.Start();
+  if (!port.ok()) return Fail(port.status());
+  std::printf("switchyard serving on http://%s:%u (data dir %s)\n", http.host.c_str(), *port,
+              data_dir.c_str());
+  if (api.auth().generated_default()) {
+    std::printf("tenant 'default' token: %s (also in %s)\n",
+                api.auth().Tenant("default")->token().c_str(),
+                api.auth().default_token_path().c_str());
+  }
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::printf("switchyard: signal %d, shutting down\n", sig);
+  server.Stop();
+  return 0;
+}
+
+}  // namespace
+
+SY_REGISTER_COMMAND(serve, "serve", "run the HTTP/JSON service", RunServe);

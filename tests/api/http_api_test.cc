@@ -1,0 +1,219 @@
+// Every endpoint and error status over real HTTP on loopback.
+#include "api/http_api.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "api/http_server.h"
+#include "proto/json.h"
+#include "tests/api/http_test_client.h"
+
+namespace switchyard::api {
+namespace {
+
+using testing::Request;
+
+constexpr char kAcme[] = "acme-token-0123456789";
+constexpr char kGlobex[] = "globex-token-0123456789";
+constexpr char kAdmin[] = "admin-token-0123456789";
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void Start(int max_inflight = 4096, double acme_rate = 1000) {
+    dir_ = ::testing::TempDir() + "/sy_http_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    ServiceOptions so;
+    so.data_dir = dir_;
+    so.sync_writes = false;  // durability has its own test (crash_test)
+    service_ = std::move(*Service::Open(so, RealClock::Default()));
+    v1::ServiceConfig cfg;
+    auto* a = cfg.add_tenants();
+    a->set_name("acme");
+    a->set_token(kAcme);
+    a->set_rate_limit_per_s(acme_rate);
+    a->set_rate_burst(acme_rate < 10 ? 3 : 0);
+    auto* g = cfg.add_tenants();
+    g->set_name("globex");
+    g->set_token(kGlobex);
+    cfg.set_admin_token(kAdmin);
+    HttpApiOptions ao;
+    ao.max_inflight = max_inflight;
+    api_ = std::make_unique<HttpApi>(service_.get(), *Auth::Create(cfg, dir_), RealClock::Default(),
+                                     ao);
+    HttpServerOptions ho;
+    ho.port = 0;
+    ho.body_limit_bytes = 64 * 1024;
+    server_ =
+        std::make_unique<HttpServer>(ho, [this](const HttpRequest& r) { return api_->Handle(r); });
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok()) << port.status();
+    port_ = *port;
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    server_.reset();
+    api_.reset();
+    service_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  testing::ClientResponse Call(const std::string& method, const std::string& target,
+                               const std::string& body = "", const char* token = kAcme,
+                               std::map<std::string, std::string> headers = {}) {
+    if (token) headers["Authorization"] = std::string("Bearer ") + token;
+    return Request(port_, method, target, body, headers);
+  }
+  std::string Submit(const char* token = kAcme) {
+    auto r = Call("POST", "/v1/workflows", kWorkflow, token);
+    EXPECT_EQ(r.status, 201) << r.body;
+    v1::SubmitResponse s;
+    EXPECT_TRUE(proto::ParseJson(r.body, &s).ok()) << r.body;
+    return s.workflow_id();
+  }
+
+  static constexpr char kWorkflow[] =
+      R"({"nodes":[{"id":"plan","kind":"LLM","cacheRefs":[{"context":"main","mode":"CREATE"}],
+          "hints":{"promptTokens":500}},{"id":"grep","kind":"TOOL","deps":["plan"]}]})";
+  std::string dir_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpApi> api_;
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(HttpApiTest, HealthMetricsOpenApiNeedNoToken) {
+  Start();
+  EXPECT_EQ(Request(port_, "GET", "/healthz").status, 200);
+  auto m = Request(port_, "GET", "/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.body.find("# TYPE switchyard_http_requests_total counter"), std::string::npos);
+  EXPECT_NE(m.body.find("switchyard_workflows{state=\"running\"}"), std::string::npos);
+  EXPECT_EQ(Request(port_, "GET", "/openapi.json").status, 200);
+}
+
+TEST_F(HttpApiTest, WorkflowLifecycleOverHttp) {
+  Start();
+  std::string id = Submit();
+  EXPECT_EQ(
+      Call("POST", "/v1/workflows/" + id + "/events", R"({"nodeId":"plan","type":"LLM_STARTED"})")
+          .status,
+      200);
+  EXPECT_EQ(Call("POST", "/v1/workflows/" + id + "/events",
+                 R"({"nodeId":"plan","type":"LLM_FINISHED","outputTokens":12})")
+                .status,
+            200);
+  auto app = Call("POST", "/v1/workflows/" + id + "/nodes",
+                  R"({"nodes":[{"id":"answer","kind":"LLM","deps":["grep"],
+                      "cacheRefs":[{"context":"main","mode":"EXTEND"}]}]})");
+  EXPECT_EQ(app.status, 200) << app.body;
+  EXPECT_EQ(Call("POST", "/v1/workflows/" + id + ":close").status, 200);
+  auto get = Call("GET", "/v1/workflows/" + id);
+  ASSERT_EQ(get.status, 200);
+  v1::WorkflowStatus st;
+  ASSERT_TRUE(proto::ParseJson(get.body, &st).ok()) << get.body;
+  EXPECT_EQ(st.nodes_size(), 3);
+  EXPECT_EQ(st.nodes(0).state(), v1::NODE_SUCCEEDED);
+  EXPECT_EQ(st.nodes(1).state(), v1::NODE_READY);
+  EXPECT_TRUE(st.closed());
+  auto list = Call("GET", "/v1/workflows?state=RUNNING");
+  EXPECT_EQ(list.status, 200);
+  EXPECT_NE(list.body.find(id), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/workflows?state=COMPLETED").body, "{}");
+  EXPECT_EQ(Call("DELETE", "/v1/workflows/" + id + "?reason=stop").status, 200);
+  EXPECT_NE(Call("GET", "/v1/workflows/" + id).body.find("WORKFLOW_CANCELLED"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, AuthErrors) {
+  Start();
+  EXPECT_EQ(Call("GET", "/v1/workflows", "", nullptr).status, 401);
+  EXPECT_EQ(Call("GET", "/v1/workflows", "", "wrong-token-000000000").status, 401);
+  EXPECT_EQ(Call("GET", "/v1/workflows", "", kAdmin).status, 403);
+  std::string id = Submit();
+  auto other = Call("GET", "/v1/workflows/" + id, "", kGlobex);
+  EXPECT_EQ(other.status, 404) << "another tenant's workflow does not exist for you";
+  EXPECT_EQ(Call("POST", "/v1/workflows/" + id + "/events",
+                 R"({"nodeId":"plan","type":"LLM_STARTED"})", kGlobex)
+                .status,
+            404);
+  auto cluster = Call("GET", "/v1/cluster", "", kAdmin);
+  EXPECT_EQ(cluster.status, 200);
+  EXPECT_NE(cluster.body.find("\"tenants\""), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/cluster").body.find("\"tenants\""), std::string::npos)
+      << "tenant detail is for the admin token only";
+}
+
+TEST_F(HttpApiTest, BadRequestsNameTheField) {
+  Start();
+  auto r = Call("POST", "/v1/workflows", R"({"nodes":[{"id":"a","kind":"LLM","colour":"red"}]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("colour"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"code\":\"InvalidArgument\""), std::string::npos) << r.body;
+  r = Call("POST", "/v1/workflows", "{not json");
+  EXPECT_EQ(r.status, 400);
+  r = Call("POST", "/v1/workflows", R"({"nodes":[{"id":"a","kind":"LLM","deps":["zz"]}]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("zz"), std::string::npos) << r.body;
+  std::string id = Submit();
+  r = Call("POST", "/v1/workflows/" + id + "/events", R"({"nodeId":"grep","type":"TOOL_STARTED"})");
+  EXPECT_EQ(r.status, 409) << r.body;  // not ready
+  EXPECT_EQ(Call("GET", "/v1/nothing").status, 404);
+  EXPECT_EQ(Call("PUT", "/v1/workflows").status, 405);
+}
+
+TEST_F(HttpApiTest, OversizeBodyIs413) {
+  Start();
+  std::string big(100 * 1024, 'x');
+  auto r = Call("POST", "/v1/workflows", big);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("payload_too_large"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, RateLimitIs429WithRetryAfter) {
+  Start(4096, /*acme_rate=*/0.5);
+  int limited = 0;
+  std::string retry_after;
+  for (int i = 0; i < 6; ++i) {
+    auto r = Call("GET", "/v1/workflows");
+    if (r.status == 429) {
+      ++limited;
+      retry_after = r.headers["retry-after"];
+    }
+  }
+  EXPECT_GE(limited, 3);
+  EXPECT_FALSE(retry_after.empty());
+  EXPECT_EQ(Call("GET", "/v1/workflows", "", kGlobex).status, 200) << "limits are per tenant";
+}
+
+TEST_F(HttpApiTest, OverloadIs503WithRetryAfter) {
+  Start(/*max_inflight=*/0);
+  auto r = Call("GET", "/v1/workflows");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+}
+
+TEST_F(HttpApiTest, IdempotencyKeyReplaysFirstAnswerAndDoesNothingTwice) {
+  Start();
+  std::map<std::string, std::string> h = {{"Idempotency-Key", "create-1"}};
+  auto a = Call("POST", "/v1/workflows", kWorkflow, kAcme, h);
+  auto b = Call("POST", "/v1/workflows", kWorkflow, kAcme, h);
+  EXPECT_EQ(a.status, 201);
+  EXPECT_EQ(b.status, 201);
+  EXPECT_EQ(a.body, b.body);
+  EXPECT_EQ(b.headers["idempotent-replay"], "true");
+  EXPECT_EQ(service_->counts().workflows, 1u);
+  v1::SubmitResponse s;
+  ASSERT_TRUE(proto::ParseJson(a.body, &s).ok());
+  std::map<std::string, std::string> e = {{"Idempotency-Key", "ev-1"}};
+  std::string ev = R"({"nodeId":"plan","type":"LLM_STARTED"})";
+  EXPECT_EQ(Call("POST", "/v1/workflows/" + s.workflow_id() + "/events", ev, kAcme, e).status, 200);
+  EXPECT_EQ(Call("POST", "/v1/workflows/" + s.workflow_id() + "/events", ev, kAcme, e).status, 200);
+  EXPECT_EQ(service_->counts().events_applied, 1u);
+  auto reuse = Call("POST", "/v1/workflows", R"({"nodes":[{"id":"x","kind":"TOOL"}]})", kAcme, h);
+  EXPECT_EQ(reuse.status, 409) << "same key, different request";
+  // Keys are per tenant.
+  EXPECT_EQ(Call("POST", "/v1/workflows", kWorkflow, kGlobex, h).status, 201);
+}
+
+}  // namespace
+}  // namespace switchyard::api

@@ -1,0 +1,176 @@
+// The embedding facade: lifecycle, tenancy, retry rule, atomicity and durability.
+#include "api/service.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "proto/json.h"
+
+namespace switchyard::api {
+namespace {
+
+v1::Workflow TwoStep() {
+  v1::Workflow wf;
+  EXPECT_TRUE(proto::ParseJson(R"({"nodes":[
+      {"id":"plan","kind":"LLM","cacheRefs":[{"context":"main","mode":"CREATE"}],
+       "hints":{"promptTokens":1000}},
+      {"id":"run","kind":"TOOL","deps":["plan"],"toolName":"Bash"}]})",
+                               &wf)
+                  .ok());
+  return wf;
+}
+
+v1::NodeEvent Ev(const std::string& node, v1::NodeEventType t) {
+  v1::NodeEvent e;
+  e.set_node_id(node);
+  e.set_type(t);
+  return e;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/sy_service_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    Reopen();
+  }
+  void TearDown() override {
+    svc_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    svc_.reset();
+    ServiceOptions o;
+    o.data_dir = dir_;
+    o.max_live_workflows_per_tenant = 3;
+    auto s = Service::Open(o, &clock_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    svc_ = std::move(*s);
+  }
+  ManualClock clock_{Time::FromSeconds(1000)};
+  std::string dir_;
+  std::unique_ptr<Service> svc_;
+};
+
+TEST_F(ServiceTest, LifecycleToCompletion) {
+  auto id = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->substr(0, 3), "wf_");
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_FINISHED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_FINISHED)).ok());
+  EXPECT_EQ(svc_->Get("acme", *id)->state(), v1::WORKFLOW_RUNNING) << "not closed yet";
+  ASSERT_TRUE(svc_->Close("acme", *id).ok());
+  auto st = svc_->Get("acme", *id);
+  EXPECT_EQ(st->state(), v1::WORKFLOW_COMPLETED);
+  EXPECT_EQ(st->nodes(1).state(), v1::NODE_SUCCEEDED);
+  EXPECT_EQ(svc_->counts().events_applied, 4u);
+}
+
+TEST_F(ServiceTest, OtherTenantSeesNotFound) {
+  auto id = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id.ok());
+  EXPECT_TRUE(svc_->Get("globex", *id).status().IsNotFound());
+  EXPECT_TRUE(svc_->ReportEvent("globex", *id, Ev("plan", v1::LLM_STARTED)).IsNotFound());
+  EXPECT_TRUE(svc_->Cancel("globex", *id, "").IsNotFound());
+  EXPECT_EQ(svc_->List("globex").workflows_size(), 0);
+  EXPECT_EQ(svc_->List("acme").workflows_size(), 1);
+}
+
+TEST_F(ServiceTest, IllegalTransitionsAreRefusedAndChangeNothing) {
+  auto id = svc_->Submit("acme", TwoStep());
+  Status s = svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED));
+  EXPECT_TRUE(s.IsFailedPrecondition()) << s;  // deps not done
+  s = svc_->ReportEvent("acme", *id, Ev("plan", v1::TOOL_STARTED));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;  // tool event on an LLM node
+  s = svc_->ReportEvent("acme", *id, Ev("nope", v1::LLM_STARTED));
+  EXPECT_TRUE(s.IsNotFound()) << s;
+  EXPECT_EQ(svc_->counts().events_applied, 0u);
+}
+
+TEST_F(ServiceTest, RetryableFailureIsOfferedAgainSideEffectFailsClosed) {
+  v1::Workflow wf = TwoStep();
+  wf.mutable_nodes(1)->set_side_effect(true);  // no idempotency key: not retryable
+  auto id = svc_->Submit("acme", wf);
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
+  auto fail = Ev("plan", v1::LLM_FAILED);
+  fail.set_error("engine OOM");
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, fail).ok());
+  auto st = svc_->Get("acme", *id);
+  EXPECT_EQ(st->nodes(0).state(), v1::NODE_READY) << "idempotent LLM node is retried";
+  EXPECT_EQ(st->nodes(0).attempts(), 2u);
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_FINISHED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_FAILED)).ok());
+  st = svc_->Get("acme", *id);
+  EXPECT_EQ(st->state(), v1::WORKFLOW_FAILED);
+  EXPECT_EQ(st->nodes(1).attempts(), 1u) << "a side-effect node never runs twice";
+  EXPECT_FALSE(st->failure_reason().empty());
+  EXPECT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED)).IsFailedPrecondition());
+}
+
+TEST_F(ServiceTest, BadAppendIsAtomic) {
+  auto id = svc_->Submit("acme", TwoStep());
+  v1::ProgramNode ok, bad;
+  ok.set_id("next");
+  ok.set_kind(v1::LLM);
+  ok.add_deps("run");
+  bad.set_id("broken");
+  bad.set_kind(v1::LLM);
+  bad.add_deps("ghost");
+  Status s = svc_->Append("acme", *id, {ok, bad});
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("ghost"), std::string::npos) << s;
+  EXPECT_EQ(svc_->Get("acme", *id)->nodes_size(), 2);
+  ASSERT_TRUE(svc_->Append("acme", *id, {ok}).ok());
+  EXPECT_EQ(svc_->Get("acme", *id)->nodes_size(), 3);
+}
+
+TEST_F(ServiceTest, QuotaOnLiveWorkflows) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(svc_->Submit("acme", TwoStep()).ok());
+  auto r = svc_->Submit("acme", TwoStep());
+  EXPECT_TRUE(r.status().IsResourceExhausted()) << r.status();
+  EXPECT_TRUE(svc_->Submit("globex", TwoStep()).ok()) << "quota is per tenant";
+  auto list = svc_->List("acme");
+  ASSERT_TRUE(svc_->Cancel("acme", list.workflows(0).workflow_id(), "done").ok());
+  EXPECT_TRUE(svc_->Submit("acme", TwoStep()).ok()) << "a cancelled workflow frees quota";
+}
+
+TEST_F(ServiceTest, StateSurvivesReopen) {
+  auto a = svc_->Submit("acme", TwoStep());
+  auto b = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *a, Ev("plan", v1::LLM_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *a, Ev("plan", v1::LLM_FINISHED)).ok());
+  ASSERT_TRUE(svc_->Cancel("acme", *b, "user gave up").ok());
+  IdempotentAnswer idem{"key-1", 42, 200, "{\"first\":true}"};
+  ASSERT_TRUE(svc_->Close("acme", *a, &idem).ok());
+  auto before_a = svc_->Get("acme", *a)->SerializeAsString();
+  auto before_b = svc_->Get("acme", *b)->SerializeAsString();
+  Reopen();
+  EXPECT_EQ(svc_->Get("acme", *a)->SerializeAsString(), before_a);
+  EXPECT_EQ(svc_->Get("acme", *b)->SerializeAsString(), before_b);
+  auto stored = svc_->LookupIdempotent("acme", "key-1");
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->body(), "{\"first\":true}");
+  EXPECT_EQ((*stored)->fingerprint(), 42u);
+  EXPECT_FALSE(svc_->LookupIdempotent("globex", "key-1")->has_value());
+  // Recovered workflows keep going.
+  ASSERT_TRUE(svc_->ReportEvent("acme", *a, Ev("run", v1::TOOL_STARTED)).ok());
+}
+
+TEST_F(ServiceTest, DuplicateIdAndTenantMismatch) {
+  v1::Workflow wf = TwoStep();
+  wf.set_id("mine");
+  ASSERT_TRUE(svc_->Submit("acme", wf).ok());
+  EXPECT_EQ(svc_->Submit("acme", wf).status().code(), StatusCode::kAlreadyExists);
+  wf.set_id("other");
+  wf.set_tenant("globex");
+  EXPECT_TRUE(svc_->Submit("acme", wf).status().IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace switchyard::api
