@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Tests the Python client against a live `switchyard serve` that this test starts
+(SWITCHYARD_BIN names the binary) on a free loopback port with a temporary data dir."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from switchyard_client import Client, SwitchyardError  # noqa: E402
+from agent_loop import run_agent  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        binary = os.environ.get("SWITCHYARD_BIN")
+        if not binary or not os.path.exists(binary):
+            raise unittest.SkipTest("SWITCHYARD_BIN does not name the switchyard binary")
+        cls.dir = tempfile.mkdtemp(prefix="sy_pyclient_")
+        cls.port = free_port()
+        cls.log = open(os.path.join(cls.dir, "server.log"), "w")
+        cls.proc = subprocess.Popen(
+            [binary, "serve", "--listen", f"127.0.0.1:{cls.port}", "--data-dir", cls.dir],
+            stdout=cls.log, stderr=subprocess.STDOUT)
+        token_file = os.path.join(cls.dir, "tokens", "default")
+        base = f"http://127.0.0.1:{cls.port}"
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if os.path.exists(token_file) and Client(base, "").healthy():
+                break
+            time.sleep(0.05)
+        else:
+            cls.tearDownClass()
+            raise RuntimeError("server did not start")
+        with open(token_file) as f:
+            cls.token = f.read().strip()
+        cls.client = Client(base, cls.token)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        cls.proc.wait(timeout=10)
+        cls.log.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_token_file_is_private(self):
+        mode = os.stat(os.path.join(self.dir, "tokens", "default")).st_mode & 0o777
+        self.assertEqual(mode, 0o600)
+
+    def test_agent_loop_completes(self):
+        wf, status = run_agent(self.client, steps=3, time_scale=0.001, log=lambda *_: None)
+        self.assertEqual(status["state"], "WORKFLOW_COMPLETED")
+        self.assertTrue(all(n["state"] == "NODE_SUCCEEDED" for n in status["nodes"]))
+        self.assertIn(wf, [w["workflowId"] for w in self.client.list("COMPLETED")])
+
+    def test_errors_carry_code_and_field(self):
+        with self.assertRaises(SwitchyardError) as e:
+            self.client.submit_workflow({"nodes": [{"id": "a", "kind": "LLM", "bogus": 1}]})
+        self.assertEqual(e.exception.status, 400)
+        self.assertIn("bogus", e.exception.message)
+        with self.assertRaises(SwitchyardError) as e:
+            self.client.get("wf_does_not_exist")
+        self.assertEqual(e.exception.status, 404)
+        with self.assertRaises(SwitchyardError) as e:
+            Client(self.client.base_url, "bad-token-0000000000").list()
+        self.assertEqual(e.exception.status, 401)
+
+    def test_idempotent_submit(self):
+        body = {"nodes": [{"id": "t", "kind": "TOOL"}]}
+        a = self.client.submit_workflow(body, idempotency_key="py-key-1")
+        b = self.client.submit_workflow(body, idempotency_key="py-key-1")
+        self.assertEqual(a, b)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
