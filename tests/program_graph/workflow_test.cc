@@ -168,6 +168,23 @@ TEST(WorkflowTest, AppendAfterCloseOrCancelIsRejected) {
   EXPECT_EQ(s.message(), "workflow 'w': cannot append to a cancelled workflow");
 }
 
+TEST(WorkflowTest, GrowsToTheDefaultNodeLimitOneStepAtATime) {
+  auto wf = MustCreate({WithRef(Llm("n0"), "main", v1::CacheRef::CREATE)});
+  for (int k = 1; k < 10000; ++k) {
+    auto n = k % 2 ? Tool("n" + std::to_string(k), {"n" + std::to_string(k - 1)})
+                   : WithRef(Llm("n" + std::to_string(k), {"n" + std::to_string(k - 1)}), "main",
+                             v1::CacheRef::EXTEND);
+    ASSERT_TRUE(wf->Append({n}, Time{}).ok()) << k;
+    NodeIndex prev = static_cast<NodeIndex>(k - 1);
+    ASSERT_TRUE(wf->MarkRunning(prev).ok());
+    ASSERT_EQ(*wf->MarkSucceeded(prev), (std::vector<NodeIndex>{prev + 1}));
+  }
+  EXPECT_EQ(wf->size(), 10000u);
+  EXPECT_EQ(wf->NodesUsingContext("main").size(), 5000u);
+  EXPECT_EQ(wf->Append({Llm("extra")}, Time{}).message(),
+            "workflow 'w': nodes: 10001 nodes exceed the limit 10000");
+}
+
 TEST(WorkflowTest, EffectiveDeadline) {
   auto n = Llm("a");
   n.set_deadline_ms(500);
