@@ -66,22 +66,62 @@ std::vector<std::vector<v1::ProgramNode>> Shape(const std::string& shape) {
   return batches;
 }
 
+// Readiness only, on a graph built beforehand: run every node to success through the
+// newly-ready lists that MarkSucceeded returns.
+size_t DriveOurs(Workflow* wf) {
+  std::vector<NodeIndex> work = wf->ReadyNodes();
+  size_t n = 0;
+  while (!work.empty()) {
+    NodeIndex i = work.back();
+    work.pop_back();
+    if (!wf->MarkRunning(i).ok()) std::abort();
+    auto ready = wf->MarkSucceeded(i);
+    work.insert(work.end(), ready->begin(), ready->end());
+    ++n;
+  }
+  return n;
+}
+
+std::unique_ptr<Workflow> Build(const std::vector<std::vector<v1::ProgramNode>>& batches) {
+  v1::Workflow header;
+  header.set_id("bench");
+  auto wf = std::move(Workflow::Create(header, Time{})).value();
+  for (const auto& batch : batches) {
+    if (!wf->Append(batch, Time{}).ok()) std::abort();
+  }
+  return wf;
+}
+
+// The naive tracker's readiness loop: rescan every node after each completion. States:
+// 0 pending, 1 ready, 2 succeeded.
+size_t DriveNaive(const std::vector<std::vector<uint32_t>>& deps, std::vector<char>& st) {
+  std::vector<uint32_t> ready;
+  size_t n = 0;
+  for (;;) {
+    for (uint32_t i = 0; i < st.size(); ++i) {
+      if (st[i] != 0) continue;
+      bool ok = true;
+      for (uint32_t d : deps[i]) ok &= st[d] == 2;
+      if (ok) {
+        st[i] = 1;
+        ready.push_back(i);
+      }
+    }
+    if (ready.empty()) return n;
+    st[ready.back()] = 2;
+    ready.pop_back();
+    ++n;
+  }
+}
+
 // Ours: append each batch, then run and succeed nodes as MarkSucceeded reports them ready.
 size_t RunOurs(const std::vector<std::vector<v1::ProgramNode>>& batches) {
   v1::Workflow header;
   header.set_id("bench");
   auto wf = std::move(Workflow::Create(header, Time{})).value();
-  std::vector<NodeIndex> work;
   for (const auto& batch : batches) {
     if (!wf->Append(batch, Time{}).ok()) std::abort();
-    work = wf->ReadyNodes();
-    while (!work.empty()) {
-      NodeIndex i = work.back();
-      work.pop_back();
-      if (!wf->MarkRunning(i).ok()) std::abort();
-      auto ready = wf->MarkSucceeded(i);
-      work.insert(work.end(), ready->begin(), ready->end());
-    }
+    DriveOurs(wf.get());
   }
   return wf->size();
 }
@@ -89,7 +129,6 @@ size_t RunOurs(const std::vector<std::vector<v1::ProgramNode>>& batches) {
 // Baseline: the same graph, no validation; readiness recomputed by a full scan of all
 // nodes (checking every dep) after each completion.
 size_t RunNaive(const std::vector<std::vector<v1::ProgramNode>>& batches) {
-  enum St : char { kPending, kReady, kDone };
   std::unordered_map<std::string, uint32_t> index;
   std::vector<std::vector<uint32_t>> deps;
   std::vector<char> st;
@@ -98,23 +137,9 @@ size_t RunNaive(const std::vector<std::vector<v1::ProgramNode>>& batches) {
     for (const auto& n : batch) {
       deps.emplace_back();
       for (const auto& d : n.deps()) deps.back().push_back(index.at(d));
-      st.push_back(kPending);
+      st.push_back(0);  // pending
     }
-    std::vector<uint32_t> ready;
-    for (;;) {
-      for (uint32_t i = 0; i < st.size(); ++i) {
-        if (st[i] != kPending) continue;
-        bool ok = true;
-        for (uint32_t d : deps[i]) ok &= st[d] == kDone;
-        if (ok) {
-          st[i] = kReady;
-          ready.push_back(i);
-        }
-      }
-      if (ready.empty()) break;
-      st[ready.back()] = kDone;
-      ready.pop_back();
-    }
+    DriveNaive(deps, st);
   }
   return st.size();
 }
@@ -130,6 +155,38 @@ void BM_Naive(benchmark::State& state, std::string shape) {
   for (auto _ : state) benchmark::DoNotOptimize(RunNaive(batches));
   state.SetItemsProcessed(state.iterations() * kNodes);
 }
+
+void BM_OursReadinessOnly(benchmark::State& state, std::string shape) {
+  auto built = Build(Shape(shape));
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto wf = std::make_unique<Workflow>(*built);
+    state.ResumeTiming();
+    if (DriveOurs(wf.get()) != kNodes) std::abort();
+  }
+  state.SetItemsProcessed(state.iterations() * kNodes);
+}
+
+void BM_NaiveReadinessOnly(benchmark::State& state, std::string shape) {
+  auto built = Build(Shape(shape));
+  std::vector<std::vector<uint32_t>> deps;
+  for (NodeIndex i = 0; i < built->size(); ++i) deps.push_back(built->deps(i));
+  for (auto _ : state) {
+    std::vector<char> st(deps.size(), 0);
+    if (DriveNaive(deps, st) != kNodes) std::abort();
+  }
+  state.SetItemsProcessed(state.iterations() * kNodes);
+}
+
+BENCHMARK_CAPTURE(BM_OursReadinessOnly, chain, std::string("chain"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_NaiveReadinessOnly, chain, std::string("chain"))
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
+BENCHMARK_CAPTURE(BM_OursReadinessOnly, layered, std::string("layered"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_NaiveReadinessOnly, layered, std::string("layered"))
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 BENCHMARK_CAPTURE(BM_Ours, chain, std::string("chain"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Naive, chain, std::string("chain"))
@@ -158,6 +215,21 @@ void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* r
       r.baseline_value = naive->second.items_per_second;
     }
     r.note = "validate + append + run every node to success";
+    report->Add(r);
+  }
+  for (const char* shape : {"chain", "layered"}) {
+    auto ours = runs.find(std::string("BM_OursReadinessOnly/") + shape);
+    if (ours == runs.end()) continue;
+    bench::Result r;
+    r.name = std::string("readiness_only_10k_") + shape;
+    r.value = ours->second.items_per_second;
+    r.unit = "nodes/s";
+    auto naive = runs.find(std::string("BM_NaiveReadinessOnly/") + shape + "/iterations:2");
+    if (naive != runs.end()) {
+      r.baseline = "naive_rescan";
+      r.baseline_value = naive->second.items_per_second;
+    }
+    r.note = "prebuilt graph: run every node to success";
     report->Add(r);
   }
 }
