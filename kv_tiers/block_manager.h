@@ -19,7 +19,8 @@
 //
 // Ownership: the manager owns its records and the extents it allocated; it borrows the
 // tiers, movers, eviction policy and loop, which must outlive it. Destruction cancels
-// and waits for in-flight moves.
+// and waits for in-flight moves and returns memory extents; blocks on persistent tiers
+// are left for Recover() in the next process.
 // Thread-safety: not thread-safe. Call it from the EventLoop thread; mover completions
 // are posted there.
 #pragma once
@@ -55,8 +56,10 @@ struct BlockSpec {
   uint64_t bytes = 0;  // 0: the layout's bytes_per_block
 };
 
-// What a reader presents; all must match the block (invariant 1).
+// What a reader presents; all must match the block (invariant 1). A private block's owner
+// is its (workflow_id, context_id); a shared prefix block's owner is its tenant.
 struct ReadRequest {
+  std::string tenant;
   std::string workflow_id;
   std::string context_id;
   uint64_t model_epoch = 0;
@@ -211,9 +214,13 @@ class BlockManager {
   void OnMoveDone(TransferId tid, Status status);
   Status ValidateMoved(const InFlight& f, Record& dst);
   void FinishTransfer(TransferId tid, v1::CompletionState state, Status status);
-  void MakeEvictable(const Record& r);
   Result<Extent> AllocateExtent(Tier* tier, const std::string& tenant, uint64_t bytes);
-  uint64_t ChecksumOf(const Record& r, Status* status) const;
+  Result<uint64_t> ChecksumOf(const Record& r) const;
+  void SyncEviction(Record& r);
+  void Invalidate(Record& r);
+  void InvalidateOlderGenerations(const Record& r);
+  Record& NewRecord(const v1::KvBlockMeta& meta, Tier* tier, const Extent& extent);
+  Status FailMove(TransferId tid, BlockId src, BlockId dst, Status why);
 
   KvLayout layout_;
   EventLoop* loop_;
@@ -223,6 +230,8 @@ class BlockManager {
   std::map<std::string, Tier*> tiers_;
   std::unordered_map<BlockId, std::unique_ptr<Record>> blocks_;
   std::map<std::pair<std::string, uint64_t>, BlockId> prefixes_;  // (tenant, hash)
+  // Latest generation of each private (context, index): older copies are never served.
+  std::map<std::pair<std::string, uint32_t>, uint64_t> latest_generation_;
   std::map<TransferId, TransferRecord> transfers_;
   std::map<TransferId, std::unique_ptr<InFlight>> in_flight_;
   uint64_t next_block_ = 1;

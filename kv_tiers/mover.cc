@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kv_tiers/internal/builtin.h"
+
 namespace switchyard::kv_tiers {
 
 uint64_t MoveRequest::total_bytes() const {
@@ -91,7 +93,11 @@ std::vector<Mover*> MoverSet::movers() const {
 }
 
 MoverRegistry& MoverRegistry::Global() {
-  static MoverRegistry* registry = new MoverRegistry();
+  static MoverRegistry* registry = [] {
+    auto* r = new MoverRegistry();
+    internal::RegisterBuiltinMovers(*r);
+    return r;
+  }();
   return *registry;
 }
 

@@ -3,11 +3,16 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "kv_tiers/internal/builtin.h"
 
 namespace switchyard::kv_tiers {
 
 TierRegistry& TierRegistry::Global() {
-  static TierRegistry* registry = new TierRegistry();
+  static TierRegistry* registry = [] {
+    auto* r = new TierRegistry();
+    internal::RegisterBuiltinTiers(*r);
+    return r;
+  }();
   return *registry;
 }
 

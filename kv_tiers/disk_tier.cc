@@ -1,0 +1,252 @@
+#include "kv_tiers/disk_tier.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <cstring>
+#include <vector>
+
+namespace switchyard::kv_tiers {
+namespace {
+
+constexpr char kDataCf[] = "kv_block_data";
+constexpr char kMetaCf[] = "kv_block_meta";
+
+std::string Key(uint64_t slot) {
+  std::string k(8, '\0');
+  for (int i = 7; i >= 0; --i, slot >>= 8) k[i] = static_cast<char>(slot & 0xff);
+  return k;
+}
+
+uint64_t DecodeKey(const rocksdb::Slice& k) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < k.size() && i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(k[i]);
+  return v;
+}
+
+Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::OK();
+  if (s.IsNotFound()) return Status::NotFound("disk tier: " + what + ": " + s.ToString());
+  if (s.IsCorruption()) {
+    return Status::DataLoss("disk tier: " + what + ": " + s.ToString(), ErrorScope::kTier);
+  }
+  return Status::Unavailable("disk tier: " + what + ": " + s.ToString(), ErrorScope::kTier);
+}
+
+// Options for the block-data column family. KV bytes are bf16/fp8 activations: they do
+// not compress, so compression is off (it would only cost CPU). Values are large (a
+// Llama-3.1-8B block is 2 MiB), so with BlobDB they go to blob files and the LSM only
+// holds small blob references: compaction then rewrites references, not megabytes.
+rocksdb::ColumnFamilyOptions DataOptions(const DiskTierTuning& t,
+                                         const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions o;
+  o.compression = rocksdb::kNoCompression;
+  o.write_buffer_size = t.write_buffer_bytes;
+  o.enable_blob_files = t.use_blob_files;
+  o.min_blob_size = t.min_blob_size;
+  o.blob_compression_type = rocksdb::kNoCompression;
+  o.enable_blob_garbage_collection = t.use_blob_files;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return o;
+}
+
+// Metadata values are ~100 B protobufs: defaults (with the shared block cache).
+rocksdb::ColumnFamilyOptions MetaOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions o;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return o;
+}
+
+}  // namespace
+
+DiskTier::DiskTier(const TierOptions& options, const DiskTierTuning& tuning)
+    : Tier(options), tuning_(tuning) {}
+
+Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options,
+                                                 const DiskTierTuning& tuning) {
+  if (options.path.empty()) return Status::InvalidArgument("disk tier: options.path is empty");
+  if (options.capacity_bytes == 0) {
+    return Status::InvalidArgument("disk tier: capacity_bytes must be > 0");
+  }
+  std::unique_ptr<DiskTier> tier(new DiskTier(options, tuning));
+  auto cache = rocksdb::NewLRUCache(tuning.block_cache_bytes);
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {kDataCf, DataOptions(tuning, cache)},
+      {kMetaCf, MetaOptions(cache)},
+  };
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options.path, cfs, &handles, &db);
+  if (!s.ok()) return FromRocks(s, "open " + options.path);
+  tier->db_.reset(db);
+  tier->default_cf_ = handles[0];
+  tier->data_cf_ = handles[1];
+  tier->meta_cf_ = handles[2];
+  // New slots go past every key already stored, so reopening never overwrites.
+  for (auto* cf : {tier->data_cf_, tier->meta_cf_}) {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
+    it->SeekToLast();
+    if (it->Valid()) tier->next_slot_ = std::max(tier->next_slot_, DecodeKey(it->key()) + 1);
+  }
+  return tier;
+}
+
+DiskTier::~DiskTier() { (void)Close(); }
+
+Status DiskTier::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!db_) return Status::OK();
+  rocksdb::FlushOptions flush;
+  rocksdb::Status s = db_->Flush(flush, {data_cf_, meta_cf_});
+  for (auto* h : {data_cf_, meta_cf_, default_cf_}) (void)db_->DestroyColumnFamilyHandle(h);
+  data_cf_ = meta_cf_ = default_cf_ = nullptr;
+  rocksdb::Status c = db_->Close();
+  db_.reset();
+  SY_RETURN_IF_ERROR(FromRocks(s, "flush on close"));
+  return FromRocks(c, "close");
+}
+
+TierCapabilities DiskTier::capabilities() const {
+  TierCapabilities c;
+  c.persistent = true;
+  return c;
+}
+
+Result<Extent> DiskTier::Allocate(const std::string& tenant, uint64_t bytes) {
+  if (bytes == 0) return Status::InvalidArgument("disk tier: zero-byte allocation");
+  SY_RETURN_IF_ERROR(Charge(tenant, bytes));
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t slot = next_slot_++;
+  live_[slot] = Live{tenant, bytes};
+  return Extent{slot, bytes};
+}
+
+Status DiskTier::Free(const Extent& extent) {
+  Live live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(extent.slot);
+    if (it == live_.end()) {
+      return Status::NotFound("disk tier: slot " + std::to_string(extent.slot) +
+                              " is not allocated");
+    }
+    live = it->second;
+    live_.erase(it);
+    if (db_) {
+      rocksdb::WriteBatch batch;
+      std::string key = Key(extent.slot);
+      (void)batch.Delete(data_cf_, key);
+      (void)batch.Delete(meta_cf_, key);
+      SY_RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "free"));
+    }
+  }
+  Uncharge(live.tenant, live.bytes);
+  return Status::OK();
+}
+
+Status DiskTier::CheckLive(const Extent& extent, uint64_t bytes) const {
+  if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
+  auto it = live_.find(extent.slot);
+  if (it == live_.end()) {
+    return Status::NotFound("disk tier: slot " + std::to_string(extent.slot) + " is not allocated");
+  }
+  if (bytes > it->second.bytes) {
+    return Status::InvalidArgument("disk tier: " + std::to_string(bytes) + " B exceed slot " +
+                                   std::to_string(extent.slot) + " of " +
+                                   std::to_string(it->second.bytes) + " B");
+  }
+  return Status::OK();
+}
+
+Status DiskTier::Write(std::span<const BlockWrite> writes) {
+  rocksdb::WriteBatch batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& w : writes) {
+      SY_RETURN_IF_ERROR(CheckLive(w.extent, w.bytes));
+      (void)batch.Put(data_cf_, Key(w.extent.slot),
+                      rocksdb::Slice(static_cast<const char*>(w.src), w.bytes));
+    }
+  }
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = !tuning_.data_wal;
+  return FromRocks(db_->Write(wo, &batch), "write batch");
+}
+
+Status DiskTier::Read(std::span<const BlockRead> reads) {
+  std::vector<std::string> keys;
+  keys.reserve(reads.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& r : reads) {
+      SY_RETURN_IF_ERROR(CheckLive(r.extent, r.bytes));
+      keys.push_back(Key(r.extent.slot));
+    }
+  }
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> values(reads.size());
+  std::vector<rocksdb::Status> statuses(reads.size());
+  db_->MultiGet(rocksdb::ReadOptions(), data_cf_, slices.size(), slices.data(), values.data(),
+                statuses.data());
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const std::string what = "read slot " + std::to_string(reads[i].extent.slot);
+    if (statuses[i].IsNotFound()) {
+      return Status::DataLoss("disk tier: " + what + ": no bytes stored", ErrorScope::kBlock);
+    }
+    SY_RETURN_IF_ERROR(FromRocks(statuses[i], what));
+    if (values[i].size() < reads[i].bytes) {
+      return Status::DataLoss("disk tier: " + what + ": " + std::to_string(values[i].size()) +
+                                  " B stored, " + std::to_string(reads[i].bytes) + " B asked",
+                              ErrorScope::kBlock);
+    }
+    std::memcpy(reads[i].dst, values[i].data(), reads[i].bytes);
+  }
+  return Status::OK();
+}
+
+Status DiskTier::PersistMeta(const Extent& extent, const v1::KvBlockMeta& meta) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SY_RETURN_IF_ERROR(CheckLive(extent, 0));
+  std::string value;
+  meta.SerializeToString(&value);
+  // Through the WAL: a committed block's metadata survives a crash (its bytes are
+  // re-validated against it on recovery).
+  return FromRocks(db_->Put(rocksdb::WriteOptions(), meta_cf_, Key(extent.slot), value),
+                   "persist meta");
+}
+
+Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> DiskTier::Recover() {
+  std::vector<std::pair<Extent, v1::KvBlockMeta>> out;
+  if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    uint64_t slot = DecodeKey(it->key());
+    v1::KvBlockMeta meta;
+    if (!meta.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      continue;  // unreadable metadata: the block cannot be validated, leave it out
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (live_.count(slot)) continue;  // already known in this process
+    }
+    SY_RETURN_IF_ERROR(Charge(meta.tenant(), meta.bytes()));
+    std::lock_guard<std::mutex> lock(mu_);
+    live_[slot] = Live{meta.tenant(), meta.bytes()};
+    next_slot_ = std::max(next_slot_, slot + 1);
+    out.emplace_back(Extent{slot, meta.bytes()}, meta);
+  }
+  SY_RETURN_IF_ERROR(FromRocks(it->status(), "recover scan"));
+  return out;
+}
+
+}  // namespace switchyard::kv_tiers

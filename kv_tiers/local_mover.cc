@@ -1,0 +1,142 @@
+#include "kv_tiers/local_mover.h"
+
+#include <atomic>
+#include <cstring>
+
+namespace switchyard::kv_tiers {
+namespace {
+
+bool HostAddressable(const Tier& t) {
+  auto c = t.capabilities();
+  return c.addressable && !c.device_memory && !c.remote;
+}
+
+// Shared by the chunks of one local move; the last chunk to finish ends the move.
+struct LocalMove {
+  std::shared_ptr<MoveState> state;
+  MoveCallback on_complete;
+  EventLoop* loop = nullptr;
+  std::atomic<uint64_t> remaining{0};
+  std::atomic<bool> cancelled{false};
+};
+
+}  // namespace
+
+Status ValidateMoveRequest(const MoveRequest& request, const std::string& mover) {
+  if (request.src == nullptr || request.dst == nullptr) {
+    return Status::InvalidArgument(mover + " mover: null source or destination tier");
+  }
+  if (request.segments.empty()) return Status::InvalidArgument(mover + " mover: no segments");
+  for (size_t i = 0; i < request.segments.size(); ++i) {
+    const auto& s = request.segments[i];
+    if (s.bytes == 0 || s.bytes > s.src.bytes || s.bytes > s.dst.bytes) {
+      return Status::InvalidArgument(mover + " mover: segment " + std::to_string(i) + " moves " +
+                                     std::to_string(s.bytes) + " B but its extents hold " +
+                                     std::to_string(s.src.bytes) + " / " +
+                                     std::to_string(s.dst.bytes) + " B");
+    }
+  }
+  return Status::OK();
+}
+
+void FinishMove(EventLoop* loop, const std::shared_ptr<MoveState>& state,
+                const MoveCallback& on_complete, Status status) {
+  // Post first: once the state completes, a waiting handle may be destroyed and with it
+  // anything the caller owns; after Complete() this thread touches nothing of theirs.
+  if (on_complete) loop->Post([cb = on_complete, status] { cb(status); });
+  state->Complete(std::move(status));
+}
+
+LocalMover::LocalMover(const MoverEnv& env)
+    : env_(env), pool_(std::make_unique<WorkerPool>(env.worker_threads)) {}
+
+bool LocalMover::Supports(const Tier& src, const Tier& dst) const {
+  return HostAddressable(src) && HostAddressable(dst);
+}
+
+Result<MoveHandle> LocalMover::Submit(MoveRequest request, MoveCallback on_complete) {
+  SY_RETURN_IF_ERROR(ValidateMoveRequest(request, "local"));
+  if (!Supports(*request.src, *request.dst)) {
+    return Status::NotSupported("local mover: cannot copy " + request.src->name() + " -> " +
+                                request.dst->name());
+  }
+  struct Chunk {
+    const char* src;
+    char* dst;
+    uint64_t bytes;
+  };
+  std::vector<Chunk> chunks;
+  const uint64_t chunk = std::max<uint64_t>(env_.chunk_bytes, 4096);
+  for (const auto& s : request.segments) {
+    auto* src = static_cast<const char*>(request.src->Data(s.src));
+    auto* dst = static_cast<char*>(request.dst->Data(s.dst));
+    if (src == nullptr || dst == nullptr) {
+      return Status::InvalidArgument("local mover: extent not addressable in its tier");
+    }
+    for (uint64_t off = 0; off < s.bytes; off += chunk) {
+      chunks.push_back({src + off, dst + off, std::min(chunk, s.bytes - off)});
+    }
+  }
+  auto move = std::make_shared<LocalMove>();
+  move->state = std::make_shared<MoveState>();
+  move->on_complete = std::move(on_complete);
+  move->loop = env_.loop;
+  move->remaining.store(chunks.size(), std::memory_order_relaxed);
+  MoveHandle handle(move->state);
+  for (const Chunk& c : chunks) {
+    pool_->Submit([move, c] {
+      if (move->state->cancel_requested()) {
+        move->cancelled.store(true, std::memory_order_relaxed);
+      } else {
+        std::memcpy(c.dst, c.src, c.bytes);
+      }
+      // acq_rel: the last chunk sees every other chunk's copy and cancel flag.
+      if (move->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        Status st = move->cancelled.load(std::memory_order_relaxed)
+                        ? Status::Cancelled("local mover: move cancelled")
+                        : Status::OK();
+        FinishMove(move->loop, move->state, move->on_complete, std::move(st));
+      }
+    });
+  }
+  return handle;
+}
+
+DiskMover::DiskMover(const MoverEnv& env) : env_(env), pool_(std::make_unique<WorkerPool>(1)) {}
+
+bool DiskMover::Supports(const Tier& src, const Tier& dst) const {
+  bool to_disk = HostAddressable(src) && dst.capabilities().persistent;
+  bool from_disk = src.capabilities().persistent && HostAddressable(dst);
+  return to_disk || from_disk;
+}
+
+Result<MoveHandle> DiskMover::Submit(MoveRequest request, MoveCallback on_complete) {
+  SY_RETURN_IF_ERROR(ValidateMoveRequest(request, "disk"));
+  if (!Supports(*request.src, *request.dst)) {
+    return Status::NotSupported("disk mover: cannot copy " + request.src->name() + " -> " +
+                                request.dst->name());
+  }
+  auto state = std::make_shared<MoveState>();
+  MoveHandle handle(state);
+  EventLoop* loop = env_.loop;
+  pool_->Submit([state, loop, req = std::move(request), cb = std::move(on_complete)] {
+    if (state->cancel_requested()) {
+      FinishMove(loop, state, cb, Status::Cancelled("disk mover: move cancelled"));
+      return;
+    }
+    Status st;
+    if (req.dst->capabilities().persistent) {
+      std::vector<BlockWrite> writes;
+      for (const auto& s : req.segments) writes.push_back({s.dst, req.src->Data(s.src), s.bytes});
+      st = req.dst->Write(writes);
+    } else {
+      std::vector<BlockRead> reads;
+      for (const auto& s : req.segments) reads.push_back({s.src, req.dst->Data(s.dst), s.bytes});
+      st = req.src->Read(reads);
+    }
+    FinishMove(loop, state, cb, std::move(st));
+  });
+  return handle;
+}
+
+}  // namespace switchyard::kv_tiers

@@ -1,0 +1,38 @@
+// WorkerPool: a few threads that run queued tasks (the local and disk movers' copies).
+//
+// Tasks run in FIFO order, each on one worker. The destructor drains the queue (every
+// task queued before it runs) and joins the threads.
+//
+// Thread-safety: Submit is thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace switchyard::kv_tiers {
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Submit(std::function<void()> task);
+  int size() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace switchyard::kv_tiers
