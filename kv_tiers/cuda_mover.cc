@@ -8,7 +8,9 @@
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/worker_pool.h"
 
-extern "C" int sy_kv_tiers_cuda_mover_anchor = 0;
+extern "C" {
+int sy_kv_tiers_cuda_mover_anchor = 0;
+}
 
 namespace switchyard::kv_tiers {
 namespace {

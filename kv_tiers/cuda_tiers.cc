@@ -12,7 +12,9 @@
 
 // Referenced with -Wl,-u by kv_tiers/CMakeLists.txt so the static registrars below are
 // linked even though nothing calls into this file.
-extern "C" int sy_kv_tiers_cuda_tiers_anchor = 0;
+extern "C" {
+int sy_kv_tiers_cuda_tiers_anchor = 0;
+}
 
 namespace switchyard::kv_tiers {
 namespace {
@@ -86,11 +88,10 @@ Status ProbeCudaDevice() {
   static const Status status = [] {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-      return Status::Unavailable(std::string("no CUDA device: cudaGetDeviceCount failed: ") +
-                                 cudaGetErrorString(e));
+    if (e != cudaSuccess || count == 0) {
+      std::string detail = e == cudaSuccess ? "" : std::string(" (") + cudaGetErrorString(e) + ")";
+      return Status::Unavailable("no CUDA device: cudaGetDeviceCount returned 0" + detail);
     }
-    if (count == 0) return Status::Unavailable("no CUDA device: cudaGetDeviceCount returned 0");
     return Status::OK();
   }();
   return status;
