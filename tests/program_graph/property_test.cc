@@ -173,6 +173,43 @@ TEST(PropertyTest, CriticalPathEqualsBruteForceOnSmallGraphs) {
   }
 }
 
+// Longest chain of non-terminal nodes ending at i, by enumerating every backward path.
+uint32_t BruteSteps(const Workflow& wf, NodeIndex i) {
+  uint32_t best = 0;
+  for (NodeIndex d : wf.deps(i)) {
+    v1::NodeState s = wf.state(d);
+    if (s == v1::NODE_SUCCEEDED || s == v1::NODE_CANCELLED || s == v1::NODE_FAILED) continue;
+    best = std::max(best, BruteSteps(wf, d) + 1);
+  }
+  return best;
+}
+
+TEST(PropertyTest, StepsToExecutionEqualsBruteForceOnSmallGraphs) {
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    std::mt19937_64 rng(7000 + seed);
+    RandomDag dag = MakeDag(rng, 1 + seed % 12);
+    auto wf = testing::MustCreate(dag.listed);
+    ASSERT_NE(wf, nullptr);
+    for (int round = 0; round < 4; ++round) {
+      for (NodeIndex i = 0; i < wf->size(); ++i) {
+        v1::NodeState s = wf->state(i);
+        uint32_t want = s == v1::NODE_SUCCEEDED || s == v1::NODE_CANCELLED ? kNeverRuns
+                        : s == v1::NODE_READY || s == v1::NODE_RUNNING     ? 0
+                                                                           : BruteSteps(*wf, i);
+        EXPECT_EQ(wf->StepsToExecution(i), want) << "seed " << seed << " node " << i;
+      }
+      auto ready = wf->ReadyNodes();
+      if (ready.empty()) break;
+      for (size_t k = 0; k < ready.size(); k += 2) {
+        ASSERT_TRUE(wf->MarkRunning(ready[k]).ok());
+        if (rng() % 2) {
+          ASSERT_TRUE(wf->MarkSucceeded(ready[k]).ok());
+        }
+      }
+    }
+  }
+}
+
 TEST(PropertyTest, ReadinessOrderIsTopologicalAndComplete) {
   for (int seed = 0; seed < kSeeds; ++seed) {
     std::mt19937_64 rng(9000 + seed);
