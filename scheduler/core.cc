@@ -63,6 +63,13 @@ void CoreState::Handle(const Event& e) {
       } else {
         int idx = it->second;
         NodeRec& n = wf->nodes[static_cast<size_t>(idx)];
+        bool engine = e.kind == EventKind::kEngineStep || e.kind == EventKind::kLlmFinished;
+        if (engine && e.worker >= 0 && e.worker != n.worker) {
+          ++ignored;  // a report from an earlier attempt on another worker
+          Dispatch();
+          out->wakeup = timers.empty() ? Time::Max() : std::max(now, timers.begin()->at);
+          return;
+        }
         switch (e.kind) {
           case EventKind::kEngineStep:
             if (n.state == NState::kRunning) OnEngineStep(*wf, idx, e.tokens_done);

@@ -183,8 +183,23 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
     if (Free(w) >= need && (best < 0 || cost_s < best_cost))
       best = w, best_cost = cost_s, best_need = need;
   }
+  uint64_t whole = growth;  // the node with all its contexts on one worker
+  for (const std::string& key : keys) whole += ctxs[key].bytes;
   if (best < 0) {
-    if (any >= 0 && any_need > Free(any)) EvictFor(any, any_need - Free(any));
+    if (whole > opt.hbm_bytes_per_worker) {
+      Dequeue(wf, idx);
+      n.state = NState::kFailed;
+      wf.terminal++;
+      EndWorkflow(wf, CommandKind::kFail, n.spec.id(),
+                  "node '" + n.spec.id() + "' needs " + std::to_string(whole) +
+                      " bytes of HBM, more than a worker's capacity of " +
+                      std::to_string(opt.hbm_bytes_per_worker));
+      return false;
+    }
+    // Discards free HBM at once: try again now (no later event may come to trigger it).
+    if (any >= 0 && any_need > Free(any) && EvictFor(any, any_need - Free(any), keys) &&
+        any_need <= Free(any))
+      return TryPlace(wf, idx);
     return false;
   }
   (void)best_need;
@@ -221,7 +236,7 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   uint64_t epoch = std::max(model_epoch[n.spec.model_id()], n.spec.model_epoch());
   for (const std::string& key : NodeContexts(wf, n)) {
     CtxRec& c = ctxs[key];
-    if (c.loc.tier == Tier::kNone || c.loc.tier == Tier::kPeer) {
+    if (c.loc.tier == Tier::kNone || c.loc.tier == Tier::kPeer || c.tokens == 0) {
       if (c.loc.tier == Tier::kPeer) Hold(c.loc, -static_cast<int64_t>(c.bytes));
       SetLoc(c, {Tier::kHbm, w});
       Hold(c.loc, static_cast<int64_t>(c.bytes));
@@ -272,7 +287,7 @@ void CoreState::StopRunning(WfRec& wf, int idx) {
   }
 }
 
-bool CoreState::EvictFor(int w, uint64_t need) {
+bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& keep) {
   struct Cand {
     double pri;
     std::string key;
@@ -281,19 +296,27 @@ bool CoreState::EvictFor(int w, uint64_t need) {
   for (const std::string& key : workers[static_cast<size_t>(w)].resident) {
     const CtxRec& c = ctxs[key];
     if (c.users > 0 || c.transfer != 0 || c.dead) continue;
+    if (std::find(keep.begin(), keep.end(), key) != keep.end()) continue;  // the node's own
     const WfRec& wf = wfs[c.wf];
     IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), 1};
-    bool wanted = false;
-    for (const NodeRec& n : wf.nodes) wanted |= n.queued || n.state == NState::kAdmitted;
-    // About to be used, or its tool is about to start (the tool-wait rule decides then).
-    if (wanted) continue;
+    bool queued_user = false, tool_starting = false;
+    for (const NodeRec& n : wf.nodes) {
+      queued_user |= n.queued;
+      tool_starting |= n.state == NState::kAdmitted;
+    }
+    // Its tool is about to start: the tool-wait rule decides then.
+    if (tool_starting) continue;
     if (c.wait_tool >= 0) {
       const NodeRec& tool = wf.nodes[static_cast<size_t>(c.wait_tool)];
       Duration predicted = durations.Predict(wf.tenant, tool.spec.tool_name(), 0.5,
                                              Millis(tool.spec.hints().expected_duration_ms()));
       info.until_next_use = std::max(Duration(0), predicted - (now - tool.started));
     }
-    cands.push_back({policy->EvictionPriority(info), key});
+    double pri = policy->EvictionPriority(info);
+    // Contexts a queued node is about to use go last (evicting them only thrashes, but
+    // two such workflows must not deadlock each other).
+    if (queued_user) pri += 1e12;
+    cands.push_back({pri, key});
   }
   uint64_t evictable = 0;
   for (const Cand& cand : cands) evictable += ctxs[cand.key].bytes;

@@ -182,7 +182,7 @@ struct CoreState {
   bool TryPlace(WfRec& wf, int idx);
   void Place(WfRec& wf, int idx, int worker, int64_t recompute);
   void StopRunning(WfRec& wf, int idx);
-  bool EvictFor(int worker, uint64_t need);
+  bool EvictFor(int worker, uint64_t need, const std::vector<std::string>& keep);
   void OnEngineStep(WfRec& wf, int idx, int64_t tokens_done);
   std::vector<std::string> NodeContexts(const WfRec& wf, const NodeRec& n) const;
   Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;

@@ -1,0 +1,286 @@
+// Property tests: random workloads and fault schedules through executors::Runtime and
+// scheduler::Core in virtual time. For every seed, after every event:
+//   - HBM use never exceeds capacity on any worker;
+//   - no command reads a context that is not committed where it reads it (shadow model
+//     built only from commands and completion events, independent of the core);
+//   - every transfer command carries a budget grant;
+//   - no side-effect node without an idempotency key is admitted twice;
+// and at the end every workflow has ended (completed, failed with a reason, or cancelled).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+#include "base/virtual_event_loop.h"
+#include "executors/runtime.h"
+#include "scheduler/simulated_fabric.h"
+
+namespace switchyard::executors {
+namespace {
+
+using namespace scheduler;  // NOLINT
+
+class FlatCost final : public ComputeCostModel {
+ public:
+  Duration PrefillTime(int64_t n, int64_t) const override { return Micros(25) * n; }
+  Duration DecodeTime(int64_t s, int64_t) const override { return Millis(5) * s; }
+  uint64_t KvBytesPerToken() const override { return 131072; }
+};
+
+int SeedCount() {
+  if (const char* env = std::getenv("SY_PROPERTY_SEEDS")) return std::max(1, std::atoi(env));
+#if defined(__SANITIZE_ADDRESS__)
+  return 1500;  // ASan build: same properties, fewer seeds (CI time budget)
+#else
+  return 10000;
+#endif
+}
+
+struct Shadow {
+  std::map<std::string, Location> loc;                            // committed location per context
+  std::map<uint64_t, std::pair<std::string, Location>> inflight;  // transfer -> (ctx, dst)
+  std::set<std::string> inflight_ctx;
+  std::set<uint64_t> drop;  // discarded while in flight
+};
+
+struct Harness {
+  std::mt19937_64 rng;
+  std::string failure;
+  Shadow shadow;
+  std::map<std::string, int> unsafe_admits;
+  std::map<std::string, v1::ProgramNode> specs;  // "wf/node"
+  std::set<std::string> submitted;
+
+  explicit Harness(uint64_t seed) : rng(seed) {}
+  double U() { return std::uniform_real_distribution<double>(0, 1)(rng); }
+  int I(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
+  void Fail(const std::string& why) {
+    if (failure.empty()) failure = why;
+  }
+
+  static bool OnWorker(const Location& l, int w) {
+    return l.worker == w && (l.tier == Tier::kHbm || l.tier == Tier::kPeer);
+  }
+
+  void Observe(const Core& core, int workers, const Event& e, const Commands& out) {
+    if (e.kind == EventKind::kTransferCompleted || e.kind == EventKind::kTransferFailed) {
+      auto it = shadow.inflight.find(e.transfer_id);
+      if (it != shadow.inflight.end()) {
+        const auto& [ctx, dst] = it->second;
+        if (e.kind == EventKind::kTransferCompleted) shadow.loc[ctx] = dst;
+        if (shadow.drop.count(e.transfer_id)) shadow.loc[ctx] = Location{};
+        shadow.inflight_ctx.erase(ctx);
+        shadow.drop.erase(e.transfer_id);
+        shadow.inflight.erase(it);
+      }
+    }
+    if (e.kind == EventKind::kPeerLost) {
+      for (auto& [ctx, l] : shadow.loc)
+        if (l.worker == e.worker) l = Location{};
+      for (auto it = shadow.inflight.begin(); it != shadow.inflight.end();) {
+        bool touches = it->second.second.worker == e.worker;
+        if (touches || shadow.loc[it->second.first].tier == Tier::kNone) {
+          shadow.inflight_ctx.erase(it->second.first);
+          it = shadow.inflight.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (const Command& c : out.list) Check(core, c);
+    for (int w = 0; w < workers; ++w)
+      if (core.hbm_used(w) > core.hbm_capacity())
+        Fail("HBM over capacity on worker " + std::to_string(w));
+  }
+
+  void Check(const Core& core, const Command& c) {
+    std::string s = ToString(c);
+    switch (c.kind) {
+      case CommandKind::kDemote:
+      case CommandKind::kPrefetch:
+        if (!c.grant.valid()) Fail("transfer without grant: " + s);
+        if (shadow.inflight_ctx.count(c.context)) Fail("second transfer of a context: " + s);
+        if (!(shadow.loc[c.context] == c.src)) Fail("transfer reads uncommitted source: " + s);
+        shadow.inflight[c.transfer_id] = {c.context, c.dst};
+        shadow.inflight_ctx.insert(c.context);
+        break;
+      case CommandKind::kDiscard:
+        if (c.transfer_id != 0 && shadow.inflight.count(c.transfer_id)) {
+          shadow.drop.insert(c.transfer_id);
+        } else {
+          shadow.loc[c.context] = Location{};
+        }
+        break;
+      case CommandKind::kPlace: {
+        const v1::ProgramNode& n = specs[c.workflow_id + "/" + c.node_id];
+        for (const v1::CacheRef& r : n.cache_refs()) {
+          std::string key = ContextKey(c.workflow_id, r.context());
+          if (shadow.inflight_ctx.count(key)) Fail("place reads a context in flight: " + s);
+          Location l = shadow.loc[key];
+          // Either committed in this worker's HBM, or absent and rebuilt by this call (an
+          // empty context has nothing to read).
+          if (l.tier != Tier::kNone && !OnWorker(l, c.worker) && core.ContextTokens(key) > 0)
+            Fail("place reads a context not committed on its worker (" + LocationString(l) +
+                 "): " + s);
+          shadow.loc[key] = Location{Tier::kHbm, c.worker};
+        }
+        break;
+      }
+      case CommandKind::kAdmit: {
+        const v1::ProgramNode& n = specs[c.workflow_id + "/" + c.node_id];
+        if (n.side_effect() && n.idempotency_key().empty() &&
+            ++unsafe_admits[c.workflow_id + "/" + c.node_id] > 1)
+          Fail("side-effect node admitted twice: " + s);
+        break;
+      }
+      case CommandKind::kFail:
+        if (c.reason.empty()) Fail("fail without a reason: " + s);
+        break;
+      default:
+        break;
+    }
+  }
+
+  v1::Workflow RandomWorkflow(int i, int tenants, std::vector<v1::ProgramNode>* late) {
+    v1::Workflow w;
+    w.set_id("wf" + std::to_string(i));
+    w.set_tenant("t" + std::to_string(I(0, tenants - 1)));
+    if (U() < 0.3) w.set_deadline_ms(I(500, 20000));
+    int nodes = I(1, 6);
+    std::vector<std::string> ids;
+    for (int k = 0; k < nodes; ++k) {
+      v1::ProgramNode n;
+      n.set_id("n" + std::to_string(k));
+      if (!ids.empty() && U() < 0.9)
+        n.add_deps(ids[static_cast<size_t>(I(0, static_cast<int>(ids.size()) - 1))]);
+      bool tool = k % 2 == 1 && U() < 0.8;
+      if (tool) {
+        n.set_kind(v1::TOOL);
+        n.set_tool_name(U() < 0.5 ? "search" : "exec");
+        n.mutable_hints()->set_expected_duration_ms(I(10, 5000));
+        n.set_side_effect(U() < 0.3);
+        if (n.side_effect() && U() < 0.5) n.set_idempotency_key("k" + std::to_string(k));
+      } else {
+        n.set_kind(v1::LLM);
+        n.set_model_id(U() < 0.5 ? "m1" : "m2");
+        auto* r = n.add_cache_refs();
+        r->set_context(U() < 0.8 ? "main" : "side");
+        r->set_mode(k == 0 ? v1::CacheRef::CREATE : v1::CacheRef::EXTEND);
+        n.mutable_hints()->set_prompt_tokens(I(16, 6000));
+        n.mutable_hints()->set_extend_tokens(I(16, 2000));
+        n.mutable_hints()->set_max_output_tokens(I(1, 64));
+      }
+      ids.push_back(n.id());
+      if (k > 0 && U() < 0.2) {
+        late->push_back(n);
+      } else {
+        *w.add_nodes() = n;
+      }
+      specs[w.id() + "/" + n.id()] = n;
+    }
+    return w;
+  }
+};
+
+std::string RunSeed(uint64_t seed) {
+  Harness h(seed * 0x9E3779B97F4A7C15ULL + 1);
+  VirtualEventLoop loop;
+  int workers = h.I(1, 3);
+  SimulatedFabric::Options fo;
+  fo.workers = workers;
+  fo.max_grants[2] = h.I(1, 4);
+  SimulatedFabric fabric(fo);
+  for (int w = 0; w < workers; ++w) fabric.SetPcieLoad(w, h.U() < 0.3 ? 0.9 : 0.0);
+  FlatCost cost;
+  CoreOptions o;
+  o.workers = workers;
+  o.hbm_bytes_per_worker = static_cast<uint64_t>(h.I(1, 4)) << 30;
+  o.slots_per_worker = h.I(1, 3);
+  o.retry_credit_capacity = h.I(1, 10);
+  std::unique_ptr<Policy> policy = MakePolicy(h.U() < 0.7 ? "switchyard" : "keep-during-tool");
+  Core core(o, policy.get(), &fabric, &fabric, &cost);
+  double llm_fail = h.U() < 0.5 ? 0.1 : 0.0, tool_fail = h.U() < 0.5 ? 0.2 : 0.0;
+  double xfer_fail = h.U() < 0.5 ? 0.1 : 0.0;
+  SimulatedModelExecutor::Options eo;
+  eo.fault = [&](const std::string&) {
+    return h.U() < llm_fail ? Status::Unavailable("injected engine fault") : Status::OK();
+  };
+  SimulatedModelExecutor model(&loop, &cost, eo);
+  SimulatedToolWaiter tools(&loop, [&](const std::string&, const v1::ProgramNode& n) {
+    double scale = 0.2 + 2.0 * h.U();
+    return ToolOutcome{
+        Millis(static_cast<int64_t>(n.hints().expected_duration_ms() * scale)),
+        h.U() < tool_fail ? Status::Unavailable("injected tool fault") : Status::OK()};
+  });
+  SimulatedKvMover mover(&loop, &fabric, [&](const Command&) {
+    return h.U() < xfer_fail ? Status::Unavailable("injected transfer fault") : Status::OK();
+  });
+  Runtime rt(&loop, &core, &model, &tools, &mover);
+  const char* trace = std::getenv("SY_PROPERTY_TRACE");
+  bool tracing = trace && std::strtoull(trace, nullptr, 10) == seed;
+  rt.SetObserver([&](const Event& e, const Commands& c, Time now) {
+    if (tracing) {
+      std::printf("%.4f %s %s/%s w=%d x=%llu %s\n", now.seconds(), EventKindName(e.kind),
+                  e.workflow_id.c_str(), e.node_id.c_str(), e.worker,
+                  static_cast<unsigned long long>(e.transfer_id), e.status.ToString().c_str());
+      for (const std::string& line : ToStrings(c)) std::printf("    %s\n", line.c_str());
+    }
+    h.Observe(core, workers, e, c);
+  });
+
+  int n = h.I(1, 4);
+  for (int i = 0; i < n; ++i) {
+    std::vector<v1::ProgramNode> late;
+    v1::Workflow w = h.RandomWorkflow(i, 2, &late);
+    h.submitted.insert(w.id());
+    Time at = Time::FromMillis(h.I(0, 2000));
+    loop.PostAt(at, [&rt, w]() { rt.Submit(w); });
+    Time close_at = at + Millis(h.I(0, 3000));
+    for (const v1::ProgramNode& node : late)
+      loop.PostAt(close_at, [&rt, id = w.id(), node]() { rt.Append(id, node); });
+    loop.PostAt(close_at + Millis(1), [&rt, id = w.id()]() { rt.Close(id); });
+    if (h.U() < 0.05)
+      loop.PostAt(Time::FromMillis(h.I(0, 8000)), [&rt, id = w.id()]() { rt.Cancel(id); });
+  }
+  if (workers > 1 && h.U() < 0.3)
+    loop.PostAt(Time::FromMillis(h.I(0, 6000)),
+                [&rt, w = h.I(0, workers - 1)]() { rt.PeerLost(w); });
+  if (h.U() < 0.3)
+    loop.PostAt(Time::FromMillis(h.I(0, 6000)), [&rt]() { rt.ModelEpochChanged("m1", 7); });
+  loop.RunUntil(Time::FromSeconds(3600));
+  if (!h.failure.empty()) return h.failure;
+  for (const std::string& id : h.submitted) {
+    auto it = rt.outcomes().find(id);
+    if (it == rt.outcomes().end()) {
+      if (tracing)
+        for (const auto& [key, spec] : h.specs)
+          std::printf("%s kind=%d deps=%s\n", key.c_str(), spec.kind(),
+                      spec.deps_size() ? spec.deps(0).c_str() : "-");
+      return "workflow " + id + " never ended (queued " + std::to_string(core.queued_nodes()) + ")";
+    }
+    if (it->second.kind == CommandKind::kFail && it->second.reason.empty())
+      return "workflow " + id + " failed without a reason";
+  }
+  if (fabric.outstanding_grants() != 0) return "grants leaked";
+  for (int w = 0; w < workers; ++w)
+    if (core.hbm_used(w) != 0) return "HBM still held at the end on worker " + std::to_string(w);
+  return "";
+}
+
+TEST(RuntimeProperty, RandomWorkloadsAndFaultsHoldTheInvariants) {
+  int seeds = SeedCount();
+  int failures = 0;
+  for (int s = 0; s < seeds && failures < 5; ++s) {
+    std::string why = RunSeed(static_cast<uint64_t>(s));
+    if (!why.empty()) {
+      ++failures;
+      ADD_FAILURE() << "seed " << s << ": " << why;
+    }
+  }
+  RecordProperty("seeds", seeds);
+}
+
+}  // namespace
+}  // namespace switchyard::executors

@@ -1,0 +1,91 @@
+#include "scheduler/policy.h"
+
+#include <gtest/gtest.h>
+
+namespace switchyard::scheduler {
+namespace {
+
+WaitInput Base() {
+  WaitInput in;
+  in.bytes = 1'000'000'000;
+  in.tokens = 7629;
+  in.hbm_fraction = 0.0125;  // 1 GB of 80 GB
+  in.hbm_pressure = 1.0;
+  in.wait_quantiles.assign(5, Seconds(10));
+  in.recompute = Seconds(0.2);
+  in.options.push_back({{Tier::kHost, 0}, Seconds(0.02), Seconds(0.02), 0, 0, 0});
+  return in;
+}
+
+TEST(SwitchyardPolicy, CostsFollowTheDocumentedFormulas) {
+  SwitchyardPolicy p;
+  WaitInput in = Base();
+  // keep = pressure x fraction x mean wait = 1 x 0.0125 x 10.
+  EXPECT_DOUBLE_EQ(p.KeepCost(in), 0.125);
+  // discard = recompute x (1 + urgency), urgency 1 without a deadline.
+  EXPECT_DOUBLE_EQ(p.DiscardCost(in), 0.4);
+  // demote: reload starts at 10 - 1.1 x 0.02 = 9.978 s and lands at 9.998 s, 2 ms before
+  // the return: memory 0.0125 x (0.04 + 0.002) + link 0.05 x 0.04, no stall.
+  Duration after;
+  EXPECT_NEAR(p.DemoteCost(in, in.options[0], &after), 0.0125 * 0.042 + 0.05 * 0.04, 1e-12);
+  EXPECT_NEAR(ToSeconds(after), 10 - 0.022, 1e-9);
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kDemote);
+}
+
+TEST(SwitchyardPolicy, NoPressureKeepsAndEarlyReturnsCostStall) {
+  SwitchyardPolicy p;
+  WaitInput in = Base();
+  in.hbm_pressure = 0;
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kKeep);
+  // A reload slower than the wait stalls the node: keep wins under pressure for short waits.
+  in.hbm_pressure = 1;
+  in.wait_quantiles.assign(5, Millis(10));
+  in.options[0].out = in.options[0].in = Seconds(0.5);
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kKeep);
+}
+
+TEST(SwitchyardPolicy, TightSlackShiftsAwayFromDiscard) {
+  SwitchyardPolicy p;
+  WaitInput in = Base();
+  in.options.clear();
+  in.recompute = Seconds(0.05);  // discard 0.1 < keep 0.125 with no deadline
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kDiscard);
+  in.slack = Millis(200);  // urgency 1 + 1/0.2 = 6: discard 0.35 > keep 0.125
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kKeep);
+}
+
+TEST(SwitchyardPolicy, EvictionNeverKeepsAndPreemptsOnlyToMeetDeadline) {
+  SwitchyardPolicy p;
+  WaitInput in = Base();
+  in.reason = WaitReason::kEviction;
+  in.hbm_pressure = 0;
+  EXPECT_NE(p.OnWait(in).action, WaitAction::kKeep);
+  std::vector<RunningInfo> running = {{0, Seconds(5), Duration::max(), 2},
+                                      {4000, Seconds(3), Duration::max(), 2}};
+  PreemptionInput pi{Millis(400), Seconds(3), Millis(100)};
+  ASSERT_TRUE(p.ChoosePreemptionVictim(pi, running).has_value());
+  EXPECT_EQ(*p.ChoosePreemptionVictim(pi, running), 1u);  // the one still in prefill
+  pi.urgent_wait = Millis(300);                           // it would make it anyway
+  EXPECT_FALSE(p.ChoosePreemptionVictim(pi, running).has_value());
+}
+
+TEST(Policies, OrderKeysAndRegistry) {
+  SwitchyardPolicy s;
+  ReadyNodeInfo a, b;
+  a.program_service = Seconds(2);
+  b.program_service = Seconds(1);
+  EXPECT_LT(s.Order(b).key, s.Order(a).key);  // least attained service first
+  b.ready_since = Time::FromSeconds(20);      // but b waited less: aging 0.1/s
+  EXPECT_LT(s.Order(a).key, s.Order(b).key);
+  KeepDuringToolPolicy k;
+  a.workflow_arrival = Time::FromSeconds(1);
+  b.workflow_arrival = Time::FromSeconds(2);
+  EXPECT_LT(k.Order(a).key, k.Order(b).key);  // FCFS by program arrival
+  EXPECT_EQ(k.OnWait(Base()).action, WaitAction::kKeep);
+  EXPECT_EQ(MakePolicy("switchyard")->name(), "switchyard");
+  EXPECT_EQ(MakePolicy("keep-during-tool")->name(), "keep-during-tool");
+  EXPECT_EQ(MakePolicy("nope"), nullptr);
+}
+
+}  // namespace
+}  // namespace switchyard::scheduler
