@@ -138,7 +138,9 @@ void DiscoverNet(const fs::path& root, Builder* b) {
       b->AddLink(nic + "/loopback", b->host, nic, v1::LINK_LOOPBACK);
       continue;
     }
-    v1::LinkKind port_kind = physical ? v1::LINK_NIC_PORT : v1::LINK_VETH;
+    v1::LinkKind port_kind = physical ? v1::LINK_NIC_PORT
+                             : veth   ? v1::LINK_VETH
+                                      : v1::LINK_ETHERNET;
     auto* attach = b->AddLink(nic + (physical ? "/pcie" : "/host"), b->Anchor(numa), nic,
                               physical ? v1::LINK_PCIE : port_kind);
     (*attach->mutable_attributes())["note"] = "bandwidth not reported by the machine";

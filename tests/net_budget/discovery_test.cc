@@ -37,6 +37,10 @@ class FakeSysfs : public ::testing::Test {
     Write("class/net/veth0/speed", "-1\n");
     Write("class/net/veth0/ifindex", "5\n");
     Write("class/net/veth0/iflink", "6\n");
+    // dummy0: virtual, not a veth (its iflink is itself).
+    Write("class/net/dummy0/type", "1\n");
+    Write("class/net/dummy0/ifindex", "7\n");
+    Write("class/net/dummy0/iflink", "7\n");
     // An ibverbs device with one 400 Gb/s InfiniBand port on NUMA node 0.
     Write("class/infiniband/mlx5_0/device/numa_node", "0\n");
     Write("class/infiniband/mlx5_0/ports/1/rate", "400 Gb/sec (4X NDR)\n");
@@ -92,6 +96,8 @@ TEST_F(FakeSysfs, DiscoversNumaNetAndInfiniband) {
   EXPECT_FALSE(Lnk(t, "h/veth0/port")->has_bandwidth_bytes_per_s());  // never assumed
   EXPECT_EQ(Lnk(t, "h/veth0/port")->kind(), v1::LINK_VETH);
   EXPECT_EQ(Lnk(t, "h/lo/loopback")->kind(), v1::LINK_LOOPBACK);
+  EXPECT_EQ(Dev(t, "h/dummy0")->attributes().at("class"), "virtual");
+  EXPECT_EQ(Lnk(t, "h/dummy0/port")->kind(), v1::LINK_ETHERNET);
   EXPECT_EQ(Lnk(t, "h/ib:mlx5_0/port1")->bandwidth_bytes_per_s(), 50e9);
   EXPECT_EQ(Lnk(t, "h/ib:mlx5_0/port1")->kind(), v1::LINK_INFINIBAND);
   EXPECT_EQ(Lnk(t, "h/ib:mlx5_0/pcie")->src(), "h/numa0");
