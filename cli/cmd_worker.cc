@@ -1,0 +1,82 @@
+// `switchyard worker --listen HOST:PORT [--capacity BYTES] [--transport ucx]
+//                    [--credit-bytes BYTES] [--log-level LEVEL]`
+// Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
+// Prints "listening on HOST:PORT communicator_epoch=N" once ready (port 0 picks one).
+// UCX_TLS in the environment selects UCX's transports (see kv_tiers/transport/README.md).
+#include <csignal>
+#include <cstdio>
+
+#include "base/logging.h"
+#include "cli/command.h"
+#include "kv_tiers/transport/calibrate.h"
+#include "kv_tiers/transport/peer_worker.h"
+
+namespace {
+
+using switchyard::kv_tiers::transport::ParseByteSize;
+using switchyard::kv_tiers::transport::PeerWorker;
+using switchyard::kv_tiers::transport::WorkerOptions;
+
+std::atomic<PeerWorker*> g_worker{nullptr};
+
+void OnSignal(int) {
+  PeerWorker* w = g_worker.load();
+  if (w != nullptr) w->Stop();
+}
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr,
+               "worker: %s\nusage: switchyard worker --listen HOST:PORT [--capacity BYTES] "
+               "[--transport ucx] [--credit-bytes BYTES] [--log-level LEVEL]\n",
+               why.c_str());
+  return 2;
+}
+
+int RunWorker(const std::vector<std::string>& args) {
+  WorkerOptions options;
+  options.listen.clear();
+  switchyard::LogOptions log;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (i + 1 >= args.size()) return Usage("missing value after " + a);
+    const std::string& v = args[++i];
+    if (a == "--listen") {
+      options.listen = v;
+    } else if (a == "--transport") {
+      options.transport = v;
+    } else if (a == "--capacity" || a == "--credit-bytes") {
+      auto n = ParseByteSize(v);
+      if (!n.ok()) return Usage(n.status().message());
+      (a == "--capacity" ? options.capacity_bytes : options.max_inflight_bytes) = *n;
+    } else if (a == "--log-level") {
+      if (!switchyard::ParseLogLevel(v, &log.level)) return Usage("bad --log-level " + v);
+    } else {
+      return Usage("unknown option " + a);
+    }
+  }
+  if (options.listen.empty()) return Usage("--listen is required");
+  switchyard::InitLogging(log);
+  auto worker = PeerWorker::Start(options);
+  if (!worker.ok()) {
+    std::fprintf(stderr, "worker: %s\n", worker.status().ToString().c_str());
+    return 1;
+  }
+  g_worker = worker->get();
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::printf("listening on %s communicator_epoch=%llu\n", (*worker)->address().c_str(),
+              static_cast<unsigned long long>((*worker)->communicator_epoch()));
+  std::fflush(stdout);
+  (*worker)->Run();
+  g_worker = nullptr;
+  auto st = (*worker)->stats();
+  std::printf("worker stopped: puts_committed=%llu puts_rejected=%llu gets=%llu\n",
+              static_cast<unsigned long long>(st.puts_committed),
+              static_cast<unsigned long long>(st.puts_rejected),
+              static_cast<unsigned long long>(st.gets_served));
+  return 0;
+}
+
+}  // namespace
+
+SY_REGISTER_COMMAND(worker, "worker", "host a host tier for peers (KV blocks over UCX)", RunWorker);

@@ -1,0 +1,329 @@
+#include "kv_tiers/transport/peer_client.h"
+
+#include "base/logging.h"
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+constexpr Duration kSlice = std::chrono::milliseconds(20);
+constexpr uint64_t kAckBytes = 4096;
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+PendingPut::PendingPut(PendingPut&& o) noexcept
+    : client_(std::exchange(o.client_, nullptr)),
+      events_(std::move(o.events_)),
+      lease_(std::move(o.lease_)),
+      deadline_(o.deadline_),
+      header_(std::move(o.header_)),
+      ack_buf_(std::move(o.ack_buf_)),
+      ack_(std::move(o.ack_)),
+      header_send_(std::move(o.header_send_)),
+      data_send_(std::move(o.data_send_)),
+      waited_(o.waited_) {}
+
+PendingPut::~PendingPut() {
+  if (client_ != nullptr && !waited_) (void)Wait();
+}
+
+Result<TransferEvents> PendingPut::Wait() {
+  if (client_ == nullptr) return Status::FailedPrecondition("Wait() on an empty PendingPut");
+  if (waited_) return Status::FailedPrecondition("PendingPut already waited");
+  waited_ = true;
+  PeerClient* c = client_;
+  Status s = c->WaitAlive(header_send_, deadline_);
+  if (s.ok()) s = c->WaitAlive(data_send_, deadline_);
+  if (s.ok()) {
+    events_.transport_complete = true;
+    events_.transport_complete_at = Clock::now();
+    s = c->WaitAlive(ack_, deadline_);
+  }
+  // From here the handles are complete or cancelled: the transport no longer reads the
+  // caller's buffers, whatever happened.
+  data_send_.cancel();
+  header_send_.cancel();
+  (void)data_send_.wait();
+  (void)header_send_.wait();
+  if (!s.ok()) {
+    lease_.Release();  // the worker's ledger for this epoch is gone with it
+    return s.Annotate("put " + std::to_string(events_.transfer_id) + " to " + c->address_ +
+                      " (sender still owns its blocks)");
+  }
+  auto ack = DecodeAck(std::span<const uint8_t>(ack_buf_->data(), ack_.bytes()));
+  if (!ack.ok()) return ack.status();
+  lease_.Release();  // the receiver returned the credit with its ack (invariant 7)
+  events_.acked_at = Clock::now();
+  events_.receiver_transport_complete = ack->transport_complete;
+  events_.validated = ack->validated;
+  events_.committed = ack->committed;
+  events_.rejected = !ack->committed;
+  events_.reason = ack->reason;
+  events_.message = ack->message;
+  LogKeys keys;
+  keys.transfer_id = std::to_string(events_.transfer_id);
+  keys.communicator_epoch = c->communicator_epoch();
+  Log(LogLevel::kDebug, ack->committed ? "put committed" : "put rejected",
+      keys.With("reason", std::string(RejectReasonName(ack->reason))));
+  return events_;
+}
+
+PeerClient::~PeerClient() {
+  if (transport_ && peer_ != 0) (void)transport_->Disconnect(peer_);
+}
+
+Result<std::unique_ptr<PeerClient>> PeerClient::Connect(const std::string& address,
+                                                        const PeerClientOptions& options) {
+  std::unique_ptr<PeerClient> c(new PeerClient());
+  c->options_ = options;
+  c->address_ = address;
+  if (options.credits != nullptr) {
+    c->credits_ = options.credits;
+  } else {
+    c->own_loop_ = std::make_unique<VirtualEventLoop>();
+    c->own_credits_ = std::make_unique<net_budget::CreditManager>(c->own_loop_.get());
+    c->credits_ = c->own_credits_.get();
+  }
+  SY_ASSIGN_OR_RETURN(c->transport_, TransportRegistry::Global().Create(options.transport,
+                                                                        options.transport_config));
+  SY_RETURN_IF_ERROR(c->Handshake());
+  return c;
+}
+
+Status PeerClient::Handshake() {
+  SY_ASSIGN_OR_RETURN(peer_, transport_->Connect(address_));
+  SY_ASSIGN_OR_RETURN(id_at_peer_, transport_->IdAtPeer(peer_));
+  uint64_t xfer = NextTransferId();
+  std::vector<uint8_t> buf(kAckBytes);
+  TransferOptions o;
+  o.traffic_class = v1::CONTROL;
+  SY_ASSIGN_OR_RETURN(TransferHandle reply,
+                      transport_->PostRecv({{buf.data(), buf.size()}},
+                                           MakeTag(MsgType::kHelloAck, 0, xfer), kFullMask, o));
+  std::vector<uint8_t> hello = Encode(Hello{xfer});
+  SY_ASSIGN_OR_RETURN(TransferHandle sent, SendControl(MsgType::kHello, xfer, &hello, o));
+  auto deadline = Clock::now() + options_.ack_timeout;
+  SY_RETURN_IF_ERROR(WaitAlive(sent, deadline).Annotate("hello to " + address_));
+  SY_RETURN_IF_ERROR(WaitAlive(reply, deadline).Annotate("hello from " + address_));
+  SY_ASSIGN_OR_RETURN(hello_, DecodeHelloAck(std::span<const uint8_t>(buf.data(), reply.bytes())));
+  net_budget::CreditLimits limits;
+  limits.max_inflight_bytes = hello_.max_inflight_bytes;
+  limits.max_inflight_transfers = hello_.max_inflight_transfers;
+  SY_RETURN_IF_ERROR(credits_->SetLimits(address_, limits));
+  LogKeys keys;
+  keys.communicator_epoch = hello_.communicator_epoch;
+  keys.model_epoch = hello_.model_epoch;
+  Log(LogLevel::kInfo, "peer handshake", keys.With("peer", address_));
+  return Status::OK();
+}
+
+Status PeerClient::Reconnect() {
+  if (peer_ != 0) (void)transport_->Disconnect(peer_);
+  peer_ = 0;
+  return Handshake();
+}
+
+Clock::time_point PeerClient::DeadlineOf(const TransferOptions& o) const {
+  return o.deadline ? *o.deadline : Clock::now() + options_.ack_timeout;
+}
+
+Status PeerClient::WaitAlive(TransferHandle& h, Clock::time_point deadline) {
+  while (true) {
+    Status s = h.wait_for(kSlice);
+    if (s.code() != StatusCode::kDeadlineExceeded || h.poll()) return s;
+    Status peer = transport_->PeerStatus(peer_);
+    if (!peer.ok()) {
+      h.cancel();
+      (void)h.wait();
+      return peer;
+    }
+    if (Clock::now() > deadline) {
+      h.cancel();
+      (void)h.wait();
+      return Status::DeadlineExceeded("no answer from " + address_ + " before the deadline")
+          .WithScope(ErrorScope::kTransfer);
+    }
+  }
+}
+
+Result<TransferHandle> PeerClient::SendControl(MsgType type, uint64_t xfer,
+                                               std::vector<uint8_t>* payload,
+                                               const TransferOptions& options) {
+  return transport_->PostSend(peer_, {{payload->data(), payload->size()}},
+                              MakeTag(type, id_at_peer_, xfer), options);
+}
+
+Status PeerClient::SetModelEpoch(uint64_t epoch, const TransferOptions& options) {
+  uint64_t xfer = NextTransferId();
+  std::vector<uint8_t> buf(kAckBytes);
+  SY_ASSIGN_OR_RETURN(TransferHandle ack,
+                      transport_->PostRecv({{buf.data(), buf.size()}},
+                                           MakeTag(MsgType::kAck, 0, xfer), kFullMask, options));
+  std::vector<uint8_t> msg = Encode(SetEpoch{xfer, epoch});
+  SY_ASSIGN_OR_RETURN(TransferHandle sent, SendControl(MsgType::kSetEpoch, xfer, &msg, options));
+  auto deadline = DeadlineOf(options);
+  SY_RETURN_IF_ERROR(WaitAlive(sent, deadline));
+  SY_RETURN_IF_ERROR(WaitAlive(ack, deadline));
+  SY_ASSIGN_OR_RETURN(Ack a, DecodeAck(std::span<const uint8_t>(buf.data(), ack.bytes())));
+  if (!a.committed) return Status::FailedPrecondition("worker refused the model epoch change");
+  hello_.model_epoch = epoch;
+  return Status::OK();
+}
+
+Result<PendingPut> PeerClient::PostPut(const PutRequest& request, const TransferOptions& options) {
+  if (request.blocks.empty()) return Status::InvalidArgument("put: no blocks");
+  if (request.blocks.size() > kMaxBlocksPerTransfer) {
+    return Status::InvalidArgument("put: more than " + std::to_string(kMaxBlocksPerTransfer) +
+                                   " blocks");
+  }
+  BlockHeader h;
+  h.type = MsgType::kPutHeader;
+  h.traffic_class = static_cast<uint8_t>(options.traffic_class);
+  h.flow_key = options.flow_key;
+  h.communicator_epoch = hello_.communicator_epoch;
+  h.model_epoch = request.model_epoch;
+  h.generation = request.generation;
+  h.workflow_id = request.workflow_id;
+  h.context_id = request.context_id;
+  DescriptorList src;
+  for (const auto& b : request.blocks) {
+    if (b.data == nullptr || b.bytes == 0) {
+      return Status::InvalidArgument("put: block " + std::to_string(b.block_id) + " is empty");
+    }
+    h.blocks.push_back({b.block_id, b.bytes});
+    h.length += b.bytes;
+    src.push_back({const_cast<void*>(b.data), b.bytes});
+  }
+  // Credit first (invariant 7): nothing is posted without it.
+  SY_ASSIGN_OR_RETURN(net_budget::CreditLease lease,
+                      credits_->AcquireCredit(address_, h.length, options_.sender_name));
+  h.checksum = ChecksumOf(src);
+  PendingPut p;
+  p.client_ = this;
+  p.lease_ = std::move(lease);
+  p.deadline_ = DeadlineOf(options);
+  h.transfer_id = p.events_.transfer_id = NextTransferId();
+  p.header_ = Encode(h);
+  p.ack_buf_ = std::make_unique<std::vector<uint8_t>>(kAckBytes);
+  TransferOptions control = options;
+  control.traffic_class = v1::CONTROL;
+  SY_ASSIGN_OR_RETURN(
+      p.ack_, transport_->PostRecv({{p.ack_buf_->data(), kAckBytes}},
+                                   MakeTag(MsgType::kAck, 0, h.transfer_id), kFullMask, control));
+  SY_ASSIGN_OR_RETURN(p.header_send_,
+                      SendControl(MsgType::kPutHeader, h.transfer_id, &p.header_, control));
+  SY_ASSIGN_OR_RETURN(
+      p.data_send_,
+      transport_->PostSend(peer_, src, MakeTag(MsgType::kPutData, id_at_peer_, h.transfer_id),
+                           options));
+  p.events_.posted = true;
+  p.events_.posted_at = Clock::now();
+  return p;
+}
+
+Result<TransferEvents> PeerClient::Put(const PutRequest& request, const TransferOptions& options) {
+  SY_ASSIGN_OR_RETURN(PendingPut p, PostPut(request, options));
+  return p.Wait();
+}
+
+Result<TransferEvents> PeerClient::Get(const GetSpec& spec, const TransferOptions& options) {
+  GetRequest g;
+  g.transfer_id = NextTransferId();
+  g.communicator_epoch = hello_.communicator_epoch;
+  g.model_epoch = spec.model_epoch;
+  g.generation = spec.generation;
+  g.traffic_class = static_cast<uint8_t>(options.traffic_class);
+  g.flow_key = options.flow_key;
+  g.workflow_id = spec.workflow_id;
+  g.context_id = spec.context_id;
+  g.block_ids = spec.block_ids;
+  if (g.block_ids.empty() || spec.dst.empty()) return Status::InvalidArgument("get: no blocks");
+  TransferEvents ev;
+  ev.transfer_id = g.transfer_id;
+  std::vector<uint8_t> hdr(kMaxControlBytes);
+  TransferOptions control = options;
+  control.traffic_class = v1::CONTROL;
+  SY_ASSIGN_OR_RETURN(
+      TransferHandle reply,
+      transport_->PostRecv({{hdr.data(), hdr.size()}},
+                           MakeTag(MsgType::kGetReply, 0, g.transfer_id), kFullMask, control));
+  SY_ASSIGN_OR_RETURN(TransferHandle data,
+                      transport_->PostRecv(spec.dst, MakeTag(MsgType::kGetData, 0, g.transfer_id),
+                                           kFullMask, options));
+  std::vector<uint8_t> msg = Encode(g);
+  SY_ASSIGN_OR_RETURN(TransferHandle sent,
+                      SendControl(MsgType::kGetRequest, g.transfer_id, &msg, control));
+  ev.posted = true;
+  ev.posted_at = Clock::now();
+  auto deadline = DeadlineOf(options);
+  SY_RETURN_IF_ERROR(WaitAlive(sent, deadline));
+  SY_RETURN_IF_ERROR(WaitAlive(reply, deadline));
+  SY_ASSIGN_OR_RETURN(BlockHeader h,
+                      DecodeBlockHeader(std::span<const uint8_t>(hdr.data(), reply.bytes())));
+  if (h.status != RejectReason::kNone) {
+    ev.rejected = true;
+    ev.reason = h.status;
+    return ev;  // `data` is cancelled by its destructor: nothing follows a rejection
+  }
+  Status s = WaitAlive(data, deadline);
+  if (!s.ok() && !s.IsInvalidArgument()) return s;  // InvalidArgument: truncated, below
+  ev.transport_complete = true;
+  ev.transport_complete_at = Clock::now();
+  // Requester-side validation: ids, epochs, generation, length, checksum.
+  RejectReason r = RejectReason::kNone;
+  uint64_t sum = 0;
+  for (const auto& b : h.blocks) sum += b.bytes;
+  if (!s.ok() || data.bytes() != h.length || sum != h.length || TotalLength(spec.dst) < h.length) {
+    r = RejectReason::kShortLength;
+  } else if (h.workflow_id != spec.workflow_id || h.context_id != spec.context_id) {
+    r = RejectReason::kWrongOwner;
+  } else if (h.model_epoch != spec.model_epoch) {
+    r = RejectReason::kStaleModelEpoch;
+  } else if (h.generation != spec.generation) {
+    r = RejectReason::kStaleGeneration;
+  } else {
+    DescriptorList got;
+    uint64_t left = h.length;
+    for (const auto& d : spec.dst) {
+      if (left == 0) break;
+      uint64_t n = std::min(left, d.length);
+      got.push_back({d.addr, n, d.kind, d.device});
+      left -= n;
+    }
+    if (ChecksumOf(got) != h.checksum) r = RejectReason::kBadChecksum;
+  }
+  ev.acked_at = Clock::now();
+  ev.validated = r == RejectReason::kNone;
+  ev.rejected = !ev.validated;
+  ev.reason = r;
+  return ev;
+}
+
+Result<Duration> PeerClient::Probe(const void* data, uint64_t bytes,
+                                   const TransferOptions& options) {
+  uint64_t xfer = NextTransferId();
+  std::vector<uint8_t> buf(kAckBytes);
+  auto start = Clock::now();
+  TransferOptions control = options;
+  control.traffic_class = v1::CONTROL;
+  SY_ASSIGN_OR_RETURN(TransferHandle ack,
+                      transport_->PostRecv({{buf.data(), buf.size()}},
+                                           MakeTag(MsgType::kAck, 0, xfer), kFullMask, control));
+  std::vector<uint8_t> msg = Encode(ProbeHeader{xfer, bytes});
+  SY_ASSIGN_OR_RETURN(TransferHandle sent, SendControl(MsgType::kProbeHeader, xfer, &msg, control));
+  SY_ASSIGN_OR_RETURN(
+      TransferHandle payload,
+      transport_->PostSend(peer_, {{const_cast<void*>(data), bytes}},
+                           MakeTag(MsgType::kProbeData, id_at_peer_, xfer), options));
+  auto deadline = DeadlineOf(options);
+  SY_RETURN_IF_ERROR(WaitAlive(sent, deadline));
+  SY_RETURN_IF_ERROR(WaitAlive(payload, deadline));
+  SY_RETURN_IF_ERROR(WaitAlive(ack, deadline));
+  Duration took = Clock::now() - start;
+  SY_ASSIGN_OR_RETURN(Ack a, DecodeAck(std::span<const uint8_t>(buf.data(), ack.bytes())));
+  if (!a.committed) return Status::DataLoss("probe of " + std::to_string(bytes) + " bytes failed");
+  return took;
+}
+
+}  // namespace switchyard::kv_tiers::transport

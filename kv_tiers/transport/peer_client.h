@@ -1,0 +1,167 @@
+// PeerClient: the sender/requester side of the peer protocol (peer_protocol.h) — moves
+// KV blocks to and from a `switchyard worker`'s host tier with the commit rule end to end.
+//
+// Connect() opens a transport connection and says hello; the worker answers with its
+// communicator epoch (its incarnation), model epoch and the credit it grants, which the
+// client records in a net_budget::CreditManager ledger for that destination. A put holds
+// credit for its bytes before anything is posted (invariant 7), sends header and bytes,
+// and completes only when the worker's ack arrives: committed, or rejected with a reason;
+// the credit is returned then. The caller's source buffers must stay untouched until
+// PendingPut::Wait() returns, and may be freed only if it reports committed (invariant 2);
+// after a failure (peer died, deadline) the sender still owns its blocks. A get receives
+// into caller buffers and reports success only after the reply's owner, epochs,
+// generation, length and checksum have been validated; committing them into a local
+// table is the caller's step. Each transfer's events are recorded separately
+// (invariant 3): posted, transport complete (sender), receiver transport complete,
+// validated, committed/rejected; the consumer's completion is MarkConsumed().
+// A worker restart is detected as a failed connection; Reconnect() re-handshakes and
+// picks up the new communicator epoch; transfers of the old epoch are never trusted.
+//
+// Ownership: the client owns its transport and connection; it borrows the CreditManager
+// when one is given (it must outlive the client).
+// Thread-safety: Put/Get/Probe may be called from several threads; Reconnect() and
+// SetModelEpoch() must not race with transfers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/virtual_event_loop.h"
+#include "kv_tiers/transport/peer_protocol.h"
+#include "kv_tiers/transport/transport.h"
+#include "net_budget/credit.h"
+
+namespace switchyard::kv_tiers::transport {
+
+struct PeerClientOptions {
+  std::string transport = "ucx";
+  TransportConfig transport_config;
+  Duration ack_timeout = std::chrono::seconds(10);  // default when options carry no deadline
+  net_budget::CreditManager* credits = nullptr;     // null: the client keeps its own ledger
+  std::string sender_name = "peer-client";
+};
+
+struct BlockSource {
+  uint64_t block_id = 0;
+  const void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+struct PutRequest {
+  std::string workflow_id;
+  std::string context_id;
+  uint64_t model_epoch = 0;
+  uint64_t generation = 0;
+  std::vector<BlockSource> blocks;
+};
+
+struct GetSpec {
+  std::string workflow_id;
+  std::string context_id;
+  uint64_t model_epoch = 0;
+  uint64_t generation = 0;
+  std::vector<uint64_t> block_ids;
+  DescriptorList dst;  // where the bytes land, blocks in order
+};
+
+// One transfer's events as the sender sees them (invariant 3).
+struct TransferEvents {
+  uint64_t transfer_id = 0;
+  bool posted = false;
+  bool transport_complete = false;           // sender: bytes flushed / requester: received
+  bool receiver_transport_complete = false;  // put: reported by the worker's ack
+  bool validated = false;
+  bool committed = false;
+  bool rejected = false;
+  bool consumed = false;
+  RejectReason reason = RejectReason::kNone;
+  std::string message;
+  std::chrono::steady_clock::time_point posted_at, transport_complete_at, acked_at;
+};
+
+class PeerClient;
+
+// A put in flight. Move-only; destroying it unwaited waits for it (never leaves the
+// transport reading freed buffers).
+class PendingPut {
+ public:
+  PendingPut(PendingPut&& other) noexcept;
+  PendingPut& operator=(PendingPut&& other) = delete;
+  ~PendingPut();
+  // Waits for the ack. OK with events.committed or events.rejected set; a transport
+  // failure, a dead peer or the deadline gives an error (the sender keeps its blocks).
+  Result<TransferEvents> Wait();
+
+ private:
+  friend class PeerClient;
+  PendingPut() = default;
+  PeerClient* client_ = nullptr;
+  TransferEvents events_;
+  net_budget::CreditLease lease_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<uint8_t> header_;
+  std::unique_ptr<std::vector<uint8_t>> ack_buf_;
+  TransferHandle ack_;
+  TransferHandle header_send_;
+  TransferHandle data_send_;
+  bool waited_ = false;
+};
+
+class PeerClient {
+ public:
+  static Result<std::unique_ptr<PeerClient>> Connect(const std::string& address,
+                                                     const PeerClientOptions& options = {});
+  ~PeerClient();
+
+  const std::string& address() const { return address_; }
+  uint64_t communicator_epoch() const { return hello_.communicator_epoch; }
+  uint64_t model_epoch() const { return hello_.model_epoch; }
+  const HelloAck& hello() const { return hello_; }
+  Transport* transport() { return transport_.get(); }
+  net_budget::CreditManager* credits() { return credits_; }
+
+  // Drops the connection and handshakes again (after a worker restart).
+  Status Reconnect();
+  // Tells the worker a new model epoch (it drops blocks of other epochs).
+  Status SetModelEpoch(uint64_t epoch, const TransferOptions& options = {});
+
+  // Posts a put; ResourceExhausted (retryable) when no credit is left for the worker.
+  Result<PendingPut> PostPut(const PutRequest& request, const TransferOptions& options = {});
+  Result<TransferEvents> Put(const PutRequest& request, const TransferOptions& options = {});
+  // Gets committed blocks into spec.dst. OK with events.validated (bytes usable) or
+  // events.rejected (reason); an error for transport failures.
+  Result<TransferEvents> Get(const GetSpec& spec, const TransferOptions& options = {});
+  // Calibration: sends `bytes` that the worker receives and acks without committing;
+  // returns the time from post to ack.
+  Result<Duration> Probe(const void* data, uint64_t bytes, const TransferOptions& options = {});
+
+  // Test/consumer hook for the fourth event: the consuming node finished with the data.
+  static void MarkConsumed(TransferEvents* events) { events->consumed = true; }
+
+ private:
+  friend class PendingPut;
+  PeerClient() = default;
+  Status Handshake();
+  uint64_t NextTransferId() { return next_transfer_.fetch_add(1); }
+  std::chrono::steady_clock::time_point DeadlineOf(const TransferOptions& o) const;
+  // Waits for `h` in slices, failing early when the peer connection fails.
+  Status WaitAlive(TransferHandle& h, std::chrono::steady_clock::time_point deadline);
+  Result<TransferHandle> SendControl(MsgType type, uint64_t xfer, std::vector<uint8_t>* payload,
+                                     const TransferOptions& options);
+
+  PeerClientOptions options_;
+  std::string address_;
+  std::unique_ptr<Transport> transport_;
+  PeerId peer_ = 0;
+  uint64_t id_at_peer_ = 0;
+  HelloAck hello_;
+  std::unique_ptr<VirtualEventLoop> own_loop_;
+  std::unique_ptr<net_budget::CreditManager> own_credits_;
+  net_budget::CreditManager* credits_ = nullptr;
+  std::atomic<uint64_t> next_transfer_{1};
+};
+
+}  // namespace switchyard::kv_tiers::transport

@@ -1,0 +1,163 @@
+// Peer protocol: the messages that move KV blocks between a process and a peer's host
+// tier over a Transport, and the receiver-side checks of the commit rule.
+//
+// A put is: the sender holds per-destination credit (net_budget/credit.h) -> sends a
+// BlockHeader (kPutHeader) and then the block bytes (kPutData, same transfer id) -> the
+// receiver checks length, xxHash64 checksum, communicator epoch, model epoch, owner and
+// generation -> commits into its block table or rejects -> sends an Ack carrying the
+// outcome, a reason and the credit it returns -> only then may the sender free its copy
+// (DESIGN.md invariants 1, 2, 7). A get is the mirror image (kGetRequest, then a
+// kGetReply header and kGetData bytes, validated by the requester).
+// Wire headers carry a traffic class and a flow key, never raw user request ids
+// (invariant 8); the owner (workflow id, context id) is what the commit rule checks.
+//
+// Tags (64 bits): [63..56] message type, [55..32] the sender's id at the receiver (from
+// the transport handshake), [31..0] the low 32 bits of the transfer id. Message types
+// that a worker receives unsolicited have bit 63 set, so one receive with mask
+// kWorkerMask catches them all.
+// Encoding: little-endian, fixed-width integers, u32-length-prefixed strings; decoding
+// rejects short, oversized or unknown input with InvalidArgument naming the field.
+//
+// Thread-safety: pure functions on values.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "kv_tiers/transport/transport.h"
+
+namespace switchyard::kv_tiers::transport {
+
+enum class MsgType : uint8_t {
+  kHello = 0x81,        // sender -> worker: open a session
+  kPutHeader = 0x82,    // sender -> worker: a put follows
+  kGetRequest = 0x83,   // requester -> worker
+  kProbeHeader = 0x84,  // calibration: a probe payload follows, acked without commit
+  kSetEpoch = 0x85,     // sender -> worker: a new model epoch (older blocks invalidated)
+  kHelloAck = 0x01,
+  kPutData = 0x02,
+  kAck = 0x03,
+  kGetReply = 0x04,
+  kGetData = 0x05,
+  kProbeData = 0x06,
+};
+constexpr Tag kWorkerBit = 1ull << 63;
+constexpr Tag kTypeMask = 0xffull << 56;
+constexpr Tag kFullMask = ~0ull;
+constexpr uint32_t kMaxControlBytes = 64 * 1024;
+constexpr uint32_t kMaxBlocksPerTransfer = 4096;
+
+Tag MakeTag(MsgType type, uint64_t sender_id, uint64_t transfer_id);
+MsgType TagType(Tag tag);
+uint32_t TagSender(Tag tag);
+
+// Why a receiver refused a transfer.
+enum class RejectReason : uint8_t {
+  kNone = 0,
+  kShortLength,      // bytes received != header length (or != sum of block sizes)
+  kBadChecksum,      // xxHash64 mismatch
+  kStaleCommEpoch,   // header from an older communicator epoch (peer restarted)
+  kStaleModelEpoch,  // model_epoch differs from the receiver's
+  kWrongOwner,       // a block id already owned by another workflow/context
+  kStaleGeneration,  // generation not newer than the committed block's
+  kCapacity,         // receiver tier full
+  kNotFound,         // get: block not present
+  kMalformed,        // header failed to decode or is inconsistent
+};
+std::string_view RejectReasonName(RejectReason r);
+
+struct BlockRef {
+  uint64_t block_id = 0;
+  uint64_t bytes = 0;
+};
+
+// Put header and get reply header.
+struct BlockHeader {
+  MsgType type = MsgType::kPutHeader;
+  uint8_t traffic_class = 0;  // v1::TrafficClass
+  uint64_t flow_key = 0;
+  uint64_t transfer_id = 0;
+  uint64_t communicator_epoch = 0;
+  uint64_t model_epoch = 0;
+  uint64_t generation = 0;
+  uint64_t length = 0;    // bytes of the data message
+  uint64_t checksum = 0;  // xxHash64 of the data, blocks in order
+  std::string workflow_id;
+  std::string context_id;
+  std::vector<BlockRef> blocks;
+  RejectReason status = RejectReason::kNone;  // get reply: why nothing follows
+};
+
+struct GetRequest {
+  uint64_t transfer_id = 0;
+  uint64_t communicator_epoch = 0;
+  uint64_t model_epoch = 0;
+  uint64_t generation = 0;
+  uint8_t traffic_class = 0;
+  uint64_t flow_key = 0;
+  std::string workflow_id;
+  std::string context_id;
+  std::vector<uint64_t> block_ids;
+};
+
+// The receiver's answer to a put (and to a probe or set-epoch).
+struct Ack {
+  uint64_t transfer_id = 0;
+  bool committed = false;
+  RejectReason reason = RejectReason::kNone;
+  uint32_t credits_returned = 0;
+  // Receiver-side events (invariant 3), each recorded separately.
+  bool transport_complete = false;
+  bool validated = false;
+  std::string message;
+};
+
+struct Hello {
+  uint64_t sender_incarnation = 0;
+};
+struct HelloAck {
+  uint64_t communicator_epoch = 0;  // the worker's incarnation; changes on restart
+  uint64_t model_epoch = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t max_inflight_bytes = 0;  // credit the worker grants each sender
+  uint32_t max_inflight_transfers = 0;
+};
+struct SetEpoch {
+  uint64_t transfer_id = 0;
+  uint64_t model_epoch = 0;
+};
+struct ProbeHeader {
+  uint64_t transfer_id = 0;
+  uint64_t length = 0;
+};
+
+std::vector<uint8_t> Encode(const BlockHeader& h);
+std::vector<uint8_t> Encode(const GetRequest& r);
+std::vector<uint8_t> Encode(const Ack& a);
+std::vector<uint8_t> Encode(const Hello& h);
+std::vector<uint8_t> Encode(const HelloAck& h);
+std::vector<uint8_t> Encode(const SetEpoch& e);
+std::vector<uint8_t> Encode(const ProbeHeader& p);
+// Decoders check the leading message-type byte.
+Result<BlockHeader> DecodeBlockHeader(std::span<const uint8_t> in);
+Result<GetRequest> DecodeGetRequest(std::span<const uint8_t> in);
+Result<Ack> DecodeAck(std::span<const uint8_t> in);
+Result<Hello> DecodeHello(std::span<const uint8_t> in);
+Result<HelloAck> DecodeHelloAck(std::span<const uint8_t> in);
+Result<SetEpoch> DecodeSetEpoch(std::span<const uint8_t> in);
+Result<ProbeHeader> DecodeProbeHeader(std::span<const uint8_t> in);
+// The type byte of an encoded message (0 when empty).
+uint8_t PeekType(std::span<const uint8_t> in);
+
+// xxHash64 over the descriptors' bytes in order (host memory).
+uint64_t ChecksumOf(const DescriptorList& list);
+uint64_t ChecksumOf(const void* data, uint64_t bytes);
+
+// The stateless receiver checks: received length against the header and the block
+// sizes, then the checksum. Owner/epoch/generation need the block table (PeerStore).
+RejectReason CheckLengthAndChecksum(const BlockHeader& h, uint64_t received, const void* data);
+
+}  // namespace switchyard::kv_tiers::transport

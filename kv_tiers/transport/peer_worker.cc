@@ -1,0 +1,350 @@
+#include "kv_tiers/transport/peer_worker.h"
+
+#include <list>
+#include <mutex>
+#include <random>
+
+#include "base/logging.h"
+#include "kv_tiers/transport/peer_protocol.h"
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+constexpr uint64_t kDiscardBytes = 64;
+
+struct PendingPut {
+  BlockHeader header;
+  PeerId sender = 0;
+  SharedBuffer buffer;                       // declared before `recv`: outlives the receive
+  RejectReason early = RejectReason::kNone;  // rejected at header time: data discarded
+  bool reserved = false;
+  TransferHandle recv;
+};
+
+struct PendingProbe {
+  PeerId sender = 0;
+  uint64_t transfer_id = 0;
+  SharedBuffer buffer;
+  TransferHandle recv;
+};
+
+struct PendingSend {
+  std::shared_ptr<void> keep;  // source bytes pinned until the send completes
+  TransferHandle send;
+};
+
+}  // namespace
+
+uint64_t RandomEpoch() {
+  std::random_device rd;
+  uint64_t v = 0;
+  while (v == 0) v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return v;
+}
+
+struct PeerWorker::Impl {
+  std::vector<uint8_t> ctrl_buf = std::vector<uint8_t>(kMaxControlBytes);
+  TransferHandle ctrl;
+  std::list<PendingPut> puts;
+  std::list<PendingProbe> probes;
+  std::list<PendingSend> sends;
+  mutable std::mutex stats_mu;
+  WorkerStats stats;
+};
+
+PeerWorker::PeerWorker(const WorkerOptions& options, uint64_t epoch)
+    : options_(options), store_(options.capacity_bytes, epoch), impl_(std::make_unique<Impl>()) {}
+
+PeerWorker::~PeerWorker() {
+  // Handles first (they cancel and wait), then the transport.
+  impl_.reset();
+  transport_.reset();
+}
+
+Result<std::unique_ptr<PeerWorker>> PeerWorker::Start(const WorkerOptions& options) {
+  if (options.capacity_bytes == 0) return Status::InvalidArgument("worker: capacity must be > 0");
+  std::unique_ptr<PeerWorker> w(new PeerWorker(options, RandomEpoch()));
+  SY_ASSIGN_OR_RETURN(w->transport_, TransportRegistry::Global().Create(options.transport,
+                                                                        options.transport_config));
+  SY_ASSIGN_OR_RETURN(w->address_, w->transport_->Listen(options.listen));
+  return w;
+}
+
+WorkerStats PeerWorker::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->stats_mu);
+  return impl_->stats;
+}
+
+namespace {
+
+// The worker loop's steps, as free functions over the worker's parts.
+struct Loop {
+  Transport* t;
+  PeerStore* store;
+  PeerWorker::Impl* impl;
+  const WorkerOptions* options;
+
+  void Count(uint64_t WorkerStats::*field) {
+    std::lock_guard<std::mutex> lock(impl->stats_mu);
+    ++(impl->stats.*field);
+  }
+
+  void Send(PeerId to, MsgType type, uint64_t xfer, std::vector<uint8_t> payload) {
+    auto keep = std::make_shared<std::vector<uint8_t>>(std::move(payload));
+    TransferOptions o;
+    o.traffic_class = v1::CONTROL;
+    auto h = t->PostSend(to, {{keep->data(), keep->size()}}, MakeTag(type, 0, xfer), o);
+    if (!h.ok()) {
+      Log(LogLevel::kWarn, "worker: reply not sent",
+          LogKeys{}.With("error", h.status().ToString()));
+      return;
+    }
+    impl->sends.push_back({keep, std::move(*h)});
+  }
+
+  void SendAck(PeerId to, uint64_t xfer, RejectReason reason, bool transport_ok, bool validated,
+               const std::string& message = "") {
+    Ack a;
+    a.transfer_id = xfer;
+    a.committed = reason == RejectReason::kNone && validated;
+    a.reason = reason;
+    a.credits_returned = 1;
+    a.transport_complete = transport_ok;
+    a.validated = validated;
+    a.message = message;
+    Send(to, MsgType::kAck, xfer, Encode(a));
+  }
+
+  void PostCtrl() {
+    TransferOptions o;
+    o.long_wait = true;  // the standing control receive: sleep while only it is pending
+    auto h =
+        t->PostRecv({{impl->ctrl_buf.data(), impl->ctrl_buf.size()}}, kWorkerBit, kWorkerBit, o);
+    impl->ctrl = h.ok() ? std::move(*h) : TransferHandle::Done(h.status());
+  }
+
+  void OnHello(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
+    if (!DecodeHello(msg).ok()) return;
+    HelloAck a;
+    a.communicator_epoch = store->communicator_epoch();
+    a.model_epoch = store->model_epoch();
+    a.capacity_bytes = store->capacity_bytes();
+    a.max_inflight_bytes = options->max_inflight_bytes;
+    a.max_inflight_transfers = options->max_inflight_transfers;
+    Send(from, MsgType::kHelloAck, xfer, Encode(a));
+  }
+
+  void OnPutHeader(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
+    PendingPut p;
+    p.sender = from;
+    auto h = DecodeBlockHeader(msg);
+    if (h.ok()) {
+      p.header = std::move(*h);
+      p.early = store->CheckIdentity(p.header);
+      if (p.early == RejectReason::kNone) {
+        p.reserved = store->Reserve(p.header.length);
+        if (!p.reserved) p.early = RejectReason::kCapacity;
+      }
+    } else {
+      p.header.transfer_id = xfer;
+      p.early = RejectReason::kMalformed;
+    }
+    uint64_t n = p.early == RejectReason::kNone ? p.header.length : kDiscardBytes;
+    p.buffer = std::make_shared<ByteBuffer>(std::max<uint64_t>(n, 1));
+    auto r = t->PostRecv({{p.buffer->data.get(), n}}, MakeTag(MsgType::kPutData, from, xfer),
+                         kFullMask, TransferOptions{});
+    p.recv = r.ok() ? std::move(*r) : TransferHandle::Done(r.status());
+    impl->puts.push_back(std::move(p));
+  }
+
+  void FinishPut(PendingPut& p) {
+    Status s = p.recv.wait();
+    uint64_t xfer = p.header.transfer_id;
+    if (s.IsCancelled()) {  // the sender failed: nobody to ack
+      if (p.reserved) store->Unreserve(p.header.length);
+      Count(&WorkerStats::cancelled);
+      return;
+    }
+    RejectReason reason = p.early;
+    bool validated = false;
+    if (reason != RejectReason::kNone) {
+      if (p.reserved) store->Unreserve(p.header.length);
+    } else if (!s.ok()) {
+      store->Unreserve(p.header.length);
+      reason = RejectReason::kShortLength;  // more bytes than the header announced
+    } else {
+      reason = store->ValidateAndCommit(p.header, p.buffer, p.recv.bytes(), &validated);
+    }
+    Count(reason == RejectReason::kNone ? &WorkerStats::puts_committed
+                                        : &WorkerStats::puts_rejected);
+    LogKeys keys;
+    keys.transfer_id = std::to_string(xfer);
+    keys.model_epoch = p.header.model_epoch;
+    keys.communicator_epoch = store->communicator_epoch();
+    keys.workflow_id = p.header.workflow_id;
+    keys.With("outcome", reason == RejectReason::kNone ? "committed" : "rejected")
+        .With("reason", std::string(RejectReasonName(reason)))
+        .With("bytes", std::to_string(p.recv.bytes()));
+    Log(LogLevel::kDebug, "worker: put", keys);
+    SendAck(p.sender, xfer, reason, s.ok() || p.early != RejectReason::kNone, validated);
+  }
+
+  void OnGet(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
+    BlockHeader reply;
+    reply.type = MsgType::kGetReply;
+    auto g = DecodeGetRequest(msg);
+    auto blocks = std::make_shared<std::vector<StoredBlock>>();
+    if (!g.ok()) {
+      reply.transfer_id = xfer;
+      reply.status = RejectReason::kMalformed;
+    } else {
+      reply.transfer_id = g->transfer_id;
+      reply.communicator_epoch = g->communicator_epoch;
+      reply.model_epoch = g->model_epoch;
+      reply.generation = g->generation;
+      reply.traffic_class = g->traffic_class;
+      reply.flow_key = g->flow_key;
+      reply.workflow_id = g->workflow_id;
+      reply.context_id = g->context_id;
+      reply.status = store->Lookup(*g, blocks.get());
+    }
+    if (reply.status != RejectReason::kNone) {
+      Count(&WorkerStats::gets_rejected);
+      Send(from, MsgType::kGetReply, xfer, Encode(reply));
+      return;
+    }
+    DescriptorList src;
+    for (const auto& b : *blocks) {
+      src.push_back({const_cast<uint8_t*>(b.data()), b.bytes});
+      reply.blocks.push_back({b.block_id, b.bytes});
+      reply.length += b.bytes;
+    }
+    reply.checksum = ChecksumOf(src);
+    Send(from, MsgType::kGetReply, xfer, Encode(reply));
+    TransferOptions o;
+    o.traffic_class = static_cast<v1::TrafficClass>(reply.traffic_class);
+    o.flow_key = reply.flow_key;
+    auto h = t->PostSend(from, src, MakeTag(MsgType::kGetData, 0, xfer), o);
+    if (h.ok()) impl->sends.push_back({blocks, std::move(*h)});
+    Count(&WorkerStats::gets_served);
+  }
+
+  void OnSetEpoch(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
+    auto e = DecodeSetEpoch(msg);
+    if (!e.ok()) return SendAck(from, xfer, RejectReason::kMalformed, true, false);
+    size_t dropped = store->SetModelEpoch(e->model_epoch);
+    LogKeys keys;
+    keys.model_epoch = e->model_epoch;
+    Log(LogLevel::kInfo, "worker: model epoch changed",
+        keys.With("dropped_blocks", std::to_string(dropped)));
+    SendAck(from, xfer, RejectReason::kNone, true, true);
+  }
+
+  void OnProbe(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
+    auto p = DecodeProbeHeader(msg);
+    PendingProbe probe;
+    probe.sender = from;
+    probe.transfer_id = xfer;
+    uint64_t n = p.ok() ? p->length : kDiscardBytes;
+    probe.buffer = std::make_shared<ByteBuffer>(std::max<uint64_t>(n, 1));
+    auto r = t->PostRecv({{probe.buffer->data.get(), n}}, MakeTag(MsgType::kProbeData, from, xfer),
+                         kFullMask, TransferOptions{});
+    probe.recv = r.ok() ? std::move(*r) : TransferHandle::Done(r.status());
+    impl->probes.push_back(std::move(probe));
+  }
+
+  void OnControl() {
+    Status s = impl->ctrl.wait();
+    Tag tag = impl->ctrl.sender_tag();
+    uint64_t n = impl->ctrl.bytes();
+    if (!s.ok()) {
+      if (!s.IsCancelled()) {
+        Log(LogLevel::kWarn, "worker: control receive failed",
+            LogKeys{}.With("error", s.ToString()));
+      }
+      return;
+    }
+    std::vector<uint8_t> copy(impl->ctrl_buf.begin(), impl->ctrl_buf.begin() + n);
+    PostCtrl();  // keep a receive posted while this one is handled
+    PeerId from = TagSender(tag);
+    uint64_t xfer = tag & 0xffffffffull;
+    std::span<const uint8_t> msg(copy);
+    switch (TagType(tag)) {
+      case MsgType::kHello:
+        return OnHello(from, xfer, msg);
+      case MsgType::kPutHeader:
+        return OnPutHeader(from, xfer, msg);
+      case MsgType::kGetRequest:
+        return OnGet(from, xfer, msg);
+      case MsgType::kSetEpoch:
+        return OnSetEpoch(from, xfer, msg);
+      case MsgType::kProbeHeader:
+        return OnProbe(from, xfer, msg);
+      default:
+        Log(LogLevel::kWarn, "worker: unknown control message",
+            LogKeys{}.With("type", std::to_string(static_cast<int>(TagType(tag)))));
+    }
+  }
+
+  // Completed puts, probes and sends; transfers of failed senders are cancelled.
+  bool Reap(bool sweep_failed) {
+    bool any = false;
+    for (auto it = impl->puts.begin(); it != impl->puts.end();) {
+      if (sweep_failed && !it->recv.poll() && !t->PeerStatus(it->sender).ok()) it->recv.cancel();
+      if (!it->recv.poll()) {
+        ++it;
+        continue;
+      }
+      FinishPut(*it);
+      it = impl->puts.erase(it);
+      any = true;
+    }
+    for (auto it = impl->probes.begin(); it != impl->probes.end();) {
+      if (sweep_failed && !it->recv.poll() && !t->PeerStatus(it->sender).ok()) it->recv.cancel();
+      if (!it->recv.poll()) {
+        ++it;
+        continue;
+      }
+      Status s = it->recv.wait();
+      if (!s.IsCancelled()) {
+        Count(&WorkerStats::probes);
+        SendAck(it->sender, it->transfer_id,
+                s.ok() ? RejectReason::kNone : RejectReason::kShortLength, s.ok(), s.ok());
+      }
+      it = impl->probes.erase(it);
+      any = true;
+    }
+    for (auto it = impl->sends.begin(); it != impl->sends.end();) {
+      if (!it->send.poll()) {
+        ++it;
+        continue;
+      }
+      it = impl->sends.erase(it);
+      any = true;
+    }
+    return any;
+  }
+};
+
+}  // namespace
+
+void PeerWorker::Run() {
+  Loop loop{transport_.get(), &store_, impl_.get(), &options_};
+  loop.PostCtrl();
+  auto last_sweep = std::chrono::steady_clock::now();
+  while (!stop_.load()) {
+    uint64_t seen = transport_->CompletionCount();
+    bool progressed = false;
+    if (impl_->ctrl.poll()) {
+      loop.OnControl();
+      progressed = true;
+    }
+    auto now = std::chrono::steady_clock::now();
+    bool sweep = now - last_sweep > std::chrono::milliseconds(50);
+    if (sweep) last_sweep = now;
+    progressed |= loop.Reap(sweep);
+    if (!progressed) transport_->WaitForCompletion(seen, std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace switchyard::kv_tiers::transport

@@ -1,0 +1,74 @@
+// PeerWorker: a process-local host tier that serves peers over a Transport — the engine
+// of `switchyard worker --listen HOST:PORT`.
+//
+// It listens, answers each sender's hello with its communicator epoch (a fresh random
+// value per incarnation, so a restarted worker is recognised and what was in flight to
+// the old one is invalid), the model epoch and the credit it grants, then serves puts
+// (receive into staging, validate, commit into its PeerStore, ack with the returned
+// credit), gets (validated lookup, reply header, then the bytes with the source pinned
+// until the send completes), model-epoch changes and calibration probes. Transfers from a
+// sender whose connection failed are cancelled and their reservations released.
+//
+// Ownership: the worker owns its transport and store. Thread-safety: Run() is the only
+// thread that touches the store; Stop()/stats() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kv_tiers/transport/peer_store.h"
+#include "kv_tiers/transport/transport.h"
+
+namespace switchyard::kv_tiers::transport {
+
+struct WorkerOptions {
+  std::string listen = "127.0.0.1:0";
+  uint64_t capacity_bytes = 1ull << 30;
+  std::string transport = "ucx";
+  TransportConfig transport_config;
+  uint64_t max_inflight_bytes = 512ull << 20;  // credit granted to each sender
+  uint32_t max_inflight_transfers = 64;
+};
+
+struct WorkerStats {
+  uint64_t puts_committed = 0;
+  uint64_t puts_rejected = 0;
+  uint64_t gets_served = 0;
+  uint64_t gets_rejected = 0;
+  uint64_t probes = 0;
+  uint64_t cancelled = 0;  // transfers dropped because their sender failed
+};
+
+class PeerWorker {
+ public:
+  static Result<std::unique_ptr<PeerWorker>> Start(const WorkerOptions& options);
+  ~PeerWorker();
+
+  // The bound "HOST:PORT" peers connect to.
+  const std::string& address() const { return address_; }
+  uint64_t communicator_epoch() const { return store_.communicator_epoch(); }
+
+  // Serves until Stop() is called.
+  void Run();
+  void Stop() { stop_ = true; }
+  WorkerStats stats() const;
+
+  struct Impl;  // the loop's state (peer_worker.cc)
+
+ private:
+  PeerWorker(const WorkerOptions& options, uint64_t epoch);
+
+  WorkerOptions options_;
+  std::unique_ptr<Transport> transport_;
+  std::string address_;
+  PeerStore store_;
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<Impl> impl_;
+};
+
+// A random non-zero 64-bit value for incarnation epochs.
+uint64_t RandomEpoch();
+
+}  // namespace switchyard::kv_tiers::transport

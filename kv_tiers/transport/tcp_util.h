@@ -1,0 +1,32 @@
+// Small TCP helpers for out-of-band connection setup (UCX worker-address exchange) and
+// "HOST:PORT" parsing. Blocking sockets with timeouts; IPv4 only.
+//
+// Thread-safety: free functions on caller-owned file descriptors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/time.h"
+
+namespace switchyard::kv_tiers::transport {
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+// "127.0.0.1:5000" or ":5000" (all interfaces). InvalidArgument naming the text if bad.
+Result<HostPort> ParseHostPort(const std::string& text);
+
+// A listening socket bound to `hp` (SO_REUSEADDR); returns the fd and the bound port.
+Result<std::pair<int, uint16_t>> TcpListen(const HostPort& hp);
+// Waits up to `timeout` for a connection on `listen_fd`; NotFound on timeout.
+Result<int> TcpAccept(int listen_fd, Duration timeout);
+Result<int> TcpConnect(const HostPort& hp, Duration timeout);
+// Length-prefixed frames (u32 little-endian length).
+Status TcpSendFrame(int fd, const std::vector<uint8_t>& data);
+Result<std::vector<uint8_t>> TcpRecvFrame(int fd, Duration timeout, uint32_t max_len);
+
+}  // namespace switchyard::kv_tiers::transport

@@ -1,0 +1,31 @@
+// The "ucx" transport: UCX (ucp) tagged messages between processes and hosts.
+//
+// Data moves with ucp_tag_send_nbx / ucp_tag_recv_nbx (UCX picks eager or rendezvous by
+// size); RMA put is deliberately not used (UCX 1.13's put over TCP ran at ~45 MB/s at
+// 64 MiB on these machines). Which UCX transports carry the bytes is UCX's choice under
+// the usual UCX_TLS environment variable or the "TLS" config key:
+//   UCX_TLS=tcp             TCP sockets (between hosts, network namespaces, loopback)
+//   UCX_TLS=sm,self         shared memory between processes on one host (posix/sysv/cma)
+//   UCX_TLS=posix,cma,self  the same, naming the shared-memory transports explicitly
+//   (unset)                 all: shared memory on one host, rc/ud verbs where an RDMA
+//                           device exists, TCP otherwise
+// Connection setup is out of band: the connecting side opens a TCP connection to the
+// listener's HOST:PORT and the two exchange ucp worker addresses; both then create
+// endpoints. That works over loopback and across network namespaces alike, whatever
+// UCX_TLS selects for the data.
+// Config keys (TransportConfig::params): any UCX config key without the UCX_ prefix
+// ("TLS", "NET_DEVICES", ...) is passed to ucp_config_modify; "err_mode" = "peer"
+// (default: endpoint failures are reported, PeerStatus() turns Unavailable) or "none".
+// Progress: one progress thread per transport; it spins while operations move and
+// sleeps on the worker's event fd (ucp_worker_arm) when idle.
+//
+// Thread-safety: all methods are thread-safe (ucp calls are serialised by one mutex).
+#pragma once
+
+#include "kv_tiers/transport/transport.h"
+
+namespace switchyard::kv_tiers::transport {
+
+void RegisterUcxTransport(TransportRegistry& registry);
+
+}  // namespace switchyard::kv_tiers::transport

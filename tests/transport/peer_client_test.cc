@@ -1,0 +1,254 @@
+// Two processes over loopback: this test process (PeerClient) and a `switchyard worker`.
+#include "kv_tiers/transport/peer_client.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/transport/worker_process.h"
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+using testing::WorkerProcess;
+
+PeerClientOptions TcpClient() {
+  PeerClientOptions o;
+  o.transport_config.params["TLS"] = "tcp";
+  o.ack_timeout = std::chrono::seconds(20);
+  return o;
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 31 + seed);
+  return v;
+}
+
+PutRequest Request(const std::vector<std::vector<uint8_t>>& blocks, uint64_t first_id,
+                   uint64_t generation, uint64_t epoch = 0, std::string owner = "wf_1") {
+  PutRequest r;
+  r.workflow_id = owner;
+  r.context_id = "ctx_1";
+  r.model_epoch = epoch;
+  r.generation = generation;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    r.blocks.push_back({first_id + i, blocks[i].data(), blocks[i].size()});
+  }
+  return r;
+}
+
+uint32_t InflightTransfers(PeerClient& c) {
+  auto s = c.credits()->State(c.address());
+  return s.ok() ? s->inflight_transfers : 999;
+}
+
+class PeerClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(worker_.Start("127.0.0.1:0")) << "worker did not start";
+    auto c = PeerClient::Connect(worker_.address(), TcpClient());
+    ASSERT_TRUE(c.ok()) << c.status();
+    client_ = std::move(*c);
+  }
+  WorkerProcess worker_;
+  std::unique_ptr<PeerClient> client_;
+};
+
+TEST_F(PeerClientTest, BlocksMoveBothWaysAndCommit) {
+  std::vector<std::vector<uint8_t>> blocks = {Pattern(64 << 10, 1), Pattern(64 << 10, 2),
+                                              Pattern(1 << 20, 3)};
+  auto put = client_->Put(Request(blocks, 100, 1));
+  ASSERT_TRUE(put.ok()) << put.status();
+  EXPECT_TRUE(put->posted);
+  EXPECT_TRUE(put->transport_complete);
+  EXPECT_TRUE(put->receiver_transport_complete);
+  EXPECT_TRUE(put->validated);
+  EXPECT_TRUE(put->committed) << RejectReasonName(put->reason);
+  EXPECT_FALSE(put->consumed);  // the fourth event is the consumer's, recorded separately
+  EXPECT_EQ(InflightTransfers(*client_), 0u);  // credit came back with the ack
+
+  // Back again, into fresh buffers (one descriptor per block).
+  std::vector<std::vector<uint8_t>> back = {std::vector<uint8_t>(64 << 10),
+                                            std::vector<uint8_t>(64 << 10),
+                                            std::vector<uint8_t>(1 << 20)};
+  GetSpec g{"wf_1", "ctx_1", 0, 1, {100, 101, 102}, {}};
+  for (auto& b : back) g.dst.push_back({b.data(), b.size()});
+  auto got = client_->Get(g);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->transport_complete);
+  EXPECT_TRUE(got->validated) << RejectReasonName(got->reason);
+  EXPECT_EQ(back, blocks);
+  PeerClient::MarkConsumed(&*got);
+  EXPECT_TRUE(got->consumed);
+
+  // Stale or foreign reads are refused, never served.
+  g.generation = 0;
+  auto stale = client_->Get(g);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  EXPECT_TRUE(stale->rejected);
+  EXPECT_EQ(stale->reason, RejectReason::kStaleGeneration);
+  g.generation = 1;
+  g.workflow_id = "wf_other";
+  auto foreign = client_->Get(g);
+  ASSERT_TRUE(foreign.ok());
+  EXPECT_EQ(foreign->reason, RejectReason::kWrongOwner);
+}
+
+TEST_F(PeerClientTest, StaleEpochWrongOwnerAndGenerationAreRejectedAndCreditReturns) {
+  auto b = Pattern(4096, 5);
+  ASSERT_TRUE(client_->Put(Request({b}, 1, 1))->committed);
+  ASSERT_TRUE(client_->SetModelEpoch(4).ok());
+  auto stale = client_->Put(Request({b}, 2, 1, /*epoch=*/3));
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  EXPECT_TRUE(stale->rejected);
+  EXPECT_FALSE(stale->committed);
+  EXPECT_EQ(stale->reason, RejectReason::kStaleModelEpoch);
+  EXPECT_EQ(InflightTransfers(*client_), 0u);
+  ASSERT_TRUE(client_->Put(Request({b}, 7, 2, 4))->committed);
+  auto owner = client_->Put(Request({b}, 7, 3, 4, "wf_intruder"));
+  ASSERT_TRUE(owner.ok());
+  EXPECT_EQ(owner->reason, RejectReason::kWrongOwner);
+  auto gen = client_->Put(Request({b}, 7, 2, 4));
+  ASSERT_TRUE(gen.ok());
+  EXPECT_EQ(gen->reason, RejectReason::kStaleGeneration);
+  EXPECT_EQ(InflightTransfers(*client_), 0u);
+  // The model epoch change invalidated block 1 (epoch 0): it is not served.
+  std::vector<uint8_t> dst(4096);
+  auto got = client_->Get({"wf_1", "ctx_1", 4, 1, {1}, {{dst.data(), dst.size()}}});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->reason, RejectReason::kNotFound);
+}
+
+// A raw sender that lies about the checksum / length: the worker must reject and still
+// return the credit in its ack.
+TEST_F(PeerClientTest, BadChecksumAndShortLengthAreRejectedWithCredit) {
+  Transport* t = client_->transport();
+  auto peer = t->Connect(worker_.address());
+  ASSERT_TRUE(peer.ok());
+  uint64_t me = t->IdAtPeer(*peer).value();
+  std::vector<uint8_t> data = Pattern(8192, 9);
+  struct Case {
+    uint64_t checksum_delta;
+    uint64_t claimed_length;
+    RejectReason want;
+  };
+  uint64_t xfer = 0x7000;
+  for (Case c :
+       {Case{1, 8192, RejectReason::kBadChecksum}, Case{0, 16384, RejectReason::kShortLength}}) {
+    BlockHeader h;
+    h.transfer_id = ++xfer;
+    h.communicator_epoch = client_->communicator_epoch();
+    h.generation = 1;
+    h.workflow_id = "wf_raw";
+    h.context_id = "c";
+    h.blocks = {{500 + xfer, c.claimed_length}};
+    h.length = c.claimed_length;
+    h.checksum = ChecksumOf(data.data(), data.size()) + c.checksum_delta;
+    std::vector<uint8_t> hdr = Encode(h), ackbuf(4096);
+    auto ack = t->PostRecv({{ackbuf.data(), ackbuf.size()}}, MakeTag(MsgType::kAck, 0, xfer),
+                           kFullMask, {});
+    auto s1 =
+        t->PostSend(*peer, {{hdr.data(), hdr.size()}}, MakeTag(MsgType::kPutHeader, me, xfer), {});
+    auto s2 =
+        t->PostSend(*peer, {{data.data(), data.size()}}, MakeTag(MsgType::kPutData, me, xfer), {});
+    ASSERT_TRUE(ack.ok() && s1.ok() && s2.ok());
+    ASSERT_TRUE(s1->wait().ok());
+    ASSERT_TRUE(s2->wait().ok());
+    ASSERT_TRUE(ack->wait_for(std::chrono::seconds(20)).ok());
+    auto a = DecodeAck(std::span<const uint8_t>(ackbuf.data(), ack->bytes()));
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_FALSE(a->committed);
+    EXPECT_FALSE(a->validated);
+    EXPECT_TRUE(a->transport_complete);
+    EXPECT_EQ(a->reason, c.want) << RejectReasonName(a->reason);
+    EXPECT_EQ(a->credits_returned, 1u);
+  }
+  // Nothing of it was committed.
+  std::vector<uint8_t> dst(8192);
+  auto got = client_->Get({"wf_raw", "c", 0, 1, {500 + 0x7001}, {{dst.data(), dst.size()}}});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->reason, RejectReason::kNotFound);
+}
+
+TEST_F(PeerClientTest, CreditExhaustionIsBackpressure) {
+  auto big = Pattern(1 << 20, 1);
+  // The worker grants 512 MiB by default; ask for more in flight than that.
+  std::vector<PendingPut> pending;
+  Status refused;
+  std::vector<std::vector<uint8_t>> bufs(1, big);
+  for (int i = 0; i < 80 && refused.ok(); ++i) {
+    auto p = client_->PostPut(Request(bufs, 1000 + i, 1));
+    if (p.ok()) {
+      pending.push_back(std::move(*p));
+    } else {
+      refused = p.status();
+    }
+  }
+  EXPECT_TRUE(refused.IsResourceExhausted()) << refused;  // 64 transfer slots
+  for (auto& p : pending) {
+    auto r = p.Wait();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->committed);
+  }
+  EXPECT_EQ(InflightTransfers(*client_), 0u);
+  EXPECT_TRUE(client_->Put(Request(bufs, 5000, 1))->committed);  // recovered
+}
+
+TEST_F(PeerClientTest, ReceiverKilledMidTransferLeavesSenderOwning) {
+  std::vector<uint8_t> big = Pattern(192 << 20, 4);
+  std::vector<uint8_t> copy = big;
+  auto p = client_->PostPut(Request({big}, 1, 1));
+  ASSERT_TRUE(p.ok()) << p.status();
+  worker_.Kill(SIGKILL);  // while 192 MiB are on their way
+  auto r = p->Wait();
+  EXPECT_FALSE(r.ok()) << "a dead receiver cannot have acknowledged a commit";
+  EXPECT_TRUE(r.status().IsUnavailable() || r.status().code() == StatusCode::kDeadlineExceeded)
+      << r.status();
+  EXPECT_EQ(big, copy);  // the sender's copy is intact and still its own
+  EXPECT_EQ(InflightTransfers(*client_), 0u);
+  EXPECT_FALSE(client_->transport()->PeerStatus(1).ok());
+}
+
+TEST_F(PeerClientTest, RestartedPeerReHandshakesWithNewEpoch) {
+  auto b = Pattern(4096, 6);
+  ASSERT_TRUE(client_->Put(Request({b}, 1, 1))->committed);
+  uint64_t old_epoch = client_->communicator_epoch();
+  std::string port = worker_.port();
+  worker_.Kill(SIGKILL);
+  // The old session is dead: a put fails (sender keeps its block).
+  auto failed = client_->Put(Request({b}, 2, 1));
+  EXPECT_FALSE(failed.ok());
+  ASSERT_TRUE(worker_.Start("127.0.0.1:" + port));
+  ASSERT_TRUE(client_->Reconnect().ok());
+  EXPECT_NE(client_->communicator_epoch(), old_epoch);
+  // The new incarnation has nothing of the old one.
+  std::vector<uint8_t> dst(4096);
+  auto got = client_->Get({"wf_1", "ctx_1", 0, 1, {1}, {{dst.data(), dst.size()}}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->reason, RejectReason::kNotFound);
+  auto put = client_->Put(Request({b}, 2, 1));
+  ASSERT_TRUE(put.ok()) << put.status();
+  EXPECT_TRUE(put->committed);
+}
+
+TEST(PeerClientSharedMemoryTest, PutAndGetOverSharedMemory) {
+  WorkerProcess worker;
+  ASSERT_TRUE(worker.Start("127.0.0.1:0", "sm,self,tcp"));
+  PeerClientOptions o;
+  o.transport_config.params["TLS"] = "sm,self,tcp";
+  auto c = PeerClient::Connect(worker.address(), o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto b = Pattern(2 << 20, 8);
+  auto put = (*c)->Put(Request({b}, 1, 1));
+  ASSERT_TRUE(put.ok()) << put.status();
+  EXPECT_TRUE(put->committed);
+  std::vector<uint8_t> dst(b.size());
+  auto got = (*c)->Get({"wf_1", "ctx_1", 0, 1, {1}, {{dst.data(), dst.size()}}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->validated);
+  EXPECT_EQ(dst, b);
+}
+
+}  // namespace
+}  // namespace switchyard::kv_tiers::transport

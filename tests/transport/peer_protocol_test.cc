@@ -1,0 +1,128 @@
+#include "kv_tiers/transport/peer_protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+BlockHeader SampleHeader() {
+  BlockHeader h;
+  h.traffic_class = v1::THROUGHPUT;
+  h.flow_key = 0xfeedface;
+  h.transfer_id = 77;
+  h.communicator_epoch = 9;
+  h.model_epoch = 3;
+  h.generation = 2;
+  h.length = 300;
+  h.checksum = 0x1234;
+  h.workflow_id = "wf_1";
+  h.context_id = "ctx_a";
+  h.blocks = {{10, 100}, {11, 200}};
+  return h;
+}
+
+TEST(PeerProtocolTest, BlockHeaderRoundTrips) {
+  BlockHeader h = SampleHeader();
+  auto d = DecodeBlockHeader(Encode(h));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->transfer_id, 77u);
+  EXPECT_EQ(d->flow_key, 0xfeedfaceu);
+  EXPECT_EQ(d->communicator_epoch, 9u);
+  EXPECT_EQ(d->model_epoch, 3u);
+  EXPECT_EQ(d->generation, 2u);
+  EXPECT_EQ(d->length, 300u);
+  EXPECT_EQ(d->checksum, 0x1234u);
+  EXPECT_EQ(d->workflow_id, "wf_1");
+  EXPECT_EQ(d->context_id, "ctx_a");
+  ASSERT_EQ(d->blocks.size(), 2u);
+  EXPECT_EQ(d->blocks[1].block_id, 11u);
+  EXPECT_EQ(d->blocks[1].bytes, 200u);
+  EXPECT_EQ(d->type, MsgType::kPutHeader);
+  h.type = MsgType::kGetReply;
+  h.status = RejectReason::kStaleGeneration;
+  auto r = DecodeBlockHeader(Encode(h));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->type, MsgType::kGetReply);
+  EXPECT_EQ(r->status, RejectReason::kStaleGeneration);
+}
+
+TEST(PeerProtocolTest, TruncatedOrPaddedInputIsRejectedNamingTheField) {
+  std::vector<uint8_t> bytes = Encode(SampleHeader());
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{5}, bytes.size() - 1}) {
+    std::vector<uint8_t> part(bytes.begin(), bytes.begin() + cut);
+    auto d = DecodeBlockHeader(part);
+    ASSERT_FALSE(d.ok()) << cut;
+    EXPECT_TRUE(d.status().IsInvalidArgument());
+  }
+  bytes.push_back(0);
+  auto d = DecodeBlockHeader(bytes);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("trailing"), std::string::npos);
+}
+
+TEST(PeerProtocolTest, WrongTypeAndHugeCountsAreRejected) {
+  EXPECT_FALSE(DecodeAck(Encode(Hello{1})).ok());
+  EXPECT_FALSE(DecodeHello(Encode(Ack{})).ok());
+  BlockHeader h = SampleHeader();
+  h.blocks.assign(kMaxBlocksPerTransfer + 1, BlockRef{1, 1});
+  auto d = DecodeBlockHeader(Encode(h));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("blocks"), std::string::npos);
+}
+
+TEST(PeerProtocolTest, SmallMessagesRoundTrip) {
+  Ack a{5, true, RejectReason::kNone, 1, true, true, "ok"};
+  auto ad = DecodeAck(Encode(a));
+  ASSERT_TRUE(ad.ok());
+  EXPECT_TRUE(ad->committed && ad->validated && ad->transport_complete);
+  EXPECT_EQ(ad->credits_returned, 1u);
+  EXPECT_EQ(ad->message, "ok");
+  HelloAck h{11, 2, 1 << 20, 1 << 19, 8};
+  auto hd = DecodeHelloAck(Encode(h));
+  ASSERT_TRUE(hd.ok());
+  EXPECT_EQ(hd->communicator_epoch, 11u);
+  EXPECT_EQ(hd->max_inflight_transfers, 8u);
+  GetRequest g;
+  g.transfer_id = 3;
+  g.workflow_id = "w";
+  g.block_ids = {1, 2, 3};
+  auto gd = DecodeGetRequest(Encode(g));
+  ASSERT_TRUE(gd.ok());
+  EXPECT_EQ(gd->block_ids, (std::vector<uint64_t>{1, 2, 3}));
+  auto e = DecodeSetEpoch(Encode(SetEpoch{4, 5}));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->model_epoch, 5u);
+  auto p = DecodeProbeHeader(Encode(ProbeHeader{6, 4096}));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->length, 4096u);
+}
+
+TEST(PeerProtocolTest, TagsCarryTypeSenderAndTransfer) {
+  Tag t = MakeTag(MsgType::kPutHeader, 0x123456, 0x1'0000'0042ull);
+  EXPECT_EQ(TagType(t), MsgType::kPutHeader);
+  EXPECT_EQ(TagSender(t), 0x123456u);
+  EXPECT_EQ(t & 0xffffffffull, 0x42u);
+  // Unsolicited worker messages share the top bit; replies do not.
+  EXPECT_EQ(t & kWorkerBit, kWorkerBit);
+  EXPECT_EQ(MakeTag(MsgType::kAck, 1, 1) & kWorkerBit, 0u);
+}
+
+TEST(PeerProtocolTest, LengthAndChecksumChecks) {
+  std::vector<uint8_t> data(300, 7);
+  BlockHeader h = SampleHeader();
+  h.checksum = ChecksumOf(data.data(), data.size());
+  EXPECT_EQ(CheckLengthAndChecksum(h, 300, data.data()), RejectReason::kNone);
+  EXPECT_EQ(CheckLengthAndChecksum(h, 299, data.data()), RejectReason::kShortLength);
+  data[17] ^= 1;
+  EXPECT_EQ(CheckLengthAndChecksum(h, 300, data.data()), RejectReason::kBadChecksum);
+  h.blocks[0].bytes = 99;  // sizes no longer add up to the length
+  EXPECT_EQ(CheckLengthAndChecksum(h, 300, data.data()), RejectReason::kShortLength);
+  // Checksum over descriptors equals the checksum of the concatenation.
+  std::vector<uint8_t> a(100, 1), b(50, 2), ab(a);
+  ab.insert(ab.end(), b.begin(), b.end());
+  EXPECT_EQ(ChecksumOf(DescriptorList{{a.data(), 100}, {b.data(), 50}}),
+            ChecksumOf(ab.data(), ab.size()));
+}
+
+}  // namespace
+}  // namespace switchyard::kv_tiers::transport

@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "kv_tiers/transport/peer_protocol.h"
+#include "kv_tiers/transport/transport.h"
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+TransportConfig Tcp() {
+  TransportConfig c;
+  c.params["TLS"] = "tcp";
+  return c;
+}
+
+struct Pair {
+  std::unique_ptr<Transport> server, client;
+  PeerId to_server = 0;
+  std::string address;
+};
+
+Pair MakePair(const TransportConfig& config) {
+  Pair p;
+  auto s = TransportRegistry::Global().Create("ucx", config);
+  EXPECT_TRUE(s.ok()) << s.status();
+  auto c = TransportRegistry::Global().Create("ucx", config);
+  EXPECT_TRUE(c.ok()) << c.status();
+  p.server = std::move(*s);
+  p.client = std::move(*c);
+  auto addr = p.server->Listen("127.0.0.1:0");
+  EXPECT_TRUE(addr.ok()) << addr.status();
+  p.address = *addr;
+  auto peer = p.client->Connect(p.address);
+  EXPECT_TRUE(peer.ok()) << peer.status();
+  p.to_server = *peer;
+  return p;
+}
+
+TEST(UcxTransportTest, CapabilitiesAndRegistry) {
+  ASSERT_TRUE(TransportRegistry::Global().Has("ucx"));
+  auto t = TransportRegistry::Global().Create("ucx", Tcp());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->name(), "ucx");
+  EXPECT_TRUE((*t)->supportsRemote());
+  EXPECT_EQ((*t)->supportedMemoryKinds(), std::vector<MemoryKind>{MemoryKind::kHost});
+  // Optional ops default to NotSupported.
+  EXPECT_TRUE((*t)->RegisterMemory({}).IsNotSupported());
+}
+
+TEST(UcxTransportTest, BadConfigKeyIsRejectedByName) {
+  TransportConfig c;
+  c.params["RNDV_THRESH"] = "not-a-size";
+  auto t = TransportRegistry::Global().Create("ucx", c);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("RNDV_THRESH"), std::string::npos);
+}
+
+TEST(UcxTransportTest, ConnectToNobodyFails) {
+  auto t = TransportRegistry::Global().Create("ucx", Tcp());
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE((*t)->Connect("127.0.0.1:1").ok());
+  EXPECT_TRUE((*t)->Connect("not-an-address").status().IsInvalidArgument());
+}
+
+void RoundTrip(const TransportConfig& config, uint64_t bytes, bool split) {
+  Pair p = MakePair(config);
+  std::vector<uint8_t> src(bytes), dst(bytes, 0);
+  for (uint64_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+  DescriptorList d = {{dst.data(), bytes}};
+  DescriptorList s = {{src.data(), bytes}};
+  if (split) {  // scatter/gather: three pieces each side
+    uint64_t a = bytes / 3, b = bytes / 2;
+    s = {{src.data(), a}, {src.data() + a, b - a}, {src.data() + b, bytes - b}};
+    d = {{dst.data(), b}, {dst.data() + b, bytes - b}};
+  }
+  auto recv = p.server->PostRecv(d, MakeTag(MsgType::kPutData, 0, 42), kFullMask, {});
+  ASSERT_TRUE(recv.ok()) << recv.status();
+  auto send = p.client->PostSend(p.to_server, s, MakeTag(MsgType::kPutData, 0, 42), {});
+  ASSERT_TRUE(send.ok()) << send.status();
+  ASSERT_TRUE(send->wait().ok());
+  ASSERT_TRUE(recv->wait().ok());
+  EXPECT_EQ(recv->bytes(), bytes);
+  EXPECT_EQ(recv->sender_tag(), MakeTag(MsgType::kPutData, 0, 42));
+  EXPECT_EQ(ChecksumOf(dst.data(), bytes), ChecksumOf(src.data(), bytes));
+}
+
+TEST(UcxTransportTest, TagMessagesArriveWholeOverTcp) {
+  RoundTrip(Tcp(), 8192, false);
+  RoundTrip(Tcp(), 4 << 20, true);
+}
+
+TEST(UcxTransportTest, LargeMessageOverTcp) { RoundTrip(Tcp(), 64 << 20, false); }
+
+TEST(UcxTransportTest, SharedMemoryBetweenTransports) {
+  TransportConfig c;
+  c.params["TLS"] = "sm,self,tcp";
+  RoundTrip(c, 1 << 20, false);
+}
+
+TEST(UcxTransportTest, TruncationIsAnErrorNotSilentLoss) {
+  Pair p = MakePair(Tcp());
+  std::vector<uint8_t> src(1000, 1), dst(100);
+  auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 7, kFullMask, {});
+  auto send = p.client->PostSend(p.to_server, {{src.data(), src.size()}}, 7, {});
+  ASSERT_TRUE(recv.ok() && send.ok());
+  (void)send->wait();
+  EXPECT_TRUE(recv->wait().IsInvalidArgument());
+}
+
+TEST(UcxTransportTest, DroppingAHandleCancelsTheReceive) {
+  Pair p = MakePair(Tcp());
+  std::vector<uint8_t> dst(100);
+  {
+    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 9, kFullMask, {});
+    ASSERT_TRUE(recv.ok());
+    EXPECT_FALSE(recv->poll());
+    EXPECT_EQ(recv->wait_for(std::chrono::milliseconds(5)).code(), StatusCode::kDeadlineExceeded);
+  }  // destructor cancels and waits
+  TransferOptions o;
+  o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 9, kFullMask, o);
+  ASSERT_TRUE(recv.ok());
+  EXPECT_EQ(recv->wait().code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST(UcxTransportTest, HostMemoryOnly) {
+  Pair p = MakePair(Tcp());
+  uint8_t b[8];
+  DescriptorList d = {{b, 8, MemoryKind::kCuda, 0}};
+  EXPECT_TRUE(p.client->PostSend(p.to_server, d, 1, {}).status().IsNotSupported());
+}
+
+}  // namespace
+}  // namespace switchyard::kv_tiers::transport
