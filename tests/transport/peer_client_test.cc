@@ -46,6 +46,9 @@ uint32_t InflightTransfers(PeerClient& c) {
 class PeerClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (!testing::HaveSwitchyardBinary()) {
+      GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+    }
     ASSERT_TRUE(worker_.Start("127.0.0.1:0")) << "worker did not start";
     auto c = PeerClient::Connect(worker_.address(), TcpClient());
     ASSERT_TRUE(c.ok()) << c.status();
@@ -233,6 +236,9 @@ TEST_F(PeerClientTest, RestartedPeerReHandshakesWithNewEpoch) {
 }
 
 TEST(PeerClientSharedMemoryTest, PutAndGetOverSharedMemory) {
+  if (!testing::HaveSwitchyardBinary()) {
+    GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+  }
   WorkerProcess worker;
   ASSERT_TRUE(worker.Start("127.0.0.1:0", "sm,self,tcp"));
   PeerClientOptions o;
