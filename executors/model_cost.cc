@@ -2,26 +2,10 @@
 
 #include <algorithm>
 
+#include "kv_tiers/layout.h"
 #include "proto/json.h"
 
 namespace switchyard::executors {
-namespace {
-
-Result<uint32_t> KvDtypeBytes(v1::KvDtype d) {
-  switch (d) {
-    case v1::BF16:
-    case v1::FP16:
-      return 2u;
-    case v1::FP8:
-      return 1u;
-    case v1::FP32:
-      return 4u;
-    default:
-      return Status::InvalidArgument("model config: kv_dtype is unspecified or unknown");
-  }
-}
-
-}  // namespace
 
 Result<RooflineCostModel> RooflineCostModel::Create(const v1::ModelConfig& m,
                                                     const v1::GpuSpec& g) {
@@ -41,7 +25,7 @@ Result<RooflineCostModel> RooflineCostModel::Create(const v1::ModelConfig& m,
     return bad("gpu.compute_efficiency (and <= 1)");
   if (!(g.memory_efficiency() > 0) || g.memory_efficiency() > 1)
     return bad("gpu.memory_efficiency (and <= 1)");
-  Result<uint32_t> dtype = KvDtypeBytes(m.kv_dtype());
+  Result<uint32_t> dtype = kv_tiers::DtypeBytes(m.kv_dtype());
   if (!dtype.ok()) return dtype.status();
   RooflineCostModel r;
   r.model_ = m;

@@ -20,20 +20,6 @@ const char* TierName(Tier t) {
   return "?";
 }
 
-const char* TrafficClassName(TrafficClass c) {
-  switch (c) {
-    case TrafficClass::kLatency:
-      return "latency";
-    case TrafficClass::kThroughput:
-      return "throughput";
-    case TrafficClass::kBackground:
-      return "background";
-    case TrafficClass::kControl:
-      return "control";
-  }
-  return "?";
-}
-
 std::string LocationString(const Location& l) {
   if (l.tier == Tier::kNone) return "none";
   return std::string(TierName(l.tier)) + "@" + std::to_string(l.worker);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/time.h"
+#include "net_budget/traffic_class.h"
 
 namespace switchyard::scheduler {
 
@@ -18,9 +19,10 @@ namespace switchyard::scheduler {
 enum class Tier : uint8_t { kHbm, kHost, kDisk, kPeer, kNone };
 const char* TierName(Tier t);  // "hbm", "host", "disk", "peer", "none"
 
-// Traffic class of a transfer (mirrors switchyard.v1.TrafficClass, DESIGN.md).
-enum class TrafficClass : uint8_t { kLatency, kThroughput, kBackground, kControl };
-const char* TrafficClassName(TrafficClass c);
+// Traffic class of a transfer: net_budget's, so that a scheduler grant and a budget grant
+// speak of the same class (invariant 6).
+using net_budget::TrafficClass;
+inline const char* TrafficClassName(TrafficClass c) { return net_budget::ClassName(c).data(); }
 
 // A (tier, worker) pair. For kPeer, `worker` is the peer worker whose HBM holds the copy.
 struct Location {
