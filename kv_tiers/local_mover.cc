@@ -66,7 +66,10 @@ Result<MoveHandle> LocalMover::Submit(MoveRequest request, MoveCallback on_compl
     uint64_t bytes;
   };
   std::vector<Chunk> chunks;
-  const uint64_t chunk = std::max<uint64_t>(env_.chunk_bytes, 4096);
+  uint64_t total = 0;
+  for (const auto& s : request.segments) total += s.bytes;
+  const uint64_t chunk =
+      total <= env_.inline_bytes ? UINT64_MAX : std::max<uint64_t>(env_.chunk_bytes, 4096);
   for (const auto& s : request.segments) {
     auto* src = static_cast<const char*>(request.src->Data(s.src));
     auto* dst = static_cast<char*>(request.dst->Data(s.dst));
@@ -83,6 +86,11 @@ Result<MoveHandle> LocalMover::Submit(MoveRequest request, MoveCallback on_compl
   move->loop = env_.loop;
   move->remaining.store(chunks.size(), std::memory_order_relaxed);
   MoveHandle handle(move->state);
+  if (total <= env_.inline_bytes) {  // small: copy here, no hand-off
+    for (const Chunk& c : chunks) std::memcpy(c.dst, c.src, c.bytes);
+    FinishMove(move->loop, move->state, move->on_complete, Status::OK());
+    return handle;
+  }
   for (const Chunk& c : chunks) {
     pool_->Submit([move, c] {
       if (move->state->cancel_requested()) {
