@@ -150,17 +150,21 @@ Status Workflow::ResetForRetry(NodeIndex i) {
   return Status::OK();
 }
 
-Result<std::vector<NodeIndex>> Workflow::CancelNode(NodeIndex i, std::string reason) {
-  SY_RETURN_IF_ERROR(CheckIndex(i, "CancelNode"));
-  if (IsFinalState(state_[i]) || (state_[i] == v1::NODE_FAILED && terminal_failure_[i])) {
-    return BadTransition(node_id(i), "CancelNode", state_[i], "a non-terminal state");
-  }
-  if (state_[i] == v1::NODE_FAILED) {
+void Workflow::EndByCancel(NodeIndex i, const std::string& reason) {
+  if (state_[i] == v1::NODE_FAILED) {  // a failure awaiting a retry decision becomes final
     FailTerminally(i);
   } else {
     reason_[i] = reason;
     SetState(i, v1::NODE_CANCELLED);
   }
+}
+
+Result<std::vector<NodeIndex>> Workflow::CancelNode(NodeIndex i, std::string reason) {
+  SY_RETURN_IF_ERROR(CheckIndex(i, "CancelNode"));
+  if (IsFinalState(state_[i]) || (state_[i] == v1::NODE_FAILED && terminal_failure_[i])) {
+    return BadTransition(node_id(i), "CancelNode", state_[i], "a non-terminal state");
+  }
+  EndByCancel(i, reason);
   if (!failed_ && !cancelled_) {
     cancelled_ = true;
     failure_reason_ = "node '" + node_id(i) + "' cancelled: " + reason;
@@ -174,13 +178,7 @@ Result<std::vector<NodeIndex>> Workflow::CancelNode(NodeIndex i, std::string rea
 void Workflow::Cancel(std::string reason) {
   if (state() == v1::WORKFLOW_COMPLETED) return;
   for (NodeIndex i = 0; i < size(); ++i) {
-    if (IsFinalState(state_[i])) continue;
-    if (state_[i] == v1::NODE_FAILED) {
-      FailTerminally(i);
-    } else {
-      reason_[i] = reason;
-      SetState(i, v1::NODE_CANCELLED);
-    }
+    if (!IsFinalState(state_[i])) EndByCancel(i, reason);
   }
   if (!failed_ && !cancelled_) {
     cancelled_ = true;

@@ -159,6 +159,8 @@ class Workflow {
 
   void SetState(NodeIndex i, v1::NodeState s);
   void FailTerminally(NodeIndex i);
+  // Ends a non-final node by cancellation (a retry-pending failure becomes final).
+  void EndByCancel(NodeIndex i, const std::string& reason);
   std::vector<NodeIndex> CancelDescendants(NodeIndex i, const std::string& reason);
   Status CheckIndex(NodeIndex i, std::string_view op) const;
   void EnsureCriticalPath() const;

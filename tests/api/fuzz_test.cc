@@ -11,6 +11,7 @@
 #include "api/http_api.h"
 #include "api/http_server.h"
 #include "tests/api/http_test_client.h"
+#include "tests/api/in_process_api.h"
 
 namespace switchyard::api {
 namespace {
@@ -51,18 +52,8 @@ std::string Mutate(std::string s, std::mt19937_64& rng) {
 }
 
 TEST(ApiFuzzTest, HandlersSurviveMutatedRequests) {
-  std::string dir = ::testing::TempDir() + "/sy_fuzz_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  ServiceOptions so;
-  so.data_dir = dir;
-  so.sync_writes = false;
-  auto svc = std::move(*Service::Open(so, RealClock::Default()));
-  v1::ServiceConfig cfg;
-  auto* t = cfg.add_tenants();
-  t->set_name("t");
-  t->set_token("fuzz-tenant-token-0123");
-  t->set_rate_limit_per_s(1e9);
-  HttpApi api(svc.get(), *Auth::Create(cfg, dir), RealClock::Default());
+  testing::InProcessApi env("fuzz", "fuzz-tenant-token-0123", /*rate_per_s=*/1e9);
+  HttpApi& api = *env.api;
   const std::set<int> allowed = {200, 201, 400, 401, 403, 404, 405, 409, 429};
   std::mt19937_64 rng(12345);
   const char* targets[] = {"/v1/workflows",         "/v1/workflows/w/events",
@@ -88,8 +79,6 @@ TEST(ApiFuzzTest, HandlersSurviveMutatedRequests) {
                                             << " " << r.body << " -> " << resp.body;
     ASSERT_FALSE(resp.body.empty());
   }
-  svc.reset();
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ApiFuzzTest, ParserSurvivesRawGarbage) {

@@ -7,6 +7,7 @@
 
 #include "api/http_api.h"
 #include "proto/json.h"
+#include "tests/api/in_process_api.h"
 
 namespace switchyard::api {
 namespace {
@@ -26,17 +27,8 @@ TEST(OpenApiTest, DocumentListsEveryEndpoint) {
 TEST(OpenApiTest, EveryPostExampleIsAccepted) {
   google::protobuf::Struct doc;
   ASSERT_TRUE(proto::ParseJson(OpenApiDocument(), &doc).ok());
-  std::string dir = ::testing::TempDir() + "/sy_openapi_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  ServiceOptions so;
-  so.data_dir = dir;
-  so.sync_writes = false;
-  auto svc = std::move(*Service::Open(so, RealClock::Default()));
-  v1::ServiceConfig cfg;
-  auto* t = cfg.add_tenants();
-  t->set_name("t");
-  t->set_token("tenant-token-0123456789");
-  HttpApi api(svc.get(), *Auth::Create(cfg, dir), RealClock::Default());
+  testing::InProcessApi env("openapi", "tenant-token-0123456789");
+  HttpApi& api = *env.api;
   auto example = [&](const std::string& path) {
     const auto& op = doc.fields().at("paths").struct_value().fields().at(path).struct_value();
     const auto& ex = op.fields()
@@ -74,8 +66,6 @@ TEST(OpenApiTest, EveryPostExampleIsAccepted) {
   EXPECT_EQ(nodes.status, 200) << nodes.body;
   auto close = post(base + ":close", example("/v1/workflows/{id}:close"));
   EXPECT_EQ(close.status, 200) << close.body;
-  svc.reset();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
