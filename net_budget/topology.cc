@@ -34,6 +34,8 @@ std::string_view DeviceKindName(v1::DeviceKind k) {
       return "switch";
     case v1::DEVICE_HOST:
       return "host";
+    case v1::DEVICE_STORAGE:
+      return "storage";
     default:
       return "unspecified";
   }
