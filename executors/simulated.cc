@@ -79,8 +79,10 @@ void SimulatedKvMover::Move(const scheduler::Command& move, std::function<void(S
   if (!e.reachable && fault.ok())
     fault = Status::Unavailable("simulated mover: no path " + scheduler::LocationString(move.src) +
                                 " -> " + scheduler::LocationString(move.dst));
+  Duration took = duration_ ? duration_(move) : Duration{0};
+  if (took <= Duration{0}) took = e.duration;
   uint64_t id = move.transfer_id;
-  TimerId t = loop_->PostAfter(e.duration, [this, id, fault]() {
+  TimerId t = loop_->PostAfter(took, [this, id, fault]() {
     auto it = moves_.find(id);
     if (it == moves_.end()) return;
     auto cb = std::move(it->second.done);

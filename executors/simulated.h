@@ -110,8 +110,13 @@ class SimulatedToolWaiter final : public ToolWaiter {
 class SimulatedKvMover final : public KvMover {
  public:
   using FaultFn = std::function<Status(const scheduler::Command&)>;
-  SimulatedKvMover(EventLoop* loop, const scheduler::TransferPlanner* planner, FaultFn fault = {})
-      : loop_(loop), planner_(planner), fault_(std::move(fault)) {}
+  // Duration of a move whose grant already holds its bytes (e.g.
+  // NetBudgetEnvironment::PlannedDuration of move.grant.id); zero or unset: the planner's
+  // estimate at Move time.
+  using DurationFn = std::function<Duration(const scheduler::Command&)>;
+  SimulatedKvMover(EventLoop* loop, const scheduler::TransferPlanner* planner, FaultFn fault = {},
+                   DurationFn duration = {})
+      : loop_(loop), planner_(planner), fault_(std::move(fault)), duration_(std::move(duration)) {}
   void Move(const scheduler::Command& move, std::function<void(Status)> done) override;
   bool Cancel(uint64_t transfer_id) override;
   size_t in_flight() const { return moves_.size(); }
@@ -124,6 +129,7 @@ class SimulatedKvMover final : public KvMover {
   EventLoop* loop_;
   const scheduler::TransferPlanner* planner_;
   FaultFn fault_;
+  DurationFn duration_;
   std::map<uint64_t, InFlight> moves_;
 };
 
