@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "scheduler/reference_policies.h"
+
 namespace switchyard::scheduler {
 namespace {
 
@@ -116,6 +118,11 @@ WaitDecision KeepDuringToolPolicy::OnWait(const WaitInput& in) const {
 std::unique_ptr<Policy> MakePolicy(std::string_view name) {
   if (name == "switchyard") return std::make_unique<SwitchyardPolicy>();
   if (name == "keep-during-tool") return std::make_unique<KeepDuringToolPolicy>();
+  if (name == "vllm-fcfs") return std::make_unique<VllmFcfsPolicy>();
+  if (name == "infercept") return std::make_unique<InferCeptPolicy>();
+  if (name == "continuum") return std::make_unique<ContinuumPolicy>();
+  if (name == "autellix") return std::make_unique<AutellixPolicy>();
+  if (name == "kvflow") return std::make_unique<KvFlowPolicy>();
   return nullptr;
 }
 

@@ -72,6 +72,9 @@ struct WaitInput {
   Duration recompute{0};             // prefill time to rebuild the context
   Duration slack = Duration::max();  // deadline slack of the workflow (max: none)
   std::vector<WaitOption> options;   // reachable demotion targets (host, disk, peers)
+  // Optional inputs for reference policies (defaults: not measured by the core yet).
+  double running_fraction = -1;  // HBM fraction held by running nodes on that worker (InferCept)
+  Duration queue_delay{0};       // recent mean queueing delay of reloaded contexts (Continuum)
 };
 
 enum class WaitAction : uint8_t { kKeep, kDemote, kDiscard };
@@ -160,7 +163,9 @@ class KeepDuringToolPolicy final : public Policy {
   WaitDecision OnWait(const WaitInput& in) const override;
 };
 
-// Builds a policy by name ("switchyard", "keep-during-tool"); nullptr when unknown.
+// Builds a policy by name: "switchyard", "keep-during-tool", and the reference policies of
+// scheduler/reference_policies.h ("vllm-fcfs", "infercept", "continuum", "autellix",
+// "kvflow"); nullptr when unknown.
 std::unique_ptr<Policy> MakePolicy(std::string_view name);
 
 }  // namespace switchyard::scheduler

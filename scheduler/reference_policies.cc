@@ -1,0 +1,183 @@
+#include "scheduler/reference_policies.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace switchyard::scheduler {
+namespace {
+
+double S(Duration d) { return ToSeconds(d); }
+
+double MeanOf(const std::vector<Duration>& q) {
+  if (q.empty()) return 0;
+  double sum = 0;
+  for (Duration d : q) sum += S(d);
+  return sum / static_cast<double>(q.size());
+}
+
+// Lazy-LRU eviction order: the context idle longest goes first.
+double Lru(const IdleContextInfo& c) { return c.idle_since.seconds(); }
+
+const WaitOption* HostOption(const WaitInput& in) {
+  for (const WaitOption& o : in.options)
+    if (o.dst.tier == Tier::kHost) return &o;
+  return nullptr;
+}
+
+WaitDecision Keep(const char* why) { return {WaitAction::kKeep, {}, Duration(0), 0, why}; }
+WaitDecision Discard(const char* why) { return {WaitAction::kDiscard, {}, Duration(0), 0, why}; }
+
+// A swap-out whose swap-in is reactive: the core reloads on demand when the node is ready;
+// the timed prefetch is set far beyond any tool wait.
+constexpr double kReactive = 1e6;
+
+}  // namespace
+
+std::vector<std::string_view> PolicyNames() {
+  return {"switchyard", "keep-during-tool", "vllm-fcfs", "infercept",
+          "continuum",  "autellix",         "kvflow"};
+}
+
+// ---- vLLM FCFS ----------------------------------------------------------------------
+
+OrderKey VllmFcfsPolicy::Order(const ReadyNodeInfo& n) const {
+  // Preempted requests are prepended to the waiting queue; otherwise request arrival.
+  return {n.resumed ? 0 : 1, n.ready_since.seconds()};
+}
+
+WaitDecision VllmFcfsPolicy::OnWait(const WaitInput& in) const {
+  if (in.reason == WaitReason::kEviction) return Discard("LRU eviction (no CPU tier)");
+  return Keep("freed to prefix cache");
+}
+
+double VllmFcfsPolicy::EvictionPriority(const IdleContextInfo& c) const { return Lru(c); }
+
+// ---- InferCept ----------------------------------------------------------------------
+
+double InferCeptPolicy::WastePreserve(const WaitInput& in) {
+  return MeanOf(in.wait_quantiles) * in.hbm_fraction;
+}
+
+namespace {
+double OtherFraction(const WaitInput& in) {
+  return in.running_fraction >= 0 ? in.running_fraction : std::max(0.0, 1.0 - in.hbm_fraction);
+}
+}  // namespace
+
+double InferCeptPolicy::WasteDiscard(const WaitInput& in) {
+  double t_fwd = S(in.recompute);
+  return t_fwd * in.hbm_fraction + t_fwd * OtherFraction(in);
+}
+
+double InferCeptPolicy::WasteSwap(const WaitInput& in, const WaitOption& host) {
+  // Swap-out and swap-in each stall the batch for T_swap(C).
+  double t_swap = std::max(S(host.out), S(host.in));
+  return 2.0 * t_swap * OtherFraction(in);
+}
+
+OrderKey InferCeptPolicy::Order(const ReadyNodeInfo& n) const {
+  // All queues are ordered by the ORIGINAL request's arrival (the program's).
+  return {n.resumed ? 0 : 1, n.workflow_arrival.seconds()};
+}
+
+WaitDecision InferCeptPolicy::OnWait(const WaitInput& in) const {
+  WaitDecision best = Keep("preserve");
+  best.cost = in.reason == WaitReason::kEviction ? std::numeric_limits<double>::infinity()
+                                                 : WastePreserve(in);
+  if (const WaitOption* host = HostOption(in)) {
+    double c = WasteSwap(in, *host);
+    if (c < best.cost) best = {WaitAction::kDemote, host->dst, Seconds(kReactive), c, "swap"};
+  }
+  double d = WasteDiscard(in);
+  if (d < best.cost) best = {WaitAction::kDiscard, {}, Duration(0), d, "discard (recompute)"};
+  return best;
+}
+
+double InferCeptPolicy::EvictionPriority(const IdleContextInfo& c) const { return Lru(c); }
+
+// ---- Continuum ----------------------------------------------------------------------
+
+double ContinuumPolicy::Ttl(const WaitInput& in) {
+  static constexpr double kLevels[] = {0.1, 0.25, 0.5, 0.75, 0.9};
+  double gain_per_hit = S(in.queue_delay) * 1.0 /*eta*/ + S(in.recompute);
+  double best_tau = 0, best = 0;  // τ = 0: P(0) = 0, value 0
+  for (size_t i = 0; i < in.wait_quantiles.size() && i < 5; ++i) {
+    double tau = S(in.wait_quantiles[i]);
+    double value = kLevels[i] * gain_per_hit - tau;
+    if (value > best) {
+      best = value;
+      best_tau = tau;
+    }
+  }
+  return best_tau;
+}
+
+OrderKey ContinuumPolicy::Order(const ReadyNodeInfo& n) const {
+  int band = n.resumed ? 0 : (n.context_resident ? 1 : 2);
+  return {band, n.workflow_arrival.seconds()};
+}
+
+WaitDecision ContinuumPolicy::OnWait(const WaitInput& in) const {
+  if (in.reason == WaitReason::kEviction) return Discard("unpinned and evicted (LRU)");
+  if (in.reason == WaitReason::kToolWait && Ttl(in) > 0) return Keep("pinned for TTL");
+  return Keep("unpinned: LRU cache");
+}
+
+double ContinuumPolicy::EvictionPriority(const IdleContextInfo& c) const {
+  // Unpinned (no tool out, or the tool is past its predicted return) first, LRU; pinned
+  // last (the deadlock guard — evicting pinned ones when nothing else fits — is the
+  // core's: every idle context stays a candidate).
+  bool pinned = c.until_next_use != Duration::max() && c.until_next_use > Duration(0);
+  return (pinned ? 1e12 : 0.0) + Lru(c);
+}
+
+// ---- Autellix -----------------------------------------------------------------------
+
+int AutellixPolicy::Queue(Duration service) {
+  static constexpr double kThresholds[] = {1, 2, 4, 8, 16, 32};
+  double s = S(service);
+  int q = 0;
+  for (double t : kThresholds)
+    if (s >= t) ++q;
+  return q;
+}
+
+OrderKey AutellixPolicy::Order(const ReadyNodeInfo& n) const {
+  // An arriving call enters the queue that holds its program's attained service; FCFS by
+  // call arrival within a queue.
+  return {Queue(n.program_service), n.ready_since.seconds()};
+}
+
+WaitDecision AutellixPolicy::OnWait(const WaitInput& in) const {
+  if (in.reason == WaitReason::kPreempted) {
+    if (const WaitOption* host = HostOption(in))
+      return {WaitAction::kDemote, host->dst, Seconds(kReactive), 0, "preempted: swap"};
+  }
+  if (in.reason == WaitReason::kEviction) return Discard("LRU eviction");
+  return Keep("freed to prefix cache");
+}
+
+double AutellixPolicy::EvictionPriority(const IdleContextInfo& c) const { return Lru(c); }
+
+// ---- KVFlow -------------------------------------------------------------------------
+
+OrderKey KvFlowPolicy::Order(const ReadyNodeInfo& n) const {
+  return {n.resumed ? 0 : 1, n.ready_since.seconds()};
+}
+
+WaitDecision KvFlowPolicy::OnWait(const WaitInput& in) const {
+  if (in.reason == WaitReason::kEviction) {
+    if (const WaitOption* host = HostOption(in))
+      return {WaitAction::kDemote, host->dst, Duration(0), 0, "evict: write back to host"};
+    return Discard("evict (no host tier)");
+  }
+  return Keep("cached in radix tree");
+}
+
+double KvFlowPolicy::EvictionPriority(const IdleContextInfo& c) const {
+  // Larger steps-to-execution is evicted first; ties by LRU.
+  return -1e9 * static_cast<double>(std::max(0, c.steps_to_execution)) + Lru(c);
+}
+
+}  // namespace switchyard::scheduler

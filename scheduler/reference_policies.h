@@ -1,0 +1,121 @@
+// Reference policies for the replay benchmark, each behind scheduler::Policy.
+//
+// Each class reproduces the decision rule of a published system as far as the Policy
+// interface and the core's mechanics allow (specifications: /work/shared/BASELINES.md,
+// summarised in bench/replay/README.md). What the core does for every policy alike —
+// admission against HBM with growth reserved up front (so no out-of-memory preemption),
+// whole-context (not block) granularity, placement by KV locality, on-demand reloads —
+// is not re-implemented here; the per-class comments list what was simplified.
+//
+// Mapping of "freed to the prefix cache" (vLLM-style lazy LRU): the core's kKeep leaves
+// the context resident but evictable (EvictFor asks EvictionPriority, then
+// OnWait(kEviction)), which is exactly a freed-but-still-hashed vLLM block list at
+// context granularity. "Pinned" (Continuum) differs from it only in eviction order.
+//
+// Thread-safety: immutable after construction; const methods only.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/policy.h"
+
+namespace switchyard::scheduler {
+
+// vLLM V1 default scheduler (vllm-project/vllm v1/core/sched/scheduler.py,
+// kv_cache_manager.py; BASELINES.md §1). FCFS by REQUEST (LLM call) arrival, preempted
+// requests go to the front; no program or tool awareness: when a call ends its KV is
+// freed to the prefix cache (kept resident, evictable) and evicted lazily in LRU order
+// with no CPU tier (evicted = discarded; the next call recomputes). Simplified: whole
+// contexts instead of 16-token blocks; no per-step token budget or HOL blocking (the
+// core admits by slots and HBM); no preemption (the core reserves growth up front).
+class VllmFcfsPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "vllm-fcfs"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  WaitDecision OnWait(const WaitInput& in) const override;
+  double EvictionPriority(const IdleContextInfo& c) const override;
+};
+
+// InferCept (Abhyankar et al., ICML'24, arXiv 2402.01869; WukLab/InferCept; BASELINES.md
+// §2). On an interception (tool call) choose the action of least GPU-memory waste:
+//   WastePreserve = T_INT · C·M
+//   WasteDiscard  = T_fwd(C) · C·M + T_fwd(C) · C_other·M
+//   WasteSwap     = 2 · T_swap(C) · C_batch·M
+// in HBM-fraction-seconds (C·M = context bytes / HBM capacity). T_fwd = the core's
+// recompute time, T_swap = the planner's HBM→host time. Queues are FCFS by ORIGINAL
+// (workflow) arrival. Simplified: T_INT is the mean of the learned remaining-wait
+// quantiles (the paper uses elapsed time, the code the oracle; neither is in WaitInput);
+// C_other·M = WaitInput::running_fraction when the core fills it, else assumed 1 − C·M
+// (a busy batch fills HBM); swap-in is reactive (on demand when the call returns);
+// no per-iteration swap budget or 384-token iteration cap (no batching model in the core).
+class InferCeptPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "infercept"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  WaitDecision OnWait(const WaitInput& in) const override;
+  double EvictionPriority(const IdleContextInfo& c) const override;
+
+  // The three wastes (exposed for tests).
+  static double WastePreserve(const WaitInput& in);
+  static double WasteDiscard(const WaitInput& in);
+  static double WasteSwap(const WaitInput& in, const WaitOption& host);
+};
+
+// Continuum (arXiv 2511.02230, §4-5, Alg. 1; BASELINES.md §3). On a tool call the KV is
+// pinned for τ* = argmax_τ P(τ)·(T·η + PrefillReload) − τ over τ ∈ {0} ∪ {learned
+// duration quantiles}, P = the learned duration CDF of that tool (online, never the
+// trace's oracle), η = 1, PrefillReload = recompute time; pinned contexts are evicted
+// last. Order: preempted first, then pinned (context resident), then PROGRAM arrival.
+// Simplified: P is read at the five quantiles the core provides (0.1..0.9);
+// T = WaitInput::queue_delay (0 until the core measures it); "pinned within τ*" is seen
+// by EvictionPriority only as "tool predicted still out" (IdleContextInfo has no τ*),
+// and unpinned contexts stay resident as LRU cache (evicted first) rather than freed.
+class ContinuumPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "continuum"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  WaitDecision OnWait(const WaitInput& in) const override;
+  double EvictionPriority(const IdleContextInfo& c) const override;
+  // τ* in seconds for the given input (exposed for tests).
+  static double Ttl(const WaitInput& in);
+};
+
+// Autellix (Luo et al., arXiv 2502.13965 v1 §4.2-4.3; BASELINES.md §4). Non-clairvoyant
+// program-level scheduling: a call's priority is its program's attained model time
+// (ATLAS: max over completed ancestors of service + time, the core's program_service),
+// discretised into K = 7 multi-level queues with thresholds {1,2,4,8,16,32} s [A]
+// (FCFS by call arrival within a queue). KV is freed to the prefix cache at call end
+// (keep, LRU eviction); a preempted call is swapped to host. Simplified: no per-call
+// quantum demotion while running and no anti-starvation promotion (the core's order
+// keys are time-invariant), no Alg. 2 load balancer (the core places by KV locality).
+class AutellixPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "autellix"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  WaitDecision OnWait(const WaitInput& in) const override;
+  double EvictionPriority(const IdleContextInfo& c) const override;
+  static int Queue(Duration service);  // 0..6
+};
+
+// KVFlow (Pan et al., NeurIPS'25, arXiv 2507.07400; PanZaifeng/KVFlow; BASELINES.md §5).
+// Workflow-aware eviction: contexts whose next use is more steps-to-execution away are
+// evicted first (ties LRU); evicted contexts are written back to host (HiCache) rather
+// than dropped, and reloaded ahead of use; KV stays cached during tool calls. Order:
+// FCFS by call arrival (SGLang default). Simplified: whole contexts instead of radix
+// nodes; steps_to_execution comes from the core (today a constant 1, so ties fall to
+// LRU); reloads are started by the core on demand when the node is ready (the
+// load-ahead of agents within 2 steps needs a core hook, see bench/replay/README.md).
+class KvFlowPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "kvflow"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  WaitDecision OnWait(const WaitInput& in) const override;
+  double EvictionPriority(const IdleContextInfo& c) const override;
+};
+
+// Names of every policy MakePolicy knows, the default ("switchyard") first.
+std::vector<std::string_view> PolicyNames();
+
+}  // namespace switchyard::scheduler

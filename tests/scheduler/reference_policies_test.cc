@@ -1,0 +1,192 @@
+// Each reference policy's defining behaviour on a small scenario.
+#include "scheduler/reference_policies.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler/core.h"
+#include "tests/scheduler/test_util.h"
+
+namespace switchyard::scheduler {
+namespace {
+
+WaitInput Tool(double wait_s, double recompute_s, double fraction) {
+  WaitInput in;
+  in.reason = WaitReason::kToolWait;
+  in.bytes = static_cast<uint64_t>(fraction * 100e9);
+  in.hbm_fraction = fraction;
+  in.hbm_pressure = 1.0;
+  in.wait_quantiles.assign(5, Seconds(wait_s));
+  in.recompute = Seconds(recompute_s);
+  in.options.push_back({{Tier::kHost, 0}, Seconds(0.1), Seconds(0.1), 0, 0, 0});
+  return in;
+}
+
+ReadyNodeInfo Ready(double wf_arrival, double ready, double service = 0, bool resumed = false) {
+  ReadyNodeInfo n;
+  n.workflow_arrival = Time::FromSeconds(wf_arrival);
+  n.ready_since = Time::FromSeconds(ready);
+  n.program_service = Seconds(service);
+  n.resumed = resumed;
+  return n;
+}
+
+bool Before(const Policy& p, const ReadyNodeInfo& a, const ReadyNodeInfo& b) {
+  OrderKey x = p.Order(a), y = p.Order(b);
+  return x.band != y.band ? x.band < y.band : x.key < y.key;
+}
+
+TEST(VllmFcfs, OrdersByCallArrivalKeepsAsLruCacheAndDropsOnEviction) {
+  VllmFcfsPolicy p;
+  // An old program's new call waits behind a young program's earlier call.
+  EXPECT_TRUE(Before(p, Ready(100, 105), Ready(0, 110)));
+  EXPECT_TRUE(Before(p, Ready(0, 200, 0, true), Ready(0, 105)));  // preempted first
+  EXPECT_EQ(p.OnWait(Tool(60, 0.01, 0.5)).action, WaitAction::kKeep);
+  WaitInput ev = Tool(60, 0.01, 0.5);
+  ev.reason = WaitReason::kEviction;
+  EXPECT_EQ(p.OnWait(ev).action, WaitAction::kDiscard);  // no CPU tier
+  IdleContextInfo old_idle{1, Time::FromSeconds(1), Seconds(1), 1};
+  IdleContextInfo new_idle{1, Time::FromSeconds(5), Duration::max(), 1};
+  EXPECT_LT(p.EvictionPriority(old_idle), p.EvictionPriority(new_idle));  // LRU
+}
+
+TEST(InferCept, ChoosesTheActionOfLeastMemoryWaste) {
+  InferCeptPolicy p;
+  // Short call, big context: preserving wastes least.
+  WaitInput a = Tool(0.05, 1.0, 0.1);
+  a.running_fraction = 0.5;
+  EXPECT_NEAR(InferCeptPolicy::WastePreserve(a), 0.005, 1e-12);
+  EXPECT_NEAR(InferCeptPolicy::WasteDiscard(a), 1.0 * 0.1 + 1.0 * 0.5, 1e-12);
+  EXPECT_NEAR(InferCeptPolicy::WasteSwap(a, a.options[0]), 2 * 0.1 * 0.5, 1e-12);
+  EXPECT_EQ(p.OnWait(a).action, WaitAction::kKeep);
+  // Long call: swapping beats preserving when the swap is cheap.
+  WaitInput b = Tool(30, 1.0, 0.1);
+  b.running_fraction = 0.5;
+  EXPECT_EQ(p.OnWait(b).action, WaitAction::kDemote);
+  EXPECT_EQ(p.OnWait(b).dst.tier, Tier::kHost);
+  // Long call, tiny context and a slow swap path: recomputing wastes least.
+  WaitInput c = Tool(30, 0.001, 0.001);
+  c.running_fraction = 0.5;
+  c.options[0].out = c.options[0].in = Seconds(5);
+  EXPECT_EQ(p.OnWait(c).action, WaitAction::kDiscard);
+  // Without a measured running fraction the batch is assumed to fill HBM.
+  WaitInput d = Tool(30, 1.0, 0.25);
+  EXPECT_NEAR(InferCeptPolicy::WasteDiscard(d), 1.0, 1e-12);
+  // Original (program) arrival order.
+  EXPECT_TRUE(Before(p, Ready(0, 110), Ready(100, 105)));
+}
+
+TEST(Continuum, PinsForTheTtlThatPaysAndEvictsUnpinnedFirst) {
+  ContinuumPolicy p;
+  WaitInput in = Tool(0, 2.0, 0.1);
+  in.wait_quantiles = {Seconds(0.1), Seconds(0.2), Seconds(0.5), Seconds(3), Seconds(20)};
+  // value(τ) = P(τ)·2 − τ: 0.1: 0.1, 0.2: 0.3, 0.5: 0.5, 3: −1.5, 20: −18.2 → τ* = 0.5 s.
+  EXPECT_DOUBLE_EQ(ContinuumPolicy::Ttl(in), 0.5);
+  EXPECT_EQ(p.OnWait(in).why, "pinned for TTL");
+  // Tools that take far longer than reloading never pin.
+  in.wait_quantiles.assign(5, Seconds(60));
+  EXPECT_DOUBLE_EQ(ContinuumPolicy::Ttl(in), 0);
+  // A higher queueing delay lengthens the pin.
+  in.queue_delay = Seconds(200);
+  EXPECT_DOUBLE_EQ(ContinuumPolicy::Ttl(in), 60);
+  IdleContextInfo pinned{1, Time::FromSeconds(1), Seconds(2), 1};
+  IdleContextInfo unpinned{1, Time::FromSeconds(9), Duration::max(), 1};
+  EXPECT_LT(p.EvictionPriority(unpinned), p.EvictionPriority(pinned));
+  // Order: preempted, then resident (pinned), then program arrival.
+  ReadyNodeInfo resident = Ready(50, 60);
+  resident.context_resident = true;
+  EXPECT_TRUE(Before(p, resident, Ready(0, 70)));
+  EXPECT_TRUE(Before(p, Ready(80, 90, 0, true), resident));
+  EXPECT_TRUE(Before(p, Ready(0, 100), Ready(10, 20)));
+}
+
+TEST(Autellix, LeastAttainedProgramServiceFirstInDiscreteQueues) {
+  AutellixPolicy p;
+  EXPECT_EQ(AutellixPolicy::Queue(Seconds(0)), 0);
+  EXPECT_EQ(AutellixPolicy::Queue(Seconds(1.5)), 1);
+  EXPECT_EQ(AutellixPolicy::Queue(Seconds(100)), 6);
+  // A young program beats an old one that already got 10 s, regardless of arrival...
+  EXPECT_TRUE(Before(p, Ready(100, 110, 0.2), Ready(0, 5, 10)));
+  // ...and within a queue calls are FCFS.
+  EXPECT_TRUE(Before(p, Ready(100, 105, 0.5), Ready(0, 106, 0.1)));
+  WaitInput pre = Tool(1, 1, 0.1);
+  pre.reason = WaitReason::kPreempted;
+  EXPECT_EQ(p.OnWait(pre).action, WaitAction::kDemote);  // swap
+  EXPECT_EQ(p.OnWait(Tool(60, 1, 0.1)).action, WaitAction::kKeep);
+}
+
+TEST(KvFlow, EvictsFarthestStepsFirstAndWritesBackToHost) {
+  KvFlowPolicy p;
+  IdleContextInfo near{1, Time::FromSeconds(1), Duration::max(), 1};
+  IdleContextInfo far{1, Time::FromSeconds(9), Duration::max(), 3};
+  IdleContextInfo near_newer{1, Time::FromSeconds(5), Duration::max(), 1};
+  EXPECT_LT(p.EvictionPriority(far), p.EvictionPriority(near));
+  EXPECT_LT(p.EvictionPriority(near), p.EvictionPriority(near_newer));  // ties: LRU
+  WaitInput ev = Tool(1, 1, 0.1);
+  ev.reason = WaitReason::kEviction;
+  EXPECT_EQ(p.OnWait(ev).action, WaitAction::kDemote);
+  ev.options.clear();
+  EXPECT_EQ(p.OnWait(ev).action, WaitAction::kDiscard);
+  EXPECT_EQ(p.OnWait(Tool(60, 1, 0.1)).action, WaitAction::kKeep);
+}
+
+TEST(ReferencePolicies, RegistryKnowsEveryName) {
+  for (std::string_view name : PolicyNames()) {
+    std::unique_ptr<Policy> p = MakePolicy(name);
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_EQ(p->name(), name);
+  }
+  EXPECT_EQ(PolicyNames().size(), 7u);
+}
+
+// On the real core, one slot: A's second call became ready (1.05 s) before the young
+// program Y arrived (1.5 s), but A already attained 1.05 s of service. vLLM FCFS runs A's
+// call first (earlier request); Autellix runs Y first (less program service).
+std::vector<std::string> Placements(const Policy& policy) {
+  using namespace testing;  // NOLINT
+  SimulatedFabric fabric(SimulatedFabric::Options{});
+  FixedRateCost cost;
+  CoreOptions o;
+  o.workers = 1;
+  o.slots_per_worker = 1;
+  o.hbm_bytes_per_worker = 100ULL << 30;
+  Core core(o, &policy, &fabric, &fabric, &cost);
+  auto wf = [](const std::string& id, int calls) {
+    v1::Workflow w;
+    w.set_id(id);
+    w.set_tenant("t");
+    for (int i = 0; i < calls; ++i) {
+      std::vector<std::string> deps;
+      if (i) deps.push_back("c" + std::to_string(i - 1));
+      *w.add_nodes() = Llm("c" + std::to_string(i), deps, "main",
+                           i ? v1::CacheRef::EXTEND : v1::CacheRef::CREATE, 40000, 10);
+    }
+    return w;
+  };
+  std::vector<std::string> order;
+  auto run = [&](const Event& e, double t) {
+    for (const Command& c : core.handle(e, Time::FromSeconds(t)).list)
+      if (c.kind == CommandKind::kPlace) order.push_back(c.workflow_id + "/" + c.node_id);
+  };
+  run(Submit(wf("A", 2)), 0);  // A/c0 runs 0 .. 1.05
+  run(Submit(wf("B", 1)), 0.1);
+  run(LlmDone("A", "c0", 10, Seconds(1.05)), 1.05);  // B/c0 runs 1.05 .. 2.1; A/c1 ready
+  run(Submit(wf("Y", 1)), 1.5);
+  run(LlmDone("B", "c0", 10, Seconds(1.05)), 2.1);
+  return order;
+}
+
+TEST(ReferencePolicies, OnTheCoreAutellixFavoursTheYoungProgramVllmTheEarlierCall) {
+  AutellixPolicy autellix;
+  VllmFcfsPolicy vllm;
+  std::vector<std::string> a = Placements(autellix);
+  std::vector<std::string> v = Placements(vllm);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(a[1], "B/c0");
+  EXPECT_EQ(v[1], "B/c0");
+  EXPECT_EQ(a[2], "Y/c0");
+  EXPECT_EQ(v[2], "A/c1");
+}
+
+}  // namespace
+}  // namespace switchyard::scheduler
