@@ -57,11 +57,11 @@ void CoreState::Handle(const Event& e) {
     } else if (e.kind == EventKind::kCancel) {
       CancelWorkflow(*wf, "cancelled");
     } else {
-      auto it = wf->index.find(e.node_id);
-      if (it == wf->index.end()) {
+      std::optional<program_graph::NodeIndex> found = wf->graph->Find(e.node_id);
+      if (!found) {
         ++ignored;
       } else {
-        int idx = it->second;
+        int idx = static_cast<int>(*found);
         NodeRec& n = wf->nodes[static_cast<size_t>(idx)];
         bool engine = e.kind == EventKind::kEngineStep || e.kind == EventKind::kLlmFinished;
         if (engine && e.worker >= 0 && e.worker != n.worker) {
@@ -154,63 +154,59 @@ void CoreState::Submit(const v1::Workflow& w) {
   wf.priority = w.priority() == v1::PRIORITY_UNSPECIFIED ? 2 : static_cast<int>(w.priority());
   wf.arrival = w.arrival_ms() > 0 ? Time::FromMillis(w.arrival_ms()) : now;
   Tenant(wf.tenant);
-  for (const v1::ProgramNode& n : w.nodes()) {
-    if (wf.ended) break;
-    Append(wf, n);
+  Result<std::unique_ptr<program_graph::Workflow>> graph = program_graph::Workflow::Create(w, now);
+  if (!graph.ok()) {
+    EndWorkflow(wf, CommandKind::kFail, "", "invalid workflow: " + graph.status().message());
+    return;
   }
+  wf.graph = std::move(*graph);
+  for (size_t i = 0; i < wf.graph->size(); ++i) AddNode(wf, static_cast<int>(i));
+  for (size_t i = 0; i < wf.graph->size() && !wf.ended; ++i)
+    if (wf.graph->state(static_cast<program_graph::NodeIndex>(i)) == v1::NODE_READY)
+      OnReady(wf, static_cast<int>(i));
 }
 
 void CoreState::Append(WfRec& wf, const v1::ProgramNode& spec) {
-  std::string bad;
-  if (spec.id().empty())
-    bad = "node without an id";
-  else if (wf.index.count(spec.id()))
-    bad = "duplicate node id '" + spec.id() + "'";
-  else if (!spec.tenant().empty() && spec.tenant() != wf.tenant)
-    bad = "node '" + spec.id() + "' tenant '" + spec.tenant() + "' differs from the workflow's";
-  for (const std::string& d : spec.deps())
-    if (bad.empty() && !wf.index.count(d))
-      bad = "node '" + spec.id() + "' depends on unknown node '" + d + "'";
-  if (wf.closed && bad.empty()) bad = "node '" + spec.id() + "' appended after close";
-  if (!bad.empty()) {
-    CancelWorkflow(wf, "invalid append: " + bad);
+  Status st = wf.graph->Append({spec}, now);
+  if (!st.ok()) {
+    CancelWorkflow(wf, "invalid append: " + st.message());
     return;
   }
-  int idx = static_cast<int>(wf.nodes.size());
-  wf.index[spec.id()] = idx;
+  int idx = static_cast<int>(wf.graph->size()) - 1;
+  AddNode(wf, idx);
+  if (wf.graph->state(static_cast<program_graph::NodeIndex>(idx)) == v1::NODE_READY)
+    OnReady(wf, idx);
+}
+
+void CoreState::AddNode(WfRec& wf, int idx) {
   wf.nodes.emplace_back();
   NodeRec& n = wf.nodes.back();
-  n.spec = spec;
-  const v1::Hints& h = spec.hints();
-  if (spec.cache_refs_size() > 0) {
-    auto mode = spec.cache_refs(0).mode();
+  n.spec = wf.graph->node(static_cast<program_graph::NodeIndex>(idx));
+  const v1::Hints& h = n.spec.hints();
+  if (n.spec.cache_refs_size() > 0) {
+    auto mode = n.spec.cache_refs(0).mode();
     n.new_tokens = mode == v1::CacheRef::CREATE   ? std::max(h.prompt_tokens(), h.extend_tokens())
                    : mode == v1::CacheRef::EXTEND ? h.extend_tokens()
                                                   : 0;
   } else {
     n.new_tokens = h.prompt_tokens();
   }
-  for (const v1::CacheRef& r : spec.cache_refs()) {
+  for (const v1::CacheRef& r : n.spec.cache_refs()) {
     std::string key = ContextKey(wf.id, r.context());
     if (!ctxs.count(key)) {
       CtxRec& c = ctxs[key];
       c.key = key;
+      c.name = r.context();
       c.wf = wf.id;
-      c.model = spec.model_id();
+      c.model = n.spec.model_id();
       wf.contexts.push_back(key);
     }
   }
-  for (const std::string& d : spec.deps()) {
-    NodeRec& p = wf.nodes[static_cast<size_t>(wf.index[d])];
-    if (p.state == NState::kSucceeded) continue;
-    p.children.push_back(idx);
-    wf.nodes[static_cast<size_t>(idx)].unmet++;
-  }
-  if (wf.nodes[static_cast<size_t>(idx)].unmet == 0) OnReady(wf, idx);
 }
 
 void CoreState::Close(WfRec& wf) {
   wf.closed = true;
+  wf.graph->Close();
   MaybeComplete(wf);
 }
 
@@ -221,6 +217,7 @@ void CoreState::OnReady(WfRec& wf, int idx) {
   if (n.spec.kind() == v1::TOOL) {
     n.state = NState::kAdmitted;
     n.attempts++;
+    (void)wf.graph->MarkRunning(static_cast<program_graph::NodeIndex>(idx));
     Emit({.kind = CommandKind::kAdmit, .workflow_id = wf.id, .node_id = n.spec.id()});
   } else {
     Enqueue(wf, idx);
@@ -230,16 +227,26 @@ void CoreState::OnReady(WfRec& wf, int idx) {
 void CoreState::OnSucceeded(WfRec& wf, int idx) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   n.state = NState::kSucceeded;
-  wf.terminal++;
-  for (int c : n.children) {
-    NodeRec& ch = wf.nodes[static_cast<size_t>(c)];
-    if (--ch.unmet == 0 && ch.state == NState::kPending) OnReady(wf, c);
+  Result<std::vector<program_graph::NodeIndex>> ready =
+      wf.graph->MarkSucceeded(static_cast<program_graph::NodeIndex>(idx));
+  if (ready.ok()) {
+    for (program_graph::NodeIndex c : *ready)
+      if (wf.nodes[c].state == NState::kPending) OnReady(wf, static_cast<int>(c));
   }
   MaybeComplete(wf);
 }
 
+void CoreState::FailNode(WfRec& wf, int idx, const std::string& why) {
+  NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+  auto gi = static_cast<program_graph::NodeIndex>(idx);
+  if (wf.graph->state(gi) == v1::NODE_READY) (void)wf.graph->MarkRunning(gi);
+  (void)wf.graph->MarkFailed(gi, why, program_graph::FailMode::kTerminal);
+  n.state = NState::kFailed;
+  EndWorkflow(wf, CommandKind::kFail, n.spec.id(), why);
+}
+
 void CoreState::MaybeComplete(WfRec& wf) {
-  if (wf.ended || !wf.closed || wf.terminal != static_cast<int>(wf.nodes.size())) return;
+  if (wf.ended || !wf.closed || wf.graph->state() != v1::WORKFLOW_COMPLETED) return;
   EndWorkflow(wf, CommandKind::kComplete, "", "");
 }
 
@@ -262,8 +269,9 @@ void CoreState::EndWorkflow(WfRec& wf, CommandKind kind, const std::string& node
       StopRunning(wf, static_cast<int>(i));
     }
     n.state = NState::kCancelled;
-    wf.terminal++;
   }
+  // The program's view: every node still open is cancelled (a failed workflow stays failed).
+  if (wf.graph) wf.graph->Cancel(why.empty() ? "workflow ended" : why);
   for (const std::string& key : wf.contexts) {
     auto it = ctxs.find(key);
     if (it == ctxs.end()) continue;
@@ -285,7 +293,13 @@ void CoreState::RunTimers() {
       WfRec* wf = FindWf(t.key);
       if (!wf) continue;
       NodeRec& n = wf->nodes[static_cast<size_t>(t.node)];
-      if (n.state == NState::kRetryWait) OnReady(*wf, t.node);
+      if (n.state != NState::kRetryWait) continue;
+      Status st = wf->graph->ResetForRetry(static_cast<program_graph::NodeIndex>(t.node));
+      if (st.ok()) {
+        OnReady(*wf, t.node);
+      } else {
+        FailNode(*wf, t.node, "node '" + n.spec.id() + "' cannot be retried: " + st.message());
+      }
       continue;
     }
     auto it = ctxs.find(t.key);

@@ -188,12 +188,10 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
   if (best < 0) {
     if (whole > opt.hbm_bytes_per_worker) {
       Dequeue(wf, idx);
-      n.state = NState::kFailed;
-      wf.terminal++;
-      EndWorkflow(wf, CommandKind::kFail, n.spec.id(),
-                  "node '" + n.spec.id() + "' needs " + std::to_string(whole) +
-                      " bytes of HBM, more than a worker's capacity of " +
-                      std::to_string(opt.hbm_bytes_per_worker));
+      FailNode(wf, idx,
+               "node '" + n.spec.id() + "' needs " + std::to_string(whole) +
+                   " bytes of HBM, more than a worker's capacity of " +
+                   std::to_string(opt.hbm_bytes_per_worker));
       return false;
     }
     // Discards free HBM at once: try again now (no later event may come to trigger it).
@@ -256,6 +254,8 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   wr.running++;
   wr.nodes.insert({wf.id, idx});
   n.state = NState::kRunning;
+  auto gi = static_cast<program_graph::NodeIndex>(idx);
+  if (wf.graph->state(gi) == v1::NODE_READY) (void)wf.graph->MarkRunning(gi);
   n.worker = w;
   n.attempts++;
   n.started = now;
@@ -287,6 +287,16 @@ void CoreState::StopRunning(WfRec& wf, int idx) {
   }
 }
 
+int CoreState::StepsToUse(const CtxRec& c) const {
+  auto it = wfs.find(c.wf);
+  if (it == wfs.end() || !it->second.graph) return INT32_MAX;
+  const program_graph::Workflow& g = *it->second.graph;
+  uint32_t best = program_graph::kNeverRuns;
+  for (program_graph::NodeIndex i : g.NodesUsingContext(c.name))
+    best = std::min(best, g.StepsToExecution(i));
+  return best == program_graph::kNeverRuns ? INT32_MAX : static_cast<int>(best);
+}
+
 bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& keep) {
   struct Cand {
     double pri;
@@ -298,7 +308,7 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
     if (c.users > 0 || c.transfer != 0 || c.dead) continue;
     if (std::find(keep.begin(), keep.end(), key) != keep.end()) continue;  // the node's own
     const WfRec& wf = wfs[c.wf];
-    IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), 1};
+    IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), StepsToUse(c)};
     bool queued_user = false, tool_starting = false;
     for (const NodeRec& n : wf.nodes) {
       queued_user |= n.queued;

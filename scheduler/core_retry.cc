@@ -8,16 +8,22 @@
 
 namespace switchyard::scheduler::internal {
 
-Duration CoreState::Backoff(const NodeRec& n) const {
+Duration CoreState::Backoff(const WfRec& wf, int idx) const {
+  const NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   const v1::RetryPolicy& r = n.spec.retry();
+  int attempts = static_cast<int>(wf.graph->attempts(static_cast<program_graph::NodeIndex>(idx)));
   double initial = r.initial_backoff_ms() > 0 ? static_cast<double>(r.initial_backoff_ms()) : 100;
   double mult = r.backoff_multiplier() > 0 ? r.backoff_multiplier() : 2.0;
   double cap = r.max_backoff_ms() > 0 ? static_cast<double>(r.max_backoff_ms()) : 10'000;
-  double ms = std::min(cap, initial * std::pow(mult, std::max(0, n.attempts - 1)));
+  double ms = std::min(cap, initial * std::pow(mult, std::max(0, attempts - 1)));
   return Millis(static_cast<int64_t>(ms));
 }
 
-std::string CoreState::RetryBlocker(WfRec& wf, NodeRec& n, const Status& st, Duration backoff) {
+std::string CoreState::RetryBlocker(WfRec& wf, int idx, const Status& st, Duration backoff) {
+  NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+  auto gi = static_cast<program_graph::NodeIndex>(idx);
+  // The program's rule first (program_graph: a side effect without an idempotency key).
+  if (!wf.graph->retryable(gi)) return wf.graph->retry_block_reason(gi);
   if (n.spec.side_effect() && n.spec.idempotency_key().empty())
     return "side-effect node has no idempotency key, so a retry cannot be proven safe";
   switch (st.code()) {
@@ -31,9 +37,8 @@ std::string CoreState::RetryBlocker(WfRec& wf, NodeRec& n, const Status& st, Dur
     default:
       break;
   }
-  int max_attempts = n.spec.retry().max_attempts() > 0 ? n.spec.retry().max_attempts() : 3;
-  if (n.attempts >= max_attempts)
-    return "retry budget exhausted after " + std::to_string(n.attempts) + " attempts";
+  if (!wf.graph->CanRetry(gi))
+    return "retry budget exhausted after " + std::to_string(wf.graph->attempts(gi)) + " attempts";
   TenantRec& t = Tenant(wf.tenant);
   t.credit = std::min(opt.retry_credit_capacity,
                       t.credit + ToSeconds(now - t.credit_at) * opt.retry_credit_per_second);
@@ -47,8 +52,11 @@ std::string CoreState::RetryBlocker(WfRec& wf, NodeRec& n, const Status& st, Dur
 
 void CoreState::OnNodeFailed(WfRec& wf, int idx, const Status& st) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
-  Duration backoff = Backoff(n);
-  std::string blocker = RetryBlocker(wf, n, st, backoff);
+  auto gi = static_cast<program_graph::NodeIndex>(idx);
+  if (wf.graph->state(gi) == v1::NODE_READY) (void)wf.graph->MarkRunning(gi);
+  (void)wf.graph->MarkFailed(gi, st.ToString(), program_graph::FailMode::kAllowRetry);
+  Duration backoff = Backoff(wf, idx);
+  std::string blocker = RetryBlocker(wf, idx, st, backoff);
   if (blocker.empty()) {
     Tenant(wf.tenant).credit -= 1.0;
     n.state = NState::kRetryWait;
@@ -58,14 +66,12 @@ void CoreState::OnNodeFailed(WfRec& wf, int idx, const Status& st) {
           .workflow_id = wf.id,
           .node_id = n.spec.id(),
           .not_before = at,
-          .attempt = n.attempts + 1,
+          .attempt = static_cast<int>(wf.graph->attempts(gi)) + 1,
           .reason = st.ToString()});
     return;
   }
-  n.state = NState::kFailed;
-  wf.terminal++;
-  EndWorkflow(wf, CommandKind::kFail, n.spec.id(),
-              "node '" + n.spec.id() + "' failed (" + st.ToString() + "); not retried: " + blocker);
+  FailNode(wf, idx,
+           "node '" + n.spec.id() + "' failed (" + st.ToString() + "); not retried: " + blocker);
 }
 
 }  // namespace switchyard::scheduler::internal

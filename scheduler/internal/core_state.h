@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "program_graph/workflow.h"
 #include "scheduler/core.h"
 
 namespace switchyard::scheduler::internal {
@@ -45,10 +46,8 @@ struct QKey {
 
 struct NodeRec {
   v1::ProgramNode spec;
-  NState state = NState::kPending;
-  int unmet = 0;
-  std::vector<int> children;
-  int attempts = 0;
+  NState state = NState::kPending;  // the scheduler's view; the program's is graph->state()
+  int attempts = 0;                 // placements and admissions (preemption re-places)
   Time ready_since{0};
   Time started{0};
   int worker = -1;
@@ -71,17 +70,19 @@ struct WfRec {
   Time deadline = Time::Max();
   int priority = 2;
   Time arrival{0};
+  // The program: definition, validation, readiness, failure propagation and retry
+  // bookkeeping, steps-to-execution (program_graph). Node i of the graph is nodes[i].
+  std::unique_ptr<program_graph::Workflow> graph;
   std::vector<NodeRec> nodes;
-  std::map<std::string, int> index;
   std::vector<std::string> contexts;  // keys, creation order
   bool closed = false, ended = false;
   Duration atlas{0}, plas{0};
-  int terminal = 0;
   int running_tools = 0;
 };
 
 struct CtxRec {
   std::string key, wf, model;
+  std::string name;  // the context's name within its workflow
   uint64_t epoch = 0;
   int64_t tokens = 0;
   uint64_t bytes = 0;
@@ -161,9 +162,12 @@ struct CoreState {
   void Handle(const Event& e);
   void Submit(const v1::Workflow& w);
   void Append(WfRec& wf, const v1::ProgramNode& n);
+  void AddNode(WfRec& wf, int idx);  // scheduler record of graph node idx
   void Close(WfRec& wf);
   void OnReady(WfRec& wf, int idx);
   void OnSucceeded(WfRec& wf, int idx);
+  void FailNode(WfRec& wf, int idx, const std::string& why);  // terminal, ends the workflow
+  int StepsToUse(const CtxRec& c) const;                      // KVFlow steps-to-execution
   void CancelWorkflow(WfRec& wf, const std::string& reason);
   void EndWorkflow(WfRec& wf, CommandKind kind, const std::string& node, const std::string& why);
   void MaybeComplete(WfRec& wf);
@@ -209,8 +213,8 @@ struct CoreState {
 
   // core_retry.cc
   void OnNodeFailed(WfRec& wf, int idx, const Status& st);
-  std::string RetryBlocker(WfRec& wf, NodeRec& n, const Status& st, Duration backoff);
-  Duration Backoff(const NodeRec& n) const;
+  std::string RetryBlocker(WfRec& wf, int idx, const Status& st, Duration backoff);
+  Duration Backoff(const WfRec& wf, int idx) const;
 };
 
 }  // namespace switchyard::scheduler::internal

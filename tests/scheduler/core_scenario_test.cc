@@ -236,7 +236,7 @@ TEST(CoreScenario, SideEffectFailureFailsWorkflowWithoutRetry) {
           ToolDone("wf1", "pay", Status::Unavailable("gateway timeout")),
           {"discard wf1/main (workflow failed)",
            "fail wf1 node=pay: node 'pay' failed (Unavailable: gateway timeout [retryable]); not "
-           "retried: side-effect node has no idempotency key, so a retry cannot be proven safe"}},
+           "retried: node 'pay' is a side-effecting tool without an idempotency_key"}},
          // The tool's late duplicate report changes nothing.
          {0.6, ToolDone("wf1", "pay"), {}}});
   EXPECT_EQ(r.core.live_workflows(), 0u);
