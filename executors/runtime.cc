@@ -117,6 +117,7 @@ void Runtime::Execute(const Command& c) {
     }
     case CommandKind::kDiscard:
       if (c.transfer_id != 0) mover_->Cancel(c.transfer_id);
+      mover_->Discard(c.context);
       break;
     case CommandKind::kFail:
     case CommandKind::kComplete:

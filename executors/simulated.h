@@ -58,6 +58,9 @@ class KvMover {
   virtual void Move(const scheduler::Command& move, std::function<void(Status)> done) = 0;
   // Cancels an in-flight move; its `done` runs with Cancelled. False if unknown.
   virtual bool Cancel(uint64_t transfer_id) = 0;
+  // The core dropped the context: free whatever holds its bytes (after an in-flight move
+  // ends, if one is running). Movers that hold nothing ignore it.
+  virtual void Discard(const std::string& context) {}
 };
 
 class SimulatedModelExecutor final : public ModelExecutor {
