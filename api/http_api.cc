@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "api/dashboard.h"
 #include "base/logging.h"
 #include "proto/json.h"
 
@@ -120,6 +121,10 @@ HttpResponse HttpApi::Handle(const HttpRequest& req) {
 
 HttpResponse HttpApi::Route(const HttpRequest& req, std::string* route) {
   std::string_view path = req.path();
+  if (path == "/" || path == "/index.html") {  // the dashboard page: no data, no auth
+    *route = "/";
+    return DashboardResponse(req);
+  }
   if (path == "/healthz") {
     *route = "/healthz";
     return HttpResponse{200, "application/json", {}, "{\"status\":\"ok\"}"};

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Switchyard builds against, idempotently: packages already
 # present are skipped, and `apt-get update` runs only when something is missing.
-# Usage: scripts/bootstrap.sh [--with-browser]   (--with-browser adds headless Chromium,
-# used by the dashboard test)
+# Usage: scripts/bootstrap.sh [--with-browser]   (--with-browser, or SY_WITH_BROWSER=1 in
+# the environment, adds Debian's chromium: the dashboard test runs it headless, and skips
+# without it)
 set -euo pipefail
 
 PACKAGES=(
@@ -20,7 +21,14 @@ PACKAGES=(
   iproute2                              # network-namespace integration tests
   python3                               # Python client and its tests
 )
-if [[ "${1:-}" == "--with-browser" ]]; then
+with_browser=${SY_WITH_BROWSER:-0}
+for a in "$@"; do
+  case "$a" in
+    --with-browser) with_browser=1 ;;
+    *) echo "bootstrap: unknown option '$a' (usage: $0 [--with-browser])" >&2; exit 2 ;;
+  esac
+done
+if [[ "$with_browser" == 1 ]]; then
   PACKAGES+=(chromium)
 fi
 
