@@ -1,0 +1,186 @@
+// The replay driver on small committed fixtures: determinism (same seed -> byte-identical
+// report.json), conservation (every workflow ends, bytes moved = the sum over transfers,
+// time never runs backwards), every policy on both trace kinds, and the sweep's retiming.
+#include "bench/replay/replay.h"
+
+#include <gtest/gtest.h>
+
+#include "bench/replay/cluster.h"
+#include "bench/replay/convert.h"
+#include "bench/replay/report.h"
+#include "bench/replay/sweep.h"
+#include "proto/json.h"
+#include "scheduler/reference_policies.h"
+
+namespace switchyard::replay {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  auto text = proto::ReadFile(std::string(SY_SOURCE_DIR) + "/tests/fixtures/" + name);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : "";
+}
+
+std::vector<v1::TraceRecord> Sessions(double rate, int repeat) {
+  ConvertOptions o;
+  o.rate_per_s = rate;
+  o.repeat = repeat;
+  o.tenants = 2;
+  o.seed = 7;
+  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  EXPECT_TRUE(recs.ok()) << recs.status();
+  return recs.ok() ? *recs : std::vector<v1::TraceRecord>{};
+}
+
+std::vector<v1::TraceRecord> Mooncake(int limit) {
+  ConvertOptions o;
+  o.limit = limit;
+  auto recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), o);
+  EXPECT_TRUE(recs.ok()) << recs.status();
+  return recs.ok() ? *recs : std::vector<v1::TraceRecord>{};
+}
+
+// A small, tight cluster: 2 workers of an 8B model with ~9 GB of KV each, so contexts
+// compete for HBM and policies must evict, demote or recompute.
+v1::ReplayCluster Tight() {
+  v1::ReplayCluster c = DefaultCluster();
+  c.set_name("tight");
+  c.set_gpus_per_node(2);
+  c.set_slots_per_worker(2);
+  c.mutable_gpu()->set_hbm_bytes(28'000'000'000ULL);
+  return c;
+}
+
+TEST(Replay, SameSeedGivesByteIdenticalReport) {
+  std::vector<v1::TraceRecord> t = Sessions(0.5, 2);
+  ReportMeta meta{"fixture", "tight", "", 3, ""};
+  std::string a, b;
+  for (std::string* out : {&a, &b}) {
+    std::vector<PolicyReport> runs;
+    for (const char* p : {"switchyard", "vllm-fcfs"}) {
+      ReplayOptions o;
+      o.seed = 3;
+      auto r = RunReplay(t, Tight(), p, o);
+      ASSERT_TRUE(r.ok()) << r.status();
+      runs.push_back(std::move(*r));
+    }
+    *out = ReportJson(meta, runs);
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_GT(a.size(), 1000u);
+}
+
+void ExpectConserved(const PolicyReport& r, size_t workflows) {
+  SCOPED_TRACE(r.policy);
+  EXPECT_EQ(r.workflows, static_cast<int64_t>(workflows));
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_EQ(r.completed + r.failed, r.workflows);
+  EXPECT_TRUE(r.time_monotonic);
+  EXPECT_TRUE(r.bytes_conserved);
+  uint64_t by_class = 0, by_link = 0;
+  for (const auto& [c, b] : r.bytes_moved_by_class) by_class += b;
+  for (const auto& [l, b] : r.bytes_moved_by_link) by_link += b;
+  // Every granted transfer crosses at least one link; links count granted bytes.
+  EXPECT_GE(by_link, by_class);
+  EXPECT_EQ(r.jct_s.size(), static_cast<size_t>(r.completed));
+  EXPECT_TRUE(std::is_sorted(r.jct_s.begin(), r.jct_s.end()));
+  EXPECT_GE(r.hbm_util_mean, 0.0);
+  EXPECT_LE(r.hbm_util_mean, 1.0);
+  for (double v : r.hbm_util.values) EXPECT_LE(v, 1.0 + 1e-9);
+  double series_bytes = 0;
+  for (const auto& [name, s] : r.link_bytes)
+    for (double v : s.values) series_bytes += v;
+  EXPECT_DOUBLE_EQ(series_bytes, static_cast<double>(by_link));
+  EXPECT_GT(r.events, 0u);
+}
+
+TEST(Replay, EveryPolicyEndsEveryWorkflowAndConservesBytes) {
+  std::vector<v1::TraceRecord> sessions = Sessions(0.5, 2);
+  std::vector<v1::TraceRecord> chats = Mooncake(120);
+  uint64_t moved_any = 0;
+  for (std::string_view p : scheduler::PolicyNames()) {
+    for (const auto* t : {&sessions, &chats}) {
+      auto r = RunReplay(*t, Tight(), std::string(p), {});
+      ASSERT_TRUE(r.ok()) << p << ": " << r.status();
+      ExpectConserved(*r, t->size());
+      for (const auto& [c, b] : r->bytes_moved_by_class) moved_any += b;
+      EXPECT_GT(r->completed, 0) << p;
+      EXPECT_GT(r->ttft_s.size(), 0u) << p;
+    }
+  }
+  EXPECT_GT(moved_any, 0u) << "the tight cluster should make some policy move KV";
+}
+
+TEST(Replay, UnloadedJobsTakeAboutTheirOwnServiceTime) {
+  // One session alone on a big cluster: JCT >= the sum of its recorded tool time on the
+  // critical path, and nothing is recomputed or moved.
+  std::vector<v1::TraceRecord> t = Sessions(0.001, 1);
+  t.resize(1);
+  auto r = RunReplay(t, DefaultCluster(), "switchyard", {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->completed, 1);
+  EXPECT_EQ(r->recompute_tokens, 0u);
+  EXPECT_EQ(r->transfers, 0u);
+  EXPECT_EQ(r->deadline_miss_rate, 0.0);
+  EXPECT_GT(r->jct_mean_s, 1.0);
+}
+
+TEST(Replay, RejectsUnknownPolicyAndBadCluster) {
+  std::vector<v1::TraceRecord> t = Sessions(0.5, 1);
+  auto r = RunReplay(t, DefaultCluster(), "fifo", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown policy 'fifo'"), std::string::npos);
+  v1::ReplayCluster c = DefaultCluster();
+  c.set_slots_per_worker(0);
+  r = RunReplay(t, c, "switchyard", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("slotsPerWorker"), std::string::npos);
+}
+
+TEST(Replay, PercentileIsNearestRank) {
+  std::vector<double> v = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  EXPECT_EQ(Percentile(v, 50), 5);
+  EXPECT_EQ(Percentile(v, 99), 10);
+  EXPECT_EQ(Percentile(v, 0), 1);
+  EXPECT_EQ(Percentile({}, 50), 0);
+}
+
+TEST(Sweep, RetimeKeepsDeadlinesRelativeAndHitsTheRate) {
+  std::vector<v1::TraceRecord> t = Sessions(0.05, 10);
+  ASSERT_EQ(t.size(), 40u);
+  for (RetimeMode m : {RetimeMode::kPoisson, RetimeMode::kScale}) {
+    std::vector<v1::TraceRecord> r = Retime(t, 2.0, m, 5);
+    ASSERT_EQ(r.size(), t.size());
+    std::map<std::string, int64_t> slack;
+    for (const auto& x : t) slack[x.workflow().id()] = x.workflow().deadline_ms() - x.arrival_ms();
+    for (size_t i = 0; i < r.size(); ++i) {
+      EXPECT_EQ(r[i].workflow().deadline_ms() - r[i].arrival_ms(), slack[r[i].workflow().id()]);
+      EXPECT_EQ(r[i].workflow().arrival_ms(), r[i].arrival_ms());
+      if (i) {
+        EXPECT_LE(r[i - 1].arrival_ms(), r[i].arrival_ms());
+      }
+    }
+    double rate = TraceRate(r);
+    EXPECT_NEAR(rate, 2.0, m == RetimeMode::kScale ? 0.01 : 1.0);
+  }
+}
+
+TEST(Sweep, RunsEveryCellAndStatesTheGoal) {
+  std::vector<v1::TraceRecord> t = Sessions(0.05, 1);
+  SweepOptions o;
+  auto s = RunSweep(t, Tight(), {0.01, 1.0}, {"switchyard", "vllm-fcfs"}, o, "fixture");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->cells.size(), 4u);
+  EXPECT_EQ(s->cells[0].rate_per_s, 0.01);
+  EXPECT_EQ(s->cells[3].report.policy, "vllm-fcfs");
+  std::string table = SweepTable(*s);
+  EXPECT_NE(table.find("vllm-fcfs"), std::string::npos);
+  std::string verdict = GoalVerdict(*s);
+  EXPECT_NE(verdict.find("rate 0.01"), std::string::npos);
+  EXPECT_NE(verdict.find("rate 1"), std::string::npos);
+  std::string html = SweepHtml({*s}, "switchyard sweep ...");
+  EXPECT_NE(html.find("P99 JCT vs load"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchyard::replay
