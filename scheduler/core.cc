@@ -111,6 +111,7 @@ void CoreState::Handle(const Event& e) {
             break;
           case EventKind::kToolStarted:
             if (n.state == NState::kAdmitted) {
+              wf->admitted_tools--;
               n.state = NState::kRunning;
               n.started = now;
               wf->running_tools++;
@@ -125,6 +126,7 @@ void CoreState::Handle(const Event& e) {
               break;
             }
             if (n.state == NState::kRunning) wf->running_tools--;
+            if (n.state == NState::kAdmitted) wf->admitted_tools--;
             durations.Observe(wf->tenant, n.spec.tool_name(), now - n.started);
             if (e.status.ok()) {
               OnSucceeded(*wf, idx);
@@ -197,6 +199,7 @@ void CoreState::AddNode(WfRec& wf, int idx) {
       CtxRec& c = ctxs[key];
       c.key = key;
       c.name = r.context();
+      c.owner = &wf;
       c.wf = wf.id;
       c.model = n.spec.model_id();
       wf.contexts.push_back(key);
@@ -216,6 +219,7 @@ void CoreState::OnReady(WfRec& wf, int idx) {
   n.ready_since = now;
   if (n.spec.kind() == v1::TOOL) {
     n.state = NState::kAdmitted;
+    wf.admitted_tools++;
     n.attempts++;
     (void)wf.graph->MarkRunning(static_cast<program_graph::NodeIndex>(idx));
     Emit({.kind = CommandKind::kAdmit, .workflow_id = wf.id, .node_id = n.spec.id()});

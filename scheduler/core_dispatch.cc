@@ -69,6 +69,7 @@ void CoreState::Enqueue(WfRec& wf, int idx) {
     if (least >= 0) t.service = std::max(t.service, Seconds(least * t.weight));
   }
   n.qkey = QKey{k.band, k.key, next_seq++, wf.id, idx};
+  wf.queued_nodes++;
   t.ready.insert(n.qkey);
   Time dl = NodeDeadline(wf, n);
   if (policy->DeadlineAware() && dl != Time::Max()) {
@@ -95,6 +96,7 @@ void CoreState::Dequeue(WfRec& wf, int idx) {
   queued_demand -= std::min(queued_demand, n.demand);
   n.demand = 0;
   n.queued = false;
+  wf.queued_nodes--;
   --queued;
 }
 
@@ -300,22 +302,18 @@ int CoreState::StepsToUse(const CtxRec& c) const {
 bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& keep) {
   struct Cand {
     double pri;
-    std::string key;
+    CtxRec* ctx;
   };
   std::vector<Cand> cands;
-  for (const std::string& key : workers[static_cast<size_t>(w)].resident) {
-    const CtxRec& c = ctxs[key];
+  for (CtxRec* cp : workers[static_cast<size_t>(w)].resident) {
+    const CtxRec& c = *cp;
     if (c.users > 0 || c.transfer != 0 || c.dead) continue;
-    if (std::find(keep.begin(), keep.end(), key) != keep.end()) continue;  // the node's own
-    const WfRec& wf = wfs[c.wf];
-    IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), StepsToUse(c)};
-    bool queued_user = false, tool_starting = false;
-    for (const NodeRec& n : wf.nodes) {
-      queued_user |= n.queued;
-      tool_starting |= n.state == NState::kAdmitted;
-    }
+    if (std::find(keep.begin(), keep.end(), c.key) != keep.end()) continue;  // the node's own
+    const WfRec& wf = *c.owner;
     // Its tool is about to start: the tool-wait rule decides then.
-    if (tool_starting) continue;
+    if (wf.admitted_tools > 0) continue;
+    bool queued_user = wf.queued_nodes > 0;
+    IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), StepsToUse(c)};
     if (c.wait_tool >= 0) {
       const NodeRec& tool = wf.nodes[static_cast<size_t>(c.wait_tool)];
       Duration predicted = durations.Predict(wf.tenant, tool.spec.tool_name(), 0.5,
@@ -326,18 +324,18 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
     // Contexts a queued node is about to use go last (evicting them only thrashes, but
     // two such workflows must not deadlock each other).
     if (queued_user) pri += 1e12;
-    cands.push_back({pri, key});
+    cands.push_back({pri, cp});
   }
   uint64_t evictable = 0;
-  for (const Cand& cand : cands) evictable += ctxs[cand.key].bytes;
+  for (const Cand& cand : cands) evictable += cand.ctx->bytes;
   if (evictable < need) return false;  // would not make room: do not thrash
   std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
-    return a.pri != b.pri ? a.pri < b.pri : a.key < b.key;
+    return a.pri != b.pri ? a.pri < b.pri : a.ctx->key < b.ctx->key;
   });
   uint64_t freed = 0;
   for (const Cand& cand : cands) {
     if (freed >= need) break;
-    CtxRec& c = ctxs[cand.key];
+    CtxRec& c = *cand.ctx;
     uint64_t bytes = c.bytes;
     std::vector<Duration> q(5, Seconds(1.0));
     DecideWait(c, WaitReason::kEviction, q, Duration::max());

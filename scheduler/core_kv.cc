@@ -17,9 +17,9 @@ void CoreState::Hold(const Location& l, int64_t delta) {
 }
 
 void CoreState::SetLoc(CtxRec& c, const Location& l) {
-  if (HbmAccounted(c.loc)) workers[static_cast<size_t>(c.loc.worker)].resident.erase(c.key);
+  if (HbmAccounted(c.loc)) workers[static_cast<size_t>(c.loc.worker)].resident.erase(&c);
   c.loc = l;
-  if (HbmAccounted(l)) workers[static_cast<size_t>(l.worker)].resident.insert(c.key);
+  if (HbmAccounted(l)) workers[static_cast<size_t>(l.worker)].resident.insert(&c);
 }
 
 std::vector<Duration> CoreState::ToolQuantiles(const WfRec& wf, const NodeRec& tool,
@@ -240,6 +240,7 @@ void CoreState::OnPeerLost(int w) {
   std::vector<std::string> lost;
   for (auto& [key, c] : ctxs)
     if (c.loc.worker == w && c.loc.tier != Tier::kNone) lost.push_back(key);
+  std::sort(lost.begin(), lost.end());
   // 3. Nodes running there failed with a peer-scoped error.
   std::vector<std::pair<std::string, int>> running(workers[static_cast<size_t>(w)].nodes.begin(),
                                                    workers[static_cast<size_t>(w)].nodes.end());
@@ -269,6 +270,7 @@ void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
     if (c.model == model && c.epoch < epoch && !c.dead &&
         (c.loc.tier != Tier::kNone || c.transfer != 0))
       stale.push_back(key);
+  std::sort(stale.begin(), stale.end());
   // Running nodes writing a stale context stop at once and start over on the new epoch.
   for (WorkerRec& wr : workers) {
     std::vector<std::pair<std::string, int>> running(wr.nodes.begin(), wr.nodes.end());

@@ -10,6 +10,9 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <chrono>
 #include <queue>
 #include <random>
@@ -63,10 +66,11 @@ class Sim {
   }
 
   // Handles the next event; returns false when none is left.
-  bool Step(double* latency_ns = nullptr) {
+  bool Step(double* latency_ns = nullptr, EventKind* kind = nullptr) {
     if (q_.empty()) return false;
     Pending p = q_.top();
     q_.pop();
+    if (kind) *kind = p.e.kind;
     now_ = std::max(now_, p.at);
     auto t0 = std::chrono::steady_clock::now();
     Commands c = core_->handle(p.e, now_);
@@ -173,16 +177,29 @@ void BM_CoreHandle(benchmark::State& state, const char* policy) {
 BENCHMARK_CAPTURE(BM_CoreHandle, switchyard, "switchyard")->MinTime(1.0);
 BENCHMARK_CAPTURE(BM_CoreHandle, keep_during_tool, "keep-during-tool")->MinTime(1.0);
 
-// Decision latency percentiles over 200,000 events after warm-up.
+// Decision latency percentiles over 200,000 events after warm-up. With
+// SY_BENCH_BREAKDOWN set, prints which event kinds make up the slowest 1% to stderr.
 std::pair<double, double> Percentiles(const char* policy) {
   Sim sim(policy);
-  std::vector<double> lat;
+  std::vector<std::pair<double, EventKind>> lat;
   lat.reserve(200'000);
   double ns = 0;
-  while (lat.size() < 200'000 && sim.Step(&ns)) lat.push_back(ns);
-  std::sort(lat.begin(), lat.end());
+  EventKind kind{};
+  while (lat.size() < 200'000 && sim.Step(&ns, &kind)) lat.emplace_back(ns, kind);
+  std::sort(lat.begin(), lat.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   if (lat.empty()) return {0, 0};
-  return {lat[lat.size() / 2] / 1000.0, lat[lat.size() * 99 / 100] / 1000.0};
+  if (std::getenv("SY_BENCH_BREAKDOWN")) {
+    std::map<std::string, int> tail, all;
+    for (size_t i = 0; i < lat.size(); ++i) {
+      all[EventKindName(lat[i].second)]++;
+      if (i >= lat.size() * 99 / 100) tail[EventKindName(lat[i].second)]++;
+    }
+    for (const auto& [k, n] : all)
+      std::fprintf(stderr, "%s %-20s events=%d in_slowest_1%%=%d\n", policy, k.c_str(), n,
+                   tail[k]);
+  }
+  return {lat[lat.size() / 2].first / 1000.0, lat[lat.size() * 99 / 100].first / 1000.0};
 }
 
 void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {

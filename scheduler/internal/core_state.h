@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "program_graph/workflow.h"
@@ -78,11 +80,14 @@ struct WfRec {
   bool closed = false, ended = false;
   Duration atlas{0}, plas{0};
   int running_tools = 0;
+  int admitted_tools = 0;  // tools admitted but not yet reported started
+  int queued_nodes = 0;    // LLM nodes in the ready queue
 };
 
 struct CtxRec {
   std::string key, wf, model;
-  std::string name;  // the context's name within its workflow
+  std::string name;        // the context's name within its workflow
+  WfRec* owner = nullptr;  // its workflow (WfRec addresses are stable in the map)
   uint64_t epoch = 0;
   int64_t tokens = 0;
   uint64_t bytes = 0;
@@ -111,7 +116,7 @@ struct WorkerRec {
   int running = 0;
   bool alive = true;
   std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
-  std::set<std::string> resident;               // contexts committed in this HBM
+  std::unordered_set<CtxRec*> resident;         // contexts committed in this HBM
 };
 
 struct TenantRec {
@@ -141,8 +146,10 @@ struct CoreState {
   const ComputeCostModel* cost;
   DurationModel durations;
 
-  std::map<std::string, WfRec> wfs;
-  std::map<std::string, CtxRec> ctxs;
+  // Hash maps (element addresses are stable; nothing depends on their iteration order:
+  // code that walks them sorts what it collects).
+  std::unordered_map<std::string, WfRec> wfs;
+  std::unordered_map<std::string, CtxRec> ctxs;
   std::map<uint64_t, XferRec> xfers;
   std::vector<WorkerRec> workers;
   std::map<std::string, TenantRec> tenants;
