@@ -14,6 +14,7 @@
 
 #include "base/virtual_event_loop.h"
 #include "executors/runtime.h"
+#include "scheduler/net_budget_env.h"
 #include "scheduler/simulated_fabric.h"
 
 namespace switchyard::executors {
@@ -184,6 +185,9 @@ struct Harness {
   }
 };
 
+// Transfers carried out on net_budget grants, over all seeds (the path must be exercised).
+int g_budgeted_transfers = 0;
+
 std::string RunSeed(uint64_t seed) {
   Harness h(seed * 0x9E3779B97F4A7C15ULL + 1);
   VirtualEventLoop loop;
@@ -200,7 +204,20 @@ std::string RunSeed(uint64_t seed) {
   o.slots_per_worker = h.I(1, 3);
   o.retry_credit_capacity = h.I(1, 10);
   std::unique_ptr<Policy> policy = MakePolicy(h.U() < 0.7 ? "switchyard" : "keep-during-tool");
-  Core core(o, policy.get(), &fabric, &fabric, &cost);
+  // A third of the seeds run on net_budget's planner and link budgets instead of the
+  // simulated fabric (grants then come from token buckets and can be refused).
+  std::unique_ptr<NetBudgetEnvironment> env;
+  TransferPlanner* planner = &fabric;
+  GrantIssuer* grants = &fabric;
+  if (h.U() < 0.33) {
+    ClusterShape shape{.nodes = workers, .workers_per_node = 1};
+    auto topo = net_budget::Topology::FromProto(BuildClusterTopology(shape).value());
+    if (!topo.ok()) return "topology: " + topo.status().ToString();
+    env = NetBudgetEnvironment::Create(std::move(*topo), ClusterLocationMap(shape), &loop).value();
+    planner = env.get();
+    grants = env.get();
+  }
+  Core core(o, policy.get(), planner, grants, &cost);
   double llm_fail = h.U() < 0.5 ? 0.1 : 0.0, tool_fail = h.U() < 0.5 ? 0.2 : 0.0;
   double xfer_fail = h.U() < 0.5 ? 0.1 : 0.0;
   SimulatedModelExecutor::Options eo;
@@ -214,9 +231,14 @@ std::string RunSeed(uint64_t seed) {
         Millis(static_cast<int64_t>(n.hints().expected_duration_ms() * scale)),
         h.U() < tool_fail ? Status::Unavailable("injected tool fault") : Status::OK()};
   });
-  SimulatedKvMover mover(&loop, &fabric, [&](const Command&) {
-    return h.U() < xfer_fail ? Status::Unavailable("injected transfer fault") : Status::OK();
-  });
+  SimulatedKvMover::DurationFn planned;
+  if (env) planned = [&env](const Command& c) { return env->PlannedDuration(c.grant.id); };
+  SimulatedKvMover mover(
+      &loop, planner,
+      [&](const Command&) {
+        return h.U() < xfer_fail ? Status::Unavailable("injected transfer fault") : Status::OK();
+      },
+      planned);
   Runtime rt(&loop, &core, &model, &tools, &mover);
   const char* trace = std::getenv("SY_PROPERTY_TRACE");
   bool tracing = trace && std::strtoull(trace, nullptr, 10) == seed;
@@ -228,6 +250,10 @@ std::string RunSeed(uint64_t seed) {
       for (const std::string& line : ToStrings(c)) std::printf("    %s\n", line.c_str());
     }
     h.Observe(core, workers, e, c);
+    if (env)
+      for (const Command& cmd : c.list)
+        g_budgeted_transfers +=
+            cmd.kind == CommandKind::kDemote || cmd.kind == CommandKind::kPrefetch;
   });
 
   int n = h.I(1, 4);
@@ -263,7 +289,8 @@ std::string RunSeed(uint64_t seed) {
     if (it->second.kind == CommandKind::kFail && it->second.reason.empty())
       return "workflow " + id + " failed without a reason";
   }
-  if (fabric.outstanding_grants() != 0) return "grants leaked";
+  if (fabric.outstanding_grants() != 0 || (env && env->outstanding_grants() != 0))
+    return "grants leaked";
   for (int w = 0; w < workers; ++w)
     if (core.hbm_used(w) != 0) return "HBM still held at the end on worker " + std::to_string(w);
   return "";
@@ -280,6 +307,8 @@ TEST(RuntimeProperty, RandomWorkloadsAndFaultsHoldTheInvariants) {
     }
   }
   RecordProperty("seeds", seeds);
+  RecordProperty("budgeted_transfers", g_budgeted_transfers);
+  EXPECT_GT(g_budgeted_transfers, seeds / 200) << "the net_budget path was hardly exercised";
 }
 
 }  // namespace
