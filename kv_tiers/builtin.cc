@@ -34,6 +34,9 @@ void RegisterBuiltinMovers(MoverRegistry& registry) {
   registry.Register({"disk", 5, nullptr, [](const MoverEnv& env) -> Result<std::unique_ptr<Mover>> {
                        return std::unique_ptr<Mover>(new DiskMover(env));
                      }});
+  registry.Register({"peer", 4, nullptr, [](const MoverEnv& env) -> Result<std::unique_ptr<Mover>> {
+                       return std::unique_ptr<Mover>(new PeerMover(env));
+                     }});
 }
 
 }  // namespace switchyard::kv_tiers::internal

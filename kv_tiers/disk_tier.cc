@@ -1,5 +1,7 @@
 #include "kv_tiers/disk_tier.h"
 
+#include "kv_tiers/disk_tier_options.h"
+
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
@@ -35,12 +37,22 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   return Status::Unavailable("disk tier: " + what + ": " + s.ToString(), ErrorScope::kTier);
 }
 
-// Options for the block-data column family. KV bytes are bf16/fp8 activations: they do
-// not compress, so compression is off (it would only cost CPU). Values are large (a
-// Llama-3.1-8B block is 2 MiB), so with BlobDB they go to blob files and the LSM only
-// holds small blob references: compaction then rewrites references, not megabytes.
-rocksdb::ColumnFamilyOptions DataOptions(const DiskTierTuning& t,
-                                         const std::shared_ptr<rocksdb::Cache>& cache) {
+}  // namespace
+
+rocksdb::DBOptions DiskTierDbOptions() {
+  rocksdb::DBOptions o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  return o;
+}
+
+// KV bytes are bf16/fp8 activations: they do not compress, so compression is off (it would
+// only cost CPU). Values are large (a Llama-3.1-8B block is 2 MiB). By default they stay in
+// the LSM, where a Get pins the table block and the tier copies once out of it; with
+// tuning.use_blob_files they go to blob files (compaction then rewrites references, not
+// megabytes, but RocksDB 7.8 copies each blob once more on read: kv_tiers/README.md).
+rocksdb::ColumnFamilyOptions DiskTierDataCfOptions(const DiskTierTuning& t,
+                                                   const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions o;
   o.compression = rocksdb::kNoCompression;
   o.write_buffer_size = t.write_buffer_bytes;
@@ -55,7 +67,7 @@ rocksdb::ColumnFamilyOptions DataOptions(const DiskTierTuning& t,
 }
 
 // Metadata values are ~100 B protobufs: defaults (with the shared block cache).
-rocksdb::ColumnFamilyOptions MetaOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
+rocksdb::ColumnFamilyOptions DiskTierMetaCfOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions o;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = cache;
@@ -63,7 +75,18 @@ rocksdb::ColumnFamilyOptions MetaOptions(const std::shared_ptr<rocksdb::Cache>& 
   return o;
 }
 
-}  // namespace
+rocksdb::WriteOptions DiskTierDataWriteOptions(const DiskTierTuning& t) {
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = !t.data_wal;
+  return wo;
+}
+
+rocksdb::ReadOptions DiskTierDataReadOptions() {
+  rocksdb::ReadOptions ro;
+  ro.verify_checksums = false;
+  ro.fill_cache = false;
+  return ro;
+}
 
 DiskTier::DiskTier(const TierOptions& options, const DiskTierTuning& tuning)
     : Tier(options), tuning_(tuning) {}
@@ -76,13 +99,11 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options,
   }
   std::unique_ptr<DiskTier> tier(new DiskTier(options, tuning));
   auto cache = rocksdb::NewLRUCache(tuning.block_cache_bytes);
-  rocksdb::DBOptions db_options;
-  db_options.create_if_missing = true;
-  db_options.create_missing_column_families = true;
+  rocksdb::DBOptions db_options = DiskTierDbOptions();
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {kDataCf, DataOptions(tuning, cache)},
-      {kMetaCf, MetaOptions(cache)},
+      {kDataCf, DiskTierDataCfOptions(tuning, cache)},
+      {kMetaCf, DiskTierMetaCfOptions(cache)},
   };
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
@@ -114,6 +135,12 @@ Status DiskTier::Close() {
   db_.reset();
   SY_RETURN_IF_ERROR(FromRocks(s, "flush on close"));
   return FromRocks(c, "close");
+}
+
+Status DiskTier::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
+  return FromRocks(db_->Flush(rocksdb::FlushOptions(), {data_cf_, meta_cf_}), "flush");
 }
 
 TierCapabilities DiskTier::capabilities() const {
@@ -168,21 +195,40 @@ Status DiskTier::CheckLive(const Extent& extent, uint64_t bytes) const {
   return Status::OK();
 }
 
+// Values go to RocksDB in WriteBatches of at most kMaxBatchBytes: one batch per move for
+// small blocks, and no single multi-MiB batch buffer (allocated, faulted in and copied
+// whole) for large ones. The bytes are not committed until the BlockManager validated
+// them, so a move whose later batch fails is simply a failed move.
+constexpr uint64_t kMaxBatchBytes = 1ull << 20;
+
 Status DiskTier::Write(std::span<const BlockWrite> writes) {
-  rocksdb::WriteBatch batch;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& w : writes) {
-      SY_RETURN_IF_ERROR(CheckLive(w.extent, w.bytes));
-      (void)batch.Put(data_cf_, Key(w.extent.slot),
-                      rocksdb::Slice(static_cast<const char*>(w.src), w.bytes));
-    }
+    for (const auto& w : writes) SY_RETURN_IF_ERROR(CheckLive(w.extent, w.bytes));
   }
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = !tuning_.data_wal;
-  return FromRocks(db_->Write(wo, &batch), "write batch");
+  const rocksdb::WriteOptions wo = DiskTierDataWriteOptions(tuning_);
+  size_t i = 0;
+  while (i < writes.size()) {
+    size_t end = i;
+    uint64_t bytes = 0;
+    while (end < writes.size() && (end == i || bytes + writes[end].bytes <= kMaxBatchBytes)) {
+      bytes += writes[end++].bytes;
+    }
+    // Sized once (values plus per-record overhead): appending never re-allocates.
+    rocksdb::WriteBatch batch(bytes + 64 * (end - i) + 64);
+    for (; i < end; ++i) {
+      (void)batch.Put(data_cf_, Key(writes[i].extent.slot),
+                      rocksdb::Slice(static_cast<const char*>(writes[i].src), writes[i].bytes));
+    }
+    SY_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch), "write batch"));
+  }
+  return Status::OK();
 }
 
+// One Get per block into a PinnableSlice, then one copy into the destination. The slice
+// pins RocksDB's own read buffer (the blob read or the table block), so no intermediate
+// string copy happens. MultiGet is not used: with RocksDB 7.8 and MiB values it measured
+// 0.04-0.08 GB/s against 1.5-3 GB/s for Get (bench/RESULTS.md, kv_tiers).
 Status DiskTier::Read(std::span<const BlockRead> reads) {
   std::vector<std::string> keys;
   keys.reserve(reads.size());
@@ -193,23 +239,22 @@ Status DiskTier::Read(std::span<const BlockRead> reads) {
       keys.push_back(Key(r.extent.slot));
     }
   }
-  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-  std::vector<rocksdb::PinnableSlice> values(reads.size());
-  std::vector<rocksdb::Status> statuses(reads.size());
-  db_->MultiGet(rocksdb::ReadOptions(), data_cf_, slices.size(), slices.data(), values.data(),
-                statuses.data());
+  const rocksdb::ReadOptions ro = DiskTierDataReadOptions();
+  rocksdb::PinnableSlice value;
   for (size_t i = 0; i < reads.size(); ++i) {
-    const std::string what = "read slot " + std::to_string(reads[i].extent.slot);
-    if (statuses[i].IsNotFound()) {
-      return Status::DataLoss("disk tier: " + what + ": no bytes stored", ErrorScope::kBlock);
+    value.Reset();
+    rocksdb::Status s = db_->Get(ro, data_cf_, keys[i], &value);
+    const auto what = [&] { return "read slot " + std::to_string(reads[i].extent.slot); };
+    if (s.IsNotFound()) {
+      return Status::DataLoss("disk tier: " + what() + ": no bytes stored", ErrorScope::kBlock);
     }
-    SY_RETURN_IF_ERROR(FromRocks(statuses[i], what));
-    if (values[i].size() < reads[i].bytes) {
-      return Status::DataLoss("disk tier: " + what + ": " + std::to_string(values[i].size()) +
+    SY_RETURN_IF_ERROR(FromRocks(s, what()));
+    if (value.size() < reads[i].bytes) {
+      return Status::DataLoss("disk tier: " + what() + ": " + std::to_string(value.size()) +
                                   " B stored, " + std::to_string(reads[i].bytes) + " B asked",
                               ErrorScope::kBlock);
     }
-    std::memcpy(reads[i].dst, values[i].data(), reads[i].bytes);
+    std::memcpy(reads[i].dst, value.data(), reads[i].bytes);
   }
   return Status::OK();
 }

@@ -2,11 +2,13 @@
 //
 // Two column families: "kv_block_data" (key: 8-byte big-endian slot, value: the block
 // bytes) and "kv_block_meta" (same key, value: a serialized v1::KvBlockMeta). Writes of
-// many blocks go in one WriteBatch; reads of many blocks use MultiGet. Options are chosen
+// many blocks go in one WriteBatch; a read is one Get per block into a PinnableSlice
+// copied once into the destination (MultiGet is slow for MiB values). Options are chosen
 // for large, incompressible values (see disk_tier.cc and kv_tiers/README.md): no
-// compression on block data, BlobDB for values >= 64 KiB, block bytes written without
+// compression on block data, BlobDB off by default (optional), block bytes written without
 // the WAL (a cache: what a crash loses is detected by re-validation), metadata written
-// with the WAL, and a flush on close so a clean close keeps everything.
+// with the WAL, and a flush on close so a clean close keeps everything. The options are in
+// disk_tier_options.h (shared with the raw-RocksDB baseline of bench/kv_tiers).
 //
 // Ownership: the tier owns the DB handle; Close() (or the destructor) flushes and
 // closes it. Recover() lists the blocks whose metadata survived, re-charging their bytes;
@@ -29,7 +31,7 @@ class ColumnFamilyHandle;
 namespace switchyard::kv_tiers {
 
 struct DiskTierTuning {
-  bool use_blob_files = true;         // BlobDB for large values
+  bool use_blob_files = false;        // BlobDB for large values
   uint64_t min_blob_size = 64 << 10;  // values at least this big go to blob files
   uint64_t write_buffer_bytes = 64ull << 20;
   uint64_t block_cache_bytes = 32ull << 20;  // data blocks of the LSM (metadata, small values)
@@ -52,6 +54,10 @@ class DiskTier final : public Tier {
   Status Read(std::span<const BlockRead> reads) override;
   Status PersistMeta(const Extent& extent, const v1::KvBlockMeta& meta) override;
   Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> Recover() override;
+
+  // Flushes both column families' memtables to files (the data then lives in blob/SST
+  // files, as it does after a restart); Unavailable when closed.
+  Status Flush();
 
   // Flushes memtables and closes the DB; later calls fail with Unavailable.
   Status Close();

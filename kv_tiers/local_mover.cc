@@ -147,4 +147,41 @@ Result<MoveHandle> DiskMover::Submit(MoveRequest request, MoveCallback on_comple
   return handle;
 }
 
+PeerMover::PeerMover(const MoverEnv& env) : env_(env), pool_(std::make_unique<WorkerPool>(1)) {}
+
+bool PeerMover::Supports(const Tier& src, const Tier& dst) const {
+  bool to_peer = HostAddressable(src) && dst.capabilities().remote;
+  bool from_peer = src.capabilities().remote && HostAddressable(dst);
+  return to_peer || from_peer;
+}
+
+Result<MoveHandle> PeerMover::Submit(MoveRequest request, MoveCallback on_complete) {
+  SY_RETURN_IF_ERROR(ValidateMoveRequest(request, "peer"));
+  if (!Supports(*request.src, *request.dst)) {
+    return Status::NotSupported("peer mover: cannot copy " + request.src->name() + " -> " +
+                                request.dst->name());
+  }
+  auto state = std::make_shared<MoveState>();
+  MoveHandle handle(state);
+  EventLoop* loop = env_.loop;
+  pool_->Submit([state, loop, req = std::move(request), cb = std::move(on_complete)] {
+    if (state->cancel_requested()) {
+      FinishMove(loop, state, cb, Status::Cancelled("peer mover: move cancelled"));
+      return;
+    }
+    Status st;
+    if (req.dst->capabilities().remote) {
+      std::vector<BlockWrite> writes;
+      for (const auto& s : req.segments) writes.push_back({s.dst, req.src->Data(s.src), s.bytes});
+      st = req.dst->Write(writes);
+    } else {
+      std::vector<BlockRead> reads;
+      for (const auto& s : req.segments) reads.push_back({s.src, req.dst->Data(s.dst), s.bytes});
+      st = req.src->Read(reads);
+    }
+    FinishMove(loop, state, cb, std::move(st));
+  });
+  return handle;
+}
+
 }  // namespace switchyard::kv_tiers

@@ -3,7 +3,7 @@
 // large move uses every core it is given. Cancellation is checked between chunks.
 //
 // DiskMover ("disk"): copies between an addressable host-visible tier and a persistent
-// tier (RocksDB) through the tier's batched block I/O (one WriteBatch / MultiGet per
+// tier (RocksDB) through the tier's batched block I/O (WriteBatches / one Get per block, per
 // move), on its own worker thread.
 //
 // Thread-safety: Submit is thread-safe; completions are posted to env.loop.
@@ -32,6 +32,23 @@ class DiskMover final : public Mover {
  public:
   explicit DiskMover(const MoverEnv& env);
   std::string name() const override { return "disk"; }
+  bool Supports(const Tier& src, const Tier& dst) const override;
+  Result<MoveHandle> Submit(MoveRequest request, MoveCallback on_complete) override;
+
+ private:
+  MoverEnv env_;
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+// PeerMover ("peer"): copies between an addressable host-visible tier and a remote tier
+// (capabilities().remote, e.g. a peer's host tier) through the remote tier's block I/O,
+// which returns once the peer has acknowledged (put) or the bytes arrived validated (get),
+// on its own worker thread. The BlockManager then validates the destination as for any
+// move (length, checksum, owner, epoch, generation) before committing it.
+class PeerMover final : public Mover {
+ public:
+  explicit PeerMover(const MoverEnv& env);
+  std::string name() const override { return "peer"; }
   bool Supports(const Tier& src, const Tier& dst) const override;
   Result<MoveHandle> Submit(MoveRequest request, MoveCallback on_complete) override;
 

@@ -97,7 +97,7 @@ class Tier {
   // Addressable tiers: the bytes of a live extent; nullptr otherwise.
   virtual void* Data(const Extent& extent) { return nullptr; }
 
-  // Block I/O; memory tiers copy, the disk tier uses WriteBatch / MultiGet.
+  // Block I/O; memory tiers copy, the disk tier uses WriteBatch / Get.
   virtual Status Write(std::span<const BlockWrite> writes) = 0;
   virtual Status Read(std::span<const BlockRead> reads) = 0;
 
