@@ -16,6 +16,7 @@ PendingPut::PendingPut(PendingPut&& o) noexcept
     : client_(std::exchange(o.client_, nullptr)),
       events_(std::move(o.events_)),
       lease_(std::move(o.lease_)),
+      grant_(std::move(o.grant_)),
       deadline_(o.deadline_),
       header_(std::move(o.header_)),
       ack_buf_(std::move(o.ack_buf_)),
@@ -46,6 +47,7 @@ Result<TransferEvents> PendingPut::Wait() {
   header_send_.cancel();
   (void)data_send_.wait();
   (void)header_send_.wait();
+  grant_.Release();  // the data has left (or never will): the links are free of it
   if (!s.ok()) {
     lease_.Release();  // the worker's ledger for this epoch is gone with it
     return s.Annotate("put " + std::to_string(events_.transfer_id) + " to " + c->address_ +
@@ -154,7 +156,9 @@ Result<TransferHandle> PeerClient::SendControl(MsgType type, uint64_t xfer,
                               MakeTag(type, id_at_peer_, xfer), options);
 }
 
-Status PeerClient::SetModelEpoch(uint64_t epoch, const TransferOptions& options) {
+Status PeerClient::SetModelEpoch(uint64_t epoch, const TransferOptions& caller_options) {
+  TransferOptions options = caller_options;
+  options.grant = nullptr;  // a control message
   uint64_t xfer = NextTransferId();
   std::vector<uint8_t> buf(kAckBytes);
   SY_ASSIGN_OR_RETURN(TransferHandle ack,
@@ -168,6 +172,37 @@ Status PeerClient::SetModelEpoch(uint64_t epoch, const TransferOptions& options)
   SY_ASSIGN_OR_RETURN(Ack a, DecodeAck(std::span<const uint8_t>(buf.data(), ack.bytes())));
   if (!a.committed) return Status::FailedPrecondition("worker refused the model epoch change");
   hello_.model_epoch = epoch;
+  return Status::OK();
+}
+
+Status PeerClient::Free(const std::string& workflow_id, const std::string& context_id,
+                        const std::vector<uint64_t>& block_ids, const TransferOptions& options) {
+  GetRequest g;
+  g.transfer_id = NextTransferId();
+  g.communicator_epoch = hello_.communicator_epoch;
+  g.model_epoch = hello_.model_epoch;
+  g.workflow_id = workflow_id;
+  g.context_id = context_id;
+  g.block_ids = block_ids;
+  TransferOptions control = options;
+  control.traffic_class = v1::CONTROL;
+  control.grant = nullptr;
+  std::vector<uint8_t> buf(kAckBytes);
+  SY_ASSIGN_OR_RETURN(
+      TransferHandle ack,
+      transport_->PostRecv({{buf.data(), buf.size()}}, MakeTag(MsgType::kAck, 0, g.transfer_id),
+                           kFullMask, control));
+  std::vector<uint8_t> msg = Encode(g);
+  SY_ASSIGN_OR_RETURN(TransferHandle sent,
+                      SendControl(MsgType::kFree, g.transfer_id, &msg, control));
+  auto deadline = DeadlineOf(options);
+  SY_RETURN_IF_ERROR(WaitAlive(sent, deadline));
+  SY_RETURN_IF_ERROR(WaitAlive(ack, deadline));
+  SY_ASSIGN_OR_RETURN(Ack a, DecodeAck(std::span<const uint8_t>(buf.data(), ack.bytes())));
+  if (!a.committed) {
+    return Status::FailedPrecondition("worker " + address_ + " refused to free blocks: " +
+                                      std::string(RejectReasonName(a.reason)));
+  }
   return Status::OK();
 }
 
@@ -195,19 +230,25 @@ Result<PendingPut> PeerClient::PostPut(const PutRequest& request, const Transfer
     h.length += b.bytes;
     src.push_back({const_cast<void*>(b.data), b.bytes});
   }
-  // Credit first (invariant 7): nothing is posted without it.
+  // A grant on every link of the path in one class (invariant 6), then credit (invariant
+  // 7): nothing is posted without both.
+  net_budget::Grant grant;
+  SY_ASSIGN_OR_RETURN(TransferOptions data_options, GrantFor(options, h.length, &grant));
   SY_ASSIGN_OR_RETURN(net_budget::CreditLease lease,
                       credits_->AcquireCredit(address_, h.length, options_.sender_name));
   h.checksum = ChecksumOf(src);
   PendingPut p;
   p.client_ = this;
   p.lease_ = std::move(lease);
+  p.grant_ = std::move(grant);
+  if (data_options.grant == &grant) data_options.grant = &p.grant_;
   p.deadline_ = DeadlineOf(options);
   h.transfer_id = p.events_.transfer_id = NextTransferId();
   p.header_ = Encode(h);
   p.ack_buf_ = std::make_unique<std::vector<uint8_t>>(kAckBytes);
   TransferOptions control = options;
   control.traffic_class = v1::CONTROL;
+  control.grant = nullptr;  // control messages use the control reserve, not the data grant
   SY_ASSIGN_OR_RETURN(
       p.ack_, transport_->PostRecv({{p.ack_buf_->data(), kAckBytes}},
                                    MakeTag(MsgType::kAck, 0, h.transfer_id), kFullMask, control));
@@ -216,10 +257,30 @@ Result<PendingPut> PeerClient::PostPut(const PutRequest& request, const Transfer
   SY_ASSIGN_OR_RETURN(
       p.data_send_,
       transport_->PostSend(peer_, src, MakeTag(MsgType::kPutData, id_at_peer_, h.transfer_id),
-                           options));
+                           data_options));
   p.events_.posted = true;
   p.events_.posted_at = Clock::now();
   return p;
+}
+
+Result<TransferOptions> PeerClient::GrantFor(const TransferOptions& options, uint64_t bytes,
+                                             net_budget::Grant* own) {
+  if (options.grant != nullptr) {
+    SY_RETURN_IF_ERROR(CheckGrant(options, bytes));
+    return options;
+  }
+  if (options_.budgets == nullptr) return options;
+  SY_ASSIGN_OR_RETURN(net_budget::TrafficClass cls, net_budget::FromProto(options.traffic_class));
+  auto grant = options_.budgets->TryAcquire(options_.budget_path, cls, bytes);
+  if (!grant.ok()) {
+    return grant.status().Annotate("net_budget grant of " + std::to_string(bytes) + " B in class " +
+                                   std::string(net_budget::ClassName(cls)) + " for " + address_ +
+                                   " (nothing posted)");
+  }
+  *own = std::move(grant).value();
+  TransferOptions out = options;
+  out.grant = own;
+  return out;
 }
 
 Result<TransferEvents> PeerClient::Put(const PutRequest& request, const TransferOptions& options) {
@@ -239,18 +300,22 @@ Result<TransferEvents> PeerClient::Get(const GetSpec& spec, const TransferOption
   g.context_id = spec.context_id;
   g.block_ids = spec.block_ids;
   if (g.block_ids.empty() || spec.dst.empty()) return Status::InvalidArgument("get: no blocks");
+  net_budget::Grant grant;  // released when this function returns: the data has arrived
+  SY_ASSIGN_OR_RETURN(TransferOptions data_options,
+                      GrantFor(options, TotalLength(spec.dst), &grant));
   TransferEvents ev;
   ev.transfer_id = g.transfer_id;
   std::vector<uint8_t> hdr(kMaxControlBytes);
   TransferOptions control = options;
   control.traffic_class = v1::CONTROL;
+  control.grant = nullptr;  // control messages use the control reserve, not the data grant
   SY_ASSIGN_OR_RETURN(
       TransferHandle reply,
       transport_->PostRecv({{hdr.data(), hdr.size()}},
                            MakeTag(MsgType::kGetReply, 0, g.transfer_id), kFullMask, control));
   SY_ASSIGN_OR_RETURN(TransferHandle data,
                       transport_->PostRecv(spec.dst, MakeTag(MsgType::kGetData, 0, g.transfer_id),
-                                           kFullMask, options));
+                                           kFullMask, data_options));
   std::vector<uint8_t> msg = Encode(g);
   SY_ASSIGN_OR_RETURN(TransferHandle sent,
                       SendControl(MsgType::kGetRequest, g.transfer_id, &msg, control));
@@ -307,6 +372,7 @@ Result<Duration> PeerClient::Probe(const void* data, uint64_t bytes,
   auto start = Clock::now();
   TransferOptions control = options;
   control.traffic_class = v1::CONTROL;
+  control.grant = nullptr;  // control messages use the control reserve, not the data grant
   SY_ASSIGN_OR_RETURN(TransferHandle ack,
                       transport_->PostRecv({{buf.data(), buf.size()}},
                                            MakeTag(MsgType::kAck, 0, xfer), kFullMask, control));

@@ -32,6 +32,7 @@
 #include "base/virtual_event_loop.h"
 #include "kv_tiers/transport/peer_protocol.h"
 #include "kv_tiers/transport/transport.h"
+#include "net_budget/budget.h"
 #include "net_budget/credit.h"
 
 namespace switchyard::kv_tiers::transport {
@@ -42,6 +43,16 @@ struct PeerClientOptions {
   Duration ack_timeout = std::chrono::seconds(10);  // default when options carry no deadline
   net_budget::CreditManager* credits = nullptr;     // null: the client keeps its own ledger
   std::string sender_name = "peer-client";
+  // Link budgets (DESIGN.md invariant 6), borrowed (must outlive the client). When set,
+  // the data of every put and get runs under a grant on `budget_path` in the transfer's
+  // traffic class: the caller's TransferOptions::grant if it passes one (checked against
+  // class and bytes), else one the client takes with TryAcquire before anything is posted.
+  // A class that is behind on some link of the path gets ResourceExhausted (retryable;
+  // nothing posted): that is the token-bucket pacing. The grant is released when the data
+  // has left (put) or arrived (get). Control messages (headers, acks) are not granted:
+  // they use the control class's reserved share.
+  net_budget::LinkBudgets* budgets = nullptr;
+  net_budget::Path budget_path;
 };
 
 struct BlockSource {
@@ -101,6 +112,7 @@ class PendingPut {
   PeerClient* client_ = nullptr;
   TransferEvents events_;
   net_budget::CreditLease lease_;
+  net_budget::Grant grant_;  // held while the data is in flight (budgets configured)
   std::chrono::steady_clock::time_point deadline_;
   std::vector<uint8_t> header_;
   std::unique_ptr<std::vector<uint8_t>> ack_buf_;
@@ -134,6 +146,10 @@ class PeerClient {
   // Gets committed blocks into spec.dst. OK with events.validated (bytes usable) or
   // events.rejected (reason); an error for transport failures.
   Result<TransferEvents> Get(const GetSpec& spec, const TransferOptions& options = {});
+  // Drops committed blocks at the worker (owner and communicator epoch must match; ids
+  // it does not hold are skipped). FailedPrecondition naming the reason if refused.
+  Status Free(const std::string& workflow_id, const std::string& context_id,
+              const std::vector<uint64_t>& block_ids, const TransferOptions& options = {});
   // Calibration: sends `bytes` that the worker receives and acks without committing;
   // returns the time from post to ack.
   Result<Duration> Probe(const void* data, uint64_t bytes, const TransferOptions& options = {});
@@ -145,6 +161,10 @@ class PeerClient {
   friend class PendingPut;
   PeerClient() = default;
   Status Handshake();
+  // The options for a data post of `bytes`: the caller's grant (checked), a grant taken
+  // now into *own (budgets configured), or `options` unchanged (no budgets).
+  Result<TransferOptions> GrantFor(const TransferOptions& options, uint64_t bytes,
+                                   net_budget::Grant* own);
   uint64_t NextTransferId() { return next_transfer_.fetch_add(1); }
   std::chrono::steady_clock::time_point DeadlineOf(const TransferOptions& o) const;
   // Waits for `h` in slices, failing early when the peer connection fails.

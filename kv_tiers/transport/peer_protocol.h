@@ -37,6 +37,7 @@ enum class MsgType : uint8_t {
   kGetRequest = 0x83,   // requester -> worker
   kProbeHeader = 0x84,  // calibration: a probe payload follows, acked without commit
   kSetEpoch = 0x85,     // sender -> worker: a new model epoch (older blocks invalidated)
+  kFree = 0x86,         // owner -> worker: drop committed blocks (a GetRequest body; acked)
   kHelloAck = 0x01,
   kPutData = 0x02,
   kAck = 0x03,

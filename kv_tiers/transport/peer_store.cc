@@ -91,4 +91,24 @@ const StoredBlock* PeerStore::Find(uint64_t block_id) const {
   return it == blocks_.end() ? nullptr : &it->second;
 }
 
+RejectReason PeerStore::Free(const GetRequest& g, size_t* freed) {
+  *freed = 0;
+  if (g.communicator_epoch != communicator_epoch_) return RejectReason::kStaleCommEpoch;
+  for (uint64_t id : g.block_ids) {
+    auto it = blocks_.find(id);
+    if (it == blocks_.end()) continue;
+    if (it->second.workflow_id != g.workflow_id || it->second.context_id != g.context_id) {
+      return RejectReason::kWrongOwner;
+    }
+  }
+  for (uint64_t id : g.block_ids) {
+    auto it = blocks_.find(id);
+    if (it == blocks_.end()) continue;
+    committed_ -= it->second.bytes;
+    blocks_.erase(it);
+    ++*freed;
+  }
+  return RejectReason::kNone;
+}
+
 }  // namespace switchyard::kv_tiers::transport

@@ -76,6 +76,10 @@ class PeerStore {
 
   const StoredBlock* Find(uint64_t block_id) const;
 
+  // Drops the committed blocks `g` names (communicator epoch and owner must match; ids
+  // not present are skipped: freeing is idempotent). Sets *freed to how many went.
+  RejectReason Free(const GetRequest& g, size_t* freed);
+
  private:
   uint64_t capacity_;
   uint64_t communicator_epoch_;

@@ -240,6 +240,19 @@ struct Loop {
     SendAck(from, xfer, RejectReason::kNone, true, true);
   }
 
+  void OnFree(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
+    auto g = DecodeGetRequest(msg);
+    if (!g.ok()) return SendAck(from, xfer, RejectReason::kMalformed, true, false);
+    size_t freed = 0;
+    RejectReason r = store->Free(*g, &freed);
+    LogKeys keys;
+    keys.workflow_id = g->workflow_id;
+    Log(LogLevel::kDebug, "worker: free",
+        keys.With("freed_blocks", std::to_string(freed))
+            .With("reason", std::string(RejectReasonName(r))));
+    SendAck(from, xfer, r, true, r == RejectReason::kNone);
+  }
+
   void OnProbe(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
     auto p = DecodeProbeHeader(msg);
     PendingProbe probe;
@@ -280,6 +293,8 @@ struct Loop {
         return OnSetEpoch(from, xfer, msg);
       case MsgType::kProbeHeader:
         return OnProbe(from, xfer, msg);
+      case MsgType::kFree:
+        return OnFree(from, xfer, msg);
       default:
         Log(LogLevel::kWarn, "worker: unknown control message",
             LogKeys{}.With("type", std::to_string(static_cast<int>(TagType(tag)))));

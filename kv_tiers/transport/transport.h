@@ -39,6 +39,10 @@
 #include "base/time.h"
 #include "proto/switchyard/v1/kv.pb.h"
 
+namespace switchyard::net_budget {
+class Grant;
+}  // namespace switchyard::net_budget
+
 namespace switchyard::kv_tiers::transport {
 
 enum class MemoryKind { kHost, kCuda };
@@ -64,7 +68,16 @@ struct TransferOptions {
   // A receive that may stay pending for long (a server's standing receive): a backend
   // may sleep while only such operations are pending instead of polling for them.
   bool long_wait = false;
+  // The net_budget grant this post runs under (DESIGN.md invariant 6), borrowed: it must
+  // stay held until the post completes. When set, a backend refuses the post unless the
+  // grant is held, is in this post's traffic class and covers its bytes (CheckGrant).
+  const net_budget::Grant* grant = nullptr;
 };
+
+// Checks `options.grant` against a post of `bytes`: OK without a grant; FailedPrecondition
+// when the grant was released; InvalidArgument naming both sides when its class differs
+// from options.traffic_class or its bytes do not cover the post.
+Status CheckGrant(const TransferOptions& options, uint64_t bytes);
 
 using PeerId = uint64_t;
 using Tag = uint64_t;

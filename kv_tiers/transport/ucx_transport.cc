@@ -234,7 +234,12 @@ void UcxTransport::ProgressLoop() {
         std::chrono::steady_clock::now().time_since_epoch().count() - waiter_progress_ns_.load();
     if (since_waiter < 1'000'000) {  // a waiter is progressing: stay out of its way
       pollfd wake{wake_fd_, POLLIN, 0};
-      ::poll(&wake, 1, 1);
+      // Drain a wake-up here too: an undrained eventfd would make every later poll return
+      // at once and turn this back-off into a busy loop of system calls.
+      if (::poll(&wake, 1, 1) > 0 && (wake.revents & POLLIN)) {
+        uint64_t v;
+        (void)!::read(wake_fd_, &v, sizeof(v));
+      }
       continue;
     }
     unsigned events = 0;
@@ -519,6 +524,7 @@ Result<TransferHandle> UcxTransport::PostSend(PeerId peer, const DescriptorList&
   void* buffer = nullptr;
   size_t count = 0;
   ucp_request_param_t param{};
+  SY_RETURN_IF_ERROR(CheckGrant(options, TotalLength(src)));
   SY_ASSIGN_OR_RETURN(auto state, PrepareOp(src, options, &buffer, &count, &param));
   state->backend_owner = this;
   state->bytes = TotalLength(src);
@@ -538,6 +544,7 @@ Result<TransferHandle> UcxTransport::PostRecv(const DescriptorList& dst, Tag tag
   void* buffer = nullptr;
   size_t count = 0;
   ucp_request_param_t param{};
+  SY_RETURN_IF_ERROR(CheckGrant(options, TotalLength(dst)));
   SY_ASSIGN_OR_RETURN(auto state, PrepareOp(dst, options, &buffer, &count, &param));
   state->backend_owner = this;
   param.cb.recv = &UcxTransport::RecvCb;

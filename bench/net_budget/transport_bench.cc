@@ -1,0 +1,277 @@
+// Peer-transport benchmarks against ucx_perftest, same transport, size and run:
+//   - peer put throughput (PeerClient -> PeerWorker: credit, header, bytes, validation,
+//     commit, ack) and raw transport tag bandwidth (PostSend/PostRecv) at 1 MiB and
+//     64 MiB, over TCP (UCX_TLS=tcp) and shared memory (UCX_TLS=sm,self), against
+//     `ucx_perftest -t tag_bw` with the same UCX_TLS and message size;
+//   - 8 KiB latency: half the round trip of a tagged ping-pong through the transport (P50)
+//     against `ucx_perftest -t tag_lat` (its 50th-percentile one-way latency).
+// Paths: UCX_TLS=tcp, and UCX_TLS=sm,self (shared memory; err_mode=none, see Config).
+// Both sides run on loopback on this machine: our two endpoints are two UCX workers in
+// this process (each with its own progress thread), ucx_perftest's are two processes.
+// ucx_perftest reports MB/s with MB = 2^20 B; so do these results. Without ucx_perftest
+// on PATH the results carry no baseline. Each figure is the best of kTrials runs on each
+// side (the machine is shared; the best run is the least disturbed one).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/common/report.h"
+#include "kv_tiers/transport/peer_client.h"
+#include "kv_tiers/transport/peer_worker.h"
+#include "kv_tiers/transport/transport.h"
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+constexpr int kTrials = 3;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+int Iterations(uint64_t bytes) { return bytes >= (64u << 20) ? 8 : 64; }
+
+// Shared memory transports of UCX 1.13 cannot report a dead peer, so the shared-memory
+// runs use err_mode=none (as ucx_perftest does on every path); TCP keeps peer failure
+// detection, as in production.
+TransportConfig Config(const std::string& tls) {
+  TransportConfig c;
+  c.params["TLS"] = tls;
+  if (tls.find("tcp") == std::string::npos) c.params["err_mode"] = "none";
+  return c;
+}
+
+// Two UCX workers in this process, b connected to a.
+struct Endpoints {
+  std::unique_ptr<Transport> a, b;
+  PeerId b_to_a = 0;
+};
+
+Result<Endpoints> Connect(const std::string& tls) {
+  Endpoints e;
+  SY_ASSIGN_OR_RETURN(e.a, TransportRegistry::Global().Create("ucx", Config(tls)));
+  SY_ASSIGN_OR_RETURN(e.b, TransportRegistry::Global().Create("ucx", Config(tls)));
+  SY_ASSIGN_OR_RETURN(std::string addr, e.a->Listen("127.0.0.1:0"));
+  SY_ASSIGN_OR_RETURN(e.b_to_a, e.b->Connect(addr));
+  return e;
+}
+
+// Raw tag bandwidth b -> a in MB/s (a receive is posted before each send).
+Result<double> TagBandwidth(Endpoints& e, uint64_t bytes) {
+  std::vector<char> src(bytes, 7), dst(bytes, 0);
+  DescriptorList s{{src.data(), bytes}}, d{{dst.data(), bytes}};
+  const int iters = Iterations(bytes);
+  auto one = [&](Tag tag) -> Status {
+    SY_ASSIGN_OR_RETURN(TransferHandle r, e.a->PostRecv(d, tag, ~Tag{0}, {}));
+    SY_ASSIGN_OR_RETURN(TransferHandle w, e.b->PostSend(e.b_to_a, s, tag, {}));
+    SY_RETURN_IF_ERROR(w.wait());
+    return r.wait();
+  };
+  SY_RETURN_IF_ERROR(one(1));  // warm-up (connection, registration)
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) SY_RETURN_IF_ERROR(one(2 + i));
+  return bytes * iters / Seconds(std::chrono::steady_clock::now() - t0) / kMiB;
+}
+
+// Half the round trip of an 8 KiB ping-pong, P50, in microseconds.
+Result<double> PingPongHalfRttUs(Endpoints& e, uint64_t bytes) {
+  const PeerId a_to_b = 1;  // a registered b as its first peer when it accepted
+  std::vector<char> b1(bytes, 1), b2(bytes, 0), a1(bytes, 0);
+  DescriptorList bs{{b1.data(), bytes}}, br{{b2.data(), bytes}}, ab{{a1.data(), bytes}};
+  std::vector<double> samples;
+  for (int i = 0; i < 400; ++i) {
+    Tag ping = 1000 + 2 * i, pong = ping + 1;
+    auto t0 = std::chrono::steady_clock::now();
+    SY_ASSIGN_OR_RETURN(TransferHandle ra, e.a->PostRecv(ab, ping, ~Tag{0}, {}));
+    SY_ASSIGN_OR_RETURN(TransferHandle rb, e.b->PostRecv(br, pong, ~Tag{0}, {}));
+    SY_ASSIGN_OR_RETURN(TransferHandle sb, e.b->PostSend(e.b_to_a, bs, ping, {}));
+    SY_RETURN_IF_ERROR(ra.wait());
+    SY_ASSIGN_OR_RETURN(TransferHandle sa, e.a->PostSend(a_to_b, ab, pong, {}));
+    SY_RETURN_IF_ERROR(rb.wait());
+    SY_RETURN_IF_ERROR(sb.wait());
+    SY_RETURN_IF_ERROR(sa.wait());
+    if (i >= 50) {
+      samples.push_back(Seconds(std::chrono::steady_clock::now() - t0) * 1e6 / 2);
+    }
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// Peer put throughput in MB/s: one block of `bytes` per put, new block ids each time.
+Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
+  WorkerOptions wo;
+  wo.capacity_bytes = bytes * (Iterations(bytes) + 2);
+  wo.max_inflight_bytes = 2 * bytes;
+  wo.transport_config = Config(tls);
+  SY_ASSIGN_OR_RETURN(auto worker, PeerWorker::Start(wo));
+  std::thread serve([&] { worker->Run(); });
+  Result<double> out = [&]() -> Result<double> {
+    PeerClientOptions co;
+    co.transport_config = Config(tls);
+    SY_ASSIGN_OR_RETURN(auto client, PeerClient::Connect(worker->address(), co));
+    std::vector<char> block(bytes);
+    for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 31 + 1);
+    uint64_t next_id = 1;
+    auto put = [&]() -> Status {
+      PutRequest req;
+      req.workflow_id = "bench";
+      req.context_id = "ctx";
+      req.model_epoch = client->model_epoch();
+      req.generation = 1;
+      req.blocks.push_back({next_id++, block.data(), bytes});
+      auto t0 = std::chrono::steady_clock::now();
+      SY_ASSIGN_OR_RETURN(TransferEvents ev, client->Put(req));
+      if (!ev.committed) return Status::Internal("put not committed: " + ev.message);
+      if (std::getenv("SY_TRANSPORT_BENCH_QUICK") != nullptr) {
+        auto ms = [&](auto t) { return Seconds(t - t0) * 1e3; };
+        std::fprintf(stderr, "put %llu B: posted %.2f ms, sent %.2f ms, acked %.2f ms\n",
+                     static_cast<unsigned long long>(bytes), ms(ev.posted_at),
+                     ms(ev.transport_complete_at), ms(ev.acked_at));
+      }
+      return Status::OK();
+    };
+    SY_RETURN_IF_ERROR(put());  // warm-up
+    const int iters = Iterations(bytes);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) SY_RETURN_IF_ERROR(put());
+    return bytes * iters / Seconds(std::chrono::steady_clock::now() - t0) / kMiB;
+  }();
+  worker->Stop();
+  serve.join();
+  return out;
+}
+
+// Runs ucx_perftest (server and client on loopback, same UCX_TLS) and returns the value of
+// `column` of its "Final:" line: 1 = 50th-percentile latency (us), 4 = average bandwidth
+// (MB/s).
+std::optional<double> Perftest(const std::string& tls, const std::string& test, uint64_t bytes,
+                               int iters, int column) {
+  if (std::system("command -v ucx_perftest >/dev/null 2>&1") != 0) return std::nullopt;
+  static int port = 20000 + static_cast<int>(::getpid() % 20000);
+  ++port;
+  std::ostringstream cmd;
+  cmd << "UCX_TLS=" << tls << " timeout 60 ucx_perftest -p " << port
+      << " >/dev/null 2>&1 & sleep 0.5; UCX_TLS=" << tls << " timeout 60 ucx_perftest 127.0.0.1 -p "
+      << port << " -t " << test << " -s " << bytes << " -n " << iters << " 2>/dev/null; wait";
+  FILE* p = ::popen(cmd.str().c_str(), "r");
+  if (p == nullptr) return std::nullopt;
+  std::optional<double> value;
+  char line[1024];
+  while (std::fgets(line, sizeof(line), p) != nullptr) {
+    std::istringstream in(line);
+    std::string word;
+    in >> word;
+    if (word != "Final:") continue;
+    double v[7] = {};
+    for (double& x : v) in >> x;  // iterations, p50, avg, overall, bw avg, bw all, ...
+    if (in) value = v[column];
+  }
+  ::pclose(p);
+  return value;
+}
+
+template <typename F>
+std::optional<double> Best(F f, bool higher_is_better) {
+  std::optional<double> best;
+  for (int i = 0; i < kTrials; ++i) {
+    std::optional<double> v = f();
+    if (!v) continue;
+    if (!best || (higher_is_better ? *v > *best : *v < *best)) best = v;
+  }
+  return best;
+}
+
+std::string SizeName(uint64_t bytes) {
+  return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + "MiB"
+                             : std::to_string(bytes >> 10) + "KiB";
+}
+
+// SY_TRANSPORT_BENCH_QUICK=1: one trial of the TCP figures without ucx_perftest, printed
+// to stderr (for profiling the transport; no results are reported).
+bool QuickRun() {
+  const char* q = std::getenv("SY_TRANSPORT_BENCH_QUICK");
+  if (q == nullptr || *q != '1') return false;
+  const char* tls = std::getenv("SY_TRANSPORT_BENCH_TLS");
+  std::string t = tls ? tls : "tcp";
+  auto e = Connect(t);
+  if (!e.ok()) {
+    std::fprintf(stderr, "quick: %s\n", e.status().ToString().c_str());
+    return true;
+  }
+  for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
+    auto tag = TagBandwidth(*e, bytes);
+    auto put = PeerPutBandwidth(t, bytes);
+    std::fprintf(stderr, "quick %s %s: tag %.1f MB/s, put %.1f MB/s\n", t.c_str(),
+                 SizeName(bytes).c_str(), tag.ok() ? *tag : -1.0, put.ok() ? *put : -1.0);
+  }
+  return true;
+}
+
+void Report(const std::map<std::string, bench::Measured>&, bench::Report* report) {
+  if (QuickRun()) return;
+  const std::pair<const char*, const char*> kPaths[] = {{"tcp", "tcp"}, {"shm", "sm,self"}};
+  for (const auto& [path, tls] : kPaths) {
+    auto endpoints = Connect(tls);
+    if (!endpoints.ok()) {
+      std::fprintf(stderr, "transport bench: %s: %s\n", path,
+                   endpoints.status().ToString().c_str());
+      continue;
+    }
+    for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
+      const int iters = Iterations(bytes);
+      auto perf = Best([&] { return Perftest(tls, "tag_bw", bytes, iters, 4); }, true);
+      auto tag = Best(
+          [&]() -> std::optional<double> {
+            auto r = TagBandwidth(*endpoints, bytes);
+            if (!r.ok()) std::fprintf(stderr, "tag bw: %s\n", r.status().ToString().c_str());
+            return r.ok() ? std::optional<double>(*r) : std::nullopt;
+          },
+          true);
+      auto put = Best(
+          [&]() -> std::optional<double> {
+            auto r = PeerPutBandwidth(tls, bytes);
+            if (!r.ok()) std::fprintf(stderr, "peer put: %s\n", r.status().ToString().c_str());
+            return r.ok() ? std::optional<double>(*r) : std::nullopt;
+          },
+          true);
+      const std::string size = SizeName(bytes);
+      const std::string base = perf ? "ucx_perftest tag_bw" : "";
+      if (put) {
+        report->Add({"peer_put_" + std::string(path) + "_" + size, *put, "MB/s", true, base, perf,
+                     "PeerClient put to PeerWorker incl. checksum, validation, commit, ack"});
+      }
+      if (tag) {
+        report->Add({"transport_tag_bw_" + std::string(path) + "_" + size, *tag, "MB/s", true, base,
+                     perf, "Transport PostSend/PostRecv, one message in flight"});
+      }
+    }
+    auto lat = Best(
+        [&]() -> std::optional<double> {
+          auto r = PingPongHalfRttUs(*endpoints, 8192);
+          return r.ok() ? std::optional<double>(*r) : std::nullopt;
+        },
+        false);
+    auto perf_lat = Best([&] { return Perftest(tls, "tag_lat", 8192, 2000, 1); }, false);
+    if (lat) {
+      report->Add({"transport_latency_" + std::string(path) + "_8KiB", *lat, "us", false,
+                   perf_lat ? "ucx_perftest tag_lat" : "", perf_lat,
+                   "half round trip, P50 of 350"});
+    }
+  }
+}
+
+}  // namespace
+
+SY_BENCH_REPORT(net_budget_transport, Report);
+
+}  // namespace switchyard::kv_tiers::transport

@@ -1,0 +1,161 @@
+#include "kv_tiers/transport/remote_host_tier.h"
+
+#include <cstring>
+#include <vector>
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+Status FromReject(RejectReason reason, const std::string& what, const std::string& message) {
+  std::string msg = what + " rejected by the worker: " + std::string(RejectReasonName(reason));
+  if (!message.empty()) msg += " (" + message + ")";
+  switch (reason) {
+    case RejectReason::kCapacity:
+      return Status::ResourceExhausted(msg);
+    case RejectReason::kStaleCommEpoch:
+      return Status::Unavailable(msg + "; the worker restarted", ErrorScope::kPeer);
+    case RejectReason::kNotFound:
+      return Status::DataLoss(msg, ErrorScope::kBlock);
+    default:
+      return Status::DataLoss(msg, ErrorScope::kTransfer);
+  }
+}
+
+}  // namespace
+
+RemoteHostTier::RemoteHostTier(const TierOptions& tier_options, std::unique_ptr<PeerClient> client,
+                               RemoteHostTierOptions options)
+    : PeerTier(tier_options), client_(std::move(client)), options_(std::move(options)) {}
+
+Result<std::unique_ptr<RemoteHostTier>> RemoteHostTier::Connect(const std::string& address,
+                                                                const TierOptions& tier_options,
+                                                                const PeerClientOptions& client,
+                                                                RemoteHostTierOptions options) {
+  if (tier_options.capacity_bytes == 0) {
+    return Status::InvalidArgument("peer tier: capacity_bytes must be > 0");
+  }
+  SY_ASSIGN_OR_RETURN(auto c, PeerClient::Connect(address, client));
+  if (tier_options.capacity_bytes > c->hello().capacity_bytes) {
+    return Status::InvalidArgument("peer tier: capacity " +
+                                   std::to_string(tier_options.capacity_bytes) +
+                                   " B exceeds the worker's " +
+                                   std::to_string(c->hello().capacity_bytes) + " B at " + address);
+  }
+  return std::unique_ptr<RemoteHostTier>(
+      new RemoteHostTier(tier_options, std::move(c), std::move(options)));
+}
+
+TierCapabilities RemoteHostTier::capabilities() const {
+  TierCapabilities c;
+  c.remote = true;
+  return c;
+}
+
+Result<Extent> RemoteHostTier::Allocate(const std::string& tenant, uint64_t bytes) {
+  if (bytes == 0) return Status::InvalidArgument("peer tier: zero-byte allocation");
+  if (tenant.empty()) return Status::InvalidArgument("peer tier: empty tenant");
+  SY_RETURN_IF_ERROR(Charge(tenant, bytes));
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t slot = next_slot_++;
+  slots_[slot] = Slot{tenant, bytes, 0, {}};
+  return Extent{slot, bytes};
+}
+
+Result<RemoteHostTier::Slot> RemoteHostTier::Lookup(const Extent& extent, uint64_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(extent.slot);
+  if (it == slots_.end()) {
+    return Status::NotFound("peer tier: slot " + std::to_string(extent.slot) + " is not allocated");
+  }
+  if (bytes > it->second.bytes) {
+    return Status::InvalidArgument("peer tier: " + std::to_string(bytes) + " B exceed slot " +
+                                   std::to_string(extent.slot) + " of " +
+                                   std::to_string(it->second.bytes) + " B");
+  }
+  return it->second;
+}
+
+Status RemoteHostTier::Free(const Extent& extent) {
+  SY_ASSIGN_OR_RETURN(Slot slot, Lookup(extent, 0));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_.erase(extent.slot);
+  }
+  Uncharge(slot.tenant, slot.bytes);
+  if (slot.generation == 0) return Status::OK();  // nothing was ever committed there
+  return client_->Free(slot.tenant, options_.context, {extent.slot}, options_.transfer)
+      .Annotate("peer tier: freeing slot " + std::to_string(extent.slot));
+}
+
+Status RemoteHostTier::Write(std::span<const BlockWrite> writes) {
+  for (const auto& w : writes) {
+    SY_ASSIGN_OR_RETURN(Slot slot, Lookup(w.extent, w.bytes));
+    PutRequest req;
+    req.workflow_id = slot.tenant;
+    req.context_id = options_.context;
+    req.model_epoch = client_->model_epoch();
+    req.generation = slot.generation + 1;  // a rewrite supersedes the committed copy
+    req.blocks.push_back({w.extent.slot, w.src, w.bytes});
+    const std::string what = "peer tier: put of slot " + std::to_string(w.extent.slot);
+    auto ev = client_->Put(req, options_.transfer);
+    if (!ev.ok()) return ev.status().Annotate(what);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = slots_.find(w.extent.slot);
+      if (it != slots_.end()) {
+        it->second.last = *ev;
+        if (ev->committed) {
+          it->second.generation = req.generation;
+          it->second.bytes = std::max(it->second.bytes, w.bytes);
+        }
+      }
+    }
+    if (!ev->committed) return FromReject(ev->reason, what, ev->message);
+  }
+  return Status::OK();
+}
+
+Status RemoteHostTier::Read(std::span<const BlockRead> reads) {
+  for (const auto& r : reads) {
+    SY_ASSIGN_OR_RETURN(Slot slot, Lookup(r.extent, r.bytes));
+    const std::string what = "peer tier: get of slot " + std::to_string(r.extent.slot);
+    if (slot.generation == 0) {
+      return Status::DataLoss(what + ": no bytes stored", ErrorScope::kBlock);
+    }
+    GetSpec spec;
+    spec.workflow_id = slot.tenant;
+    spec.context_id = options_.context;
+    spec.model_epoch = client_->model_epoch();
+    spec.generation = slot.generation;
+    spec.block_ids = {r.extent.slot};
+    // The worker sends the whole block; a shorter read lands in a staging buffer.
+    std::vector<uint8_t> staging;
+    void* dst = r.dst;
+    if (r.bytes < slot.bytes) {
+      staging.resize(slot.bytes);
+      dst = staging.data();
+    }
+    spec.dst = {{dst, slot.bytes}};
+    auto ev = client_->Get(spec, options_.transfer);
+    if (!ev.ok()) return ev.status().Annotate(what);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = slots_.find(r.extent.slot);
+      if (it != slots_.end()) it->second.last = *ev;
+    }
+    if (ev->rejected || !ev->validated) return FromReject(ev->reason, what, ev->message);
+    if (!staging.empty()) std::memcpy(r.dst, staging.data(), r.bytes);
+  }
+  return Status::OK();
+}
+
+Result<TransferEvents> RemoteHostTier::LastEvents(uint64_t slot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(slot);
+  if (it == slots_.end()) {
+    return Status::NotFound("peer tier: slot " + std::to_string(slot) + " is not allocated");
+  }
+  return it->second.last;
+}
+
+}  // namespace switchyard::kv_tiers::transport

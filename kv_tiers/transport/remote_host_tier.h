@@ -1,0 +1,78 @@
+// RemoteHostTier: a kv_tiers::PeerTier whose blocks live in another process's host tier
+// (a `switchyard worker`, PeerWorker) and move through a PeerClient with the commit rule
+// end to end: per-destination credit -> post -> the worker validates length, checksum,
+// owner, epochs and generation -> commits -> acks, returning the credit -> only then does
+// Write() return OK (so the BlockManager may let the sender free its copy, invariant 2).
+// Read() is a validated get (owner, epochs, generation, length, checksum checked by the
+// requester before any byte is reported usable).
+//
+// Mapping: an Extent's slot is the block id at the worker; the owner sent with every
+// transfer is (workflow id = the tenant, context id = `context` below), so a block is
+// only ever served back to the tier that wrote it; each Write of a slot uses a newer
+// generation, so an older copy is never served after a rewrite (the worker rejects a
+// stale generation). Free() asks the worker to drop the block. Capacity and quotas are
+// accounted here (capacity_bytes should not exceed the worker's); the worker enforces its
+// own capacity too (a put it cannot hold is rejected with `capacity`).
+//
+// Ownership: the tier owns its PeerClient (and through it the connection).
+// Thread-safety: as Tier; slot bookkeeping is under a mutex, transfers run unlocked.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kv_tiers/peer_tier.h"
+#include "kv_tiers/transport/peer_client.h"
+
+namespace switchyard::kv_tiers::transport {
+
+struct RemoteHostTierOptions {
+  std::string context = "peer-tier";  // the owner's context id at the worker
+  TransferOptions transfer;           // class, deadline, flow key of block transfers
+  switchyard::PeerId peer_id;         // this peer's identity in the caller's terms
+};
+
+class RemoteHostTier final : public kv_tiers::PeerTier {
+ public:
+  // Connects to the worker at `address` ("HOST:PORT").
+  static Result<std::unique_ptr<RemoteHostTier>> Connect(const std::string& address,
+                                                         const TierOptions& tier_options,
+                                                         const PeerClientOptions& client = {},
+                                                         RemoteHostTierOptions options = {});
+
+  std::string name() const override { return "peer:" + client_->address(); }
+  TierCapabilities capabilities() const override;
+  switchyard::PeerId peer() const override { return options_.peer_id; }
+  std::string endpoint() const override { return client_->address(); }
+  TierKind remote_kind() const override { return v1::TIER_HOST; }
+
+  Result<Extent> Allocate(const std::string& tenant, uint64_t bytes) override;
+  Status Free(const Extent& extent) override;
+  Status Write(std::span<const BlockWrite> writes) override;
+  Status Read(std::span<const BlockRead> reads) override;
+
+  PeerClient& client() { return *client_; }
+  // The events of the last transfer of `slot` (tests and metrics: invariant 3).
+  Result<TransferEvents> LastEvents(uint64_t slot) const;
+
+ private:
+  RemoteHostTier(const TierOptions& tier_options, std::unique_ptr<PeerClient> client,
+                 RemoteHostTierOptions options);
+  struct Slot {
+    std::string tenant;
+    uint64_t bytes = 0;
+    uint64_t generation = 0;  // of the committed copy at the worker; 0: never written
+    TransferEvents last;
+  };
+  Result<Slot> Lookup(const Extent& extent, uint64_t bytes) const;
+
+  std::unique_ptr<PeerClient> client_;
+  RemoteHostTierOptions options_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, Slot> slots_;
+  uint64_t next_slot_ = 1;
+};
+
+}  // namespace switchyard::kv_tiers::transport

@@ -1,0 +1,185 @@
+// kv_tiers PeerTier over the peer protocol: blocks live in another process's host tier
+// (`switchyard worker`, over TCP loopback) and move with the commit rule end to end.
+// Without the switchyard binary the worker runs in this process on its own thread (and
+// the test says so); the protocol and transport are the same.
+#include "kv_tiers/transport/remote_host_tier.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "kv_tiers/local_mover.h"
+#include "kv_tiers/transport/peer_worker.h"
+#include "tests/kv_tiers/test_util.h"
+#include "tests/transport/worker_process.h"
+
+namespace switchyard::kv_tiers::transport {
+namespace {
+
+constexpr uint64_t kBlock = 4096;  // SmallLayout's block
+
+PeerClientOptions TcpClient() {
+  PeerClientOptions o;
+  o.transport_config.params["TLS"] = "tcp";
+  o.ack_timeout = std::chrono::seconds(20);
+  return o;
+}
+
+// A worker with room for `blocks` blocks: a child process when the binary is built, else
+// an in-process PeerWorker.
+class Worker {
+ public:
+  bool Start(uint64_t blocks) {
+    if (testing::HaveSwitchyardBinary()) {
+      return process_.Start("127.0.0.1:0", "tcp", "", std::to_string(blocks * kBlock));
+    }
+    std::fprintf(stderr, "note: %s not built; the worker runs in this process\n",
+                 testing::SwitchyardBinary().c_str());
+    WorkerOptions o;
+    o.transport_config.params["TLS"] = "tcp";
+    o.capacity_bytes = blocks * kBlock;
+    auto w = PeerWorker::Start(o);
+    if (!w.ok()) return false;
+    in_process_ = std::move(*w);
+    thread_ = std::thread([this] { in_process_->Run(); });
+    return true;
+  }
+  std::string address() const { return in_process_ ? in_process_->address() : process_.address(); }
+  ~Worker() {
+    if (in_process_) in_process_->Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  testing::WorkerProcess process_;
+  std::unique_ptr<PeerWorker> in_process_;
+  std::thread thread_;
+};
+
+class RemoteHostTierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(worker_.Start(4)) << "worker did not start";
+    TierOptions o;
+    o.capacity_bytes = 4 * kBlock;
+    o.slot_bytes = kBlock;
+    auto t = RemoteHostTier::Connect(worker_.address(), o, TcpClient());
+    ASSERT_TRUE(t.ok()) << t.status();
+    tier_ = std::move(*t);
+  }
+  Status WriteBlock(const Extent& e, const std::vector<char>& data) {
+    BlockWrite w{e, data.data(), data.size()};
+    return tier_->Write(std::span<const BlockWrite>(&w, 1));
+  }
+  Result<std::vector<char>> ReadBlock(const Extent& e) {
+    std::vector<char> out(e.bytes);
+    BlockRead r{e, out.data(), out.size()};
+    SY_RETURN_IF_ERROR(tier_->Read(std::span<const BlockRead>(&r, 1)));
+    return out;
+  }
+  Worker worker_;
+  std::unique_ptr<RemoteHostTier> tier_;
+};
+
+TEST_F(RemoteHostTierTest, IsARemotePeerTierOfHostMemory) {
+  EXPECT_EQ(tier_->kind(), v1::TIER_PEER);
+  EXPECT_TRUE(tier_->capabilities().remote);
+  EXPECT_FALSE(tier_->capabilities().addressable);
+  EXPECT_EQ(tier_->remote_kind(), v1::TIER_HOST);
+  EXPECT_EQ(tier_->name(), "peer:" + worker_.address());
+  TierOptions big;
+  big.capacity_bytes = 1ull << 40;
+  EXPECT_TRUE(
+      RemoteHostTier::Connect(worker_.address(), big, TcpClient()).status().IsInvalidArgument());
+}
+
+TEST_F(RemoteHostTierTest, WriteCommitsAtTheWorkerAndRewriteSupersedesTheOldGeneration) {
+  Extent e = tier_->Allocate("tenant-a", kBlock).value();
+  EXPECT_TRUE(ReadBlock(e).status().IsDataLoss());  // nothing stored yet
+  auto a = kv_tiers::testing::Pattern(kBlock, 1), b = kv_tiers::testing::Pattern(kBlock, 2);
+  ASSERT_TRUE(WriteBlock(e, a).ok());
+  auto ev = tier_->LastEvents(e.slot).value();
+  EXPECT_TRUE(ev.posted && ev.transport_complete && ev.receiver_transport_complete);
+  EXPECT_TRUE(ev.validated && ev.committed && !ev.rejected);
+  EXPECT_EQ(ReadBlock(e).value(), a);
+  ASSERT_TRUE(WriteBlock(e, b).ok());
+  EXPECT_EQ(ReadBlock(e).value(), b);
+  EXPECT_TRUE(tier_->LastEvents(e.slot)->validated);
+}
+
+TEST_F(RemoteHostTierTest, FreeReleasesTheWorkersCapacity) {
+  // The worker holds 4 blocks: without the remote free the second round would be refused.
+  auto data = kv_tiers::testing::Pattern(kBlock, 3);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<Extent> extents;
+    for (int i = 0; i < 4; ++i) {
+      extents.push_back(tier_->Allocate("t", kBlock).value());
+      ASSERT_TRUE(WriteBlock(extents.back(), data).ok()) << "round " << round << " block " << i;
+    }
+    EXPECT_TRUE(tier_->Allocate("t", kBlock).status().IsResourceExhausted());
+    for (const auto& e : extents) ASSERT_TRUE(tier_->Free(e).ok());
+    EXPECT_EQ(tier_->used_bytes(), 0u);
+  }
+}
+
+TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksBothWaysWithTheCommitRule) {
+  VirtualEventLoop loop;
+  MoverEnv env;
+  env.loop = &loop;
+  MoverSet movers;
+  movers.Add(std::make_shared<LocalMover>(env), 10);
+  movers.Add(std::make_shared<PeerMover>(env), 4);
+  auto host = kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(8));
+  BlockManagerOptions mo;
+  mo.reclaim_on_high_watermark = false;
+  BlockManager mgr(kv_tiers::testing::SmallLayout(), &loop, std::move(movers), nullptr, mo);
+  ASSERT_TRUE(mgr.AddTier(host.get()).ok());
+  ASSERT_TRUE(mgr.AddTier(tier_.get()).ok());
+
+  BlockSpec spec{"t", "wf", "ctx", 0, 0, 16, 0};
+  BlockId id = mgr.Allocate(spec, "host").value();
+  auto data = kv_tiers::testing::Pattern(kBlock, 9);
+  ASSERT_TRUE(mgr.BeginWrite(id).ok());
+  ASSERT_TRUE(mgr.WriteBytes(id, data.data(), data.size()).ok());
+  ASSERT_TRUE(mgr.FinishWrite(id).ok());
+  ASSERT_TRUE(mgr.Commit(id).ok());
+
+  auto await = [&](TransferId tid) {
+    auto final_state = [&] {
+      auto r = mgr.Transfer(tid);
+      return r.ok() && r->state != v1::POSTED && r->state != v1::TRANSPORT_COMPLETE &&
+             r->state != v1::VALIDATED;
+    };
+    EXPECT_TRUE(kv_tiers::testing::DrainUntil(loop, final_state));
+    return mgr.Transfer(tid).value();
+  };
+  // Host -> peer, demoting: the sender's copy is freed only after the commit.
+  auto out = mgr.Move(id, tier_->name(), MoveOptions{}, /*demote=*/true);
+  ASSERT_TRUE(out.ok()) << out.status();
+  TransferRecord rec = await(*out);
+  ASSERT_EQ(rec.state, v1::COMMITTED) << rec.status;
+  EXPECT_TRUE(rec.transport_completed_at && rec.validated_at && rec.committed_at);
+  EXPECT_EQ(host->used_bytes(), 0u);  // demoted: the host copy is gone
+  EXPECT_EQ(tier_->used_bytes(), kBlock);
+  ReadRequest reader{"t", "wf", "ctx", mgr.model_epoch(), 1};
+  std::vector<char> got(kBlock);
+  {
+    auto lease = mgr.Read(rec.destination, reader);  // the read pin ends with this scope
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    ASSERT_TRUE(lease->CopyTo(got.data(), got.size()).ok());
+    EXPECT_EQ(got, data);
+  }
+
+  // Peer -> host.
+  auto back = mgr.Move(rec.destination, "host", MoveOptions{});
+  ASSERT_TRUE(back.ok()) << back.status();
+  TransferRecord rec2 = await(*back);
+  ASSERT_EQ(rec2.state, v1::COMMITTED) << rec2.status;
+  auto lease2 = mgr.Read(rec2.destination, reader);
+  ASSERT_TRUE(lease2.ok()) << lease2.status();
+  ASSERT_TRUE(lease2->CopyTo(got.data(), got.size()).ok());
+  EXPECT_EQ(got, data);
+}
+
+}  // namespace
+}  // namespace switchyard::kv_tiers::transport
