@@ -1,0 +1,285 @@
+// bench_api: the HTTP service under load, measured from a separate process.
+//
+// Starts `switchyard serve` (next to this binary, or SWITCHYARD_BIN) on a free loopback
+// port with a temporary data dir and durability on (every acknowledged write fsynced to
+// the RocksDB WAL), then runs `switchyard loadgen` phases against it (each its own
+// process, keep-alive HTTP/1.1, 64 connections):
+//   1. GET /healthz, closed loop: the no-work baseline rate of the same server and client;
+//   2. events (appends, TOOL_STARTED, TOOL_FINISHED, all durable), closed loop: the
+//      sustained acknowledged events/s S;
+//   3. /healthz and events open loop at S/2: P50/P99 from the due time;
+//   4. events open loop at 2*S from an uncapped tenant (server RSS before/after), then on a
+//      fresh server from a tenant whose rate limit is S: answers by status (429/503),
+//      whether the servers still answer.
+// Also the server's CPU time per answer (from /proc), for events and for /healthz.
+// Phase length: SY_BENCH_API_SECONDS (default 5) after 1 s of warmup.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "bench/common/report.h"
+
+namespace switchyard::bench {
+namespace {
+
+constexpr int kConnections = 64;
+constexpr double kGoalEventsPerS = 20000;
+constexpr double kGoalP99Ms = 5;
+
+std::string Hex(size_t n) {
+  std::random_device rd;
+  std::string s;
+  while (s.size() < n) s += "0123456789abcdef"[rd() % 16];
+  return s;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool Healthy(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (::send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) > 0) {
+      char buf[64] = {};
+      ok = ::recv(fd, buf, sizeof(buf) - 1, 0) > 12 &&
+           std::string(buf).find(" 200 ") != std::string::npos;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+// User + system CPU seconds the process has used so far.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string f;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) utime = std::atof(f.c_str());
+    if (i == 15) stime = std::atof(f.c_str());
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+double RssMiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  }
+  return 0;
+}
+
+// A number field of loadgen's flat JSON output ("key":value); NaN when absent.
+double Field(const std::string& json, const std::string& key) {
+  size_t at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return std::nan("");
+  return std::atof(json.c_str() + at + key.size() + 3);
+}
+
+class Server {
+ public:
+  bool Start(const std::string& binary, double capped_rate) {
+    dir_ = std::filesystem::temp_directory_path() / ("sy_bench_api_" + Hex(8));
+    std::filesystem::create_directories(dir_);
+    port_ = FreePort();
+    token_ = Hex(32);
+    capped_token_ = Hex(32);
+    std::string cfg = (dir_ / "config.json").string();
+    std::ofstream(cfg) << "{\"threads\":2,\"tenants\":["
+                       << "{\"name\":\"bench\",\"token\":\"" << token_
+                       << "\",\"rateLimitPerS\":10000000,\"rateBurst\":10000000,"
+                          "\"maxWorkflows\":1000000},"
+                       << "{\"name\":\"capped\",\"token\":\"" << capped_token_
+                       << "\",\"rateLimitPerS\":" << capped_rate << ",\"rateBurst\":" << capped_rate
+                       << ",\"maxWorkflows\":1000000}]}";
+    std::string listen = "127.0.0.1:" + std::to_string(port_);
+    std::string data = (dir_ / "data").string();
+    std::string log = (dir_ / "server.log").string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      FILE* f = std::freopen(log.c_str(), "w", stdout);
+      if (f) ::dup2(::fileno(stdout), 2);
+      ::execl(binary.c_str(), binary.c_str(), "serve", "--config", cfg.c_str(), "--listen",
+              listen.c_str(), "--data-dir", data.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    for (int i = 0; i < 600; ++i) {
+      if (Healthy(port_)) return true;
+      if (!Alive()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::fprintf(stderr, "bench api: server did not start; log in %s\n", log.c_str());
+    return false;
+  }
+  bool Alive() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  ~Server() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& token() const { return token_; }
+  const std::string& capped_token() const { return capped_token_; }
+
+ private:
+  std::filesystem::path dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string token_, capped_token_;
+};
+
+std::string RunLoadgen(const std::string& binary, const Server& s, const std::string& workload,
+                       const std::string& token, double rate, double seconds) {
+  std::string cmd = binary + " loadgen --target 127.0.0.1:" + std::to_string(s.port()) +
+                    " --workload " + workload + " --connections " + std::to_string(kConnections) +
+                    " --duration " + std::to_string(seconds) + " --warmup 1";
+  if (!token.empty()) cmd += " --token " + token;
+  if (rate > 0) cmd += " --rate " + std::to_string(rate);
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof(buf), p)) out += buf;
+    ::pclose(p);
+  }
+  std::fprintf(
+      stderr, "bench api: %s%s -> %s", workload.c_str(),
+      rate > 0 ? (" @" + std::to_string(static_cast<long>(rate)) + "/s").c_str() : " closed",
+      out.empty() ? "(no output)\n" : out.c_str());
+  return out;
+}
+
+std::string ServerBinary() {
+  if (const char* env = std::getenv("SWITCHYARD_BIN")) return env;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "switchyard").string();
+}
+
+void ReportApi(const std::map<std::string, Measured>&, Report* report) {
+  std::string bin = ServerBinary();
+  if (!std::filesystem::exists(bin)) {
+    std::fprintf(stderr,
+                 "bench api: no server binary at %s (build `switchyard` or set SWITCHYARD_BIN)\n",
+                 bin.c_str());
+    return;
+  }
+  double secs =
+      std::getenv("SY_BENCH_API_SECONDS") ? std::atof(std::getenv("SY_BENCH_API_SECONDS")) : 5;
+  Server server;
+  if (!server.Start(bin, 1e7)) return;
+  // Server CPU per request, from /proc: the work behind each answer, whatever else runs on
+  // the machine (the 1 s warmup is counted at the measured rate).
+  double cpu0 = CpuSeconds(server.pid());
+  std::string health = RunLoadgen(bin, server, "healthz", "", 0, secs);
+  double cpu1 = CpuSeconds(server.pid());
+  std::string events = RunLoadgen(bin, server, "events", server.token(), 0, secs);
+  double cpu2 = CpuSeconds(server.pid());
+  double h_rate = Field(health, "answersPerS");
+  double s_rate = Field(events, "ackedEventsPerS");
+  if (!(s_rate > 0) || !(h_rate > 0)) {
+    std::fprintf(stderr, "bench api: no throughput measured\n");
+    return;
+  }
+  double h_cpu_us = 1e6 * (cpu1 - cpu0) / (h_rate * (secs + 1));
+  double e_cpu_us = 1e6 * (cpu2 - cpu1) / (Field(events, "answersPerS") * (secs + 1));
+  const std::string base = "GET /healthz, same server, client and connections";
+  report->Add({"events_acked_per_s_durable", s_rate, "events/s", true, base + " (requests/s)",
+               h_rate,
+               "closed loop, 64 connections; goal >= 20000/s; " +
+                   std::string(s_rate >= kGoalEventsPerS ? "goal met" : "goal NOT met")});
+  report->Add({"server_cpu_us_per_event", e_cpu_us, "us", false, "server CPU per GET /healthz",
+               h_cpu_us, "user+system CPU of the server process / answers (approx.)"});
+  double half = s_rate / 2;
+  std::string h_half = RunLoadgen(bin, server, "healthz", "", half, secs);
+  std::string e_half = RunLoadgen(bin, server, "events", server.token(), half, secs);
+  const std::string at = " at " + std::to_string(static_cast<long>(half)) + "/s";
+  report->Add({"events_p50_ms_at_half_load", Field(e_half, "p50Ms"), "ms", false,
+               "GET /healthz P50" + at, Field(h_half, "p50Ms"), "open loop" + at});
+  report->Add(
+      {"events_p99_ms_at_half_load", Field(e_half, "p99Ms"), "ms", false, "GET /healthz P99" + at,
+       Field(h_half, "p99Ms"),
+       "open loop" + at + "; goal <= 5 ms; " +
+           std::string(Field(e_half, "p99Ms") <= kGoalP99Ms ? "goal met" : "goal NOT met")});
+
+  double rss0 = RssMiB(server.pid());
+  std::string over = RunLoadgen(bin, server, "events", server.token(), 2 * s_rate, secs);
+  double rss1 = RssMiB(server.pid());
+  bool alive = server.Alive() && Healthy(server.port());
+  // A tenant whose rate limit is the sustained rate, offered twice that: a fresh server
+  // (the limit is configuration), so about half the requests should get 429.
+  std::string capped;
+  {
+    Server limited;
+    if (limited.Start(bin, s_rate)) {
+      capped = RunLoadgen(bin, limited, "events", limited.capped_token(), 2 * s_rate, secs);
+      alive = alive && limited.Alive() && Healthy(limited.port());
+    }
+  }
+  auto count = [](const std::string& j, const char* code) {
+    double v = Field(j, code);
+    return std::isnan(v) ? 0.0 : v;
+  };
+  report->Add({"overload_2x_acked_per_s", Field(over, "ackedEventsPerS"), "events/s", true,
+               "sustained rate (closed loop)", s_rate, "open loop at 2x the sustained rate"});
+  report->Add({"overload_2x_p99_ms", Field(over, "p99Ms"), "ms", false, "", std::nullopt,
+               "from due time: includes the client-side backlog"});
+  report->Add({"overload_2x_429", count(over, "429"), "answers", false, "", std::nullopt,
+               "uncapped tenant"});
+  report->Add({"overload_2x_503", count(over, "503"), "answers", false, "", std::nullopt,
+               "uncapped tenant"});
+  report->Add({"overload_2x_capped_tenant_429", count(capped, "429"), "answers", false, "",
+               std::nullopt, "tenant rate limit = sustained rate"});
+  report->Add({"overload_2x_capped_tenant_2xx_per_s",
+               (Field(capped, "ackedEventsPerS") + Field(capped, "ackedOther") / secs),
+               "requests/s", true, "", std::nullopt, "tenant rate limit 10000/s"});
+  report->Add({"server_rss_mib_before_overload", rss0, "MiB", false, "", std::nullopt, ""});
+  report->Add({"server_rss_mib_after_overload", rss1, "MiB", false, "RSS before overload", rss0,
+               "uncapped tenant, 2x for " + std::to_string(static_cast<int>(secs + 1)) + " s"});
+  report->Add({"server_alive_after_overload", alive ? 1.0 : 0.0, "bool", true, "", std::nullopt,
+               alive ? "answers /healthz" : "DOWN"});
+}
+
+SY_BENCH_REPORT(api, ReportApi);
+
+}  // namespace
+}  // namespace switchyard::bench
