@@ -271,25 +271,15 @@ HttpResponse HttpApi::Mutation(const HttpRequest& req, const Principal& who, con
 }
 
 HttpResponse HttpApi::Cluster(const Principal& who) const {
-  auto c = service_->counts();
-  std::string body = "{\"workflows\":{\"total\":" + std::to_string(c.workflows) +
-                     ",\"running\":" + std::to_string(c.running) +
-                     ",\"completed\":" + std::to_string(c.completed) +
-                     ",\"failed\":" + std::to_string(c.failed) +
-                     ",\"cancelled\":" + std::to_string(c.cancelled) +
-                     "},\"nodeEventsApplied\":" + std::to_string(c.events_applied);
+  v1::ClusterState c = service_->Cluster();
   if (who.admin) {
-    body += ",\"tenants\":[";
-    bool first = true;
     for (const auto& t : auth_.tenants()) {
-      body += std::string(first ? "" : ",") + "{\"name\":\"" + JsonEscape(t.name()) +
-              "\",\"weight\":" + std::to_string(t.weight() > 0 ? t.weight() : 1.0) + "}";
-      first = false;
+      auto* s = c.add_tenants();
+      s->set_name(t.name());
+      s->set_weight(t.weight() > 0 ? t.weight() : 1.0);
     }
-    body += "]";
   }
-  body += "}";
-  return HttpResponse{200, "application/json", {}, body};
+  return Json(200, c);
 }
 
 }  // namespace switchyard::api

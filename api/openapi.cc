@@ -16,7 +16,25 @@ const std::string& OpenApiDocument() {
       "Workflow": {"type": "object", "description": "switchyard.v1.Workflow (proto3 JSON)"},
       "NodeEvent": {"type": "object", "description": "switchyard.v1.NodeEvent (proto3 JSON)"},
       "AppendNodesRequest": {"type": "object", "description": "switchyard.v1.AppendNodesRequest"},
-      "WorkflowStatus": {"type": "object", "description": "switchyard.v1.WorkflowStatus"}
+      "WorkflowStatus": {"type": "object", "description": "switchyard.v1.WorkflowStatus: state per node, kv (where each context's KV lives: tier, worker, bytes, inFlight) and decisions (the scheduler's commands with times)",
+                         "properties": {"workflowId": {"type": "string"}, "state": {"type": "string"},
+                                        "nodes": {"type": "array", "items": {"type": "object"}},
+                                        "kv": {"type": "array", "items": {"$ref": "#/components/schemas/KvPlacement"}},
+                                        "decisions": {"type": "array", "items": {"$ref": "#/components/schemas/Decision"}}}},
+      "KvPlacement": {"type": "object", "description": "switchyard.v1.KvPlacement",
+                      "properties": {"context": {"type": "string"}, "tier": {"type": "string", "enum": ["hbm", "host", "disk", "peer", "none"]},
+                                     "worker": {"type": "integer"}, "bytes": {"type": "string", "format": "uint64"},
+                                     "tokens": {"type": "string", "format": "int64"}, "inFlight": {"type": "boolean"}, "inFlightTo": {"type": "string"}}},
+      "Decision": {"type": "object", "description": "switchyard.v1.Decision: one scheduler command",
+                   "properties": {"timeMs": {"type": "string", "format": "int64"},
+                                  "kind": {"type": "string", "enum": ["admit", "place", "preempt", "keep", "demote", "prefetch", "discard", "retry", "fail", "complete"]},
+                                  "nodeId": {"type": "string"}, "context": {"type": "string"}, "src": {"type": "string"}, "dst": {"type": "string"},
+                                  "bytes": {"type": "string", "format": "uint64"}, "trafficClass": {"type": "string"}, "worker": {"type": "integer"},
+                                  "reason": {"type": "string"}, "line": {"type": "string"}}},
+      "ClusterState": {"type": "object", "description": "switchyard.v1.ClusterState: workflow counts, workers, model executor, kv mover, tiers with occupancy (tiers), links with budgets by traffic class (links), decisionsByKind, bytesMovedByTier; tenants with the admin token",
+                       "properties": {"workflows": {"type": "object"}, "tiers": {"type": "array", "items": {"type": "object"}},
+                                      "links": {"type": "array", "items": {"type": "object"}}, "decisionsByKind": {"type": "object"},
+                                      "bytesMovedByTier": {"type": "object"}, "tenants": {"type": "array", "items": {"type": "object"}}}}
     },
     "parameters": {
       "id": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
@@ -33,8 +51,9 @@ const std::string& OpenApiDocument() {
     "/healthz": {"get": {"summary": "liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
     "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {"description": "text exposition format"}}}},
     "/openapi.json": {"get": {"summary": "this document", "security": [], "responses": {"200": {"description": "OpenAPI 3"}}}},
-    "/v1/cluster": {"get": {"summary": "cluster summary; tenants and weights with the admin token",
-                            "responses": {"200": {"description": "summary"}, "default": {"$ref": "#/components/responses/Error"}}}},
+    "/v1/cluster": {"get": {"summary": "topology, tiers with occupancy, link budgets by class, decisions by kind, bytes moved per tier; tenants and weights with the admin token",
+                            "responses": {"200": {"description": "ClusterState", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ClusterState"}}}},
+                                          "default": {"$ref": "#/components/responses/Error"}}}},
     "/v1/workflows": {
       "get": {"summary": "list the caller's workflows",
               "parameters": [{"name": "state", "in": "query", "schema": {"type": "string", "enum": ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]}}],
@@ -51,7 +70,9 @@ const std::string& OpenApiDocument() {
     },
     "/v1/workflows/{id}": {
       "parameters": [{"$ref": "#/components/parameters/id"}],
-      "get": {"summary": "state per node", "responses": {"200": {"description": "WorkflowStatus"}, "default": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "state per node, where each context's KV lives, and the decisions taken",
+              "responses": {"200": {"description": "WorkflowStatus", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WorkflowStatus"}}}},
+                            "default": {"$ref": "#/components/responses/Error"}}},
       "delete": {"summary": "cancel", "parameters": [{"$ref": "#/components/parameters/idem"}, {"name": "reason", "in": "query", "schema": {"type": "string"}}],
                  "responses": {"200": {"description": "accepted"}, "default": {"$ref": "#/components/responses/Error"}}}
     },
@@ -67,7 +88,7 @@ const std::string& OpenApiDocument() {
     },
     "/v1/workflows/{id}/events": {
       "parameters": [{"$ref": "#/components/parameters/id"}],
-      "post": {"summary": "report a node event (tool started/finished/failed, client-side LLM results)",
+      "post": {"summary": "report a node event: tool started/finished/failed (the scheduler waits for these), or client-side LLM results when the server runs with llm_executor 'reported' (409 while its simulated model executor runs LLM nodes)",
                "parameters": [{"$ref": "#/components/parameters/idem"}],
                "requestBody": {"required": true, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/NodeEvent"},

@@ -11,11 +11,45 @@ namespace pg = program_graph;
 Service::Service(ServiceOptions options, const Clock* clock)
     : options_(std::move(options)), clock_(clock), ids_(std::random_device{}()) {}
 
+Service::~Service() { driver_.reset(); }
+
 Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clock* clock) {
   std::unique_ptr<Service> svc(new Service(std::move(options), clock));
   SY_ASSIGN_OR_RETURN(svc->store_,
                       Store::Open(svc->options_.data_dir + "/state", svc->options_.sync_writes));
   SY_RETURN_IF_ERROR(svc->Recover());
+  if (svc->options_.scheduler.enabled) {
+    SchedulerDriver::Callbacks cb;
+    Service* self = svc.get();
+    cb.llm_placed = [self](const std::string& wf, const std::string& node) {
+      self->RecordLlm(wf, node, false, Status::OK(), 0);
+    };
+    cb.llm_done = [self](const std::string& wf, const std::string& node, const Status& st,
+                         int64_t out) { self->RecordLlm(wf, node, true, st, out); };
+    cb.workflow_failed = [self](const std::string& wf, const std::string& node,
+                                const std::string& reason) {
+      self->RecordSchedulerFailure(wf, node, reason);
+    };
+    cb.decision = [self](const std::string& wf, const v1::Decision& d) {
+      std::shared_ptr<DecisionListener> l;
+      {
+        std::lock_guard<std::mutex> lock(self->listener_mu_);
+        l = self->listener_;
+      }
+      if (!l) return;
+      std::string tenant;
+      {
+        std::shared_lock lock(self->mu_);
+        auto it = self->workflows_.find(wf);
+        if (it != self->workflows_.end()) tenant = it->second->tenant;
+      }
+      (*l)(tenant, wf, d);
+    };
+    SY_ASSIGN_OR_RETURN(
+        svc->driver_,
+        SchedulerDriver::Start(svc->options_.scheduler, svc->options_.data_dir, std::move(cb)));
+    svc->StartScheduler();
+  }
   return svc;
 }
 
@@ -120,6 +154,20 @@ Status Service::ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const {
       }
       e->graph->Cancel(rec.cancelled());
       return Status::OK();
+    case v1::WorkflowLogRecord::kSchedulerFailed: {
+      if (e->graph->done()) return Status::FailedPrecondition("workflow already ended");
+      const auto& f = rec.scheduler_failed();
+      std::string reason = "scheduler: " + f.reason();
+      auto idx = e->graph->Find(f.node_id());
+      if (idx && e->graph->state(*idx) == v1::NODE_READY)
+        SY_RETURN_IF_ERROR(e->graph->MarkRunning(*idx));
+      if (idx &&
+          (e->graph->state(*idx) == v1::NODE_RUNNING || e->graph->state(*idx) == v1::NODE_FAILED)) {
+        return e->graph->MarkFailed(*idx, reason, pg::FailMode::kTerminal).status();
+      }
+      e->graph->Cancel(reason);
+      return Status::OK();
+    }
     case v1::WorkflowLogRecord::ENTRY_NOT_SET:
       break;
   }
@@ -155,9 +203,14 @@ Status Service::Mutate(const std::string& tenant, const std::string& id,
                        const v1::WorkflowLogRecord& rec, const IdempotentAnswer* idem) {
   SY_ASSIGN_OR_RETURN(auto entry, Find(tenant, id));
   std::lock_guard<std::mutex> lock(entry->mu);
+  return MutateLocked(tenant, id, entry.get(), rec, idem);
+}
+
+Status Service::MutateLocked(const std::string& tenant, const std::string& id, Entry* entry,
+                             const v1::WorkflowLogRecord& rec, const IdempotentAnswer* idem) {
   if (!entry->graph) return Status::NotFound("no workflow '" + id + "'");
   bool was_done = entry->graph->done();
-  SY_RETURN_IF_ERROR(ApplyRecord(entry.get(), rec));  // validates; changes only on success
+  SY_RETURN_IF_ERROR(ApplyRecord(entry, rec));  // validates; changes only on success
   v1::IdempotencyEntry stored;
   if (idem) {
     stored.set_status(idem->status);
@@ -167,7 +220,7 @@ Status Service::Mutate(const std::string& tenant, const std::string& id,
   Status st = store_->Append(id, entry->next_seq, rec, tenant, idem ? idem->key : "",
                              idem ? &stored : nullptr);
   if (!st.ok()) {
-    Status rebuilt = Rebuild(id, entry.get());
+    Status rebuilt = Rebuild(id, entry);
     Log(LogLevel::kError, "write failed; workflow rebuilt from its durable history",
         LogKeys().With("error", st.ToString()).With("rebuild", rebuilt.ToString()));
     return Status::Unavailable("state store write failed; nothing was applied: " + st.message());
@@ -178,6 +231,7 @@ Status Service::Mutate(const std::string& tenant, const std::string& id,
     std::unique_lock g(mu_);
     --live_[tenant];
   }
+  Forward(id, *entry, rec);
   return Status::OK();
 }
 
@@ -227,6 +281,7 @@ Result<std::string> Service::Submit(const std::string& tenant, v1::Workflow work
                                st.message());
   }
   entry->next_seq = 1;
+  Forward(id, *entry, rec);
   return id;
 }
 
@@ -241,6 +296,15 @@ Status Service::Append(const std::string& tenant, const std::string& workflow_id
 
 Status Service::ReportEvent(const std::string& tenant, const std::string& workflow_id,
                             v1::NodeEvent event, const IdempotentAnswer* idem) {
+  bool llm = event.type() == v1::LLM_STARTED || event.type() == v1::LLM_FINISHED ||
+             event.type() == v1::LLM_FAILED;
+  if (llm && driver_ && driver_->config().simulated_llm) {
+    return Status::FailedPrecondition(
+        "event." + v1::NodeEventType_Name(event.type()) +
+        ": LLM nodes run on the service's simulated model executor (llm_executor "
+        "'simulated'), which reports their results; LLM events are accepted from clients "
+        "only with llm_executor 'reported'");
+  }
   event.set_workflow_id(workflow_id);
   v1::WorkflowLogRecord rec;
   rec.set_time_ms(clock_->Now().millis());
@@ -294,7 +358,9 @@ Result<v1::WorkflowStatus> Service::Get(const std::string& tenant,
   SY_ASSIGN_OR_RETURN(auto entry, Find(tenant, workflow_id));
   std::lock_guard<std::mutex> lock(entry->mu);
   if (!entry->graph) return Status::NotFound("no workflow '" + workflow_id + "'");
-  return StatusOf(workflow_id, *entry);
+  v1::WorkflowStatus s = StatusOf(workflow_id, *entry);
+  if (driver_) driver_->Fill(workflow_id, &s);
+  return s;
 }
 
 v1::WorkflowList Service::List(const std::string& tenant,

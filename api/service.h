@@ -15,10 +15,26 @@
 // has attempts left becomes READY again (attempt + 1); otherwise the workflow fails with
 // the reason, and nothing with a side effect is ever re-run without an idempotency key.
 //
+// Scheduling: unless options.scheduler.enabled is false, the service drives a real
+// scheduler (SchedulerDriver: scheduler::Core through executors::Runtime on its own event
+// loop). Every acknowledged mutation is forwarded to it; tool nodes wait for the client's
+// TOOL_* reports; LLM nodes run on the simulated model executor (embedded default, whose
+// LLM_STARTED/LLM_FINISHED the service records durably itself) or, with
+// scheduler.simulated_llm = false, on an engine that reports LLM_* events (embedding API or
+// HTTP). Get() adds where each context's KV lives and the decisions taken. On Open() every
+// workflow that has not ended is re-fed to the scheduler: its unfinished nodes (a context
+// whose creator already ran is recomputed), its close, and the start of running tools.
+//
+// Engine side (embedding): SetDecisionListener() receives every scheduler command (place,
+// preempt, keep, demote, prefetch, discard, ...) for the engine to carry out; the engine
+// reports results with ReportEvent() (LLM_STARTED / LLM_FINISHED / LLM_FAILED).
+//
 // Thread-safety: all methods are thread-safe; calls on different workflows run in
 // parallel (their durable writes are group-committed), calls on one workflow serialise.
+// The decision listener runs on the scheduler's thread and must not block for long.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/scheduler_driver.h"
 #include "api/store.h"
 #include "base/clock.h"
 #include "base/ids.h"
@@ -41,6 +58,7 @@ struct ServiceOptions {
   bool sync_writes = true;
   program_graph::Limits limits;
   int64_t max_live_workflows_per_tenant = 10000;
+  SchedulerConfig scheduler;
 };
 
 // The first answer to store with a mutation that carries an Idempotency-Key.
@@ -54,6 +72,7 @@ struct IdempotentAnswer {
 class Service {
  public:
   static Result<std::unique_ptr<Service>> Open(ServiceOptions options, const Clock* clock);
+  ~Service();
 
   // A fresh workflow id ("wf_" + 16 hex digits).
   std::string NewWorkflowId();
@@ -85,6 +104,17 @@ class Service {
   };
   Counts counts() const;
 
+  // Cluster view: workflow counts, topology, tiers with occupancy, link budgets by class,
+  // decisions by kind and bytes moved per tier (tenants are added by the HTTP layer).
+  v1::ClusterState Cluster() const;
+  // Every scheduler decision, with the workflow's tenant (engine side of the embedding
+  // API). Set before submitting; replaces the previous listener.
+  using DecisionListener = std::function<void(const std::string& tenant,
+                                              const std::string& workflow_id, const v1::Decision&)>;
+  void SetDecisionListener(DecisionListener listener);
+  // The running scheduler, or null when disabled.
+  SchedulerDriver* scheduler() const { return driver_.get(); }
+
  private:
   struct Entry {
     mutable std::mutex mu;
@@ -105,7 +135,19 @@ class Service {
   // rebuilt from its durable history and Unavailable is returned.
   Status Mutate(const std::string& tenant, const std::string& id, const v1::WorkflowLogRecord& rec,
                 const IdempotentAnswer* idem);
+  Status MutateLocked(const std::string& tenant, const std::string& id, Entry* entry,
+                      const v1::WorkflowLogRecord& rec, const IdempotentAnswer* idem);
   Status Rebuild(const std::string& id, Entry* e) const;
+  // Scheduler side: forwards an acknowledged record; records what the scheduler did.
+  void Forward(const std::string& id, const Entry& e, const v1::WorkflowLogRecord& rec);
+  void StartScheduler();
+  void Refeed(const std::string& id, const Entry& e);
+  void RecordLlm(const std::string& id, const std::string& node, bool finished, const Status& st,
+                 int64_t output_tokens);
+  void RecordSchedulerFailure(const std::string& id, const std::string& node,
+                              const std::string& reason);
+  // Applies and persists a record made by the service itself (no tenant check).
+  Status RecordInternal(const std::string& id, Entry* e, const v1::WorkflowLogRecord& rec);
   static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e);
 
   ServiceOptions options_;
@@ -116,6 +158,9 @@ class Service {
   std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_;
   std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
   std::atomic<uint64_t> events_applied_{0};
+  std::mutex listener_mu_;
+  std::shared_ptr<DecisionListener> listener_;
+  std::unique_ptr<SchedulerDriver> driver_;  // last member: stopped first
 };
 
 }  // namespace switchyard::api

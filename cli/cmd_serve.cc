@@ -1,6 +1,9 @@
-// `switchyard serve [--config FILE] [--listen HOST:PORT] [--data-dir DIR]`: the HTTP/JSON
-// service with embedded defaults (127.0.0.1:8470, ./var, a `default` tenant whose token
-// is printed and written to <data-dir>/tokens/default, mode 0600). Stops on SIGINT/SIGTERM.
+// `switchyard serve [--config FILE] [--listen HOST:PORT] [--data-dir DIR] [--llm MODE]`:
+// the HTTP/JSON service with embedded defaults (127.0.0.1:8470, ./var, a `default` tenant
+// whose token is printed and written to <data-dir>/tokens/default, mode 0600) driving the
+// scheduler: one simulated worker, emulated HBM/host/disk tiers sized from the machine,
+// loopback topology, LLM nodes on the simulated model executor (--llm reported: an engine
+// or the clients report LLM results). Stops on SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -22,7 +25,7 @@ int Fail(const Status& s) {
 
 int RunServe(const std::vector<std::string>& args) {
   v1::ServiceConfig config;
-  std::string config_path, listen, data_dir;
+  std::string config_path, listen, data_dir, llm;
   for (size_t i = 0; i < args.size(); ++i) {
     bool v = i + 1 < args.size();
     if (args[i] == "--config" && v)
@@ -31,10 +34,12 @@ int RunServe(const std::vector<std::string>& args) {
       listen = args[++i];
     else if (args[i] == "--data-dir" && v)
       data_dir = args[++i];
+    else if (args[i] == "--llm" && v)
+      llm = args[++i];
     else {
       std::fprintf(stderr,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
-                   "[--data-dir DIR]\n");
+                   "[--data-dir DIR] [--llm simulated|reported]\n");
       return args[i] == "--help" ? 0 : 2;
     }
   }
@@ -55,6 +60,16 @@ int RunServe(const std::vector<std::string>& args) {
   api::ServiceOptions so;
   so.data_dir = data_dir;
   so.sync_writes = !config.disable_sync();
+  if (llm.empty()) llm = config.llm_executor().empty() ? "simulated" : config.llm_executor();
+  if (llm != "simulated" && llm != "reported")
+    return Fail(Status::InvalidArgument(
+        "--llm (llm_executor) must be 'simulated' or 'reported', got '" + llm + "'"));
+  so.scheduler.simulated_llm = llm == "simulated";
+  if (config.workers() > 0) so.scheduler.workers = config.workers();
+  if (config.hbm_bytes_per_worker() > 0)
+    so.scheduler.hbm_bytes_per_worker = static_cast<uint64_t>(config.hbm_bytes_per_worker());
+  for (const auto& t : config.tenants())
+    if (t.weight() > 0) so.scheduler.tenant_weights[t.name()] = t.weight();
   auto service = api::Service::Open(so, RealClock::Default());
   if (!service.ok()) return Fail(service.status());
   auto auth = api::Auth::Create(config, data_dir);
@@ -73,6 +88,14 @@ int RunServe(const std::vector<std::string>& args) {
   if (!port.ok()) return Fail(port.status());
   std::printf("switchyard serving on http://%s:%u (data dir %s)\n", http.host.c_str(), *port,
               data_dir.c_str());
+  if (auto* d = (*service)->scheduler()) {
+    std::printf(
+        "scheduler: %d worker(s), LLM nodes on the %s, KV moves by the simulated kv "
+        "mover over the simulated fabric, emulated HBM %.1f GiB per worker\n",
+        d->config().workers, d->model_executor_name().c_str(),
+        static_cast<double>(d->config().hbm_bytes_per_worker) / (1 << 30));
+  }
+  std::printf("dashboard: http://%s:%u/\n", http.host.c_str(), *port);
   if (api.auth().generated_default()) {
     std::printf("tenant 'default' token: %s (also in %s)\n",
                 api.auth().Tenant("default")->token().c_str(),

@@ -28,16 +28,20 @@ def llm_node(node_id, deps, prompt, extend, output, create=False):
                       "maxOutputTokens": output}}
 
 
-def run_agent(client, steps=3, time_scale=0.01, seed=0, log=print):
+def run_agent(client, steps=3, time_scale=0.01, seed=0, log=print, llm="service"):
     rng = random.Random(seed)
+    llm_mode = llm
     prompt = 12000
-    wf = client.submit_workflow({"nodes": [llm_node("llm-0", [], prompt, prompt, 300, True)],
+    wf = client.submit_workflow({"nodes": [llm_node("llm-0", [], prompt, prompt, 120, True)],
                                  "labels": {"example": "agent_loop"}})
     log(f"submitted {wf}")
     for step in range(steps):
         llm = f"llm-{step}"
-        client.report_event(wf, llm, "LLM_STARTED")
-        client.report_event(wf, llm, "LLM_FINISHED", outputTokens=300)
+        if llm_mode == "client":
+            client.report_event(wf, llm, "LLM_STARTED")
+            client.report_event(wf, llm, "LLM_FINISHED", outputTokens=120)
+        else:
+            client.wait_node(wf, llm)
         tools = rng.sample(TOOLS, k=rng.randint(1, 2))
         nodes = [{"id": f"tool-{step}-{i}", "kind": "TOOL", "toolName": name, "deps": [llm],
                   "hints": {"expectedDurationMs": int(mean * 1000)}}
@@ -50,7 +54,7 @@ def run_agent(client, steps=3, time_scale=0.01, seed=0, log=print):
         if step + 1 < steps:
             prompt += 700
             client.append_nodes(wf, [llm_node(f"llm-{step + 1}", [n["id"] for n in nodes],
-                                              prompt, 700, 300)])
+                                              prompt, 700, 120)])
         log(f"step {step}: ran {llm} and {len(nodes)} tool(s)")
     client.close(wf)
     status = client.get(wf)
@@ -64,8 +68,10 @@ def main():
     p.add_argument("--token", required=True)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--time-scale", type=float, default=0.01)
+    p.add_argument("--llm", choices=["service", "client"], default="service",
+                   help="who runs LLM nodes: the service (default) or this client")
     a = p.parse_args()
-    _, status = run_agent(Client(a.url, a.token), a.steps, a.time_scale)
+    _, status = run_agent(Client(a.url, a.token), a.steps, a.time_scale, llm=a.llm)
     return 0 if status["state"] == "WORKFLOW_COMPLETED" else 1
 
 

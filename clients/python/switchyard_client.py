@@ -68,6 +68,23 @@ class Client:
     def cluster(self):
         return self._call("GET", "/v1/cluster")
 
+    def wait_node(self, workflow_id, node_id, states=("NODE_SUCCEEDED",), timeout=120.0,
+                  poll=0.02):
+        """Polls GET until node `node_id` is in one of `states` (or the workflow ended);
+        returns the workflow status. Raises SwitchyardError on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.get(workflow_id)
+            for n in status.get("nodes", []):
+                if n["id"] == node_id and n.get("state") in states:
+                    return status
+            if status.get("state") in ("WORKFLOW_COMPLETED", "WORKFLOW_FAILED",
+                                       "WORKFLOW_CANCELLED"):
+                return status
+            if time.monotonic() > deadline:
+                raise SwitchyardError(0, "timeout", f"node {node_id} not in {states}")
+            time.sleep(poll)
+
     def healthy(self):
         try:
             with urllib.request.urlopen(self.base_url + "/healthz", timeout=self.timeout) as r:

@@ -26,7 +26,8 @@ class HttpApiTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     ServiceOptions so;
     so.data_dir = dir_;
-    so.sync_writes = false;  // durability has its own test (crash_test)
+    so.sync_writes = false;              // durability has its own test (crash_test)
+    so.scheduler.simulated_llm = false;  // the tests report LLM results as a client
     service_ = std::move(*Service::Open(so, RealClock::Default()));
     v1::ServiceConfig cfg;
     auto* a = cfg.add_tenants();

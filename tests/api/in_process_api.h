@@ -19,6 +19,7 @@ struct InProcessApi {
     ServiceOptions so;
     so.data_dir = dir;
     so.sync_writes = false;
+    so.scheduler.simulated_llm = false;  // clients report LLM results (llm_executor reported)
     service = std::move(*Service::Open(so, RealClock::Default()));
     v1::ServiceConfig cfg;
     auto* t = cfg.add_tenants();

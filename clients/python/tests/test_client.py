@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from switchyard_client import Client, SwitchyardError  # noqa: E402
 from agent_loop import run_agent  # noqa: E402
+import run_workload  # noqa: E402
 
 
 def free_port():
@@ -78,6 +79,36 @@ class LiveServerTest(unittest.TestCase):
         with self.assertRaises(SwitchyardError) as e:
             Client(self.client.base_url, "bad-token-0000000000").list()
         self.assertEqual(e.exception.status, 401)
+
+    def test_agent_loop_shows_kv_and_decisions(self):
+        wf, status = run_agent(self.client, steps=2, time_scale=0.001, log=lambda *_: None)
+        kinds = {d["kind"] for d in status.get("decisions", [])}
+        self.assertTrue({"place", "admit", "complete"} <= kinds, kinds)
+        self.assertEqual([kv["context"] for kv in status.get("kv", [])], ["main"])
+
+    def test_workload_driver_plays_a_trace(self):
+        record = {
+            "arrival_ms": 0,
+            "workflow": {"id": "trace-wf", "tenant": "tenant-0", "deadline_ms": 5, "nodes": [
+                {"id": "llm-0", "kind": "LLM", "model_id": "Llama-3.1-8B",
+                 "cache_refs": [{"context": "main", "mode": "CREATE"}],
+                 "hints": {"prompt_tokens": 3000, "extend_tokens": 3000, "max_output_tokens": 8}},
+                {"id": "tool-0", "kind": "TOOL", "deps": ["llm-0"], "tool_name": "Bash"},
+                {"id": "llm-1", "kind": "LLM", "deps": ["llm-0", "tool-0"],
+                 "model_id": "Llama-3.1-8B", "cache_refs": [{"context": "main", "mode": "EXTEND"}],
+                 "hints": {"prompt_tokens": 3100, "extend_tokens": 100, "max_output_tokens": 8}}]},
+            "actuals": [{"node_id": "llm-0", "duration_ms": 900, "output_tokens": 8},
+                        {"node_id": "tool-0", "duration_ms": 2000, "revealed_after": "llm-0"},
+                        {"node_id": "llm-1", "duration_ms": 500, "output_tokens": 8,
+                         "revealed_after": "llm-0"}]}
+        out = open(os.devnull, "w")
+        agents, cluster = run_workload.run(self.client, [record], scale=0.05, out=out, timeout=60)
+        out.close()
+        self.assertEqual(agents[0].state, "WORKFLOW_COMPLETED")
+        self.assertGreaterEqual(int(cluster["decisionsByKind"]["place"]), 2)
+        text = run_workload.summary(agents, cluster, 0.05)
+        self.assertIn("JCT", text)
+        self.assertIn("decisions by kind", text)
 
     def test_idempotent_submit(self):
         body = {"nodes": [{"id": "t", "kind": "TOOL"}]}

@@ -1,0 +1,115 @@
+#include "api/embedded.h"
+
+namespace switchyard::api {
+
+Result<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options) {
+  if (options.tenant.empty()) return Status::InvalidArgument("EmbeddedOptions.tenant is empty");
+  std::unique_ptr<Embedded> e(new Embedded(std::move(options)));
+  ServiceOptions so;
+  so.data_dir = e->options_.data_dir;
+  so.sync_writes = e->options_.durable;
+  so.scheduler = e->options_.scheduler;
+  so.scheduler.enabled = true;
+  so.scheduler.simulated_llm = !e->options_.engine_runs_llm;
+  SY_ASSIGN_OR_RETURN(e->service_, Service::Open(so, RealClock::Default()));
+  Embedded* self = e.get();
+  std::string tenant = e->options_.tenant;
+  e->service_->SetDecisionListener(
+      [self, tenant](const std::string& t, const std::string& wf, const v1::Decision& d) {
+        if (t == tenant) self->Deliver(EngineCommand{wf, d});
+      });
+  return e;
+}
+
+Embedded::~Embedded() {
+  if (service_) service_->SetDecisionListener(nullptr);
+  service_.reset();  // stops the scheduler thread before the queue goes
+}
+
+void Embedded::Deliver(const EngineCommand& c) {
+  std::function<void(const EngineCommand&)> cb;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cb = callback_;
+    if (!cb) {
+      queue_.push_back(c);
+      while (queue_.size() > options_.max_queued_commands) queue_.pop_front();
+    }
+  }
+  if (cb)
+    cb(c);
+  else
+    cv_.notify_one();
+}
+
+void Embedded::OnCommand(std::function<void(const EngineCommand&)> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  callback_ = std::move(callback);
+}
+
+std::optional<EngineCommand> Embedded::NextCommand(Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout),
+                    [this] { return !queue_.empty(); }))
+    return std::nullopt;
+  EngineCommand c = std::move(queue_.front());
+  queue_.pop_front();
+  return c;
+}
+
+Result<std::string> Embedded::Submit(v1::Workflow workflow) {
+  return service_->Submit(options_.tenant, std::move(workflow));
+}
+
+Status Embedded::Append(const std::string& workflow_id, std::vector<v1::ProgramNode> nodes) {
+  return service_->Append(options_.tenant, workflow_id, std::move(nodes));
+}
+
+Status Embedded::Report(const std::string& workflow_id, v1::NodeEvent event) {
+  return service_->ReportEvent(options_.tenant, workflow_id, std::move(event));
+}
+
+Status Embedded::Close(const std::string& workflow_id) {
+  return service_->Close(options_.tenant, workflow_id);
+}
+
+Status Embedded::Cancel(const std::string& workflow_id, std::string reason) {
+  return service_->Cancel(options_.tenant, workflow_id, std::move(reason));
+}
+
+Result<v1::WorkflowStatus> Embedded::Get(const std::string& workflow_id) const {
+  return service_->Get(options_.tenant, workflow_id);
+}
+
+namespace {
+v1::NodeEvent LlmEvent(const std::string& node, v1::NodeEventType type) {
+  v1::NodeEvent e;
+  e.set_node_id(node);
+  e.set_type(type);
+  return e;
+}
+}  // namespace
+
+Status Embedded::LlmStarted(const std::string& workflow_id, const std::string& node_id) {
+  return Report(workflow_id, LlmEvent(node_id, v1::LLM_STARTED));
+}
+
+Status Embedded::LlmFinished(const std::string& workflow_id, const std::string& node_id,
+                             int64_t output_tokens) {
+  // An engine may report only the end: the start is implied (refused when already running).
+  (void)LlmStarted(workflow_id, node_id);
+  v1::NodeEvent e = LlmEvent(node_id, v1::LLM_FINISHED);
+  e.set_output_tokens(output_tokens);
+  return Report(workflow_id, std::move(e));
+}
+
+Status Embedded::LlmFailed(const std::string& workflow_id, const std::string& node_id,
+                           const std::string& error, bool retryable) {
+  (void)LlmStarted(workflow_id, node_id);
+  v1::NodeEvent e = LlmEvent(node_id, v1::LLM_FAILED);
+  e.set_error(error);
+  e.set_retryable(retryable);
+  return Report(workflow_id, std::move(e));
+}
+
+}  // namespace switchyard::api

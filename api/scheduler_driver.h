@@ -1,0 +1,164 @@
+// SchedulerDriver: the service's running scheduler (DESIGN.md data flow, service side).
+//
+// It owns a real scheduler::Core driven by an executors::Runtime on its own
+// base::AsioEventLoop thread, with the embedded defaults: a simulated model executor
+// (roofline cost model of Llama-3.1-8B on an H100, named "simulated model executor"), or,
+// when LLM results are reported by an engine, a ReportedModelExecutor; a ReportedToolWaiter
+// (tool nodes wait for the client's reports, no timeout); and a SimulatedKvMover over a
+// scheduler::SimulatedFabric (loopback topology: per worker a PCIe link HBM<->host and a
+// disk link host<->disk, peer links between workers). HBM, host and disk tiers are
+// emulated: their bytes are the scheduler's accounting, sized from this machine.
+//
+// The Service forwards every acknowledged mutation (submit, append, event, close, cancel)
+// here; the driver posts it to the loop. An observer on the loop keeps a mirror, under a
+// mutex, of what readers may see: each context's location (tier, worker, bytes), the
+// decisions per workflow (bounded), HBM use, grants in flight per link and class, and
+// counters (decisions by kind, bytes moved by destination tier). Readers never touch the
+// Core. Callbacks to the Service (a simulated LLM node was placed or ended, the scheduler
+// failed a workflow, any decision for an engine listener) run on the loop thread.
+//
+// Thread-safety: public methods are thread-safe. The destructor stops the loop thread;
+// callbacks must not destroy the driver.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "proto/switchyard/v1/api.pb.h"
+#include "proto/switchyard/v1/service_state.pb.h"
+#include "scheduler/events.h"
+
+namespace switchyard {
+class AsioEventLoop;
+}  // namespace switchyard
+namespace switchyard::executors {
+class Runtime;
+class SimulatedModelExecutor;
+class SimulatedKvMover;
+class RooflineCostModel;
+}  // namespace switchyard::executors
+namespace switchyard::scheduler {
+class Core;
+class Policy;
+class SimulatedFabric;
+}  // namespace switchyard::scheduler
+
+namespace switchyard::api {
+
+class ReportedToolWaiter;
+class ReportedModelExecutor;
+
+struct SchedulerConfig {
+  bool enabled = true;
+  // true: LLM nodes run on the simulated model executor; false: an engine reports them.
+  bool simulated_llm = true;
+  int workers = 1;
+  uint64_t hbm_bytes_per_worker = 0;  // 0: sized from the machine (emulated)
+  uint64_t host_bytes = 0;            // 0: a quarter of physical memory (emulated)
+  uint64_t disk_bytes = 0;            // 0: half the free space of the data dir (emulated)
+  int slots_per_worker = 8;
+  std::string policy = "switchyard";
+  std::map<std::string, double> tenant_weights;
+  size_t max_decisions_per_workflow = 256;
+};
+
+class SchedulerDriver {
+ public:
+  struct Callbacks {
+    // Simulated LLM node placed on a worker (the service records LLM_STARTED).
+    std::function<void(const std::string& wf, const std::string& node)> llm_placed;
+    // Simulated LLM node ended (the service records LLM_FINISHED or LLM_FAILED).
+    std::function<void(const std::string& wf, const std::string& node, const Status& st,
+                       int64_t output_tokens)>
+        llm_done;
+    // The scheduler failed a workflow (the service records it durably).
+    std::function<void(const std::string& wf, const std::string& node, const std::string& reason)>
+        workflow_failed;
+    // Every decision, for an engine listener (embedding API).
+    std::function<void(const std::string& wf, const v1::Decision&)> decision;
+  };
+
+  static Result<std::unique_ptr<SchedulerDriver>> Start(SchedulerConfig config,
+                                                        const std::string& data_dir,
+                                                        Callbacks callbacks);
+  ~SchedulerDriver();
+
+  void Submit(const v1::Workflow& workflow);
+  void Append(const std::string& workflow_id, const v1::ProgramNode& node);
+  void Close(const std::string& workflow_id);
+  void Cancel(const std::string& workflow_id);
+  // A tool or LLM report (already validated and durable).
+  void Report(const std::string& workflow_id, const v1::NodeEvent& event);
+
+  // Adds KV placement and decisions of a workflow to its status.
+  void Fill(const std::string& workflow_id, v1::WorkflowStatus* status) const;
+  void FillCluster(v1::ClusterState* cluster) const;
+  // Runs `fn` on the loop and waits for it (tests; never call from a callback).
+  void Sync(std::function<void()> fn = {});
+  const SchedulerConfig& config() const { return config_; }
+  std::string model_executor_name() const;
+
+ private:
+  struct CtxView {
+    std::string wf, name;
+    scheduler::Location loc;
+    int64_t tokens = 0;
+    uint64_t bytes = 0;
+    bool in_flight = false;
+    scheduler::Location to;
+    bool known = false;  // the core has it (false: never created or dropped)
+  };
+  struct WfView {
+    std::set<std::string> contexts;  // context keys "wf/ctx"
+    std::deque<v1::Decision> decisions;
+    uint64_t dropped = 0;
+  };
+  struct XferView {
+    std::string ctx, wf;
+    scheduler::Location src, dst;
+    uint64_t bytes = 0;
+    int cls = 0;
+  };
+
+  SchedulerDriver(SchedulerConfig config, Callbacks callbacks);
+  void Observe(const scheduler::Event& e, const scheduler::Commands& out, Time now);
+  void Refresh(const std::string& wf);  // loop thread, mu_ held
+  void Record(const scheduler::Command& c, Time now, std::vector<v1::Decision>* emitted);
+  std::vector<std::string> LinksOf(const scheduler::Location& src,
+                                   const scheduler::Location& dst) const;
+
+  SchedulerConfig config_;
+  Callbacks callbacks_;
+  uint64_t host_bytes_ = 0, disk_bytes_ = 0;
+  std::unique_ptr<AsioEventLoop> loop_;
+  std::unique_ptr<executors::RooflineCostModel> cost_;
+  std::unique_ptr<scheduler::SimulatedFabric> fabric_;
+  std::unique_ptr<scheduler::Policy> policy_;
+  std::unique_ptr<scheduler::Core> core_;
+  std::unique_ptr<executors::SimulatedModelExecutor> sim_model_;
+  std::unique_ptr<ReportedModelExecutor> engine_model_;
+  std::unique_ptr<ReportedToolWaiter> tools_;
+  std::unique_ptr<executors::SimulatedKvMover> mover_;
+  std::unique_ptr<executors::Runtime> runtime_;
+  std::thread thread_;
+
+  mutable std::mutex mu_;  // guards the mirror below
+  std::map<std::string, CtxView> ctxs_;
+  std::map<std::string, WfView> wfs_;
+  std::map<uint64_t, XferView> xfers_;
+  std::map<int, uint64_t> hbm_used_;
+  std::map<std::string, uint64_t> decisions_by_kind_;
+  std::map<std::string, uint64_t> bytes_moved_by_tier_;
+  uint64_t events_ = 0;
+};
+
+}  // namespace switchyard::api

@@ -1,0 +1,208 @@
+// Service <-> scheduler: forwarding acknowledged records, re-feeding restored workflows,
+// recording what the scheduler did (simulated LLM results, failures), the cluster view.
+#include <set>
+
+#include "api/service.h"
+#include "base/logging.h"
+
+namespace switchyard::api {
+
+namespace pg = program_graph;
+
+namespace {
+
+// The nodes in an order where every dep inside the batch comes first (the scheduler takes
+// nodes one at a time; program_graph accepts a batch in any order).
+std::vector<const v1::ProgramNode*> DepsFirst(
+    const google::protobuf::RepeatedPtrField<v1::ProgramNode>& nodes) {
+  std::set<std::string> pending;
+  for (const auto& n : nodes) pending.insert(n.id());
+  std::vector<const v1::ProgramNode*> out;
+  std::vector<bool> done(static_cast<size_t>(nodes.size()), false);
+  for (bool progress = true; progress && out.size() < done.size();) {
+    progress = false;
+    for (int i = 0; i < nodes.size(); ++i) {
+      if (done[static_cast<size_t>(i)]) continue;
+      bool ready = true;
+      for (const std::string& d : nodes[i].deps()) ready = ready && !pending.count(d);
+      if (!ready) continue;
+      done[static_cast<size_t>(i)] = progress = true;
+      pending.erase(nodes[i].id());
+      out.push_back(&nodes[i]);
+    }
+  }
+  for (int i = 0; i < nodes.size(); ++i)  // a cycle cannot pass validation; keep the rest
+    if (!done[static_cast<size_t>(i)]) out.push_back(&nodes[i]);
+  return out;
+}
+
+}  // namespace
+
+void Service::Forward(const std::string& id, const Entry& e, const v1::WorkflowLogRecord& rec) {
+  if (!driver_) return;
+  switch (rec.entry_case()) {
+    case v1::WorkflowLogRecord::kSubmitted: {
+      v1::Workflow w = rec.submitted();
+      w.clear_nodes();
+      for (const v1::ProgramNode* n : DepsFirst(rec.submitted().nodes())) *w.add_nodes() = *n;
+      driver_->Submit(w);
+      break;
+    }
+    case v1::WorkflowLogRecord::kAppended:
+      for (const v1::ProgramNode* n : DepsFirst(rec.appended().nodes())) driver_->Append(id, *n);
+      break;
+    case v1::WorkflowLogRecord::kEvent:
+      driver_->Report(id, rec.event());
+      break;
+    case v1::WorkflowLogRecord::kClosed:
+      driver_->Close(id);
+      break;
+    case v1::WorkflowLogRecord::kCancelled:
+      driver_->Cancel(id);
+      return;
+    default:
+      return;
+  }
+  // The durable graph ended the workflow (a node failed for good): the scheduler stops too.
+  if (rec.has_event() && e.graph->done() && e.graph->state() != v1::WORKFLOW_COMPLETED)
+    driver_->Cancel(id);
+}
+
+void Service::StartScheduler() {
+  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> live;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& [id, e] : workflows_)
+      if (e->graph && !e->graph->done()) live.emplace_back(id, e);
+  }
+  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+    return a.second->arrival_ms != b.second->arrival_ms
+               ? a.second->arrival_ms < b.second->arrival_ms
+               : a.first < b.first;
+  });
+  for (const auto& [id, e] : live) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    Refeed(id, *e);
+  }
+  if (!live.empty())
+    Log(LogLevel::kInfo, "restored workflows re-fed to the scheduler",
+        LogKeys().With("workflows", std::to_string(live.size())));
+}
+
+void Service::Refeed(const std::string& id, const Entry& e) {
+  const pg::Workflow& g = *e.graph;
+  v1::Workflow full = g.ToProto();
+  v1::Workflow wf = full;
+  wf.clear_nodes();
+  std::set<std::string> kept, contexts;
+  std::vector<std::string> running_tools;
+  for (pg::NodeIndex i : g.TopologicalOrder()) {
+    v1::NodeState st = g.state(i);
+    if (st != v1::NODE_PENDING && st != v1::NODE_READY && st != v1::NODE_RUNNING) continue;
+    v1::ProgramNode n = g.node(i);
+    n.clear_deps();
+    for (const std::string& d : g.node(i).deps())
+      if (kept.count(d)) n.add_deps(d);
+    // KV does not survive a restart: the first unfinished user of a context rebuilds it.
+    for (auto& r : *n.mutable_cache_refs()) {
+      if (contexts.insert(r.context()).second && r.mode() == v1::CacheRef::EXTEND)
+        r.set_mode(v1::CacheRef::CREATE);
+    }
+    if (n.kind() == v1::TOOL && st == v1::NODE_RUNNING) running_tools.push_back(n.id());
+    kept.insert(n.id());
+    *wf.add_nodes() = std::move(n);
+  }
+  driver_->Submit(wf);
+  for (const std::string& node : running_tools) {
+    v1::NodeEvent started;
+    started.set_node_id(node);
+    started.set_type(v1::TOOL_STARTED);
+    driver_->Report(id, started);
+  }
+  if (g.closed()) driver_->Close(id);
+}
+
+Status Service::RecordInternal(const std::string& id, Entry* e, const v1::WorkflowLogRecord& rec) {
+  return MutateLocked(e->tenant, id, e, rec, nullptr);
+}
+
+void Service::RecordLlm(const std::string& id, const std::string& node, bool finished,
+                        const Status& st, int64_t output_tokens) {
+  std::shared_ptr<Entry> e;
+  {
+    std::shared_lock lock(mu_);
+    auto it = workflows_.find(id);
+    if (it == workflows_.end()) return;
+    e = it->second;
+  }
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (!e->graph || e->graph->done()) return;
+  auto idx = e->graph->Find(node);
+  if (!idx) return;
+  auto event = [&](v1::NodeEventType type) {
+    v1::WorkflowLogRecord rec;
+    rec.set_time_ms(clock_->Now().millis());
+    auto* ev = rec.mutable_event();
+    ev->set_workflow_id(id);
+    ev->set_node_id(node);
+    ev->set_type(type);
+    ev->set_time_ms(rec.time_ms());
+    ev->set_request_id("simulated model executor");
+    if (type == v1::LLM_FINISHED) ev->set_output_tokens(output_tokens);
+    if (type == v1::LLM_FAILED) {
+      ev->set_error(st.message());
+      ev->set_retryable(true);
+    }
+    Status s = RecordInternal(id, e.get(), rec);
+    if (!s.ok())
+      Log(LogLevel::kWarn, "could not record a simulated LLM result",
+          LogKeys().With("workflow", id).With("node", node).With("error", s.ToString()));
+    return s;
+  };
+  if (e->graph->state(*idx) == v1::NODE_READY && !event(v1::LLM_STARTED).ok()) return;
+  if (!finished || e->graph->state(*idx) != v1::NODE_RUNNING) return;
+  (void)event(st.ok() ? v1::LLM_FINISHED : v1::LLM_FAILED);
+}
+
+void Service::RecordSchedulerFailure(const std::string& id, const std::string& node,
+                                     const std::string& reason) {
+  std::shared_ptr<Entry> e;
+  {
+    std::shared_lock lock(mu_);
+    auto it = workflows_.find(id);
+    if (it == workflows_.end()) return;
+    e = it->second;
+  }
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (!e->graph || e->graph->done()) return;
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  rec.mutable_scheduler_failed()->set_node_id(node);
+  rec.mutable_scheduler_failed()->set_reason(reason);
+  Status s = RecordInternal(id, e.get(), rec);
+  if (!s.ok())
+    Log(LogLevel::kWarn, "could not record a scheduler failure",
+        LogKeys().With("workflow", id).With("error", s.ToString()));
+}
+
+v1::ClusterState Service::Cluster() const {
+  v1::ClusterState out;
+  Counts c = counts();
+  auto* w = out.mutable_workflows();
+  w->set_total(c.workflows);
+  w->set_running(c.running);
+  w->set_completed(c.completed);
+  w->set_failed(c.failed);
+  w->set_cancelled(c.cancelled);
+  out.set_node_events_applied(c.events_applied);
+  out.set_time_ms(clock_->Now().millis());
+  if (driver_) driver_->FillCluster(&out);
+  return out;
+}
+
+void Service::SetDecisionListener(DecisionListener listener) {
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  listener_ = listener ? std::make_shared<DecisionListener>(std::move(listener)) : nullptr;
+}
+
+}  // namespace switchyard::api
