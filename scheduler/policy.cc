@@ -1,6 +1,7 @@
 #include "scheduler/policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "scheduler/reference_policies.h"
@@ -18,6 +19,9 @@ double MeanOf(const std::vector<Duration>& q) {
 }
 
 double Median(const std::vector<Duration>& q) { return q.empty() ? 0 : S(q[q.size() / 2]); }
+
+// A reload "on demand" is planned this far out; the node's placement reloads it first.
+constexpr double kOnDemandS = 1e6;
 
 }  // namespace
 
@@ -40,31 +44,55 @@ double SwitchyardPolicy::Urgency(const WaitInput& in) const {
   return 1.0 + options_.urgency_scale_s / slack;
 }
 
+double SwitchyardPolicy::Pressure(const WaitInput& in) const {
+  return std::max(in.hbm_pressure, options_.pressure_floor);
+}
+
 double SwitchyardPolicy::KeepCost(const WaitInput& in) const {
-  return in.hbm_pressure * in.hbm_fraction * MeanOf(in.wait_quantiles);
+  return Pressure(in) * in.hbm_fraction * MeanOf(in.wait_quantiles);
 }
 
 double SwitchyardPolicy::DemoteCost(const WaitInput& in, const WaitOption& o,
                                     Duration* prefetch_after) const {
   double out = S(o.out), back = S(o.in);
-  double start = std::max(out, Median(in.wait_quantiles) - back * (1 + options_.prefetch_margin));
-  if (prefetch_after) *prefetch_after = Seconds(start);
-  double stall = 0, idle_after_reload = 0;
-  for (Duration qd : in.wait_quantiles) {
-    double r = S(qd);
-    // The tool returns at r: the reload starts at `start`, or at r if that is earlier
-    // (and not before the demotion finished).
-    double begin = r >= start ? start : std::max(out, r);
-    stall += std::max(0.0, begin + back - r);
-    idle_after_reload += std::max(0.0, r - (begin + back));
-  }
+  double pressure = Pressure(in);
+  double urgency = Urgency(in);
   double n = in.wait_quantiles.empty() ? 1.0 : static_cast<double>(in.wait_quantiles.size());
-  stall /= n;
-  idle_after_reload /= n;
-  double mem = in.hbm_pressure * in.hbm_fraction * (out + back + idle_after_reload);
+  // Expected memory-time after an early reload plus stall, for a reload starting at `start`
+  // (infinity: reload on demand when the node is ready).
+  auto timing_cost = [&](double start, double* idle_out) {
+    double stall = 0, idle = 0;
+    for (Duration qd : in.wait_quantiles) {
+      double r = S(qd);
+      // The tool returns at r: the reload starts at `start`, or at r if that is earlier
+      // (and not before the demotion finished).
+      double begin = r >= start ? start : std::max(out, r);
+      stall += std::max(0.0, begin + back - r);
+      idle += std::max(0.0, r - (begin + back));
+    }
+    *idle_out = idle / n;
+    return pressure * in.hbm_fraction * idle / n + urgency * stall / n;
+  };
+  // Candidate reload times: the median rule, each quantile, and on demand; the cheapest
+  // wins (under pressure a wide duration spread makes an early reload hold idle HBM).
+  double margin = 1 + options_.prefetch_margin;
+  std::vector<double> starts = {std::max(out, Median(in.wait_quantiles) - back * margin)};
+  if (options_.choose_reload_time) {
+    for (Duration qd : in.wait_quantiles) starts.push_back(std::max(out, S(qd) - back * margin));
+    starts.push_back(std::numeric_limits<double>::infinity());
+  }
+  double best_start = starts[0], best_idle = 0;
+  double best = timing_cost(starts[0], &best_idle);
+  for (size_t i = 1; i < starts.size(); ++i) {
+    double idle = 0, c = timing_cost(starts[i], &idle);
+    if (c < best - 1e-12) best = c, best_start = starts[i], best_idle = idle;
+  }
+  if (prefetch_after)
+    *prefetch_after = std::isinf(best_start) ? Seconds(kOnDemandS) : Seconds(best_start);
+  double mem = pressure * in.hbm_fraction * (out + back) + pressure * in.hbm_fraction * best_idle;
   double link = (options_.link_weight + o.path_load) * (out + back);
   double remote = o.dst_pressure * o.dst_fraction * MeanOf(in.wait_quantiles);
-  return mem + link + remote + Urgency(in) * stall;
+  return mem + link + remote + (best - pressure * in.hbm_fraction * best_idle);
 }
 
 double SwitchyardPolicy::DiscardCost(const WaitInput& in) const {

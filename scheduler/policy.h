@@ -133,6 +133,12 @@ class SwitchyardPolicy final : public Policy {
     double link_weight = 0.05;      // GPU-seconds charged per second of link time (idle link)
     double urgency_scale_s = 1.0;   // stall weight = 1 + urgency_scale_s / slack_s
     double prefetch_margin = 0.1;   // start reloads this fraction of `in` early
+    // Pressure assumed for HBM held through a wait even when nothing is queued at the
+    // moment the wait starts: work that arrives during a long wait needs that memory.
+    double pressure_floor = 0.0;
+    // Choose the reload time among the median rule, each predicted quantile and "on
+    // demand" by expected idle-memory + stall cost (false: the median rule only).
+    bool choose_reload_time = true;
   };
   SwitchyardPolicy() : SwitchyardPolicy(Options{}) {}
   explicit SwitchyardPolicy(Options o) : options_(o) {}
@@ -151,6 +157,7 @@ class SwitchyardPolicy final : public Policy {
 
  private:
   double Urgency(const WaitInput& in) const;
+  double Pressure(const WaitInput& in) const;
   Options options_;
 };
 

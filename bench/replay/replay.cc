@@ -179,6 +179,7 @@ struct Collector {
           break;
         case CommandKind::kDiscard:
           ++r->discards;
+          ++r->discards_by_reason[c.reason.substr(0, c.reason.find(" ("))];
           break;
         case CommandKind::kKeep:
           ++r->keeps;

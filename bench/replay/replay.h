@@ -63,6 +63,7 @@ struct PolicyReport {
   uint64_t preemptions = 0;
   uint64_t retries = 0;
   uint64_t demotions = 0, prefetches = 0, discards = 0, keeps = 0;
+  std::map<std::string, uint64_t> discards_by_reason;  // Command::reason
   uint64_t events = 0;
   double events_per_s = 0;  // scheduler events per second of wall time
   double wall_s = 0;

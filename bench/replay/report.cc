@@ -58,6 +58,7 @@ std::string Metrics(const PolicyReport& r) {
   s += ",\"prefetches\":" + U(r.prefetches);
   s += ",\"discards\":" + U(r.discards);
   s += ",\"keeps\":" + U(r.keeps);
+  s += ",\"discards_by_reason\":" + Map(r.discards_by_reason);
   s += ",\"events\":" + U(r.events);
   s += ",\"makespan_s\":" + Num(r.makespan_s);
   s += std::string(",\"time_monotonic\":") + (r.time_monotonic ? "true" : "false");

@@ -44,6 +44,24 @@ TEST(SwitchyardPolicy, NoPressureKeepsAndEarlyReturnsCostStall) {
   EXPECT_EQ(p.OnWait(in).action, WaitAction::kKeep);
 }
 
+TEST(SwitchyardPolicy, ReloadTimeIsChosenByIdleMemoryAndStall) {
+  SwitchyardPolicy p;
+  WaitInput in = Base();
+  // A wide spread under pressure: reloading at the median would hold HBM idle for the
+  // long returns; reloading on demand (or only just before the p90 return) stalls 20 ms.
+  in.hbm_fraction = 0.5;
+  in.wait_quantiles = {Seconds(1), Seconds(2), Seconds(5), Seconds(60), Seconds(300)};
+  Duration after;
+  p.DemoteCost(in, in.options[0], &after);
+  EXPECT_GT(ToSeconds(after), 299.9);  // at the p90 return or on demand, not the median
+  SwitchyardPolicy::Options median_only;
+  median_only.choose_reload_time = false;
+  SwitchyardPolicy q(median_only);
+  q.DemoteCost(in, in.options[0], &after);
+  EXPECT_NEAR(ToSeconds(after), 5 - 0.022, 1e-9);
+  EXPECT_LT(p.DemoteCost(in, in.options[0], nullptr), q.DemoteCost(in, in.options[0], nullptr));
+}
+
 TEST(SwitchyardPolicy, TightSlackShiftsAwayFromDiscard) {
   SwitchyardPolicy p;
   WaitInput in = Base();
