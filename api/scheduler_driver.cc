@@ -81,7 +81,7 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   SchedulerConfig& c = d->config_;
   uint64_t ram = PhysicalMemory();
   if (c.hbm_bytes_per_worker == 0)
-    c.hbm_bytes_per_worker = std::clamp<uint64_t>(ram / 8, 1ULL << 30, 64ULL << 30);
+    c.hbm_bytes_per_worker = std::clamp<uint64_t>(ram / 2, 8ULL << 30, 64ULL << 30);
   d->host_bytes_ = c.host_bytes ? c.host_bytes : ram / 4;
   d->disk_bytes_ = c.disk_bytes ? c.disk_bytes : FreeDisk(data_dir) / 2;
   SY_ASSIGN_OR_RETURN(auto cost, DefaultCostModel());

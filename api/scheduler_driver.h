@@ -62,9 +62,11 @@ struct SchedulerConfig {
   // true: LLM nodes run on the simulated model executor; false: an engine reports them.
   bool simulated_llm = true;
   int workers = 1;
-  uint64_t hbm_bytes_per_worker = 0;  // 0: sized from the machine (emulated)
-  uint64_t host_bytes = 0;            // 0: a quarter of physical memory (emulated)
-  uint64_t disk_bytes = 0;            // 0: half the free space of the data dir (emulated)
+  // 0: half of physical memory, clamped to [8 GiB, 64 GiB] (emulated: accounting only;
+  // 64 GiB is an 80 GB H100 less Llama-3.1-8B's weights).
+  uint64_t hbm_bytes_per_worker = 0;
+  uint64_t host_bytes = 0;  // 0: a quarter of physical memory (emulated)
+  uint64_t disk_bytes = 0;  // 0: half the free space of the data dir (emulated)
   int slots_per_worker = 8;
   std::string policy = "switchyard";
   std::map<std::string, double> tenant_weights;
