@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds Switchyard and runs every test: a normal build, then the same tests under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then the clang-format check.
+# Builds Switchyard and runs every test: the clang-format check, a normal build and its
+# tests (including the dashboard in headless Chromium, which the bootstrap installs), the
+# embedding example built against `cmake --install` output, then the same tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
 # Environment: BUILD_DIR (default build/), JOBS (default: number of cores),
 # SKIP_SANITIZE=1 to skip the sanitizer pass (for quick local runs; CI runs it).
 set -euo pipefail
@@ -10,7 +12,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 START=$(date +%s)
 
-scripts/bootstrap.sh
+scripts/bootstrap.sh --with-browser
 
 step() { echo; echo "=== $* ($(( $(date +%s) - START ))s)"; }
 
@@ -25,6 +27,9 @@ cmake --build "$BUILD_DIR" -j "$JOBS"
 
 step "tests ($BUILD_DIR)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+
+step "embedding example (cmake --install + find_package(Switchyard))"
+scripts/embed_example.sh "$BUILD_DIR"
 
 if [[ "${SKIP_SANITIZE:-0}" != "1" ]]; then
   SAN_DIR="${BUILD_DIR%/}-asan"
