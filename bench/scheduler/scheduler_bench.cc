@@ -10,10 +10,10 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <chrono>
 #include <queue>
 #include <random>
 
@@ -186,8 +186,7 @@ std::pair<double, double> Percentiles(const char* policy) {
   double ns = 0;
   EventKind kind{};
   while (lat.size() < 200'000 && sim.Step(&ns, &kind)) lat.emplace_back(ns, kind);
-  std::sort(lat.begin(), lat.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(lat.begin(), lat.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   if (lat.empty()) return {0, 0};
   if (std::getenv("SY_BENCH_BREAKDOWN")) {
     std::map<std::string, int> tail, all;
@@ -196,8 +195,7 @@ std::pair<double, double> Percentiles(const char* policy) {
       if (i >= lat.size() * 99 / 100) tail[EventKindName(lat[i].second)]++;
     }
     for (const auto& [k, n] : all)
-      std::fprintf(stderr, "%s %-20s events=%d in_slowest_1%%=%d\n", policy, k.c_str(), n,
-                   tail[k]);
+      std::fprintf(stderr, "%s %-20s events=%d in_slowest_1%%=%d\n", policy, k.c_str(), n, tail[k]);
   }
   return {lat[lat.size() / 2].first / 1000.0, lat[lat.size() * 99 / 100].first / 1000.0};
 }
