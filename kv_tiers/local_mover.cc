@@ -110,6 +110,40 @@ Result<MoveHandle> LocalMover::Submit(MoveRequest request, MoveCallback on_compl
   return handle;
 }
 
+namespace {
+
+// Copies a request's segments on `pool` through the block I/O of its far tier (the
+// persistent or remote one): Write() into it when `into_far`, else Read() out of it; the
+// near tier is host-addressable. Shared by the disk and peer movers.
+Result<MoveHandle> SubmitBlockIo(const char* mover, bool into_far, WorkerPool* pool,
+                                 EventLoop* loop, MoveRequest request, MoveCallback on_complete) {
+  auto state = std::make_shared<MoveState>();
+  MoveHandle handle(state);
+  pool->Submit(
+      [state, loop, mover, into_far, req = std::move(request), cb = std::move(on_complete)] {
+        if (state->cancel_requested()) {
+          FinishMove(loop, state, cb, Status::Cancelled(std::string(mover) + ": move cancelled"));
+          return;
+        }
+        Status st;
+        if (into_far) {
+          std::vector<BlockWrite> writes;
+          for (const auto& s : req.segments)
+            writes.push_back({s.dst, req.src->Data(s.src), s.bytes});
+          st = req.dst->Write(writes);
+        } else {
+          std::vector<BlockRead> reads;
+          for (const auto& s : req.segments)
+            reads.push_back({s.src, req.dst->Data(s.dst), s.bytes});
+          st = req.src->Read(reads);
+        }
+        FinishMove(loop, state, cb, std::move(st));
+      });
+  return handle;
+}
+
+}  // namespace
+
 DiskMover::DiskMover(const MoverEnv& env) : env_(env), pool_(std::make_unique<WorkerPool>(1)) {}
 
 bool DiskMover::Supports(const Tier& src, const Tier& dst) const {
@@ -124,27 +158,9 @@ Result<MoveHandle> DiskMover::Submit(MoveRequest request, MoveCallback on_comple
     return Status::NotSupported("disk mover: cannot copy " + request.src->name() + " -> " +
                                 request.dst->name());
   }
-  auto state = std::make_shared<MoveState>();
-  MoveHandle handle(state);
-  EventLoop* loop = env_.loop;
-  pool_->Submit([state, loop, req = std::move(request), cb = std::move(on_complete)] {
-    if (state->cancel_requested()) {
-      FinishMove(loop, state, cb, Status::Cancelled("disk mover: move cancelled"));
-      return;
-    }
-    Status st;
-    if (req.dst->capabilities().persistent) {
-      std::vector<BlockWrite> writes;
-      for (const auto& s : req.segments) writes.push_back({s.dst, req.src->Data(s.src), s.bytes});
-      st = req.dst->Write(writes);
-    } else {
-      std::vector<BlockRead> reads;
-      for (const auto& s : req.segments) reads.push_back({s.src, req.dst->Data(s.dst), s.bytes});
-      st = req.src->Read(reads);
-    }
-    FinishMove(loop, state, cb, std::move(st));
-  });
-  return handle;
+  bool into_disk = request.dst->capabilities().persistent;
+  return SubmitBlockIo("disk mover", into_disk, pool_.get(), env_.loop, std::move(request),
+                       std::move(on_complete));
 }
 
 PeerMover::PeerMover(const MoverEnv& env) : env_(env), pool_(std::make_unique<WorkerPool>(1)) {}
@@ -161,27 +177,9 @@ Result<MoveHandle> PeerMover::Submit(MoveRequest request, MoveCallback on_comple
     return Status::NotSupported("peer mover: cannot copy " + request.src->name() + " -> " +
                                 request.dst->name());
   }
-  auto state = std::make_shared<MoveState>();
-  MoveHandle handle(state);
-  EventLoop* loop = env_.loop;
-  pool_->Submit([state, loop, req = std::move(request), cb = std::move(on_complete)] {
-    if (state->cancel_requested()) {
-      FinishMove(loop, state, cb, Status::Cancelled("peer mover: move cancelled"));
-      return;
-    }
-    Status st;
-    if (req.dst->capabilities().remote) {
-      std::vector<BlockWrite> writes;
-      for (const auto& s : req.segments) writes.push_back({s.dst, req.src->Data(s.src), s.bytes});
-      st = req.dst->Write(writes);
-    } else {
-      std::vector<BlockRead> reads;
-      for (const auto& s : req.segments) reads.push_back({s.src, req.dst->Data(s.dst), s.bytes});
-      st = req.src->Read(reads);
-    }
-    FinishMove(loop, state, cb, std::move(st));
-  });
-  return handle;
+  bool into_peer = request.dst->capabilities().remote;
+  return SubmitBlockIo("peer mover", into_peer, pool_.get(), env_.loop, std::move(request),
+                       std::move(on_complete));
 }
 
 }  // namespace switchyard::kv_tiers

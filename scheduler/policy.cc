@@ -4,21 +4,15 @@
 #include <cmath>
 #include <limits>
 
+#include "scheduler/internal/policy_math.h"
 #include "scheduler/reference_policies.h"
 
 namespace switchyard::scheduler {
 namespace {
 
-double S(Duration d) { return ToSeconds(d); }
-
-double MeanOf(const std::vector<Duration>& q) {
-  if (q.empty()) return 0;
-  double sum = 0;
-  for (Duration d : q) sum += S(d);
-  return sum / static_cast<double>(q.size());
-}
-
-double Median(const std::vector<Duration>& q) { return q.empty() ? 0 : S(q[q.size() / 2]); }
+using internal::MeanOf;
+using internal::Median;
+using internal::S;
 
 // A reload "on demand" is planned this far out; the node's placement reloads it first.
 constexpr double kOnDemandS = 1e6;

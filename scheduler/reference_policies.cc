@@ -4,17 +4,13 @@
 #include <cmath>
 #include <limits>
 
+#include "scheduler/internal/policy_math.h"
+
 namespace switchyard::scheduler {
 namespace {
 
-double S(Duration d) { return ToSeconds(d); }
-
-double MeanOf(const std::vector<Duration>& q) {
-  if (q.empty()) return 0;
-  double sum = 0;
-  for (Duration d : q) sum += S(d);
-  return sum / static_cast<double>(q.size());
-}
+using internal::MeanOf;
+using internal::S;
 
 // Lazy-LRU eviction order: the context idle longest goes first.
 double Lru(const IdleContextInfo& c) { return c.idle_since.seconds(); }

@@ -9,7 +9,8 @@ namespace switchyard::kv_tiers::transport {
 
 Result<uint64_t> ParseByteSize(const std::string& text) {
   size_t digits = text.find_first_not_of("0123456789");
-  if (text.empty() || digits == 0 || digits + 1 < text.size() || text.size() > 18) {
+  bool unit_last = digits == std::string::npos || digits + 1 == text.size();
+  if (text.empty() || digits == 0 || !unit_last || text.size() > 18) {
     return Status::InvalidArgument("bad byte size '" + text + "' (want e.g. 4096, 4K, 64M, 1G)");
   }
   uint64_t v = std::stoull(text.substr(0, digits));
