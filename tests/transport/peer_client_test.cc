@@ -54,6 +54,9 @@ class PeerClientTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = std::move(*c);
   }
+  // Source buffers of puts that may still be in flight when a test ends: declared before
+  // client_, so they outlive it (invariant 2: a source is not freed under a live move).
+  std::vector<std::vector<uint8_t>> in_flight_sources_;
   WorkerProcess worker_;
   std::unique_ptr<PeerClient> client_;
 };
@@ -199,9 +202,10 @@ TEST_F(PeerClientTest, CreditExhaustionIsBackpressure) {
 }
 
 TEST_F(PeerClientTest, ReceiverKilledMidTransferLeavesSenderOwning) {
-  std::vector<uint8_t> big = Pattern(192 << 20, 4);
+  in_flight_sources_ = {Pattern(192 << 20, 4)};
+  const std::vector<uint8_t>& big = in_flight_sources_[0];
   std::vector<uint8_t> copy = big;
-  auto p = client_->PostPut(Request({big}, 1, 1));
+  auto p = client_->PostPut(Request(in_flight_sources_, 1, 1));
   ASSERT_TRUE(p.ok()) << p.status();
   worker_.Kill(SIGKILL);  // while 192 MiB are on their way
   auto r = p->Wait();
