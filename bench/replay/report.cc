@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/logging.h"
+
 namespace switchyard::replay {
 namespace {
 
@@ -75,31 +77,7 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string JsonString(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
 
 std::string SummaryJsonLine(const PolicyReport& r) {
   return "{" + Metrics(r) + ",\"wall_s\":" + Num(r.wall_s) +
