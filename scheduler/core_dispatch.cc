@@ -30,6 +30,15 @@ Duration CoreState::EstimateRun(const WfRec& wf, const NodeRec& n) const {
          cost->DecodeTime(out, total + fresh);
 }
 
+bool CoreState::ContextsResident(const WfRec& wf, const NodeRec& n) const {
+  for (const v1::CacheRef& r : n.spec.cache_refs()) {
+    auto it = ctxs.find(ContextKey(wf.id, r.context()));
+    if (it == ctxs.end() || it->second.tokens == 0) continue;
+    if (it->second.loc.tier != Tier::kHbm || it->second.transfer != 0) return false;
+  }
+  return true;
+}
+
 double CoreState::Pressure(int w) const {
   int alive = 0;
   for (const WorkerRec& r : workers) alive += r.alive ? 1 : 0;
@@ -52,7 +61,7 @@ void CoreState::Enqueue(WfRec& wf, int idx) {
                      NodeDeadline(wf, n),
                      n.est_run,
                      n.spec.hints().prompt_tokens(),
-                     false,
+                     ContextsResident(wf, n),
                      n.resumed};
   OrderKey k = policy->Order(info);
   std::string tname = policy->FairShareAcrossTenants() ? wf.tenant : std::string();
@@ -104,7 +113,10 @@ const QKey* CoreState::PickNext(const std::set<std::pair<std::string, int>>& ski
   auto usable = [&](const QKey& k) { return !skipped.count({k.wf, k.node}); };
   if (policy->DeadlineAware()) {
     int looked = 0;
-    for (const auto& [latest, seq, wf_id, idx] : urgent) {
+    auto from = urgent.begin();
+    if (policy->SkipHopelessDeadlines()) from = urgent.lower_bound({now, 0, std::string(), 0});
+    for (auto it = from; it != urgent.end(); ++it) {
+      const auto& [latest, seq, wf_id, idx] = *it;
       if (++looked > 8) break;
       NodeRec& n = wfs[wf_id].nodes[static_cast<size_t>(idx)];
       if (!usable(n.qkey)) continue;
@@ -232,6 +244,8 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
 void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   n.est_run = EstimateRun(wf, n);
+  // Recent queueing delay (EWMA over ~20 placements).
+  queue_delay_ewma += (now - n.ready_since - queue_delay_ewma) / 20;
   Dequeue(wf, idx);
   uint64_t epoch = std::max(model_epoch[n.spec.model_id()], n.spec.model_epoch());
   for (const std::string& key : NodeContexts(wf, n)) {
@@ -247,6 +261,8 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
     c.users++;
     c.prefetch_at = c.reeval_at = Time::Max();
     c.wait_tool = -1;
+    c.deferrals = 0;
+    c.evict_pending = false;
   }
   int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
                                                        : opt.default_max_output_tokens;
@@ -305,9 +321,23 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
     CtxRec* ctx;
   };
   std::vector<Cand> cands;
+  // Bytes already on their way out of this HBM (demotions in flight, or deferred until the
+  // link budget allows): evicting more for them would only thrash.
+  uint64_t leaving = 0;
   for (CtxRec* cp : workers[static_cast<size_t>(w)].resident) {
     const CtxRec& c = *cp;
-    if (c.users > 0 || c.transfer != 0 || c.dead) continue;
+    if (c.evict_pending) {
+      leaving += c.bytes;
+      continue;
+    }
+    if (c.transfer != 0) {
+      auto x = xfers.find(c.transfer);
+      if (x != xfers.end() && x->second.src.worker == w && x->second.src.tier == Tier::kHbm &&
+          !(x->second.dst.tier == Tier::kHbm && x->second.dst.worker == w))
+        leaving += c.bytes;
+      continue;
+    }
+    if (c.users > 0 || c.dead) continue;
     if (std::find(keep.begin(), keep.end(), c.key) != keep.end()) continue;  // the node's own
     const WfRec& wf = *c.owner;
     // Its tool is about to start: the tool-wait rule decides then.
@@ -326,6 +356,8 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
     if (queued_user) pri += 1e12;
     cands.push_back({pri, cp});
   }
+  if (leaving >= need) return true;  // room is coming: wait for it
+  need -= leaving;
   uint64_t evictable = 0;
   for (const Cand& cand : cands) evictable += cand.ctx->bytes;
   if (evictable < need) return false;  // would not make room: do not thrash
@@ -339,7 +371,7 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
     uint64_t bytes = c.bytes;
     std::vector<Duration> q(5, Seconds(1.0));
     DecideWait(c, WaitReason::kEviction, q, Duration::max());
-    if (c.loc.tier != Tier::kHbm || c.transfer != 0) freed += bytes;
+    if (c.loc.tier != Tier::kHbm || c.transfer != 0 || c.evict_pending) freed += bytes;
   }
   return freed >= need;
 }
@@ -351,7 +383,10 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
   if (remaining <= 0 || !policy->DeadlineAware() || urgent.empty()) return;
   for (const WorkerRec& w : workers)
     if (w.alive && w.running < opt.slots_per_worker) return;  // a slot is free anyway
-  const auto& [latest, seq, uwf_id, uidx] = *urgent.begin();
+  auto first = urgent.begin();
+  if (policy->SkipHopelessDeadlines()) first = urgent.lower_bound({now, 0, std::string(), 0});
+  if (first == urgent.end()) return;
+  const auto& [latest, seq, uwf_id, uidx] = *first;
   WfRec& uwf = wfs[uwf_id];
   NodeRec& u = uwf.nodes[static_cast<size_t>(uidx)];
   Duration wait = Duration::max();

@@ -62,6 +62,9 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   double cap = static_cast<double>(opt.hbm_bytes_per_worker);
   in.hbm_fraction = static_cast<double>(c.bytes) / cap;
   in.hbm_pressure = Pressure(w);
+  in.hbm_occupancy = std::min(1.0, static_cast<double>(workers[static_cast<size_t>(w)].used) / cap);
+  in.running_fraction = RunningFraction(w);
+  in.queue_delay = queue_delay_ewma;
   in.wait_quantiles = std::move(q);
   in.recompute = cost->PrefillTime(c.tokens, 0);
   in.slack = slack;
@@ -83,11 +86,17 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   if (d.action == WaitAction::kDemote) {
     Time prefetch_at = reason == WaitReason::kEviction ? Time::Max() : now + d.prefetch_after;
     c.home = w;
-    if (StartTransfer(c, d.dst, TrafficClass::kBackground, CommandKind::kDemote, prefetch_at))
+    bool refused_grant = false;
+    if (StartTransfer(c, d.dst, TrafficClass::kBackground, CommandKind::kDemote, prefetch_at,
+                      &refused_grant)) {
+      c.deferrals = 0;
       return;
-    in.options.clear();  // no grant or room: choose between keeping and discarding
+    }
+    if (refused_grant && DeferDemotion(c, reason, in, d)) return;
+    in.options.clear();  // no room, or waiting for budget costs more: keep or discard
     d = policy->OnWait(in);
   }
+  c.deferrals = 0;
   if (d.action == WaitAction::kDiscard) {
     DiscardContext(c, reason == WaitReason::kEviction ? "evicted: " + d.why : d.why);
     return;
@@ -102,11 +111,52 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   }
 }
 
+bool CoreState::DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in,
+                              const WaitDecision& d) {
+  // The class budget on the path is in debt from earlier moves; it is repaid within about
+  // one move's time. Waiting that long still beats discarding when the policy chose to
+  // demote over discarding, unless the wait is already over or retries keep failing.
+  constexpr int kMaxDeferrals = 50;
+  if (c.deferrals >= kMaxDeferrals) return false;
+  Duration retry = Millis(1);
+  for (const WaitOption& o : in.options)
+    if (o.dst == d.dst) retry = std::max(retry, o.out);
+  if (reason != WaitReason::kEviction && !in.wait_quantiles.empty() &&
+      in.wait_quantiles.front() <= retry * 2)
+    return false;  // the tool is likely back before the move could even start
+  ++c.deferrals;
+  ++deferred_demotions;
+  c.evict_pending = reason == WaitReason::kEviction;
+  c.reeval_at = now + retry;
+  timers.insert({c.reeval_at, TimerKind::kReeval, c.key, -1});
+  return true;
+}
+
+double CoreState::RunningFraction(int w) const {
+  const WorkerRec& wr = workers[static_cast<size_t>(w)];
+  uint64_t held = 0;
+  for (const auto& [wf_id, idx] : wr.nodes) {
+    auto wit = wfs.find(wf_id);
+    if (wit == wfs.end()) continue;
+    const NodeRec& n = wit->second.nodes[static_cast<size_t>(idx)];
+    held += n.reserved;
+    for (const v1::CacheRef& r : n.spec.cache_refs()) {
+      auto cit = ctxs.find(ContextKey(wf_id, r.context()));
+      if (cit != ctxs.end() && cit->second.loc.worker == w && HbmAccounted(cit->second.loc))
+        held += cit->second.bytes;
+    }
+  }
+  return std::min(1.0, static_cast<double>(held) / static_cast<double>(opt.hbm_bytes_per_worker));
+}
+
 bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind,
-                              Time prefetch_at) {
+                              Time prefetch_at, bool* refused_grant) {
   if (HbmAccounted(dst) && Free(dst.worker) < c.bytes) return false;
   Result<Grant> g = grants->Acquire(c.loc, dst, c.bytes, cls, now);
-  if (!g.ok()) return false;
+  if (!g.ok()) {
+    if (refused_grant) *refused_grant = true;
+    return false;
+  }
   uint64_t id = next_xfer++;
   xfers[id] = XferRec{c.key, c.loc, dst, c.bytes, g->id, false};
   c.transfer = id;
@@ -205,7 +255,18 @@ void CoreState::OnPrefetchTimer(CtxRec& c) {
 
 void CoreState::OnReevalTimer(CtxRec& c) {
   c.reeval_at = Time::Max();
-  if (c.users > 0 || c.transfer != 0 || c.loc.tier != Tier::kHbm) return;
+  bool evict = c.evict_pending;
+  c.evict_pending = false;
+  if (c.users > 0 || c.transfer != 0 || c.loc.tier != Tier::kHbm) {
+    c.deferrals = 0;
+    return;
+  }
+  if (evict) {
+    // A deferred eviction: still wanted while nodes wait for memory.
+    if (queued > 0)
+      DecideWait(c, WaitReason::kEviction, std::vector<Duration>(5, Seconds(1.0)), Duration::max());
+    return;
+  }
   WfRec* wf = FindWf(c.wf);
   if (!wf || c.wait_tool < 0) return;
   const NodeRec& tool = wf->nodes[static_cast<size_t>(c.wait_tool)];

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "scheduler/internal/policy_math.h"
@@ -39,7 +40,11 @@ double SwitchyardPolicy::Urgency(const WaitInput& in) const {
 }
 
 double SwitchyardPolicy::Pressure(const WaitInput& in) const {
-  return std::max(in.hbm_pressure, options_.pressure_floor);
+  double occ = 0;
+  if (options_.occupancy_knee < 1)
+    occ = std::clamp((in.hbm_occupancy - options_.occupancy_knee) / (1 - options_.occupancy_knee),
+                     0.0, 1.0);
+  return std::max({in.hbm_pressure, options_.pressure_floor, occ});
 }
 
 double SwitchyardPolicy::KeepCost(const WaitInput& in) const {
@@ -114,8 +119,10 @@ WaitDecision SwitchyardPolicy::OnWait(const WaitInput& in) const {
 
 std::optional<size_t> SwitchyardPolicy::ChoosePreemptionVictim(
     const PreemptionInput& in, const std::vector<RunningInfo>& running) const {
-  // Preempt only when waiting would miss the urgent node's deadline.
+  // Preempt only when waiting would miss the urgent node's deadline, and (skip_hopeless)
+  // when running now would still meet it.
   if (in.urgent_wait <= in.urgent_slack) return std::nullopt;
+  if (options_.skip_hopeless && in.urgent_slack < Duration(0)) return std::nullopt;
   std::optional<size_t> victim;
   for (size_t i = 0; i < running.size(); ++i) {
     const RunningInfo& r = running[i];
@@ -146,6 +153,83 @@ std::unique_ptr<Policy> MakePolicy(std::string_view name) {
   if (name == "autellix") return std::make_unique<AutellixPolicy>();
   if (name == "kvflow") return std::make_unique<KvFlowPolicy>();
   return nullptr;
+}
+
+}  // namespace switchyard::scheduler
+
+namespace switchyard::scheduler {
+namespace {
+
+Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
+                           std::string_view value, std::string_view spec) {
+  struct Field {
+    const char* name;
+    double* target;
+  };
+  const Field fields[] = {
+      {"aging_per_second", &o->aging_per_second}, {"link_weight", &o->link_weight},
+      {"urgency_scale_s", &o->urgency_scale_s},   {"prefetch_margin", &o->prefetch_margin},
+      {"pressure_floor", &o->pressure_floor},     {"occupancy_knee", &o->occupancy_knee}};
+  std::string v(value);
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  bool numeric = !v.empty() && end == v.c_str() + v.size() && std::isfinite(x);
+  for (auto [name, flag] : {std::pair{"choose_reload_time", &o->choose_reload_time},
+                            std::pair{"skip_hopeless", &o->skip_hopeless}}) {
+    if (key != name) continue;
+    if (value != "0" && value != "1")
+      return Status::InvalidArgument("policy '" + std::string(spec) + "': " + name +
+                                     " must be 0 or 1, got '" + v + "'");
+    *flag = value == "1";
+    return Status::OK();
+  }
+  for (const Field& f : fields) {
+    if (key != f.name) continue;
+    if (!numeric || x < 0)
+      return Status::InvalidArgument("policy '" + std::string(spec) + "': " + f.name +
+                                     " must be a non-negative number, got '" + v + "'");
+    *f.target = x;
+    return Status::OK();
+  }
+  return Status::InvalidArgument("policy '" + std::string(spec) + "': unknown option '" +
+                                 std::string(key) +
+                                 "' (known: aging_per_second, link_weight, urgency_scale_s, "
+                                 "prefetch_margin, pressure_floor, occupancy_knee, "
+                                 "choose_reload_time, skip_hopeless)");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Policy>> CreatePolicy(std::string_view spec) {
+  size_t colon = spec.find(':');
+  std::string_view name = spec.substr(0, colon);
+  if (colon == std::string_view::npos) {
+    std::unique_ptr<Policy> p = MakePolicy(name);
+    if (p) return p;
+    std::string names;
+    for (std::string_view n : PolicyNames()) names += (names.empty() ? "" : ", ") + std::string(n);
+    return Status::InvalidArgument("unknown policy '" + std::string(spec) + "' (known: " + names +
+                                   ")");
+  }
+  if (name != "switchyard")
+    return Status::InvalidArgument("policy '" + std::string(spec) +
+                                   "': only 'switchyard' takes options");
+  SwitchyardPolicy::Options o;
+  std::string_view rest = spec.substr(colon + 1);
+  while (!rest.empty()) {
+    size_t comma = rest.find(':');
+    std::string_view item = rest.substr(0, comma);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      return Status::InvalidArgument("policy '" + std::string(spec) + "': option '" +
+                                     std::string(item) + "' is not key=value");
+    SY_RETURN_IF_ERROR(SetSwitchyardOption(&o, item.substr(0, eq), item.substr(eq + 1), spec));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (o.occupancy_knee > 1)
+    return Status::InvalidArgument("policy '" + std::string(spec) +
+                                   "': occupancy_knee must be in [0, 1]");
+  return std::unique_ptr<Policy>(std::make_unique<SwitchyardPolicy>(o, std::string(spec)));
 }
 
 }  // namespace switchyard::scheduler

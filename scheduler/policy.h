@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "base/time.h"
 #include "scheduler/types.h"
 
@@ -65,16 +66,17 @@ struct WaitInput {
   WaitReason reason = WaitReason::kToolWait;
   uint64_t bytes = 0;
   int64_t tokens = 0;
-  double hbm_fraction = 0;  // bytes / HBM capacity of the worker holding it
-  double hbm_pressure = 0;  // 0..1: waiting demand on that worker relative to capacity
+  double hbm_fraction = 0;   // bytes / HBM capacity of the worker holding it
+  double hbm_pressure = 0;   // 0..1: waiting demand on that worker relative to capacity
+  double hbm_occupancy = 0;  // 0..1: HBM committed or reserved on that worker / capacity
   // Predicted remaining wait at quantiles 0.1, 0.25, 0.5, 0.75, 0.9 (non-decreasing).
   std::vector<Duration> wait_quantiles;
   Duration recompute{0};             // prefill time to rebuild the context
   Duration slack = Duration::max();  // deadline slack of the workflow (max: none)
   std::vector<WaitOption> options;   // reachable demotion targets (host, disk, peers)
-  // Optional inputs for reference policies (defaults: not measured by the core yet).
+  // Inputs of reference policies (-1 / 0: not measured, e.g. by a hand-built input).
   double running_fraction = -1;  // HBM fraction held by running nodes on that worker (InferCept)
-  Duration queue_delay{0};       // recent mean queueing delay of reloaded contexts (Continuum)
+  Duration queue_delay{0};       // recent mean queueing delay of placed nodes (Continuum)
 };
 
 enum class WaitAction : uint8_t { kKeep, kDemote, kDiscard };
@@ -114,6 +116,10 @@ class Policy {
   virtual OrderKey Order(const ReadyNodeInfo& n) const = 0;
   virtual bool FairShareAcrossTenants() const { return false; }
   virtual bool DeadlineAware() const { return false; }
+  // Deadline-aware only: a node that can no longer meet its deadline (its latest start has
+  // passed) leaves the EDF band and competes like any other, so that under overload EDF
+  // does not spend the cluster on lost causes while the next deadlines are missed too.
+  virtual bool SkipHopelessDeadlines() const { return false; }
   virtual WaitDecision OnWait(const WaitInput& in) const = 0;
   virtual double EvictionPriority(const IdleContextInfo& c) const;
   // Index into `running` of the victim to preempt at its chunk boundary, or nullopt.
@@ -136,16 +142,26 @@ class SwitchyardPolicy final : public Policy {
     // Pressure assumed for HBM held through a wait even when nothing is queued at the
     // moment the wait starts: work that arrives during a long wait needs that memory.
     double pressure_floor = 0.0;
+    // HBM occupancy above which memory held through a wait is assumed contended even with
+    // nothing queued yet: pressure rises linearly from 0 at the knee to 1 when full (1:
+    // occupancy is ignored). Demoting before the queue forms spreads the moves out instead
+    // of evicting in bursts that the link budgets cannot carry.
+    double occupancy_knee = 0.5;
     // Choose the reload time among the median rule, each predicted quantile and "on
     // demand" by expected idle-memory + stall cost (false: the median rule only).
     bool choose_reload_time = true;
+    // See Policy::SkipHopelessDeadlines; also: no preemption for a hopeless node.
+    bool skip_hopeless = true;
   };
   SwitchyardPolicy() : SwitchyardPolicy(Options{}) {}
-  explicit SwitchyardPolicy(Options o) : options_(o) {}
-  std::string_view name() const override { return "switchyard"; }
+  explicit SwitchyardPolicy(Options o, std::string label = "switchyard")
+      : options_(o), label_(std::move(label)) {}
+  std::string_view name() const override { return label_; }
+  const Options& options() const { return options_; }
   OrderKey Order(const ReadyNodeInfo& n) const override;
   bool FairShareAcrossTenants() const override { return true; }
   bool DeadlineAware() const override { return true; }
+  bool SkipHopelessDeadlines() const override { return options_.skip_hopeless; }
   WaitDecision OnWait(const WaitInput& in) const override;
   std::optional<size_t> ChoosePreemptionVictim(
       const PreemptionInput& in, const std::vector<RunningInfo>& running) const override;
@@ -159,6 +175,7 @@ class SwitchyardPolicy final : public Policy {
   double Urgency(const WaitInput& in) const;
   double Pressure(const WaitInput& in) const;
   Options options_;
+  std::string label_;
 };
 
 // Reference: FCFS by workflow arrival, keep every context in HBM while tools run, never
@@ -174,5 +191,11 @@ class KeepDuringToolPolicy final : public Policy {
 // scheduler/reference_policies.h ("vllm-fcfs", "infercept", "continuum", "autellix",
 // "kvflow"); nullptr when unknown.
 std::unique_ptr<Policy> MakePolicy(std::string_view name);
+
+// Builds a policy from a spec: a name as for MakePolicy, and for "switchyard" optional
+// option overrides, "switchyard:occupancy_knee=0.7:pressure_floor=0.05" (the fields of
+// SwitchyardPolicy::Options; the policy reports the whole spec as its name). InvalidArgument
+// naming the unknown policy, the unknown option or the bad value.
+Result<std::unique_ptr<Policy>> CreatePolicy(std::string_view spec);
 
 }  // namespace switchyard::scheduler

@@ -80,14 +80,11 @@ std::vector<std::string> AllPolicies() {
 
 Result<std::vector<std::string>> ParsePolicyList(const std::string& list) {
   std::vector<std::string> out;
-  std::vector<std::string> known = AllPolicies();
   for (const std::string& p : Split(list)) {
     if (p.empty()) return Bad("--policy has an empty name in '" + list + "'");
-    if (std::find(known.begin(), known.end(), p) == known.end()) {
-      std::string names;
-      for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
-      return Bad("--policy: unknown policy '" + p + "' (known: " + names + ")");
-    }
+    // A name, or "switchyard:option=value:..." (scheduler::CreatePolicy checks both).
+    auto policy = scheduler::CreatePolicy(p);
+    if (!policy.ok()) return Bad("--policy: " + policy.status().message());
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   }
   return out;

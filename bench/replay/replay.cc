@@ -301,13 +301,8 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
                                const v1::ReplayCluster& cluster, const std::string& policy_name,
                                const ReplayOptions& options) {
   SY_ASSIGN_OR_RETURN(ClusterShapeInfo shape, DeriveShape(cluster));
-  std::unique_ptr<scheduler::Policy> policy = scheduler::MakePolicy(policy_name);
-  if (!policy) {
-    std::string names;
-    for (std::string_view n : scheduler::PolicyNames())
-      names += (names.empty() ? "" : ", ") + std::string(n);
-    return Status::InvalidArgument("unknown policy '" + policy_name + "' (known: " + names + ")");
-  }
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::Policy> policy,
+                      scheduler::CreatePolicy(policy_name));
   SY_ASSIGN_OR_RETURN(executors::RooflineCostModel cost,
                       executors::RooflineCostModel::Create(cluster.model(), cluster.gpu()));
   VirtualEventLoop loop;

@@ -101,6 +101,10 @@ struct CtxRec {
   Time wait_started{0};
   int wait_tool = -1;  // tool node the context is waiting on
   int home = -1;       // worker whose HBM it left when demoted
+  // A demotion the policy chose but the link budget refused for now (its class is in debt
+  // from earlier moves): retried at reeval_at instead of falling back to discard.
+  int deferrals = 0;
+  bool evict_pending = false;  // the deferred demotion was an eviction
 };
 
 struct XferRec {
@@ -158,6 +162,8 @@ struct CoreState {
   std::map<std::string, uint64_t> model_epoch;
   uint64_t queued_demand = 0;
   size_t queued = 0;
+  Duration queue_delay_ewma{0};  // recent queueing delay of placed nodes (Continuum's input)
+  uint64_t deferred_demotions = 0;
   uint64_t next_seq = 1, next_xfer = 1, ignored = 0;
   Commands* out = nullptr;
   Time now{0};
@@ -198,13 +204,19 @@ struct CoreState {
   std::vector<std::string> NodeContexts(const WfRec& wf, const NodeRec& n) const;
   Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;
   double Pressure(int worker) const;
+  bool ContextsResident(const WfRec& wf, const NodeRec& n) const;  // all committed in HBM
   uint64_t Free(int w) const { return opt.hbm_bytes_per_worker - workers[w].used; }
 
   // core_kv.cc
   void OnToolStarted(WfRec& wf, int idx);
   void DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> quantiles, Duration slack);
   std::vector<Duration> ToolQuantiles(const WfRec& wf, const NodeRec& tool, Duration elapsed);
-  bool StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind, Time prefetch_at);
+  // Starts a move of `c` to `dst`; false when `dst` has no room or the links grant no
+  // budget now (`*refused_grant` tells which).
+  bool StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind, Time prefetch_at,
+                     bool* refused_grant = nullptr);
+  bool DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in, const WaitDecision& d);
+  double RunningFraction(int worker) const;  // HBM held by running nodes there / capacity
   void OnTransferDone(uint64_t id, bool ok);
   void DiscardContext(CtxRec& c, const std::string& reason);
   void Hold(const Location& l, int64_t delta);

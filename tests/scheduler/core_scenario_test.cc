@@ -166,6 +166,47 @@ TEST(CoreScenario, ShortContextOnCongestedLinkIsDiscarded) {
   EXPECT_EQ(r.core.hbm_used(0), 10256ULL * 131072);  // only wf2/x's reservation
 }
 
+TEST(CoreScenario, DemotionRefusedByTheLinkBudgetIsRetriedNotDiscarded) {
+  SimulatedFabric::Options f;
+  f.max_grants[2] = 1;  // one background move at a time on the PCIe link
+  CoreOptions o = Opts(1, 4'000'000'000, 2);
+  o.use_disk = o.use_peer = false;
+  Rig r(o, f);
+  auto agent = [](const std::string& id) {
+    return Wf(
+        id, "t1",
+        {Llm("a", {}, "main", v1::CacheRef::CREATE, 6000, 100), Tool("t", {"a"}, "build", 30000),
+         Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
+  };
+  auto big = [](const std::string& id) {
+    return Wf(id, "t2", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)});
+  };
+  r.Run({{0, Submit(agent("wf1")), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0, Submit(agent("wf2")), {"place wf2/a worker=0 recompute=0 done=0"}},
+         {0, Submit(big("wf3")), {}},
+         {0, Submit(big("wf4")), {}}});
+  auto run = [&](double t, const Event& e) {
+    Commands c = r.core.handle(e, Time::FromSeconds(t));
+    std::string all;
+    for (const std::string& s : ToStrings(c)) all += s + "\n";
+    return all;
+  };
+  run(1, LlmDone("wf1", "a", 100, Millis(200)));
+  run(1, LlmDone("wf2", "a", 100, Millis(200)));
+  std::string first = run(1, Of(EventKind::kToolStarted, "wf1", "t"));
+  EXPECT_NE(first.find("demote wf1/main hbm@0->host@0"), std::string::npos) << first;
+  // The second demotion finds the link's background grant taken: it waits, it is not
+  // discarded (recompute would cost far more than waiting one move's time).
+  std::string second = run(1, Of(EventKind::kToolStarted, "wf2", "t"));
+  EXPECT_EQ(second.find("discard wf2/main"), std::string::npos) << second;
+  EXPECT_EQ(second.find("demote wf2/main"), std::string::npos) << second;
+  EXPECT_EQ(r.core.ContextLocation("wf2/main")->tier, Tier::kHbm);
+  run(1.05, Xfer(1));
+  std::string later = run(2, Tick());
+  EXPECT_NE(later.find("demote wf2/main hbm@0->host@0"), std::string::npos) << later;
+  EXPECT_LE(r.core.hbm_used(0), r.core.hbm_capacity());
+}
+
 TEST(CoreScenario, TightDeadlineVerifierPreemptsLongPrefillAtChunkBoundary) {
   Rig r(Opts(1, 80'000'000'000, 1), {});
   auto wf1 = Wf("wf1", "a", {Llm("p", {}, "main", v1::CacheRef::CREATE, 200000, 10)});

@@ -85,6 +85,46 @@ TEST(SwitchyardPolicy, EvictionNeverKeepsAndPreemptsOnlyToMeetDeadline) {
   EXPECT_EQ(*p.ChoosePreemptionVictim(pi, running), 1u);  // the one still in prefill
   pi.urgent_wait = Millis(300);                           // it would make it anyway
   EXPECT_FALSE(p.ChoosePreemptionVictim(pi, running).has_value());
+  pi = {Millis(-50), Seconds(3), Millis(100)};  // hopeless: it misses even if run now
+  EXPECT_FALSE(p.ChoosePreemptionVictim(pi, running).has_value());
+  SwitchyardPolicy::Options o;
+  o.skip_hopeless = false;
+  EXPECT_TRUE(SwitchyardPolicy(o).ChoosePreemptionVictim(pi, running).has_value());
+}
+
+TEST(SwitchyardPolicy, HighOccupancyCountsAsPressureBeforeAQueueForms) {
+  SwitchyardPolicy p;  // knee 0.5
+  WaitInput in = Base();
+  in.hbm_pressure = 0;
+  in.hbm_occupancy = 0.5;  // at the knee: nothing contended yet
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kKeep);
+  in.hbm_occupancy = 0.95;  // pressure (0.95 - 0.5) / 0.5 = 0.9
+  EXPECT_NEAR(p.KeepCost(in), 0.9 * 0.0125 * 10, 1e-12);
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kDemote);
+  SwitchyardPolicy::Options off;
+  off.occupancy_knee = 1;  // occupancy ignored
+  EXPECT_EQ(SwitchyardPolicy(off).OnWait(in).action, WaitAction::kKeep);
+}
+
+TEST(Policies, CreatePolicyParsesOptionsAndNamesWhatIsWrong) {
+  auto p = CreatePolicy("switchyard:occupancy_knee=0.7:pressure_floor=0.05:choose_reload_time=0");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ((*p)->name(), "switchyard:occupancy_knee=0.7:pressure_floor=0.05:choose_reload_time=0");
+  const auto* s = dynamic_cast<const SwitchyardPolicy*>(p->get());
+  ASSERT_NE(s, nullptr);
+  EXPECT_DOUBLE_EQ(s->options().occupancy_knee, 0.7);
+  EXPECT_DOUBLE_EQ(s->options().pressure_floor, 0.05);
+  EXPECT_FALSE(s->options().choose_reload_time);
+  EXPECT_EQ((*CreatePolicy("infercept"))->name(), "infercept");
+  auto err = [](const char* spec) { return CreatePolicy(spec).status().message(); };
+  EXPECT_NE(err("fifo").find("unknown policy 'fifo'"), std::string::npos);
+  EXPECT_NE(err("switchyard:knee=1").find("unknown option 'knee'"), std::string::npos);
+  EXPECT_NE(err("switchyard:link_weight=x").find("link_weight must be a non-negative number"),
+            std::string::npos);
+  EXPECT_NE(err("switchyard:link_weight").find("is not key=value"), std::string::npos);
+  EXPECT_NE(err("switchyard:occupancy_knee=2").find("occupancy_knee must be in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(err("infercept:x=1").find("only 'switchyard' takes options"), std::string::npos);
 }
 
 TEST(Policies, OrderKeysAndRegistry) {
