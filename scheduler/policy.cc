@@ -30,6 +30,18 @@ OrderKey SwitchyardPolicy::Order(const ReadyNodeInfo& n) const {
   // score(now) = service - aging * (now - ready_since); ordering by service + aging *
   // ready_since is the same at every `now`, so the key is time-invariant.
   int band = n.priority_class == 1 ? 0 : (n.priority_class == 3 ? 2 : 1);
+  switch (options_.order) {
+    case Options::OrderBy::kArrival:
+      return {band, n.workflow_arrival.seconds()};
+    case Options::OrderBy::kDeadline:
+      if (n.deadline == Time::Max())
+        return {band, n.workflow_arrival.seconds() + options_.deadline_cap_s};
+      return {band, n.workflow_arrival.seconds() +
+                        std::min(options_.deadline_cap_s,
+                                 options_.deadline_weight * S(n.deadline - n.workflow_arrival))};
+    case Options::OrderBy::kAtlas:
+      break;
+  }
   return {band, S(n.program_service) + options_.aging_per_second * n.ready_since.seconds()};
 }
 
@@ -169,11 +181,27 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
   const Field fields[] = {
       {"aging_per_second", &o->aging_per_second}, {"link_weight", &o->link_weight},
       {"urgency_scale_s", &o->urgency_scale_s},   {"prefetch_margin", &o->prefetch_margin},
-      {"pressure_floor", &o->pressure_floor},     {"occupancy_knee", &o->occupancy_knee}};
+      {"pressure_floor", &o->pressure_floor},     {"occupancy_knee", &o->occupancy_knee},
+      {"deadline_weight", &o->deadline_weight},   {"deadline_cap_s", &o->deadline_cap_s}};
   std::string v(value);
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
   bool numeric = !v.empty() && end == v.c_str() + v.size() && std::isfinite(x);
+  if (key == "order") {
+    using O = SwitchyardPolicy::Options::OrderBy;
+    if (value == "atlas") {
+      o->order = O::kAtlas;
+    } else if (value == "arrival") {
+      o->order = O::kArrival;
+    } else if (value == "deadline") {
+      o->order = O::kDeadline;
+    } else {
+      return Status::InvalidArgument("policy '" + std::string(spec) +
+                                     "': order must be atlas, arrival or deadline, got '" + v +
+                                     "'");
+    }
+    return Status::OK();
+  }
   for (auto [name, flag] : {std::pair{"choose_reload_time", &o->choose_reload_time},
                             std::pair{"skip_hopeless", &o->skip_hopeless}}) {
     if (key != name) continue;
@@ -191,11 +219,11 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
     *f.target = x;
     return Status::OK();
   }
-  return Status::InvalidArgument("policy '" + std::string(spec) + "': unknown option '" +
-                                 std::string(key) +
-                                 "' (known: aging_per_second, link_weight, urgency_scale_s, "
-                                 "prefetch_margin, pressure_floor, occupancy_knee, "
-                                 "choose_reload_time, skip_hopeless)");
+  return Status::InvalidArgument(
+      "policy '" + std::string(spec) + "': unknown option '" + std::string(key) +
+      "' (known: aging_per_second, link_weight, urgency_scale_s, "
+      "prefetch_margin, pressure_floor, occupancy_knee, deadline_weight, deadline_cap_s, "
+      "choose_reload_time, skip_hopeless, order)");
 }
 
 }  // namespace

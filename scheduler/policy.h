@@ -152,6 +152,18 @@ class SwitchyardPolicy final : public Policy {
     bool choose_reload_time = true;
     // See Policy::SkipHopelessDeadlines; also: no preemption for a hopeless node.
     bool skip_hopeless = true;
+    // The ordering key within a priority band (bench/RESULTS.md "Replay" compares them):
+    //   kDeadline (default): program-level EDF with a starvation bound, key = arrival +
+    //     min(deadline_weight x (deadline - arrival), deadline_cap_s); a program without a
+    //     deadline counts as one whose deadline is past the cap;
+    //   kArrival: program arrival (program-level FCFS);
+    //   kAtlas: program service + aging (least attained service first, Autellix-like).
+    enum class OrderBy : uint8_t { kAtlas, kArrival, kDeadline };
+    OrderBy order = OrderBy::kDeadline;
+    double deadline_weight = 1.0;  // 1: EDF; 0: FCFS; between: a virtual finish time
+    // A program yields to work that arrived at most this much later, however distant its
+    // deadline (a long session is not starved by a stream of short ones).
+    double deadline_cap_s = 600;
   };
   SwitchyardPolicy() : SwitchyardPolicy(Options{}) {}
   explicit SwitchyardPolicy(Options o, std::string label = "switchyard")

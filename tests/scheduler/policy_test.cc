@@ -125,10 +125,37 @@ TEST(Policies, CreatePolicyParsesOptionsAndNamesWhatIsWrong) {
   EXPECT_NE(err("switchyard:occupancy_knee=2").find("occupancy_knee must be in [0, 1]"),
             std::string::npos);
   EXPECT_NE(err("infercept:x=1").find("only 'switchyard' takes options"), std::string::npos);
+  EXPECT_NE(err("switchyard:order=sjf").find("order must be atlas, arrival or deadline"),
+            std::string::npos);
+}
+
+TEST(SwitchyardPolicy, OrdersByDeadlineWithAStarvationBound) {
+  SwitchyardPolicy s;  // EDF, cap 600 s
+  ReadyNodeInfo a, b, c;
+  a.workflow_arrival = Time::FromSeconds(0);
+  a.deadline = Time::FromSeconds(3000);  // a long session
+  b.workflow_arrival = Time::FromSeconds(100);
+  b.deadline = Time::FromSeconds(400);  // a short one that arrived later
+  EXPECT_LT(s.Order(b).key, s.Order(a).key);
+  b.workflow_arrival = Time::FromSeconds(700);  // past the cap: a goes first
+  b.deadline = Time::FromSeconds(800);
+  EXPECT_LT(s.Order(a).key, s.Order(b).key);
+  c.workflow_arrival = Time::FromSeconds(50);  // no deadline: arrival + cap
+  EXPECT_DOUBLE_EQ(s.Order(c).key, 650);
+  SwitchyardPolicy::Options fcfs;
+  fcfs.order = SwitchyardPolicy::Options::OrderBy::kArrival;
+  EXPECT_DOUBLE_EQ(SwitchyardPolicy(fcfs).Order(b).key, 700);
+  EXPECT_DOUBLE_EQ(
+      (*CreatePolicy("switchyard:order=deadline:deadline_weight=0.5:deadline_cap_s=1e9"))
+          ->Order(a)
+          .key,
+      1500);
 }
 
 TEST(Policies, OrderKeysAndRegistry) {
-  SwitchyardPolicy s;
+  SwitchyardPolicy::Options atlas;
+  atlas.order = SwitchyardPolicy::Options::OrderBy::kAtlas;
+  SwitchyardPolicy s(atlas);
   ReadyNodeInfo a, b;
   a.program_service = Seconds(2);
   b.program_service = Seconds(1);
