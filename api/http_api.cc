@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 
 #include "api/dashboard.h"
 #include "base/logging.h"
@@ -76,6 +77,15 @@ bool SplitWorkflowPath(std::string_view path, std::string* id, std::string* acti
   return !id->empty();
 }
 
+// The metrics label of /v1/workflows/{id}... routes (a fixed set: labels stay bounded).
+const char* RouteName(const std::string& action) {
+  if (action.empty()) return "/v1/workflows/{id}";
+  if (action == "/nodes") return "/v1/workflows/{id}/nodes";
+  if (action == "/events") return "/v1/workflows/{id}/events";
+  if (action == ":close") return "/v1/workflows/{id}:close";
+  return "/v1/workflows/{id}/other";
+}
+
 }  // namespace
 
 HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions options)
@@ -95,53 +105,77 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
     return std::vector<std::pair<std::string, double>>{
         {"", double(service_->counts().events_applied)}};
   });
-  metrics_.Gauge("switchyard_http_inflight", "requests being handled", [this] {
+  metrics_.Gauge("switchyard_store_group_commits", "durable group commits of the state store",
+                 [this] {
+                   auto st = service_->store_stats();
+                   return std::vector<std::pair<std::string, double>>{
+                       {"value=\"batches\"", double(st.batches)},
+                       {"value=\"records\"", double(st.records)},
+                       {"value=\"max_batch\"", double(st.max_batch)},
+                       {"value=\"queued\"", double(st.queued)}};
+                 });
+  metrics_.Gauge("switchyard_http_inflight", "requests admitted, not yet answered", [this] {
     return std::vector<std::pair<std::string, double>>{{"", double(inflight_.load())}};
   });
 }
 
 HttpResponse HttpApi::Handle(const HttpRequest& req) {
-  auto start = std::chrono::steady_clock::now();
-  std::string route = "other";
-  HttpResponse resp;
-  if (inflight_.fetch_add(1) >= options_.max_inflight) {
-    resp = JsonError(503, "Unavailable", "server overloaded; retry later");
-    resp.headers["retry-after"] = "1";
-    route = "overload";
-  } else {
-    resp = Route(req, &route);
-  }
-  inflight_.fetch_sub(1);
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics_.Inc("switchyard_http_requests_total",
-               "route=\"" + route + "\",code=\"" + std::to_string(resp.status) + "\"");
-  metrics_.Observe("switchyard_http_request_seconds", "route=\"" + route + "\"", secs);
-  return resp;
+  std::promise<HttpResponse> p;
+  auto f = p.get_future();
+  HandleAsync(req, [&p](HttpResponse r) { p.set_value(std::move(r)); });
+  return f.get();
 }
 
-HttpResponse HttpApi::Route(const HttpRequest& req, std::string* route) {
+void HttpApi::HandleAsync(const HttpRequest& req, Respond respond) {
+  auto call = std::make_shared<Call>();
+  call->start = std::chrono::steady_clock::now();
+  call->respond = std::move(respond);
+  // Counted until answered: requests waiting for their group commit hold a slot.
+  if (inflight_.fetch_add(1, std::memory_order_relaxed) >= options_.max_inflight) {
+    HttpResponse r = JsonError(503, "Unavailable", "server overloaded; retry later");
+    r.headers["retry-after"] = "1";
+    call->route = "overload";
+    return Finish(call, std::move(r));
+  }
+  Route(req, call);
+}
+
+void HttpApi::Finish(const CallPtr& call, HttpResponse resp) {
+  inflight_.fetch_sub(1, std::memory_order_relaxed);
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - call->start).count();
+  std::string route_label = std::string("route=\"") + call->route + "\"";
+  metrics_.Inc("switchyard_http_requests_total",
+               route_label + ",code=\"" + std::to_string(resp.status) + "\"");
+  metrics_.Observe("switchyard_http_request_seconds", route_label, secs);
+  Respond respond = std::move(call->respond);
+  respond(std::move(resp));
+}
+
+void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
   std::string_view path = req.path();
   if (path == "/" || path == "/index.html") {  // the dashboard page: no data, no auth
-    *route = "/";
-    return DashboardResponse(req);
+    call->route = "/";
+    return Finish(call, DashboardResponse(req));
   }
   if (path == "/healthz") {
-    *route = "/healthz";
-    return HttpResponse{200, "application/json", {}, "{\"status\":\"ok\"}"};
+    call->route = "/healthz";
+    return Finish(call, HttpResponse{200, "application/json", {}, "{\"status\":\"ok\"}"});
   }
   if (path == "/metrics") {
-    *route = "/metrics";
-    return HttpResponse{200, "text/plain; version=0.0.4", {}, metrics_.Render()};
+    call->route = "/metrics";
+    return Finish(call, HttpResponse{200, "text/plain; version=0.0.4", {}, metrics_.Render()});
   }
   if (path == "/openapi.json") {
-    *route = "/openapi.json";
-    return HttpResponse{200, "application/json", {}, OpenApiDocument()};
+    call->route = "/openapi.json";
+    return Finish(call, HttpResponse{200, "application/json", {}, OpenApiDocument()});
   }
-  if (path.substr(0, 4) != "/v1/") return JsonError(404, "NotFound", "no such endpoint");
+  if (path.substr(0, 4) != "/v1/")
+    return Finish(call, JsonError(404, "NotFound", "no such endpoint"));
   auto who = auth_.Authenticate(req.Header("authorization"));
   if (!who) {
-    *route = "unauthenticated";
-    return JsonError(401, "Unauthenticated", "missing or unknown bearer token");
+    call->route = "unauthenticated";
+    return Finish(call, JsonError(401, "Unauthenticated", "missing or unknown bearer token"));
   }
   if (!who->admin) {
     const v1::TenantConfig* t = auth_.Tenant(who->tenant);
@@ -150,29 +184,30 @@ HttpResponse HttpApi::Route(const HttpRequest& req, std::string* route) {
     double burst = t && t->rate_burst() > 0 ? t->rate_burst() : 2 * rate;
     Duration wait = limiter_.Admit(who->tenant, rate, burst);
     if (wait.count() > 0) {
-      *route = "rate_limited";
+      call->route = "rate_limited";
       HttpResponse r = JsonError(429, "ResourceExhausted",
                                  "tenant '" + who->tenant + "' is over its request rate");
       r.headers["retry-after"] = std::to_string(std::max<int64_t>(1, std::ceil(ToSeconds(wait))));
-      return r;
+      return Finish(call, std::move(r));
     }
   }
   if (path == "/v1/cluster") {
-    *route = "/v1/cluster";
-    if (req.method != "GET") return JsonError(405, "MethodNotAllowed", "use GET");
-    return Cluster(*who);
+    call->route = "/v1/cluster";
+    if (req.method != "GET") return Finish(call, JsonError(405, "MethodNotAllowed", "use GET"));
+    return Finish(call, Cluster(*who));
   }
-  return Workflows(req, *who, route);
+  Workflows(req, *who, call);
 }
 
-HttpResponse HttpApi::Workflows(const HttpRequest& req, const Principal& who, std::string* route) {
+void HttpApi::Workflows(const HttpRequest& req, const Principal& who, const CallPtr& call) {
   if (who.admin) {
-    return JsonError(403, "PermissionDenied",
-                     "the admin token reads /v1/cluster; workflows need a tenant token");
+    return Finish(call, JsonError(403, "PermissionDenied",
+                                  "the admin token reads /v1/cluster; workflows need a tenant "
+                                  "token"));
   }
   std::string_view path = req.path();
   if (path == "/v1/workflows") {
-    *route = "/v1/workflows";
+    call->route = "/v1/workflows";
     if (req.method == "GET") {
       std::string state = req.Query("state");
       std::optional<v1::WorkflowState> filter;
@@ -180,94 +215,109 @@ HttpResponse HttpApi::Workflows(const HttpRequest& req, const Principal& who, st
         v1::WorkflowState s;
         if (!v1::WorkflowState_Parse(state, &s) &&
             !v1::WorkflowState_Parse("WORKFLOW_" + state, &s)) {
-          return JsonError(400, "InvalidArgument",
-                           "unknown state '" + state + "' (RUNNING, COMPLETED, FAILED, CANCELLED)");
+          return Finish(call, JsonError(400, "InvalidArgument",
+                                        "unknown state '" + state +
+                                            "' (RUNNING, COMPLETED, FAILED, CANCELLED)"));
         }
         filter = s;
       }
-      return Json(200, service_->List(who.tenant, filter));
+      return Finish(call, Json(200, service_->List(who.tenant, filter)));
     }
-    if (req.method == "POST") return Mutation(req, who, "", "create");
-    return JsonError(405, "MethodNotAllowed", "use GET or POST");
+    if (req.method == "POST") return Mutation(req, who, "", "create", call);
+    return Finish(call, JsonError(405, "MethodNotAllowed", "use GET or POST"));
   }
   std::string id, action;
-  if (!SplitWorkflowPath(path, &id, &action)) return JsonError(404, "NotFound", "no such endpoint");
-  *route = "/v1/workflows/{id}" + action;
+  if (!SplitWorkflowPath(path, &id, &action))
+    return Finish(call, JsonError(404, "NotFound", "no such endpoint"));
+  call->route = RouteName(action);
   if (action.empty() && req.method == "GET") {
-    auto st = service_->Get(who.tenant, id);
-    return st.ok() ? Json(200, *st) : ErrorOf(st.status());
+    // Inline unless the workflow has records not yet durable (then after its commit).
+    return service_->GetAsync(who.tenant, id, [this, call](Result<v1::WorkflowStatus> st) {
+      Finish(call, st.ok() ? Json(200, *st) : ErrorOf(st.status()));
+    });
   }
-  if (action.empty() && req.method == "DELETE") return Mutation(req, who, id, "cancel");
+  if (action.empty() && req.method == "DELETE") return Mutation(req, who, id, "cancel", call);
   if (req.method == "POST" && (action == "/nodes" || action == "/events" || action == ":close")) {
-    return Mutation(req, who, id, action);
+    return Mutation(req, who, id, action, call);
   }
-  return JsonError(
-      action.empty() || action == "/nodes" || action == "/events" || action == ":close" ? 405 : 404,
-      action.empty() ? "MethodNotAllowed" : "NotFound",
-      "no " + req.method + " on " + std::string(path));
+  Finish(call,
+         JsonError(action.empty() || action == "/nodes" || action == "/events" || action == ":close"
+                       ? 405
+                       : 404,
+                   action.empty() ? "MethodNotAllowed" : "NotFound",
+                   "no " + req.method + " on " + std::string(path)));
 }
 
-HttpResponse HttpApi::Mutation(const HttpRequest& req, const Principal& who, const std::string& id,
-                               const std::string& action) {
+void HttpApi::Mutation(const HttpRequest& req, const Principal& who, const std::string& id,
+                       const std::string& action, const CallPtr& call) {
   std::string key = req.Header("idempotency-key");
+  // Held from the lookup until the mutation is queued: a repeat with the same key sees
+  // the first one (durable, or pending in the store's queue).
   std::unique_lock<std::mutex> idem_lock;
   IdempotentAnswer answer;
   if (!key.empty()) {
-    if (key.size() > 256) return JsonError(400, "InvalidArgument", "Idempotency-Key too long");
+    if (key.size() > 256)
+      return Finish(call, JsonError(400, "InvalidArgument", "Idempotency-Key too long"));
     std::string fp_input = req.method + " " + std::string(req.path()) + "\n" + req.body;
     answer.key = key;
     answer.fingerprint = XXH64(fp_input.data(), fp_input.size(), 0);
     size_t stripe = XXH64(key.data(), key.size(), 1) % idem_locks_.size();
     idem_lock = std::unique_lock<std::mutex>(idem_locks_[stripe]);
-    auto prior = service_->LookupIdempotent(who.tenant, key);
-    if (!prior.ok()) return ErrorOf(prior.status());
+    auto prior = service_->PeekIdempotent(who.tenant, key);
+    if (!prior.ok()) return Finish(call, ErrorOf(prior.status()));
     if (*prior) {
-      if ((*prior)->fingerprint() != answer.fingerprint) {
-        return JsonError(409, "Conflict",
-                         "Idempotency-Key was already used for a different request");
+      const v1::IdempotencyEntry& e = (*prior)->entry;
+      if (e.fingerprint() != answer.fingerprint) {
+        return Finish(call, JsonError(409, "Conflict",
+                                      "Idempotency-Key was already used for a different "
+                                      "request"));
       }
-      HttpResponse r{(*prior)->status(),
-                     "application/json",
-                     {{"idempotent-replay", "true"}},
-                     (*prior)->body()};
-      return r;
+      HttpResponse r{e.status(), "application/json", {{"idempotent-replay", "true"}}, e.body()};
+      if (!(*prior)->pending) return Finish(call, std::move(r));
+      // The first answer is not durable yet: replay it once it is.
+      idem_lock.unlock();
+      return service_->AfterDurable([this, call, r = std::move(r)](const Status& st) {
+        Finish(call, st.ok() ? r : ErrorOf(st));
+      });
     }
   }
   const IdempotentAnswer* idem = key.empty() ? nullptr : &answer;
-  Status st;
+  auto reply = [this, call](int status, std::string body) {
+    return [this, call, status, body = std::move(body)](const Status& st) {
+      Finish(call, st.ok() ? HttpResponse{status, "application/json", {}, body} : ErrorOf(st));
+    };
+  };
   if (action == "create") {
     auto wf = ParseBody<v1::Workflow>(req);
-    if (!wf.ok()) return ErrorOf(wf.status());
+    if (!wf.ok()) return Finish(call, ErrorOf(wf.status()));
     if (wf->id().empty()) wf->set_id(service_->NewWorkflowId());
-    v1::SubmitResponse resp;
-    resp.set_workflow_id(wf->id());
     answer.status = 201;
-    answer.body = *proto::ToJson(resp);
-    auto r = service_->Submit(who.tenant, std::move(*wf), idem);
-    if (!r.ok()) return ErrorOf(r.status());
-    return HttpResponse{201, "application/json", {}, answer.body};
+    answer.body = "{\"workflowId\":\"" + JsonEscape(wf->id()) + "\"}";
+    return service_->SubmitAsync(who.tenant, std::move(*wf), idem, reply(201, answer.body));
   }
   answer.status = 200;
   answer.body = "{\"workflowId\":\"" + JsonEscape(id) + "\",\"accepted\":true}";
   if (action == "/nodes") {
     auto body = ParseBody<v1::AppendNodesRequest>(req);
-    if (!body.ok()) return ErrorOf(body.status());
-    std::vector<v1::ProgramNode> nodes(body->nodes().begin(), body->nodes().end());
-    st = service_->Append(who.tenant, id, std::move(nodes), idem);
-  } else if (action == "/events") {
-    auto ev = ParseBody<v1::NodeEvent>(req);
-    if (!ev.ok()) return ErrorOf(ev.status());
-    if (!ev->workflow_id().empty() && ev->workflow_id() != id) {
-      return JsonError(400, "InvalidArgument", "workflowId in the body does not match the path");
-    }
-    st = service_->ReportEvent(who.tenant, id, std::move(*ev), idem);
-  } else if (action == ":close") {
-    st = service_->Close(who.tenant, id, idem);
-  } else {  // cancel
-    st = service_->Cancel(who.tenant, id, req.Query("reason"), idem);
+    if (!body.ok()) return Finish(call, ErrorOf(body.status()));
+    std::vector<v1::ProgramNode> nodes;
+    nodes.reserve(static_cast<size_t>(body->nodes_size()));
+    for (auto& n : *body->mutable_nodes()) nodes.push_back(std::move(n));
+    return service_->AppendAsync(who.tenant, id, std::move(nodes), idem, reply(200, answer.body));
   }
-  if (!st.ok()) return ErrorOf(st);
-  return HttpResponse{200, "application/json", {}, answer.body};
+  if (action == "/events") {
+    auto ev = ParseBody<v1::NodeEvent>(req);
+    if (!ev.ok()) return Finish(call, ErrorOf(ev.status()));
+    if (!ev->workflow_id().empty() && ev->workflow_id() != id) {
+      return Finish(call, JsonError(400, "InvalidArgument",
+                                    "workflowId in the body does not match the path"));
+    }
+    return service_->ReportEventAsync(who.tenant, id, std::move(*ev), idem,
+                                      reply(200, answer.body));
+  }
+  if (action == ":close")
+    return service_->CloseAsync(who.tenant, id, idem, reply(200, answer.body));
+  service_->CancelAsync(who.tenant, id, req.Query("reason"), idem, reply(200, answer.body));
 }
 
 HttpResponse HttpApi::Cluster(const Principal& who) const {

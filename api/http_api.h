@@ -4,21 +4,29 @@
 //   - routing of /v1/workflows..., /v1/cluster, /healthz, /metrics, /openapi.json;
 //   - auth: every /v1 route needs "Authorization: Bearer TOKEN" (401 without, 404 for
 //     another tenant's workflow), /v1/cluster detail needs the admin token;
-//   - limits: 503 with Retry-After past max_inflight concurrent requests, 429 with
-//     Retry-After past the tenant's request rate (the 413 body limit is enforced by the
-//     server before a request gets here);
+//   - limits: 503 with Retry-After past max_inflight requests admitted and not yet
+//     answered (those waiting for their group commit included), 429 with Retry-After past
+//     the tenant's request rate (the 413 body limit is enforced by the server before a
+//     request gets here);
 //   - Idempotency-Key on POST/DELETE: the first answer is stored with the mutation in one
-//     durable write and returned again for a repeat; a key reused for a different request
-//     gets 409;
+//     durable write and returned again for a repeat (once it is durable); a key reused for
+//     a different request gets 409;
 //   - errors as {"code","message","details"}: 400 naming the bad field, 401, 403, 404,
 //     409, 413, 429, 503.
 // Request bodies and tokens are never logged.
 //
-// Thread-safety: Handle() is called concurrently by the server threads.
+// HandleAsync() answers reads inline and mutations once durable (from the store's
+// committer thread); Handle() is the same, waiting for the answer.
+//
+// Thread-safety: Handle()/HandleAsync() are called concurrently by the server threads.
+// The HttpApi must outlive every answer it owes (Service::Flush() before destroying it).
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <mutex>
 
 #include "api/auth.h"
@@ -30,7 +38,9 @@
 namespace switchyard::api {
 
 struct HttpApiOptions {
-  int max_inflight = 4096;
+  // Requests admitted and not yet answered, across all connections (each holds at most
+  // its body, <= the body limit). Beyond it: 503 with Retry-After.
+  int max_inflight = 256;
   double default_rate_per_s = 1000;
 };
 
@@ -38,15 +48,26 @@ class HttpApi {
  public:
   HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions options = {});
 
+  using Respond = std::function<void(HttpResponse)>;
+  void HandleAsync(const HttpRequest& req, Respond respond);
   HttpResponse Handle(const HttpRequest& req);
+  int inflight() const { return inflight_.load(std::memory_order_relaxed); }
   Metrics& metrics() { return metrics_; }
   const Auth& auth() const { return auth_; }
 
  private:
-  HttpResponse Route(const HttpRequest& req, std::string* route);
-  HttpResponse Workflows(const HttpRequest& req, const Principal& who, std::string* route);
-  HttpResponse Mutation(const HttpRequest& req, const Principal& who, const std::string& id,
-                        const std::string& action);
+  // One admitted request: where its answer goes, and what to record when it is given.
+  struct Call {
+    std::chrono::steady_clock::time_point start;
+    const char* route = "other";
+    Respond respond;
+  };
+  using CallPtr = std::shared_ptr<Call>;
+  void Finish(const CallPtr& call, HttpResponse resp);
+  void Route(const HttpRequest& req, const CallPtr& call);
+  void Workflows(const HttpRequest& req, const Principal& who, const CallPtr& call);
+  void Mutation(const HttpRequest& req, const Principal& who, const std::string& id,
+                const std::string& action, const CallPtr& call);
   HttpResponse Cluster(const Principal& who) const;
 
   Service* service_;

@@ -36,8 +36,8 @@ const char* ReasonCode(int status) {
 // One connection: read a request, call the handler, write the response, repeat.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& options, const HttpServer::Handler& handler,
-          std::atomic<size_t>* live)
+  Session(tcp::socket socket, const HttpServerOptions& options,
+          const HttpServer::AsyncHandler& handler, std::atomic<size_t>* live)
       : stream_(std::move(socket)), options_(options), handler_(handler), live_(live) {
     live_->fetch_add(1);
   }
@@ -80,20 +80,30 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& field : msg) {
       std::string name(field.name_string());
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      req.headers[name] = std::string(field.value());
+      req.headers.emplace(std::move(name), std::string(field.value()));
     }
     req.body = std::move(msg.body());
     beast::error_code ignored;
     auto ep = stream_.socket().remote_endpoint(ignored);
     if (!ignored) req.peer = ep.address().to_string();
-    HttpResponse resp;
+    bool keep_alive = msg.keep_alive();
+    unsigned version = msg.version();
+    // Answered exactly once, on this connection's strand (inline when already there).
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    HttpServer::Respond respond = [self = shared_from_this(), answered, keep_alive,
+                                   version](HttpResponse r) {
+      if (answered->exchange(true)) return;
+      asio::dispatch(self->stream_.get_executor(),
+                     [self, r = std::move(r), keep_alive, version]() mutable {
+                       self->Reply(std::move(r), keep_alive, version);
+                     });
+    };
     try {
-      resp = handler_(req);
+      handler_(req, respond);
     } catch (const std::exception& e) {  // never let a handler bug take the server down
       Log(LogLevel::kError, "handler threw", LogKeys().With("what", e.what()));
-      resp = JsonError(500, "internal", "internal error");
+      respond(JsonError(500, "internal", "internal error"));
     }
-    Reply(std::move(resp), msg.keep_alive(), msg.version());
   }
 
   void Reply(HttpResponse r, bool keep_alive, unsigned version) {
@@ -122,7 +132,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const HttpServerOptions& options_;
-  const HttpServer::Handler& handler_;
+  const HttpServer::AsyncHandler& handler_;
   std::atomic<size_t>* live_;
 };
 
@@ -130,7 +140,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
 struct HttpServer::Impl {
   HttpServerOptions options;
-  Handler handler;
+  AsyncHandler handler;
   asio::io_context io;
   tcp::acceptor acceptor{io};
   std::vector<std::thread> threads;
@@ -153,7 +163,13 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(new Impl) {
+HttpServer::HttpServer(HttpServerOptions options, Handler handler)
+    : HttpServer(std::move(options),
+                 AsyncHandler([h = std::move(handler)](const HttpRequest& req, Respond respond) {
+                   respond(h(req));
+                 })) {}
+
+HttpServer::HttpServer(HttpServerOptions options, AsyncHandler handler) : impl_(new Impl) {
   impl_->options = std::move(options);
   impl_->handler = std::move(handler);
 }

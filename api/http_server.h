@@ -2,12 +2,17 @@
 //
 // Accepts connections on one address, reads requests with keep-alive, enforces a body
 // size limit (413 without calling the handler) and a header/read timeout, and hands each
-// complete request to a Handler that returns the response. The io_context runs on
-// `threads` threads; the handler may be called concurrently from several of them.
+// complete request to a handler. An AsyncHandler gets a Respond callback that it (or
+// whoever it hands the request to) calls exactly once, from any thread: the answer is
+// written on the connection's strand, inline when called there. A plain Handler returns
+// the response. The io_context runs on `threads` threads; handlers may be called
+// concurrently from several of them. A connection has at most one request in the server.
 //
 // Ownership: the server owns its io_context and threads. Start() binds and returns the
 // bound port (0 in the options picks a free one); Stop() closes the acceptor and every
-// connection, then joins the threads. Thread-safety: Start/Stop from one thread.
+// connection, then joins the threads; answers still owed after Stop() are dropped, but
+// their callbacks must have run (or been destroyed) before the server is destroyed.
+// Thread-safety: Start/Stop from one thread.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +37,11 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
+  using Respond = std::function<void(HttpResponse)>;
+  using AsyncHandler = std::function<void(const HttpRequest&, Respond)>;
 
   HttpServer(HttpServerOptions options, Handler handler);
+  HttpServer(HttpServerOptions options, AsyncHandler handler);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

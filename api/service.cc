@@ -1,5 +1,6 @@
 #include "api/service.h"
 
+#include <future>
 #include <random>
 
 #include "base/logging.h"
@@ -11,7 +12,12 @@ namespace pg = program_graph;
 Service::Service(ServiceOptions options, const Clock* clock)
     : options_(std::move(options)), clock_(clock), ids_(std::random_device{}()) {}
 
-Service::~Service() { driver_.reset(); }
+Service::~Service() {
+  // Complete what is queued (its callbacks forward to the scheduler), then stop both.
+  closing_ = true;
+  if (store_) store_->Shutdown();
+  driver_.reset();
+}
 
 Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clock* clock) {
   std::unique_ptr<Service> svc(new Service(std::move(options), clock));
@@ -199,135 +205,247 @@ Status Service::Rebuild(const std::string& id, Entry* e) const {
   return Status::OK();
 }
 
-Status Service::Mutate(const std::string& tenant, const std::string& id,
-                       const v1::WorkflowLogRecord& rec, const IdempotentAnswer* idem) {
-  SY_ASSIGN_OR_RETURN(auto entry, Find(tenant, id));
-  std::lock_guard<std::mutex> lock(entry->mu);
-  return MutateLocked(tenant, id, entry.get(), rec, idem);
+Status Service::Await(const std::function<void(Done)>& start) {
+  std::promise<Status> p;
+  auto f = p.get_future();
+  start([&p](const Status& s) { p.set_value(s); });
+  return f.get();
 }
 
-Status Service::MutateLocked(const std::string& tenant, const std::string& id, Entry* entry,
-                             const v1::WorkflowLogRecord& rec, const IdempotentAnswer* idem) {
+void Service::MutateAsync(const std::string& tenant, const std::string& id,
+                          v1::WorkflowLogRecord rec, const IdempotentAnswer* idem, Done done) {
+  auto entry = Find(tenant, id);
+  if (!entry.ok()) return done(entry.status());
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock((*entry)->mu);
+    st = MutateLocked(*entry, id, std::move(rec), idem, done);
+  }
+  if (!st.ok()) done(st);
+}
+
+Status Service::MutateLocked(const std::shared_ptr<Entry>& entry, const std::string& id,
+                             v1::WorkflowLogRecord rec, const IdempotentAnswer* idem, Done done) {
   if (!entry->graph) return Status::NotFound("no workflow '" + id + "'");
   bool was_done = entry->graph->done();
-  SY_RETURN_IF_ERROR(ApplyRecord(entry, rec));  // validates; changes only on success
+  SY_RETURN_IF_ERROR(ApplyRecord(entry.get(), rec));  // validates; changes only on success
+  Effects fx;
+  fx.ended = !was_done && entry->graph->done();
+  fx.ended_failed =
+      rec.has_event() && entry->graph->done() && entry->graph->state() != v1::WORKFLOW_COMPLETED;
   v1::IdempotencyEntry stored;
   if (idem) {
     stored.set_status(idem->status);
     stored.set_body(idem->body);
     stored.set_fingerprint(idem->fingerprint);
   }
-  Status st = store_->Append(id, entry->next_seq, rec, tenant, idem ? idem->key : "",
-                             idem ? &stored : nullptr);
-  if (!st.ok()) {
-    Status rebuilt = Rebuild(id, entry);
-    Log(LogLevel::kError, "write failed; workflow rebuilt from its durable history",
+  // Queued under the entry's lock: this workflow's records reach the committer, become
+  // durable and complete in sequence order.
+  auto recp = std::make_shared<const v1::WorkflowLogRecord>(std::move(rec));
+  Status st = store_->Enqueue(
+      id, entry->next_seq, *recp,
+      [this, entry, id, recp, fx, done = std::move(done)](const Status& s) {
+        OnCommitted(entry, id, *recp, fx, s, done);
+      },
+      entry->tenant, idem ? idem->key : "", idem ? &stored : nullptr);
+  if (!st.ok()) {  // refused (the store failed earlier): undo what was applied
+    Status rebuilt = Rebuild(id, entry.get());
+    Log(LogLevel::kError, "write refused; workflow rebuilt from its durable history",
         LogKeys().With("error", st.ToString()).With("rebuild", rebuilt.ToString()));
     return Status::Unavailable("state store write failed; nothing was applied: " + st.message());
   }
   ++entry->next_seq;
-  if (rec.has_event()) events_applied_.fetch_add(1, std::memory_order_relaxed);
-  if (!was_done && entry->graph->done()) {
-    std::unique_lock g(mu_);
-    --live_[tenant];
-  }
-  Forward(id, *entry, rec);
+  ++entry->pending;
   return Status::OK();
 }
 
-Result<std::string> Service::Submit(const std::string& tenant, v1::Workflow workflow,
-                                    const IdempotentAnswer* idem) {
-  if (tenant.empty()) return Status::InvalidArgument("tenant is required");
+void Service::OnCommitted(const std::shared_ptr<Entry>& entry, const std::string& id,
+                          const v1::WorkflowLogRecord& rec, Effects fx, const Status& st,
+                          const Done& done) {
+  if (st.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(entry->mu);
+      --entry->pending;
+    }
+    if (rec.has_event()) events_applied_.fetch_add(1, std::memory_order_relaxed);
+    if (fx.ended) {
+      std::unique_lock g(mu_);
+      --live_[entry->tenant];
+    }
+    Forward(id, rec, fx);
+    if (done) done(Status::OK());
+    return;
+  }
+  bool submit = rec.has_submitted();
+  {
+    std::lock_guard<std::mutex> lock(entry->mu);
+    --entry->pending;
+    if (submit) {
+      entry->graph.reset();  // a reader that already holds the entry sees NotFound
+    } else {
+      Status rebuilt = Rebuild(id, entry.get());
+      Log(LogLevel::kError, "write failed; workflow rebuilt from its durable history",
+          LogKeys().With("error", st.ToString()).With("rebuild", rebuilt.ToString()));
+    }
+  }
+  if (submit) {
+    std::unique_lock lock(mu_);
+    auto it = workflows_.find(id);
+    if (it != workflows_.end() && it->second == entry) {
+      workflows_.erase(it);
+      --live_[entry->tenant];
+    }
+  }
+  if (done)
+    done(Status::Unavailable(std::string("state store write failed; ") +
+                             (submit ? "workflow not registered: " : "nothing was applied: ") +
+                             st.message()));
+}
+
+void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
+                          const IdempotentAnswer* idem, Done done) {
+  if (tenant.empty()) return done(Status::InvalidArgument("tenant is required"));
   if (!workflow.tenant().empty() && workflow.tenant() != tenant) {
-    return Status::InvalidArgument("workflow.tenant '" + workflow.tenant() +
-                                   "' does not match the caller's tenant");
+    return done(Status::InvalidArgument("workflow.tenant '" + workflow.tenant() +
+                                        "' does not match the caller's tenant"));
   }
   workflow.set_tenant(tenant);
   if (workflow.id().empty()) workflow.set_id(NewWorkflowId());
   Time now = clock_->Now();
   if (workflow.arrival_ms() == 0) workflow.set_arrival_ms(now.millis());
-  v1::WorkflowLogRecord rec;
-  rec.set_time_ms(now.millis());
-  *rec.mutable_submitted() = workflow;
-  auto entry = std::make_shared<Entry>();
-  SY_RETURN_IF_ERROR(ApplyRecord(entry.get(), rec));  // validates the whole graph
   const std::string id = workflow.id();
-  // Held until the workflow is durable, so no reader sees it before it is acknowledged.
-  std::unique_lock<std::mutex> elock(entry->mu);
+  auto recp = std::make_shared<v1::WorkflowLogRecord>();
+  recp->set_time_ms(now.millis());
+  *recp->mutable_submitted() = std::move(workflow);
+  auto entry = std::make_shared<Entry>();
+  Status st = ApplyRecord(entry.get(), *recp);  // validates the whole graph
+  if (!st.ok()) return done(st);
   {
-    std::unique_lock lock(mu_);
-    if (workflows_.count(id)) return Status::AlreadyExists("workflow '" + id + "' exists");
-    if (live_[tenant] >= options_.max_live_workflows_per_tenant) {
-      return Status::ResourceExhausted("tenant '" + tenant + "' has " +
-                                       std::to_string(live_[tenant]) +
-                                       " live workflows, the quota");
+    std::lock_guard<std::mutex> elock(entry->mu);
+    {
+      std::unique_lock lock(mu_);
+      if (workflows_.count(id)) {
+        st = Status::AlreadyExists("workflow '" + id + "' exists");
+      } else if (live_[tenant] >= options_.max_live_workflows_per_tenant) {
+        st =
+            Status::ResourceExhausted("tenant '" + tenant + "' has " +
+                                      std::to_string(live_[tenant]) + " live workflows, the quota");
+      } else {
+        // Registered at once; a reader of it waits (pending) until it is durable, and a
+        // later record of it is queued behind this one.
+        workflows_[id] = entry;
+        ++live_[tenant];
+      }
     }
-    workflows_[id] = entry;  // reserve the id; its lock keeps readers out until durable
-    ++live_[tenant];
+    if (st.ok()) {
+      v1::IdempotencyEntry stored;
+      if (idem) {
+        stored.set_status(idem->status);
+        stored.set_body(idem->body);
+        stored.set_fingerprint(idem->fingerprint);
+      }
+      st = store_->Enqueue(
+          id, 0, *recp,
+          [this, entry, id, recp, done](const Status& s) {
+            OnCommitted(entry, id, *recp, Effects{}, s, done);
+          },
+          tenant, idem ? idem->key : "", idem ? &stored : nullptr);
+      if (st.ok()) {
+        entry->next_seq = 1;
+        entry->pending = 1;
+        return;
+      }
+      entry->graph.reset();
+      std::unique_lock lock(mu_);
+      workflows_.erase(id);
+      --live_[tenant];
+      st =
+          Status::Unavailable("state store write failed; workflow not registered: " + st.message());
+    }
   }
-  v1::IdempotencyEntry stored;
-  if (idem) {
-    stored.set_status(idem->status);
-    stored.set_body(idem->body);
-    stored.set_fingerprint(idem->fingerprint);
-  }
-  Status st = store_->Append(id, 0, rec, tenant, idem ? idem->key : "", idem ? &stored : nullptr);
-  if (!st.ok()) {
-    entry->graph.reset();  // a reader that already holds the entry sees NotFound
-    std::unique_lock lock(mu_);
-    workflows_.erase(id);
-    --live_[tenant];
-    return Status::Unavailable("state store write failed; workflow not registered: " +
-                               st.message());
-  }
-  entry->next_seq = 1;
-  Forward(id, *entry, rec);
+  done(st);
+}
+
+Result<std::string> Service::Submit(const std::string& tenant, v1::Workflow workflow,
+                                    const IdempotentAnswer* idem) {
+  if (workflow.id().empty()) workflow.set_id(NewWorkflowId());
+  std::string id = workflow.id();
+  SY_RETURN_IF_ERROR(
+      Await([&](Done d) { SubmitAsync(tenant, std::move(workflow), idem, std::move(d)); }));
   return id;
+}
+
+void Service::AppendAsync(const std::string& tenant, const std::string& workflow_id,
+                          std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem,
+                          Done done) {
+  if (nodes.empty()) return done(Status::InvalidArgument("nodes is empty"));
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  for (auto& n : nodes) *rec.mutable_appended()->add_nodes() = std::move(n);
+  MutateAsync(tenant, workflow_id, std::move(rec), idem, std::move(done));
 }
 
 Status Service::Append(const std::string& tenant, const std::string& workflow_id,
                        std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem) {
-  if (nodes.empty()) return Status::InvalidArgument("nodes is empty");
-  v1::WorkflowLogRecord rec;
-  rec.set_time_ms(clock_->Now().millis());
-  for (auto& n : nodes) *rec.mutable_appended()->add_nodes() = std::move(n);
-  return Mutate(tenant, workflow_id, rec, idem);
+  return Await(
+      [&](Done d) { AppendAsync(tenant, workflow_id, std::move(nodes), idem, std::move(d)); });
 }
 
-Status Service::ReportEvent(const std::string& tenant, const std::string& workflow_id,
-                            v1::NodeEvent event, const IdempotentAnswer* idem) {
+void Service::ReportEventAsync(const std::string& tenant, const std::string& workflow_id,
+                               v1::NodeEvent event, const IdempotentAnswer* idem, Done done) {
   bool llm = event.type() == v1::LLM_STARTED || event.type() == v1::LLM_FINISHED ||
              event.type() == v1::LLM_FAILED;
   if (llm && driver_ && driver_->config().simulated_llm) {
-    return Status::FailedPrecondition(
+    return done(Status::FailedPrecondition(
         "event." + v1::NodeEventType_Name(event.type()) +
         ": LLM nodes run on the service's simulated model executor (llm_executor "
         "'simulated'), which reports their results; LLM events are accepted from clients "
-        "only with llm_executor 'reported'");
+        "only with llm_executor 'reported'"));
   }
   event.set_workflow_id(workflow_id);
   v1::WorkflowLogRecord rec;
   rec.set_time_ms(clock_->Now().millis());
   if (event.time_ms() == 0) event.set_time_ms(rec.time_ms());
   *rec.mutable_event() = std::move(event);
-  return Mutate(tenant, workflow_id, rec, idem);
+  MutateAsync(tenant, workflow_id, std::move(rec), idem, std::move(done));
+}
+
+Status Service::ReportEvent(const std::string& tenant, const std::string& workflow_id,
+                            v1::NodeEvent event, const IdempotentAnswer* idem) {
+  return Await(
+      [&](Done d) { ReportEventAsync(tenant, workflow_id, std::move(event), idem, std::move(d)); });
+}
+
+void Service::CloseAsync(const std::string& tenant, const std::string& workflow_id,
+                         const IdempotentAnswer* idem, Done done) {
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  rec.set_closed(true);
+  MutateAsync(tenant, workflow_id, std::move(rec), idem, std::move(done));
 }
 
 Status Service::Close(const std::string& tenant, const std::string& workflow_id,
                       const IdempotentAnswer* idem) {
+  return Await([&](Done d) { CloseAsync(tenant, workflow_id, idem, std::move(d)); });
+}
+
+void Service::CancelAsync(const std::string& tenant, const std::string& workflow_id,
+                          std::string reason, const IdempotentAnswer* idem, Done done) {
   v1::WorkflowLogRecord rec;
   rec.set_time_ms(clock_->Now().millis());
-  rec.set_closed(true);
-  return Mutate(tenant, workflow_id, rec, idem);
+  rec.set_cancelled(reason.empty() ? "cancelled by client" : std::move(reason));
+  MutateAsync(tenant, workflow_id, std::move(rec), idem, std::move(done));
 }
 
 Status Service::Cancel(const std::string& tenant, const std::string& workflow_id,
                        std::string reason, const IdempotentAnswer* idem) {
-  v1::WorkflowLogRecord rec;
-  rec.set_time_ms(clock_->Now().millis());
-  rec.set_cancelled(reason.empty() ? "cancelled by client" : std::move(reason));
-  return Mutate(tenant, workflow_id, rec, idem);
+  return Await(
+      [&](Done d) { CancelAsync(tenant, workflow_id, std::move(reason), idem, std::move(d)); });
 }
+
+void Service::AfterDurable(Done done) const { store_->Barrier(std::move(done)); }
+
+Status Service::Flush() const { return store_->Flush(); }
 
 v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
   const pg::Workflow& g = *e.graph;
@@ -353,14 +471,34 @@ v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
   return s;
 }
 
+void Service::GetAsync(const std::string& tenant, const std::string& workflow_id,
+                       StatusDone done) const {
+  auto entry = Find(tenant, workflow_id);
+  if (!entry.ok()) return done(entry.status());
+  v1::WorkflowStatus s;
+  bool pending = false;
+  {
+    std::lock_guard<std::mutex> lock((*entry)->mu);
+    if (!(*entry)->graph) return done(Status::NotFound("no workflow '" + workflow_id + "'"));
+    s = StatusOf(workflow_id, **entry);
+    pending = (*entry)->pending > 0;
+  }
+  if (driver_) driver_->Fill(workflow_id, &s);
+  if (!pending) return done(std::move(s));
+  // It shows records not yet durable: answer once they are (they are queued before this).
+  auto shared = std::make_shared<v1::WorkflowStatus>(std::move(s));
+  store_->Barrier([shared, done = std::move(done)](const Status& st) {
+    if (st.ok()) return done(std::move(*shared));
+    done(Status::Unavailable("state store write failed: " + st.message()));
+  });
+}
+
 Result<v1::WorkflowStatus> Service::Get(const std::string& tenant,
                                         const std::string& workflow_id) const {
-  SY_ASSIGN_OR_RETURN(auto entry, Find(tenant, workflow_id));
-  std::lock_guard<std::mutex> lock(entry->mu);
-  if (!entry->graph) return Status::NotFound("no workflow '" + workflow_id + "'");
-  v1::WorkflowStatus s = StatusOf(workflow_id, *entry);
-  if (driver_) driver_->Fill(workflow_id, &s);
-  return s;
+  std::promise<Result<v1::WorkflowStatus>> p;
+  auto f = p.get_future();
+  GetAsync(tenant, workflow_id, [&p](Result<v1::WorkflowStatus> r) { p.set_value(std::move(r)); });
+  return f.get();
 }
 
 v1::WorkflowList Service::List(const std::string& tenant,
@@ -389,6 +527,14 @@ v1::WorkflowList Service::List(const std::string& tenant,
 
 Result<std::optional<v1::IdempotencyEntry>> Service::LookupIdempotent(
     const std::string& tenant, const std::string& key) const {
+  SY_ASSIGN_OR_RETURN(auto e, store_->GetIdempotent(tenant, key));
+  if (!e) return std::optional<v1::IdempotencyEntry>();
+  if (e->pending) SY_RETURN_IF_ERROR(store_->Flush());
+  return std::optional<v1::IdempotencyEntry>(std::move(e->entry));
+}
+
+Result<std::optional<Store::Idempotent>> Service::PeekIdempotent(const std::string& tenant,
+                                                                 const std::string& key) const {
   return store_->GetIdempotent(tenant, key);
 }
 

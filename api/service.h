@@ -3,10 +3,22 @@
 // A serving stack or agent runtime links this class to submit workflows, append nodes as
 // the agent decides its next step, report node events (tool started/finished/failed,
 // client-side LLM results), close or cancel workflows, and read their status. Every
-// mutating call is validated against the workflow graph (program_graph) first, then made
-// durable (Store: RocksDB WAL, fsynced) and only then acknowledged by returning OK
-// (invariant 10). A call that fails validation changes nothing and writes nothing. On
-// Open() every workflow is rebuilt by replaying its durable history.
+// mutating call is validated against the workflow graph (program_graph) and applied in
+// memory under the workflow's lock, its record is queued for the store's group commit
+// (Store: one committer thread, one fsynced RocksDB WriteBatch for everything queued), and
+// it is acknowledged only when that record is durable (invariant 10): the synchronous
+// calls return then, the *Async calls run their `done` then (on the committer thread). A
+// call that fails validation changes nothing and writes nothing. On Open() every workflow
+// is rebuilt by replaying its durable history.
+//
+// Ordering and visibility: a workflow's records are queued under its lock, so they become
+// durable and are acknowledged in sequence order, and a later request on a workflow is
+// never acknowledged before an earlier one. Get()/GetAsync() of a workflow with records not
+// yet durable answer only once they are (a reader never acts on state that a crash could
+// take back); List() and counts() read the in-memory state as it is. If a group commit
+// fails, every request in it (and every later one: the store stops writing) fails with
+// Unavailable, the workflows it touched are rebuilt from their durable history, and the
+// scheduler is told only about durable records.
 //
 // Tenancy: every call names the caller's tenant; a workflow of another tenant is
 // reported as NotFound, never as PermissionDenied (its existence is not revealed).
@@ -32,8 +44,11 @@
 // Thread-safety: all methods are thread-safe; calls on different workflows run in
 // parallel (their durable writes are group-committed), calls on one workflow serialise.
 // The decision listener runs on the scheduler's thread and must not block for long.
+// `done` callbacks of the *Async calls may run inline (validation errors) or on the
+// committer thread; they must not call the synchronous methods.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -91,12 +106,37 @@ class Service {
   Status Cancel(const std::string& tenant, const std::string& workflow_id, std::string reason,
                 const IdempotentAnswer* idem = nullptr);
 
+  // Asynchronous forms (the HTTP service): `done` runs once the mutation is durable (OK)
+  // or has failed. `idem` is copied before they return. SubmitAsync needs workflow.id().
+  using Done = std::function<void(const Status&)>;
+  void SubmitAsync(const std::string& tenant, v1::Workflow workflow, const IdempotentAnswer* idem,
+                   Done done);
+  void AppendAsync(const std::string& tenant, const std::string& workflow_id,
+                   std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem, Done done);
+  void ReportEventAsync(const std::string& tenant, const std::string& workflow_id,
+                        v1::NodeEvent event, const IdempotentAnswer* idem, Done done);
+  void CloseAsync(const std::string& tenant, const std::string& workflow_id,
+                  const IdempotentAnswer* idem, Done done);
+  void CancelAsync(const std::string& tenant, const std::string& workflow_id, std::string reason,
+                   const IdempotentAnswer* idem, Done done);
+  using StatusDone = std::function<void(Result<v1::WorkflowStatus>)>;
+  void GetAsync(const std::string& tenant, const std::string& workflow_id, StatusDone done) const;
+  // `done` runs once everything acknowledged or queued so far is durable.
+  void AfterDurable(Done done) const;
+  // Waits until everything queued so far is durable (or failed).
+  Status Flush() const;
+  Store::Stats store_stats() const { return store_->stats(); }
+
   Result<v1::WorkflowStatus> Get(const std::string& tenant, const std::string& workflow_id) const;
   v1::WorkflowList List(const std::string& tenant,
                         std::optional<v1::WorkflowState> state = std::nullopt) const;
-  // The stored first answer for (tenant, key), if any.
+  // The stored first answer for (tenant, key), if any (waits for it to be durable).
   Result<std::optional<v1::IdempotencyEntry>> LookupIdempotent(const std::string& tenant,
                                                                const std::string& key) const;
+  // The same without waiting: `pending` when the answer is queued but not yet durable
+  // (answer a repeat only after AfterDurable).
+  Result<std::optional<Store::Idempotent>> PeekIdempotent(const std::string& tenant,
+                                                          const std::string& key) const;
 
   struct Counts {
     size_t workflows = 0, running = 0, completed = 0, failed = 0, cancelled = 0;
@@ -121,7 +161,13 @@ class Service {
     std::string tenant;
     std::unique_ptr<program_graph::Workflow> graph;
     uint64_t next_seq = 0;
+    uint64_t pending = 0;  // records applied in memory, not yet durable
     int64_t arrival_ms = 0;
+  };
+  // What a queued record does once durable.
+  struct Effects {
+    bool ended = false;         // it ended the workflow (live count)
+    bool ended_failed = false;  // an event that ended it other than completed
   };
 
   Service(ServiceOptions options, const Clock* clock);
@@ -131,23 +177,31 @@ class Service {
   Status ApplyEvent(program_graph::Workflow* wf, const v1::NodeEvent& ev) const;
   // Looks up the caller's workflow: NotFound for an unknown id or another tenant's.
   Result<std::shared_ptr<Entry>> Find(const std::string& tenant, const std::string& id) const;
-  // Validates `rec` by applying it, then persists it; on a failed write the entry is
-  // rebuilt from its durable history and Unavailable is returned.
-  Status Mutate(const std::string& tenant, const std::string& id, const v1::WorkflowLogRecord& rec,
-                const IdempotentAnswer* idem);
-  Status MutateLocked(const std::string& tenant, const std::string& id, Entry* entry,
-                      const v1::WorkflowLogRecord& rec, const IdempotentAnswer* idem);
+  // Validates `rec` by applying it, then queues it; `done` runs when it is durable. On a
+  // failed write the entry is rebuilt from its durable history and Unavailable is given.
+  void MutateAsync(const std::string& tenant, const std::string& id, v1::WorkflowLogRecord rec,
+                   const IdempotentAnswer* idem, Done done);
+  // The same with entry->mu held: an error returned means `done` will not be called.
+  Status MutateLocked(const std::shared_ptr<Entry>& entry, const std::string& id,
+                      v1::WorkflowLogRecord rec, const IdempotentAnswer* idem, Done done);
+  // Runs on the committer thread once a queued record is durable or failed.
+  void OnCommitted(const std::shared_ptr<Entry>& entry, const std::string& id,
+                   const v1::WorkflowLogRecord& rec, Effects fx, const Status& st,
+                   const Done& done);
   Status Rebuild(const std::string& id, Entry* e) const;
+  static Status Await(const std::function<void(Done)>& start);
   // Scheduler side: forwards an acknowledged record; records what the scheduler did.
-  void Forward(const std::string& id, const Entry& e, const v1::WorkflowLogRecord& rec);
+  void Forward(const std::string& id, const v1::WorkflowLogRecord& rec, const Effects& fx);
   void StartScheduler();
   void Refeed(const std::string& id, const Entry& e);
   void RecordLlm(const std::string& id, const std::string& node, bool finished, const Status& st,
                  int64_t output_tokens);
   void RecordSchedulerFailure(const std::string& id, const std::string& node,
                               const std::string& reason);
-  // Applies and persists a record made by the service itself (no tenant check).
-  Status RecordInternal(const std::string& id, Entry* e, const v1::WorkflowLogRecord& rec);
+  // Applies and queues a record made by the service itself (no tenant check, entry->mu
+  // held); a failed write is logged.
+  Status RecordInternal(const std::string& id, const std::shared_ptr<Entry>& e,
+                        v1::WorkflowLogRecord rec);
   static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e);
 
   ServiceOptions options_;
@@ -158,6 +212,7 @@ class Service {
   std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_;
   std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
   std::atomic<uint64_t> events_applied_{0};
+  std::atomic<bool> closing_{false};  // the destructor runs: the scheduler records nothing
   std::mutex listener_mu_;
   std::shared_ptr<DecisionListener> listener_;
   std::unique_ptr<SchedulerDriver> driver_;  // last member: stopped first

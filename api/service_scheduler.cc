@@ -38,7 +38,7 @@ std::vector<const v1::ProgramNode*> DepsFirst(
 
 }  // namespace
 
-void Service::Forward(const std::string& id, const Entry& e, const v1::WorkflowLogRecord& rec) {
+void Service::Forward(const std::string& id, const v1::WorkflowLogRecord& rec, const Effects& fx) {
   if (!driver_) return;
   switch (rec.entry_case()) {
     case v1::WorkflowLogRecord::kSubmitted: {
@@ -64,8 +64,7 @@ void Service::Forward(const std::string& id, const Entry& e, const v1::WorkflowL
       return;
   }
   // The durable graph ended the workflow (a node failed for good): the scheduler stops too.
-  if (rec.has_event() && e.graph->done() && e.graph->state() != v1::WORKFLOW_COMPLETED)
-    driver_->Cancel(id);
+  if (fx.ended_failed) driver_->Cancel(id);
 }
 
 void Service::StartScheduler() {
@@ -122,12 +121,20 @@ void Service::Refeed(const std::string& id, const Entry& e) {
   if (g.closed()) driver_->Close(id);
 }
 
-Status Service::RecordInternal(const std::string& id, Entry* e, const v1::WorkflowLogRecord& rec) {
-  return MutateLocked(e->tenant, id, e, rec, nullptr);
+Status Service::RecordInternal(const std::string& id, const std::shared_ptr<Entry>& e,
+                               v1::WorkflowLogRecord rec) {
+  // Not waited for: the scheduler's thread never blocks on a disk write. The record is
+  // applied now and forwarded once durable, in order with the workflow's other records.
+  return MutateLocked(e, id, std::move(rec), nullptr, [id](const Status& s) {
+    if (!s.ok())
+      Log(LogLevel::kWarn, "could not persist a record of the scheduler",
+          LogKeys().With("workflow", id).With("error", s.ToString()));
+  });
 }
 
 void Service::RecordLlm(const std::string& id, const std::string& node, bool finished,
                         const Status& st, int64_t output_tokens) {
+  if (closing_) return;
   std::shared_ptr<Entry> e;
   {
     std::shared_lock lock(mu_);
@@ -153,7 +160,7 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
       ev->set_error(st.message());
       ev->set_retryable(true);
     }
-    Status s = RecordInternal(id, e.get(), rec);
+    Status s = RecordInternal(id, e, std::move(rec));
     if (!s.ok())
       Log(LogLevel::kWarn, "could not record a simulated LLM result",
           LogKeys().With("workflow", id).With("node", node).With("error", s.ToString()));
@@ -166,6 +173,7 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
 
 void Service::RecordSchedulerFailure(const std::string& id, const std::string& node,
                                      const std::string& reason) {
+  if (closing_) return;
   std::shared_ptr<Entry> e;
   {
     std::shared_lock lock(mu_);
@@ -179,7 +187,7 @@ void Service::RecordSchedulerFailure(const std::string& id, const std::string& n
   rec.set_time_ms(clock_->Now().millis());
   rec.mutable_scheduler_failed()->set_node_id(node);
   rec.mutable_scheduler_failed()->set_reason(reason);
-  Status s = RecordInternal(id, e.get(), rec);
+  Status s = RecordInternal(id, e, std::move(rec));
   if (!s.ok())
     Log(LogLevel::kWarn, "could not record a scheduler failure",
         LogKeys().With("workflow", id).With("error", s.ToString()));

@@ -2,18 +2,40 @@
 //
 // Two column families: "workflow_log" holds each workflow's history as ordered records
 // (key "<workflow id>/<16-hex sequence>"), "idempotency" holds first answers by
-// "<tenant>\0<Idempotency-Key>". A record and its idempotency answer are written in one
-// WriteBatch, so after a crash either both exist or neither does. With sync on (the
-// default) the WAL is fsynced before Append returns: whatever the API acknowledged
-// survives kill -9. Concurrent appends are group-committed by RocksDB.
+// "<tenant>\0<Idempotency-Key>". A record and its idempotency answer always travel in the
+// same WriteBatch, so after a crash either both exist or neither does.
 //
-// Thread-safety: all methods are thread-safe.
+// Group commit: Enqueue() hands a record to the store's one committer thread and returns
+// at once. The committer drains everything queued into one WriteBatch, writes it with one
+// WAL fsync (sync on, the default), then runs every record's `done` in queue order on its
+// own thread. `done(OK)` means the record is durable: only then may the caller acknowledge
+// it. The queue is FIFO and there is one committer, so records are durable and completed
+// in the order they were enqueued (a caller that enqueues a workflow's records under its
+// own lock gets them durable in sequence order). Barrier() completes after everything
+// enqueued before it.
+//
+// Failure: if a batch write fails, every record in it and every record enqueued later gets
+// `done(Unavailable)`; the store accepts no further writes until it is reopened (RocksDB
+// itself stops writing after a failed WAL write, and a failed fsync cannot safely be
+// retried). Reads keep working. Idempotency answers waiting in the queue are visible to
+// GetIdempotent with `pending` set, so a repeat can wait (Barrier) for the first answer
+// to be durable instead of being applied twice.
+//
+// Thread-safety: all methods are thread-safe. `done` callbacks run on the committer thread
+// (a Barrier with nothing queued before it, or refused, completes inline); they must not block
+// on the store (no synchronous Append/Flush from a callback).
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "base/result.h"
 #include "proto/switchyard/v1/api.pb.h"
@@ -27,26 +49,70 @@ namespace switchyard::api {
 
 class Store {
  public:
-  static Result<std::unique_ptr<Store>> Open(const std::string& dir, bool sync);
-  ~Store();
+  using Done = std::function<void(const Status&)>;
 
-  // Appends record `seq` of a workflow, with an optional idempotency answer, atomically.
+  static Result<std::unique_ptr<Store>> Open(const std::string& dir, bool sync);
+  ~Store();  // completes what is queued, then stops the committer
+
+  // Queues record `seq` of a workflow, with an optional idempotency answer, for the next
+  // group commit; `done` runs once it is durable (OK) or failed. When the store has
+  // failed or is shut down the record is refused: the error is returned and `done` is
+  // never called.
+  [[nodiscard]] Status Enqueue(const std::string& workflow_id, uint64_t seq,
+                               const v1::WorkflowLogRecord& rec, Done done,
+                               const std::string& tenant = "", const std::string& idem_key = "",
+                               const v1::IdempotencyEntry* idem = nullptr);
+  // `done` runs after everything enqueued before it is durable (OK) or failed.
+  void Barrier(Done done);
+  // Synchronous forms (never from a `done` callback).
   Status Append(const std::string& workflow_id, uint64_t seq, const v1::WorkflowLogRecord& rec,
                 const std::string& tenant = "", const std::string& idem_key = "",
                 const v1::IdempotencyEntry* idem = nullptr);
+  Status Flush();
+  // Completes what is queued and stops accepting writes (later ones fail at once).
+  void Shutdown();
+
   // Visits every record in (workflow id, sequence) order.
   Status ForEachRecord(const std::function<Status(const std::string& workflow_id, uint64_t seq,
                                                   const v1::WorkflowLogRecord&)>& fn) const;
-  Result<std::optional<v1::IdempotencyEntry>> GetIdempotent(const std::string& tenant,
-                                                            const std::string& key) const;
+  struct Idempotent {
+    v1::IdempotencyEntry entry;
+    bool pending = false;  // queued, not yet durable: Barrier() before answering with it
+  };
+  Result<std::optional<Idempotent>> GetIdempotent(const std::string& tenant,
+                                                  const std::string& key) const;
+
+  struct Stats {
+    uint64_t batches = 0, records = 0, max_batch = 0;
+    size_t queued = 0;
+  };
+  Stats stats() const;
 
  private:
+  struct Op {
+    std::string key, value;            // empty key: a barrier
+    std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
+    Done done;
+  };
   Store() = default;
+  void Commit();  // the committer thread
+  Status WriteBatch(const std::vector<Op>& ops);
+
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* log_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* idem_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   bool sync_ = true;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable wake_;
+  std::vector<Op> queue_;
+  std::unordered_map<std::string, std::string> pending_idem_;  // queued idempotency answers
+  Status failed_;                                              // set for good after a failed write
+  bool stopping_ = false;
+  bool committing_ = false;
+  Stats stats_;
+  std::thread committer_;
 };
 
 }  // namespace switchyard::api

@@ -77,7 +77,11 @@ int RunServe(const std::vector<std::string>& args) {
   api::HttpApiOptions ao;
   if (config.max_inflight() > 0) ao.max_inflight = config.max_inflight();
   api::HttpApi api(service->get(), std::move(*auth), RealClock::Default(), ao);
-  api::HttpServer server(http, [&api](const api::HttpRequest& r) { return api.Handle(r); });
+  // Reads are answered on the I/O threads; mutations once their group commit is durable.
+  api::HttpServer server(http, api::HttpServer::AsyncHandler(
+                                   [&api](const api::HttpRequest& r, api::HttpServer::Respond d) {
+                                     api.HandleAsync(r, std::move(d));
+                                   }));
 
   sigset_t set;
   sigemptyset(&set);
@@ -106,6 +110,8 @@ int RunServe(const std::vector<std::string>& args) {
   sigwait(&set, &sig);
   std::printf("switchyard: signal %d, shutting down\n", sig);
   server.Stop();
+  // Complete every answer still owed (its write is dropped) before the server goes.
+  (void)(*service)->Flush();
   return 0;
 }
 

@@ -8,9 +8,11 @@
 //   2. events (appends, TOOL_STARTED, TOOL_FINISHED, all durable), closed loop: the
 //      sustained acknowledged events/s S;
 //   3. /healthz and events open loop at S/2: P50/P99 from the due time;
-//   4. events open loop at 2*S from an uncapped tenant (server RSS before/after), then on a
-//      fresh server from a tenant whose rate limit is S: answers by status (429/503),
-//      whether the servers still answer.
+//   4. events open loop at 2*S from an uncapped tenant over 8x the connections (512: many
+//      agents, so the server's bound of 256 requests admitted and not yet answered is what
+//      stops the excess: 503 with Retry-After; server RSS before/after), then on a fresh
+//      server from a tenant whose rate limit is S: answers by status (429/503), whether
+//      the servers still answer.
 // Also the server's CPU time per answer (from /proc), for events and for /healthz.
 // Phase length: SY_BENCH_API_SECONDS (default 5) after 1 s of warmup.
 #include <arpa/inet.h>
@@ -39,6 +41,8 @@ namespace switchyard::bench {
 namespace {
 
 constexpr int kConnections = 64;
+constexpr int kOverloadConnections = 512;
+constexpr int kMaxInflight = 256;  // the server's default, written to its config
 constexpr double kGoalEventsPerS = 20000;
 constexpr double kGoalP99Ms = 5;
 
@@ -121,7 +125,7 @@ class Server {
     token_ = Hex(32);
     capped_token_ = Hex(32);
     std::string cfg = (dir_ / "config.json").string();
-    std::ofstream(cfg) << "{\"threads\":2,\"tenants\":["
+    std::ofstream(cfg) << "{\"threads\":2,\"maxInflight\":" << kMaxInflight << ",\"tenants\":["
                        << "{\"name\":\"bench\",\"token\":\"" << token_
                        << "\",\"rateLimitPerS\":10000000,\"rateBurst\":10000000,"
                           "\"maxWorkflows\":1000000},"
@@ -169,9 +173,10 @@ class Server {
 };
 
 std::string RunLoadgen(const std::string& binary, const Server& s, const std::string& workload,
-                       const std::string& token, double rate, double seconds) {
+                       const std::string& token, double rate, double seconds,
+                       int connections = kConnections) {
   std::string cmd = binary + " loadgen --target 127.0.0.1:" + std::to_string(s.port()) +
-                    " --workload " + workload + " --connections " + std::to_string(kConnections) +
+                    " --workload " + workload + " --connections " + std::to_string(connections) +
                     " --duration " + std::to_string(seconds) + " --warmup 1";
   if (!token.empty()) cmd += " --token " + token;
   if (rate > 0) cmd += " --rate " + std::to_string(rate);
@@ -242,7 +247,8 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
            std::string(Field(e_half, "p99Ms") <= kGoalP99Ms ? "goal met" : "goal NOT met")});
 
   double rss0 = RssMiB(server.pid());
-  std::string over = RunLoadgen(bin, server, "events", server.token(), 2 * s_rate, secs);
+  std::string over =
+      RunLoadgen(bin, server, "events", server.token(), 2 * s_rate, secs, kOverloadConnections);
   double rss1 = RssMiB(server.pid());
   bool alive = server.Alive() && Healthy(server.port());
   // A tenant whose rate limit is the sustained rate, offered twice that: a fresh server
@@ -264,9 +270,13 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
   report->Add({"overload_2x_p99_ms", Field(over, "p99Ms"), "ms", false, "", std::nullopt,
                "from due time: includes the client-side backlog"});
   report->Add({"overload_2x_429", count(over, "429"), "answers", false, "", std::nullopt,
-               "uncapped tenant"});
+               "uncapped tenant, " + std::to_string(kOverloadConnections) + " connections"});
   report->Add({"overload_2x_503", count(over, "503"), "answers", false, "", std::nullopt,
-               "uncapped tenant"});
+               "uncapped tenant, " + std::to_string(kOverloadConnections) +
+                   " connections, server bound " + std::to_string(kMaxInflight) +
+                   " requests not yet answered"});
+  report->Add({"overload_2x_capped_tenant_503", count(capped, "503"), "answers", false, "",
+               std::nullopt, "tenant rate limit = sustained rate"});
   report->Add({"overload_2x_capped_tenant_429", count(capped, "429"), "answers", false, "",
                std::nullopt, "tenant rate limit = sustained rate"});
   report->Add({"overload_2x_capped_tenant_2xx_per_s",
