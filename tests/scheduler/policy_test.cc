@@ -130,21 +130,21 @@ TEST(Policies, CreatePolicyParsesOptionsAndNamesWhatIsWrong) {
 }
 
 TEST(SwitchyardPolicy, OrdersByDeadlineWithAStarvationBound) {
-  SwitchyardPolicy s;  // EDF, cap 600 s
+  SwitchyardPolicy s;  // EDF, cap 900 s
   ReadyNodeInfo a, b, c;
   a.workflow_arrival = Time::FromSeconds(0);
   a.deadline = Time::FromSeconds(3000);  // a long session
   b.workflow_arrival = Time::FromSeconds(100);
   b.deadline = Time::FromSeconds(400);  // a short one that arrived later
   EXPECT_LT(s.Order(b).key, s.Order(a).key);
-  b.workflow_arrival = Time::FromSeconds(700);  // past the cap: a goes first
-  b.deadline = Time::FromSeconds(800);
+  b.workflow_arrival = Time::FromSeconds(1000);  // past the cap: a goes first
+  b.deadline = Time::FromSeconds(1100);
   EXPECT_LT(s.Order(a).key, s.Order(b).key);
   c.workflow_arrival = Time::FromSeconds(50);  // no deadline: arrival + cap
-  EXPECT_DOUBLE_EQ(s.Order(c).key, 650);
+  EXPECT_DOUBLE_EQ(s.Order(c).key, 950);
   SwitchyardPolicy::Options fcfs;
   fcfs.order = SwitchyardPolicy::Options::OrderBy::kArrival;
-  EXPECT_DOUBLE_EQ(SwitchyardPolicy(fcfs).Order(b).key, 700);
+  EXPECT_DOUBLE_EQ(SwitchyardPolicy(fcfs).Order(b).key, 1000);
   EXPECT_DOUBLE_EQ(
       (*CreatePolicy("switchyard:order=deadline:deadline_weight=0.5:deadline_cap_s=1e9"))
           ->Order(a)
