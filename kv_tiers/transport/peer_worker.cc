@@ -1,6 +1,7 @@
 #include "kv_tiers/transport/peer_worker.h"
 
 #include <list>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -33,6 +34,58 @@ struct PendingSend {
   TransferHandle send;
 };
 
+// Staging buffers for received data, recycled: a buffer whose last reference goes (a
+// superseded, freed or dropped block, a rejected put, a probe) is kept for the next
+// receive of the same size instead of going back to the OS, up to `limit` bytes kept.
+// Fresh memory costs a page fault per 4 KiB page on first touch (UCX writes into it
+// while receiving), which on a virtual machine can cost more than the transfer itself;
+// a recycled buffer has its pages already. Thread-safe (the last reference may drop on
+// any thread); buffers handed out may outlive the pool.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  explicit BufferPool(uint64_t limit) : limit_(limit) {}
+  ~BufferPool() {
+    for (auto& [size, b] : free_) delete b;
+  }
+
+  SharedBuffer Get(uint64_t n) {
+    ByteBuffer* b = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(n);
+      if (it != free_.end()) {
+        b = it->second;
+        free_bytes_ -= n;
+        free_.erase(it);
+      }
+    }
+    if (b == nullptr) b = new ByteBuffer(n);
+    std::weak_ptr<BufferPool> pool = weak_from_this();
+    return SharedBuffer(b, [pool](ByteBuffer* buf) {
+      if (auto p = pool.lock()) return p->Put(buf);
+      delete buf;
+    });
+  }
+
+ private:
+  void Put(ByteBuffer* b) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_bytes_ + b->size <= limit_) {
+        free_bytes_ += b->size;
+        free_.emplace(b->size, b);
+        return;
+      }
+    }
+    delete b;
+  }
+
+  const uint64_t limit_;
+  std::mutex mu_;
+  std::multimap<uint64_t, ByteBuffer*> free_;
+  uint64_t free_bytes_ = 0;
+};
+
 }  // namespace
 
 uint64_t RandomEpoch() {
@@ -48,12 +101,16 @@ struct PeerWorker::Impl {
   std::list<PendingPut> puts;
   std::list<PendingProbe> probes;
   std::list<PendingSend> sends;
+  std::shared_ptr<BufferPool> pool;
   mutable std::mutex stats_mu;
   WorkerStats stats;
 };
 
 PeerWorker::PeerWorker(const WorkerOptions& options, uint64_t epoch)
-    : options_(options), store_(options.capacity_bytes, epoch), impl_(std::make_unique<Impl>()) {}
+    : options_(options), store_(options.capacity_bytes, epoch), impl_(std::make_unique<Impl>()) {
+  // Keep up to the credit granted to one sender: what may be in flight at once.
+  impl_->pool = std::make_shared<BufferPool>(options.max_inflight_bytes);
+}
 
 PeerWorker::~PeerWorker() {
   // Handles first (they cancel and wait), then the transport.
@@ -150,7 +207,7 @@ struct Loop {
       p.early = RejectReason::kMalformed;
     }
     uint64_t n = p.early == RejectReason::kNone ? p.header.length : kDiscardBytes;
-    p.buffer = std::make_shared<ByteBuffer>(std::max<uint64_t>(n, 1));
+    p.buffer = impl->pool->Get(std::max<uint64_t>(n, 1));
     auto r = t->PostRecv({{p.buffer->data.get(), n}}, MakeTag(MsgType::kPutData, from, xfer),
                          kFullMask, TransferOptions{});
     p.recv = r.ok() ? std::move(*r) : TransferHandle::Done(r.status());
@@ -259,7 +316,7 @@ struct Loop {
     probe.sender = from;
     probe.transfer_id = xfer;
     uint64_t n = p.ok() ? p->length : kDiscardBytes;
-    probe.buffer = std::make_shared<ByteBuffer>(std::max<uint64_t>(n, 1));
+    probe.buffer = impl->pool->Get(std::max<uint64_t>(n, 1));
     auto r = t->PostRecv({{probe.buffer->data.get(), n}}, MakeTag(MsgType::kProbeData, from, xfer),
                          kFullMask, TransferOptions{});
     probe.recv = r.ok() ? std::move(*r) : TransferHandle::Done(r.status());

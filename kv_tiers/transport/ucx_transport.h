@@ -16,10 +16,15 @@
 // Config keys (TransportConfig::params): any UCX config key without the UCX_ prefix
 // ("TLS", "NET_DEVICES", ...) is passed to ucp_config_modify; "err_mode" = "peer"
 // (default: endpoint failures are reported, PeerStatus() turns Unavailable) or "none".
-// Progress: one progress thread per transport; it spins while operations move and
-// sleeps on the worker's event fd (ucp_worker_arm) when idle.
+// Progress: one progress thread per transport owns the ucp worker; it makes every ucp
+// call. PostSend/PostRecv/cancel queue a command to it (one short lock, and a write to an
+// eventfd only when it sleeps) and return; completions fire from it (OpState::Complete,
+// which wakes a waiting handle). It polls while operations are pending and for 2 ms
+// after the last event, then sleeps on the worker's event fd (ucp_worker_arm); a
+// long_wait receive alone (a server's standing receive) lets it sleep. Connect, Listen's
+// accepts and Disconnect run endpoint creation and closing on it and wait for them.
 //
-// Thread-safety: all methods are thread-safe (ucp calls are serialised by one mutex).
+// Thread-safety: all methods are thread-safe.
 #pragma once
 
 #include "kv_tiers/transport/transport.h"
