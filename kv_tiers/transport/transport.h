@@ -132,8 +132,6 @@ class TransferHandle {
 
  private:
   void Reset();
-  // Polls for completion for a few microseconds (yielding) before a wait blocks.
-  void SpinBriefly() const;
   // Calls the backend's progress hook (if any) until done or `until`.
   void DriveProgress(std::optional<std::chrono::steady_clock::time_point> until);
   std::shared_ptr<OpState> state_;
