@@ -7,6 +7,7 @@
 #include <future>
 
 #include "api/dashboard.h"
+#include "api/fast_json.h"
 #include "base/logging.h"
 #include "proto/json.h"
 
@@ -58,6 +59,9 @@ HttpResponse Json(int status, const google::protobuf::Message& m) {
 template <typename T>
 Result<T> ParseBody(const HttpRequest& req) {
   T msg;
+  if (TryParseJson(req.body, &msg))
+    return msg;  // the common subset, without protobuf's
+                 // JSON machinery (see fast_json.h)
   proto::JsonParseOptions opts;
   opts.source = "request body";
   SY_RETURN_IF_ERROR(proto::ParseJson(req.body.empty() ? "{}" : req.body, &msg, opts));

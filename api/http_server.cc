@@ -83,9 +83,12 @@ class Session : public std::enable_shared_from_this<Session> {
       req.headers.emplace(std::move(name), std::string(field.value()));
     }
     req.body = std::move(msg.body());
-    beast::error_code ignored;
-    auto ep = stream_.socket().remote_endpoint(ignored);
-    if (!ignored) req.peer = ep.address().to_string();
+    if (peer_.empty()) {  // once per connection (a syscall)
+      beast::error_code ignored;
+      auto ep = stream_.socket().remote_endpoint(ignored);
+      peer_ = ignored ? "?" : ep.address().to_string();
+    }
+    req.peer = peer_;
     bool keep_alive = msg.keep_alive();
     unsigned version = msg.version();
     // Answered exactly once, on this connection's strand (inline when already there).
@@ -134,6 +137,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const HttpServerOptions& options_;
   const HttpServer::AsyncHandler& handler_;
   std::atomic<size_t>* live_;
+  std::string peer_;
 };
 
 }  // namespace
