@@ -78,10 +78,23 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   };
   if (opt.use_host) add({Tier::kHost, w}, 0, 0);
   if (opt.use_disk) add({Tier::kDisk, w}, 0, 0);
-  if (opt.use_peer)
+  if (opt.use_peer) {
+    // The peers with the most free HBM (a few: each option costs two planner estimates,
+    // and on a large cluster most peers are alike).
+    constexpr size_t kPeerOptions = 4;
+    std::vector<std::pair<uint64_t, int>> peers;
     for (int x = 0; x < static_cast<int>(workers.size()); ++x)
       if (x != w && workers[static_cast<size_t>(x)].alive && Free(x) >= c.bytes)
-        add({Tier::kPeer, x}, Pressure(x), static_cast<double>(c.bytes) / cap);
+        peers.push_back({Free(x), x});
+    size_t k = std::min(kPeerOptions, peers.size());
+    std::partial_sort(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(k), peers.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.first != b.first ? a.first > b.first : a.second < b.second;
+                      });
+    for (size_t i = 0; i < k; ++i)
+      add({Tier::kPeer, peers[i].second}, Pressure(peers[i].second),
+          static_cast<double>(c.bytes) / cap);
+  }
   WaitDecision d = policy->OnWait(in);
   if (d.action == WaitAction::kDemote) {
     Time prefetch_at = reason == WaitReason::kEviction ? Time::Max() : now + d.prefetch_after;

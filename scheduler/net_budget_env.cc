@@ -137,8 +137,48 @@ NetBudgetEnvironment::~NetBudgetEnvironment() {
   grants_.clear();  // release while the budgets still exist
 }
 
-Result<net_budget::Path> NetBudgetEnvironment::Route(const Location& src,
-                                                     const Location& dst) const {
+Result<const net_budget::Path*> NetBudgetEnvironment::Route(const Location& src,
+                                                            const Location& dst) const {
+  constexpr int kTiers = static_cast<int>(Tier::kNone) + 1;
+  auto pack = [](const Location& l) {
+    return (static_cast<uint64_t>(l.tier) << 24) | (static_cast<uint64_t>(l.worker) & 0xFFFFFF);
+  };
+  std::lock_guard<std::mutex> lock(routes_mu_);
+  bool dense = src.worker >= 0 && dst.worker >= 0 && src.worker < (1 << 16) &&
+               dst.worker < (1 << 16) && static_cast<int>(src.tier) < kTiers &&
+               static_cast<int>(dst.tier) < kTiers;
+  if (dense && std::max(src.worker, dst.worker) >= workers_cap_) {
+    workers_cap_ = std::max(8, 2 * std::max(src.worker, dst.worker) + 1);
+    size_t slots = static_cast<size_t>(kTiers * workers_cap_);
+    flat_.assign(slots * slots, nullptr);
+    for (const auto& [k, r] : routes_) {
+      auto slot = [&](uint64_t p) {
+        return static_cast<size_t>((p >> 24) * workers_cap_ + (p & 0xFFFFFF));
+      };
+      flat_[slot(k >> 32) * slots + slot(k & 0xFFFFFFFF)] = r.get();
+    }
+  }
+  size_t slots = static_cast<size_t>(kTiers * workers_cap_);
+  size_t at =
+      dense ? (static_cast<size_t>(static_cast<int>(src.tier) * workers_cap_ + src.worker) * slots +
+               static_cast<size_t>(static_cast<int>(dst.tier) * workers_cap_ + dst.worker))
+            : 0;
+  const Result<net_budget::Path>* r = dense ? flat_[at] : nullptr;
+  if (!r) {
+    uint64_t key = (pack(src) << 32) | pack(dst);
+    auto it = routes_.find(key);
+    if (it == routes_.end())
+      it = routes_.emplace(key, std::make_unique<Result<net_budget::Path>>(ResolveRoute(src, dst)))
+               .first;
+    r = it->second.get();
+    if (dense) flat_[at] = r;
+  }
+  if (!r->ok()) return r->status();
+  return &**r;
+}
+
+Result<net_budget::Path> NetBudgetEnvironment::ResolveRoute(const Location& src,
+                                                            const Location& dst) const {
   SY_ASSIGN_OR_RETURN(std::string a, map_(src));
   SY_ASSIGN_OR_RETURN(std::string b, map_(dst));
   auto ia = topology_->FindDevice(a);
@@ -153,19 +193,30 @@ Result<net_budget::Path> NetBudgetEnvironment::Route(const Location& src,
 TransferEstimate NetBudgetEnvironment::Estimate(const Location& src, const Location& dst,
                                                 uint64_t bytes, TrafficClass cls) const {
   TransferEstimate out;
-  Result<net_budget::Path> path = Route(src, dst);
-  if (!path.ok()) return out;
-  Result<net_budget::Estimate> e = planner_->EstimatePath(*path, bytes, cls);
+  Result<const net_budget::Path*> route = Route(src, dst);
+  if (!route.ok()) return out;
+  const net_budget::Path& path = **route;
+  Result<net_budget::Estimate> e = planner_->EstimatePath(path, bytes, cls);
   if (!e.ok()) return out;
   out.reachable = true;
   out.duration = e->duration;
   // Load: the share of the path's narrowest hop that other traffic would keep from us.
-  size_t hops = path->hops.size();
+  size_t hops = path.hops.size();
   if (hops == 0) return out;
-  std::vector<double> rates(hops), backlog(hops);
-  budgets_->Snapshot(*path, cls, rates.data(), backlog.data());
+  constexpr size_t kInline = 16;
+  double rates_buf[kInline], backlog_buf[kInline];
+  std::vector<double> rates_vec, backlog_vec;
+  double* rates = rates_buf;
+  double* backlog = backlog_buf;
+  if (hops > kInline) {
+    rates_vec.resize(hops);
+    backlog_vec.resize(hops);
+    rates = rates_vec.data();
+    backlog = backlog_vec.data();
+  }
+  budgets_->Snapshot(path, cls, rates, backlog);
   for (size_t i = 0; i < hops; ++i) {
-    const auto& link = topology_->link(path->hops[i].link);
+    const auto& link = topology_->link(path.hops[i].link);
     double cap = link.bandwidth_bytes_per_s.value_or(0);
     if (cap > 0) out.path_load = std::max(out.path_load, std::clamp(1 - rates[i] / cap, 0.0, 1.0));
   }
@@ -174,9 +225,9 @@ TransferEstimate NetBudgetEnvironment::Estimate(const Location& src, const Locat
 
 Result<Grant> NetBudgetEnvironment::Acquire(const Location& src, const Location& dst,
                                             uint64_t bytes, TrafficClass cls, Time /*now*/) {
-  SY_ASSIGN_OR_RETURN(net_budget::Path path, Route(src, dst));
-  SY_ASSIGN_OR_RETURN(net_budget::Estimate planned, planner_->EstimatePath(path, bytes, cls));
-  SY_ASSIGN_OR_RETURN(net_budget::Grant g, budgets_->TryAcquire(path, cls, bytes));
+  SY_ASSIGN_OR_RETURN(const net_budget::Path* path, Route(src, dst));
+  SY_ASSIGN_OR_RETURN(net_budget::Estimate planned, planner_->EstimatePath(*path, bytes, cls));
+  SY_ASSIGN_OR_RETURN(net_budget::Grant g, budgets_->TryAcquire(*path, cls, bytes));
   uint64_t id = next_id_++;
   grants_.emplace(id, Held{std::move(g), planned.duration});
   return Grant{.id = id, .traffic_class = cls, .bytes = bytes};
@@ -187,6 +238,14 @@ void NetBudgetEnvironment::Release(uint64_t grant_id) { grants_.erase(grant_id);
 Duration NetBudgetEnvironment::PlannedDuration(uint64_t grant_id) const {
   auto it = grants_.find(grant_id);
   return it == grants_.end() ? Duration{0} : it->second.planned;
+}
+
+void NetBudgetEnvironment::TrafficBytes(std::vector<ClassBytes>* out) const {
+  out->assign(topology_->num_links(), ClassBytes{});
+  for (net_budget::LinkIndex i = 0; i < topology_->num_links(); ++i)
+    for (TrafficClass c : net_budget::kAllClasses)
+      for (net_budget::ChannelIndex ch : {i * 2, i * 2 + 1})
+        (*out)[i][net_budget::ClassIndex(c)] += budgets_->State(ch, c).granted_bytes;
 }
 
 std::vector<NetBudgetEnvironment::LinkTraffic> NetBudgetEnvironment::Traffic() const {

@@ -24,7 +24,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/event_loop.h"
@@ -88,6 +90,10 @@ class NetBudgetEnvironment final : public TransferPlanner, public GrantIssuer {
     std::array<uint64_t, net_budget::kNumClasses> bytes{};
   };
   std::vector<LinkTraffic> Traffic() const;
+  // The same counters without the link names (index: link index of topology()), for
+  // callers that sample often (the replay collector samples after every granted move).
+  using ClassBytes = std::array<uint64_t, net_budget::kNumClasses>;
+  void TrafficBytes(std::vector<ClassBytes>* out) const;
 
   const net_budget::Topology& topology() const { return *topology_; }
   const net_budget::LinkBudgets& budgets() const { return *budgets_; }
@@ -95,7 +101,10 @@ class NetBudgetEnvironment final : public TransferPlanner, public GrantIssuer {
  private:
   NetBudgetEnvironment(std::unique_ptr<net_budget::Topology> topo, LocationMap map, EventLoop* loop,
                        net_budget::BudgetPolicy policy);
-  Result<net_budget::Path> Route(const Location& src, const Location& dst) const;
+  // The route between two locations, resolved once per pair and cached (the topology and
+  // the location map never change); the pointer stays valid for the environment's life.
+  Result<const net_budget::Path*> Route(const Location& src, const Location& dst) const;
+  Result<net_budget::Path> ResolveRoute(const Location& src, const Location& dst) const;
 
   std::unique_ptr<net_budget::Topology> topology_;
   LocationMap map_;
@@ -107,6 +116,12 @@ class NetBudgetEnvironment final : public TransferPlanner, public GrantIssuer {
   };
   std::map<uint64_t, Held> grants_;
   uint64_t next_id_ = 1;
+  mutable std::mutex routes_mu_;
+  // Routes by (src, dst) location: owned by routes_, indexed densely by flat_ (slot =
+  // tier x workers_cap_ + worker), which grows when a larger worker index shows up.
+  mutable std::unordered_map<uint64_t, std::unique_ptr<Result<net_budget::Path>>> routes_;
+  mutable std::vector<const Result<net_budget::Path>*> flat_;
+  mutable int workers_cap_ = 0;
 };
 
 }  // namespace switchyard::scheduler

@@ -92,22 +92,27 @@ struct Collector {
   std::map<std::string, const v1::TraceRecord*> records;  // wf -> record
   std::map<std::string, std::map<std::string, const v1::ProgramNode*>> nodes;
   StepIntegrator hbm;
-  std::vector<std::tuple<double, std::string, uint64_t>> moved;       // (t, kind/class, bytes)
-  std::vector<scheduler::NetBudgetEnvironment::LinkTraffic> traffic;  // last snapshot
+  std::vector<std::tuple<double, std::string, uint64_t>> moved;           // (t, kind/class, bytes)
+  std::vector<scheduler::NetBudgetEnvironment::ClassBytes> traffic, cur;  // last snapshot
+  std::vector<std::string> series;  // per link x class: "<link kind>/<class>"
 
   // Bytes granted on every link since the last snapshot, charged at `now`.
   void SampleTraffic(double now) {
-    std::vector<scheduler::NetBudgetEnvironment::LinkTraffic> cur = env->Traffic();
+    env->TrafficBytes(&cur);
+    if (series.empty()) {
+      for (size_t i = 0; i < cur.size(); ++i)
+        for (size_t k = 0; k < net_budget::kNumClasses; ++k)
+          series.push_back(
+              LinkKind(env->topology().link(static_cast<net_budget::LinkIndex>(i)).id) + "/" +
+              std::string(net_budget::ClassName(net_budget::kAllClasses[k])));
+    }
     for (size_t i = 0; i < cur.size(); ++i)
       for (size_t k = 0; k < net_budget::kNumClasses; ++k) {
-        uint64_t before = i < traffic.size() ? traffic[i].bytes[k] : 0;
-        if (cur[i].bytes[k] > before)
-          moved.push_back({now,
-                           LinkKind(cur[i].link) + "/" +
-                               std::string(net_budget::ClassName(net_budget::kAllClasses[k])),
-                           cur[i].bytes[k] - before});
+        uint64_t before = i < traffic.size() ? traffic[i][k] : 0;
+        if (cur[i][k] > before)
+          moved.push_back({now, series[i * net_budget::kNumClasses + k], cur[i][k] - before});
       }
-    traffic = std::move(cur);
+    traffic.swap(cur);
   }
   double last_t = 0;
   uint64_t command_bytes = 0, completed_bytes = 0, failed_bytes = 0;
