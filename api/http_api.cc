@@ -116,6 +116,8 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
                        {"value=\"batches\"", double(st.batches)},
                        {"value=\"records\"", double(st.records)},
                        {"value=\"max_batch\"", double(st.max_batch)},
+                       {"value=\"write_seconds\"", st.write_seconds},
+                       {"value=\"max_write_seconds\"", st.max_write_seconds},
                        {"value=\"queued\"", double(st.queued)}};
                  });
   metrics_.Gauge("switchyard_http_inflight", "requests admitted, not yet answered", [this] {

@@ -4,6 +4,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <chrono>
 #include <filesystem>
 #include <future>
 
@@ -158,7 +159,9 @@ void Store::Commit() {
       ops.swap(queue_);
       committing_ = true;
     }
+    auto t0 = std::chrono::steady_clock::now();
     Status st = WriteBatch(ops);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     size_t records = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -171,6 +174,8 @@ void Store::Commit() {
       ++stats_.batches;
       stats_.records += records;
       stats_.max_batch = std::max<uint64_t>(stats_.max_batch, records);
+      stats_.write_seconds += secs;
+      stats_.max_write_seconds = std::max(stats_.max_write_seconds, secs);
     }
     // In queue order: a workflow's records complete in sequence order.
     for (Op& op : ops)

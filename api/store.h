@@ -84,6 +84,7 @@ class Store {
 
   struct Stats {
     uint64_t batches = 0, records = 0, max_batch = 0;
+    double write_seconds = 0, max_write_seconds = 0;  // WriteBatch + WAL fsync
     size_t queued = 0;
   };
   Stats stats() const;
