@@ -24,14 +24,14 @@ FaultyMover::FaultyMover(std::shared_ptr<Mover> inner, FaultSpec spec, EventLoop
     : inner_(std::move(inner)),
       spec_(spec),
       loop_(loop),
-      rng_(spec.seed),
+      dice_(spec),
       watchers_(std::make_unique<WorkerPool>(2)) {}
 
 FaultyMover::~FaultyMover() { watchers_.reset(); }
 
-FaultyMover::Fault FaultyMover::Decide() {
+FaultDice::Fault FaultDice::Draw() {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t n = submitted_.fetch_add(1);
+  uint64_t n = calls_.fetch_add(1);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   double fail_draw = u(rng_), corrupt_draw = u(rng_);
   if (spec_.fail_after >= 0 && n >= static_cast<uint64_t>(spec_.fail_after)) return Fault::kFail;
@@ -41,7 +41,7 @@ FaultyMover::Fault FaultyMover::Decide() {
 }
 
 Result<MoveHandle> FaultyMover::Submit(MoveRequest request, MoveCallback on_complete) {
-  Fault fault = Decide();
+  Fault fault = dice_.Draw();
   Tier* dst = request.dst;
   Extent first = request.segments.empty() ? Extent{} : request.segments.front().dst;
   if (fault == Fault::kFail) {

@@ -35,6 +35,24 @@ struct FaultSpec {
   uint64_t seed = 1;
 };
 
+// The fault draw shared by FaultyMover and FaultyTier: call n (0-based, in call order)
+// fails once n >= fail_after; otherwise it fails with fail_rate, else is corrupted with
+// corrupt_rate. Two draws per call from a generator seeded with spec.seed, so a given seed
+// and call order always give the same faults. Thread-safe.
+class FaultDice {
+ public:
+  enum class Fault { kNone, kFail, kCorrupt };
+  explicit FaultDice(const FaultSpec& spec) : spec_(spec), rng_(spec.seed) {}
+  Fault Draw();
+  uint64_t calls() const { return calls_.load(); }
+
+ private:
+  FaultSpec spec_;
+  std::mutex mu_;
+  std::mt19937_64 rng_;
+  std::atomic<uint64_t> calls_{0};
+};
+
 class FaultyMover final : public Mover {
  public:
   FaultyMover(std::shared_ptr<Mover> inner, FaultSpec spec, EventLoop* loop);
@@ -46,20 +64,17 @@ class FaultyMover final : public Mover {
   }
   Result<MoveHandle> Submit(MoveRequest request, MoveCallback on_complete) override;
 
-  uint64_t submitted() const { return submitted_.load(); }
+  uint64_t submitted() const { return dice_.calls(); }
   uint64_t injected_failures() const { return failures_.load(); }
   uint64_t injected_corruptions() const { return corruptions_.load(); }
 
  private:
-  enum class Fault { kNone, kFail, kCorrupt };
-  Fault Decide();
+  using Fault = FaultDice::Fault;
 
   std::shared_ptr<Mover> inner_;
   FaultSpec spec_;
   EventLoop* loop_;
-  std::mutex mu_;
-  std::mt19937_64 rng_;
-  std::atomic<uint64_t> submitted_{0};
+  FaultDice dice_;
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> corruptions_{0};
   std::unique_ptr<WorkerPool> watchers_;  // last member: joined first

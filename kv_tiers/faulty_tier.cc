@@ -12,19 +12,12 @@ FaultyTier::FaultyTier(std::unique_ptr<Tier> inner, FaultSpec spec, uint32_t ops
       spec_(spec),
       ops_(ops),
       wait_(wait ? std::move(wait) : [](Duration d) { std::this_thread::sleep_for(d); }),
-      rng_(spec.seed) {}
+      dice_(spec) {}
 
 FaultyTier::Fault FaultyTier::Decide(TierFaultOps op) {
   if ((ops_ & op) == 0) return Fault::kNone;
   if (spec_.delay > Duration::zero()) wait_(spec_.delay);
-  std::lock_guard<std::mutex> lock(mu_);
-  uint64_t n = calls_.fetch_add(1);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  double fail_draw = u(rng_), corrupt_draw = u(rng_);
-  if (spec_.fail_after >= 0 && n >= static_cast<uint64_t>(spec_.fail_after)) return Fault::kFail;
-  if (fail_draw < spec_.fail_rate) return Fault::kFail;
-  if (corrupt_draw < spec_.corrupt_rate) return Fault::kCorrupt;
-  return Fault::kNone;
+  return dice_.Draw();
 }
 
 Status FaultyTier::Injected(const std::string& what) {

@@ -66,12 +66,12 @@ class FaultyTier final : public Tier {
   Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> Recover() override;
 
   Tier& inner() { return *inner_; }
-  uint64_t calls() const { return calls_.load(); }  // selected calls seen
+  uint64_t calls() const { return dice_.calls(); }  // selected calls seen
   uint64_t injected_failures() const { return failures_.load(); }
   uint64_t injected_corruptions() const { return corruptions_.load(); }
 
  private:
-  enum class Fault { kNone, kFail, kCorrupt };
+  using Fault = FaultDice::Fault;
   // Decides the fault of one call of operation `op` (kNone for unselected operations),
   // after waiting the configured delay.
   Fault Decide(TierFaultOps op);
@@ -81,10 +81,9 @@ class FaultyTier final : public Tier {
   FaultSpec spec_;
   uint32_t ops_;
   std::function<void(Duration)> wait_;
-  std::mutex mu_;
-  std::mt19937_64 rng_;
+  FaultDice dice_;
+  std::mutex mu_;                            // guards tenants_
   std::map<uint64_t, std::string> tenants_;  // slot -> tenant charged on the wrapper
-  std::atomic<uint64_t> calls_{0};
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> corruptions_{0};
 };
