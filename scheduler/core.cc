@@ -225,6 +225,7 @@ void CoreState::OnReady(WfRec& wf, int idx) {
     Emit({.kind = CommandKind::kAdmit, .workflow_id = wf.id, .node_id = n.spec.id()});
   } else {
     Enqueue(wf, idx);
+    LoadAhead();
   }
 }
 

@@ -17,9 +17,42 @@ void CoreState::Hold(const Location& l, int64_t delta) {
 }
 
 void CoreState::SetLoc(CtxRec& c, const Location& l) {
+  auto offload_tier = [&](const Location& x) {
+    return (x.tier == Tier::kHost || x.tier == Tier::kDisk) && x.worker >= 0 &&
+           x.worker < static_cast<int>(workers.size());
+  };
   if (HbmAccounted(c.loc)) workers[static_cast<size_t>(c.loc.worker)].resident.erase(&c);
+  if (offload_tier(c.loc)) workers[static_cast<size_t>(c.loc.worker)].offloaded.erase(&c);
   c.loc = l;
   if (HbmAccounted(l)) workers[static_cast<size_t>(l.worker)].resident.insert(&c);
+  if (offload_tier(l)) workers[static_cast<size_t>(l.worker)].offloaded.insert(&c);
+}
+
+void CoreState::LoadAhead() {
+  int limit = policy->LoadAheadSteps();
+  if (limit < 0) return;
+  struct Cand {
+    int steps;
+    CtxRec* ctx;
+  };
+  std::vector<Cand> cands;
+  for (WorkerRec& wr : workers)
+    for (CtxRec* c : wr.offloaded) {
+      if (c->dead || c->transfer != 0 || c->users > 0) continue;
+      int steps = StepsToUse(*c);
+      if (steps <= limit) cands.push_back({steps, c});
+    }
+  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    return a.steps != b.steps ? a.steps < b.steps : a.ctx->key < b.ctx->key;
+  });
+  for (const Cand& cand : cands) {
+    CtxRec& c = *cand.ctx;
+    int home = c.home >= 0 && workers[static_cast<size_t>(c.home)].alive ? c.home : c.loc.worker;
+    if (home < 0 || !workers[static_cast<size_t>(home)].alive) continue;
+    if (Free(home) < c.bytes) return;  // stops at the first that does not fit
+    StartTransfer(c, {Tier::kHbm, home}, TrafficClass::kBackground, CommandKind::kPrefetch,
+                  Time::Max());
+  }
 }
 
 std::vector<Duration> CoreState::ToolQuantiles(const WfRec& wf, const NodeRec& tool,

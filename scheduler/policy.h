@@ -122,6 +122,11 @@ class Policy {
   virtual bool SkipHopelessDeadlines() const { return false; }
   virtual WaitDecision OnWait(const WaitInput& in) const = 0;
   virtual double EvictionPriority(const IdleContextInfo& c) const;
+  // Load-ahead (KVFlow): when an LLM node becomes ready, contexts held on host or disk
+  // whose next use is at most this many graph steps away are reloaded into HBM while it has
+  // room, nearest first, stopping at the first that does not fit. -1: off (reload on demand
+  // or by the OnWait prefetch time only).
+  virtual int LoadAheadSteps() const { return -1; }
   // Index into `running` of the victim to preempt at its chunk boundary, or nullopt.
   virtual std::optional<size_t> ChoosePreemptionVictim(
       const PreemptionInput& in, const std::vector<RunningInfo>& running) const {

@@ -113,6 +113,7 @@ class KvFlowPolicy final : public Policy {
   OrderKey Order(const ReadyNodeInfo& n) const override;
   WaitDecision OnWait(const WaitInput& in) const override;
   double EvictionPriority(const IdleContextInfo& c) const override;
+  int LoadAheadSteps() const override { return 2; }  // load_ahead_step=2 in KVFlow's code
 };
 
 // Names of every policy MakePolicy knows, the default ("switchyard") first.

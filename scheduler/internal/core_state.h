@@ -121,6 +121,7 @@ struct WorkerRec {
   bool alive = true;
   std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
   std::unordered_set<CtxRec*> resident;         // contexts committed in this HBM
+  std::unordered_set<CtxRec*> offloaded;        // committed in its host or disk tier
 };
 
 struct TenantRec {
@@ -226,6 +227,7 @@ struct CoreState {
            l.worker < static_cast<int>(workers.size());
   }
   void OnPrefetchTimer(CtxRec& c);
+  void LoadAhead();  // Policy::LoadAheadSteps
   void OnReevalTimer(CtxRec& c);
   void OnPeerLost(int worker);
   void OnEpochChanged(const std::string& model, uint64_t epoch);

@@ -129,6 +129,48 @@ TEST(KvFlow, EvictsFarthestStepsFirstAndWritesBackToHost) {
   EXPECT_EQ(p.OnWait(Tool(60, 1, 0.1)).action, WaitAction::kKeep);
 }
 
+// KVFlow's load-ahead on the real core: a context written back to host by an eviction is
+// reloaded when another request arrives and HBM has room, because its next use is one
+// step away (its tool is running); the default policy has no load-ahead.
+std::string LoadAheadRun(const Policy& policy) {
+  using namespace testing;  // NOLINT
+  SimulatedFabric fabric(SimulatedFabric::Options{});
+  FixedRateCost cost;
+  CoreOptions o;
+  o.workers = 1;
+  o.slots_per_worker = 1;
+  o.hbm_bytes_per_worker = 2'000'000'000;
+  o.use_disk = o.use_peer = false;
+  Core core(o, &policy, &fabric, &fabric, &cost);
+  auto agent = Wf("wf1", "t",
+                  {Llm("a", {}, "main", v1::CacheRef::CREATE, 6000, 100),
+                   testing::Tool("t", {"a"}, "build", 60000),
+                   Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
+  std::string all;
+  auto run = [&](double t, const Event& e) {
+    for (const std::string& s : ToStrings(core.handle(e, Time::FromSeconds(t)))) all += s + "\n";
+  };
+  run(0, Submit(agent));
+  run(1, LlmDone("wf1", "a", 100, Millis(500)));
+  run(1, Of(EventKind::kToolStarted, "wf1", "t"));
+  // A big call needs the room: the idle context is evicted (KVFlow: written back to host).
+  run(2, Submit(Wf("wf2", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)})));
+  run(2, Of(EventKind::kWorkflowClosed, "wf2"));
+  if (all.find("demote wf1/main hbm@0->host@0") == std::string::npos) return "no eviction\n" + all;
+  run(2.1, Xfer(1));
+  run(3, LlmDone("wf2", "x", 256, Millis(800)));
+  all.clear();
+  run(4, Submit(Wf("wf3", "t", {Llm("y", {}, "d", v1::CacheRef::CREATE, 100, 10)})));
+  return all;
+}
+
+TEST(KvFlow, LoadsAheadContextsWithinTwoStepsWhenHbmHasRoom) {
+  std::string kv = LoadAheadRun(KvFlowPolicy());
+  EXPECT_NE(kv.find("prefetch wf1/main host@0->hbm@0"), std::string::npos) << kv;
+  std::string sy = LoadAheadRun(SwitchyardPolicy());
+  EXPECT_EQ(sy.find("prefetch wf1/main"), std::string::npos) << sy;
+}
+
 TEST(ReferencePolicies, RegistryKnowsEveryName) {
   for (std::string_view name : PolicyNames()) {
     std::unique_ptr<Policy> p = MakePolicy(name);
