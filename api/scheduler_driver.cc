@@ -3,6 +3,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <future>
 
 #include "api/report_waiter.h"
@@ -10,9 +11,15 @@
 #include "base/logging.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
+#include "executors/tiered_mover.h"
+#include "kv_tiers/arena_tier.h"
+#include "kv_tiers/block_manager.h"
+#include "kv_tiers/disk_tier.h"
+#include "kv_tiers/eviction.h"
+#include "kv_tiers/local_mover.h"
 #include "scheduler/core.h"
+#include "scheduler/net_budget_env.h"
 #include "scheduler/policy.h"
-#include "scheduler/simulated_fabric.h"
 
 namespace switchyard::api {
 
@@ -25,9 +32,10 @@ using scheduler::Tier;
 
 namespace {
 
-// Embedded default cost model: Llama-3.1-8B (configs/models/llama-3.1-8b.json) on an
-// H100-SXM (configs/gpus/h100.json), priced by the roofline of executors/model_cost.h.
-Result<executors::RooflineCostModel> DefaultCostModel() {
+// Embedded default model: Llama-3.1-8B (configs/models/llama-3.1-8b.json) on an H100-SXM
+// (configs/gpus/h100.json), priced by the roofline of executors/model_cost.h; the KV
+// layout of the emulated tiers is the same model's.
+v1::ModelConfig DefaultModel() {
   v1::ModelConfig m;
   m.set_name("Llama-3.1-8B");
   m.set_num_layers(32);
@@ -40,6 +48,10 @@ Result<executors::RooflineCostModel> DefaultCostModel() {
   m.set_vocab_size(128256);
   m.set_num_parameters(8030261248ULL);
   m.set_tensor_parallel(1);
+  return m;
+}
+
+Result<executors::RooflineCostModel> DefaultCostModel() {
   v1::GpuSpec g;
   g.set_name("H100-SXM");
   g.set_hbm_bytes(80000000000ULL);
@@ -50,8 +62,26 @@ Result<executors::RooflineCostModel> DefaultCostModel() {
   g.set_nic_bandwidth_bits_per_s(4.0e11);
   g.set_compute_efficiency(0.6);
   g.set_memory_efficiency(0.8);
-  return executors::RooflineCostModel::Create(m, g);
+  return executors::RooflineCostModel::Create(DefaultModel(), g);
 }
+
+// The BlockManager never evicts on its own: the scheduler decides what leaves a tier, and
+// a block evicted behind the TieredKvMover's back would fail that context's next move. A
+// full emulated tier fails the move instead (the core handles the failure).
+class NoEviction final : public kv_tiers::EvictionPolicy {
+ public:
+  void Insert(const kv_tiers::EvictionCandidate&) override {}
+  void Touch(BlockId) override {}
+  void Remove(BlockId) override {}
+  std::vector<BlockId> PickVictims(const std::string&, const std::string&, uint64_t) override {
+    return {};
+  }
+  void SetPriorityFn(kv_tiers::PriorityFn) override {}
+};
+
+// Slots an emulated tier gets beyond its scaled capacity: each context's copy is rounded up
+// to whole blocks, at most one block more than its scaled bytes.
+constexpr uint64_t kSlackBlocks = 64;
 
 uint64_t PhysicalMemory() {
   long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
@@ -84,22 +114,76 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     c.hbm_bytes_per_worker = std::clamp<uint64_t>(ram / 2, 8ULL << 30, 64ULL << 30);
   d->host_bytes_ = c.host_bytes ? c.host_bytes : ram / 4;
   d->disk_bytes_ = c.disk_bytes ? c.disk_bytes : FreeDisk(data_dir) / 2;
+  if (c.kv_bytes_scale == 0)
+    return Status::InvalidArgument("scheduler.kv_bytes_scale must be >= 1");
   SY_ASSIGN_OR_RETURN(auto cost, DefaultCostModel());
   d->cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
   d->policy_ = scheduler::MakePolicy(c.policy);
   if (!d->policy_) return Status::InvalidArgument("unknown scheduler policy '" + c.policy + "'");
-  scheduler::SimulatedFabric::Options fo;
-  fo.workers = c.workers;
-  d->fabric_ = std::make_unique<scheduler::SimulatedFabric>(fo);
+  d->loop_ = std::make_unique<AsioEventLoop>();
+
+  // Link budgets and the planner over a loopback topology: one node, its workers, their
+  // host memory and NVMe (the documented default figures of scheduler::ClusterShape).
+  scheduler::ClusterShape shape;
+  shape.name = "loopback (one emulated node)";
+  shape.workers_per_node = c.workers;
+  SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(shape));
+  SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
+  d->device_of_ = scheduler::ClusterLocationMap(shape);
+  SY_ASSIGN_OR_RETURN(d->env_, scheduler::NetBudgetEnvironment::Create(
+                                   std::move(topo), d->device_of_, d->loop_.get()));
+
+  // Emulated tiers: an HBM arena per worker, a host arena, RocksDB under <data-dir>/kv.
+  SY_ASSIGN_OR_RETURN(kv_tiers::KvLayout layout,
+                      kv_tiers::KvLayout::FromModelConfig(DefaultModel()));
+  uint64_t bpb = layout.bytes_per_block(), scale = c.kv_bytes_scale;
+  auto tier_options = [&](uint64_t bytes) {
+    kv_tiers::TierOptions o;
+    o.slot_bytes = bpb;
+    o.capacity_bytes = ((bytes / scale + bpb - 1) / bpb + kSlackBlocks) * bpb;
+    return o;
+  };
+  for (int w = 0; w < c.workers; ++w) {
+    kv_tiers::ArenaBackend b = kv_tiers::EmulatedHbmBackend();
+    b.name += "-w" + std::to_string(w);
+    SY_ASSIGN_OR_RETURN(auto hbm,
+                        kv_tiers::ArenaTier::Create(tier_options(c.hbm_bytes_per_worker), b));
+    d->hbm_tiers_.push_back(std::move(hbm));
+  }
+  SY_ASSIGN_OR_RETURN(d->host_tier_, kv_tiers::ArenaTier::Create(tier_options(d->host_bytes_),
+                                                                 kv_tiers::HostBackend()));
+  std::string kv_dir = data_dir + "/kv";
+  std::error_code ec;
+  std::filesystem::remove_all(kv_dir, ec);  // emulated KV does not survive a restart
+  if (ec) return Status::Internal("cannot clear " + kv_dir + ": " + ec.message());
+  kv_tiers::TierOptions disk_opts = tier_options(d->disk_bytes_);
+  disk_opts.path = kv_dir;
+  kv_tiers::DiskTierTuning tuning;
+  tuning.write_buffer_bytes = 8ULL << 20;
+  tuning.block_cache_bytes = 8ULL << 20;
+  SY_ASSIGN_OR_RETURN(d->disk_tier_, kv_tiers::DiskTier::Open(disk_opts, tuning));
+  kv_tiers::MoverEnv menv;
+  menv.loop = d->loop_.get();
+  menv.worker_threads = 1;
+  kv_tiers::MoverSet movers;
+  movers.Add(std::make_shared<kv_tiers::LocalMover>(menv), 10);
+  movers.Add(std::make_shared<kv_tiers::DiskMover>(menv), 5);
+  kv_tiers::BlockManagerOptions bo;
+  bo.reclaim_on_high_watermark = false;
+  d->blocks_ = std::make_unique<kv_tiers::BlockManager>(
+      std::move(layout), d->loop_.get(), std::move(movers), std::make_unique<NoEviction>(), bo);
+  for (auto& t : d->hbm_tiers_) SY_RETURN_IF_ERROR(d->blocks_->AddTier(t.get()));
+  SY_RETURN_IF_ERROR(d->blocks_->AddTier(d->host_tier_.get()));
+  SY_RETURN_IF_ERROR(d->blocks_->AddTier(d->disk_tier_.get()));
+
   scheduler::CoreOptions co;
   co.workers = c.workers;
   co.hbm_bytes_per_worker = c.hbm_bytes_per_worker;
   co.slots_per_worker = c.slots_per_worker;
   co.tenant_weights = c.tenant_weights;
   co.use_peer = c.workers > 1;
-  d->core_ = std::make_unique<scheduler::Core>(co, d->policy_.get(), d->fabric_.get(),
-                                               d->fabric_.get(), d->cost_.get());
-  d->loop_ = std::make_unique<AsioEventLoop>();
+  d->core_ = std::make_unique<scheduler::Core>(co, d->policy_.get(), d->env_.get(), d->env_.get(),
+                                               d->cost_.get());
   executors::ModelExecutor* model = nullptr;
   if (c.simulated_llm) {
     d->sim_model_ = std::make_unique<executors::SimulatedModelExecutor>(
@@ -110,7 +194,15 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     model = d->engine_model_.get();
   }
   d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_.get());
-  d->mover_ = std::make_unique<executors::SimulatedKvMover>(d->loop_.get(), d->fabric_.get());
+  executors::TieredKvMover::Options mo;
+  mo.tier_of = [d = d.get()](const Location& l) -> Result<std::string> {
+    std::string name = d->TierName(l);
+    if (name.empty())
+      return Status::NotFound("no emulated tier for " + scheduler::LocationString(l));
+    return name;
+  };
+  mo.bytes_scale = scale;
+  d->mover_ = std::make_unique<executors::TieredKvMover>(d->loop_.get(), d->blocks_.get(), mo);
   d->runtime_ = std::make_unique<executors::Runtime>(d->loop_.get(), d->core_.get(), model,
                                                      d->tools_.get(), d->mover_.get());
   SchedulerDriver* self = d.get();
@@ -125,8 +217,13 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
           .With("workers", std::to_string(c.workers))
           .With("policy", std::string(d->policy_->name()))
           .With("model_executor", d->model_executor_name())
-          .With("kv_mover", "simulated kv mover over simulated fabric")
-          .With("hbm_bytes_per_worker", std::to_string(c.hbm_bytes_per_worker)));
+          .With("kv_mover", "tiered kv mover over emulated kv_tiers (1/" +
+                                std::to_string(c.kv_bytes_scale) + " of the bytes)")
+          .With("planner", "net_budget over a loopback topology")
+          .With("hbm_bytes_per_worker", std::to_string(c.hbm_bytes_per_worker))
+          .With("host_bytes", std::to_string(d->host_bytes_))
+          .With("disk_bytes", std::to_string(d->disk_bytes_))
+          .With("kv_dir", kv_dir));
   return d;
 }
 
@@ -184,8 +281,13 @@ void SchedulerDriver::Record(const Command& c, Time now, std::vector<v1::Decisio
     d.set_src(scheduler::LocationString(c.src));
     d.set_dst(scheduler::LocationString(c.dst));
     d.set_traffic_class(scheduler::TrafficClassName(c.grant.traffic_class));
-    xfers_[c.transfer_id] = XferView{
-        c.context, c.workflow_id, c.src, c.dst, c.bytes, static_cast<int>(c.grant.traffic_class)};
+    xfers_[c.transfer_id] = XferView{c.context,
+                                     c.workflow_id,
+                                     c.src,
+                                     c.dst,
+                                     c.bytes,
+                                     static_cast<int>(c.grant.traffic_class),
+                                     LinksOf(c.src, c.dst)};
   }
   d.set_bytes(c.bytes);
   d.set_transfer_id(c.transfer_id);
@@ -302,91 +404,138 @@ void SchedulerDriver::Fill(const std::string& workflow_id, v1::WorkflowStatus* s
   status->set_decisions_dropped(it->second.dropped);
 }
 
-std::vector<std::string> SchedulerDriver::LinksOf(const Location& src, const Location& dst) const {
-  auto level = [](Tier t) { return t == Tier::kPeer ? Tier::kHbm : t; };
-  Tier s = level(src.tier), d = level(dst.tier);
-  std::vector<std::string> path;
-  auto w = [](int i) { return std::to_string(i); };
-  if (s == Tier::kDisk) path.push_back("disk" + w(src.worker));
-  if (s == Tier::kDisk || s == Tier::kHost) path.push_back("pcie" + w(src.worker));
-  if (src.worker != dst.worker)
-    path.push_back("peer" + w(std::min(src.worker, dst.worker)) + "-" +
-                   w(std::max(src.worker, dst.worker)));
-  if (d == Tier::kDisk || d == Tier::kHost) path.push_back("pcie" + w(dst.worker));
-  if (d == Tier::kDisk) path.push_back("disk" + w(dst.worker));
-  if (path.empty() && s != d) path.push_back("pcie" + w(src.worker));
-  return path;
+std::string SchedulerDriver::TierName(const Location& l) const {
+  switch (l.tier) {
+    case Tier::kHbm:
+    case Tier::kPeer:  // another worker's HBM, in this process
+      return l.worker >= 0 && l.worker < static_cast<int>(hbm_tiers_.size())
+                 ? hbm_tiers_[l.worker]->name()
+                 : "";
+    case Tier::kHost:
+      return host_tier_->name();
+    case Tier::kDisk:
+      return disk_tier_->name();
+    default:
+      return "";
+  }
+}
+
+// The topology links a move between two locations crosses (the route net_budget debits).
+std::vector<uint32_t> SchedulerDriver::LinksOf(const Location& src, const Location& dst) const {
+  std::vector<uint32_t> out;
+  auto a = device_of_(src), b = device_of_(dst);
+  if (!a.ok() || !b.ok()) return out;
+  auto path = env_->topology().FindPath(*a, *b);
+  if (!path.ok()) return out;
+  for (const net_budget::Hop& h : path->hops) out.push_back(h.link);
+  return out;
 }
 
 void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
-  scheduler::SimulatedFabric::Options fo;  // the fabric's link figures (defaults)
+  const net_budget::Topology& topo = env_->topology();
+  const net_budget::LinkBudgets& budgets = env_->budgets();
+  const uint64_t scale = config_.kv_bytes_scale;
   std::lock_guard<std::mutex> lock(mu_);
   out->set_workers(config_.workers);
   out->set_model_executor(model_executor_name());
-  out->set_kv_mover("simulated kv mover (move times from the simulated fabric)");
-  out->set_planner("simulated fabric (loopback topology)");
+  out->set_kv_mover(
+      "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, RocksDB "
+      "disk) at 1/" +
+      std::to_string(scale) + " of the KV bytes");
+  out->set_planner("net_budget planner and link budgets (loopback topology: " + topo.name() + ")");
   out->set_policy(std::string(policy_->name()));
   out->set_hbm_capacity_bytes_per_worker(config_.hbm_bytes_per_worker);
   out->set_scheduler_events(events_);
-  std::map<std::pair<std::string, int>, std::pair<uint64_t, int>> used;  // (tier, worker)
+  std::map<std::pair<std::string, int>, int> contexts;  // (tier, worker)
   for (const auto& [key, v] : ctxs_) {
     if (!v.known || v.loc.tier == Tier::kNone) continue;
-    auto& u = used[{scheduler::TierName(v.loc.tier), v.loc.worker}];
-    u.first += v.bytes;
-    ++u.second;
+    ++contexts[{scheduler::TierName(v.loc.tier), v.loc.worker}];
   }
+  // Tier occupancy: the kv_tiers tiers' own accounting (thread-safe), in scheduler bytes
+  // (emulated bytes x scale). Host and disk are node-wide tiers, listed under worker 0.
+  auto scaled = [scale](const kv_tiers::Tier& t) {
+    std::string s = std::to_string(scale);
+    return "kv_tiers '" + t.name() + "': " + std::to_string(t.used_bytes()) + " of " +
+           std::to_string(t.capacity_bytes()) + " B held at 1/" + s + " scale";
+  };
   for (int w = 0; w < config_.workers; ++w) {
     for (const char* tier : {"hbm", "host", "disk"}) {
+      std::string t_name = tier;
+      if (t_name != "hbm" && w > 0) continue;
       auto* t = out->add_tiers();
       t->set_tier(tier);
       t->set_worker(w);
-      auto u = used[{tier, w}];
-      t->set_contexts(u.second);
-      std::string t_name = tier;
+      int n = 0;
+      for (int k = 0; k < config_.workers; ++k)
+        if (t_name == "hbm" ? k == w : true) n += contexts[{t_name, k}];
+      t->set_contexts(n);
       if (t_name == "hbm") {
+        const kv_tiers::Tier& arena = *hbm_tiers_[w];
         t->set_capacity_bytes(config_.hbm_bytes_per_worker);
         auto h = hbm_used_.find(w);
         t->set_used_bytes(h == hbm_used_.end() ? 0 : h->second);
-        t->set_backing("emulated HBM (scheduler accounting, committed + reserved)");
+        t->set_backing(
+            "emulated HBM (used: scheduler accounting, committed + reserved; blocks of moved "
+            "contexts in " +
+            scaled(arena) + ")");
       } else {
+        const kv_tiers::Tier& kt = t_name == "host" ? *host_tier_ : *disk_tier_;
         t->set_capacity_bytes(t_name == "host" ? host_bytes_ : disk_bytes_);
-        t->set_used_bytes(u.first);
-        t->set_backing(t_name == "host" ? "emulated host memory tier" : "emulated disk tier");
+        t->set_used_bytes(kt.used_bytes() * scale);
+        t->set_backing((t_name == "host" ? "emulated host memory tier ("
+                                         : "emulated disk tier, "
+                                           "RocksDB (") +
+                       scaled(kt) + ")");
       }
     }
   }
-  std::map<std::string, std::map<int, std::pair<int, uint64_t>>> active;  // link -> class
-  for (const auto& [id, x] : xfers_) {
-    for (const std::string& l : LinksOf(x.src, x.dst)) {
-      auto& a = active[l][x.cls];
-      ++a.first;
-      a.second += x.bytes;
-    }
+  // Link budgets: every topology link, per class its share under load (BudgetPolicy),
+  // the grants in flight on it and their bytes (net_budget::LinkBudgets).
+  std::map<uint32_t, std::array<int, net_budget::kNumClasses>> active;
+  for (const auto& [id, x] : xfers_)
+    for (uint32_t l : x.links) ++active[l][static_cast<size_t>(x.cls) % net_budget::kNumClasses];
+  const net_budget::BudgetPolicy& bp = budgets.policy();
+  double shared = bp.weights[0] + bp.weights[1] + bp.weights[2];
+  std::map<std::string, int> worker_of;  // device id -> worker
+  for (int k = 0; k < config_.workers; ++k) {
+    auto dev = device_of_(Location{Tier::kHbm, k});
+    if (dev.ok()) worker_of[*dev] = k;
   }
-  auto add_link = [&](const std::string& name, const char* kind, double bw, Duration alpha) {
+  for (net_budget::LinkIndex i = 0; i < topo.num_links(); ++i) {
+    const net_budget::Link& link = topo.link(i);
     auto* l = out->add_links();
-    l->set_name(name);
+    const net_budget::Device &a = topo.device(link.src), &b = topo.device(link.dst);
+    bool disk = a.kind == v1::DEVICE_STORAGE || b.kind == v1::DEVICE_STORAGE;
+    std::string kind = disk ? "disk" : std::string(net_budget::LinkKindName(link.kind));
+    // Short names as before ("pcie0": worker 0 <-> host memory, "disk0": host memory <->
+    // NVMe of node 0, "nvlink1": worker 1 <-> NVSwitch); the topology id otherwise.
+    auto w = worker_of.find(a.id);
+    if (w == worker_of.end()) w = worker_of.find(b.id);
+    if (disk)
+      l->set_name("disk0");
+    else if (w != worker_of.end() && (kind == "pcie" || kind == "nvlink"))
+      l->set_name(kind + std::to_string(w->second));
+    else
+      l->set_name(a.id + "-" + b.id);
     l->set_kind(kind);
-    l->set_bandwidth_bytes_per_s(bw);
-    l->set_alpha_s(ToSeconds(alpha));
-    for (int c = 0; c < 4; ++c) {
+    l->set_bandwidth_bytes_per_s(link.bandwidth_bytes_per_s.value_or(0));
+    l->set_alpha_s(link.latency_s.value_or(0));
+    for (net_budget::TrafficClass c : net_budget::kAllClasses) {
+      size_t k = net_budget::ClassIndex(c);
       auto* b = l->add_classes();
-      b->set_traffic_class(scheduler::TrafficClassName(static_cast<scheduler::TrafficClass>(c)));
-      b->set_floor_share(fo.class_floor[c]);
-      b->set_max_grants(fo.max_grants[c]);
-      auto a = active[name][c];
-      b->set_active_grants(a.first);
-      b->set_active_bytes(a.second);
+      b->set_traffic_class(scheduler::TrafficClassName(c));
+      b->set_floor_share(c == net_budget::TrafficClass::kControl
+                             ? bp.control_reserve
+                             : (1 - bp.control_reserve) * bp.weights[k] / shared);
+      b->set_max_grants(0);  // net_budget bounds bytes by rate, not the number of grants
+      auto a = active.find(i);
+      b->set_active_grants(a == active.end() ? 0 : a->second[k]);
+      uint64_t inflight = 0;
+      for (net_budget::ChannelIndex ch : {i * 2, i * 2 + 1})
+        inflight += budgets.State(ch, c).inflight_bytes;
+      b->set_active_bytes(inflight);
     }
-  };
-  for (int w = 0; w < config_.workers; ++w) {
-    add_link("pcie" + std::to_string(w), "pcie", fo.pcie_bandwidth, fo.pcie_alpha);
-    add_link("disk" + std::to_string(w), "disk", fo.disk_bandwidth, fo.disk_alpha);
   }
-  for (int a = 0; a < config_.workers; ++a)
-    for (int b = a + 1; b < config_.workers; ++b)
-      add_link("peer" + std::to_string(a) + "-" + std::to_string(b), "peer", fo.peer_bandwidth,
-               fo.peer_alpha);
   for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
   for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
 }

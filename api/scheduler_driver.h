@@ -4,18 +4,24 @@
 // base::AsioEventLoop thread, with the embedded defaults: a simulated model executor
 // (roofline cost model of Llama-3.1-8B on an H100, named "simulated model executor"), or,
 // when LLM results are reported by an engine, a ReportedModelExecutor; a ReportedToolWaiter
-// (tool nodes wait for the client's reports, no timeout); and a SimulatedKvMover over a
-// scheduler::SimulatedFabric (loopback topology: per worker a PCIe link HBM<->host and a
-// disk link host<->disk, peer links between workers). HBM, host and disk tiers are
-// emulated: their bytes are the scheduler's accounting, sized from this machine.
+// (tool nodes wait for the client's reports, no timeout); the real data plane for KV moves:
+// a scheduler::NetBudgetEnvironment (net_budget planner and link budgets) over a loopback
+// topology (one node, scheduler::BuildClusterTopology with the worker count) as the core's
+// TransferPlanner and GrantIssuer, and an executors::TieredKvMover that moves each
+// context's blocks through a kv_tiers::BlockManager with an emulated-HBM arena per worker,
+// a host-memory arena and a RocksDB disk tier under <data-dir>/kv. The tiers are emulated
+// at 1/kv_bytes_scale of the scheduler's bytes (named so in logs and JSON), sized from the
+// config or this machine; the disk tier is wiped at start (restored workflows recompute).
 //
 // The Service forwards every acknowledged mutation (submit, append, event, close, cancel)
 // here; the driver posts it to the loop. An observer on the loop keeps a mirror, under a
 // mutex, of what readers may see: each context's location (tier, worker, bytes), the
 // decisions per workflow (bounded), HBM use, grants in flight per link and class, and
 // counters (decisions by kind, bytes moved by destination tier). Readers never touch the
-// Core. Callbacks to the Service (a simulated LLM node was placed or ended, the scheduler
-// failed a workflow, any decision for an engine listener) run on the loop thread.
+// Core, the mover or the BlockManager; FillCluster reads the tiers' occupancy and the link
+// budgets directly (both thread-safe) and the topology (immutable). Callbacks to the Service (a
+// simulated LLM node was placed or ended, the scheduler failed a workflow, any decision for an
+// engine listener) run on the loop thread.
 //
 // Thread-safety: public methods are thread-safe. The destructor stops the loop thread;
 // callbacks must not destroy the driver.
@@ -43,14 +49,18 @@ class AsioEventLoop;
 namespace switchyard::executors {
 class Runtime;
 class SimulatedModelExecutor;
-class SimulatedKvMover;
+class TieredKvMover;
 class RooflineCostModel;
 }  // namespace switchyard::executors
 namespace switchyard::scheduler {
 class Core;
 class Policy;
-class SimulatedFabric;
+class NetBudgetEnvironment;
 }  // namespace switchyard::scheduler
+namespace switchyard::kv_tiers {
+class Tier;
+class BlockManager;
+}  // namespace switchyard::kv_tiers
 
 namespace switchyard::api {
 
@@ -67,6 +77,10 @@ struct SchedulerConfig {
   uint64_t hbm_bytes_per_worker = 0;
   uint64_t host_bytes = 0;  // 0: a quarter of physical memory (emulated)
   uint64_t disk_bytes = 0;  // 0: half the free space of the data dir (emulated)
+  // The kv_tiers tiers hold 1/kv_bytes_scale of each context's bytes (emulation: the
+  // simulated model writes no KV and small machines cannot hold a GPU's worth), so the
+  // emulated HBM arena of a worker is hbm_bytes_per_worker / kv_bytes_scale (+ slack).
+  uint64_t kv_bytes_scale = 64;
   int slots_per_worker = 8;
   std::string policy = "switchyard";
   std::map<std::string, double> tenant_weights;
@@ -129,27 +143,34 @@ class SchedulerDriver {
     scheduler::Location src, dst;
     uint64_t bytes = 0;
     int cls = 0;
+    std::vector<uint32_t> links;  // topology link indices of the route
   };
 
   SchedulerDriver(SchedulerConfig config, Callbacks callbacks);
   void Observe(const scheduler::Event& e, const scheduler::Commands& out, Time now);
   void Refresh(const std::string& wf);  // loop thread, mu_ held
   void Record(const scheduler::Command& c, Time now, std::vector<v1::Decision>* emitted);
-  std::vector<std::string> LinksOf(const scheduler::Location& src,
-                                   const scheduler::Location& dst) const;
+  std::vector<uint32_t> LinksOf(const scheduler::Location& src,
+                                const scheduler::Location& dst) const;
+  std::string TierName(const scheduler::Location& l) const;
 
   SchedulerConfig config_;
   Callbacks callbacks_;
   uint64_t host_bytes_ = 0, disk_bytes_ = 0;
+  // Declared first, destroyed last: the budgets, movers and BlockManager post to it.
   std::unique_ptr<AsioEventLoop> loop_;
   std::unique_ptr<executors::RooflineCostModel> cost_;
-  std::unique_ptr<scheduler::SimulatedFabric> fabric_;
+  std::function<Result<std::string>(const scheduler::Location&)> device_of_;
+  std::unique_ptr<scheduler::NetBudgetEnvironment> env_;
+  std::vector<std::unique_ptr<kv_tiers::Tier>> hbm_tiers_;  // one per worker
+  std::unique_ptr<kv_tiers::Tier> host_tier_, disk_tier_;
+  std::unique_ptr<kv_tiers::BlockManager> blocks_;
   std::unique_ptr<scheduler::Policy> policy_;
   std::unique_ptr<scheduler::Core> core_;
   std::unique_ptr<executors::SimulatedModelExecutor> sim_model_;
   std::unique_ptr<ReportedModelExecutor> engine_model_;
   std::unique_ptr<ReportedToolWaiter> tools_;
-  std::unique_ptr<executors::SimulatedKvMover> mover_;
+  std::unique_ptr<executors::TieredKvMover> mover_;
   std::unique_ptr<executors::Runtime> runtime_;
   std::thread thread_;
 

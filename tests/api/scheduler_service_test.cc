@@ -1,10 +1,12 @@
 // The service drives the real scheduler: over real HTTP on loopback, GET shows where each
 // context's KV lives and the decisions taken after a tool wait; a restart restores and
-// re-feeds workflows so they run to the end; /v1/cluster shows tiers and link budgets.
+// re-feeds workflows so they run to the end; /v1/cluster shows tiers and link budgets; a
+// demotion moves real blocks through the TieredKvMover into the emulated kv_tiers tiers.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "api/http_api.h"
@@ -28,11 +30,15 @@ class SchedulerServiceTest : public ::testing::Test {
     Stop();
     std::filesystem::remove_all(dir_);
   }
-  void Start() {
+  void Start(uint64_t hbm_bytes = 1ULL << 30, int workers = 1) {
     ServiceOptions so;
     so.data_dir = dir_;
     so.sync_writes = false;
-    so.scheduler.hbm_bytes_per_worker = 1ULL << 30;  // small: a long wait is worth a demote
+    so.scheduler.hbm_bytes_per_worker = hbm_bytes;  // small: a long wait is worth a demote
+    so.scheduler.host_bytes = 4ULL << 30;
+    so.scheduler.disk_bytes = 4ULL << 30;
+    so.scheduler.kv_bytes_scale = 256;  // emulated tiers hold 1/256 of the KV bytes
+    so.scheduler.workers = workers;
     auto svc = Service::Open(so, RealClock::Default());
     ASSERT_TRUE(svc.ok()) << svc.status();
     service_ = std::move(*svc);
@@ -56,6 +62,18 @@ class SchedulerServiceTest : public ::testing::Test {
     server_.reset();
     api_.reset();
     service_.reset();
+  }
+  v1::ClusterState Cluster() {
+    auto r = Call("GET", "/v1/cluster");
+    EXPECT_EQ(r.status, 200) << r.body;
+    v1::ClusterState c;
+    EXPECT_TRUE(proto::ParseJson(r.body, &c).ok()) << r.body;
+    return c;
+  }
+  static const v1::TierState* TierOf(const v1::ClusterState& c, const std::string& tier) {
+    for (const auto& t : c.tiers())
+      if (t.tier() == tier && t.worker() == 0) return &t;
+    return nullptr;
   }
   testing::ClientResponse Call(const std::string& method, const std::string& target,
                                const std::string& body = "") {
@@ -177,6 +195,102 @@ TEST_F(SchedulerServiceTest, GetShowsKvLocationAndDecisionsAfterToolWait) {
   EXPECT_EQ(c.links(0).classes_size(), 4);
   EXPECT_GE(c.decisions_by_kind().at("place"), 2u);
   EXPECT_EQ(c.workflows().completed(), 1u);
+}
+
+// Under a small HBM, a long tool wait makes the scheduler demote "main" (8000 tokens, 1 GiB
+// of KV in a 1.25 GiB HBM). The TieredKvMover copies its blocks out of the emulated HBM
+// arena into the host (or disk) tier: GET shows "main" there, /v1/cluster shows that tier
+// holding the blocks, and after the tool the context comes back and the workflow completes.
+TEST_F(SchedulerServiceTest, DemotionMovesRealBlocksThroughTheTiers) {
+  Start(1280ULL << 20);
+  constexpr char kBig[] =
+      R"({"id":"big","nodes":[
+        {"id":"llm-0","kind":"LLM","modelId":"Llama-3.1-8B","cacheRefs":[{"context":"main","mode":"CREATE"}],
+         "hints":{"promptTokens":8000,"extendTokens":8000,"maxOutputTokens":4}},
+        {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
+        {"id":"llm-1","kind":"LLM","modelId":"Llama-3.1-8B","deps":["bash"],
+         "cacheRefs":[{"context":"main","mode":"EXTEND"}],
+         "hints":{"promptTokens":8300,"extendTokens":300,"maxOutputTokens":4}}]})";
+  ASSERT_EQ(Call("POST", "/v1/workflows", kBig).status, 201);
+  WaitFor("big", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+  Event("big", "bash", "TOOL_STARTED");
+  auto demoted = WaitFor("big", [](const auto& s) {
+    for (const auto& kv : s.kv())
+      if (kv.context() == "main" && !kv.in_flight() && (kv.tier() == "host" || kv.tier() == "disk"))
+        return true;
+    return false;
+  });
+  ASSERT_TRUE(Has(demoted, "demote")) << *proto::ToJson(demoted);
+  ASSERT_EQ(demoted.kv_size(), 1);
+  const std::string tier = demoted.kv(0).tier();
+  uint64_t kv_bytes = 8004ULL * 131072;
+  EXPECT_EQ(demoted.kv(0).bytes(), kv_bytes);
+
+  v1::ClusterState during = Cluster();
+  const v1::TierState* t = TierOf(during, tier);
+  ASSERT_NE(t, nullptr);
+  // 1/256 of 1 GiB in 2 MiB blocks (16 tokens of Llama-3.1-8B): 2 blocks, reported x256.
+  EXPECT_EQ(t->used_bytes(), 2 * (2ULL << 20) * 256) << t->backing();
+  EXPECT_EQ(t->contexts(), 1);
+  EXPECT_NE(t->backing().find("emulated"), std::string::npos) << t->backing();
+  EXPECT_NE(during.kv_mover().find("tiered kv mover"), std::string::npos) << during.kv_mover();
+  EXPECT_NE(during.planner().find("net_budget"), std::string::npos) << during.planner();
+  EXPECT_GE(during.bytes_moved_by_tier().at(tier), kv_bytes);
+  ASSERT_GE(during.links_size(), 2);  // pcie (worker <-> host memory), disk (host <-> NVMe)
+  std::set<std::string> links;
+  for (const auto& l : during.links()) {
+    EXPECT_EQ(l.classes_size(), 4) << l.name();
+    EXPECT_GT(l.bandwidth_bytes_per_s(), 0) << l.name();
+    links.insert(l.name() + ":" + l.kind());
+  }
+  EXPECT_TRUE(links.count("pcie0:pcie")) << *proto::ToJson(during);
+  EXPECT_TRUE(links.count("disk0:disk")) << *proto::ToJson(during);
+
+  Event("big", "bash", "TOOL_FINISHED");
+  ASSERT_EQ(Call("POST", "/v1/workflows/big:close").status, 200);
+  auto done = WaitFor("big", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
+  EXPECT_EQ(NodeState(done, "llm-1"), "NODE_SUCCEEDED");
+  EXPECT_TRUE(Has(done, "complete"));
+  // The context went back to HBM (a prefetch) and was dropped with the workflow: the
+  // demoted tier holds nothing any more.
+  v1::ClusterState after = Cluster();
+  ASSERT_NE(TierOf(after, tier), nullptr);
+  EXPECT_EQ(TierOf(after, tier)->used_bytes(), 0u) << TierOf(after, tier)->backing();
+  EXPECT_EQ(after.workflows().completed(), 1u);
+}
+
+// Two workers: an emulated HBM arena each, the node's host and disk tiers, a PCIe and an
+// NVLink per worker in the loopback topology; two agents run to the end.
+TEST_F(SchedulerServiceTest, TwoWorkersRunOnTheirOwnEmulatedHbm) {
+  Start(1280ULL << 20, 2);
+  std::string second = kAgent;
+  second.replace(second.find("\"agent\""), 7, "\"agent2\"");
+  ASSERT_EQ(Call("POST", "/v1/workflows", kAgent).status, 201);
+  ASSERT_EQ(Call("POST", "/v1/workflows", second).status, 201);
+  for (const std::string id : {"agent", "agent2"}) {
+    WaitFor(id, [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+    Event(id, "bash", "TOOL_STARTED");
+  }
+  for (const std::string id : {"agent", "agent2"}) {
+    Event(id, "bash", "TOOL_FINISHED");
+    ASSERT_EQ(Call("POST", "/v1/workflows/" + id + ":close").status, 200);
+  }
+  for (const std::string id : {"agent", "agent2"}) {
+    auto done = WaitFor(id, [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
+    EXPECT_EQ(NodeState(done, "llm-1"), "NODE_SUCCEEDED") << id;
+  }
+  v1::ClusterState c = Cluster();
+  EXPECT_EQ(c.workers(), 2);
+  std::set<std::string> tiers, links;
+  for (const auto& t : c.tiers()) {
+    tiers.insert(t.tier() + "@" + std::to_string(t.worker()));
+    EXPECT_EQ(t.contexts(), 0) << t.tier();
+  }
+  EXPECT_EQ(tiers, (std::set<std::string>{"hbm@0", "hbm@1", "host@0", "disk@0"}));
+  for (const auto& l : c.links()) links.insert(l.name());
+  for (const char* name : {"pcie0", "pcie1", "nvlink0", "nvlink1", "disk0"})
+    EXPECT_TRUE(links.count(name)) << name << " in " << *proto::ToJson(c);
+  EXPECT_EQ(c.workflows().completed(), 2u);
 }
 
 TEST_F(SchedulerServiceTest, ClientLlmEventsAreRefusedWhileTheSimulatedExecutorRunsThem) {
