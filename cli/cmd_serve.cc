@@ -94,10 +94,12 @@ int RunServe(const std::vector<std::string>& args) {
               data_dir.c_str());
   if (auto* d = (*service)->scheduler()) {
     std::printf(
-        "scheduler: %d worker(s), LLM nodes on the %s, KV moves by the simulated kv "
-        "mover over the simulated fabric, emulated HBM %.1f GiB per worker\n",
+        "scheduler: %d worker(s), LLM nodes on the %s, KV moves through kv_tiers "
+        "(emulated HBM %.1f GiB per worker, host and RocksDB disk tiers; emulated KV at 1/%d "
+        "of its bytes) under net_budget link budgets\n",
         d->config().workers, d->model_executor_name().c_str(),
-        static_cast<double>(d->config().hbm_bytes_per_worker) / (1 << 30));
+        static_cast<double>(d->config().hbm_bytes_per_worker) / (1 << 30),
+        static_cast<int>(d->config().kv_bytes_scale));
   }
   std::printf("dashboard: http://%s:%u/\n", http.host.c_str(), *port);
   if (api.auth().generated_default()) {
