@@ -129,6 +129,15 @@ TEST(KvFlow, EvictsFarthestStepsFirstAndWritesBackToHost) {
   EXPECT_EQ(p.OnWait(Tool(60, 1, 0.1)).action, WaitAction::kKeep);
 }
 
+// A core with one worker and one slot (the real-core scenarios below).
+CoreOptions OneSlot(uint64_t hbm_bytes) {
+  CoreOptions o;
+  o.workers = 1;
+  o.slots_per_worker = 1;
+  o.hbm_bytes_per_worker = hbm_bytes;
+  return o;
+}
+
 // KVFlow's load-ahead on the real core: a context written back to host by an eviction is
 // reloaded when another request arrives and HBM has room, because its next use is one
 // step away (its tool is running); the default policy has no load-ahead.
@@ -136,10 +145,7 @@ std::string LoadAheadRun(const Policy& policy) {
   using namespace testing;  // NOLINT
   SimulatedFabric fabric(SimulatedFabric::Options{});
   FixedRateCost cost;
-  CoreOptions o;
-  o.workers = 1;
-  o.slots_per_worker = 1;
-  o.hbm_bytes_per_worker = 2'000'000'000;
+  CoreOptions o = OneSlot(2'000'000'000);
   o.use_disk = o.use_peer = false;
   Core core(o, &policy, &fabric, &fabric, &cost);
   auto agent = Wf("wf1", "t",
@@ -187,11 +193,7 @@ std::vector<std::string> Placements(const Policy& policy) {
   using namespace testing;  // NOLINT
   SimulatedFabric fabric(SimulatedFabric::Options{});
   FixedRateCost cost;
-  CoreOptions o;
-  o.workers = 1;
-  o.slots_per_worker = 1;
-  o.hbm_bytes_per_worker = 100ULL << 30;
-  Core core(o, &policy, &fabric, &fabric, &cost);
+  Core core(OneSlot(100ULL << 30), &policy, &fabric, &fabric, &cost);
   auto wf = [](const std::string& id, int calls) {
     v1::Workflow w;
     w.set_id(id);
