@@ -43,13 +43,8 @@ Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clo
         l = self->listener_;
       }
       if (!l) return;
-      std::string tenant;
-      {
-        std::shared_lock lock(self->mu_);
-        auto it = self->workflows_.find(wf);
-        if (it != self->workflows_.end()) tenant = it->second->tenant;
-      }
-      (*l)(tenant, wf, d);
+      std::shared_ptr<Entry> e = self->Lookup(wf);
+      (*l)(e ? e->tenant : std::string(), wf, d);
     };
     SY_ASSIGN_OR_RETURN(
         svc->driver_,
@@ -188,6 +183,12 @@ Result<std::shared_ptr<Service::Entry>> Service::Find(const std::string& tenant,
     return Status::NotFound("no workflow '" + id + "'");
   }
   return it->second;
+}
+
+std::shared_ptr<Service::Entry> Service::Lookup(const std::string& id) const {
+  std::shared_lock lock(mu_);
+  auto it = workflows_.find(id);
+  return it == workflows_.end() ? nullptr : it->second;
 }
 
 Status Service::Rebuild(const std::string& id, Entry* e) const {

@@ -177,6 +177,8 @@ class Service {
   Status ApplyEvent(program_graph::Workflow* wf, const v1::NodeEvent& ev) const;
   // Looks up the caller's workflow: NotFound for an unknown id or another tenant's.
   Result<std::shared_ptr<Entry>> Find(const std::string& tenant, const std::string& id) const;
+  // Any tenant's workflow (scheduler-side callbacks); nullptr when unknown.
+  std::shared_ptr<Entry> Lookup(const std::string& id) const;
   // Validates `rec` by applying it, then queues it; `done` runs when it is durable. On a
   // failed write the entry is rebuilt from its durable history and Unavailable is given.
   void MutateAsync(const std::string& tenant, const std::string& id, v1::WorkflowLogRecord rec,

@@ -135,13 +135,8 @@ Status Service::RecordInternal(const std::string& id, const std::shared_ptr<Entr
 void Service::RecordLlm(const std::string& id, const std::string& node, bool finished,
                         const Status& st, int64_t output_tokens) {
   if (closing_) return;
-  std::shared_ptr<Entry> e;
-  {
-    std::shared_lock lock(mu_);
-    auto it = workflows_.find(id);
-    if (it == workflows_.end()) return;
-    e = it->second;
-  }
+  std::shared_ptr<Entry> e = Lookup(id);
+  if (!e) return;
   std::lock_guard<std::mutex> lock(e->mu);
   if (!e->graph || e->graph->done()) return;
   auto idx = e->graph->Find(node);
@@ -174,13 +169,8 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
 void Service::RecordSchedulerFailure(const std::string& id, const std::string& node,
                                      const std::string& reason) {
   if (closing_) return;
-  std::shared_ptr<Entry> e;
-  {
-    std::shared_lock lock(mu_);
-    auto it = workflows_.find(id);
-    if (it == workflows_.end()) return;
-    e = it->second;
-  }
+  std::shared_ptr<Entry> e = Lookup(id);
+  if (!e) return;
   std::lock_guard<std::mutex> lock(e->mu);
   if (!e->graph || e->graph->done()) return;
   v1::WorkflowLogRecord rec;
