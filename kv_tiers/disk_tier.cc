@@ -7,7 +7,9 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace switchyard::kv_tiers {
@@ -88,6 +90,35 @@ rocksdb::ReadOptions DiskTierDataReadOptions() {
   return ro;
 }
 
+rocksdb::Status DiskTierWaitIdle(rocksdb::DB* db,
+                                 const std::vector<rocksdb::ColumnFamilyHandle*>& cfs,
+                                 int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto busy = [&](rocksdb::ColumnFamilyHandle* cf, const std::string& property, bool* out) {
+    uint64_t v = 0;
+    if (!db->GetIntProperty(cf, property, &v)) {
+      return rocksdb::Status::NotSupported("property " + property);
+    }
+    *out = *out || v != 0;
+    return rocksdb::Status::OK();
+  };
+  for (;;) {
+    bool any = false;
+    for (auto* cf : cfs) {
+      for (const char* p : {"rocksdb.mem-table-flush-pending", "rocksdb.compaction-pending",
+                            "rocksdb.num-running-flushes", "rocksdb.num-running-compactions"}) {
+        rocksdb::Status s = busy(cf, p, &any);
+        if (!s.ok()) return s;
+      }
+    }
+    if (!any) return rocksdb::Status::OK();
+    if (std::chrono::steady_clock::now() > deadline) {
+      return rocksdb::Status::TimedOut("background flush or compaction still running");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 DiskTier::DiskTier(const TierOptions& options, const DiskTierTuning& tuning)
     : Tier(options), tuning_(tuning) {}
 
@@ -141,6 +172,12 @@ Status DiskTier::Flush() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
   return FromRocks(db_->Flush(rocksdb::FlushOptions(), {data_cf_, meta_cf_}), "flush");
+}
+
+Status DiskTier::WaitIdle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
+  return FromRocks(DiskTierWaitIdle(db_.get(), {data_cf_, meta_cf_}), "wait for background work");
 }
 
 TierCapabilities DiskTier::capabilities() const {
@@ -225,10 +262,15 @@ Status DiskTier::Write(std::span<const BlockWrite> writes) {
   return Status::OK();
 }
 
-// One Get per block into a PinnableSlice, then one copy into the destination. The slice
-// pins RocksDB's own read buffer (the blob read or the table block), so no intermediate
-// string copy happens. MultiGet is not used: with RocksDB 7.8 and MiB values it measured
-// 0.04-0.08 GB/s against 1.5-3 GB/s for Get (bench/RESULTS.md, kv_tiers).
+// One point lookup per block through a short-lived iterator bounded to that block's key,
+// whose value is copied once, straight into the destination. Not Get(): with the tier's
+// read options (no block-cache fill) a 2 MiB value is not pinnable, so Get copies it into
+// the PinnableSlice's own string and a second copy into the destination followed (0.77x
+// a raw Get into a reused string); the iterator holds the table block it read, and its
+// value() points into it. Not MultiGet either: with RocksDB 7.8 and MiB values it measured
+// 0.04-0.08 GB/s against 1.5-3 GB/s for Get (bench/RESULTS.md, kv_tiers). One iterator per
+// block, not one per Read: a shared one measured about 10 % slower, with or without
+// implicit readahead (not profiled further).
 Status DiskTier::Read(std::span<const BlockRead> reads) {
   std::vector<std::string> keys;
   keys.reserve(reads.size());
@@ -239,24 +281,32 @@ Status DiskTier::Read(std::span<const BlockRead> reads) {
       keys.push_back(Key(r.extent.slot));
     }
   }
-  const rocksdb::ReadOptions ro = DiskTierDataReadOptions();
-  rocksdb::PinnableSlice value;
-  for (size_t i = 0; i < reads.size(); ++i) {
-    value.Reset();
-    rocksdb::Status s = db_->Get(ro, data_cf_, keys[i], &value);
-    const auto what = [&] { return "read slot " + std::to_string(reads[i].extent.slot); };
-    if (s.IsNotFound()) {
-      return Status::DataLoss("disk tier: " + what() + ": no bytes stored", ErrorScope::kBlock);
-    }
-    SY_RETURN_IF_ERROR(FromRocks(s, what()));
-    if (value.size() < reads[i].bytes) {
-      return Status::DataLoss("disk tier: " + what() + ": " + std::to_string(value.size()) +
-                                  " B stored, " + std::to_string(reads[i].bytes) + " B asked",
-                              ErrorScope::kBlock);
-    }
-    std::memcpy(reads[i].dst, value.data(), reads[i].bytes);
-  }
+  for (size_t i = 0; i < reads.size(); ++i) SY_RETURN_IF_ERROR(ReadOne(keys[i], reads[i]));
   return Status::OK();
+}
+
+Status DiskTier::ReadOne(const std::string& key, const BlockRead& read) {
+  const auto what = [&] { return "read slot " + std::to_string(read.extent.slot); };
+  // The key's immediate successor bounds the seek to this one key.
+  std::string upper = key;
+  upper.push_back('\0');
+  const rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro = DiskTierDataReadOptions();
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, data_cf_));
+  it->Seek(key);
+  if (!it->Valid()) {
+    SY_RETURN_IF_ERROR(FromRocks(it->status(), what()));
+    return Status::DataLoss("disk tier: " + what() + ": no bytes stored", ErrorScope::kBlock);
+  }
+  const rocksdb::Slice value = it->value();
+  if (it->key() != key || value.size() < read.bytes) {
+    return Status::DataLoss("disk tier: " + what() + ": " + std::to_string(value.size()) +
+                                " B stored, " + std::to_string(read.bytes) + " B asked",
+                            ErrorScope::kBlock);
+  }
+  std::memcpy(read.dst, value.data(), read.bytes);
+  return FromRocks(it->status(), what());
 }
 
 Status DiskTier::PersistMeta(const Extent& extent, const v1::KvBlockMeta& meta) {

@@ -2,13 +2,13 @@
 //
 // Two column families: "kv_block_data" (key: 8-byte big-endian slot, value: the block
 // bytes) and "kv_block_meta" (same key, value: a serialized v1::KvBlockMeta). Writes of
-// many blocks go in one WriteBatch; a read is one Get per block into a PinnableSlice
-// copied once into the destination (MultiGet is slow for MiB values). Options are chosen
-// for large, incompressible values (see disk_tier.cc and kv_tiers/README.md): no
-// compression on block data, BlobDB off by default (optional), block bytes written without
-// the WAL (a cache: what a crash loses is detected by re-validation), metadata written
-// with the WAL, and a flush on close so a clean close keeps everything. The options are in
-// disk_tier_options.h (shared with the raw-RocksDB baseline of bench/kv_tiers).
+// many blocks go in WriteBatches; a read is one bounded iterator seek per block whose value
+// is copied once into the destination (Get and MultiGet copy more for MiB values). Options are
+// chosen for large, incompressible values (see disk_tier.cc and kv_tiers/README.md): no compression
+// on block data, BlobDB off by default (optional), block bytes written without the WAL (a cache:
+// what a crash loses is detected by re-validation), metadata written with the WAL, and a flush on
+// close so a clean close keeps everything. The options are in disk_tier_options.h (shared with the
+// raw-RocksDB baseline of bench/kv_tiers).
 //
 // Ownership: the tier owns the DB handle; Close() (or the destructor) flushes and
 // closes it. Recover() lists the blocks whose metadata survived, re-charging their bytes;
@@ -59,6 +59,10 @@ class DiskTier final : public Tier {
   // files, as it does after a restart); Unavailable when closed.
   Status Flush();
 
+  // Waits until no flush or compaction is pending or running in the tier's DB (after a
+  // Flush, the background work it caused has ended); Unavailable when closed.
+  Status WaitIdle();
+
   // Flushes memtables and closes the DB; later calls fail with Unavailable.
   Status Close();
 
@@ -69,6 +73,8 @@ class DiskTier final : public Tier {
     uint64_t bytes = 0;
   };
   Status CheckLive(const Extent& extent, uint64_t bytes) const;
+  // Copies the value stored under `key` into read.dst (DataLoss when missing or short).
+  Status ReadOne(const std::string& key, const BlockRead& read);
 
   DiskTierTuning tuning_;
   std::unique_ptr<rocksdb::DB> db_;

@@ -9,6 +9,7 @@
 #include <rocksdb/options.h>
 
 #include <memory>
+#include <vector>
 
 #include "kv_tiers/disk_tier.h"
 
@@ -28,5 +29,11 @@ rocksdb::WriteOptions DiskTierDataWriteOptions(const DiskTierTuning& tuning);
 // xxHash at every validation and on recovery, so a second pass over the bytes would only
 // cost time) and no block-cache fill (a block is read once into its destination tier).
 rocksdb::ReadOptions DiskTierDataReadOptions();
+// Waits until `db` has no memtable flush and no compaction pending for any of `cfs`, and
+// none running, polling RocksDB's properties every 100 us; TimedOut after `timeout_ms`.
+// Shared by DiskTier::WaitIdle and the raw-RocksDB baseline, so that both wait alike.
+rocksdb::Status DiskTierWaitIdle(rocksdb::DB* db,
+                                 const std::vector<rocksdb::ColumnFamilyHandle*>& cfs,
+                                 int timeout_ms = 60000);
 
 }  // namespace switchyard::kv_tiers

@@ -136,8 +136,9 @@ struct MoverEnv {
   int worker_threads = 2;          // local mover pool size
   uint64_t chunk_bytes = 1 << 20;  // local mover: bytes per memcpy task
   // Local mover: moves of at most this many bytes are copied on the submitting thread (a
-  // hand-off to the pool costs more than copying a few cache-resident MiB); the
-  // completion is still posted to the loop. 0 sends every move through the pool.
+  // hand-off to the pool costs more than copying a few cache-resident MiB: on the 2-core
+  // VM a 2 MiB move split over the pool measured 0.23-0.27x memcpy, inline 0.95-1.02x);
+  // the completion is still posted to the loop. 0 sends every move through the pool.
   uint64_t inline_bytes = 4 << 20;
 };
 

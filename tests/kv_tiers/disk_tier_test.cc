@@ -8,7 +8,7 @@
 namespace switchyard::kv_tiers {
 namespace {
 
-TEST(DiskTier, BatchedWritesAndMultiGet) {
+TEST(DiskTier, BatchedWritesAndReads) {
   TierOptions o = testing::Opts(64);
   o.path = testing::TempDir("batch");
   auto tier = DiskTier::Open(o);
@@ -73,6 +73,62 @@ TEST(DiskTier, ReadOfUnwrittenSlotIsDataLoss) {
   BlockRead r{e, out.data(), 4096};
   EXPECT_TRUE(tier->Read(std::span<const BlockRead>(&r, 1)).IsDataLoss());
   EXPECT_TRUE(DiskTier::Open(TierOptions{}).status().IsInvalidArgument());
+}
+
+// A read looks up exactly its own key: a slot never written between written ones is
+// DataLoss (not its neighbour's bytes), in the memtable and in flushed files; a value
+// shorter than the read is DataLoss; a rewritten slot reads its latest bytes.
+TEST(DiskTier, ReadsOnlyTheirOwnKey) {
+  TierOptions o = testing::Opts(8);
+  o.path = testing::TempDir("own_key");
+  auto tier = DiskTier::Open(o).value();
+  std::vector<Extent> ext;
+  for (int i = 0; i < 4; ++i) ext.push_back(tier->Allocate("t", 4096).value());
+  const auto a = testing::Pattern(4096, 1), c = testing::Pattern(4096, 2);
+  const auto c2 = testing::Pattern(4096, 3), short_value = testing::Pattern(100, 4);
+  std::vector<BlockWrite> writes = {
+      {ext[0], a.data(), 4096}, {ext[2], c.data(), 4096}, {ext[3], short_value.data(), 100}};
+  ASSERT_TRUE(tier->Write(writes).ok());
+  BlockWrite rewrite{ext[2], c2.data(), 4096};
+  ASSERT_TRUE(tier->Write(std::span<const BlockWrite>(&rewrite, 1)).ok());
+  for (bool flushed : {false, true}) {
+    SCOPED_TRACE(flushed ? "flushed" : "memtable");
+    if (flushed) {
+      ASSERT_TRUE(tier->Flush().ok());
+    }
+    std::vector<char> out(4096);
+    BlockRead hole{ext[1], out.data(), 4096};
+    EXPECT_TRUE(tier->Read(std::span<const BlockRead>(&hole, 1)).IsDataLoss());
+    BlockRead too_short{ext[3], out.data(), 4096};
+    EXPECT_TRUE(tier->Read(std::span<const BlockRead>(&too_short, 1)).IsDataLoss());
+    std::vector<std::vector<char>> got(2, std::vector<char>(4096));
+    std::vector<BlockRead> reads = {{ext[0], got[0].data(), 4096}, {ext[2], got[1].data(), 4096}};
+    ASSERT_TRUE(tier->Read(reads).ok());
+    EXPECT_EQ(got[0], a);
+    EXPECT_EQ(got[1], c2);
+  }
+}
+
+// WaitIdle returns once the flush and any compaction it caused have ended; Unavailable
+// once closed.
+TEST(DiskTier, WaitIdleAfterFlushes) {
+  TierOptions o = testing::Opts(64);
+  o.path = testing::TempDir("wait_idle");
+  auto tier = DiskTier::Open(o).value();
+  const auto data = testing::Pattern(64 << 10, 5);
+  Extent e = tier->Allocate("t", data.size()).value();
+  for (int i = 0; i < 6; ++i) {  // more L0 files than the compaction trigger (4)
+    BlockWrite w{e, data.data(), data.size()};
+    ASSERT_TRUE(tier->Write(std::span<const BlockWrite>(&w, 1)).ok());
+    ASSERT_TRUE(tier->Flush().ok());
+  }
+  ASSERT_TRUE(tier->WaitIdle().ok());
+  std::vector<char> out(data.size());
+  BlockRead r{e, out.data(), out.size()};
+  ASSERT_TRUE(tier->Read(std::span<const BlockRead>(&r, 1)).ok());
+  EXPECT_EQ(out, data);
+  ASSERT_TRUE(tier->Close().ok());
+  EXPECT_TRUE(tier->WaitIdle().IsUnavailable());
 }
 
 TEST(DiskTier, MetadataSurvivesReopenAndSlotsAreNotReused) {
