@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -57,11 +59,12 @@ MemoryPair MakePair(uint64_t bytes) {
 }
 
 // Subject and baselines are timed in the same benchmark, interleaved: every iteration
-// runs each of them once over the same bytes, in an order that rotates from one iteration
-// to the next, so that load from other processes on this shared machine falls on all of
-// them alike. Each side keeps its own time; the GB/s are reported as counters. A side's
-// optional `settle` runs after its `run` and is timed separately: the counter `name`
-// covers run + settle, `name`_run the run alone.
+// runs each of them once over the same bytes, in an order shuffled afresh each iteration
+// (fixed seed), so that load from other processes on this shared machine falls on all of
+// them alike and each side follows each other side equally often (a plain rotation always
+// ran a side right after the same predecessor, whose leftovers in cache and heap differ). Each side
+// keeps its own time; the GB/s are reported as counters. A side's optional `settle` runs after its
+// `run` and is timed separately: the counter `name` covers run + settle, `name`_run the run alone.
 using SteadyClock = std::chrono::steady_clock;
 
 struct Timed {
@@ -86,9 +89,13 @@ void RunInterleaved(benchmark::State& state, std::vector<Timed>& sides, uint64_t
     }
   }
   uint64_t n = 0;
+  std::vector<size_t> order(sides.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(42);
   for (auto _ : state) {
-    for (size_t k = 0; k < sides.size(); ++k) {
-      Timed& s = sides[(k + n) % sides.size()];
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t k : order) {
+      Timed& s = sides[k];
       auto t0 = SteadyClock::now();
       bool ok = s.run();
       s.run_seconds += Seconds(t0);
