@@ -1,17 +1,23 @@
 // The only Boost.Beast translation unit of the service (Beast is heavy to compile).
 #include "api/http_server.h"
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/strand.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <thread>
 #include <vector>
 
+#include "api/completion_batch.h"
 #include "base/logging.h"
+#include "base/thread_name.h"
 
 namespace switchyard::api {
 
@@ -36,9 +42,9 @@ const char* ReasonCode(int status) {
 // One connection: read a request, call the handler, write the response, repeat.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& options,
+  Session(asio::io_context& io, tcp::socket socket, const HttpServerOptions& options,
           const HttpServer::AsyncHandler& handler, std::atomic<size_t>* live)
-      : stream_(std::move(socket)), options_(options), handler_(handler), live_(live) {
+      : io_(io), stream_(std::move(socket)), options_(options), handler_(handler), live_(live) {
     live_->fetch_add(1);
   }
   ~Session() { live_->fetch_sub(1); }
@@ -91,15 +97,25 @@ class Session : public std::enable_shared_from_this<Session> {
     req.peer = peer_;
     bool keep_alive = msg.keep_alive();
     unsigned version = msg.version();
-    // Answered exactly once, on this connection's strand (inline when already there).
+    // Answered exactly once, on this connection's I/O thread: inline when called there,
+    // through the caller's CompletionBatch when one is open (one wake-up per batch and
+    // thread), else posted.
     auto answered = std::make_shared<std::atomic<bool>>(false);
     HttpServer::Respond respond = [self = shared_from_this(), answered, keep_alive,
                                    version](HttpResponse r) {
       if (answered->exchange(true)) return;
-      asio::dispatch(self->stream_.get_executor(),
-                     [self, r = std::move(r), keep_alive, version]() mutable {
-                       self->Reply(std::move(r), keep_alive, version);
-                     });
+      auto reply = [self, r = std::move(r), keep_alive, version]() mutable {
+        self->Reply(std::move(r), keep_alive, version);
+      };
+      asio::io_context& io = self->io_;
+      if (io.get_executor().running_in_this_thread()) return reply();
+      if (CompletionBatch* batch = CompletionBatch::Current()) {
+        batch->Add(
+            &io, [&io](CompletionBatch::Task t) { asio::post(io, std::move(t)); },
+            std::move(reply));
+        return;
+      }
+      asio::post(io, std::move(reply));
     };
     try {
       handler_(req, respond);
@@ -109,21 +125,43 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // The status line and headers are written by hand into one string and sent with the body
+  // as two buffers: Beast's generic serializer cost more than the rest of the answer.
   void Reply(HttpResponse r, bool keep_alive, unsigned version) {
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(r.status), version);
-    res->set(http::field::server, "switchyard");
-    res->set(http::field::content_type, r.content_type);
-    for (const auto& [k, v] : r.headers) res->set(k, v);
-    res->keep_alive(keep_alive);
-    res->body() = std::move(r.body);
-    res->prepare_payload();
+    head_.clear();
+    head_ += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    head_ += std::to_string(r.status);
+    head_ += ' ';
+    beast::string_view reason = http::obsolete_reason(static_cast<http::status>(r.status));
+    head_.append(reason.data(), reason.size());
+    head_ += "\r\nServer: switchyard\r\nContent-Type: ";
+    head_ += r.content_type;
+    head_ += "\r\nContent-Length: ";
+    head_ += std::to_string(r.body.size());
+    head_ += "\r\n";
+    for (const auto& [k, v] : r.headers) AddHeader(k, v);
+    if (!keep_alive && version >= 11) head_ += "Connection: close\r\n";
+    if (keep_alive && version < 11) head_ += "Connection: keep-alive\r\n";
+    head_ += "\r\n";
+    body_ = std::move(r.body);
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head_), asio::buffer(body_)};
     stream_.expires_after(std::chrono::milliseconds(options_.read_timeout_ms));
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+    asio::async_write(stream_, bufs,
+                      [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
                         if (ec || !keep_alive) return self->Close();
                         self->Read();
                       });
+  }
+
+  // A header from the handler; CR and LF are dropped so that no value can start a header
+  // of its own (response splitting).
+  void AddHeader(const std::string& name, const std::string& value) {
+    for (char c : name)
+      if (c != '\r' && c != '\n') head_ += c;
+    head_ += ": ";
+    for (char c : value)
+      if (c != '\r' && c != '\n') head_ += c;
+    head_ += "\r\n";
   }
 
   void Close() {
@@ -131,8 +169,10 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
+  asio::io_context& io_;  // the connection's I/O thread (one thread runs it: no strand)
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
+  std::string head_, body_;  // the answer being written (one at a time per connection)
   std::optional<http::request_parser<http::string_body>> parser_;
   const HttpServerOptions& options_;
   const HttpServer::AsyncHandler& handler_;
@@ -142,24 +182,31 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
+// One io_context per I/O thread, each run by exactly that thread: a connection lives on one
+// context for its lifetime, so its handlers never run concurrently (no strands), and work a
+// thread posts to itself stays in its private queue without waking anyone.
 struct HttpServer::Impl {
+  using Guard = asio::executor_work_guard<asio::io_context::executor_type>;
   HttpServerOptions options;
   AsyncHandler handler;
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
+  std::atomic<size_t> live{0};  // before ios: sessions destroyed with a context count down
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  std::vector<Guard> guards;  // keep idle contexts running
+  std::unique_ptr<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
-  std::atomic<size_t> live{0};
+  size_t next = 0;  // round-robin over ios for new connections (acceptor thread only)
   bool started = false;
 
   void Accept() {
-    acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket s) {
+    asio::io_context& io = *ios[next++ % ios.size()];
+    acceptor->async_accept(io, [this, &io](beast::error_code ec, tcp::socket s) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
         if (live.load() >= options.max_connections) {
           beast::error_code ignored;
           s.close(ignored);  // refuse: over the connection limit
         } else {
-          std::make_shared<Session>(std::move(s), options, handler, &live)->Start();
+          std::make_shared<Session>(io, std::move(s), options, handler, &live)->Start();
         }
       }
       Accept();
@@ -176,6 +223,12 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler)
 HttpServer::HttpServer(HttpServerOptions options, AsyncHandler handler) : impl_(new Impl) {
   impl_->options = std::move(options);
   impl_->handler = std::move(handler);
+  int n = std::max(1, impl_->options.threads);
+  for (int i = 0; i < n; ++i) {
+    impl_->ios.push_back(std::make_unique<asio::io_context>(1));
+    impl_->guards.push_back(asio::make_work_guard(*impl_->ios.back()));
+  }
+  impl_->acceptor = std::make_unique<tcp::acceptor>(*impl_->ios[0]);
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -185,7 +238,7 @@ Result<uint16_t> HttpServer::Start() {
   auto addr = asio::ip::make_address(impl_->options.host, ec);
   if (ec) return Status::InvalidArgument("bad listen host '" + impl_->options.host + "'");
   tcp::endpoint ep(addr, impl_->options.port);
-  auto& acc = impl_->acceptor;
+  auto& acc = *impl_->acceptor;
   acc.open(ep.protocol(), ec);
   if (!ec) acc.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acc.bind(ep, ec);
@@ -197,8 +250,11 @@ Result<uint16_t> HttpServer::Start() {
   uint16_t port = acc.local_endpoint().port();
   impl_->Accept();
   impl_->started = true;
-  for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
-    impl_->threads.emplace_back([this] { impl_->io.run(); });
+  for (size_t i = 0; i < impl_->ios.size(); ++i) {
+    impl_->threads.emplace_back([ctx = impl_->ios[i].get(), i] {
+      SetThreadName("sy-http-" + std::to_string(i));  // shown by top -H, perf, gdb
+      ctx->run();
+    });
   }
   return port;
 }
@@ -206,11 +262,11 @@ Result<uint16_t> HttpServer::Start() {
 void HttpServer::Stop() {
   if (!impl_ || !impl_->started) return;
   impl_->started = false;
-  asio::post(impl_->io, [this] {
+  asio::post(*impl_->ios[0], [this] {
     beast::error_code ec;
-    impl_->acceptor.close(ec);
+    impl_->acceptor->close(ec);
   });
-  impl_->io.stop();
+  for (auto& io : impl_->ios) io->stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
 }

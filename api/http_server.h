@@ -4,9 +4,12 @@
 // size limit (413 without calling the handler) and a header/read timeout, and hands each
 // complete request to a handler. An AsyncHandler gets a Respond callback that it (or
 // whoever it hands the request to) calls exactly once, from any thread: the answer is
-// written on the connection's strand, inline when called there. A plain Handler returns
-// the response. The io_context runs on `threads` threads; handlers may be called
-// concurrently from several of them. A connection has at most one request in the server.
+// written on the connection's I/O thread, inline when called there, and grouped with the
+// other answers to that thread when the caller has a CompletionBatch open
+// (api/completion_batch.h). A plain Handler returns the response. There are `threads` I/O
+// threads, each running its own io_context; a connection stays on one of them (assigned
+// round-robin at accept), so handlers of different connections may run concurrently but
+// those of one connection never do. A connection has at most one request in the server.
 //
 // Ownership: the server owns its io_context and threads. Start() binds and returns the
 // bound port (0 in the options picks a free one); Stop() closes the acceptor and every

@@ -3,12 +3,14 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <future>
 
 #include "api/report_waiter.h"
 #include "base/asio_event_loop.h"
 #include "base/logging.h"
+#include "base/thread_name.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
 #include "executors/tiered_mover.h"
@@ -209,7 +211,10 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   d->runtime_->SetObserver([self](const Event& e, const scheduler::Commands& out, Time now) {
     self->Observe(e, out, now);
   });
-  d->thread_ = std::thread([self]() { self->loop_->Run(); });
+  d->thread_ = std::thread([self]() {
+    SetThreadName("sy-sched");
+    self->loop_->Run();
+  });
   // Returns once the loop runs: a Stop() before Run() would be undone by Run()'s restart.
   d->Sync();
   Log(LogLevel::kInfo, "scheduler started",
@@ -326,7 +331,7 @@ void SchedulerDriver::Refresh(const std::string& wf) {
 }
 
 void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Time now) {
-  std::set<std::string> touched;
+  std::vector<std::string> touched;  // usually one workflow: deduplicated below
   std::vector<v1::Decision> emitted;
   std::vector<v1::Decision>* want = callbacks_.decision ? &emitted : nullptr;
   {
@@ -339,28 +344,30 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     if (e.kind == EventKind::kWorkflowSubmitted) {
       wfs_[e.workflow.id()];
       for (const v1::ProgramNode& n : e.workflow.nodes()) add_contexts(e.workflow.id(), n);
-      touched.insert(e.workflow.id());
+      touched.push_back(e.workflow.id());
     } else if (e.kind == EventKind::kNodeAppended) {
       add_contexts(e.workflow_id, e.node);
     }
-    if (!e.workflow_id.empty()) touched.insert(e.workflow_id);
+    if (!e.workflow_id.empty()) touched.push_back(e.workflow_id);
     if (e.kind == EventKind::kTransferCompleted || e.kind == EventKind::kTransferFailed) {
       auto x = xfers_.find(e.transfer_id);
       if (x != xfers_.end()) {
         if (e.kind == EventKind::kTransferCompleted)
           bytes_moved_by_tier_[scheduler::TierName(x->second.dst.tier)] += x->second.bytes;
-        touched.insert(x->second.wf);
+        touched.push_back(x->second.wf);
         xfers_.erase(x);
       }
     }
     if (e.kind == EventKind::kPeerLost) {
       for (const auto& [key, v] : ctxs_)
-        if (v.loc.worker == e.worker) touched.insert(v.wf);
+        if (v.loc.worker == e.worker) touched.push_back(v.wf);
     }
     for (const Command& c : out.list) {
       Record(c, now, want);
-      if (!c.workflow_id.empty()) touched.insert(c.workflow_id);
+      if (!c.workflow_id.empty()) touched.push_back(c.workflow_id);
     }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (const std::string& wf : touched) Refresh(wf);
     for (int w = 0; w < config_.workers; ++w) hbm_used_[w] = core_->hbm_used(w);
   }
@@ -530,10 +537,18 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
       b->set_max_grants(0);  // net_budget bounds bytes by rate, not the number of grants
       auto a = active.find(i);
       b->set_active_grants(a == active.end() ? 0 : a->second[k]);
-      uint64_t inflight = 0;
-      for (net_budget::ChannelIndex ch : {i * 2, i * 2 + 1})
-        inflight += budgets.State(ch, c).inflight_bytes;
-      b->set_active_bytes(inflight);
+      net_budget::ClassState sum;
+      for (net_budget::ChannelIndex ch : {i * 2, i * 2 + 1}) {
+        net_budget::ClassState s = budgets.State(ch, c);
+        sum.inflight_bytes += s.inflight_bytes;
+        sum.granted_bytes += s.granted_bytes;
+        sum.rate_bytes_per_s += s.rate_bytes_per_s;
+        sum.queued += s.queued;
+      }
+      b->set_active_bytes(sum.inflight_bytes);
+      b->set_granted_bytes(sum.granted_bytes);
+      b->set_rate_bytes_per_s(sum.rate_bytes_per_s);
+      b->set_queued(sum.queued);
     }
   }
   for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;

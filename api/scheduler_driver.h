@@ -36,6 +36,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -174,9 +175,9 @@ class SchedulerDriver {
   std::unique_ptr<executors::Runtime> runtime_;
   std::thread thread_;
 
-  mutable std::mutex mu_;  // guards the mirror below
-  std::map<std::string, CtxView> ctxs_;
-  std::map<std::string, WfView> wfs_;
+  mutable std::mutex mu_;                          // guards the mirror below
+  std::unordered_map<std::string, CtxView> ctxs_;  // looked up per event: hashed
+  std::unordered_map<std::string, WfView> wfs_;
   std::map<uint64_t, XferView> xfers_;
   std::map<int, uint64_t> hbm_used_;
   std::map<std::string, uint64_t> decisions_by_kind_;

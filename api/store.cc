@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <future>
 
+#include "api/completion_batch.h"
 #include "base/ids.h"
+#include "base/thread_name.h"
 
 namespace switchyard::api {
 namespace {
@@ -64,7 +66,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync) {
   store->idem_cf_ = handles[2];
   store->sync_ = sync;
   Store* self = store.get();
-  store->committer_ = std::thread([self] { self->Commit(); });
+  store->committer_ = std::thread([self] {
+    SetThreadName("sy-store");
+    self->Commit();
+  });
   return store;
 }
 
@@ -177,9 +182,13 @@ void Store::Commit() {
       stats_.write_seconds += secs;
       stats_.max_write_seconds = std::max(stats_.max_write_seconds, secs);
     }
-    // In queue order: a workflow's records complete in sequence order.
-    for (Op& op : ops)
-      if (op.done) op.done(st);
+    // In queue order: a workflow's records complete in sequence order. The batch hands
+    // the answers to each I/O thread in one go (api/completion_batch.h).
+    {
+      CompletionBatch batch;
+      for (Op& op : ops)
+        if (op.done) op.done(st);
+    }
     ops.clear();
   }
 }

@@ -23,12 +23,12 @@ void Runtime::Submit(v1::Workflow workflow) {
 }
 
 void Runtime::Append(const std::string& workflow_id, v1::ProgramNode node) {
-  loop_->Post([this, workflow_id, n = std::move(node)]() {
+  loop_->Post([this, workflow_id, n = std::move(node)]() mutable {
     specs_[workflow_id].emplace(n.id(), n);
     Event e;
     e.kind = EventKind::kNodeAppended;
     e.workflow_id = workflow_id;
-    e.node = n;
+    e.node = std::move(n);
     Feed(e);
   });
 }

@@ -238,11 +238,15 @@ TEST_F(SchedulerServiceTest, DemotionMovesRealBlocksThroughTheTiers) {
   EXPECT_GE(during.bytes_moved_by_tier().at(tier), kv_bytes);
   ASSERT_GE(during.links_size(), 2);  // pcie (worker <-> host memory), disk (host <-> NVMe)
   std::set<std::string> links;
+  uint64_t pcie_granted = 0;  // the demotion crossed worker 0's PCIe link under a grant
   for (const auto& l : during.links()) {
     EXPECT_EQ(l.classes_size(), 4) << l.name();
     EXPECT_GT(l.bandwidth_bytes_per_s(), 0) << l.name();
     links.insert(l.name() + ":" + l.kind());
+    if (l.name() == "pcie0")
+      for (const auto& c : l.classes()) pcie_granted += c.granted_bytes();
   }
+  EXPECT_GE(pcie_granted, kv_bytes) << *proto::ToJson(during);
   EXPECT_TRUE(links.count("pcie0:pcie")) << *proto::ToJson(during);
   EXPECT_TRUE(links.count("disk0:disk")) << *proto::ToJson(during);
 

@@ -1,0 +1,80 @@
+// CompletionBatch: groups the cross-thread hand-offs a thread makes while it completes many
+// requests at once, so that each target thread is woken once per batch instead of once per
+// request.
+//
+// The store's committer finishes a whole group commit in one go: every record's `done`
+// answers an HTTP request whose connection lives on an I/O thread. Posting each answer on
+// its own costs a wake-up (a futex or eventfd write, then a context switch) per request,
+// which on a small VM costs more than building the answer. With a CompletionBatch open on
+// the committing thread, the HTTP server adds each answer to the batch under its target
+// (the I/O thread's io_context); when the batch closes, every target gets one posted
+// handler that runs its answers in the order they were added.
+//
+// Usage: a thread opens a batch with `CompletionBatch batch;` (it becomes the thread's
+// current batch until destroyed; batches nest, the innermost is current) and completes its
+// requests; whoever would post work to another thread checks `CompletionBatch::Current()`
+// and, when one is open, calls Add() instead of posting. Destroying the batch posts.
+//
+// Thread-safety: a batch belongs to the thread that opened it; Add() only from that thread.
+#pragma once
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+namespace switchyard::api {
+
+class CompletionBatch {
+ public:
+  using Task = std::function<void()>;
+  // Hands one task to the target's thread (e.g. asio::post onto its io_context).
+  using Poster = std::function<void(Task)>;
+
+  CompletionBatch() : outer_(current_) { current_ = this; }
+  ~CompletionBatch() {
+    current_ = outer_;
+    Flush();
+  }
+  CompletionBatch(const CompletionBatch&) = delete;
+  CompletionBatch& operator=(const CompletionBatch&) = delete;
+
+  // The batch open on this thread, or nullptr.
+  static CompletionBatch* Current() { return current_; }
+
+  // Queues `task` for `target` (any stable address that names the target thread); `post`
+  // is used once per target when the batch closes.
+  void Add(const void* target, const Poster& post, Task task) {
+    for (Group& g : groups_) {
+      if (g.target == target) {
+        g.tasks.push_back(std::move(task));
+        return;
+      }
+    }
+    groups_.push_back(Group{target, post, {}});
+    groups_.back().tasks.push_back(std::move(task));
+  }
+
+  size_t targets() const { return groups_.size(); }
+
+ private:
+  struct Group {
+    const void* target;
+    Poster post;
+    std::vector<Task> tasks;
+  };
+
+  void Flush() {
+    for (Group& g : groups_) {
+      g.post([tasks = std::move(g.tasks)]() {
+        for (const Task& t : tasks) t();
+      });
+    }
+    groups_.clear();
+  }
+
+  static inline thread_local CompletionBatch* current_ = nullptr;
+  CompletionBatch* outer_;
+  std::vector<Group> groups_;
+};
+
+}  // namespace switchyard::api
