@@ -11,14 +11,45 @@ bool HostAddressable(const Tier& t) {
   return c.addressable && !c.device_memory && !c.remote;
 }
 
-// Shared by the chunks of one local move; the last chunk to finish ends the move.
+struct Chunk {
+  const char* src;
+  char* dst;
+  uint64_t bytes;
+};
+
+// Shared by the workers of one local move. Each worker claims chunks by index until none
+// is left; the worker that finishes the last chunk ends the move.
 struct LocalMove {
   std::shared_ptr<MoveState> state;
   MoveCallback on_complete;
   EventLoop* loop = nullptr;
-  std::atomic<uint64_t> remaining{0};
+  std::vector<Chunk> chunks;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> remaining{0};
   std::atomic<bool> cancelled{false};
 };
+
+// Copies (or, once cancellation was asked, skips) chunks of `move` until none is left to
+// claim. Safe to run on any number of threads at once, and after the move ended.
+void RunChunks(LocalMove& move) {
+  const size_t n = move.chunks.size();
+  for (size_t i = move.next.fetch_add(1, std::memory_order_relaxed); i < n;
+       i = move.next.fetch_add(1, std::memory_order_relaxed)) {
+    const Chunk& c = move.chunks[i];
+    if (move.state->cancel_requested()) {
+      move.cancelled.store(true, std::memory_order_relaxed);
+    } else {
+      std::memcpy(c.dst, c.src, c.bytes);
+    }
+    // acq_rel: the last chunk sees every other chunk's copy and cancel flag.
+    if (move.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      Status st = move.cancelled.load(std::memory_order_relaxed)
+                      ? Status::Cancelled("local mover: move cancelled")
+                      : Status::OK();
+      FinishMove(move.loop, move.state, move.on_complete, std::move(st));
+    }
+  }
+}
 
 }  // namespace
 
@@ -60,12 +91,7 @@ Result<MoveHandle> LocalMover::Submit(MoveRequest request, MoveCallback on_compl
     return Status::NotSupported("local mover: cannot copy " + request.src->name() + " -> " +
                                 request.dst->name());
   }
-  struct Chunk {
-    const char* src;
-    char* dst;
-    uint64_t bytes;
-  };
-  std::vector<Chunk> chunks;
+  auto move = std::make_shared<LocalMove>();
   uint64_t total = 0;
   for (const auto& s : request.segments) total += s.bytes;
   const uint64_t chunk =
@@ -77,36 +103,22 @@ Result<MoveHandle> LocalMover::Submit(MoveRequest request, MoveCallback on_compl
       return Status::InvalidArgument("local mover: extent not addressable in its tier");
     }
     for (uint64_t off = 0; off < s.bytes; off += chunk) {
-      chunks.push_back({src + off, dst + off, std::min(chunk, s.bytes - off)});
+      move->chunks.push_back({src + off, dst + off, std::min(chunk, s.bytes - off)});
     }
   }
-  auto move = std::make_shared<LocalMove>();
   move->state = std::make_shared<MoveState>();
   move->on_complete = std::move(on_complete);
   move->loop = env_.loop;
-  move->remaining.store(chunks.size(), std::memory_order_relaxed);
+  move->remaining.store(move->chunks.size(), std::memory_order_relaxed);
   MoveHandle handle(move->state);
   if (total <= env_.inline_bytes) {  // small: copy here, no hand-off
-    for (const Chunk& c : chunks) std::memcpy(c.dst, c.src, c.bytes);
-    FinishMove(move->loop, move->state, move->on_complete, Status::OK());
+    RunChunks(*move);
     return handle;
   }
-  for (const Chunk& c : chunks) {
-    pool_->Submit([move, c] {
-      if (move->state->cancel_requested()) {
-        move->cancelled.store(true, std::memory_order_relaxed);
-      } else {
-        std::memcpy(c.dst, c.src, c.bytes);
-      }
-      // acq_rel: the last chunk sees every other chunk's copy and cancel flag.
-      if (move->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        Status st = move->cancelled.load(std::memory_order_relaxed)
-                        ? Status::Cancelled("local mover: move cancelled")
-                        : Status::OK();
-        FinishMove(move->loop, move->state, move->on_complete, std::move(st));
-      }
-    });
-  }
+  // One task per worker (not per chunk): two queue operations and wake-ups per move, and
+  // a worker that is scheduled late finds the chunks already taken by the other.
+  const size_t tasks = std::min<size_t>(static_cast<size_t>(pool_->size()), move->chunks.size());
+  for (size_t t = 0; t < tasks; ++t) pool_->Submit([move] { RunChunks(*move); });
   return handle;
 }
 
