@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "base/event_loop.h"
 #include "executors/simulated.h"
@@ -65,7 +66,8 @@ class Runtime {
   ToolWaiter* tools_;
   KvMover* mover_;
   Observer observer_;
-  std::map<std::string, std::map<std::string, v1::ProgramNode>> specs_;
+  // Node specs by workflow, then node id: looked up per event, never iterated (hashed).
+  std::unordered_map<std::string, std::unordered_map<std::string, v1::ProgramNode>> specs_;
   std::map<int, std::set<std::string>> running_on_;  // worker -> "wf/node" keys
   std::map<std::string, WorkflowOutcome> outcomes_;
   TimerId tick_ = kNoTimer;
