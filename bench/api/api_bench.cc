@@ -13,15 +13,20 @@
 //      stops the excess: 503 with Retry-After; server RSS before/after), then on a fresh
 //      server from a tenant whose rate limit is S: answers by status (429/503), whether
 //      the servers still answer.
-// Also the server's CPU time per answer (from /proc), for events and for /healthz.
+// Also the server's CPU time per answer (from /proc), for events and for /healthz; the
+// disk's own append+fdatasync P50/P99 under the data dir, and the store's mean group-commit
+// time during the half-load phase (from /metrics), so the P99 can be read against what the
+// disk allows.
 // Phase length: SY_BENCH_API_SECONDS (default 5) after 1 s of warmup.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -34,6 +39,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bench/common/report.h"
 
@@ -116,6 +122,55 @@ double Field(const std::string& json, const std::string& key) {
   return std::atof(json.c_str() + at + key.size() + 3);
 }
 
+// The body of GET `path` on the server (Connection: close); "" on any failure.
+std::string HttpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) out.append(buf, size_t(n));
+    }
+  }
+  ::close(fd);
+  size_t body = out.find("\r\n\r\n");
+  return body == std::string::npos ? "" : out.substr(body + 4);
+}
+
+// One sample of a Prometheus text exposition ("name{labels} value"); NaN when absent.
+double MetricValue(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return std::nan("");
+  return std::atof(text.c_str() + at + series.size() + 2);
+}
+
+// The disk under the server's data dir, measured on its own in the same run: P50 and P99 of
+// appending 4 KiB and fdatasync-ing it (what one group commit asks of the disk at least).
+std::pair<double, double> FsyncProbe(const std::filesystem::path& dir, int n) {
+  std::filesystem::path file = dir / "fsync_probe";
+  int fd = ::open(file.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  if (fd < 0) return {std::nan(""), std::nan("")};
+  std::string block(4096, 'x');
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    if (::write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) break;
+    auto t0 = std::chrono::steady_clock::now();
+    ::fdatasync(fd);
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  ::close(fd);
+  std::filesystem::remove(file);
+  if (ms.empty()) return {std::nan(""), std::nan("")};
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)]};
+}
+
 class Server {
  public:
   bool Start(const std::string& binary, double capped_rate) {
@@ -162,6 +217,7 @@ class Server {
   }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
+  const std::filesystem::path& dir() const { return dir_; }
   const std::string& token() const { return token_; }
   const std::string& capped_token() const { return capped_token_; }
 
@@ -235,9 +291,28 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
   report->Add({"server_cpu_us_per_event", e_cpu_us, "us", false, "server CPU per GET /healthz",
                h_cpu_us, "user+system CPU of the server process / answers (approx.)"});
   double half = s_rate / 2;
+  auto [fsync_p50, fsync_p99] = FsyncProbe(server.dir(), 400);
   std::string h_half = RunLoadgen(bin, server, "healthz", "", half, secs);
+  const std::string store = "switchyard_store_group_commits{value=";
+  std::string m0 = HttpGet(server.port(), "/metrics");
   std::string e_half = RunLoadgen(bin, server, "events", server.token(), half, secs);
+  std::string m1 = HttpGet(server.port(), "/metrics");
   const std::string at = " at " + std::to_string(static_cast<long>(half)) + "/s";
+  double batches =
+      MetricValue(m1, store + "\"batches\"}") - MetricValue(m0, store + "\"batches\"}");
+  double records =
+      MetricValue(m1, store + "\"records\"}") - MetricValue(m0, store + "\"records\"}");
+  double write_s =
+      MetricValue(m1, store + "\"write_seconds\"}") - MetricValue(m0, store + "\"write_seconds\"}");
+  report->Add({"disk_fdatasync_p50_ms", fsync_p50, "ms", false, "", std::nullopt,
+               "4 KiB append + fdatasync under the data dir, same run, server idle"});
+  report->Add({"disk_fdatasync_p99_ms", fsync_p99, "ms", false, "", std::nullopt,
+               "4 KiB append + fdatasync under the data dir, same run, server idle"});
+  report->Add({"store_commit_ms_mean_at_half_load", batches > 0 ? 1e3 * write_s / batches : 0, "ms",
+               false, "disk fdatasync P50 (same run)", fsync_p50,
+               "WriteBatch + WAL fdatasync per group commit" + at + "; " +
+                   std::to_string(batches > 0 ? records / batches : 0.0).substr(0, 5) +
+                   " records per commit"});
   report->Add({"events_p50_ms_at_half_load", Field(e_half, "p50Ms"), "ms", false,
                "GET /healthz P50" + at, Field(h_half, "p50Ms"), "open loop" + at});
   report->Add(
