@@ -153,7 +153,6 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
     SY_ASSIGN_OR_RETURN(auto client, PeerClient::Connect(worker->address(), co));
     std::vector<char> block(bytes);
     for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 31 + 1);
-    const bool quick = std::getenv("SY_TRANSPORT_BENCH_QUICK") != nullptr;
     const auto bench_start = std::chrono::steady_clock::now();
     uint64_t n = 0;
     auto post = [&]() -> Result<PendingPut> {
@@ -169,7 +168,7 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
     auto finish = [&](PendingPut& p) -> Status {
       SY_ASSIGN_OR_RETURN(TransferEvents ev, p.Wait());
       if (!ev.committed) return Status::Internal("put not committed: " + ev.message);
-      if (quick) {
+      if (std::getenv("SY_TRANSPORT_BENCH_VERBOSE") != nullptr) {
         auto ms = [&](auto t) { return Seconds(t - bench_start) * 1e3; };
         std::fprintf(stderr, "put %llu B: posted %.2f ms, sent %.2f ms, acked %.2f ms\n",
                      static_cast<unsigned long long>(bytes), ms(ev.posted_at),
@@ -252,8 +251,10 @@ std::string SizeName(uint64_t bytes) {
                              : std::to_string(bytes >> 10) + "KiB";
 }
 
-// SY_TRANSPORT_BENCH_QUICK=1: one trial of the TCP figures without ucx_perftest, printed
-// to stderr (for profiling the transport; no results are reported).
+// SY_TRANSPORT_BENCH_QUICK=1: the figures of one path (SY_TRANSPORT_BENCH_TLS, default
+// tcp) and size (SY_TRANSPORT_BENCH_SIZE, "1" or "64" MiB; default both) without
+// ucx_perftest, best of kTrials each, printed to stderr (for profiling and tuning the
+// transport; no results are reported). SY_TRANSPORT_BENCH_VERBOSE=1 adds each put's times.
 bool QuickRun() {
   const char* q = std::getenv("SY_TRANSPORT_BENCH_QUICK");
   if (q == nullptr || *q != '1') return false;
@@ -264,14 +265,19 @@ bool QuickRun() {
     std::fprintf(stderr, "quick: %s\n", e.status().ToString().c_str());
     return true;
   }
+  auto value = [](const Result<double>& r) {
+    return r.ok() ? std::optional<double>(*r) : std::nullopt;
+  };
   for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
     const char* only = std::getenv("SY_TRANSPORT_BENCH_SIZE");  // "1" or "64" (MiB)
     if (only != nullptr && std::to_string(bytes >> 20) != only) continue;
-    auto tag = TagBandwidth(*e, bytes);
-    auto put = PeerPutBandwidth(t, bytes);
+    auto tag = Best([&] { return value(TagBandwidth(*e, bytes)); }, true);
+    auto put = Best([&] { return value(PeerPutBandwidth(t, bytes)); }, true);
     std::fprintf(stderr, "quick %s %s: tag %.1f MB/s, put %.1f MB/s\n", t.c_str(),
-                 SizeName(bytes).c_str(), tag.ok() ? *tag : -1.0, put.ok() ? *put : -1.0);
+                 SizeName(bytes).c_str(), tag.value_or(-1.0), put.value_or(-1.0));
   }
+  auto lat = Best([&] { return value(PingPongHalfRttUs(*e, 8192)); }, false);
+  std::fprintf(stderr, "quick %s 8KiB latency: %.1f us\n", t.c_str(), lat.value_or(-1.0));
   return true;
 }
 

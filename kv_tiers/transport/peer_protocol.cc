@@ -1,6 +1,9 @@
 #include "kv_tiers/transport/peer_protocol.h"
 
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <cstring>
 
@@ -271,15 +274,27 @@ Result<ProbeHeader> DecodeProbeHeader(std::span<const uint8_t> in) {
 
 uint8_t PeekType(std::span<const uint8_t> in) { return in.empty() ? 0 : in[0]; }
 
-uint64_t ChecksumOf(const void* data, uint64_t bytes) { return XXH64(data, bytes, 0); }
+// XXH3-64 through libxxhash's runtime dispatch on x86-64 (AVX-512/AVX2/SSE2, whichever
+// the CPU has; every variant gives the same value): about 4x the speed of XXH64 here
+// (50-65 GB/s against 13-15 GB/s on 1 MiB in cache), which matters because each put is
+// hashed twice (sender and worker) on top of the transport's copy.
+#if defined(__x86_64__)
+#define SY_XXH3(data, len) XXH3_64bits_dispatch(data, len)
+#define SY_XXH3_UPDATE(state, data, len) XXH3_64bits_update_dispatch(state, data, len)
+#else
+#define SY_XXH3(data, len) XXH3_64bits(data, len)
+#define SY_XXH3_UPDATE(state, data, len) XXH3_64bits_update(state, data, len)
+#endif
+
+uint64_t ChecksumOf(const void* data, uint64_t bytes) { return SY_XXH3(data, bytes); }
 
 uint64_t ChecksumOf(const DescriptorList& list) {
   if (list.size() == 1) return ChecksumOf(list[0].addr, list[0].length);
-  XXH64_state_t* st = XXH64_createState();
-  XXH64_reset(st, 0);
-  for (const auto& d : list) XXH64_update(st, d.addr, d.length);
-  uint64_t h = XXH64_digest(st);
-  XXH64_freeState(st);
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  for (const auto& d : list) SY_XXH3_UPDATE(st, d.addr, d.length);
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
   return h;
 }
 

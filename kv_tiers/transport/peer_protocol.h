@@ -3,7 +3,7 @@
 //
 // A put is: the sender holds per-destination credit (net_budget/credit.h) -> sends a
 // BlockHeader (kPutHeader) and then the block bytes (kPutData, same transfer id) -> the
-// receiver checks length, xxHash64 checksum, communicator epoch, model epoch, owner and
+// receiver checks length, checksum (XXH3-64), communicator epoch, model epoch, owner and
 // generation -> commits into its block table or rejects -> sends an Ack carrying the
 // outcome, a reason and the credit it returns -> only then may the sender free its copy
 // (DESIGN.md invariants 1, 2, 7). A get is the mirror image (kGetRequest, then a
@@ -59,7 +59,7 @@ uint32_t TagSender(Tag tag);
 enum class RejectReason : uint8_t {
   kNone = 0,
   kShortLength,      // bytes received != header length (or != sum of block sizes)
-  kBadChecksum,      // xxHash64 mismatch
+  kBadChecksum,      // checksum (XXH3-64) mismatch
   kStaleCommEpoch,   // header from an older communicator epoch (peer restarted)
   kStaleModelEpoch,  // model_epoch differs from the receiver's
   kWrongOwner,       // a block id already owned by another workflow/context
@@ -85,7 +85,7 @@ struct BlockHeader {
   uint64_t model_epoch = 0;
   uint64_t generation = 0;
   uint64_t length = 0;    // bytes of the data message
-  uint64_t checksum = 0;  // xxHash64 of the data, blocks in order
+  uint64_t checksum = 0;  // XXH3-64 of the data, blocks in order
   std::string workflow_id;
   std::string context_id;
   std::vector<BlockRef> blocks;
@@ -153,7 +153,8 @@ Result<ProbeHeader> DecodeProbeHeader(std::span<const uint8_t> in);
 // The type byte of an encoded message (0 when empty).
 uint8_t PeekType(std::span<const uint8_t> in);
 
-// xxHash64 over the descriptors' bytes in order (host memory).
+// XXH3-64 (seed 0) over the descriptors' bytes in order (host memory). The wire
+// checksum of puts and get replies; not the BlockManager's stored block checksum (XXH64).
 uint64_t ChecksumOf(const DescriptorList& list);
 uint64_t ChecksumOf(const void* data, uint64_t bytes);
 

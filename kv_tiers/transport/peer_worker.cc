@@ -150,6 +150,7 @@ struct Loop {
     auto keep = std::make_shared<std::vector<uint8_t>>(std::move(payload));
     TransferOptions o;
     o.traffic_class = v1::CONTROL;
+    o.silent_completion = true;  // reaped on the next wake-up; nothing to react to
     auto h = t->PostSend(to, {{keep->data(), keep->size()}}, MakeTag(type, 0, xfer), o);
     if (!h.ok()) {
       Log(LogLevel::kWarn, "worker: reply not sent",

@@ -68,6 +68,10 @@ struct TransferOptions {
   // A receive that may stay pending for long (a server's standing receive): a backend
   // may sleep while only such operations are pending instead of polling for them.
   bool long_wait = false;
+  // A completion nobody waits to react to (e.g. a server's own reply sends, reaped on its
+  // next wake-up): a backend may leave CompletionCount() alone for it, so a thread in
+  // WaitForCompletion() is not woken for nothing. The handle completes as usual.
+  bool silent_completion = false;
   // The net_budget grant this post runs under (DESIGN.md invariant 6), borrowed: it must
   // stay held until the post completes. When set, a backend refuses the post unless the
   // grant is held, is in this post's traffic class and covers its bytes (CheckGrant).

@@ -68,6 +68,7 @@ struct Command {
   Tag tag = 0;
   Tag mask = 0;              // kRecv
   bool busy = false;         // poll actively while pending (not a long_wait receive)
+  bool silent = false;       // completion does not bump CompletionCount()
   std::function<void()> fn;  // kCall
 };
 
@@ -112,6 +113,7 @@ class UcxTransport final : public Transport {
     std::shared_ptr<OpState> op;
     void* request = nullptr;
     bool busy = false;
+    bool silent = false;  // TransferOptions::silent_completion
   };
 
   UcxTransport() = default;
@@ -390,7 +392,7 @@ void UcxTransport::Post(Command& c) {
     op->Complete(req == nullptr ? Status::OK() : FromUcs(UCS_PTR_STATUS(req), what), op->bytes, 0);
     return BumpCompletions();
   }
-  inflight_[op] = Inflight{std::move(c.op), req, c.busy};
+  inflight_[op] = Inflight{std::move(c.op), req, c.busy, c.silent};
   if (c.busy) ++busy_ops_;
 }
 
@@ -398,14 +400,16 @@ void UcxTransport::Finish(OpState* op, void* request, Status status, uint64_t by
   // On the progress thread, inside ucp_worker_progress (or a cancel/close it drives).
   auto it = inflight_.find(op);
   std::shared_ptr<OpState> keep;
+  bool silent = false;
   if (it != inflight_.end()) {
     keep = std::move(it->second.op);
     if (it->second.busy) --busy_ops_;
+    silent = it->second.silent;
     inflight_.erase(it);
   }
   ucp_request_free(request);
   op->Complete(std::move(status), bytes, tag);
-  BumpCompletions();
+  if (!silent) BumpCompletions();
 }
 
 void UcxTransport::SendCb(void* request, ucs_status_t status, void* user_data) {
@@ -644,6 +648,7 @@ Result<TransferHandle> UcxTransport::PostSend(PeerId peer, const DescriptorList&
   c.peer = peer;
   c.tag = tag;
   c.busy = true;
+  c.silent = options.silent_completion;
   SY_ASSIGN_OR_RETURN(TransferHandle h, Prepare(src, options, &c));
   c.op->bytes = TotalLength(src);
   Enqueue(std::move(c));
@@ -658,6 +663,7 @@ Result<TransferHandle> UcxTransport::PostRecv(const DescriptorList& dst, Tag tag
   c.tag = tag;
   c.mask = mask;
   c.busy = !options.long_wait;
+  c.silent = options.silent_completion;
   SY_ASSIGN_OR_RETURN(TransferHandle h, Prepare(dst, options, &c));
   Enqueue(std::move(c));
   return h;

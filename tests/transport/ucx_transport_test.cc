@@ -86,6 +86,35 @@ void RoundTrip(const TransportConfig& config, uint64_t bytes, bool split) {
   EXPECT_EQ(ChecksumOf(dst.data(), bytes), ChecksumOf(src.data(), bytes));
 }
 
+TEST(UcxTransportTest, SilentCompletionsLeaveTheCompletionCountAlone) {
+  Pair p = MakePair(Tcp());
+  std::vector<uint8_t> src(4096, 5), dst(4096, 0);
+  auto send_one = [&](Tag tag, bool silent) {
+    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, tag, kFullMask, {});
+    ASSERT_TRUE(recv.ok()) << recv.status();
+    TransferOptions o;
+    o.silent_completion = silent;
+    auto send = p.client->PostSend(p.to_server, {{src.data(), src.size()}}, tag, o);
+    ASSERT_TRUE(send.ok()) << send.status();
+    ASSERT_TRUE(send->wait().ok());  // the handle completes either way
+    ASSERT_TRUE(recv->wait().ok());
+  };
+  // A handle may complete just before its completion is counted: wait for the count.
+  auto count_at_least = [&](uint64_t n) {
+    for (uint64_t c = p.client->CompletionCount(); c < n; c = p.client->CompletionCount()) {
+      p.client->WaitForCompletion(c, std::chrono::seconds(1));
+    }
+    return p.client->CompletionCount();
+  };
+  uint64_t before = p.client->CompletionCount();
+  send_one(MakeTag(MsgType::kPutData, 0, 7), false);
+  EXPECT_EQ(count_at_least(before + 1), before + 1);
+  send_one(MakeTag(MsgType::kPutData, 0, 8), true);
+  send_one(MakeTag(MsgType::kPutData, 0, 9), false);
+  // The silent send completed before the last one was posted: counted, it would show.
+  EXPECT_EQ(count_at_least(before + 2), before + 2);
+}
+
 TEST(UcxTransportTest, TagMessagesArriveWholeOverTcp) {
   RoundTrip(Tcp(), 8192, false);
   RoundTrip(Tcp(), 4 << 20, true);
