@@ -62,9 +62,15 @@ MemoryPair MakePair(uint64_t bytes) {
 // runs each of them once over the same bytes, in an order shuffled afresh each iteration
 // (fixed seed), so that load from other processes on this shared machine falls on all of
 // them alike and each side follows each other side equally often (a plain rotation always
-// ran a side right after the same predecessor, whose leftovers in cache and heap differ). Each side
-// keeps its own time; the GB/s are reported as counters. A side's optional `settle` runs after its
-// `run` and is timed separately: the counter `name` covers run + settle, `name`_run the run alone.
+// ran a side right after the same predecessor, whose leftovers in cache and heap differ).
+// Each side keeps its own time; the GB/s are reported as counters:
+//   `name`: bytes over the side's total time (run + optional settle, see below);
+//   `name`_median: bytes per run over the side's median time per iteration. On this
+//     shared 2-core VM a few iterations are descheduled for 10-80 ms (against 0.05 ms for
+//     a 2 MiB copy) and land on one side or the other: they dominate the totals, and the
+//     total ratio of two identical sides swings by 10-30 %. The median keeps every cost
+//     paid on most iterations (the subject's own overhead included) and drops those;
+//   `name`_run: with a `settle` (run after `run`, timed separately), the run alone.
 using SteadyClock = std::chrono::steady_clock;
 
 struct Timed {
@@ -75,7 +81,15 @@ struct Timed {
   std::function<bool()> settle;  // optional
   double run_seconds = 0;
   double settle_seconds = 0;
+  std::vector<double> iteration_seconds;  // run + settle, per iteration
 };
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
 
 double Seconds(SteadyClock::time_point since) {
   return std::chrono::duration<double>(SteadyClock::now() - since).count();
@@ -98,12 +112,16 @@ void RunInterleaved(benchmark::State& state, std::vector<Timed>& sides, uint64_t
       Timed& s = sides[k];
       auto t0 = SteadyClock::now();
       bool ok = s.run();
-      s.run_seconds += Seconds(t0);
+      const double run = Seconds(t0);
+      double settle = 0;
       if (ok && s.settle) {
         auto t1 = SteadyClock::now();
         ok = s.settle();
-        s.settle_seconds += Seconds(t1);
+        settle = Seconds(t1);
       }
+      s.run_seconds += run;
+      s.settle_seconds += settle;
+      s.iteration_seconds.push_back(run + settle);
       if (!ok) state.SkipWithError((s.name + " failed").c_str());
     }
     ++n;
@@ -112,6 +130,9 @@ void RunInterleaved(benchmark::State& state, std::vector<Timed>& sides, uint64_t
   auto rate = [&](double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; };
   for (const auto& s : sides) {
     state.counters[s.name] = rate(s.run_seconds + s.settle_seconds);
+    const double median = Median(s.iteration_seconds);
+    state.counters[s.name + "_median"] =
+        median > 0 ? static_cast<double>(bytes_per_run) / median / 1e9 : 0;
     if (s.settle) state.counters[s.name + "_run"] = rate(s.run_seconds);
   }
 }
@@ -371,9 +392,17 @@ void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* r
            "memcpy");
   counters("BM_LocalMover/67108864", "local_mover_host_to_emulated_hbm_64MiB", "local_mover",
            "memcpy");
+  counters("BM_LocalMover/2097152", "local_mover_host_to_emulated_hbm_2MiB_median",
+           "local_mover_median", "memcpy_median");
+  counters("BM_LocalMover/67108864", "local_mover_host_to_emulated_hbm_64MiB_median",
+           "local_mover_median", "memcpy_median");
   counters("BM_DiskWrite", "disk_tier_write_2MiB_blocks", "tier", "rocksdb_put");
+  counters("BM_DiskWrite", "disk_tier_write_2MiB_blocks_median", "tier_median",
+           "rocksdb_put_median");
   counters("BM_DiskWrite", "disk_tier_write_2MiB_blocks_memtable", "tier_run", "rocksdb_put_run");
   counters("BM_DiskRead", "disk_tier_read_2MiB_blocks", "tier", "rocksdb_get_into_string");
+  counters("BM_DiskRead", "disk_tier_read_2MiB_blocks_median", "tier_median",
+           "rocksdb_get_into_string_median");
   counters("BM_DiskRead", "disk_tier_read_2MiB_blocks_vs_pinned", "tier", "rocksdb_get_pinned");
   counters("BM_DiskRead", "disk_tier_read_2MiB_blocks_vs_checksummed", "tier",
            "rocksdb_get_checksummed");
