@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <future>
 
@@ -51,6 +52,29 @@ v1::ModelConfig DefaultModel() {
   m.set_num_parameters(8030261248ULL);
   m.set_tensor_parallel(1);
   return m;
+}
+
+// The configured link figures over ClusterShape's defaults; a negative figure is an error
+// naming its config field (0 keeps the default).
+Status ApplyLinkFigures(const SchedulerConfig& c, scheduler::ClusterShape* s) {
+  struct Figure {
+    double value;
+    const char* field;
+    double* into;
+  };
+  for (const Figure& f :
+       {Figure{c.pcie_bytes_per_s, "links.pcieBytesPerS", &s->pcie_bytes_per_s},
+        Figure{c.pcie_latency_s, "links.pcieLatencyUs", &s->pcie_latency_s},
+        Figure{c.nvlink_bytes_per_s, "links.nvlinkBytesPerS", &s->nvlink_bytes_per_s},
+        Figure{c.nvlink_latency_s, "links.nvlinkLatencyUs", &s->nvlink_latency_s},
+        Figure{c.disk_bytes_per_s, "links.diskBytesPerS", &s->disk_bytes_per_s},
+        Figure{c.disk_latency_s, "links.diskLatencyUs", &s->disk_latency_s}}) {
+    if (!(f.value >= 0) || !std::isfinite(f.value))
+      return Status::InvalidArgument(std::string("service config ") + f.field +
+                                     " must be a finite figure >= 0 (0 keeps the default)");
+    if (f.value > 0) *f.into = f.value;
+  }
+  return Status::OK();
 }
 
 Result<executors::RooflineCostModel> DefaultCostModel() {
@@ -120,8 +144,10 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     return Status::InvalidArgument("scheduler.kv_bytes_scale must be >= 1");
   SY_ASSIGN_OR_RETURN(auto cost, DefaultCostModel());
   d->cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
-  d->policy_ = scheduler::MakePolicy(c.policy);
-  if (!d->policy_) return Status::InvalidArgument("unknown scheduler policy '" + c.policy + "'");
+  auto policy = scheduler::CreatePolicy(c.policy);
+  if (!policy.ok())
+    return Status::InvalidArgument("scheduler policy: " + policy.status().message());
+  d->policy_ = std::move(*policy);
   d->loop_ = std::make_unique<AsioEventLoop>();
 
   // Link budgets and the planner over a loopback topology: one node, its workers, their
@@ -129,6 +155,7 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   scheduler::ClusterShape shape;
   shape.name = "loopback (one emulated node)";
   shape.workers_per_node = c.workers;
+  SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &shape));
   SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(shape));
   SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
   d->device_of_ = scheduler::ClusterLocationMap(shape);

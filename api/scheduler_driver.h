@@ -83,7 +83,11 @@ struct SchedulerConfig {
   // emulated HBM arena of a worker is hbm_bytes_per_worker / kv_bytes_scale (+ slack).
   uint64_t kv_bytes_scale = 64;
   int slots_per_worker = 8;
-  std::string policy = "switchyard";
+  std::string policy = "switchyard";  // a scheduler::CreatePolicy spec
+  // Link figures for net_budget's topology (0: the documented default of ClusterShape).
+  double pcie_bytes_per_s = 0, pcie_latency_s = 0;
+  double nvlink_bytes_per_s = 0, nvlink_latency_s = 0;
+  double disk_bytes_per_s = 0, disk_latency_s = 0;
   std::map<std::string, double> tenant_weights;
   size_t max_decisions_per_workflow = 256;
 };

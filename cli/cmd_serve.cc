@@ -4,9 +4,11 @@
 // scheduler: one simulated worker, emulated HBM/host/disk tiers sized from the machine,
 // loopback topology, LLM nodes on the simulated model executor (--llm reported: an engine
 // or the clients report LLM results). Stops on SIGINT/SIGTERM.
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "api/http_api.h"
 #include "api/http_server.h"
@@ -53,7 +55,15 @@ int RunServe(const std::vector<std::string>& args) {
   if (colon == std::string::npos) return Fail(Status::InvalidArgument("--listen needs HOST:PORT"));
   api::HttpServerOptions http;
   http.host = listen.substr(0, colon);
-  http.port = static_cast<uint16_t>(std::stoi(listen.substr(colon + 1)));
+  int listen_port = 0;
+  std::string_view port_text = std::string_view(listen).substr(colon + 1);
+  auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), listen_port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || listen_port < 0 ||
+      listen_port > 65535)
+    return Fail(Status::InvalidArgument("--listen (listen) port must be 0-65535, got '" +
+                                        std::string(port_text) + "'"));
+  http.port = static_cast<uint16_t>(listen_port);
   http.threads = config.threads() > 0 ? config.threads() : 2;
   if (config.body_limit_bytes() > 0) http.body_limit_bytes = config.body_limit_bytes();
 
@@ -68,6 +78,14 @@ int RunServe(const std::vector<std::string>& args) {
   if (config.workers() > 0) so.scheduler.workers = config.workers();
   if (config.hbm_bytes_per_worker() > 0)
     so.scheduler.hbm_bytes_per_worker = static_cast<uint64_t>(config.hbm_bytes_per_worker());
+  if (!config.policy().empty()) so.scheduler.policy = config.policy();
+  const v1::ServiceLinks& links = config.links();
+  so.scheduler.pcie_bytes_per_s = links.pcie_bytes_per_s();
+  so.scheduler.pcie_latency_s = links.pcie_latency_us() * 1e-6;
+  so.scheduler.nvlink_bytes_per_s = links.nvlink_bytes_per_s();
+  so.scheduler.nvlink_latency_s = links.nvlink_latency_us() * 1e-6;
+  so.scheduler.disk_bytes_per_s = links.disk_bytes_per_s();
+  so.scheduler.disk_latency_s = links.disk_latency_us() * 1e-6;
   for (const auto& t : config.tenants())
     if (t.weight() > 0) so.scheduler.tenant_weights[t.name()] = t.weight();
   auto service = api::Service::Open(so, RealClock::Default());

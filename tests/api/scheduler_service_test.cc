@@ -4,8 +4,12 @@
 // demotion moves real blocks through the TieredKvMover into the emulated kv_tiers tiers.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -30,7 +34,8 @@ class SchedulerServiceTest : public ::testing::Test {
     Stop();
     std::filesystem::remove_all(dir_);
   }
-  void Start(uint64_t hbm_bytes = 1ULL << 30, int workers = 1) {
+  void Start(uint64_t hbm_bytes = 1ULL << 30, int workers = 1,
+             const std::function<void(SchedulerConfig*)>& tune = nullptr) {
     ServiceOptions so;
     so.data_dir = dir_;
     so.sync_writes = false;
@@ -39,6 +44,7 @@ class SchedulerServiceTest : public ::testing::Test {
     so.scheduler.disk_bytes = 4ULL << 30;
     so.scheduler.kv_bytes_scale = 256;  // emulated tiers hold 1/256 of the KV bytes
     so.scheduler.workers = workers;
+    if (tune) tune(&so.scheduler);
     auto svc = Service::Open(so, RealClock::Default());
     ASSERT_TRUE(svc.ok()) << svc.status();
     service_ = std::move(*svc);
@@ -327,6 +333,64 @@ TEST_F(SchedulerServiceTest, RestartRestoresAndRefeedsWorkflows) {
   EXPECT_TRUE(Has(done, "place"));
   EXPECT_TRUE(Has(done, "complete"));
   for (const auto& n : done.nodes()) EXPECT_EQ(n.attempts(), 1u) << n.id();
+}
+
+// The service config's link figures and policy reach the scheduler: /v1/cluster shows the
+// configured PCIe and NVMe bandwidths and the policy; a bad figure or policy is refused with
+// what is wrong named.
+TEST_F(SchedulerServiceTest, ConfiguredLinkFiguresAndPolicyReachTheScheduler) {
+  Start(1ULL << 30, 1, [](SchedulerConfig* c) {
+    c->pcie_bytes_per_s = 12.5e9;
+    c->disk_bytes_per_s = 2e9;
+    c->disk_latency_s = 80e-6;
+    c->policy = "switchyard:order=arrival";
+  });
+  v1::ClusterState c = Cluster();
+  std::map<std::string, const v1::LinkState*> by_name;
+  for (const auto& l : c.links()) by_name[l.name()] = &l;
+  ASSERT_TRUE(by_name.count("pcie0")) << *proto::ToJson(c);
+  ASSERT_TRUE(by_name.count("disk0")) << *proto::ToJson(c);
+  EXPECT_DOUBLE_EQ(by_name["pcie0"]->bandwidth_bytes_per_s(), 12.5e9);
+  EXPECT_DOUBLE_EQ(by_name["disk0"]->bandwidth_bytes_per_s(), 2e9);
+  EXPECT_NEAR(by_name["disk0"]->alpha_s(), 80e-6, 1e-9);
+  EXPECT_EQ(c.policy(), "switchyard:order=arrival");
+}
+
+TEST(SchedulerConfigTest, BadLinkFigureOrPolicyIsRefusedByName) {
+  std::string dir = ::testing::TempDir() + "/sy_sched_cfg_" + std::to_string(::getpid());
+  ServiceOptions so;
+  so.data_dir = dir;
+  so.sync_writes = false;
+  so.scheduler.hbm_bytes_per_worker = 1ULL << 30;
+  so.scheduler.host_bytes = so.scheduler.disk_bytes = 1ULL << 30;
+  so.scheduler.pcie_bytes_per_s = -1;
+  auto bad = Service::Open(so, RealClock::Default());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("links.pcieBytesPerS"), std::string::npos) << bad.status();
+  so.scheduler.pcie_bytes_per_s = 0;
+  so.scheduler.policy = "switchyard:no_such_key=1";
+  auto bad_policy = Service::Open(so, RealClock::Default());
+  ASSERT_FALSE(bad_policy.ok());
+  EXPECT_NE(bad_policy.status().message().find("no_such_key"), std::string::npos)
+      << bad_policy.status();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+// The shipped example config parses (unknown fields are refused by name) and its tenants
+// pass Auth's checks.
+TEST(SchedulerConfigTest, ShippedExampleConfigParses) {
+  v1::ServiceConfig cfg;
+  Status st =
+      proto::ParseJsonFile(std::string(SY_SOURCE_DIR) + "/configs/service/example.json", &cfg);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(cfg.tenants_size(), 2);
+  EXPECT_EQ(cfg.policy(), "switchyard:deadline_weight=1");
+  EXPECT_DOUBLE_EQ(cfg.links().pcie_bytes_per_s(), 50e9);
+  std::string dir = ::testing::TempDir() + "/sy_example_cfg_" + std::to_string(::getpid());
+  EXPECT_TRUE(Auth::Create(cfg, dir).ok());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace
