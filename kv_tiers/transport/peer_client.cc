@@ -133,7 +133,10 @@ Clock::time_point PeerClient::DeadlineOf(const TransferOptions& o) const {
 Status PeerClient::WaitAlive(TransferHandle& h, Clock::time_point deadline) {
   while (true) {
     Status s = h.wait_for(kSlice);
-    if (s.code() != StatusCode::kDeadlineExceeded || h.poll()) return s;
+    if (s.code() != StatusCode::kDeadlineExceeded) return s;
+    // The slice ran out; the op may have completed just after: then its status counts,
+    // not the slice's DeadlineExceeded ("transfer still running").
+    if (h.poll()) return h.wait();
     Status peer = transport_->PeerStatus(peer_);
     if (!peer.ok()) {
       h.cancel();

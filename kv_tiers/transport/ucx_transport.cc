@@ -353,7 +353,9 @@ void UcxTransport::Execute(Command& c) {
       return Post(c);
     case Command::kCancel: {
       auto it = inflight_.find(c.op.get());
-      if (it != inflight_.end()) ucp_request_cancel(worker_, it->second.request);
+      if (it != inflight_.end() && it->second.request != nullptr) {
+        ucp_request_cancel(worker_, it->second.request);
+      }
       return;
     }
     case Command::kCall:
@@ -372,28 +374,41 @@ void UcxTransport::Post(Command& c) {
                        UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.user_data = op;
   param.datatype = c.datatype;
-  ucs_status_ptr_t req;
-  const char* what;
+  ucp_ep_h ep = nullptr;
   if (c.kind == Command::kSend) {
-    what = "ucx send";
     auto it = eps_.find(c.peer);
     if (it == eps_.end()) {
       op->Complete(Status::NotFound("ucx: unknown peer " + std::to_string(c.peer)), 0, 0);
       return BumpCompletions();
     }
+    ep = it->second.ep;
+  }
+  // Registered before the call: with NO_IMM_CMPL, an operation that completes at once
+  // (an eager send, a receive matching a message that already arrived) runs its
+  // callback inside the call, and Finish must find it then.
+  inflight_[op] = Inflight{std::move(c.op), nullptr, c.busy, c.silent};
+  if (c.busy) ++busy_ops_;
+  ucs_status_ptr_t req;
+  const char* what;
+  if (c.kind == Command::kSend) {
+    what = "ucx send";
     param.cb.send = &UcxTransport::SendCb;
-    req = ucp_tag_send_nbx(it->second.ep, c.buffer, c.count, c.tag, &param);
+    req = ucp_tag_send_nbx(ep, c.buffer, c.count, c.tag, &param);
   } else {
     what = "ucx receive";
     param.cb.recv = &UcxTransport::RecvCb;
     req = ucp_tag_recv_nbx(worker_, c.buffer, c.count, c.tag, c.mask, &param);
   }
+  auto it = inflight_.find(op);
+  if (it == inflight_.end()) return;  // completed (and freed) inside the call
   if (UCS_PTR_IS_ERR(req) || req == nullptr) {
+    std::shared_ptr<OpState> keep = std::move(it->second.op);
+    if (it->second.busy) --busy_ops_;
+    inflight_.erase(it);
     op->Complete(req == nullptr ? Status::OK() : FromUcs(UCS_PTR_STATUS(req), what), op->bytes, 0);
     return BumpCompletions();
   }
-  inflight_[op] = Inflight{std::move(c.op), req, c.busy, c.silent};
-  if (c.busy) ++busy_ops_;
+  it->second.request = req;
 }
 
 void UcxTransport::Finish(OpState* op, void* request, Status status, uint64_t bytes, Tag tag) {
