@@ -3,11 +3,13 @@
 // Starts `switchyard serve` (next to this binary, or SWITCHYARD_BIN) on a free loopback
 // port with a temporary data dir and durability on (every acknowledged write fsynced to
 // the RocksDB WAL), then runs `switchyard loadgen` phases against it (each its own
-// process, keep-alive HTTP/1.1, 64 connections):
-//   1. GET /healthz, closed loop: the no-work baseline rate of the same server and client;
-//   2. events (appends, TOOL_STARTED, TOOL_FINISHED, all durable), closed loop: the
-//      sustained acknowledged events/s S;
-//   3. /healthz and events open loop at S/2: P50/P99 from the due time;
+// process, keep-alive HTTP/1.1):
+//   1. GET /healthz, closed loop, 192 connections: the no-work baseline rate of the same
+//      server and client;
+//   2. events (appends, TOOL_STARTED, TOOL_FINISHED, all durable), closed loop, 192
+//      connections: the sustained acknowledged events/s S; then 64 connections, where the
+//      closed loop is bound by group-commit latency rather than by the server;
+//   3. /healthz and events open loop at S/2, 64 connections: P50/P99 from the due time;
 //   4. events open loop at 2*S from an uncapped tenant over 8x the connections (512: many
 //      agents, so the server's bound of 256 requests admitted and not yet answered is what
 //      stops the excess: 503 with Retry-After; server RSS before/after), then on a fresh
@@ -47,6 +49,10 @@ namespace switchyard::bench {
 namespace {
 
 constexpr int kConnections = 64;
+// The sustained rate is measured with enough agents to saturate the server: with 64
+// connections each waiting for its group commit, the closed loop is bound by commit latency
+// (64 / latency), not by the server (reported as a reference row).
+constexpr int kSustainConnections = 192;
 constexpr int kOverloadConnections = 512;
 constexpr int kMaxInflight = 256;  // the server's default, written to its config
 constexpr double kGoalEventsPerS = 20000;
@@ -271,10 +277,12 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
   // Server CPU per request, from /proc: the work behind each answer, whatever else runs on
   // the machine (the 1 s warmup is counted at the measured rate).
   double cpu0 = CpuSeconds(server.pid());
-  std::string health = RunLoadgen(bin, server, "healthz", "", 0, secs);
+  std::string health = RunLoadgen(bin, server, "healthz", "", 0, secs, kSustainConnections);
   double cpu1 = CpuSeconds(server.pid());
-  std::string events = RunLoadgen(bin, server, "events", server.token(), 0, secs);
+  std::string events =
+      RunLoadgen(bin, server, "events", server.token(), 0, secs, kSustainConnections);
   double cpu2 = CpuSeconds(server.pid());
+  std::string events64 = RunLoadgen(bin, server, "events", server.token(), 0, secs);
   double h_rate = Field(health, "answersPerS");
   double s_rate = Field(events, "ackedEventsPerS");
   if (!(s_rate > 0) || !(h_rate > 0)) {
@@ -284,10 +292,14 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
   double h_cpu_us = 1e6 * (cpu1 - cpu0) / (h_rate * (secs + 1));
   double e_cpu_us = 1e6 * (cpu2 - cpu1) / (Field(events, "answersPerS") * (secs + 1));
   const std::string base = "GET /healthz, same server, client and connections";
-  report->Add({"events_acked_per_s_durable", s_rate, "events/s", true, base + " (requests/s)",
-               h_rate,
-               "closed loop, 64 connections; goal >= 20000/s; " +
-                   std::string(s_rate >= kGoalEventsPerS ? "goal met" : "goal NOT met")});
+  report->Add(
+      {"events_acked_per_s_durable", s_rate, "events/s", true, base + " (requests/s)", h_rate,
+       "closed loop, " + std::to_string(kSustainConnections) + " connections; goal >= 20000/s; " +
+           std::string(s_rate >= kGoalEventsPerS ? "goal met" : "goal NOT met")});
+  report->Add({"events_acked_per_s_durable_64_connections", Field(events64, "ackedEventsPerS"),
+               "events/s", true,
+               "sustained rate (" + std::to_string(kSustainConnections) + " connections)", s_rate,
+               "closed loop, 64 connections: bound by group-commit latency"});
   report->Add({"server_cpu_us_per_event", e_cpu_us, "us", false, "server CPU per GET /healthz",
                h_cpu_us, "user+system CPU of the server process / answers (approx.)"});
   double half = s_rate / 2;
