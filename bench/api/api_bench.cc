@@ -19,7 +19,8 @@
 // disk's own append+fdatasync P50/P99 under the data dir, and the store's mean group-commit
 // time during the half-load phase (from /metrics), so the P99 can be read against what the
 // disk allows.
-// Phase length: SY_BENCH_API_SECONDS (default 5) after 1 s of warmup.
+// Phase length: SY_BENCH_API_SECONDS (default 5) after 1 s of warmup; the server's I/O
+// threads: SY_BENCH_API_THREADS (default 2).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -186,7 +187,9 @@ class Server {
     token_ = Hex(32);
     capped_token_ = Hex(32);
     std::string cfg = (dir_ / "config.json").string();
-    std::ofstream(cfg) << "{\"threads\":2,\"maxInflight\":" << kMaxInflight << ",\"tenants\":["
+    const char* threads = std::getenv("SY_BENCH_API_THREADS");  // the server's I/O threads
+    std::ofstream(cfg) << "{\"threads\":" << (threads ? std::atoi(threads) : 2)
+                       << ",\"maxInflight\":" << kMaxInflight << ",\"tenants\":["
                        << "{\"name\":\"bench\",\"token\":\"" << token_
                        << "\",\"rateLimitPerS\":10000000,\"rateBurst\":10000000,"
                           "\"maxWorkflows\":1000000},"
