@@ -1,6 +1,7 @@
 #include "api/store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
@@ -53,8 +54,24 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync) {
   db_opts.enable_pipelined_write = false;
   // Needed by the log's vector memtable; the committer is the only writer anyway.
   db_opts.allow_concurrent_memtable_write = false;
+  // Background work must not take the CPU from acknowledged writes: on a small machine a
+  // memtable flush (sorting and compressing ~16 MiB) competing with the I/O, committer and
+  // scheduler threads delayed answers by tens of milliseconds. Flushes and compactions run
+  // at the lowest CPU priority (nice 19; they use idle time, which the service leaves even
+  // at its sustained rate), with room for 4 memtables so a slow flush does not stall
+  // writes, and SST files are synced every MiB instead of all at once at the end. This
+  // applies to RocksDB's process-wide thread pools, so the kv_tiers disk tier's flushes
+  // run at low priority too.
+  rocksdb::Env::Default()
+      ->LowerThreadPoolCPUPriority(rocksdb::Env::Priority::HIGH, rocksdb::CpuPriority::kLow)
+      .PermitUncheckedError();
+  rocksdb::Env::Default()
+      ->LowerThreadPoolCPUPriority(rocksdb::Env::Priority::LOW, rocksdb::CpuPriority::kLow)
+      .PermitUncheckedError();
+  db_opts.bytes_per_sync = 1 << 20;
   rocksdb::ColumnFamilyOptions cf_opts;
   cf_opts.write_buffer_size = 16 << 20;
+  cf_opts.max_write_buffer_number = 4;
   // The log is written in steady state and read only at recovery (and when a failed write
   // forces a rebuild): an unsorted vector memtable, sorted once at flush, takes an insert
   // at about half the CPU of the skip list (measured 5-6.5 against 11-12.5 us per record
