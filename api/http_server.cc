@@ -206,6 +206,11 @@ struct HttpServer::Impl {
           beast::error_code ignored;
           s.close(ignored);  // refuse: over the connection limit
         } else {
+          // Answers go out as soon as they are written: no Nagle delay waiting for the
+          // client's ACK of an earlier segment (a head and body split across writes, or a
+          // pipelined client, would otherwise wait for a delayed ACK, up to 40 ms).
+          beast::error_code ignored;
+          s.set_option(tcp::no_delay(true), ignored);
           std::make_shared<Session>(io, std::move(s), options, handler, &live)->Start();
         }
       }
