@@ -120,6 +120,25 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
                        {"value=\"max_write_seconds\"", st.max_write_seconds},
                        {"value=\"queued\"", double(st.queued)}};
                  });
+  // Cumulative counts per upper bound, Prometheus-histogram style (le in seconds).
+  auto buckets = [](const auto& counts) {
+    std::vector<std::pair<std::string, double>> out;
+    double cum = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      cum += double(counts[i]);
+      std::string le = i < Store::kBucketsMs.size()
+                           ? std::to_string(Store::kBucketsMs[i] / 1000).substr(0, 6)
+                           : std::string("+Inf");
+      out.push_back({"le=\"" + le + "\"", cum});
+    }
+    return out;
+  };
+  metrics_.Gauge("switchyard_store_commit_seconds_bucket",
+                 "group commits by WriteBatch + WAL fsync time (cumulative)",
+                 [this, buckets] { return buckets(service_->store_stats().commit_ms); });
+  metrics_.Gauge("switchyard_store_record_seconds_bucket",
+                 "records by time from enqueue to durable: queue wait + commit (cumulative)",
+                 [this, buckets] { return buckets(service_->store_stats().record_ms); });
   metrics_.Gauge("switchyard_http_inflight", "requests admitted, not yet answered", [this] {
     return std::vector<std::pair<std::string, double>>{{"", double(inflight_.load())}};
   });

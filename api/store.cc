@@ -17,6 +17,13 @@
 namespace switchyard::api {
 namespace {
 
+// The Stats histogram bucket of a latency.
+size_t Bucket(std::chrono::duration<double, std::milli> d) {
+  size_t i = 0;
+  while (i < Store::kBucketsMs.size() && d.count() > Store::kBucketsMs[i]) ++i;
+  return i;
+}
+
 std::string LogKey(const std::string& id, uint64_t seq) { return id + "/" + HexId(seq); }
 std::string IdemKey(const std::string& tenant, const std::string& key) {
   std::string k;
@@ -110,6 +117,7 @@ Status Store::Enqueue(const std::string& workflow_id, uint64_t seq,
     idem->SerializeToString(&op.idem_value);
   }
   op.done = std::move(done);
+  op.enqueued = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.ok()) return failed_;
   if (stopping_) return Status::Unavailable("state store is shutting down");
@@ -192,16 +200,21 @@ void Store::Commit() {
     }
     auto t0 = std::chrono::steady_clock::now();
     Status st = WriteBatch(ops);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto t1 = std::chrono::steady_clock::now();
+    double secs = std::chrono::duration<double>(t1 - t0).count();
     size_t records = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!st.ok() && failed_.ok()) failed_ = st;
       if (!failed_.ok()) st = failed_;  // a batch after a failure fails too
       for (const Op& op : ops) {
-        if (!op.key.empty()) ++records;
+        if (!op.key.empty()) {
+          ++records;
+          ++stats_.record_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - op.enqueued))];
+        }
         if (!op.idem_key.empty()) pending_idem_.erase(op.idem_key);
       }
+      ++stats_.commit_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - t0))];
       ++stats_.batches;
       stats_.records += records;
       stats_.max_batch = std::max<uint64_t>(stats_.max_batch, records);

@@ -26,6 +26,8 @@
 // on the store (no synchronous Append/Flush from a callback).
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -82,10 +84,15 @@ class Store {
   Result<std::optional<Idempotent>> GetIdempotent(const std::string& tenant,
                                                   const std::string& key) const;
 
+  // Upper bounds (ms) of the latency histograms below; the last bucket counts the rest.
+  static constexpr std::array<double, 8> kBucketsMs = {0.5, 1, 2, 5, 10, 25, 50, 100};
   struct Stats {
     uint64_t batches = 0, records = 0, max_batch = 0;
     double write_seconds = 0, max_write_seconds = 0;  // WriteBatch + WAL fsync
     size_t queued = 0;
+    // Group commits by their WriteBatch + WAL fsync time, and records by the time from
+    // Enqueue() to durable (queue wait + commit): where the answer path's tail is spent.
+    std::array<uint64_t, kBucketsMs.size() + 1> commit_ms{}, record_ms{};
   };
   Stats stats() const;
 
@@ -94,6 +101,7 @@ class Store {
     std::string key, value;            // empty key: a barrier
     std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
     Done done;
+    std::chrono::steady_clock::time_point enqueued;
   };
   Store() = default;
   void Commit();  // the committer thread

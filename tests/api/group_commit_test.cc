@@ -82,6 +82,12 @@ TEST(StoreGroupCommit, CompletesInQueueOrderInFewerBatchesAndDurably) {
     EXPECT_EQ(st.records, uint64_t(1 + kThreads * kPerThread));
     EXPECT_LE(st.batches, 3u) << "the queued records share one write";
     EXPECT_EQ(st.max_batch, uint64_t(kThreads * kPerThread));
+    // Every record and every commit lands in exactly one latency bucket.
+    uint64_t in_record_buckets = 0, in_commit_buckets = 0;
+    for (uint64_t n : st.record_ms) in_record_buckets += n;
+    for (uint64_t n : st.commit_ms) in_commit_buckets += n;
+    EXPECT_EQ(in_record_buckets, st.records);
+    EXPECT_EQ(in_commit_buckets, st.batches);
   }
   auto reopened = Store::Open(dir, true);
   ASSERT_TRUE(reopened.ok());
