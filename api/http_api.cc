@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <future>
 
 #include "api/dashboard.h"
@@ -126,10 +127,10 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
     double cum = 0;
     for (size_t i = 0; i < counts.size(); ++i) {
       cum += double(counts[i]);
-      std::string le = i < Store::kBucketsMs.size()
-                           ? std::to_string(Store::kBucketsMs[i] / 1000).substr(0, 6)
-                           : std::string("+Inf");
-      out.push_back({"le=\"" + le + "\"", cum});
+      char le[32] = "+Inf";  // the bound in seconds, shortest exact form ("0.0005", "0.1")
+      if (i < Store::kBucketsMs.size())
+        std::snprintf(le, sizeof(le), "%.10g", Store::kBucketsMs[i] / 1000);
+      out.push_back({std::string("le=\"") + le + "\"", cum});
     }
     return out;
   };

@@ -90,6 +90,11 @@ TEST_F(HttpApiTest, HealthMetricsOpenApiNeedNoToken) {
   EXPECT_EQ(m.status, 200);
   EXPECT_NE(m.body.find("# TYPE switchyard_http_requests_total counter"), std::string::npos);
   EXPECT_NE(m.body.find("switchyard_workflows{state=\"running\"}"), std::string::npos);
+  // The store's latency histograms, bounds in seconds in their shortest form.
+  EXPECT_NE(m.body.find("switchyard_store_commit_seconds_bucket{le=\"0.0005\"}"), std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("switchyard_store_record_seconds_bucket{le=\"0.1\"}"), std::string::npos);
+  EXPECT_NE(m.body.find("switchyard_store_record_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
   EXPECT_EQ(Request(port_, "GET", "/openapi.json").status, 200);
 }
 
