@@ -106,6 +106,13 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
         {"state=\"failed\"", double(c.failed)},
         {"state=\"cancelled\"", double(c.cancelled)}};
   });
+  metrics_.Gauge("switchyard_workflows_memory",
+                 "workflows held whole in memory, and ended ones archived (remembered by id)",
+                 [this] {
+                   return std::vector<std::pair<std::string, double>>{
+                       {"where=\"memory\"", double(service_->in_memory())},
+                       {"where=\"archived\"", double(service_->archived())}};
+                 });
   metrics_.Gauge("switchyard_node_events_total", "node events applied (durable)", [this] {
     return std::vector<std::pair<std::string, double>>{
         {"", double(service_->counts().events_applied)}};

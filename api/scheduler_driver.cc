@@ -292,6 +292,22 @@ void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent
   });
 }
 
+void SchedulerDriver::Forget(const std::string& workflow_id) {
+  loop_->Post([this, workflow_id]() {
+    if (!core_->Forget(workflow_id)) return;  // still running in the core: keep its view
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = wfs_.find(workflow_id);
+    if (it == wfs_.end()) return;
+    for (const std::string& key : it->second.contexts) ctxs_.erase(key);
+    wfs_.erase(it);
+  });
+}
+
+size_t SchedulerDriver::mirrored_workflows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return wfs_.size();
+}
+
 void SchedulerDriver::Sync(std::function<void()> fn) {
   std::promise<void> done;
   loop_->Post([&]() {

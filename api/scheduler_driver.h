@@ -120,6 +120,13 @@ class SchedulerDriver {
   // A tool or LLM report (already validated and durable).
   void Report(const std::string& workflow_id, const v1::NodeEvent& event);
 
+  // Drops everything kept about an ended workflow: the core's record and the mirror's
+  // contexts and decisions (the service archived it). Runs on the loop after what was
+  // posted before it; a workflow the core has not ended is kept.
+  void Forget(const std::string& workflow_id);
+  // Workflows the mirror holds (ended ones not yet forgotten included).
+  size_t mirrored_workflows() const;
+
   // Adds KV placement and decisions of a workflow to its status.
   void Fill(const std::string& workflow_id, v1::WorkflowStatus* status) const;
   void FillCluster(v1::ClusterState* cluster) const;

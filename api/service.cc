@@ -58,8 +58,17 @@ std::string Service::NewWorkflowId() { return ids_.NextString("wf"); }
 
 Status Service::Recover() {
   size_t records = 0;
+  std::string current;  // the workflow being replayed (records come in id order)
+  auto finished = [&]() {
+    if (current.empty()) return;
+    if (workflows_[current]->graph->done()) NoteEnded(current);
+  };
   Status st = store_->ForEachRecord([&](const std::string& id, uint64_t seq,
                                         const v1::WorkflowLogRecord& rec) -> Status {
+    if (id != current) {
+      finished();  // archives as it goes: recovery's memory is bounded like the live one's
+      current = id;
+    }
     auto& slot = workflows_[id];
     if (!slot) slot = std::make_shared<Entry>();
     if (seq != slot->next_seq) {
@@ -75,14 +84,98 @@ Status Service::Recover() {
     return Status::OK();
   });
   SY_RETURN_IF_ERROR(st);
+  finished();
   for (const auto& [id, e] : workflows_) {
     if (!e->graph->done()) ++live_[e->tenant];
   }
   Log(LogLevel::kInfo, "state recovered",
       LogKeys()
-          .With("workflows", std::to_string(workflows_.size()))
+          .With("workflows", std::to_string(workflows_.size() + archived_.size()))
+          .With("archived", std::to_string(archived_.size()))
           .With("records", std::to_string(records)));
   return Status::OK();
+}
+
+void Service::NoteEnded(const std::string& id) {
+  std::vector<std::string> victims;
+  {
+    std::unique_lock lock(mu_);
+    ended_.push_back(id);
+    while (ended_.size() > options_.ended_in_memory) {
+      victims.push_back(std::move(ended_.front()));
+      ended_.pop_front();
+    }
+  }
+  for (const std::string& v : victims) {
+    if (Archive(v, /*tell_scheduler=*/driver_ != nullptr)) continue;
+    std::unique_lock lock(mu_);  // a record of it is still pending: look again later
+    ended_.push_back(v);
+  }
+}
+
+namespace {
+int EndedSlot(v1::WorkflowState s) {
+  return s == v1::WORKFLOW_COMPLETED ? 0 : s == v1::WORKFLOW_FAILED ? 1 : 2;
+}
+}  // namespace
+
+bool Service::Archive(const std::string& id, bool tell_scheduler) {
+  std::shared_ptr<Entry> e = Lookup(id);
+  if (!e) return true;  // gone already
+  std::lock_guard<std::mutex> elock(e->mu);
+  if (!e->graph || !e->graph->done() || e->pending > 0) return false;
+  {
+    std::unique_lock lock(mu_);
+    auto it = workflows_.find(id);
+    if (it == workflows_.end() || it->second != e) return true;
+    workflows_.erase(it);
+    auto [t, added] = tenant_index_.try_emplace(e->tenant, uint32_t(tenant_names_.size()));
+    if (added) tenant_names_.push_back(e->tenant);
+    archived_[id] = Archived{t->second, e->graph->state(), e->arrival_ms};
+    ++archived_by_state_[EndedSlot(e->graph->state())];
+  }
+  e->archived = true;
+  if (tell_scheduler) driver_->Forget(id);
+  return true;
+}
+
+Result<std::shared_ptr<Service::Entry>> Service::ReadArchived(const std::string& tenant,
+                                                              const std::string& id) const {
+  {
+    std::shared_lock lock(mu_);
+    auto a = archived_.find(id);
+    if (a == archived_.end() || tenant_names_[a->second.tenant] != tenant) {
+      return Status::NotFound("no workflow '" + id + "'");
+    }
+  }
+  auto e = std::make_shared<Entry>();
+  SY_RETURN_IF_ERROR(
+      store_->ForEachRecordOf(id, [&](uint64_t seq, const v1::WorkflowLogRecord& rec) -> Status {
+        if (seq != e->next_seq)
+          return Status::DataLoss("workflow " + id + ": history gap at record " +
+                                  std::to_string(seq));
+        SY_RETURN_IF_ERROR(ApplyRecord(e.get(), rec));
+        e->next_seq = seq + 1;
+        return Status::OK();
+      }));
+  if (!e->graph) return Status::DataLoss("archived workflow " + id + " has no history");
+  e->restored = true;
+  return e;
+}
+
+Result<std::shared_ptr<Service::Entry>> Service::Restore(const std::string& tenant,
+                                                         const std::string& id) {
+  SY_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e, ReadArchived(tenant, id));
+  std::unique_lock lock(mu_);
+  auto it = workflows_.find(id);
+  if (it != workflows_.end()) return it->second;  // another caller restored it first
+  auto a = archived_.find(id);
+  if (a == archived_.end()) return Status::NotFound("no workflow '" + id + "'");
+  --archived_by_state_[EndedSlot(a->second.state)];
+  archived_.erase(a);
+  workflows_[id] = e;
+  ended_.push_back(id);  // archived again by a later NoteEnded
+  return e;
 }
 
 Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
@@ -193,14 +286,12 @@ std::shared_ptr<Service::Entry> Service::Lookup(const std::string& id) const {
 
 Status Service::Rebuild(const std::string& id, Entry* e) const {
   Entry fresh;
-  Status st = store_->ForEachRecord(
-      [&](const std::string& wid, uint64_t seq, const v1::WorkflowLogRecord& rec) -> Status {
-        if (wid != id) return Status::OK();
+  SY_RETURN_IF_ERROR(
+      store_->ForEachRecordOf(id, [&](uint64_t seq, const v1::WorkflowLogRecord& rec) -> Status {
         SY_RETURN_IF_ERROR(ApplyRecord(&fresh, rec));
         fresh.next_seq = seq + 1;
         return Status::OK();
-      });
-  SY_RETURN_IF_ERROR(st);
+      }));
   e->graph = std::move(fresh.graph);
   e->next_seq = fresh.next_seq;
   return Status::OK();
@@ -215,14 +306,21 @@ Status Service::Await(const std::function<void(Done)>& start) {
 
 void Service::MutateAsync(const std::string& tenant, const std::string& id,
                           v1::WorkflowLogRecord rec, const IdempotentAnswer* idem, Done done) {
-  auto entry = Find(tenant, id);
-  if (!entry.ok()) return done(entry.status());
-  Status st;
-  {
-    std::lock_guard<std::mutex> lock((*entry)->mu);
-    st = MutateLocked(*entry, id, std::move(rec), idem, done);
+  // An entry archived between the lookup and its lock is looked up again (restored).
+  for (int attempt = 0;; ++attempt) {
+    auto entry = Find(tenant, id);
+    if (!entry.ok() && entry.status().code() == StatusCode::kNotFound) entry = Restore(tenant, id);
+    if (!entry.ok()) return done(entry.status());
+    Status st;
+    {
+      std::lock_guard<std::mutex> lock((*entry)->mu);
+      if ((*entry)->archived && attempt < 8) continue;
+      st = (*entry)->archived ? Status::Unavailable("workflow '" + id + "' is being archived")
+                              : MutateLocked(*entry, id, std::move(rec), idem, done);
+    }
+    if (!st.ok()) done(st);
+    return;
   }
-  if (!st.ok()) done(st);
 }
 
 Status Service::MutateLocked(const std::shared_ptr<Entry>& entry, const std::string& id,
@@ -275,6 +373,7 @@ void Service::OnCommitted(const std::shared_ptr<Entry>& entry, const std::string
     }
     Forward(id, rec, fx);
     if (done) done(Status::OK());
+    if (fx.ended) NoteEnded(id);  // after the answer: archiving is not on its path
     return;
   }
   bool submit = rec.has_submitted();
@@ -325,7 +424,7 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
     std::lock_guard<std::mutex> elock(entry->mu);
     {
       std::unique_lock lock(mu_);
-      if (workflows_.count(id)) {
+      if (workflows_.count(id) || archived_.count(id)) {
         st = Status::AlreadyExists("workflow '" + id + "' exists");
       } else if (live_[tenant] >= options_.max_live_workflows_per_tenant) {
         st =
@@ -459,6 +558,7 @@ v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
   s.set_arrival_ms(e.arrival_ms);
   if (auto d = g.deadline()) s.set_deadline_ms(d->millis());
   s.set_critical_path_s(ToSeconds(g.CriticalPathLength()));
+  s.set_archived(e.restored);
   for (pg::NodeIndex i = 0; i < g.size(); ++i) {
     auto* n = s.add_nodes();
     n->set_id(g.node_id(i));
@@ -475,6 +575,8 @@ v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
 void Service::GetAsync(const std::string& tenant, const std::string& workflow_id,
                        StatusDone done) const {
   auto entry = Find(tenant, workflow_id);
+  if (!entry.ok() && entry.status().code() == StatusCode::kNotFound)
+    entry = ReadArchived(tenant, workflow_id);  // durable: nothing of it is pending
   if (!entry.ok()) return done(entry.status());
   v1::WorkflowStatus s;
   bool pending = false;
@@ -484,7 +586,7 @@ void Service::GetAsync(const std::string& tenant, const std::string& workflow_id
     s = StatusOf(workflow_id, **entry);
     pending = (*entry)->pending > 0;
   }
-  if (driver_) driver_->Fill(workflow_id, &s);
+  if (driver_ && !s.archived()) driver_->Fill(workflow_id, &s);
   if (!pending) return done(std::move(s));
   // It shows records not yet durable: answer once they are (they are queued before this).
   auto shared = std::make_shared<v1::WorkflowStatus>(std::move(s));
@@ -564,8 +666,26 @@ Service::Counts Service::counts() const {
         ++c.running;
     }
   }
+  {
+    std::shared_lock lock(mu_);
+    c.completed += archived_by_state_[0];
+    c.failed += archived_by_state_[1];
+    c.cancelled += archived_by_state_[2];
+    c.archived = archived_.size();
+  }
+  c.workflows += c.archived;
   c.events_applied = events_applied_.load();
   return c;
+}
+
+size_t Service::in_memory() const {
+  std::shared_lock lock(mu_);
+  return workflows_.size();
+}
+
+size_t Service::archived() const {
+  std::shared_lock lock(mu_);
+  return archived_.size();
 }
 
 }  // namespace switchyard::api

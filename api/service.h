@@ -37,6 +37,16 @@
 // workflow that has not ended is re-fed to the scheduler: its unfinished nodes (a context
 // whose creator already ran is recomputed), its close, and the start of running tools.
 //
+// Memory: live workflows are kept whole in memory, and so are the `ended_in_memory` most
+// recently ended ones (status, KV view, decisions). An older ended workflow is archived:
+// dropped from memory, the scheduler's and its mirror's included, and remembered only by
+// id, tenant, state and arrival (~100 bytes). Get() of an archived workflow reads its
+// durable history back (status with `archived` set, no KV view or decisions); a mutation of
+// one (say, Close of a failed workflow) brings it back into memory first; List() leaves
+// archived workflows out and counts() includes them. Recovery archives the same way as it
+// replays, so memory after a restart is bounded the same. The durable log and idempotency
+// answers are kept on disk (no retention limit yet).
+//
 // Engine side (embedding): SetDecisionListener() receives every scheduler command (place,
 // preempt, keep, demote, prefetch, discard, ...) for the engine to carry out; the engine
 // reports results with ReportEvent() (LLM_STARTED / LLM_FINISHED / LLM_FAILED).
@@ -49,6 +59,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -73,6 +84,9 @@ struct ServiceOptions {
   bool sync_writes = true;
   program_graph::Limits limits;
   int64_t max_live_workflows_per_tenant = 10000;
+  // Ended workflows kept whole in memory, the most recently ended; older ones are archived
+  // (see "Memory" above).
+  size_t ended_in_memory = 256;
   SchedulerConfig scheduler;
 };
 
@@ -140,9 +154,13 @@ class Service {
 
   struct Counts {
     size_t workflows = 0, running = 0, completed = 0, failed = 0, cancelled = 0;
+    size_t archived = 0;  // of the ended ones above, archived
     uint64_t events_applied = 0;
   };
   Counts counts() const;
+  // Workflows held whole in memory, and archived ones (ended, remembered by id).
+  size_t in_memory() const;
+  size_t archived() const;
 
   // Cluster view: workflow counts, topology, tiers with occupancy, link budgets by class,
   // decisions by kind and bytes moved per tier (tenants are added by the HTTP layer).
@@ -162,6 +180,14 @@ class Service {
     std::unique_ptr<program_graph::Workflow> graph;
     uint64_t next_seq = 0;
     uint64_t pending = 0;  // records applied in memory, not yet durable
+    int64_t arrival_ms = 0;
+    bool archived = false;  // dropped from workflows_: a writer holding it must look again
+    bool restored = false;  // read back from the archive (no KV view or decisions)
+  };
+  // What is remembered of an archived workflow.
+  struct Archived {
+    uint32_t tenant = 0;  // index into tenant_names_
+    v1::WorkflowState state = v1::WORKFLOW_STATE_UNSPECIFIED;
     int64_t arrival_ms = 0;
   };
   // What a queued record does once durable.
@@ -191,6 +217,16 @@ class Service {
                    const v1::WorkflowLogRecord& rec, Effects fx, const Status& st,
                    const Done& done);
   Status Rebuild(const std::string& id, Entry* e) const;
+  // Notes that `id` ended (durably) and archives the oldest ended workflows beyond
+  // options_.ended_in_memory. Takes entry locks then mu_ (the order SubmitAsync uses).
+  void NoteEnded(const std::string& id);
+  // Archives one ended workflow if nothing of it is pending; false if it was kept.
+  bool Archive(const std::string& id, bool tell_scheduler);
+  // Reads an archived workflow of `tenant` back from the store (NotFound otherwise).
+  Result<std::shared_ptr<Entry>> ReadArchived(const std::string& tenant,
+                                              const std::string& id) const;
+  // Brings an archived workflow back into memory for a mutation.
+  Result<std::shared_ptr<Entry>> Restore(const std::string& tenant, const std::string& id);
   static Status Await(const std::function<void(Done)>& start);
   // Scheduler side: forwards an acknowledged record; records what the scheduler did.
   void Forward(const std::string& id, const v1::WorkflowLogRecord& rec, const Effects& fx);
@@ -213,6 +249,11 @@ class Service {
   mutable std::shared_mutex mu_;  // guards workflows_ and live_
   std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_;
   std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
+  std::deque<std::string> ended_;                  // ended, in memory, oldest end first
+  std::unordered_map<std::string, Archived> archived_;
+  std::vector<std::string> tenant_names_;  // interned for archived_
+  std::unordered_map<std::string, uint32_t> tenant_index_;
+  size_t archived_by_state_[3] = {0, 0, 0};  // completed, failed, cancelled
   std::atomic<uint64_t> events_applied_{0};
   std::atomic<bool> closing_{false};  // the destructor runs: the scheduler records nothing
   std::mutex listener_mu_;

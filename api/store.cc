@@ -258,6 +258,31 @@ Status Store::ForEachRecord(const std::function<Status(const std::string&, uint6
   return FromRocks(it->status(), "state store scan");
 }
 
+Status Store::ForEachRecordOf(
+    const std::string& workflow_id,
+    const std::function<Status(uint64_t, const v1::WorkflowLogRecord&)>& fn) const {
+  // Keys are "<id>/<16 hex>": the range ["<id>/", "<id>0") holds exactly this id's records
+  // ('0' follows '/'), whatever other ids share its prefix.
+  std::string lower = workflow_id + "/", upper = workflow_id + "0";
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, log_cf_));
+  for (it->Seek(lower); it->Valid(); it->Next()) {
+    rocksdb::Slice key = it->key();
+    if (key.size() != lower.size() + 16) {
+      return Status::DataLoss("state store: malformed log key '" + key.ToString() + "'");
+    }
+    uint64_t seq = std::stoull(key.ToString().substr(lower.size()), nullptr, 16);
+    v1::WorkflowLogRecord rec;
+    if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return Status::DataLoss("state store: unreadable record '" + key.ToString() + "'");
+    }
+    SY_RETURN_IF_ERROR(fn(seq, rec));
+  }
+  return FromRocks(it->status(), "state store read of " + workflow_id);
+}
+
 Result<std::optional<Store::Idempotent>> Store::GetIdempotent(const std::string& tenant,
                                                               const std::string& key) const {
   std::string k = IdemKey(tenant, key);

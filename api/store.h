@@ -77,6 +77,10 @@ class Store {
   // Visits every record in (workflow id, sequence) order.
   Status ForEachRecord(const std::function<Status(const std::string& workflow_id, uint64_t seq,
                                                   const v1::WorkflowLogRecord&)>& fn) const;
+  // Visits one workflow's records in sequence order (a bounded range scan).
+  Status ForEachRecordOf(
+      const std::string& workflow_id,
+      const std::function<Status(uint64_t seq, const v1::WorkflowLogRecord&)>& fn) const;
   struct Idempotent {
     v1::IdempotencyEntry entry;
     bool pending = false;  // queued, not yet durable: Barrier() before answering with it

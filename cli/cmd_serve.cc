@@ -4,6 +4,7 @@
 // scheduler: one simulated worker, emulated HBM/host/disk tiers sized from the machine,
 // loopback topology, LLM nodes on the simulated model executor (--llm reported: an engine
 // or the clients report LLM results). Stops on SIGINT/SIGTERM.
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
@@ -70,6 +71,11 @@ int RunServe(const std::vector<std::string>& args) {
   api::ServiceOptions so;
   so.data_dir = data_dir;
   so.sync_writes = !config.disable_sync();
+  if (config.ended_in_memory() < -1)
+    return Fail(Status::InvalidArgument("ended_in_memory must be -1, 0 or more, got " +
+                                        std::to_string(config.ended_in_memory())));
+  if (config.ended_in_memory() != 0)
+    so.ended_in_memory = static_cast<size_t>(std::max<int64_t>(0, config.ended_in_memory()));
   if (llm.empty()) llm = config.llm_executor().empty() ? "simulated" : config.llm_executor();
   if (llm != "simulated" && llm != "reported")
     return Fail(Status::InvalidArgument(

@@ -356,6 +356,13 @@ Duration Core::TenantService(const std::string& tenant) const {
   return it == s_->tenants.end() ? Duration(0) : it->second.service;
 }
 
+bool Core::Forget(const std::string& workflow_id) {
+  auto it = s_->wfs.find(workflow_id);
+  if (it == s_->wfs.end() || !it->second.ended) return false;
+  s_->wfs.erase(it);
+  return true;
+}
+
 size_t Core::live_workflows() const {
   size_t n = 0;
   for (const auto& [id, wf] : s_->wfs) n += wf.ended ? 0 : 1;

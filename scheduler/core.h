@@ -56,6 +56,11 @@ class Core {
   Core& operator=(const Core&) = delete;
 
   Commands handle(const Event& event, Time now);
+  // Drops what the core keeps about an ended workflow (its graph, nodes and tenant
+  // bookkeeping); later events naming it are ignored. A workflow that has not ended is
+  // kept: false. A long-running service calls this when it archives a workflow, so the
+  // core's memory follows the live workflows, not the history.
+  bool Forget(const std::string& workflow_id);
 
   // Introspection (tests, metrics, property checks).
   const Policy& policy() const { return *policy_; }

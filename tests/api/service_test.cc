@@ -45,12 +45,14 @@ class ServiceTest : public ::testing::Test {
     ServiceOptions o;
     o.data_dir = dir_;
     o.max_live_workflows_per_tenant = 3;
+    o.ended_in_memory = ended_in_memory_;
     o.scheduler.simulated_llm = false;  // the tests report LLM results as an engine
     auto s = Service::Open(o, &clock_);
     ASSERT_TRUE(s.ok()) << s.status();
     svc_ = std::move(*s);
   }
   ManualClock clock_{Time::FromSeconds(1000)};
+  size_t ended_in_memory_ = 1000;
   std::string dir_;
   std::unique_ptr<Service> svc_;
 };
@@ -147,6 +149,7 @@ std::string Durable(Result<v1::WorkflowStatus> s) {
   s->clear_kv();
   s->clear_decisions();
   s->clear_decisions_dropped();
+  s->clear_archived();
   return s->SerializeAsString();
 }
 
@@ -180,6 +183,87 @@ TEST_F(ServiceTest, DuplicateIdAndTenantMismatch) {
   wf.set_id("other");
   wf.set_tenant("globex");
   EXPECT_TRUE(svc_->Submit("acme", wf).status().IsInvalidArgument());
+}
+
+// Ended workflows beyond the in-memory bound are archived: read back by id, refused as
+// duplicate ids, counted, left out of lists; the bound holds across a restart.
+TEST_F(ServiceTest, ArchivesEndedWorkflowsBeyondTheBound) {
+  ended_in_memory_ = 2;
+  Reopen();
+  std::vector<std::string> ids;
+  std::vector<std::string> before;
+  for (int i = 0; i < 5; ++i) {
+    auto id = svc_->Submit("acme", TwoStep());
+    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_TRUE(svc_->Cancel("acme", *id, "done " + std::to_string(i)).ok());
+    before.push_back(Durable(svc_->Get("acme", *id)));
+    ids.push_back(*id);
+  }
+  auto live = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(live.ok());
+  ASSERT_TRUE(svc_->Flush().ok());
+  EXPECT_EQ(svc_->archived(), 3u);
+  EXPECT_EQ(svc_->in_memory(), 3u) << "two ended + one live";
+  ASSERT_NE(svc_->scheduler(), nullptr);
+  svc_->scheduler()->Sync();
+  EXPECT_EQ(svc_->scheduler()->mirrored_workflows(), 3u) << "the scheduler forgot the archived";
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto st = svc_->Get("acme", ids[i]);
+      ASSERT_TRUE(st.ok()) << "round " << round << " " << ids[i] << ": " << st.status();
+      EXPECT_EQ(st->state(), v1::WORKFLOW_CANCELLED);
+      if (round == 0) {
+        EXPECT_EQ(st->archived(), i < 3) << "the oldest ended go first";
+      }
+      EXPECT_EQ(Durable(st), before[i]) << "archived status reads back the same";
+      EXPECT_TRUE(svc_->Get("globex", ids[i]).status().IsNotFound()) << "tenancy holds";
+    }
+    auto c = svc_->counts();
+    EXPECT_EQ(c.cancelled, 5u);
+    EXPECT_EQ(c.archived, 3u) << "recovery archives in id order, as many";
+    EXPECT_EQ(c.workflows, 6u);
+    EXPECT_EQ(c.running, 1u);
+    EXPECT_EQ(svc_->List("acme").workflows_size(), 3) << "archived ones are not listed";
+    v1::Workflow dup = TwoStep();
+    dup.set_id(ids[0]);
+    EXPECT_EQ(svc_->Submit("acme", dup).status().code(), StatusCode::kAlreadyExists)
+        << "an archived id is still taken";
+    EXPECT_EQ(svc_->Submit("globex", dup).status().code(), StatusCode::kAlreadyExists);
+    Reopen();  // recovery archives the same way
+    EXPECT_EQ(svc_->archived(), 3u);
+    EXPECT_EQ(svc_->in_memory(), 3u);
+  }
+}
+
+// A mutation of an archived workflow restores it first, so its history stays gapless and
+// the answer is the same as for one in memory.
+TEST_F(ServiceTest, MutatingAnArchivedWorkflowRestoresIt) {
+  ended_in_memory_ = 0;  // archive as soon as a workflow ends
+  Reopen();
+  v1::Workflow wf = TwoStep();
+  wf.mutable_nodes(1)->set_side_effect(true);
+  auto id = svc_->Submit("acme", wf);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_FINISHED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_FAILED)).ok());
+  ASSERT_TRUE(svc_->Flush().ok());
+  EXPECT_EQ(svc_->archived(), 1u) << "failed, not closed: archived at once";
+  EXPECT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED)).IsFailedPrecondition());
+  EXPECT_TRUE(svc_->Cancel("acme", *id, "").IsFailedPrecondition());
+  EXPECT_TRUE(svc_->Close("globex", *id).IsNotFound());
+  ASSERT_TRUE(svc_->Close("acme", *id).ok()) << "closing a failed workflow is still allowed";
+  EXPECT_TRUE(svc_->Close("acme", *id).IsFailedPrecondition()) << "and applied once";
+  auto st = svc_->Get("acme", *id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->closed());
+  EXPECT_EQ(st->state(), v1::WORKFLOW_FAILED);
+  Reopen();  // the history replays without a gap
+  st = svc_->Get("acme", *id);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_TRUE(st->closed());
+  EXPECT_TRUE(st->archived());
 }
 
 }  // namespace
