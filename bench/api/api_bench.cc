@@ -239,10 +239,11 @@ class Server {
 
 std::string RunLoadgen(const std::string& binary, const Server& s, const std::string& workload,
                        const std::string& token, double rate, double seconds,
-                       int connections = kConnections) {
+                       int connections = kConnections, int nodes = 0) {
   std::string cmd = binary + " loadgen --target 127.0.0.1:" + std::to_string(s.port()) +
                     " --workload " + workload + " --connections " + std::to_string(connections) +
                     " --duration " + std::to_string(seconds) + " --warmup 1";
+  if (nodes > 0) cmd += " --nodes " + std::to_string(nodes);
   if (!token.empty()) cmd += " --token " + token;
   if (rate > 0) cmd += " --rate " + std::to_string(rate);
   std::string out;
@@ -263,6 +264,30 @@ std::string ServerBinary() {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return (self.parent_path() / "switchyard").string();
+}
+
+// Memory as workflows end: on a fresh server, two closed-loop runs of short (10-node)
+// workflows; the server's RSS growth over the second run per workflow ended in it. Ended
+// workflows beyond the in-memory bound are archived, so this stays near zero once the
+// memtables and caches have filled in the first run.
+void ReportMemory(const std::string& bin, double secs, Report* report) {
+  Server server;
+  if (!server.Start(bin, 1e7)) return;
+  const std::string completed = "switchyard_workflows{state=\"completed\"}";
+  RunLoadgen(bin, server, "events", server.token(), 0, secs, kConnections, 10);
+  double rss1 = RssMiB(server.pid());
+  double ended1 = MetricValue(HttpGet(server.port(), "/metrics"), completed);
+  RunLoadgen(bin, server, "events", server.token(), 0, secs, kConnections, 10);
+  double rss2 = RssMiB(server.pid());
+  std::string m = HttpGet(server.port(), "/metrics");
+  double ended2 = MetricValue(m, completed);
+  double archived = MetricValue(m, "switchyard_workflows_memory{where=\"archived\"}");
+  if (!(ended2 > ended1)) return;
+  report->Add({"server_rss_kib_per_ended_workflow", 1024 * (rss2 - rss1) / (ended2 - ended1), "KiB",
+               false, "", std::nullopt,
+               "10-node workflows, closed loop; RSS " + std::to_string(int(rss1)) + " -> " +
+                   std::to_string(int(rss2)) + " MiB over " + std::to_string(int(ended2 - ended1)) +
+                   " ended workflows; " + std::to_string(int(archived)) + " archived"});
 }
 
 void ReportApi(const std::map<std::string, Measured>&, Report* report) {
@@ -382,6 +407,7 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
                "uncapped tenant, 2x for " + std::to_string(static_cast<int>(secs + 1)) + " s"});
   report->Add({"server_alive_after_overload", alive ? 1.0 : 0.0, "bool", true, "", std::nullopt,
                alive ? "answers /healthz" : "DOWN"});
+  ReportMemory(bin, secs, report);
 }
 
 SY_BENCH_REPORT(api, ReportApi);
