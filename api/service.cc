@@ -1,5 +1,6 @@
 #include "api/service.h"
 
+#include <algorithm>
 #include <future>
 #include <random>
 
@@ -8,6 +9,13 @@
 namespace switchyard::api {
 
 namespace pg = program_graph;
+
+namespace {
+// archived_by_state_ slot of an ended state: completed, failed, cancelled.
+int EndedSlot(v1::WorkflowState s) {
+  return s == v1::WORKFLOW_COMPLETED ? 0 : s == v1::WORKFLOW_FAILED ? 1 : 2;
+}
+}  // namespace
 
 Service::Service(ServiceOptions options, const Clock* clock)
     : options_(std::move(options)), clock_(clock), ids_(std::random_device{}()) {}
@@ -85,6 +93,12 @@ Status Service::Recover() {
   });
   SY_RETURN_IF_ERROR(st);
   finished();
+  // Recovery archived in id order: retention needs the order of their ends.
+  std::sort(archive_order_.begin(), archive_order_.end(),
+            [this](const std::string& a, const std::string& b) {
+              return archived_.at(a).ended_ms < archived_.at(b).ended_ms;
+            });
+  Sweep(/*force=*/true);
   for (const auto& [id, e] : workflows_) {
     if (!e->graph->done()) ++live_[e->tenant];
   }
@@ -111,13 +125,41 @@ void Service::NoteEnded(const std::string& id) {
     std::unique_lock lock(mu_);  // a record of it is still pending: look again later
     ended_.push_back(v);
   }
+  Sweep(/*force=*/false);
 }
 
-namespace {
-int EndedSlot(v1::WorkflowState s) {
-  return s == v1::WORKFLOW_COMPLETED ? 0 : s == v1::WORKFLOW_FAILED ? 1 : 2;
+void Service::Sweep(bool force) {
+  if (options_.ended_retention_s <= 0) return;
+  const int64_t now = clock_->Now().millis();
+  std::vector<std::pair<std::string, uint64_t>> expired;
+  {
+    std::unique_lock lock(mu_);
+    if (!force && now - last_sweep_ms_ < 1000) return;
+    last_sweep_ms_ = now;
+    const int64_t cutoff = now - options_.ended_retention_s * 1000;
+    while (!archive_order_.empty()) {
+      auto a = archived_.find(archive_order_.front());
+      if (a != archived_.end() && a->second.ended_ms > cutoff) break;  // the rest is newer
+      if (a != archived_.end()) {  // (a restored workflow left a stale id here)
+        expired.emplace_back(a->first, a->second.records);
+        --archived_by_state_[EndedSlot(a->second.state)];
+        archived_.erase(a);
+      }
+      archive_order_.pop_front();
+    }
+  }
+  for (const auto& [id, records] : expired) {
+    Status st = store_->EnqueueErase(id, records);
+    if (!st.ok()) {
+      Log(LogLevel::kError, "retention: cannot delete an expired workflow's history",
+          LogKeys().With("workflow", id).With("error", st.ToString()));
+    }
+  }
+  if (!expired.empty()) {
+    Log(LogLevel::kInfo, "retention: expired workflows deleted",
+        LogKeys().With("workflows", std::to_string(expired.size())));
+  }
 }
-}  // namespace
 
 bool Service::Archive(const std::string& id, bool tell_scheduler) {
   std::shared_ptr<Entry> e = Lookup(id);
@@ -131,7 +173,8 @@ bool Service::Archive(const std::string& id, bool tell_scheduler) {
     workflows_.erase(it);
     auto [t, added] = tenant_index_.try_emplace(e->tenant, uint32_t(tenant_names_.size()));
     if (added) tenant_names_.push_back(e->tenant);
-    archived_[id] = Archived{t->second, e->graph->state(), e->arrival_ms};
+    archived_[id] = Archived{t->second, e->graph->state(), e->arrival_ms, e->last_ms, e->next_seq};
+    archive_order_.push_back(id);
     ++archived_by_state_[EndedSlot(e->graph->state())];
   }
   e->archived = true;
@@ -222,6 +265,7 @@ Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
 
 Status Service::ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const {
   Time now = Time::FromMillis(rec.time_ms());
+  e->last_ms = std::max(e->last_ms, rec.time_ms());
   switch (rec.entry_case()) {
     case v1::WorkflowLogRecord::kSubmitted: {
       if (e->graph) return Status::AlreadyExists("workflow already submitted");

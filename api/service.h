@@ -45,7 +45,9 @@
 // one (say, Close of a failed workflow) brings it back into memory first; List() leaves
 // archived workflows out and counts() includes them. Recovery archives the same way as it
 // replays, so memory after a restart is bounded the same. The durable log and idempotency
-// answers are kept on disk (no retention limit yet).
+// answers are kept on disk; with `ended_retention_s` set, an archived workflow whose last
+// record is older than that is deleted from the log and forgotten (swept as workflows end
+// and at recovery). Idempotency answers have no retention limit yet.
 //
 // Engine side (embedding): SetDecisionListener() receives every scheduler command (place,
 // preempt, keep, demote, prefetch, discard, ...) for the engine to carry out; the engine
@@ -87,6 +89,9 @@ struct ServiceOptions {
   // Ended workflows kept whole in memory, the most recently ended; older ones are archived
   // (see "Memory" above).
   size_t ended_in_memory = 256;
+  // Archived workflows whose last record is older than this are deleted from the store
+  // and forgotten (their ids may be used again); 0 keeps them forever.
+  int64_t ended_retention_s = 0;
   SchedulerConfig scheduler;
 };
 
@@ -181,6 +186,7 @@ class Service {
     uint64_t next_seq = 0;
     uint64_t pending = 0;  // records applied in memory, not yet durable
     int64_t arrival_ms = 0;
+    int64_t last_ms = 0;    // time of its latest record
     bool archived = false;  // dropped from workflows_: a writer holding it must look again
     bool restored = false;  // read back from the archive (no KV view or decisions)
   };
@@ -189,6 +195,8 @@ class Service {
     uint32_t tenant = 0;  // index into tenant_names_
     v1::WorkflowState state = v1::WORKFLOW_STATE_UNSPECIFIED;
     int64_t arrival_ms = 0;
+    int64_t ended_ms = 0;  // time of its latest record
+    uint64_t records = 0;  // its history is records 0..records-1
   };
   // What a queued record does once durable.
   struct Effects {
@@ -222,6 +230,9 @@ class Service {
   void NoteEnded(const std::string& id);
   // Archives one ended workflow if nothing of it is pending; false if it was kept.
   bool Archive(const std::string& id, bool tell_scheduler);
+  // Deletes archived workflows past options_.ended_retention_s (at most once a second
+  // unless `force`).
+  void Sweep(bool force);
   // Reads an archived workflow of `tenant` back from the store (NotFound otherwise).
   Result<std::shared_ptr<Entry>> ReadArchived(const std::string& tenant,
                                               const std::string& id) const;
@@ -251,6 +262,8 @@ class Service {
   std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
   std::deque<std::string> ended_;                  // ended, in memory, oldest end first
   std::unordered_map<std::string, Archived> archived_;
+  std::deque<std::string> archive_order_;  // ids as archived (oldest first), for retention
+  int64_t last_sweep_ms_ = 0;
   std::vector<std::string> tenant_names_;  // interned for archived_
   std::unordered_map<std::string, uint32_t> tenant_index_;
   size_t archived_by_state_[3] = {0, 0, 0};  // completed, failed, cancelled

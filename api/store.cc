@@ -127,6 +127,20 @@ Status Store::Enqueue(const std::string& workflow_id, uint64_t seq,
   return Status::OK();
 }
 
+Status Store::EnqueueErase(const std::string& workflow_id, uint64_t records) {
+  if (records == 0) return Status::OK();
+  Op op;
+  op.key = workflow_id;
+  op.erase = records;
+  op.enqueued = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_.ok()) return failed_;
+  if (stopping_) return Status::Unavailable("state store is shutting down");
+  queue_.push_back(std::move(op));
+  if (queue_.size() == 1 && !committing_) wake_.notify_one();
+  return Status::OK();
+}
+
 void Store::Barrier(Done done) {
   Status refused;
   {
@@ -177,6 +191,13 @@ Status Store::WriteBatch(const std::vector<Op>& ops) {
   rocksdb::WriteBatch batch;
   for (const Op& op : ops) {
     if (op.key.empty()) continue;
+    if (op.erase > 0) {
+      for (uint64_t seq = 0; seq < op.erase; ++seq) {
+        auto s = batch.Delete(log_cf_, LogKey(op.key, seq));
+        if (!s.ok()) return FromRocks(s, "cannot build write batch");
+      }
+      continue;
+    }
     auto s = batch.Put(log_cf_, op.key, op.value);
     if (s.ok() && !op.idem_key.empty()) s = batch.Put(idem_cf_, op.idem_key, op.idem_value);
     if (!s.ok()) return FromRocks(s, "cannot build write batch");
@@ -208,7 +229,7 @@ void Store::Commit() {
       if (!st.ok() && failed_.ok()) failed_ = st;
       if (!failed_.ok()) st = failed_;  // a batch after a failure fails too
       for (const Op& op : ops) {
-        if (!op.key.empty()) {
+        if (!op.key.empty() && op.erase == 0) {
           ++records;
           ++stats_.record_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - op.enqueued))];
         }

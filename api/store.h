@@ -64,6 +64,9 @@ class Store {
                                const v1::WorkflowLogRecord& rec, Done done,
                                const std::string& tenant = "", const std::string& idem_key = "",
                                const v1::IdempotencyEntry* idem = nullptr);
+  // Queues the deletion of a workflow's records 0..records-1 (retention); it is written
+  // with the next group commit, after everything enqueued before it.
+  [[nodiscard]] Status EnqueueErase(const std::string& workflow_id, uint64_t records);
   // `done` runs after everything enqueued before it is durable (OK) or failed.
   void Barrier(Done done);
   // Synchronous forms (never from a `done` callback).
@@ -103,6 +106,7 @@ class Store {
  private:
   struct Op {
     std::string key, value;            // empty key: a barrier
+    uint64_t erase = 0;                // > 0: delete records 0..erase-1 of workflow `key`
     std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
     Done done;
     std::chrono::steady_clock::time_point enqueued;

@@ -46,6 +46,7 @@ class ServiceTest : public ::testing::Test {
     o.data_dir = dir_;
     o.max_live_workflows_per_tenant = 3;
     o.ended_in_memory = ended_in_memory_;
+    o.ended_retention_s = ended_retention_s_;
     o.scheduler.simulated_llm = false;  // the tests report LLM results as an engine
     auto s = Service::Open(o, &clock_);
     ASSERT_TRUE(s.ok()) << s.status();
@@ -53,6 +54,7 @@ class ServiceTest : public ::testing::Test {
   }
   ManualClock clock_{Time::FromSeconds(1000)};
   size_t ended_in_memory_ = 1000;
+  int64_t ended_retention_s_ = 0;
   std::string dir_;
   std::unique_ptr<Service> svc_;
 };
@@ -264,6 +266,49 @@ TEST_F(ServiceTest, MutatingAnArchivedWorkflowRestoresIt) {
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_TRUE(st->closed());
   EXPECT_TRUE(st->archived());
+}
+
+// With a retention period, archived workflows whose last record is older are deleted from
+// the store and forgotten, at the next sweep and at recovery; newer ones stay.
+TEST_F(ServiceTest, RetentionDeletesExpiredArchivedWorkflows) {
+  ended_in_memory_ = 0;
+  ended_retention_s_ = 60;
+  Reopen();
+  auto old1 = svc_->Submit("acme", TwoStep());
+  auto old2 = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(old1.ok() && old2.ok());
+  ASSERT_TRUE(svc_->Cancel("acme", *old1, "").ok());
+  ASSERT_TRUE(svc_->Cancel("acme", *old2, "").ok());
+  auto live = svc_->Submit("acme", TwoStep());  // not ended: never expires
+  ASSERT_TRUE(live.ok());
+  clock_.Advance(Seconds(30));
+  auto young = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(svc_->Cancel("acme", *young, "").ok());
+  ASSERT_TRUE(svc_->Flush().ok());
+  EXPECT_EQ(svc_->archived(), 3u);
+  clock_.Advance(Seconds(31));  // old1 and old2 ended 61 s ago, young 31 s ago
+  auto trigger = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(svc_->Cancel("acme", *trigger, "").ok());  // an end runs the sweep
+  ASSERT_TRUE(svc_->Flush().ok());
+  ASSERT_TRUE(svc_->Flush().ok());  // the deletes ride the commit after the sweep
+  EXPECT_EQ(svc_->archived(), 2u);
+  EXPECT_TRUE(svc_->Get("acme", *old1).status().IsNotFound());
+  EXPECT_TRUE(svc_->Get("acme", *old2).status().IsNotFound());
+  EXPECT_TRUE(svc_->Get("acme", *young).ok());
+  EXPECT_TRUE(svc_->Get("acme", *live).ok());
+  EXPECT_EQ(svc_->counts().cancelled, 2u);
+  Reopen();  // deleted from the store, not only forgotten
+  EXPECT_TRUE(svc_->Get("acme", *old1).status().IsNotFound());
+  EXPECT_TRUE(svc_->Get("acme", *young).ok());
+  EXPECT_EQ(svc_->archived(), 2u);
+  clock_.Advance(Seconds(60));
+  Reopen();  // recovery sweeps too
+  EXPECT_EQ(svc_->archived(), 0u);
+  EXPECT_TRUE(svc_->Get("acme", *young).status().IsNotFound());
+  EXPECT_EQ(svc_->Get("acme", *live)->state(), v1::WORKFLOW_RUNNING);
+  v1::Workflow again = TwoStep();
+  again.set_id(*old1);
+  EXPECT_TRUE(svc_->Submit("acme", again).ok()) << "an expired id may be used again";
 }
 
 }  // namespace
