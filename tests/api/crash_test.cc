@@ -89,7 +89,8 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndDuplicatesNothing) {
   std::filesystem::create_directories(dir);
   std::string config = dir + "/config.json";
   std::ofstream(config) << "{\"tenants\":[{\"name\":\"t\",\"token\":\"" << kToken
-                        << "\"}],\"adminToken\":\"crash-admin-token-0123\"}";
+                        << "\"}],\"adminToken\":\"crash-admin-token-0123\","
+                        << "\"endedInMemory\":-1}";  // archive each workflow as it ends
   uint16_t port = FreePort();
   pid_t pid = StartServer(config, port, dir + "/data");
   ASSERT_GT(pid, 0) << "server did not start; see " << dir << "/server.log";
@@ -106,6 +107,17 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndDuplicatesNothing) {
     auto r = Request(port, "POST", "/v1/workflows", body, Auth());
     ASSERT_EQ(r.status, 201) << r.body;
     ids.push_back("chain-" + std::to_string(w));
+  }
+  // Ended workflows are archived at once (endedInMemory -1): they must survive the crash.
+  std::vector<std::string> ended;
+  for (int w = 0; w < 4; ++w) {
+    std::string id = "ended-" + std::to_string(w);
+    auto r =
+        Request(port, "POST", "/v1/workflows",
+                "{\"id\":\"" + id + "\",\"nodes\":[{\"id\":\"a\",\"kind\":\"TOOL\"}]}", Auth());
+    ASSERT_EQ(r.status, 201) << r.body;
+    ASSERT_EQ(Request(port, "DELETE", "/v1/workflows/" + id, "", Auth()).status, 200);
+    ended.push_back(id);
   }
   // Clients post events round-robin; acked[w] counts acknowledged events of workflow w.
   std::vector<int> acked(kWorkflows, 0);
@@ -150,6 +162,14 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndDuplicatesNothing) {
       ASSERT_TRUE(proto::ParseJson(after.body, &st).ok());
       EXPECT_EQ(Progress(st), acked[w] + 1) << ids[w];
     }
+  }
+  for (const std::string& id : ended) {
+    auto r = Request(port, "GET", "/v1/workflows/" + id, "", Auth());
+    ASSERT_EQ(r.status, 200) << id << ": " << r.body;
+    v1::WorkflowStatus st;
+    ASSERT_TRUE(proto::ParseJson(r.body, &st).ok());
+    EXPECT_EQ(st.state(), v1::WORKFLOW_CANCELLED) << id;
+    EXPECT_TRUE(st.archived()) << id;
   }
   ::kill(pid, SIGTERM);
   ::waitpid(pid, nullptr, 0);
