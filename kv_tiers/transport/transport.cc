@@ -1,5 +1,7 @@
 #include "kv_tiers/transport/transport.h"
 
+#include <algorithm>
+
 #include "net_budget/budget.h"
 #include "net_budget/traffic_class.h"
 
@@ -27,7 +29,7 @@ void OpState::Complete(Status s, uint64_t n, Tag tag) {
     bytes = n;
     sender_tag = tag;
     cancel = nullptr;
-    progress = nullptr;
+    drive = nullptr;
     // Release: a waiter that sees done==true (acquire) also sees the fields above.
     done.store(true, std::memory_order_release);
   }
@@ -81,26 +83,33 @@ Status TransferHandle::wait() {
 
 Status TransferHandle::wait_for(Duration timeout) {
   if (!state_) return Status::FailedPrecondition("wait_for() on an empty TransferHandle");
-  DriveProgress(std::chrono::steady_clock::now() + timeout);
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  DriveProgress(until);
   std::unique_lock<std::mutex> lock(state_->mu);
-  bool done = state_->cv.wait_for(lock, timeout,
-                                  [&] { return state_->done.load(std::memory_order_acquire); });
+  bool done = state_->cv.wait_until(lock, until,
+                                    [&] { return state_->done.load(std::memory_order_acquire); });
   if (!done) return Status::DeadlineExceeded("transfer still running");
   return state_->status;
 }
 
 void TransferHandle::DriveProgress(std::optional<std::chrono::steady_clock::time_point> until) {
-  std::function<void()> fn;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    fn = state_->progress;
-  }
-  if (!fn) return;
-  // The backend keeps the op's transport alive while the op is pending; once done we
-  // stop calling it.
-  for (uint32_t i = 0; !poll(); ++i) {
-    fn();
-    if (until && (i & 63) == 0 && std::chrono::steady_clock::now() >= *until) return;
+  // Another thread that drives the backend completes this op too: between tries, block
+  // on the op's condition variable this long.
+  constexpr auto kRetry = std::chrono::microseconds(200);
+  auto done = [&] { return state_->done.load(std::memory_order_acquire); };
+  while (!done()) {
+    std::function<bool(std::optional<std::chrono::steady_clock::time_point>)> fn;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      fn = state_->drive;  // a copy: Complete() clears the hook while it runs
+    }
+    if (!fn) return;
+    auto now = std::chrono::steady_clock::now();
+    if (until && now >= *until) return;
+    if (fn(until)) continue;
+    auto retry = now + kRetry;
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait_until(lock, until ? std::min(*until, retry) : retry, done);
   }
 }
 

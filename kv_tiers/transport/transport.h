@@ -101,9 +101,12 @@ struct OpState {
   std::shared_ptr<void> backend_data;  // kept alive until the op completes
   void* backend_owner = nullptr;       // the backend that completes this op
   bool busy_poll = false;              // backend: poll actively while this op is pending
-  // Set by backends that let a waiting thread drive progress itself (lower latency than
-  // a hand-off from a progress thread); wait()/wait_for() call it while they wait.
-  std::function<void()> progress;
+  // Set by backends that let a waiting thread drive progress itself (no hand-off from a
+  // progress thread, one busy thread less). wait()/wait_for() call it with their time
+  // limit; it drives until the op is done, the limit passes or the backend shuts down, and
+  // returns true, or returns false when another thread drives (the waiter then blocks on
+  // `cv` a little and calls it again).
+  std::function<bool(std::optional<std::chrono::steady_clock::time_point> until)> drive;
 
   void Complete(Status s, uint64_t n, Tag tag);
 };
@@ -136,7 +139,7 @@ class TransferHandle {
 
  private:
   void Reset();
-  // Calls the backend's progress hook (if any) until done or `until`.
+  // Calls the backend's drive hook (if any) until done or `until`.
   void DriveProgress(std::optional<std::chrono::steady_clock::time_point> until);
   std::shared_ptr<OpState> state_;
 };

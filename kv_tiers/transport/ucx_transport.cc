@@ -3,11 +3,14 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -18,14 +21,29 @@ namespace {
 
 constexpr uint64_t kHelloMagic = 0x53594b5655435831ull;  // "SYKVUCX1"
 constexpr Duration kHandshakeTimeout = std::chrono::seconds(5);
-// After the last event, the progress thread keeps polling this long before it sleeps on
-// the worker's event fd (a burst of small messages should not pay a wake-up each).
+// After the last event, the worker's owner keeps polling this long before it sleeps on the
+// worker's event fd (a burst of small messages should not pay a wake-up each).
 constexpr Duration kSpinWindow = std::chrono::milliseconds(2);
 // While spinning, yield the CPU after this many empty progress calls (the machine may have
 // fewer cores than busy threads: the application threads need the CPU to post and check).
 constexpr int kYieldEvery = 16;
 // Bounds on shutdown: cancelled requests and closing endpoints get this long to finish.
 constexpr Duration kShutdownBound = std::chrono::seconds(2);
+// After the last application thread stopped driving the worker, the progress thread stays
+// off it this long (a caller between two waits — hashing the next put, posting it — is
+// back within tens of microseconds; taking the worker over for that gap would put a third
+// busy thread on the cores; 300 µs measured no better on the shared 2-core VM).
+constexpr std::chrono::nanoseconds kDriverGrace = std::chrono::microseconds(50);
+// A waiter that finds the worker owned waits this long for it (the progress thread gives
+// it up within a pass) before it blocks on its handle instead.
+constexpr Duration kOwnWait = std::chrono::microseconds(200);
+// A waiter that could not drive blocks this long before it tries again.
+constexpr Duration kRetryDrive = std::chrono::microseconds(200);
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+
+int64_t NowNs() { return Clock::now().time_since_epoch().count(); }
 
 Status FromUcs(ucs_status_t s, const std::string& what) {
   std::string msg = what + ": " + ucs_status_string(s);
@@ -56,8 +74,8 @@ struct EpErrArg {
   PeerId peer;
 };
 
-// A request for the progress thread: a send or receive to post, a cancellation, or a
-// function to run on it (endpoint creation and closing).
+// A request for the worker's owner: a send or receive to post, a cancellation, or a
+// function to run as the owner (endpoint creation and closing).
 struct Command {
   enum Kind { kSend, kRecv, kCancel, kCall } kind = kCall;
   std::shared_ptr<OpState> op;  // kSend, kRecv; kCancel: the op to cancel
@@ -95,7 +113,7 @@ class UcxTransport final : public Transport {
   uint64_t CompletionCount() const override { return completions_.load(); }
   void WaitForCompletion(uint64_t seen, Duration timeout) override;
 
-  // Progress thread only (inside ucp_worker_progress).
+  // Owner only (inside ucp_worker_progress).
   void OnEpError(PeerId peer, ucs_status_t status);
 
  private:
@@ -104,7 +122,7 @@ class UcxTransport final : public Transport {
     uint64_t id_at_peer = 0;
     Status status;
   };
-  // What the progress thread owns about a peer.
+  // What the worker's owner keeps about a peer.
   struct PeerEp {
     ucp_ep_h ep = nullptr;
     std::unique_ptr<EpErrArg> err_arg;
@@ -115,6 +133,13 @@ class UcxTransport final : public Transport {
     bool busy = false;
     bool silent = false;  // TransferOptions::silent_completion
   };
+  // Empty progress passes since the last event (the spin policy's state).
+  struct Spin {
+    int empty = 0;
+    TimePoint idle_since{};
+  };
+  // Why an owner's drive loop returned.
+  enum class Drove { kDone, kTimeout, kIdle };
 
   UcxTransport() = default;
   Status Init(const TransportConfig& config);
@@ -123,6 +148,19 @@ class UcxTransport final : public Transport {
 
   // Progress thread.
   void ProgressLoop();
+  bool StandDown();
+
+  // Owner of the worker (holds progress_mu_): the progress thread, a driving waiter, or a
+  // poster that found the worker free.
+  template <typename Pred>
+  Drove RunOwned(Pred done, std::optional<TimePoint> until);
+  template <typename Pred>
+  bool ProgressOnce(Pred done);
+  void DrainQueue();
+  bool IdleStep(Spin& spin);
+  bool ArmForSleep();
+  void SleepOwned(std::optional<TimePoint> until);
+  void EndSleep();
   void Execute(Command& c);
   void Post(Command& c);
   void CloseEp(ucp_ep_h ep);
@@ -133,8 +171,15 @@ class UcxTransport final : public Transport {
                      void* user_data);
 
   // Any thread.
+  // Drives the worker on this thread until done(), `until`, or shutdown; false (at once
+  // or after kOwnWait) when another thread owns the worker.
+  template <typename Pred>
+  bool Drive(Pred done, std::optional<TimePoint> until);
+  // Runs `c` on the worker now if it is free, else queues it for its owner.
+  void Submit(Command c);
   void Enqueue(Command c);
-  // Runs `fn` on the progress thread and waits for it (inline on the progress thread).
+  // Runs `fn` as the worker's owner (inline when this thread owns it or it is free; else
+  // on the owner) and waits for it.
   void Call(std::function<void()> fn);
   void Wake();
   Result<TransferHandle> Prepare(const DescriptorList& list, const TransferOptions& options,
@@ -142,24 +187,30 @@ class UcxTransport final : public Transport {
   void BumpCompletions();
 
   ucp_context_h context_ = nullptr;
-  ucp_worker_h worker_ = nullptr;  // owned by the progress thread once it runs
+  ucp_worker_h worker_ = nullptr;  // called into only by its owner (under progress_mu_)
   std::vector<uint8_t> worker_address_;
   bool err_mode_peer_ = true;
   int worker_fd_ = -1;
   int wake_fd_ = -1;
   int listen_fd_ = -1;
 
+  // The worker's owner holds this while it calls into UCX (ucp worker in serialized
+  // mode): the progress thread, or an application thread driving it while it waits.
+  std::timed_mutex progress_mu_;
+  std::atomic<int> drivers_{0};         // application threads driving or about to
+  std::atomic<int64_t> last_drive_{0};  // when a driver last let go (steady ns)
+
   // The command queue (short lock: a push or a swap).
   std::mutex queue_mu_;
   std::vector<Command> queue_;
-  std::atomic<uint64_t> queued_{0};    // pushes not yet taken by the progress thread
-  std::atomic<bool> sleeping_{false};  // the progress thread is (about to be) in poll()
+  std::atomic<uint64_t> queued_{0};  // pushes not yet taken by an owner
+  std::atomic<int> sleepers_{0};     // owners (about to be) in poll() on the fds
 
   mutable std::mutex peers_mu_;
   std::unordered_map<PeerId, PeerInfo> peers_;
   std::atomic<PeerId> next_peer_{1};
 
-  // Progress thread only.
+  // Owner only.
   std::unordered_map<PeerId, PeerEp> eps_;
   std::unordered_map<OpState*, Inflight> inflight_;
   int busy_ops_ = 0;
@@ -172,6 +223,21 @@ class UcxTransport final : public Transport {
   std::condition_variable completion_cv_;
   std::thread progress_thread_;
   std::thread accept_thread_;
+};
+
+// The transport whose worker this thread owns right now (progress_mu_ held), if any.
+thread_local const UcxTransport* tls_owner = nullptr;
+
+// Marks this thread as the owner of `t`'s worker for a scope (the lock is held outside).
+class OwnerScope {
+ public:
+  explicit OwnerScope(const UcxTransport* t) : prev_(tls_owner) { tls_owner = t; }
+  ~OwnerScope() { tls_owner = prev_; }
+  OwnerScope(const OwnerScope&) = delete;
+  OwnerScope& operator=(const OwnerScope&) = delete;
+
+ private:
+  const UcxTransport* prev_;
 };
 
 void EpErrorCb(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -209,8 +275,9 @@ Status UcxTransport::Init(const TransportConfig& config) {
   ucp_config_release(cfg);
   if (st != UCS_OK) return FromUcs(st, "ucp_init");
 
-  // Once the progress thread runs, it makes every ucp call on the worker (serialised:
-  // this thread before it starts, the destructor after it ends).
+  // Once the progress thread runs, every ucp call on the worker is made by its owner, the
+  // holder of progress_mu_ (serialised: this thread before it starts, the destructor
+  // after it ends).
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
@@ -235,8 +302,13 @@ UcxTransport::~UcxTransport() {
   if (accept_thread_.joinable()) accept_thread_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   stop_progress_ = true;
+  drivers_.fetch_add(1 << 20);  // a change of value: ends the progress thread's wait on it
+  drivers_.notify_all();
   Wake();
   if (progress_thread_.joinable()) progress_thread_.join();
+  {
+    std::lock_guard<std::timed_mutex> lock(progress_mu_);  // a driver still inside leaves first
+  }
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -251,15 +323,37 @@ void UcxTransport::Enqueue(Command c) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     queue_.push_back(std::move(c));
-    queued_.fetch_add(1);  // seq_cst: pairs with sleeping_ in ProgressLoop
+    queued_.fetch_add(1);  // seq_cst: pairs with sleepers_ in ArmForSleep
   }
-  if (sleeping_.load()) Wake();
+  if (sleepers_.load() > 0) Wake();
+}
+
+void UcxTransport::Submit(Command c) {
+  if (tls_owner == this) return Execute(c);
+  std::unique_lock<std::timed_mutex> lock(progress_mu_, std::try_to_lock);
+  if (!lock.owns_lock() || stop_progress_.load()) {
+    if (lock.owns_lock()) lock.unlock();
+    return Enqueue(std::move(c));
+  }
+  {
+    OwnerScope owner(this);
+    DrainQueue();  // what was queued before goes first (a cancel after its post)
+    Execute(c);
+  }
+  lock.unlock();
+  // A sleeping progress thread must see the new operation (it may need progress).
+  if (sleepers_.load() > 0) Wake();
 }
 
 void UcxTransport::Call(std::function<void()> fn) {
-  if (std::this_thread::get_id() == progress_thread_.get_id()) {
-    fn();
-    return;
+  if (tls_owner == this) return fn();
+  {
+    std::unique_lock<std::timed_mutex> lock(progress_mu_, std::try_to_lock);
+    if (lock.owns_lock() && !stop_progress_.load()) {
+      OwnerScope owner(this);
+      DrainQueue();
+      return fn();
+    }
   }
   std::promise<void> done;
   Command c;
@@ -282,67 +376,168 @@ void UcxTransport::BumpCompletions() {
 }
 
 void UcxTransport::WaitForCompletion(uint64_t seen, Duration timeout) {
-  std::unique_lock<std::mutex> lock(completion_mu_);
-  completion_waiters_.fetch_add(1);
-  completion_cv_.wait_for(lock, timeout, [&] { return completions_.load() != seen; });
-  completion_waiters_.fetch_sub(1);
+  const TimePoint until = Clock::now() + timeout;
+  auto moved = [&] { return completions_.load() != seen; };
+  while (!moved() && Clock::now() < until) {
+    if (Drive(moved, until)) continue;
+    // Another thread owns the worker: its completions wake us.
+    std::unique_lock<std::mutex> lock(completion_mu_);
+    completion_waiters_.fetch_add(1);
+    completion_cv_.wait_until(lock, std::min(until, Clock::now() + kRetryDrive), moved);
+    completion_waiters_.fetch_sub(1);
+  }
+}
+
+template <typename Pred>
+bool UcxTransport::Drive(Pred done, std::optional<TimePoint> until) {
+  if (tls_owner == this || stop_progress_.load()) return false;
+  drivers_.fetch_add(1);  // the progress thread lets go of the worker when it sees this
+  std::unique_lock<std::timed_mutex> lock(progress_mu_, std::try_to_lock);
+  if (!lock.owns_lock() && !done()) (void)lock.try_lock_for(kOwnWait);
+  bool drove = lock.owns_lock() && !stop_progress_.load();
+  bool pending = false;
+  if (drove) {
+    OwnerScope owner(this);
+    while (RunOwned(done, until) == Drove::kIdle) SleepOwned(until);
+    pending = busy_ops_ > 0 || queued_.load() > 0;
+  }
+  if (lock.owns_lock()) lock.unlock();
+  last_drive_.store(NowNs());
+  if (drivers_.fetch_sub(1) == 1) drivers_.notify_all();
+  // Operations left in flight need progress: a progress thread asleep on the fds (it
+  // slept before this thread took over) must not wait for an event that was consumed.
+  if (pending && sleepers_.load() > 0) Wake();
+  return drove;
+}
+
+void UcxTransport::SleepOwned(std::optional<TimePoint> until) {
+  // Only long-wait receives pending and the spin window over: sleep on the fds, keeping
+  // the worker (an event, a post or a shutdown wakes us).
+  int ms = 100;
+  if (until) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - Clock::now()).count();
+    ms = static_cast<int>(std::clamp<int64_t>(left, 0, 100));
+  }
+  if (ArmForSleep()) {
+    pollfd fds[2] = {{worker_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    ::poll(fds, 2, ms);
+  }
+  EndSleep();
+}
+
+template <typename Pred>
+UcxTransport::Drove UcxTransport::RunOwned(Pred done, std::optional<TimePoint> until) {
+  Spin spin;
+  while (true) {
+    if (done() || stop_progress_.load(std::memory_order_relaxed)) return Drove::kDone;
+    if (ProgressOnce(done)) {
+      spin = Spin{};
+      continue;
+    }
+    if (until && spin.empty % 64 == 0 && Clock::now() >= *until) return Drove::kTimeout;
+    if (IdleStep(spin)) return Drove::kIdle;
+  }
+}
+
+template <typename Pred>
+bool UcxTransport::ProgressOnce(Pred done) {
+  bool active = false;
+  if (queued_.load(std::memory_order_relaxed) > 0) {
+    DrainQueue();
+    active = true;
+  }
+  for (int i = 0; i < 64 && !done(); ++i) {
+    if (ucp_worker_progress(worker_) == 0) break;
+    active = true;
+  }
+  return active;
+}
+
+void UcxTransport::DrainQueue() {
+  if (queued_.load() == 0) return;
+  std::vector<Command> batch;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    batch.swap(queue_);
+    queued_.store(0);
+  }
+  for (Command& c : batch) Execute(c);
+}
+
+bool UcxTransport::IdleStep(Spin& spin) {
+  // Operations in flight: keep polling, yielding the CPU now and then.
+  if (busy_ops_ > 0) {
+    if (++spin.empty % kYieldEvery == 0) sched_yield();
+    spin.idle_since = {};
+    return false;
+  }
+  // Nothing pending but long-wait receives: keep polling for kSpinWindow, then sleep. The
+  // clock is read only every kClockEvery empty polls.
+  constexpr int kClockEvery = 64;
+  if (++spin.empty % kClockEvery != 1) {
+    if (spin.empty % kYieldEvery == 0) sched_yield();
+    return false;
+  }
+  auto now = Clock::now();
+  if (spin.idle_since == TimePoint{}) spin.idle_since = now;
+  return now - spin.idle_since >= kSpinWindow;
+}
+
+bool UcxTransport::ArmForSleep() {
+  // sleepers_ is raised before the queue is checked again, and Enqueue pushes before it
+  // reads sleepers_ (both seq_cst), so a command is either seen here or its poster writes
+  // the wake fd.
+  sleepers_.fetch_add(1);
+  return queued_.load() == 0 && !stop_progress_.load() && ucp_worker_arm(worker_) == UCS_OK;
+}
+
+void UcxTransport::EndSleep() {
+  sleepers_.fetch_sub(1);
+  uint64_t v;
+  (void)!::read(wake_fd_, &v, sizeof(v));  // non-blocking: drain a wake-up if any
+}
+
+bool UcxTransport::StandDown() {
+  bool stood = false;
+  while (!stop_progress_.load()) {
+    int d = drivers_.load();
+    if (d > 0) {
+      drivers_.wait(d);
+      stood = true;
+      continue;
+    }
+    auto since = std::chrono::nanoseconds(NowNs() - last_drive_.load());
+    if (since >= kDriverGrace) return stood;
+    std::this_thread::sleep_for(kDriverGrace - since);
+    stood = true;
+  }
+  return true;
 }
 
 void UcxTransport::ProgressLoop() {
-  std::vector<Command> batch;
-  // Empty polls since the last event; the clock is read only every kClockEvery of them.
-  constexpr int kClockEvery = 64;
-  int empty = 0;
-  auto idle_since = std::chrono::steady_clock::now();
+  ::prctl(PR_SET_TIMERSLACK, 1000);  // the stand-down sleeps are tens of microseconds
   while (!stop_progress_.load(std::memory_order_relaxed)) {
-    bool active = false;
-    if (queued_.load(std::memory_order_relaxed) > 0) {
-      {
-        std::lock_guard<std::mutex> lock(queue_mu_);
-        batch.swap(queue_);
-        queued_.store(0);
-      }
-      for (Command& c : batch) Execute(c);
-      batch.clear();
-      active = true;
+    if (StandDown()) continue;  // application threads drive the worker themselves
+    std::unique_lock<std::timed_mutex> lock(progress_mu_);
+    Drove why;
+    bool armed = false;
+    {
+      OwnerScope owner(this);
+      why = RunOwned([&] { return drivers_.load(std::memory_order_relaxed) > 0; }, std::nullopt);
+      if (why == Drove::kIdle) armed = ArmForSleep();
     }
-    for (int i = 0; i < 64; ++i) {
-      unsigned n = ucp_worker_progress(worker_);
-      if (n == 0) break;
-      active = true;
-    }
-    if (active) {
-      empty = 0;
-      idle_since = {};
-      continue;
-    }
-    if (busy_ops_ > 0) {  // operations in flight: keep polling (yielding now and then)
-      if (++empty % kYieldEvery == 0) sched_yield();
-      idle_since = {};
-      continue;
-    }
-    // Nothing pending but long-wait receives: keep polling for kSpinWindow, then sleep.
-    if (++empty % kClockEvery != 1) {
-      if (empty % kYieldEvery == 0) sched_yield();
-      continue;
-    }
-    auto now = std::chrono::steady_clock::now();
-    if (idle_since == std::chrono::steady_clock::time_point{}) idle_since = now;
-    if (now - idle_since < kSpinWindow) continue;
-    // Sleep on the worker's event fd and the wake fd. sleeping_ is set before the queue is
-    // checked again, and Enqueue pushes before it reads sleeping_ (both seq_cst), so a
-    // command is either seen here or its poster writes the wake fd.
-    sleeping_.store(true);
-    if (queued_.load() == 0 && !stop_progress_.load() && ucp_worker_arm(worker_) == UCS_OK) {
+    lock.unlock();
+    if (why != Drove::kIdle) continue;  // a waiter takes the worker over, or shutdown
+    // Sleep on the worker's event fd and the wake fd without holding the worker: a waiter
+    // may take it over meanwhile.
+    if (armed) {
       pollfd fds[2] = {{worker_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
       ::poll(fds, 2, 100);
     }
-    sleeping_.store(false);
-    uint64_t v;
-    (void)!::read(wake_fd_, &v, sizeof(v));  // non-blocking: drain a wake-up if any
-    empty = 0;
-    idle_since = {};
+    EndSleep();
   }
+  std::lock_guard<std::timed_mutex> lock(progress_mu_);
+  OwnerScope owner(this);
   Shutdown();
 }
 
@@ -412,7 +607,7 @@ void UcxTransport::Post(Command& c) {
 }
 
 void UcxTransport::Finish(OpState* op, void* request, Status status, uint64_t bytes, Tag tag) {
-  // On the progress thread, inside ucp_worker_progress (or a cancel/close it drives).
+  // On the worker's owner, inside ucp_worker_progress (or a cancel/close it drives).
   auto it = inflight_.find(op);
   std::shared_ptr<OpState> keep;
   bool silent = false;
@@ -445,7 +640,7 @@ void UcxTransport::RecvCb(void* request, ucs_status_t status, const ucp_tag_recv
 }
 
 void UcxTransport::CloseEp(ucp_ep_h ep) {
-  // Progress thread. Force: pending operations on it complete with an error now.
+  // Owner. Force: pending operations on it complete with an error now.
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -643,7 +838,12 @@ Result<TransferHandle> UcxTransport::Prepare(const DescriptorList& list,
     Command k;
     k.kind = Command::kCancel;
     k.op = std::move(op);
-    Enqueue(std::move(k));
+    Submit(std::move(k));
+  };
+  // A waiting thread drives the worker itself (TransferHandle::wait).
+  OpState* raw = state.get();
+  state->drive = [this, raw](std::optional<TimePoint> until) {
+    return Drive([raw] { return raw->done.load(std::memory_order_acquire); }, until);
   };
   c->op = state;
   return TransferHandle(std::move(state));
@@ -666,7 +866,7 @@ Result<TransferHandle> UcxTransport::PostSend(PeerId peer, const DescriptorList&
   c.silent = options.silent_completion;
   SY_ASSIGN_OR_RETURN(TransferHandle h, Prepare(src, options, &c));
   c.op->bytes = TotalLength(src);
-  Enqueue(std::move(c));
+  Submit(std::move(c));
   return h;
 }
 
@@ -680,7 +880,7 @@ Result<TransferHandle> UcxTransport::PostRecv(const DescriptorList& dst, Tag tag
   c.busy = !options.long_wait;
   c.silent = options.silent_completion;
   SY_ASSIGN_OR_RETURN(TransferHandle h, Prepare(dst, options, &c));
-  Enqueue(std::move(c));
+  Submit(std::move(c));
   return h;
 }
 

@@ -16,13 +16,16 @@
 // Config keys (TransportConfig::params): any UCX config key without the UCX_ prefix
 // ("TLS", "NET_DEVICES", ...) is passed to ucp_config_modify; "err_mode" = "peer"
 // (default: endpoint failures are reported, PeerStatus() turns Unavailable) or "none".
-// Progress: one progress thread per transport owns the ucp worker; it makes every ucp
-// call. PostSend/PostRecv/cancel queue a command to it (one short lock, and a write to an
-// eventfd only when it sleeps) and return; completions fire from it (OpState::Complete,
-// which wakes a waiting handle). It polls while operations are pending and for 2 ms
-// after the last event, then sleeps on the worker's event fd (ucp_worker_arm); a
-// long_wait receive alone (a server's standing receive) lets it sleep. Connect, Listen's
-// accepts and Disconnect run endpoint creation and closing on it and wait for them.
+// Progress: one owner of the ucp worker at a time (a lock). A thread waiting on a handle
+// or in WaitForCompletion takes it and drives ucp_worker_progress itself until its
+// operation completes (completions fire on it); the transport's progress thread stands
+// aside while such drivers are active (and for 50 us after), and otherwise owns the
+// worker: it polls while operations are pending and for 2 ms after the last event, then
+// sleeps on the worker's event fd (ucp_worker_arm); a long_wait receive alone (a server's
+// standing receive) lets an owner sleep. PostSend/PostRecv/cancel post directly when the
+// worker is free, else queue a command for its owner (one short lock, and a write to an
+// eventfd only when the owner sleeps). Connect, Listen's accepts and Disconnect create and
+// close endpoints the same way and wait for it.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "kv_tiers/transport/peer_protocol.h"
 #include "kv_tiers/transport/transport.h"
@@ -152,6 +153,64 @@ TEST(UcxTransportTest, DroppingAHandleCancelsTheReceive) {
   auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 9, kFullMask, o);
   ASSERT_TRUE(recv.ok());
   EXPECT_EQ(recv->wait().code(), StatusCode::kDeadlineExceeded);
+}
+
+// Waiting threads drive the worker themselves, one at a time; the others block on their
+// handles and are completed by whichever thread drives (or by the progress thread). Four
+// threads exchanging messages through one pair at once, both directions, every message
+// whole; then a handle waited on from a thread other than the poster, and a completion
+// count waited on while another thread drives.
+TEST(UcxTransportTest, ConcurrentWaitersShareTheWorker) {
+  for (const char* tls : {"tcp", "sm,self,tcp"}) {
+    TransportConfig c;
+    c.params["TLS"] = tls;
+    Pair p = MakePair(c);
+    const PeerId to_client = 1;  // the server registered the client as its first peer
+    constexpr int kThreads = 4, kRounds = 40;
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        const uint64_t bytes = t % 2 == 0 ? 8192 : (1 << 20);
+        std::vector<uint8_t> src(bytes), dst(bytes), back(bytes);
+        for (int r = 0; r < kRounds; ++r) {
+          for (uint64_t i = 0; i < bytes; i += 4096) src[i] = static_cast<uint8_t>(t * 31 + r + i);
+          Tag ping = MakeTag(MsgType::kPutData, 0, t * 1000 + 2 * r), pong = ping + 1;
+          auto rs = p.server->PostRecv({{dst.data(), bytes}}, ping, kFullMask, {});
+          auto rc = p.client->PostRecv({{back.data(), bytes}}, pong, kFullMask, {});
+          auto s1 = p.client->PostSend(p.to_server, {{src.data(), bytes}}, ping, {});
+          if (!rs.ok() || !rc.ok() || !s1.ok() || !rs->wait().ok()) {
+            ++failures;
+            return;
+          }
+          auto s2 = p.server->PostSend(to_client, {{dst.data(), bytes}}, pong, {});
+          if (!s2.ok() || !rc->wait().ok() || !s1->wait().ok() || !s2->wait().ok() || back != src) {
+            ++failures;
+            return;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures.load(), 0) << tls;
+
+    // A receive posted here, waited on by another thread; a completion count waited on
+    // here meanwhile.
+    std::vector<uint8_t> src(4096, 9), dst(4096, 0);
+    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 77, kFullMask, {});
+    ASSERT_TRUE(recv.ok());
+    uint64_t seen = p.server->CompletionCount();
+    std::thread waiter([&] { EXPECT_TRUE(recv->wait().ok()); });
+    auto send = p.client->PostSend(p.to_server, {{src.data(), src.size()}}, 77, {});
+    ASSERT_TRUE(send.ok());
+    for (int i = 0; i < 100 && p.server->CompletionCount() == seen; ++i) {
+      p.server->WaitForCompletion(seen, std::chrono::milliseconds(50));
+    }
+    EXPECT_NE(p.server->CompletionCount(), seen);
+    waiter.join();
+    EXPECT_TRUE(send->wait().ok());
+    EXPECT_EQ(dst, src);
+  }
 }
 
 TEST(UcxTransportTest, HostMemoryOnly) {
