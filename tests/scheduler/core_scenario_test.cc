@@ -283,6 +283,23 @@ TEST(CoreScenario, SideEffectFailureFailsWorkflowWithoutRetry) {
   EXPECT_EQ(r.core.live_workflows(), 0u);
 }
 
+// A long-running service forgets ended workflows; a running one is kept, and events that
+// name a forgotten workflow are ignored.
+TEST(CoreScenario, ForgetDropsOnlyEndedWorkflows) {
+  Rig r(Opts(1, 80'000'000'000, 4), {});
+  auto wf = Wf("wf1", "a", {Tool("t", {}, "Bash", 500)});
+  r.Run({{0, Submit(wf), {"admit wf1/t"}}, {0, Of(EventKind::kWorkflowClosed, "wf1"), {}}});
+  EXPECT_FALSE(r.core.Forget("wf1")) << "still running";
+  EXPECT_FALSE(r.core.Forget("nope"));
+  r.Run({{0.1, Of(EventKind::kToolStarted, "wf1", "t"), {}},
+         {0.5, ToolDone("wf1", "t"), {"complete wf1"}}});
+  EXPECT_TRUE(r.core.Forget("wf1"));
+  EXPECT_FALSE(r.core.Forget("wf1")) << "already gone";
+  uint64_t ignored = r.core.ignored_events();
+  r.Run({{0.6, ToolDone("wf1", "t"), {}}});
+  EXPECT_EQ(r.core.ignored_events(), ignored + 1);
+}
+
 TEST(CoreScenario, ModelEpochChangeRecomputesOnlyStaleContexts) {
   Rig r(Opts(1, 80'000'000'000, 4), {});
   auto wf = [](const std::string& id, const std::string& model) {
