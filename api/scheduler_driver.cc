@@ -208,6 +208,10 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   scheduler::CoreOptions co;
   co.workers = c.workers;
   co.hbm_bytes_per_worker = c.hbm_bytes_per_worker;
+  // The host and disk tiers are shared by the workers: each gets an equal part, so a
+  // demotion is never sent to a tier that cannot take it.
+  co.host_bytes_per_worker = std::max<uint64_t>(1, d->host_bytes_ / uint64_t(c.workers));
+  co.disk_bytes_per_worker = std::max<uint64_t>(1, d->disk_bytes_ / uint64_t(c.workers));
   co.slots_per_worker = c.slots_per_worker;
   co.tenant_weights = c.tenant_weights;
   co.use_peer = c.workers > 1;

@@ -34,6 +34,9 @@ struct CoreOptions {
   int slots_per_worker = 8;                      // concurrent LLM nodes per worker
   std::map<std::string, double> tenant_weights;  // absent: 1.0
   bool use_host = true, use_disk = true, use_peer = true;
+  // Capacity of each worker's host and disk offload tiers; 0: not modelled (unbounded). A
+  // context is demoted only to a tier with room for it.
+  uint64_t host_bytes_per_worker = 0, disk_bytes_per_worker = 0;
   double retry_credit_capacity = 20;     // per tenant
   double retry_credit_per_second = 1.0;  // refill
   int64_t default_max_output_tokens = 256;

@@ -7,13 +7,28 @@
 namespace switchyard::scheduler::internal {
 
 void CoreState::Hold(const Location& l, int64_t delta) {
-  if (!HbmAccounted(l)) return;
+  if (l.worker < 0 || l.worker >= static_cast<int>(workers.size())) return;
   WorkerRec& w = workers[static_cast<size_t>(l.worker)];
+  uint64_t* used = HbmAccounted(l)         ? &w.used
+                   : l.tier == Tier::kHost ? &w.host_used
+                   : l.tier == Tier::kDisk ? &w.disk_used
+                                           : nullptr;
+  if (!used) return;
   if (delta < 0) {
-    w.used -= std::min(w.used, static_cast<uint64_t>(-delta));
+    *used -= std::min(*used, static_cast<uint64_t>(-delta));
   } else {
-    w.used += static_cast<uint64_t>(delta);
+    *used += static_cast<uint64_t>(delta);
   }
+}
+
+bool CoreState::OffloadRoom(const Location& l, uint64_t bytes) const {
+  if (l.worker < 0 || l.worker >= static_cast<int>(workers.size())) return true;
+  const WorkerRec& w = workers[static_cast<size_t>(l.worker)];
+  if (l.tier == Tier::kHost && opt.host_bytes_per_worker > 0)
+    return w.host_used + bytes <= opt.host_bytes_per_worker;
+  if (l.tier == Tier::kDisk && opt.disk_bytes_per_worker > 0)
+    return w.disk_used + bytes <= opt.disk_bytes_per_worker;
+  return true;
 }
 
 void CoreState::SetLoc(CtxRec& c, const Location& l) {
@@ -109,8 +124,8 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     in.options.push_back({dst, out.duration, back.duration, std::max(out.path_load, back.path_load),
                           dst_pressure, dst_fraction});
   };
-  if (opt.use_host) add({Tier::kHost, w}, 0, 0);
-  if (opt.use_disk) add({Tier::kDisk, w}, 0, 0);
+  if (opt.use_host && OffloadRoom({Tier::kHost, w}, c.bytes)) add({Tier::kHost, w}, 0, 0);
+  if (opt.use_disk && OffloadRoom({Tier::kDisk, w}, c.bytes)) add({Tier::kDisk, w}, 0, 0);
   if (opt.use_peer) {
     // The peers with the most free HBM (a few: each option costs two planner estimates,
     // and on a large cluster most peers are alike).
@@ -198,6 +213,7 @@ double CoreState::RunningFraction(int w) const {
 bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind,
                               Time prefetch_at, bool* refused_grant) {
   if (HbmAccounted(dst) && Free(dst.worker) < c.bytes) return false;
+  if (!OffloadRoom(dst, c.bytes)) return false;
   Result<Grant> g = grants->Acquire(c.loc, dst, c.bytes, cls, now);
   if (!g.ok()) {
     if (refused_grant) *refused_grant = true;
@@ -359,6 +375,7 @@ void CoreState::OnPeerLost(int w) {
     if (it->second.dead && it->second.transfer == 0) ctxs.erase(it);
   }
   workers[static_cast<size_t>(w)].used = 0;
+  workers[static_cast<size_t>(w)].host_used = workers[static_cast<size_t>(w)].disk_used = 0;
   workers[static_cast<size_t>(w)].resident.clear();
   for (const auto& [wf_id, idx] : running) {
     WfRec* wf = FindWf(wf_id);

@@ -117,6 +117,7 @@ struct XferRec {
 
 struct WorkerRec {
   uint64_t used = 0;
+  uint64_t host_used = 0, disk_used = 0;  // held in its host and disk offload tiers
   int running = 0;
   bool alive = true;
   std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
@@ -222,6 +223,8 @@ struct CoreState {
   void DiscardContext(CtxRec& c, const std::string& reason);
   void Hold(const Location& l, int64_t delta);
   void SetLoc(CtxRec& c, const Location& l);
+  // Room for `bytes` in a worker's host or disk tier (always, when not modelled).
+  bool OffloadRoom(const Location& l, uint64_t bytes) const;
   bool HbmAccounted(const Location& l) const {
     return (l.tier == Tier::kHbm || l.tier == Tier::kPeer) && l.worker >= 0 &&
            l.worker < static_cast<int>(workers.size());

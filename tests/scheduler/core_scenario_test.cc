@@ -283,6 +283,39 @@ TEST(CoreScenario, SideEffectFailureFailsWorkflowWithoutRetry) {
   EXPECT_EQ(r.core.live_workflows(), 0u);
 }
 
+// A demotion goes only to a tier with room: with the host tier too small for the context
+// it goes to disk, and with both too small nothing is moved (no move that must fail).
+TEST(CoreScenario, DemotionSkipsOffloadTiersWithoutRoom) {
+  for (uint64_t disk : {uint64_t(0), uint64_t(1'000'000'000)}) {
+    CoreOptions o = Opts(1, 4'000'000'000, 1);
+    o.host_bytes_per_worker = 1'000'000'000;  // the context needs 1,061,683,200 B
+    o.disk_bytes_per_worker = disk;           // 0: not modelled (room)
+    Rig r(o, {});
+    auto wf1 =
+        Wf("wf1", "t1",
+           {Llm("a", {}, "main", v1::CacheRef::CREATE, 8000, 100), Tool("t", {"a"}, "build", 30000),
+            Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
+    auto big = [](const std::string& id) {
+      return Wf(id, "t2", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)});
+    };
+    r.Run({{0, Submit(wf1), {"place wf1/a worker=0 recompute=0 done=0"}},
+           {0, Submit(big("wf2")), {}},
+           {0, Submit(big("wf3")), {}},
+           {1,
+            LlmDone("wf1", "a", 100, Millis(200)),
+            {"admit wf1/t", "place wf2/x worker=0 recompute=0 done=0"}}});
+    std::vector<std::string> out =
+        ToStrings(r.core.handle(Of(EventKind::kToolStarted, "wf1", "t"), Time::FromSeconds(1)));
+    bool to_host = false, to_disk = false;
+    for (const std::string& c : out) {
+      to_host |= c.rfind("demote wf1/main hbm@0->host@0", 0) == 0;
+      to_disk |= c.rfind("demote wf1/main hbm@0->disk@0", 0) == 0;
+    }
+    EXPECT_FALSE(to_host) << "host has no room";
+    EXPECT_EQ(to_disk, disk == 0) << "disk " << disk << ": " << ::testing::PrintToString(out);
+  }
+}
+
 // A long-running service forgets ended workflows; a running one is kept, and events that
 // name a forgotten workflow are ignored.
 TEST(CoreScenario, ForgetDropsOnlyEndedWorkflows) {
