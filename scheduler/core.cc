@@ -359,6 +359,10 @@ Duration Core::TenantService(const std::string& tenant) const {
 bool Core::Forget(const std::string& workflow_id) {
   auto it = s_->wfs.find(workflow_id);
   if (it == s_->wfs.end() || !it->second.ended) return false;
+  for (const std::string& key : it->second.contexts) {  // dead ones still moving
+    auto c = s_->ctxs.find(key);
+    if (c != s_->ctxs.end()) c->second.owner = nullptr;
+  }
   s_->wfs.erase(it);
   return true;
 }

@@ -124,9 +124,13 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     in.options.push_back({dst, out.duration, back.duration, std::max(out.path_load, back.path_load),
                           dst_pressure, dst_fraction});
   };
-  if (opt.use_host && OffloadRoom({Tier::kHost, w}, c.bytes)) add({Tier::kHost, w}, 0, 0);
-  if (opt.use_disk && OffloadRoom({Tier::kDisk, w}, c.bytes)) add({Tier::kDisk, w}, 0, 0);
-  if (opt.use_peer) {
+  constexpr int kMaxFailedMoves = 3;
+  const bool offload = c.failed_moves < kMaxFailedMoves;
+  if (offload && opt.use_host && OffloadRoom({Tier::kHost, w}, c.bytes))
+    add({Tier::kHost, w}, 0, 0);
+  if (offload && opt.use_disk && OffloadRoom({Tier::kDisk, w}, c.bytes))
+    add({Tier::kDisk, w}, 0, 0);
+  if (offload && opt.use_peer) {
     // The peers with the most free HBM (a few: each option costs two planner estimates,
     // and on a large cluster most peers are alike).
     constexpr size_t kPeerOptions = 4;
@@ -257,8 +261,10 @@ void CoreState::OnTransferDone(uint64_t id, bool ok) {
   if (ok) {
     Hold(x.src, -static_cast<int64_t>(x.bytes));  // source buffer released only now
     SetLoc(c, x.dst);
+    c.failed_moves = 0;
   } else {
     Hold(x.dst, -static_cast<int64_t>(x.bytes));
+    if (x.src.tier == Tier::kHbm) ++c.failed_moves;
   }
   if (drop) {
     Hold(c.loc, -static_cast<int64_t>(c.bytes));

@@ -105,6 +105,9 @@ struct CtxRec {
   // from earlier moves): retried at reeval_at instead of falling back to discard.
   int deferrals = 0;
   bool evict_pending = false;  // the deferred demotion was an eviction
+  // Moves out of HBM that failed in a row (the tier refused the blocks): after a few, no
+  // more are tried until one succeeds, so a refusing tier cannot cause endless retries.
+  int failed_moves = 0;
 };
 
 struct XferRec {

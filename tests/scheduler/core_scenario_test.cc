@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 
 #include "scheduler/core.h"
 #include "tests/scheduler/test_util.h"
@@ -314,6 +315,52 @@ TEST(CoreScenario, DemotionSkipsOffloadTiersWithoutRoom) {
     EXPECT_FALSE(to_host) << "host has no room";
     EXPECT_EQ(to_disk, disk == 0) << "disk " << disk << ": " << ::testing::PrintToString(out);
   }
+}
+
+// A tier that refuses the blocks (the move fails) is not retried without end: after a few
+// failed moves out of HBM the context stays (or is discarded), so nodes waiting for the
+// memory are not stuck behind a demotion loop.
+TEST(CoreScenario, FailedDemotionsAreNotRetriedForever) {
+  Rig r(Opts(1, 4'000'000'000, 1), {});
+  // wf1 runs five LLM calls with a 30 s tool between each; the big workflows queued behind
+  // it keep HBM under pressure, so each tool start asks to demote wf1/main, and every move
+  // of it fails (the tier refuses the blocks). Everything else runs as commanded.
+  std::vector<v1::ProgramNode> nodes = {Llm("l0", {}, "main", v1::CacheRef::CREATE, 8000, 100)};
+  for (int i = 1; i <= 6; ++i) {
+    std::string t = "t" + std::to_string(i), l = "l" + std::to_string(i);
+    nodes.push_back(Tool(t, {"l" + std::to_string(i - 1)}, "build", 30000));
+    nodes.push_back(Llm(l, {t}, "main", v1::CacheRef::EXTEND, 100, 100));
+  }
+  auto big = [](const std::string& id) {
+    return Wf(id, "t2", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)});
+  };
+  std::multimap<double, Event> due = {{0, Submit(Wf("wf1", "t1", nodes))},
+                                      {0, Submit(big("wf2"))},
+                                      {0, Submit(big("wf3"))},
+                                      {0, Of(EventKind::kWorkflowClosed, "wf1")}};
+  int failed = 0;
+  while (!due.empty() && due.begin()->first < 1000) {
+    auto [t, ev] = *due.begin();
+    due.erase(due.begin());
+    Commands out = r.core.handle(ev, Time::FromSeconds(t));
+    for (const Command& c : out.list) {
+      if (c.kind == CommandKind::kPlace)
+        due.insert({t + 0.2, LlmDone(c.workflow_id, c.node_id, 100, Millis(200))});
+      if (c.kind == CommandKind::kAdmit) {
+        due.insert({t, Of(EventKind::kToolStarted, c.workflow_id, c.node_id)});
+        due.insert({t + 30, ToolDone(c.workflow_id, c.node_id)});
+      }
+      if (c.transfer_id != 0 && c.kind != CommandKind::kDiscard) {
+        bool fail = c.kind == CommandKind::kDemote && c.context == "wf1/main";
+        failed += fail ? 1 : 0;
+        due.insert({t + 0.01, Xfer(c.transfer_id, !fail)});
+      }
+    }
+    if (out.wakeup != Time::Max()) due.insert({std::max(t, out.wakeup.seconds()), Tick()});
+  }
+  EXPECT_GE(failed, 1);
+  EXPECT_LE(failed, 3) << "failed demotions retried without end";
+  EXPECT_EQ(r.core.live_workflows(), 2u) << "wf1 completed";
 }
 
 // A long-running service forgets ended workflows; a running one is kept, and events that
