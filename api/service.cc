@@ -30,7 +30,8 @@ Service::~Service() {
 Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clock* clock) {
   std::unique_ptr<Service> svc(new Service(std::move(options), clock));
   SY_ASSIGN_OR_RETURN(svc->store_,
-                      Store::Open(svc->options_.data_dir + "/state", svc->options_.sync_writes));
+                      Store::Open(svc->options_.data_dir + "/state", svc->options_.sync_writes,
+                                  svc->options_.idempotency_retention_s));
   SY_RETURN_IF_ERROR(svc->Recover());
   if (svc->options_.scheduler.enabled) {
     SchedulerDriver::Callbacks cb;
@@ -381,6 +382,7 @@ Status Service::MutateLocked(const std::shared_ptr<Entry>& entry, const std::str
     stored.set_status(idem->status);
     stored.set_body(idem->body);
     stored.set_fingerprint(idem->fingerprint);
+    stored.set_time_ms(rec.time_ms());
   }
   // Queued under the entry's lock: this workflow's records reach the committer, become
   // durable and complete in sequence order.
@@ -487,6 +489,7 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
         stored.set_status(idem->status);
         stored.set_body(idem->body);
         stored.set_fingerprint(idem->fingerprint);
+        stored.set_time_ms(now.millis());
       }
       st = store_->Enqueue(
           id, 0, *recp,
@@ -675,14 +678,21 @@ v1::WorkflowList Service::List(const std::string& tenant,
 Result<std::optional<v1::IdempotencyEntry>> Service::LookupIdempotent(
     const std::string& tenant, const std::string& key) const {
   SY_ASSIGN_OR_RETURN(auto e, store_->GetIdempotent(tenant, key));
-  if (!e) return std::optional<v1::IdempotencyEntry>();
+  if (!e || Expired(e->entry)) return std::optional<v1::IdempotencyEntry>();
   if (e->pending) SY_RETURN_IF_ERROR(store_->Flush());
   return std::optional<v1::IdempotencyEntry>(std::move(e->entry));
 }
 
 Result<std::optional<Store::Idempotent>> Service::PeekIdempotent(const std::string& tenant,
                                                                  const std::string& key) const {
-  return store_->GetIdempotent(tenant, key);
+  SY_ASSIGN_OR_RETURN(auto e, store_->GetIdempotent(tenant, key));
+  if (e && Expired(e->entry)) return std::optional<Store::Idempotent>();
+  return e;
+}
+
+bool Service::Expired(const v1::IdempotencyEntry& e) const {
+  return options_.idempotency_retention_s > 0 && e.time_ms() > 0 &&
+         e.time_ms() + options_.idempotency_retention_s * 1000 < clock_->Now().millis();
 }
 
 Service::Counts Service::counts() const {

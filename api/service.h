@@ -47,7 +47,8 @@
 // replays, so memory after a restart is bounded the same. The durable log and idempotency
 // answers are kept on disk; with `ended_retention_s` set, an archived workflow whose last
 // record is older than that is deleted from the log and forgotten (swept as workflows end
-// and at recovery). Idempotency answers have no retention limit yet.
+// and at recovery). Idempotency answers are kept for `idempotency_retention_s` (forever
+// when 0): an older one is ignored, and compaction drops it.
 //
 // Engine side (embedding): SetDecisionListener() receives every scheduler command (place,
 // preempt, keep, demote, prefetch, discard, ...) for the engine to carry out; the engine
@@ -92,6 +93,9 @@ struct ServiceOptions {
   // Archived workflows whose last record is older than this are deleted from the store
   // and forgotten (their ids may be used again); 0 keeps them forever.
   int64_t ended_retention_s = 0;
+  // Idempotency-Key answers older than this are forgotten (a repeat is a new request) and
+  // dropped from the store by compaction; 0 keeps them forever.
+  int64_t idempotency_retention_s = 0;
   SchedulerConfig scheduler;
 };
 
@@ -252,6 +256,8 @@ class Service {
   Status RecordInternal(const std::string& id, const std::shared_ptr<Entry>& e,
                         v1::WorkflowLogRecord rec);
   static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e);
+  // An idempotency answer past options_.idempotency_retention_s.
+  bool Expired(const v1::IdempotencyEntry& e) const;
 
   ServiceOptions options_;
   const Clock* clock_;

@@ -1,5 +1,6 @@
 #include "api/store.h"
 
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/memtablerep.h>
@@ -37,6 +38,26 @@ Status FromRocks(const rocksdb::Status& s, const std::string& what) {
   return Status::Unavailable(what + ": " + s.ToString(), ErrorScope::kProcess);
 }
 
+// Drops idempotency answers stored longer ago than the retention (wall clock).
+class IdempotencyExpiry final : public rocksdb::CompactionFilter {
+ public:
+  explicit IdempotencyExpiry(int64_t retention_s) : retention_ms_(retention_s * 1000) {}
+  bool Filter(int, const rocksdb::Slice&, const rocksdb::Slice& value, std::string*,
+              bool*) const override {
+    v1::IdempotencyEntry e;
+    if (!e.ParseFromArray(value.data(), static_cast<int>(value.size())) || e.time_ms() <= 0)
+      return false;  // unreadable or from before retention: kept
+    int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    return e.time_ms() + retention_ms_ < now_ms;
+  }
+  const char* Name() const override { return "switchyard.IdempotencyExpiry"; }
+
+ private:
+  int64_t retention_ms_;
+};
+
 }  // namespace
 
 Store::~Store() {
@@ -49,7 +70,8 @@ Store::~Store() {
   }
 }
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync) {
+Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync,
+                                           int64_t idem_retention_s) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Unavailable("cannot create data dir '" + dir + "': " + ec.message());
@@ -85,14 +107,22 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync) {
   // in 32-record batches). The idempotency family keeps the skip list for point lookups.
   rocksdb::ColumnFamilyOptions log_opts = cf_opts;
   log_opts.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
+  rocksdb::ColumnFamilyOptions idem_opts = cf_opts;
+  std::unique_ptr<rocksdb::CompactionFilter> idem_filter;
+  if (idem_retention_s > 0) {
+    idem_filter = std::make_unique<IdempotencyExpiry>(idem_retention_s);
+    idem_opts.compaction_filter = idem_filter.get();
+    idem_opts.ttl = static_cast<uint64_t>(idem_retention_s);  // old files get compacted
+  }
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, cf_opts},
                                                       {"workflow_log", log_opts},
-                                                      {"idempotency", cf_opts}};
+                                                      {"idempotency", idem_opts}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(db_opts, dir, cfs, &handles, &raw);
   if (!s.ok()) return FromRocks(s, "cannot open the state store in '" + dir + "'");
   std::unique_ptr<Store> store(new Store());
+  store->idem_filter_ = std::move(idem_filter);
   store->db_.reset(raw);
   store->default_cf_ = handles[0];
   store->log_cf_ = handles[1];
@@ -169,6 +199,13 @@ Status Store::Append(const std::string& workflow_id, uint64_t seq, const v1::Wor
   SY_RETURN_IF_ERROR(Enqueue(
       workflow_id, seq, rec, [&p](const Status& s) { p.set_value(s); }, tenant, idem_key, idem));
   return p.get_future().get();
+}
+
+Status Store::CompactIdempotency() {
+  SY_RETURN_IF_ERROR(FromRocks(db_->Flush(rocksdb::FlushOptions(), idem_cf_), "idempotency flush"));
+  rocksdb::CompactRangeOptions o;
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  return FromRocks(db_->CompactRange(o, idem_cf_, nullptr, nullptr), "idempotency compaction");
 }
 
 Status Store::Flush() {

@@ -43,6 +43,7 @@
 #include "proto/switchyard/v1/api.pb.h"
 
 namespace rocksdb {
+class CompactionFilter;
 class DB;
 class ColumnFamilyHandle;
 }  // namespace rocksdb
@@ -53,7 +54,10 @@ class Store {
  public:
   using Done = std::function<void(const Status&)>;
 
-  static Result<std::unique_ptr<Store>> Open(const std::string& dir, bool sync);
+  // `idem_retention_s` > 0: compactions of the idempotency family drop answers stored
+  // more than that long ago (by their time_ms, against the wall clock).
+  static Result<std::unique_ptr<Store>> Open(const std::string& dir, bool sync,
+                                             int64_t idem_retention_s = 0);
   ~Store();  // completes what is queued, then stops the committer
 
   // Queues record `seq` of a workflow, with an optional idempotency answer, for the next
@@ -76,6 +80,9 @@ class Store {
   Status Flush();
   // Completes what is queued and stops accepting writes (later ones fail at once).
   void Shutdown();
+  // Flushes and compacts the idempotency family now, dropping expired answers (they are
+  // otherwise dropped as compactions happen; maintenance and tests).
+  Status CompactIdempotency();
 
   // Visits every record in (workflow id, sequence) order.
   Status ForEachRecord(const std::function<Status(const std::string& workflow_id, uint64_t seq,
@@ -117,6 +124,8 @@ class Store {
   void Commit();  // the committer thread
   Status WriteBatch(const std::vector<Op>& ops);
 
+  // Declared before db_: destroyed after the DB that uses it.
+  std::unique_ptr<rocksdb::CompactionFilter> idem_filter_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* log_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* idem_cf_ = nullptr;

@@ -78,6 +78,10 @@ int RunServe(const std::vector<std::string>& args) {
     return Fail(Status::InvalidArgument("ended_retention_s must be 0 or more, got " +
                                         std::to_string(config.ended_retention_s())));
   so.ended_retention_s = config.ended_retention_s();
+  if (config.idempotency_retention_s() < 0)
+    return Fail(Status::InvalidArgument("idempotency_retention_s must be 0 or more, got " +
+                                        std::to_string(config.idempotency_retention_s())));
+  so.idempotency_retention_s = config.idempotency_retention_s();
   if (config.ended_in_memory() != 0)
     so.ended_in_memory = static_cast<size_t>(std::max<int64_t>(0, config.ended_in_memory()));
   if (llm.empty()) llm = config.llm_executor().empty() ? "simulated" : config.llm_executor();

@@ -5,6 +5,7 @@
 // bound on requests admitted but not yet answered (those waiting for a commit included).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <mutex>
@@ -130,6 +131,33 @@ TEST(StoreGroupCommit, PendingIdempotencyAnswerIsVisibleAndBarrierWaitsForIt) {
   seen = (*store)->GetIdempotent("t", "key");
   ASSERT_TRUE(seen.ok() && seen->has_value());
   EXPECT_FALSE((*seen)->pending);
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// With a retention, compaction drops idempotency answers stored longer ago than it (by
+// their time_ms) and keeps newer ones and those from before retention (time_ms 0).
+TEST(StoreGroupCommit, CompactionDropsExpiredIdempotencyAnswers) {
+  std::string dir = TempDir("idem_ttl");
+  auto store = Store::Open(dir, true, /*idem_retention_s=*/60);
+  ASSERT_TRUE(store.ok()) << store.status();
+  int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  auto put = [&](int seq, const std::string& key, int64_t time_ms) {
+    v1::IdempotencyEntry e;
+    e.set_status(200);
+    e.set_body(key);
+    e.set_time_ms(time_ms);
+    return (*store)->Append("w", uint64_t(seq), Rec(seq), "t", key, &e);
+  };
+  ASSERT_TRUE(put(0, "old", now_ms - 61'000).ok());
+  ASSERT_TRUE(put(1, "young", now_ms - 30'000).ok());
+  ASSERT_TRUE(put(2, "legacy", 0).ok());
+  ASSERT_TRUE((*store)->CompactIdempotency().ok());
+  EXPECT_FALSE((*store)->GetIdempotent("t", "old")->has_value()) << "expired: dropped";
+  EXPECT_TRUE((*store)->GetIdempotent("t", "young")->has_value());
+  EXPECT_TRUE((*store)->GetIdempotent("t", "legacy")->has_value());
   store->reset();
   std::filesystem::remove_all(dir);
 }

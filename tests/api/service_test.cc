@@ -47,6 +47,7 @@ class ServiceTest : public ::testing::Test {
     o.max_live_workflows_per_tenant = 3;
     o.ended_in_memory = ended_in_memory_;
     o.ended_retention_s = ended_retention_s_;
+    o.idempotency_retention_s = idempotency_retention_s_;
     o.scheduler.simulated_llm = false;  // the tests report LLM results as an engine
     auto s = Service::Open(o, &clock_);
     ASSERT_TRUE(s.ok()) << s.status();
@@ -55,6 +56,7 @@ class ServiceTest : public ::testing::Test {
   ManualClock clock_{Time::FromSeconds(1000)};
   size_t ended_in_memory_ = 1000;
   int64_t ended_retention_s_ = 0;
+  int64_t idempotency_retention_s_ = 0;
   std::string dir_;
   std::unique_ptr<Service> svc_;
 };
@@ -309,6 +311,31 @@ TEST_F(ServiceTest, RetentionDeletesExpiredArchivedWorkflows) {
   v1::Workflow again = TwoStep();
   again.set_id(*old1);
   EXPECT_TRUE(svc_->Submit("acme", again).ok()) << "an expired id may be used again";
+}
+
+// Idempotency answers older than the retention are forgotten: a repeat with the key is a
+// new request. Younger ones are still replayed.
+TEST_F(ServiceTest, IdempotencyAnswersExpireAfterTheirRetention) {
+  idempotency_retention_s_ = 60;
+  Reopen();
+  auto a = svc_->Submit("acme", TwoStep());
+  auto b = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(a.ok() && b.ok());
+  IdempotentAnswer first{"key-a", 7, 200, "{}"};
+  ASSERT_TRUE(svc_->Cancel("acme", *a, "x", &first).ok());
+  clock_.Advance(Seconds(30));
+  IdempotentAnswer second{"key-b", 8, 200, "{}"};
+  ASSERT_TRUE(svc_->Cancel("acme", *b, "y", &second).ok());
+  EXPECT_TRUE(svc_->PeekIdempotent("acme", "key-a")->has_value());
+  clock_.Advance(Seconds(31));  // key-a stored 61 s ago, key-b 31 s ago
+  EXPECT_FALSE(svc_->PeekIdempotent("acme", "key-a")->has_value()) << "expired";
+  EXPECT_FALSE(svc_->LookupIdempotent("acme", "key-a")->has_value());
+  auto kept = svc_->LookupIdempotent("acme", "key-b");
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  EXPECT_EQ((*kept)->fingerprint(), 8u);
+  Reopen();  // the time travels with the answer
+  EXPECT_FALSE(svc_->PeekIdempotent("acme", "key-a")->has_value());
+  EXPECT_TRUE(svc_->PeekIdempotent("acme", "key-b")->has_value());
 }
 
 }  // namespace
