@@ -64,6 +64,19 @@ double SeededMedian(double hint_s) {
   return *s.Quantile(0.5);
 }
 
+// wf1: an 8000-token prefill, a 30 s tool, then an extend of the same context.
+v1::Workflow ToolWaitWorkflow() {
+  return Wf(
+      "wf1", "t1",
+      {Llm("a", {}, "main", v1::CacheRef::CREATE, 8000, 100), Tool("t", {"a"}, "build", 30000),
+       Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
+}
+
+// One LLM call with a big context of its own (pressure on HBM).
+v1::Workflow BigWorkflow(const std::string& id, int64_t tokens = 10000) {
+  return Wf(id, "t2", {Llm("x", {}, "c", v1::CacheRef::CREATE, tokens, 256)});
+}
+
 TEST(CoreScenario, ShortToolKeepsContextInHbm) {
   Rig r(Opts(1, 80'000'000'000, 4), {});
   auto wf =
@@ -83,13 +96,8 @@ TEST(CoreScenario, ShortToolKeepsContextInHbm) {
 
 TEST(CoreScenario, LongToolUnderPressureDemotesToHostAndPrefetchesForReturn) {
   Rig r(Opts(1, 4'000'000'000, 1), {});
-  auto wf1 =
-      Wf("wf1", "t1",
-         {Llm("a", {}, "main", v1::CacheRef::CREATE, 8000, 100), Tool("t", {"a"}, "build", 30000),
-          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
-  auto big = [](const std::string& id) {
-    return Wf(id, "t2", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)});
-  };
+  auto wf1 = ToolWaitWorkflow();
+  auto big = [](const std::string& id) { return BigWorkflow(id); };
   const uint64_t bytes = 8100ULL * 131072;  // 1061683200
   double in = ToSeconds(
       r.fabric.Estimate({Tier::kHost, 0}, {Tier::kHbm, 0}, bytes, TrafficClass::kBackground)
@@ -292,13 +300,8 @@ TEST(CoreScenario, DemotionSkipsOffloadTiersWithoutRoom) {
     o.host_bytes_per_worker = 1'000'000'000;  // the context needs 1,061,683,200 B
     o.disk_bytes_per_worker = disk;           // 0: not modelled (room)
     Rig r(o, {});
-    auto wf1 =
-        Wf("wf1", "t1",
-           {Llm("a", {}, "main", v1::CacheRef::CREATE, 8000, 100), Tool("t", {"a"}, "build", 30000),
-            Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
-    auto big = [](const std::string& id) {
-      return Wf(id, "t2", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)});
-    };
+    auto wf1 = ToolWaitWorkflow();
+    auto big = [](const std::string& id) { return BigWorkflow(id); };
     r.Run({{0, Submit(wf1), {"place wf1/a worker=0 recompute=0 done=0"}},
            {0, Submit(big("wf2")), {}},
            {0, Submit(big("wf3")), {}},
