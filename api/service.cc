@@ -193,15 +193,7 @@ Result<std::shared_ptr<Service::Entry>> Service::ReadArchived(const std::string&
     }
   }
   auto e = std::make_shared<Entry>();
-  SY_RETURN_IF_ERROR(
-      store_->ForEachRecordOf(id, [&](uint64_t seq, const v1::WorkflowLogRecord& rec) -> Status {
-        if (seq != e->next_seq)
-          return Status::DataLoss("workflow " + id + ": history gap at record " +
-                                  std::to_string(seq));
-        SY_RETURN_IF_ERROR(ApplyRecord(e.get(), rec));
-        e->next_seq = seq + 1;
-        return Status::OK();
-      }));
+  SY_RETURN_IF_ERROR(Replay(id, e.get()));
   if (!e->graph) return Status::DataLoss("archived workflow " + id + " has no history");
   e->restored = true;
   return e;
@@ -329,16 +321,22 @@ std::shared_ptr<Service::Entry> Service::Lookup(const std::string& id) const {
   return it == workflows_.end() ? nullptr : it->second;
 }
 
+Status Service::Replay(const std::string& id, Entry* e) const {
+  return store_->ForEachRecordOf(id, [&](uint64_t seq, const v1::WorkflowLogRecord& rec) -> Status {
+    if (seq != e->next_seq)
+      return Status::DataLoss("workflow " + id + ": history gap at record " + std::to_string(seq));
+    SY_RETURN_IF_ERROR(ApplyRecord(e, rec));
+    e->next_seq = seq + 1;
+    return Status::OK();
+  });
+}
+
 Status Service::Rebuild(const std::string& id, Entry* e) const {
   Entry fresh;
-  SY_RETURN_IF_ERROR(
-      store_->ForEachRecordOf(id, [&](uint64_t seq, const v1::WorkflowLogRecord& rec) -> Status {
-        SY_RETURN_IF_ERROR(ApplyRecord(&fresh, rec));
-        fresh.next_seq = seq + 1;
-        return Status::OK();
-      }));
+  SY_RETURN_IF_ERROR(Replay(id, &fresh));
   e->graph = std::move(fresh.graph);
   e->next_seq = fresh.next_seq;
+  e->last_ms = fresh.last_ms;
   return Status::OK();
 }
 

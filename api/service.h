@@ -228,6 +228,9 @@ class Service {
   void OnCommitted(const std::shared_ptr<Entry>& entry, const std::string& id,
                    const v1::WorkflowLogRecord& rec, Effects fx, const Status& st,
                    const Done& done);
+  // Applies a workflow's durable history to a fresh entry (DataLoss on a gap).
+  Status Replay(const std::string& id, Entry* e) const;
+  // Resets an entry to its durable history (after a failed write).
   Status Rebuild(const std::string& id, Entry* e) const;
   // Notes that `id` ended (durably) and archives the oldest ended workflows beyond
   // options_.ended_in_memory. Takes entry locks then mu_ (the order SubmitAsync uses).
