@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -232,6 +233,43 @@ void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
   Workflows(req, *who, call);
 }
 
+namespace {
+
+// GET /v1/workflows?state=S&pageSize=N&pageToken=T&order=asc|desc
+Result<Service::ListQuery> ListQueryOf(const HttpRequest& req) {
+  Service::ListQuery q;
+  std::string state = req.Query("state");
+  if (!state.empty()) {
+    v1::WorkflowState s;
+    if (!v1::WorkflowState_Parse(state, &s) && !v1::WorkflowState_Parse("WORKFLOW_" + state, &s)) {
+      return Status::InvalidArgument("state: unknown state '" + state +
+                                     "' (RUNNING, COMPLETED, FAILED, CANCELLED)");
+    }
+    q.state = s;
+  }
+  q.page_size = HttpApi::kDefaultPageSize;
+  std::string size = req.Query("pageSize");
+  if (!size.empty()) {
+    size_t n = 0;
+    auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), n);
+    if (ec != std::errc() || end != size.data() + size.size() || n < 1 ||
+        n > HttpApi::kMaxPageSize) {
+      return Status::InvalidArgument("pageSize: '" + size + "' is not a number from 1 to " +
+                                     std::to_string(HttpApi::kMaxPageSize));
+    }
+    q.page_size = n;
+  }
+  std::string order = req.Query("order");
+  if (!order.empty() && order != "asc" && order != "desc") {
+    return Status::InvalidArgument("order: '" + order + "' is not asc or desc");
+  }
+  q.newest_first = order == "desc";
+  q.page_token = req.Query("pageToken");
+  return q;
+}
+
+}  // namespace
+
 void HttpApi::Workflows(const HttpRequest& req, const Principal& who, const CallPtr& call) {
   if (who.admin) {
     return Finish(call, JsonError(403, "PermissionDenied",
@@ -242,19 +280,11 @@ void HttpApi::Workflows(const HttpRequest& req, const Principal& who, const Call
   if (path == "/v1/workflows") {
     call->route = "/v1/workflows";
     if (req.method == "GET") {
-      std::string state = req.Query("state");
-      std::optional<v1::WorkflowState> filter;
-      if (!state.empty()) {
-        v1::WorkflowState s;
-        if (!v1::WorkflowState_Parse(state, &s) &&
-            !v1::WorkflowState_Parse("WORKFLOW_" + state, &s)) {
-          return Finish(call, JsonError(400, "InvalidArgument",
-                                        "unknown state '" + state +
-                                            "' (RUNNING, COMPLETED, FAILED, CANCELLED)"));
-        }
-        filter = s;
-      }
-      return Finish(call, Json(200, service_->List(who.tenant, filter)));
+      auto query = ListQueryOf(req);
+      if (!query.ok()) return Finish(call, ErrorOf(query.status()));
+      auto page = service_->List(who.tenant, *query);
+      if (!page.ok()) return Finish(call, ErrorOf(page.status()));
+      return Finish(call, Json(200, *page));
     }
     if (req.method == "POST") return Mutation(req, who, "", "create", call);
     return Finish(call, JsonError(405, "MethodNotAllowed", "use GET or POST"));

@@ -46,6 +46,8 @@ struct HttpApiOptions {
 
 class HttpApi {
  public:
+  // GET /v1/workflows pages: pageSize defaults to 100, at most 1000.
+  static constexpr size_t kDefaultPageSize = 100, kMaxPageSize = 1000;
   HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions options = {});
 
   using Respond = std::function<void(HttpResponse)>;

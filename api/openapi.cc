@@ -55,9 +55,16 @@ const std::string& OpenApiDocument() {
                             "responses": {"200": {"description": "ClusterState", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ClusterState"}}}},
                                           "default": {"$ref": "#/components/responses/Error"}}}},
     "/v1/workflows": {
-      "get": {"summary": "list the caller's workflows",
-              "parameters": [{"name": "state", "in": "query", "schema": {"type": "string", "enum": ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]}}],
-              "responses": {"200": {"description": "WorkflowList"}, "default": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "list the caller's workflows, live and archived (archived ones as summaries with archived: true), one page at a time, ordered by arrival",
+              "parameters": [{"name": "state", "in": "query", "schema": {"type": "string", "enum": ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]}},
+                             {"name": "pageSize", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+                             {"name": "pageToken", "in": "query", "description": "nextPageToken of the previous page", "schema": {"type": "string"}},
+                             {"name": "order", "in": "query", "schema": {"type": "string", "enum": ["asc", "desc"], "default": "asc"}}],
+              "responses": {"200": {"description": "WorkflowList",
+                                    "content": {"application/json": {"schema": {"type": "object", "properties": {
+                                      "workflows": {"type": "array", "items": {"$ref": "#/components/schemas/WorkflowStatus"}},
+                                      "nextPageToken": {"type": "string", "description": "set when more workflows follow"}}}}}},
+                            "default": {"$ref": "#/components/responses/Error"}}},
       "post": {"summary": "submit a workflow", "parameters": [{"$ref": "#/components/parameters/idem"}],
                "requestBody": {"required": true, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/Workflow"},

@@ -4,6 +4,7 @@
 #include <future>
 #include <random>
 
+#include "base/ids.h"
 #include "base/logging.h"
 
 namespace switchyard::api {
@@ -174,7 +175,8 @@ bool Service::Archive(const std::string& id, bool tell_scheduler) {
     workflows_.erase(it);
     auto [t, added] = tenant_index_.try_emplace(e->tenant, uint32_t(tenant_names_.size()));
     if (added) tenant_names_.push_back(e->tenant);
-    archived_[id] = Archived{t->second, e->graph->state(), e->arrival_ms, e->last_ms, e->next_seq};
+    archived_[id] = Archived{t->second,  e->graph->state(), e->arrival_ms,
+                             e->last_ms, e->next_seq,       e->graph->closed()};
     archive_order_.push_back(id);
     ++archived_by_state_[EndedSlot(e->graph->state())];
   }
@@ -649,28 +651,95 @@ Result<v1::WorkflowStatus> Service::Get(const std::string& tenant,
   return f.get();
 }
 
-v1::WorkflowList Service::List(const std::string& tenant,
-                               std::optional<v1::WorkflowState> state) const {
-  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> mine;
+namespace {
+
+// A list page token: "<arrival ms in hex>.<workflow id>" of the last workflow listed.
+std::string PageToken(int64_t arrival_ms, const std::string& id) {
+  return HexId(static_cast<uint64_t>(arrival_ms)) + "." + id;
+}
+
+Result<std::pair<int64_t, std::string>> ParsePageToken(const std::string& token) {
+  size_t dot = token.find('.');
+  if (dot != 16 || dot + 1 >= token.size() || token.find_first_not_of("0123456789abcdef") < dot) {
+    return Status::InvalidArgument("pageToken: malformed (pass the nextPageToken of a page)");
+  }
+  return std::make_pair(static_cast<int64_t>(std::stoull(token.substr(0, dot), nullptr, 16)),
+                        token.substr(dot + 1));
+}
+
+}  // namespace
+
+Result<v1::WorkflowList> Service::List(const std::string& tenant, const ListQuery& q) const {
+  std::optional<std::pair<int64_t, std::string>> after;
+  if (!q.page_token.empty()) {
+    SY_ASSIGN_OR_RETURN(auto cursor, ParsePageToken(q.page_token));
+    after = std::move(cursor);
+  }
+  // One candidate per workflow: live ones by entry, archived ones by their summary.
+  struct Item {
+    int64_t arrival_ms;
+    std::string id;
+    std::shared_ptr<Entry> live;
+    Archived archived;
+  };
+  auto before = [&q](int64_t a1, const std::string& i1, int64_t a2, const std::string& i2) {
+    bool less = a1 != a2 ? a1 < a2 : i1 < i2;
+    bool greater = a1 != a2 ? a1 > a2 : i1 > i2;
+    return q.newest_first ? greater : less;
+  };
+  std::vector<Item> items;
   {
     std::shared_lock lock(mu_);
+    auto t = tenant_index_.find(tenant);
+    auto keep = [&](int64_t arrival, const std::string& id) {
+      return !after || before(after->first, after->second, arrival, id);
+    };
     for (const auto& [id, e] : workflows_) {
-      if (e->tenant == tenant) mine.emplace_back(id, e);
+      if (e->tenant == tenant && keep(e->arrival_ms, id))
+        items.push_back({e->arrival_ms, id, e, {}});
+    }
+    if (t != tenant_index_.end()) {
+      for (const auto& [id, a] : archived_) {
+        if (a.tenant != t->second || (q.state && a.state != *q.state)) continue;
+        if (keep(a.arrival_ms, id)) items.push_back({a.arrival_ms, id, nullptr, a});
+      }
     }
   }
-  std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) {
-    return a.second->arrival_ms != b.second->arrival_ms
-               ? a.second->arrival_ms < b.second->arrival_ms
-               : a.first < b.first;
+  std::sort(items.begin(), items.end(), [&before](const Item& a, const Item& b) {
+    return before(a.arrival_ms, a.id, b.arrival_ms, b.id);
   });
   v1::WorkflowList out;
-  for (const auto& [id, e] : mine) {
-    std::lock_guard<std::mutex> lock(e->mu);
-    if (!e->graph) continue;  // still being registered
-    if (state && e->graph->state() != *state) continue;
-    *out.add_workflows() = StatusOf(id, *e);
+  const Item* last = nullptr;
+  for (const Item& it : items) {
+    if (q.page_size > 0 && static_cast<size_t>(out.workflows_size()) == q.page_size) {
+      out.set_next_page_token(PageToken(last->arrival_ms, last->id));
+      break;
+    }
+    if (it.live) {
+      std::lock_guard<std::mutex> lock(it.live->mu);
+      if (!it.live->graph) continue;  // still being registered
+      if (q.state && it.live->graph->state() != *q.state) continue;
+      *out.add_workflows() = StatusOf(it.id, *it.live);
+    } else {
+      v1::WorkflowStatus* s = out.add_workflows();
+      s->set_workflow_id(it.id);
+      s->set_tenant(tenant);
+      s->set_state(it.archived.state);
+      s->set_closed(it.archived.closed);
+      s->set_arrival_ms(it.arrival_ms);
+      s->set_archived(true);
+    }
+    last = &it;
   }
   return out;
+}
+
+v1::WorkflowList Service::List(const std::string& tenant,
+                               std::optional<v1::WorkflowState> state) const {
+  ListQuery q;
+  q.state = state;
+  auto page = List(tenant, q);  // no token: cannot fail
+  return page.ok() ? std::move(page).value() : v1::WorkflowList();
 }
 
 Result<std::optional<v1::IdempotencyEntry>> Service::LookupIdempotent(

@@ -42,8 +42,9 @@
 // dropped from memory, the scheduler's and its mirror's included, and remembered only by
 // id, tenant, state and arrival (~100 bytes). Get() of an archived workflow reads its
 // durable history back (status with `archived` set, no KV view or decisions); a mutation of
-// one (say, Close of a failed workflow) brings it back into memory first; List() leaves
-// archived workflows out and counts() includes them. Recovery archives the same way as it
+// one (say, Close of a failed workflow) brings it back into memory first; List() includes
+// archived workflows as summaries (id, tenant, state, closed, arrival, `archived` set) and
+// counts() includes them. Recovery archives the same way as it
 // replays, so memory after a restart is bounded the same. The durable log and idempotency
 // answers are kept on disk; with `ended_retention_s` set, an archived workflow whose last
 // record is older than that is deleted from the log and forgotten (swept as workflows end
@@ -151,6 +152,17 @@ class Service {
   Store::Stats store_stats() const { return store_->stats(); }
 
   Result<v1::WorkflowStatus> Get(const std::string& tenant, const std::string& workflow_id) const;
+  // One page of a tenant's workflows, live and archived, ordered by (arrival, id).
+  struct ListQuery {
+    std::optional<v1::WorkflowState> state;  // only workflows in this state
+    size_t page_size = 0;                    // 0: no limit
+    bool newest_first = false;
+    std::string page_token;  // next_page_token of the previous page ("": the first page)
+  };
+  // InvalidArgument names a malformed page token. The page's next_page_token is set when
+  // more workflows follow it.
+  Result<v1::WorkflowList> List(const std::string& tenant, const ListQuery& query) const;
+  // Every workflow of the tenant (in `state` if given), oldest first.
   v1::WorkflowList List(const std::string& tenant,
                         std::optional<v1::WorkflowState> state = std::nullopt) const;
   // The stored first answer for (tenant, key), if any (waits for it to be durable).
@@ -201,6 +213,7 @@ class Service {
     int64_t arrival_ms = 0;
     int64_t ended_ms = 0;  // time of its latest record
     uint64_t records = 0;  // its history is records 0..records-1
+    bool closed = false;
   };
   // What a queued record does once durable.
   struct Effects {

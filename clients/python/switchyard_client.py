@@ -13,6 +13,7 @@ returns its first answer to every repeat.
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -61,9 +62,25 @@ class Client:
     def get(self, workflow_id):
         return self._call("GET", f"/v1/workflows/{workflow_id}")
 
-    def list(self, state=None):
-        path = "/v1/workflows" + (f"?state={state}" if state else "")
-        return self._call("GET", path).get("workflows", [])
+    def list_page(self, state=None, page_size=None, page_token=None, order=None):
+        """One page of the caller's workflows (live and archived, by arrival):
+        {"workflows": [...], "nextPageToken": "..." when more follow}."""
+        query = {k: v for k, v in (("state", state), ("pageSize", page_size),
+                                   ("pageToken", page_token), ("order", order)) if v}
+        path = "/v1/workflows"
+        if query:
+            path += "?" + urllib.parse.urlencode(query)
+        return self._call("GET", path)
+
+    def list(self, state=None, order=None):
+        """Every workflow of the caller (in `state` if given), following the pages."""
+        out, token = [], None
+        while True:
+            page = self.list_page(state=state, page_size=1000, page_token=token, order=order)
+            out.extend(page.get("workflows", []))
+            token = page.get("nextPageToken")
+            if not token:
+                return out
 
     def cluster(self):
         return self._call("GET", "/v1/cluster")

@@ -18,7 +18,9 @@ void ExpectAgrees(const std::string& json, bool must_accept = false) {
   T fast, slow;
   bool ok = TryParseJson(json, &fast);
   Status st = proto::ParseJson(json, &slow);
-  if (must_accept) EXPECT_TRUE(ok) << json;
+  if (must_accept) {
+    EXPECT_TRUE(ok) << json;
+  }
   if (!ok) return;
   ASSERT_TRUE(st.ok()) << "fast path accepted what protobuf rejects: " << json << "\n" << st;
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(fast, slow))

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string_view>
 
 #include "api/http_server.h"
 #include "proto/json.h"
@@ -165,6 +167,34 @@ TEST_F(HttpApiTest, BadRequestsNameTheField) {
   EXPECT_EQ(r.status, 409) << r.body;  // not ready
   EXPECT_EQ(Call("GET", "/v1/nothing").status, 404);
   EXPECT_EQ(Call("PUT", "/v1/workflows").status, 405);
+  for (const char* q : {"state=SLEEPING", "pageSize=0", "pageSize=1001", "pageSize=ten",
+                        "pageToken=zz", "order=sideways"}) {
+    r = Call("GET", std::string("/v1/workflows?") + q);
+    EXPECT_EQ(r.status, 400) << q;
+    std::string field(q, std::string_view(q).find('='));
+    EXPECT_NE(r.body.find(field + ":"), std::string::npos) << q << ": " << r.body;
+  }
+}
+
+TEST_F(HttpApiTest, ListPagesFollowTheToken) {
+  Start();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(Submit());
+  std::vector<std::string> seen;
+  std::string token;
+  do {
+    auto r = Call("GET", "/v1/workflows?pageSize=2&order=desc" +
+                             (token.empty() ? "" : "&pageToken=" + token));
+    ASSERT_EQ(r.status, 200) << r.body;
+    v1::WorkflowList page;
+    ASSERT_TRUE(proto::ParseJson(r.body, &page).ok()) << r.body;
+    EXPECT_LE(page.workflows_size(), 2);
+    for (const auto& w : page.workflows()) seen.push_back(w.workflow_id());
+    token = page.next_page_token();
+  } while (!token.empty());
+  std::sort(ids.begin(), ids.end());
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, ids) << "every workflow once";
 }
 
 TEST_F(HttpApiTest, OversizeBodyIs413) {

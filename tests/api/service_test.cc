@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "proto/json.h"
@@ -190,7 +191,7 @@ TEST_F(ServiceTest, DuplicateIdAndTenantMismatch) {
 }
 
 // Ended workflows beyond the in-memory bound are archived: read back by id, refused as
-// duplicate ids, counted, left out of lists; the bound holds across a restart.
+// duplicate ids, counted, listed as summaries; the bound holds across a restart.
 TEST_F(ServiceTest, ArchivesEndedWorkflowsBeyondTheBound) {
   ended_in_memory_ = 2;
   Reopen();
@@ -227,7 +228,11 @@ TEST_F(ServiceTest, ArchivesEndedWorkflowsBeyondTheBound) {
     EXPECT_EQ(c.archived, 3u) << "recovery archives in id order, as many";
     EXPECT_EQ(c.workflows, 6u);
     EXPECT_EQ(c.running, 1u);
-    EXPECT_EQ(svc_->List("acme").workflows_size(), 3) << "archived ones are not listed";
+    auto list = svc_->List("acme");
+    ASSERT_EQ(list.workflows_size(), 6) << "archived ones are listed too";
+    int archived = 0;
+    for (const auto& w : list.workflows()) archived += w.archived();
+    EXPECT_EQ(archived, 3);
     v1::Workflow dup = TwoStep();
     dup.set_id(ids[0]);
     EXPECT_EQ(svc_->Submit("acme", dup).status().code(), StatusCode::kAlreadyExists)
@@ -336,6 +341,71 @@ TEST_F(ServiceTest, IdempotencyAnswersExpireAfterTheirRetention) {
   Reopen();  // the time travels with the answer
   EXPECT_FALSE(svc_->PeekIdempotent("acme", "key-a")->has_value());
   EXPECT_TRUE(svc_->PeekIdempotent("acme", "key-b")->has_value());
+}
+
+// Lists page through live and archived workflows in arrival order, both ways, filtered by
+// state, with nothing repeated or skipped; a bad page token is refused by name.
+TEST_F(ServiceTest, ListPagesLiveAndArchivedWorkflows) {
+  ended_in_memory_ = 1;
+  Reopen();
+  std::vector<std::string> ids;  // in arrival order
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(Seconds(1));
+    auto id = svc_->Submit("acme", TwoStep());
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+    if (i < 4) {
+      ASSERT_TRUE(svc_->Cancel("acme", *id, "done").ok());
+    }
+  }
+  ASSERT_TRUE(svc_->Submit("globex", TwoStep()).ok());
+  ASSERT_TRUE(svc_->Flush().ok());
+  ASSERT_EQ(svc_->archived(), 3u);
+  for (bool newest_first : {false, true}) {
+    Service::ListQuery q;
+    q.page_size = 2;
+    q.newest_first = newest_first;
+    std::vector<std::string> seen;
+    int pages = 0, archived = 0;
+    do {
+      auto page = svc_->List("acme", q);
+      ASSERT_TRUE(page.ok()) << page.status();
+      ++pages;
+      for (const auto& w : page->workflows()) {
+        seen.push_back(w.workflow_id());
+        archived += w.archived();
+        EXPECT_EQ(w.tenant(), "acme");
+        if (w.archived()) {
+          EXPECT_EQ(w.state(), v1::WORKFLOW_CANCELLED);
+        }
+      }
+      q.page_token = page->next_page_token();
+    } while (!q.page_token.empty());
+    std::vector<std::string> want = ids;
+    if (newest_first) std::reverse(want.begin(), want.end());
+    EXPECT_EQ(seen, want);
+    EXPECT_EQ(pages, 3);
+    EXPECT_EQ(archived, 3);
+  }
+  Service::ListQuery running;
+  running.state = v1::WORKFLOW_RUNNING;
+  auto r = svc_->List("acme", running);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->workflows_size(), 1);
+  EXPECT_EQ(r->workflows(0).workflow_id(), ids[4]);
+  Service::ListQuery cancelled;
+  cancelled.state = v1::WORKFLOW_CANCELLED;
+  cancelled.page_size = 3;
+  r = svc_->List("acme", cancelled);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->workflows_size(), 3);
+  EXPECT_FALSE(r->next_page_token().empty()) << "a fourth cancelled one follows";
+  Service::ListQuery bad;
+  bad.page_token = "not-a-token";
+  auto b = svc_->List("acme", bad);
+  ASSERT_TRUE(b.status().IsInvalidArgument());
+  EXPECT_NE(b.status().message().find("pageToken"), std::string::npos);
+  EXPECT_EQ(svc_->List("nobody").workflows_size(), 0);
 }
 
 }  // namespace

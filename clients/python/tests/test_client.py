@@ -68,6 +68,25 @@ class LiveServerTest(unittest.TestCase):
         self.assertTrue(all(n["state"] == "NODE_SUCCEEDED" for n in status["nodes"]))
         self.assertIn(wf, [w["workflowId"] for w in self.client.list("COMPLETED")])
 
+    def test_list_pages(self):
+        for _ in range(3):
+            run_agent(self.client, steps=1, time_scale=0.001, log=lambda *_: None)
+        everything = [w["workflowId"] for w in self.client.list()]
+        self.assertGreaterEqual(len(everything), 3)
+        seen, token = [], None
+        while True:
+            page = self.client.list_page(page_size=2, page_token=token, order="desc")
+            self.assertLessEqual(len(page.get("workflows", [])), 2)
+            seen.extend(w["workflowId"] for w in page.get("workflows", []))
+            token = page.get("nextPageToken")
+            if not token:
+                break
+        self.assertEqual(seen, list(reversed(everything)))
+        with self.assertRaises(SwitchyardError) as e:
+            self.client.list_page(page_size=5000)
+        self.assertEqual(e.exception.status, 400)
+        self.assertIn("pageSize", e.exception.message)
+
     def test_errors_carry_code_and_field(self):
         with self.assertRaises(SwitchyardError) as e:
             self.client.submit_workflow({"nodes": [{"id": "a", "kind": "LLM", "bogus": 1}]})
