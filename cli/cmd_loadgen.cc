@@ -63,6 +63,9 @@ struct Tally {
   uint64_t unsent = 0;             // open loop: due but never sent (backlog at the end)
   size_t backlog_max = 0;
   std::vector<uint32_t> latency_us;
+  // Open loop: how late each measured request went out after its due time (the load
+  // generator's own delay, part of latency_us), and the rest (written to answered).
+  std::vector<uint32_t> send_lag_us, service_us;
 };
 
 enum class Step { kCreate, kAppend, kStarted, kFinished, kClose, kHealthz };
@@ -74,6 +77,7 @@ struct Conn {
   size_t out_off = 0;
   std::string in;
   TimePoint t0;  // send time (closed loop) or due time (open loop)
+  TimePoint sent;
   Step step = Step::kCreate;
   std::string wf;
   int node = 0;
@@ -278,6 +282,7 @@ class Worker {
     Conn& c = conns_[i];
     c.busy = true;
     c.t0 = t0;
+    c.sent = Clock::now();
     c.out = NextRequest(o_, c);
     c.out_off = 0;
     Flush(i);
@@ -343,6 +348,9 @@ class Worker {
       ++tally_.status[status];
       auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - c.t0).count();
       tally_.latency_us.push_back(static_cast<uint32_t>(std::min<int64_t>(us, UINT32_MAX)));
+      auto lag = std::chrono::duration_cast<std::chrono::microseconds>(c.sent - c.t0).count();
+      tally_.send_lag_us.push_back(static_cast<uint32_t>(std::clamp<int64_t>(lag, 0, us)));
+      tally_.service_us.push_back(static_cast<uint32_t>(us - tally_.send_lag_us.back()));
     }
     if (status >= 200 && status < 300) {
       bool event = c.step == Step::kAppend || c.step == Step::kStarted || c.step == Step::kFinished;
@@ -378,8 +386,10 @@ double Percentile(const std::vector<uint32_t>& sorted, double p) {
 }
 
 void PrintJson(const Options& o, const Tally& t) {
-  std::vector<uint32_t> lat = t.latency_us;
+  std::vector<uint32_t> lat = t.latency_us, lag = t.send_lag_us, svc = t.service_us;
   std::sort(lat.begin(), lat.end());
+  std::sort(lag.begin(), lag.end());
+  std::sort(svc.begin(), svc.end());
   uint64_t answers = 0;
   std::string by_status;
   for (const auto& [s, n] : t.status) {
@@ -391,14 +401,16 @@ void PrintJson(const Options& o, const Tally& t) {
       "\"offeredPerS\":%.1f,\"answers\":%llu,\"answersPerS\":%.1f,\"ackedEvents\":%llu,"
       "\"ackedEventsPerS\":%.1f,\"ackedOther\":%llu,\"status\":{%s},\"connErrors\":%llu,"
       "\"unsent\":%llu,\"backlogMax\":%zu,\"p50Ms\":%.3f,\"p90Ms\":%.3f,\"p99Ms\":%.3f,"
-      "\"p999Ms\":%.3f,\"maxMs\":%.3f}\n",
+      "\"p999Ms\":%.3f,\"maxMs\":%.3f,\"sendLagP99Ms\":%.3f,\"sentToAnswerP50Ms\":%.3f,"
+      "\"sentToAnswerP99Ms\":%.3f}\n",
       o.workload.c_str(), o.rate > 0 ? "open" : "closed", o.connections, o.threads, o.duration_s,
       o.rate, static_cast<unsigned long long>(answers), answers / o.duration_s,
       static_cast<unsigned long long>(t.acked_events), t.acked_events / o.duration_s,
       static_cast<unsigned long long>(t.acked_other), by_status.c_str(),
       static_cast<unsigned long long>(t.conn_errors), static_cast<unsigned long long>(t.unsent),
       t.backlog_max, Percentile(lat, 0.50), Percentile(lat, 0.90), Percentile(lat, 0.99),
-      Percentile(lat, 0.999), lat.empty() ? 0.0 : lat.back() / 1000.0);
+      Percentile(lat, 0.999), lat.empty() ? 0.0 : lat.back() / 1000.0, Percentile(lag, 0.99),
+      Percentile(svc, 0.50), Percentile(svc, 0.99));
 }
 
 int Usage() {
@@ -474,6 +486,8 @@ int RunLoadgen(const std::vector<std::string>& args) {
     all.unsent += t.unsent;
     all.backlog_max += t.backlog_max;
     all.latency_us.insert(all.latency_us.end(), t.latency_us.begin(), t.latency_us.end());
+    all.send_lag_us.insert(all.send_lag_us.end(), t.send_lag_us.begin(), t.send_lag_us.end());
+    all.service_us.insert(all.service_us.end(), t.service_us.begin(), t.service_us.end());
   }
   PrintJson(o, all);
   return all.status.empty() ? 1 : 0;

@@ -364,6 +364,13 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
        Field(h_half, "p99Ms"),
        "open loop" + at + "; goal <= 5 ms; " +
            std::string(Field(e_half, "p99Ms") <= kGoalP99Ms ? "goal met" : "goal NOT met")});
+  // Where the client's P99 goes: the load generator's own lateness in sending (its
+  // process shares the 2 cores) and the time from send to answer.
+  report->Add({"events_send_lag_p99_ms_at_half_load", Field(e_half, "sendLagP99Ms"), "ms", false,
+               "", std::nullopt, "load generator: send time - due time" + at});
+  report->Add({"events_sent_to_answer_p99_ms_at_half_load", Field(e_half, "sentToAnswerP99Ms"),
+               "ms", false, "GET /healthz same measure" + at, Field(h_half, "sentToAnswerP99Ms"),
+               "answer time - send time" + at});
 
   double rss0 = RssMiB(server.pid());
   std::string over =
