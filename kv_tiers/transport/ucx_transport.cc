@@ -8,18 +8,24 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 
+#include "base/logging.h"
 #include "kv_tiers/transport/tcp_util.h"
 
 namespace switchyard::kv_tiers::transport {
 namespace {
 
-constexpr uint64_t kHelloMagic = 0x53594b5655435831ull;  // "SYKVUCX1"
+// Handshake version 2 carries the TCP segment sizes (version 1 peers are not answered).
+constexpr uint64_t kHelloMagic = 0x53594b5655435832ull;  // "SYKVUCX2"
 constexpr Duration kHandshakeTimeout = std::chrono::seconds(5);
 // After the last event, the worker's owner keeps polling this long before it sleeps on the
 // worker's event fd (a burst of small messages should not pay a wake-up each).
@@ -39,6 +45,52 @@ constexpr std::chrono::nanoseconds kDriverGrace = std::chrono::microseconds(50);
 constexpr Duration kOwnWait = std::chrono::microseconds(200);
 // A waiter that could not drive blocks this long before it tries again.
 constexpr Duration kRetryDrive = std::chrono::microseconds(200);
+
+// UCX settings that differ from UCX's defaults unless the caller or the environment sets
+// them. TCP segments of 4 MiB: a 1 MiB message then crosses UCX's TCP transport as one
+// segment instead of sixteen 64 KiB ones (fewer fragments to send, receive and copy
+// piecewise into the posted buffer). Peer puts of 1 MiB over TCP ran ~1.4x faster
+// (bench/RESULTS.md, net_budget, stop 6); 64 MiB ones did not change. The cost is memory:
+// UCX's TCP send and receive buffers are this size (one of each per endpoint moving data).
+// A transport-level key goes to ucp_config_modify without its transport prefix (UCX
+// applies it to every transport that has it: only TCP has these two); its environment
+// variable carries the prefix.
+struct DefaultParam {
+  const char* key;
+  const char* env;
+  const char* value;
+};
+constexpr DefaultParam kDefaultParams[] = {{"RX_SEG_SIZE", "UCX_TCP_RX_SEG_SIZE", "4m"},
+                                           {"TX_SEG_SIZE", "UCX_TCP_TX_SEG_SIZE", "4m"}};
+// UCX 1.13's own defaults for the two (ucx_info -c), when nobody sets them.
+constexpr uint64_t kUcxTxSegDefault = 8 << 10, kUcxRxSegDefault = 64 << 10;
+
+// A UCX memory-units value ("4m", "64K", "65536", "2mb"); 0 for "inf"/"auto"/unreadable.
+uint64_t ParseMemUnits(std::string v) {
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!v.empty() && v.back() == 'b') v.pop_back();
+  uint64_t mult = 1;
+  if (!v.empty() && (v.back() == 'k' || v.back() == 'm' || v.back() == 'g')) {
+    mult = v.back() == 'k' ? 1ull << 10 : v.back() == 'm' ? 1ull << 20 : 1ull << 30;
+    v.pop_back();
+  }
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size()) return 0;
+  return n * mult;
+}
+
+// The TCP segment sizes this process's UCX context uses: from the settings passed to
+// ucp_config_modify, else the environment, else UCX's defaults.
+uint64_t SegSize(const std::map<std::string, std::string>& settings, const DefaultParam& d,
+                 uint64_t ucx_default) {
+  for (const std::string& key : {std::string(d.key), std::string(d.env + 4)}) {
+    auto it = settings.find(key);
+    if (it != settings.end()) return ParseMemUnits(it->second);
+  }
+  if (const char* e = std::getenv(d.env)) return ParseMemUnits(e);
+  return ucx_default;
+}
 
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
@@ -145,6 +197,8 @@ class UcxTransport final : public Transport {
   Status Init(const TransportConfig& config);
   Result<PeerId> AddPeer(const std::vector<uint8_t>& remote_address, uint64_t id_at_peer);
   void AcceptLoop();
+  // "" when a peer's TCP segment sizes match ours, else why they do not.
+  std::string SegmentsDiffer(uint64_t peer_tx, uint64_t peer_rx) const;
 
   // Progress thread.
   void ProgressLoop();
@@ -189,6 +243,7 @@ class UcxTransport final : public Transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;  // called into only by its owner (under progress_mu_)
   std::vector<uint8_t> worker_address_;
+  uint64_t tcp_tx_seg_ = 0, tcp_rx_seg_ = 0;  // UCX TCP segment sizes (checked at handshake)
   bool err_mode_peer_ = true;
   int worker_fd_ = -1;
   int wake_fd_ = -1;
@@ -256,7 +311,23 @@ Status UcxTransport::Init(const TransportConfig& config) {
   ucp_config_t* cfg = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &cfg);
   if (st != UCS_OK) return FromUcs(st, "ucp_config_read");
-  for (const auto& [key, value] : config.params) {
+  // Our defaults, unless the caller's params or the UCX_* environment set any of them (the
+  // two sizes depend on each other: a send segment may not exceed a receive one).
+  std::map<std::string, std::string> settings;
+  bool set_elsewhere = false;
+  for (const DefaultParam& d : kDefaultParams) {
+    set_elsewhere = set_elsewhere || config.params.count(d.key) > 0 ||
+                    config.params.count(d.env + 4) > 0 || std::getenv(d.env) != nullptr;
+  }
+  for (const DefaultParam& d : kDefaultParams) {
+    if (!set_elsewhere) settings[d.key] = d.value;
+  }
+  // Peers must agree on these: a TCP segment larger than the receiver's receive segment
+  // aborts the receiving process inside UCX (an assertion), so the handshake compares them.
+  tcp_tx_seg_ = SegSize(settings, kDefaultParams[1], kUcxTxSegDefault);
+  tcp_rx_seg_ = SegSize(settings, kDefaultParams[0], kUcxRxSegDefault);
+  for (const auto& [key, value] : config.params) settings[key] = value;
+  for (const auto& [key, value] : settings) {
     if (key == "err_mode") {
       err_mode_peer_ = value != "none";
       continue;
@@ -734,25 +805,59 @@ Result<std::string> UcxTransport::Listen(const std::string& address) {
   return (hp.host.empty() ? std::string("0.0.0.0") : hp.host) + ":" + std::to_string(bound.second);
 }
 
+namespace {
+
+// Handshake frames. Hello: magic, TCP tx segment, TCP rx segment, worker address. Reply:
+// verdict (kAccepted or kSegmentsDiffer), the sender's id here, our two segment sizes and,
+// when accepted, our worker address. All integers u64, host order (one machine family).
+constexpr uint64_t kAccepted = 0, kSegmentsDiffer = 1;
+constexpr size_t kHelloHead = 24, kReplyHead = 32;
+
+void PutU64(std::vector<uint8_t>* out, size_t at, uint64_t v) {
+  std::memcpy(out->data() + at, &v, 8);
+}
+uint64_t GetU64(const std::vector<uint8_t>& in, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, in.data() + at, 8);
+  return v;
+}
+std::vector<uint8_t> Frame(size_t head, const std::vector<uint8_t>& tail) {
+  std::vector<uint8_t> f(head + tail.size());
+  std::copy(tail.begin(), tail.end(), f.begin() + static_cast<ptrdiff_t>(head));
+  return f;
+}
+
+}  // namespace
+
+std::string UcxTransport::SegmentsDiffer(uint64_t peer_tx, uint64_t peer_rx) const {
+  if (peer_tx == tcp_tx_seg_ && peer_rx == tcp_rx_seg_) return "";
+  return "UCX TCP segment sizes differ (here tx " + std::to_string(tcp_tx_seg_) + " rx " +
+         std::to_string(tcp_rx_seg_) + " bytes, peer tx " + std::to_string(peer_tx) + " rx " +
+         std::to_string(peer_rx) +
+         "): set UCX_TCP_TX_SEG_SIZE and UCX_TCP_RX_SEG_SIZE (or the transport params "
+         "TX_SEG_SIZE, RX_SEG_SIZE) the same on both sides";
+}
+
 void UcxTransport::AcceptLoop() {
   while (!stop_accept_.load()) {
     auto fd = TcpAccept(listen_fd_, std::chrono::milliseconds(50));
     if (!fd.ok()) continue;
     auto frame = TcpRecvFrame(*fd, kHandshakeTimeout, 1 << 20);
-    if (frame.ok() && frame->size() > 8) {
-      uint64_t magic;
-      std::memcpy(&magic, frame->data(), 8);
-      if (magic == kHelloMagic) {
-        std::vector<uint8_t> remote(frame->begin() + 8, frame->end());
-        auto peer = AddPeer(remote, 0);
-        if (peer.ok()) {
-          std::vector<uint8_t> reply(8);
-          uint64_t id = *peer;
-          std::memcpy(reply.data(), &id, 8);
-          reply.insert(reply.end(), worker_address_.begin(), worker_address_.end());
-          (void)TcpSendFrame(*fd, reply);
-        }
+    if (frame.ok() && frame->size() > kHelloHead && GetU64(*frame, 0) == kHelloMagic) {
+      std::string differ = SegmentsDiffer(GetU64(*frame, 8), GetU64(*frame, 16));
+      std::vector<uint8_t> reply =
+          Frame(kReplyHead, differ.empty() ? worker_address_ : std::vector<uint8_t>{});
+      PutU64(&reply, 0, differ.empty() ? kAccepted : kSegmentsDiffer);
+      PutU64(&reply, 16, tcp_tx_seg_);
+      PutU64(&reply, 24, tcp_rx_seg_);
+      Result<PeerId> peer = Status::FailedPrecondition(differ);
+      if (differ.empty()) {
+        peer = AddPeer(std::vector<uint8_t>(frame->begin() + kHelloHead, frame->end()), 0);
+      } else {
+        Log(LogLevel::kWarn, "ucx: refused a peer", LogKeys().With("reason", differ));
       }
+      if (peer.ok()) PutU64(&reply, 8, *peer);
+      if (peer.ok() || !differ.empty()) (void)TcpSendFrame(*fd, reply);
     }
     ::close(*fd);
   }
@@ -761,19 +866,26 @@ void UcxTransport::AcceptLoop() {
 Result<PeerId> UcxTransport::Connect(const std::string& address) {
   SY_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
   SY_ASSIGN_OR_RETURN(int fd, TcpConnect(hp, kHandshakeTimeout));
-  std::vector<uint8_t> hello(8);
-  std::memcpy(hello.data(), &kHelloMagic, 8);
-  hello.insert(hello.end(), worker_address_.begin(), worker_address_.end());
+  std::vector<uint8_t> hello = Frame(kHelloHead, worker_address_);
+  PutU64(&hello, 0, kHelloMagic);
+  PutU64(&hello, 8, tcp_tx_seg_);
+  PutU64(&hello, 16, tcp_rx_seg_);
   Status s = TcpSendFrame(fd, hello);
   Result<std::vector<uint8_t>> reply =
       s.ok() ? TcpRecvFrame(fd, kHandshakeTimeout, 1 << 20) : Result<std::vector<uint8_t>>(s);
   ::close(fd);
-  if (!reply.ok()) return reply.status().Annotate("ucx handshake with " + address);
-  if (reply->size() <= 8)
-    return Status::DataLoss("ucx handshake with " + address + ": short reply");
-  uint64_t id_at_peer;
-  std::memcpy(&id_at_peer, reply->data(), 8);
-  return AddPeer(std::vector<uint8_t>(reply->begin() + 8, reply->end()), id_at_peer);
+  const std::string where = "ucx handshake with " + address;
+  if (!reply.ok())
+    return reply.status().Annotate(where + " (a peer of another version does not answer)");
+  if (reply->size() < kReplyHead) return Status::DataLoss(where + ": short reply");
+  std::string differ = SegmentsDiffer(GetU64(*reply, 16), GetU64(*reply, 24));
+  if (!differ.empty() || GetU64(*reply, 0) != kAccepted) {
+    return Status::FailedPrecondition(where + ": " +
+                                      (differ.empty() ? "refused by the peer" : differ));
+  }
+  if (reply->size() == kReplyHead) return Status::DataLoss(where + ": no worker address");
+  return AddPeer(std::vector<uint8_t>(reply->begin() + kReplyHead, reply->end()),
+                 GetU64(*reply, 8));
 }
 
 Result<uint64_t> UcxTransport::IdAtPeer(PeerId peer) const {

@@ -65,6 +65,39 @@ TEST(UcxTransportTest, ConnectToNobodyFails) {
   EXPECT_TRUE((*t)->Connect("not-an-address").status().IsInvalidArgument());
 }
 
+// UCX aborts a process that receives a TCP segment larger than its own receive segment:
+// peers whose segment sizes differ are refused at the handshake, by name, on both sides.
+TEST(UcxTransportTest, PeersWithDifferentTcpSegmentsAreRefused) {
+  TransportConfig small = Tcp();
+  small.params["TX_SEG_SIZE"] = "8k";
+  small.params["RX_SEG_SIZE"] = "64k";
+  auto server = TransportRegistry::Global().Create("ucx", Tcp());  // our defaults (4 MiB)
+  auto client = TransportRegistry::Global().Create("ucx", small);
+  ASSERT_TRUE(server.ok() && client.ok());
+  auto addr = (*server)->Listen("127.0.0.1:0");
+  ASSERT_TRUE(addr.ok()) << addr.status();
+  auto peer = (*client)->Connect(*addr);
+  ASSERT_TRUE(peer.status().IsFailedPrecondition()) << peer.status();
+  EXPECT_NE(peer.status().message().find("segment sizes differ"), std::string::npos);
+  EXPECT_NE(peer.status().message().find("UCX_TCP_RX_SEG_SIZE"), std::string::npos);
+  // The same non-default sizes on both sides connect and carry a large message.
+  auto other = TransportRegistry::Global().Create("ucx", small);
+  ASSERT_TRUE(other.ok());
+  auto addr2 = (*other)->Listen("127.0.0.1:0");
+  ASSERT_TRUE(addr2.ok());
+  auto to_other = (*client)->Connect(*addr2);
+  ASSERT_TRUE(to_other.ok()) << to_other.status();
+  std::vector<uint8_t> src(3 << 20, 7), dst(3 << 20, 0);
+  DescriptorList d = {{dst.data(), dst.size()}}, sd = {{src.data(), src.size()}};
+  auto recv = (*other)->PostRecv(d, MakeTag(MsgType::kPutData, 0, 1), kFullMask, {});
+  ASSERT_TRUE(recv.ok()) << recv.status();
+  auto send = (*client)->PostSend(*to_other, sd, MakeTag(MsgType::kPutData, 0, 1), {});
+  ASSERT_TRUE(send.ok()) << send.status();
+  ASSERT_TRUE(send->wait().ok());
+  ASSERT_TRUE(recv->wait().ok());
+  EXPECT_EQ(dst, src);
+}
+
 void RoundTrip(const TransportConfig& config, uint64_t bytes, bool split) {
   Pair p = MakePair(config);
   std::vector<uint8_t> src(bytes), dst(bytes, 0);
