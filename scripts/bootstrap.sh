@@ -13,6 +13,7 @@ PACKAGES=(
   librocksdb-dev                        # disk tier, durable workflow state
   libspdlog-dev libfmt-dev              # structured logging
   libxxhash-dev                         # block checksums (xxHash64)
+  libjemalloc-dev                       # the switchyard executable's allocator
   libucx-dev ucx-utils                  # peer transport (TCP, shared memory, verbs)
   libibverbs-dev librdmacm-dev          # RDMA verbs, used by UCX where a device exists
   libgtest-dev libgmock-dev             # tests
