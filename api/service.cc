@@ -711,24 +711,26 @@ Result<v1::WorkflowList> Service::List(const std::string& tenant, const ListQuer
   v1::WorkflowList out;
   const Item* last = nullptr;
   for (const Item& it : items) {
-    if (q.page_size > 0 && static_cast<size_t>(out.workflows_size()) == q.page_size) {
-      out.set_next_page_token(PageToken(last->arrival_ms, last->id));
-      break;
-    }
+    v1::WorkflowStatus status;
     if (it.live) {
       std::lock_guard<std::mutex> lock(it.live->mu);
       if (!it.live->graph) continue;  // still being registered
       if (q.state && it.live->graph->state() != *q.state) continue;
-      *out.add_workflows() = StatusOf(it.id, *it.live);
+      status = StatusOf(it.id, *it.live);
     } else {
-      v1::WorkflowStatus* s = out.add_workflows();
-      s->set_workflow_id(it.id);
-      s->set_tenant(tenant);
-      s->set_state(it.archived.state);
-      s->set_closed(it.archived.closed);
-      s->set_arrival_ms(it.arrival_ms);
-      s->set_archived(true);
+      status.set_workflow_id(it.id);
+      status.set_tenant(tenant);
+      status.set_state(it.archived.state);
+      status.set_closed(it.archived.closed);
+      status.set_arrival_ms(it.arrival_ms);
+      status.set_archived(true);
     }
+    // A token only when a matching workflow follows the page.
+    if (q.page_size > 0 && static_cast<size_t>(out.workflows_size()) == q.page_size) {
+      out.set_next_page_token(PageToken(last->arrival_ms, last->id));
+      break;
+    }
+    *out.add_workflows() = std::move(status);
     last = &it;
   }
   return out;

@@ -400,6 +400,11 @@ TEST_F(ServiceTest, ListPagesLiveAndArchivedWorkflows) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->workflows_size(), 3);
   EXPECT_FALSE(r->next_page_token().empty()) << "a fourth cancelled one follows";
+  cancelled.page_size = 4;
+  r = svc_->List("acme", cancelled);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->workflows_size(), 4);
+  EXPECT_TRUE(r->next_page_token().empty()) << "only a running one follows: no token";
   Service::ListQuery bad;
   bad.page_token = "not-a-token";
   auto b = svc_->List("acme", bad);
