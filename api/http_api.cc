@@ -114,6 +114,14 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
                        {"where=\"memory\"", double(service_->in_memory())},
                        {"where=\"archived\"", double(service_->archived())}};
                  });
+  metrics_.Gauge("switchyard_archived_reads_total",
+                 "reads of archived workflows: from the stored snapshot, or by replaying history",
+                 [this] {
+                   auto c = service_->counts();
+                   return std::vector<std::pair<std::string, double>>{
+                       {"via=\"snapshot\"", double(c.archived_reads_snapshot)},
+                       {"via=\"replay\"", double(c.archived_reads_replay)}};
+                 });
   metrics_.Gauge("switchyard_node_events_total", "node events applied (durable)", [this] {
     return std::vector<std::pair<std::string, double>>{
         {"", double(service_->counts().events_applied)}};

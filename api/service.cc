@@ -67,6 +67,13 @@ Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clo
 std::string Service::NewWorkflowId() { return ids_.NextString("wf"); }
 
 Status Service::Recover() {
+  // Recovery archives without storing snapshots: a workflow archived by an earlier run
+  // has one already, and one that has none is read back from its history.
+  recovering_ = true;
+  struct Done {
+    bool* flag;
+    ~Done() { *flag = false; }
+  } done_recovering{&recovering_};
   size_t records = 0;
   std::string current;  // the workflow being replayed (records come in id order)
   auto finished = [&]() {
@@ -123,7 +130,7 @@ void Service::NoteEnded(const std::string& id) {
     }
   }
   for (const std::string& v : victims) {
-    if (Archive(v, /*tell_scheduler=*/driver_ != nullptr)) continue;
+    if (Archive(v, /*tell_scheduler=*/driver_ != nullptr, /*snapshot=*/!recovering_)) continue;
     std::unique_lock lock(mu_);  // a record of it is still pending: look again later
     ended_.push_back(v);
   }
@@ -163,11 +170,28 @@ void Service::Sweep(bool force) {
   }
 }
 
-bool Service::Archive(const std::string& id, bool tell_scheduler) {
+bool Service::Archive(const std::string& id, bool tell_scheduler, bool snapshot) {
   std::shared_ptr<Entry> e = Lookup(id);
   if (!e) return true;  // gone already
   std::lock_guard<std::mutex> elock(e->mu);
   if (!e->graph || !e->graph->done() || e->pending > 0) return false;
+  if (snapshot) {
+    // Its records are all durable (pending == 0): the snapshot claims nothing more. It is
+    // queued before the workflow leaves memory, so a GET that misses it replays history.
+    // The value: the number of records it covers (u64, little-endian), then the status.
+    // A workflow restored for a mutation and archived again by a later recovery has more
+    // records than its old snapshot covers: that snapshot is then ignored.
+    v1::WorkflowStatus final_status = StatusOf(id, *e);
+    final_status.set_archived(true);
+    std::string value(8, '\0');
+    for (int i = 0; i < 8; ++i) value[i] = static_cast<char>((e->next_seq >> (8 * i)) & 0xff);
+    final_status.AppendToString(&value);
+    Status st = store_->EnqueueSnapshot(id, std::move(value));
+    if (!st.ok()) {
+      Log(LogLevel::kDebug, "archive: snapshot not stored",
+          LogKeys().With("workflow", id).With("error", st.ToString()));
+    }
+  }
   {
     std::unique_lock lock(mu_);
     auto it = workflows_.find(id);
@@ -183,6 +207,32 @@ bool Service::Archive(const std::string& id, bool tell_scheduler) {
   e->archived = true;
   if (tell_scheduler) driver_->Forget(id);
   return true;
+}
+
+std::optional<v1::WorkflowStatus> Service::ReadSnapshot(const std::string& tenant,
+                                                        const std::string& id) const {
+  uint64_t records = 0;
+  {
+    std::shared_lock lock(mu_);
+    auto a = archived_.find(id);
+    if (a == archived_.end() || tenant_names_[a->second.tenant] != tenant) return std::nullopt;
+    records = a->second.records;
+  }
+  auto bytes = store_->GetSnapshot(id);
+  if (!bytes.ok() || !*bytes || (*bytes)->size() < 8) return std::nullopt;
+  const std::string& value = **bytes;
+  uint64_t covered = 0;
+  for (int i = 0; i < 8; ++i) covered |= uint64_t(static_cast<uint8_t>(value[i])) << (8 * i);
+  if (covered != records) return std::nullopt;  // stale: history grew after it was taken
+  v1::WorkflowStatus s;
+  if (!s.ParseFromArray(value.data() + 8, static_cast<int>(value.size() - 8)) ||
+      s.workflow_id() != id || s.tenant() != tenant) {
+    Log(LogLevel::kWarn, "archive: unreadable snapshot, replaying history",
+        LogKeys().With("workflow", id));
+    return std::nullopt;
+  }
+  archived_reads_snapshot_.fetch_add(1, std::memory_order_relaxed);
+  return s;
 }
 
 Result<std::shared_ptr<Service::Entry>> Service::ReadArchived(const std::string& tenant,
@@ -622,8 +672,11 @@ v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
 void Service::GetAsync(const std::string& tenant, const std::string& workflow_id,
                        StatusDone done) const {
   auto entry = Find(tenant, workflow_id);
-  if (!entry.ok() && entry.status().code() == StatusCode::kNotFound)
+  if (!entry.ok() && entry.status().code() == StatusCode::kNotFound) {
+    if (auto snap = ReadSnapshot(tenant, workflow_id)) return done(std::move(*snap));
     entry = ReadArchived(tenant, workflow_id);  // durable: nothing of it is pending
+    if (entry.ok()) archived_reads_replay_.fetch_add(1, std::memory_order_relaxed);
+  }
   if (!entry.ok()) return done(entry.status());
   v1::WorkflowStatus s;
   bool pending = false;
@@ -795,6 +848,8 @@ Service::Counts Service::counts() const {
     c.failed += archived_by_state_[1];
     c.cancelled += archived_by_state_[2];
     c.archived = archived_.size();
+    c.archived_reads_snapshot = archived_reads_snapshot_.load(std::memory_order_relaxed);
+    c.archived_reads_replay = archived_reads_replay_.load(std::memory_order_relaxed);
   }
   c.workflows += c.archived;
   c.events_applied = events_applied_.load();

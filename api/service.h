@@ -40,8 +40,10 @@
 // Memory: live workflows are kept whole in memory, and so are the `ended_in_memory` most
 // recently ended ones (status, KV view, decisions). An older ended workflow is archived:
 // dropped from memory, the scheduler's and its mirror's included, and remembered only by
-// id, tenant, state and arrival (~100 bytes). Get() of an archived workflow reads its
-// durable history back (status with `archived` set, no KV view or decisions); a mutation of
+// id, tenant, state and arrival (~100 bytes). Get() of an archived workflow reads the
+// snapshot of its final status stored when it was archived (one point lookup), or, for one
+// archived by recovery or whose history grew since, replays its durable history (status
+// with `archived` set, no KV view or decisions); a mutation of
 // one (say, Close of a failed workflow) brings it back into memory first; List() includes
 // archived workflows as summaries (id, tenant, state, closed, arrival, `archived` set) and
 // counts() includes them. Recovery archives the same way as it
@@ -176,6 +178,9 @@ class Service {
   struct Counts {
     size_t workflows = 0, running = 0, completed = 0, failed = 0, cancelled = 0;
     size_t archived = 0;  // of the ended ones above, archived
+    // Reads of archived workflows: from their stored snapshot, or by replaying history
+    // (archived before snapshots existed, or at recovery).
+    uint64_t archived_reads_snapshot = 0, archived_reads_replay = 0;
     uint64_t events_applied = 0;
   };
   Counts counts() const;
@@ -249,7 +254,11 @@ class Service {
   // options_.ended_in_memory. Takes entry locks then mu_ (the order SubmitAsync uses).
   void NoteEnded(const std::string& id);
   // Archives one ended workflow if nothing of it is pending; false if it was kept.
-  bool Archive(const std::string& id, bool tell_scheduler);
+  // `snapshot`: also store its final status, so that a GET of it is a point lookup.
+  bool Archive(const std::string& id, bool tell_scheduler, bool snapshot);
+  // The stored final status of an archived workflow of `tenant` (nullopt: read its history).
+  std::optional<v1::WorkflowStatus> ReadSnapshot(const std::string& tenant,
+                                                 const std::string& id) const;
   // Deletes archived workflows past options_.ended_retention_s (at most once a second
   // unless `force`).
   void Sweep(bool force);
@@ -290,6 +299,8 @@ class Service {
   std::unordered_map<std::string, uint32_t> tenant_index_;
   size_t archived_by_state_[3] = {0, 0, 0};  // completed, failed, cancelled
   std::atomic<uint64_t> events_applied_{0};
+  mutable std::atomic<uint64_t> archived_reads_snapshot_{0}, archived_reads_replay_{0};
+  bool recovering_ = false;           // Recover() runs: archive without snapshots
   std::atomic<bool> closing_{false};  // the destructor runs: the scheduler records nothing
   std::mutex listener_mu_;
   std::shared_ptr<DecisionListener> listener_;

@@ -26,6 +26,7 @@ size_t Bucket(std::chrono::duration<double, std::milli> d) {
 }
 
 std::string LogKey(const std::string& id, uint64_t seq) { return id + "/" + HexId(seq); }
+std::string SnapshotKey(const std::string& id) { return "archive/" + id; }
 std::string IdemKey(const std::string& tenant, const std::string& key) {
   std::string k;
   k.reserve(tenant.size() + 1 + key.size());
@@ -171,6 +172,20 @@ Status Store::EnqueueErase(const std::string& workflow_id, uint64_t records) {
   return Status::OK();
 }
 
+Status Store::EnqueueSnapshot(const std::string& workflow_id, std::string snapshot) {
+  Op op;
+  op.key = workflow_id;
+  op.value = std::move(snapshot);
+  op.snapshot = true;
+  op.enqueued = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_.ok()) return failed_;
+  if (stopping_) return Status::Unavailable("state store is shutting down");
+  queue_.push_back(std::move(op));
+  if (queue_.size() == 1 && !committing_) wake_.notify_one();
+  return Status::OK();
+}
+
 void Store::Barrier(Done done) {
   Status refused;
   {
@@ -233,6 +248,13 @@ Status Store::WriteBatch(const std::vector<Op>& ops) {
         auto s = batch.Delete(log_cf_, LogKey(op.key, seq));
         if (!s.ok()) return FromRocks(s, "cannot build write batch");
       }
+      auto s = batch.Delete(default_cf_, SnapshotKey(op.key));
+      if (!s.ok()) return FromRocks(s, "cannot build write batch");
+      continue;
+    }
+    if (op.snapshot) {
+      auto s = batch.Put(default_cf_, SnapshotKey(op.key), op.value);
+      if (!s.ok()) return FromRocks(s, "cannot build write batch");
       continue;
     }
     auto s = batch.Put(log_cf_, op.key, op.value);
@@ -266,7 +288,7 @@ void Store::Commit() {
       if (!st.ok() && failed_.ok()) failed_ = st;
       if (!failed_.ok()) st = failed_;  // a batch after a failure fails too
       for (const Op& op : ops) {
-        if (!op.key.empty() && op.erase == 0) {
+        if (!op.key.empty() && op.erase == 0 && !op.snapshot) {
           ++records;
           ++stats_.record_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - op.enqueued))];
         }
@@ -339,6 +361,14 @@ Status Store::ForEachRecordOf(
     SY_RETURN_IF_ERROR(fn(seq, rec));
   }
   return FromRocks(it->status(), "state store read of " + workflow_id);
+}
+
+Result<std::optional<std::string>> Store::GetSnapshot(const std::string& workflow_id) const {
+  std::string value;
+  auto s = db_->Get(rocksdb::ReadOptions(), default_cf_, SnapshotKey(workflow_id), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, "snapshot lookup of " + workflow_id);
+  return std::optional<std::string>(std::move(value));
 }
 
 Result<std::optional<Store::Idempotent>> Store::GetIdempotent(const std::string& tenant,

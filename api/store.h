@@ -1,9 +1,11 @@
 // Store: the durable state of the service in RocksDB (DESIGN.md invariant 10).
 //
-// Two column families: "workflow_log" holds each workflow's history as ordered records
+// Column families: "workflow_log" holds each workflow's history as ordered records
 // (key "<workflow id>/<16-hex sequence>"), "idempotency" holds first answers by
-// "<tenant>\0<Idempotency-Key>". A record and its idempotency answer always travel in the
-// same WriteBatch, so after a crash either both exist or neither does.
+// "<tenant>\0<Idempotency-Key>", and the default family holds archived workflows' final
+// status snapshots ("archive/<workflow id>"; a cache of what their history replays to).
+// A record and its idempotency answer always travel in the same WriteBatch, so after a
+// crash either both exist or neither does.
 //
 // Group commit: Enqueue() hands a record to the store's one committer thread and returns
 // at once. The committer drains everything queued into one WriteBatch, writes it with one
@@ -71,6 +73,11 @@ class Store {
   // Queues the deletion of a workflow's records 0..records-1 (retention); it is written
   // with the next group commit, after everything enqueued before it.
   [[nodiscard]] Status EnqueueErase(const std::string& workflow_id, uint64_t records);
+  // Queues the snapshot of an archived workflow (its final status, serialized) for the
+  // next group commit. It lives in the default column family under "archive/<id>" (a
+  // point lookup, where the log's vector memtable would be sorted for a range scan);
+  // EnqueueErase deletes it with the records.
+  [[nodiscard]] Status EnqueueSnapshot(const std::string& workflow_id, std::string snapshot);
   // `done` runs after everything enqueued before it is durable (OK) or failed.
   void Barrier(Done done);
   // Synchronous forms (never from a `done` callback).
@@ -93,6 +100,8 @@ class Store {
   Status ForEachRecordOf(
       const std::string& workflow_id,
       const std::function<Status(uint64_t seq, const v1::WorkflowLogRecord&)>& fn) const;
+  // The durable snapshot of a workflow, if any (nullopt also while it is still queued).
+  Result<std::optional<std::string>> GetSnapshot(const std::string& workflow_id) const;
   struct Idempotent {
     v1::IdempotencyEntry entry;
     bool pending = false;  // queued, not yet durable: Barrier() before answering with it
@@ -116,6 +125,7 @@ class Store {
   struct Op {
     std::string key, value;            // empty key: a barrier
     uint64_t erase = 0;                // > 0: delete records 0..erase-1 of workflow `key`
+    bool snapshot = false;             // `value` is workflow `key`'s snapshot
     std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
     Done done;
     std::chrono::steady_clock::time_point enqueued;

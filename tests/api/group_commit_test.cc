@@ -162,6 +162,37 @@ TEST(StoreGroupCommit, CompactionDropsExpiredIdempotencyAnswers) {
   std::filesystem::remove_all(dir);
 }
 
+// A snapshot is written with the group commit, survives a reopen, is not a log record,
+// and is deleted together with the workflow's records.
+TEST(StoreGroupCommit, SnapshotsAreStoredAndErasedWithTheirHistory) {
+  std::string dir = TempDir("snapshot");
+  auto store = Store::Open(dir, true);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Append("w", 0, Rec(0)).ok());
+  ASSERT_TRUE((*store)->EnqueueSnapshot("w", "final").ok());
+  ASSERT_TRUE((*store)->Flush().ok());
+  EXPECT_EQ((*store)->GetSnapshot("w")->value_or("none"), "final");
+  EXPECT_FALSE((*store)->GetSnapshot("v")->has_value());
+  EXPECT_EQ((*store)->stats().records, 1u) << "a snapshot is not a log record";
+  store->reset();
+  store = Store::Open(dir, true);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->GetSnapshot("w")->value_or("none"), "final") << "durable";
+  int records = 0;
+  ASSERT_TRUE((*store)
+                  ->ForEachRecord([&](const std::string&, uint64_t, const v1::WorkflowLogRecord&) {
+                    ++records;
+                    return Status::OK();
+                  })
+                  .ok());
+  EXPECT_EQ(records, 1) << "recovery's scan does not see snapshots";
+  ASSERT_TRUE((*store)->EnqueueErase("w", 1).ok());
+  ASSERT_TRUE((*store)->Flush().ok());
+  EXPECT_FALSE((*store)->GetSnapshot("w")->has_value()) << "erased with the history";
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
 v1::Workflow Chain(int nodes) {
   v1::Workflow wf;
   wf.set_id("chain");

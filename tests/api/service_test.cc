@@ -228,6 +228,10 @@ TEST_F(ServiceTest, ArchivesEndedWorkflowsBeyondTheBound) {
     EXPECT_EQ(c.archived, 3u) << "recovery archives in id order, as many";
     EXPECT_EQ(c.workflows, 6u);
     EXPECT_EQ(c.running, 1u);
+    if (round == 0) {
+      EXPECT_EQ(svc_->counts().archived_reads_snapshot, 3u) << "archived live: from snapshots";
+      EXPECT_EQ(svc_->counts().archived_reads_replay, 0u);
+    }
     auto list = svc_->List("acme");
     ASSERT_EQ(list.workflows_size(), 6) << "archived ones are listed too";
     int archived = 0;
@@ -341,6 +345,46 @@ TEST_F(ServiceTest, IdempotencyAnswersExpireAfterTheirRetention) {
   Reopen();  // the time travels with the answer
   EXPECT_FALSE(svc_->PeekIdempotent("acme", "key-a")->has_value());
   EXPECT_TRUE(svc_->PeekIdempotent("acme", "key-b")->has_value());
+}
+
+// A workflow archived by recovery has no snapshot: a GET replays its history, and reads
+// the same as before the restart; retention deletes a snapshot with the history.
+TEST_F(ServiceTest, ArchivedWithoutSnapshotReadsFromHistory) {
+  std::vector<std::string> ids, before;
+  for (int i = 0; i < 3; ++i) {
+    auto id = svc_->Submit("acme", TwoStep());
+    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_TRUE(svc_->Cancel("acme", *id, "done").ok());
+    before.push_back(Durable(svc_->Get("acme", *id)));
+    ids.push_back(*id);
+  }
+  ASSERT_TRUE(svc_->Flush().ok());
+  EXPECT_EQ(svc_->archived(), 0u) << "the bound is 1000 here";
+  ended_in_memory_ = 1;
+  Reopen();  // recovery archives two of them (in id order), without snapshots
+  ASSERT_EQ(svc_->archived(), 2u);
+  size_t in_memory = ids.size();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto st = svc_->Get("acme", ids[i]);
+    ASSERT_TRUE(st.ok()) << st.status();
+    if (!st->archived()) in_memory = i;
+    EXPECT_EQ(Durable(st), before[i]);
+  }
+  ASSERT_LT(in_memory, ids.size());
+  EXPECT_EQ(svc_->counts().archived_reads_replay, 2u);
+  EXPECT_EQ(svc_->counts().archived_reads_snapshot, 0u);
+  // Ending one more archives the one still in memory, live: with a snapshot.
+  auto id = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(svc_->Cancel("acme", *id, "done").ok());
+  ASSERT_TRUE(svc_->Flush().ok());
+  ASSERT_EQ(svc_->archived(), 3u);
+  auto st = svc_->Get("acme", ids[in_memory]);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_TRUE(st->archived());
+  EXPECT_EQ(Durable(st), before[in_memory]);
+  EXPECT_EQ(svc_->counts().archived_reads_snapshot, 1u);
+  EXPECT_TRUE(svc_->Get("globex", ids[in_memory]).status().IsNotFound()) << "tenancy holds";
 }
 
 // Lists page through live and archived workflows in arrival order, both ways, filtered by
