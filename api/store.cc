@@ -148,11 +148,15 @@ Status Store::Enqueue(const std::string& workflow_id, uint64_t seq,
     idem->SerializeToString(&op.idem_value);
   }
   op.done = std::move(done);
+  return Push(std::move(op));
+}
+
+Status Store::Push(Op op) {
   op.enqueued = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.ok()) return failed_;
   if (stopping_) return Status::Unavailable("state store is shutting down");
-  if (idem) pending_idem_[op.idem_key] = op.idem_value;
+  if (!op.idem_key.empty()) pending_idem_[op.idem_key] = op.idem_value;
   queue_.push_back(std::move(op));
   if (queue_.size() == 1 && !committing_) wake_.notify_one();
   return Status::OK();
@@ -163,13 +167,7 @@ Status Store::EnqueueErase(const std::string& workflow_id, uint64_t records) {
   Op op;
   op.key = workflow_id;
   op.erase = records;
-  op.enqueued = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!failed_.ok()) return failed_;
-  if (stopping_) return Status::Unavailable("state store is shutting down");
-  queue_.push_back(std::move(op));
-  if (queue_.size() == 1 && !committing_) wake_.notify_one();
-  return Status::OK();
+  return Push(std::move(op));
 }
 
 Status Store::EnqueueSnapshot(const std::string& workflow_id, std::string snapshot) {
@@ -177,13 +175,7 @@ Status Store::EnqueueSnapshot(const std::string& workflow_id, std::string snapsh
   op.key = workflow_id;
   op.value = std::move(snapshot);
   op.snapshot = true;
-  op.enqueued = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!failed_.ok()) return failed_;
-  if (stopping_) return Status::Unavailable("state store is shutting down");
-  queue_.push_back(std::move(op));
-  if (queue_.size() == 1 && !committing_) wake_.notify_one();
-  return Status::OK();
+  return Push(std::move(op));
 }
 
 void Store::Barrier(Done done) {

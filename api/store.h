@@ -131,6 +131,9 @@ class Store {
     std::chrono::steady_clock::time_point enqueued;
   };
   Store() = default;
+  // Queues `op` for the next group commit, stamped now (refused, returning why, once the
+  // store failed or is shutting down).
+  Status Push(Op op);
   void Commit();  // the committer thread
   Status WriteBatch(const std::vector<Op>& ops);
 
