@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 #include <random>
+#include <tuple>
 
 #include "base/ids.h"
 #include "base/logging.h"
@@ -735,10 +736,10 @@ Result<v1::WorkflowList> Service::List(const std::string& tenant, const ListQuer
     std::shared_ptr<Entry> live;
     Archived archived;
   };
+  // List order: by (arrival, id), reversed for newest first.
   auto before = [&q](int64_t a1, const std::string& i1, int64_t a2, const std::string& i2) {
-    bool less = a1 != a2 ? a1 < a2 : i1 < i2;
-    bool greater = a1 != a2 ? a1 > a2 : i1 > i2;
-    return q.newest_first ? greater : less;
+    return q.newest_first ? std::tie(a2, i2) < std::tie(a1, i1)
+                          : std::tie(a1, i1) < std::tie(a2, i2);
   };
   std::vector<Item> items;
   {
