@@ -1,6 +1,8 @@
 // `switchyard worker --listen HOST:PORT [--capacity BYTES] [--transport ucx]
-//                    [--credit-bytes BYTES] [--log-level LEVEL]`
+//                    [--credit-bytes BYTES] [--verify-offload BYTES] [--log-level LEVEL]`
 // Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
+// --verify-offload: puts this large or larger are verified on a thread of their own (0:
+// all on the transport's thread; WorkerOptions::verify_offload_bytes).
 // Prints "listening on HOST:PORT communicator_epoch=N" once ready (port 0 picks one).
 // UCX_TLS in the environment selects UCX's transports (see kv_tiers/transport/README.md).
 #include <csignal>
@@ -27,7 +29,8 @@ void OnSignal(int) {
 int Usage(const std::string& why) {
   std::fprintf(stderr,
                "worker: %s\nusage: switchyard worker --listen HOST:PORT [--capacity BYTES] "
-               "[--transport ucx] [--credit-bytes BYTES] [--log-level LEVEL]\n",
+               "[--transport ucx] [--credit-bytes BYTES] [--verify-offload BYTES] "
+               "[--log-level LEVEL]\n",
                why.c_str());
   return 2;
 }
@@ -44,10 +47,12 @@ int RunWorker(const std::vector<std::string>& args) {
       options.listen = v;
     } else if (a == "--transport") {
       options.transport = v;
-    } else if (a == "--capacity" || a == "--credit-bytes") {
+    } else if (a == "--capacity" || a == "--credit-bytes" || a == "--verify-offload") {
       auto n = ParseByteSize(v);
-      if (!n.ok()) return Usage(n.status().message());
-      (a == "--capacity" ? options.capacity_bytes : options.max_inflight_bytes) = *n;
+      if (!n.ok()) return Usage(a + ": " + n.status().message());
+      (a == "--capacity"       ? options.capacity_bytes
+       : a == "--credit-bytes" ? options.max_inflight_bytes
+                               : options.verify_offload_bytes) = *n;
     } else if (a == "--log-level") {
       if (!switchyard::ParseLogLevel(v, &log.level)) return Usage("bad --log-level " + v);
     } else {

@@ -2,7 +2,9 @@
 //   - peer put throughput (PeerClient -> PeerWorker: credit, header, bytes, validation,
 //     commit, ack) and raw transport tag bandwidth (PostSend/PostRecv) at 1 MiB and
 //     64 MiB, over TCP (UCX_TLS=tcp) and shared memory (UCX_TLS=sm,self), against
-//     `ucx_perftest -t tag_bw` with the same UCX_TLS and message size;
+//     `ucx_perftest -t tag_bw` with the same UCX_TLS, message size and endpoint error
+//     handling (`-e` over TCP, where ours detect failed peers; the figure without `-e`
+//     is reported too, as a second row);
 //   - 8 KiB latency: half the round trip of a tagged ping-pong through the transport (P50)
 //     against `ucx_perftest -t tag_lat` (its 50th-percentile one-way latency).
 // Paths: UCX_TLS=tcp, and UCX_TLS=sm,self (shared memory; err_mode=none, see Config).
@@ -39,7 +41,11 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-int Iterations(uint64_t bytes) { return bytes >= (64u << 20) ? 16 : 256; }
+// Messages per timed run (SY_TRANSPORT_BENCH_ITERS overrides both sizes' counts).
+int Iterations(uint64_t bytes) {
+  if (const char* n = std::getenv("SY_TRANSPORT_BENCH_ITERS")) return std::max(1, std::atoi(n));
+  return bytes >= (64u << 20) ? 32 : 1024;
+}
 
 // Shared memory transports of UCX 1.13 cannot report a dead peer, so the shared-memory
 // runs use err_mode=none (as ucx_perftest does on every path); TCP keeps peer failure
@@ -145,6 +151,9 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
   wo.max_inflight_bytes = bytes * window;
   wo.max_inflight_transfers = std::max(64, window);
   wo.transport_config = Config(tls);
+  if (const char* v = std::getenv("SY_TRANSPORT_BENCH_VERIFY_OFFLOAD")) {  // for A/B runs
+    wo.verify_offload_bytes = std::strtoull(v, nullptr, 10);
+  }
   SY_ASSIGN_OR_RETURN(auto worker, PeerWorker::Start(wo));
   std::thread serve([&] { worker->Run(); });
   Result<double> out = [&]() -> Result<double> {
@@ -206,18 +215,19 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
   return out;
 }
 
-// Runs ucx_perftest (server and client on loopback, same UCX_TLS) and returns the value of
-// `column` of its "Final:" line: 1 = 50th-percentile latency (us), 4 = average bandwidth
-// (MB/s).
+// Runs ucx_perftest (server and client on loopback, same UCX_TLS, `flags` on both) and
+// returns the value of `column` of its "Final:" line: 1 = 50th-percentile latency (us),
+// 4 = average bandwidth (MB/s).
 std::optional<double> Perftest(const std::string& tls, const std::string& test, uint64_t bytes,
-                               int iters, int column) {
+                               int iters, int column, const std::string& flags = "") {
   if (std::system("command -v ucx_perftest >/dev/null 2>&1") != 0) return std::nullopt;
   static int port = 20000 + static_cast<int>(::getpid() % 20000);
   ++port;
   std::ostringstream cmd;
-  cmd << "UCX_TLS=" << tls << " timeout 60 ucx_perftest -p " << port
-      << " >/dev/null 2>&1 & sleep 0.5; UCX_TLS=" << tls << " timeout 60 ucx_perftest 127.0.0.1 -p "
-      << port << " -t " << test << " -s " << bytes << " -n " << iters << " 2>/dev/null; wait";
+  cmd << "UCX_TLS=" << tls << " timeout 60 ucx_perftest " << flags << " -p " << port
+      << " >/dev/null 2>&1 & sleep 0.5; UCX_TLS=" << tls << " timeout 60 ucx_perftest " << flags
+      << " 127.0.0.1 -p " << port << " -t " << test << " -s " << bytes << " -n " << iters
+      << " 2>/dev/null; wait";
   FILE* p = ::popen(cmd.str().c_str(), "r");
   if (p == nullptr) return std::nullopt;
   std::optional<double> value;
@@ -271,8 +281,14 @@ bool QuickRun() {
   for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
     const char* only = std::getenv("SY_TRANSPORT_BENCH_SIZE");  // "1" or "64" (MiB)
     if (only != nullptr && std::to_string(bytes >> 20) != only) continue;
-    auto tag = Best([&] { return value(TagBandwidth(*e, bytes)); }, true);
-    auto put = Best([&] { return value(PeerPutBandwidth(t, bytes)); }, true);
+    const char* what = std::getenv("SY_TRANSPORT_BENCH_WHAT");  // "tag" or "put" (default both)
+    std::optional<double> tag, put;
+    if (what == nullptr || std::string(what) != "put") {
+      tag = Best([&] { return value(TagBandwidth(*e, bytes)); }, true);
+    }
+    if (what == nullptr || std::string(what) != "tag") {
+      put = Best([&] { return value(PeerPutBandwidth(t, bytes)); }, true);
+    }
     std::fprintf(stderr, "quick %s %s: tag %.1f MB/s, put %.1f MB/s\n", t.c_str(),
                  SizeName(bytes).c_str(), tag.value_or(-1.0), put.value_or(-1.0));
   }
@@ -294,6 +310,14 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
     for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
       const int iters = Iterations(bytes);
       auto perf = Best([&] { return Perftest(tls, "tag_bw", bytes, iters, 4); }, true);
+      // Our TCP endpoints detect a failed peer (UCP_ERR_HANDLING_MODE_PEER; a put to a
+      // dead worker must fail, not hang). UCX then chooses other protocols (no zero-copy
+      // rendezvous over TCP): ucx_perftest -e sets the same mode on its endpoints, so it
+      // is the like-for-like baseline; the one without it is reported beside it.
+      std::optional<double> perf_e;
+      if (Config(tls).params.count("err_mode") == 0) {
+        perf_e = Best([&] { return Perftest(tls, "tag_bw", bytes, iters, 4, "-e"); }, true);
+      }
       auto tag = Best(
           [&]() -> std::optional<double> {
             auto r = TagBandwidth(*endpoints, bytes);
@@ -309,15 +333,26 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
           },
           true);
       const std::string size = SizeName(bytes);
-      const std::string base = perf ? "ucx_perftest tag_bw" : "";
+      const std::string plain = perf ? "ucx_perftest tag_bw" : "";
+      const std::string same =
+          perf_e ? "ucx_perftest tag_bw -e (peer error handling, as ours)" : plain;
+      const std::optional<double> like = perf_e ? perf_e : perf;
+      const std::string put_note =
+          "PeerClient put to PeerWorker incl. checksum, validation, "
+          "commit, ack; " +
+          std::to_string(Window(bytes)) + " puts in flight";
       if (put) {
-        report->Add({"peer_put_" + std::string(path) + "_" + size, *put, "MB/s", true, base, perf,
-                     "PeerClient put to PeerWorker incl. checksum, validation, commit, ack; " +
-                         std::to_string(Window(bytes)) + " puts in flight"});
+        report->Add({"peer_put_" + std::string(path) + "_" + size, *put, "MB/s", true, same, like,
+                     put_note});
+        if (perf_e) {
+          report->Add({"peer_put_" + std::string(path) + "_" + size + "_vs_no_error_handling", *put,
+                       "MB/s", true, plain, perf,
+                       put_note + "; baseline without peer error handling"});
+        }
       }
       if (tag) {
-        report->Add({"transport_tag_bw_" + std::string(path) + "_" + size, *tag, "MB/s", true, base,
-                     perf,
+        report->Add({"transport_tag_bw_" + std::string(path) + "_" + size, *tag, "MB/s", true, same,
+                     like,
                      "Transport PostSend/PostRecv, " + std::to_string(Window(bytes)) +
                          " messages in flight"});
       }

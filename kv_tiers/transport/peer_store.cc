@@ -45,11 +45,19 @@ RejectReason PeerStore::CheckIdentity(const BlockHeader& h) const {
 
 RejectReason PeerStore::ValidateAndCommit(const BlockHeader& h, SharedBuffer data,
                                           uint64_t received, bool* validated) {
+  if (!data || data->size < received) {
+    Unreserve(h.length);
+    *validated = false;
+    return RejectReason::kShortLength;
+  }
+  return CommitChecked(h, data, CheckLengthAndChecksum(h, received, data->data.get()), validated);
+}
+
+RejectReason PeerStore::CommitChecked(const BlockHeader& h, SharedBuffer data, RejectReason checked,
+                                      bool* validated) {
   Unreserve(h.length);
   *validated = false;
-  if (!data || data->size < received) return RejectReason::kShortLength;
-  const void* bytes = data->data.get();
-  RejectReason r = CheckLengthAndChecksum(h, received, bytes);
+  RejectReason r = checked;
   if (r == RejectReason::kNone) r = CheckIdentity(h);
   if (r != RejectReason::kNone) return r;
   *validated = true;

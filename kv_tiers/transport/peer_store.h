@@ -11,7 +11,7 @@
 //
 // Ownership: the store owns the block bytes (shared buffers, so that a get in flight
 // keeps its source alive until its send completes).
-// Thread-safety: not thread-safe; the worker loop is its only user.
+// Thread-safety: not thread-safe; its user (PeerWorker) serialises the calls.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +69,11 @@ class PeerStore {
   // h.length either way. `validated` tells whether validation passed.
   RejectReason ValidateAndCommit(const BlockHeader& h, SharedBuffer data, uint64_t received,
                                  bool* validated);
+  // ValidateAndCommit with the length and checksum check already done: `checked` is what
+  // CheckLengthAndChecksum said of `data` (so that a caller can hash outside the lock it
+  // keeps this store under). Checks identity, commits, releases the reservation.
+  RejectReason CommitChecked(const BlockHeader& h, SharedBuffer data, RejectReason checked,
+                             bool* validated);
 
   // The committed blocks a get asks for, in order; a reason when any is missing or its
   // owner, epoch or generation differ (stale blocks are never served).

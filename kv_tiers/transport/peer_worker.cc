@@ -1,9 +1,14 @@
 #include "kv_tiers/transport/peer_worker.h"
 
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "base/logging.h"
 #include "kv_tiers/transport/peer_protocol.h"
@@ -86,6 +91,54 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   uint64_t free_bytes_ = 0;
 };
 
+// Finishes received puts (checksum, commit, ack) on a thread of its own, in arrival
+// order, so that the worker loop — the thread that drives the transport and, over shared
+// memory, copies the next put's bytes — is not held up hashing this one: on a small
+// machine the two then overlap instead of adding up. Thread-safe.
+class Verifier {
+ public:
+  explicit Verifier(std::function<void(PendingPut&)> finish) : finish_(std::move(finish)) {
+    thread_ = std::thread([this] { Serve(); });
+  }
+  // Finishes what was queued, then joins.
+  ~Verifier() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Push(PendingPut p) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(p));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Serve() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      PendingPut p = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      finish_(p);
+      lock.lock();
+    }
+  }
+
+  std::function<void(PendingPut&)> finish_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<PendingPut> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 uint64_t RandomEpoch() {
@@ -100,7 +153,9 @@ struct PeerWorker::Impl {
   TransferHandle ctrl;
   std::list<PendingPut> puts;
   std::list<PendingProbe> probes;
+  std::mutex sends_mu;  // the loop and the verifier send
   std::list<PendingSend> sends;
+  std::mutex store_mu;  // the store's calls: the loop and the verifier
   std::shared_ptr<BufferPool> pool;
   mutable std::mutex stats_mu;
   WorkerStats stats;
@@ -140,6 +195,9 @@ struct Loop {
   PeerStore* store;
   PeerWorker::Impl* impl;
   const WorkerOptions* options;
+  Verifier* verifier = nullptr;
+
+  std::unique_lock<std::mutex> LockStore() { return std::unique_lock<std::mutex>(impl->store_mu); }
 
   void Count(uint64_t WorkerStats::*field) {
     std::lock_guard<std::mutex> lock(impl->stats_mu);
@@ -157,6 +215,7 @@ struct Loop {
           LogKeys{}.With("error", h.status().ToString()));
       return;
     }
+    std::lock_guard<std::mutex> lock(impl->sends_mu);
     impl->sends.push_back({keep, std::move(*h)});
   }
 
@@ -184,6 +243,7 @@ struct Loop {
   void OnHello(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
     if (!DecodeHello(msg).ok()) return;
     HelloAck a;
+    auto lock = LockStore();
     a.communicator_epoch = store->communicator_epoch();
     a.model_epoch = store->model_epoch();
     a.capacity_bytes = store->capacity_bytes();
@@ -198,6 +258,7 @@ struct Loop {
     auto h = DecodeBlockHeader(msg);
     if (h.ok()) {
       p.header = std::move(*h);
+      auto lock = LockStore();
       p.early = store->CheckIdentity(p.header);
       if (p.early == RejectReason::kNone) {
         p.reserved = store->Reserve(p.header.length);
@@ -219,6 +280,7 @@ struct Loop {
     Status s = p.recv.wait();
     uint64_t xfer = p.header.transfer_id;
     if (s.IsCancelled()) {  // the sender failed: nobody to ack
+      auto lock = LockStore();
       if (p.reserved) store->Unreserve(p.header.length);
       Count(&WorkerStats::cancelled);
       return;
@@ -226,12 +288,19 @@ struct Loop {
     RejectReason reason = p.early;
     bool validated = false;
     if (reason != RejectReason::kNone) {
+      auto lock = LockStore();
       if (p.reserved) store->Unreserve(p.header.length);
     } else if (!s.ok()) {
+      auto lock = LockStore();
       store->Unreserve(p.header.length);
       reason = RejectReason::kShortLength;  // more bytes than the header announced
     } else {
-      reason = store->ValidateAndCommit(p.header, p.buffer, p.recv.bytes(), &validated);
+      // Hash outside the lock: the loop keeps serving headers and gets meanwhile. The
+      // staging buffer holds at least header.length bytes, and the check compares the
+      // received count with it before reading any.
+      RejectReason checked = CheckLengthAndChecksum(p.header, p.recv.bytes(), p.buffer->data.get());
+      auto lock = LockStore();
+      reason = store->CommitChecked(p.header, p.buffer, checked, &validated);
     }
     Count(reason == RejectReason::kNone ? &WorkerStats::puts_committed
                                         : &WorkerStats::puts_rejected);
@@ -264,6 +333,7 @@ struct Loop {
       reply.flow_key = g->flow_key;
       reply.workflow_id = g->workflow_id;
       reply.context_id = g->context_id;
+      auto lock = LockStore();
       reply.status = store->Lookup(*g, blocks.get());
     }
     if (reply.status != RejectReason::kNone) {
@@ -283,14 +353,21 @@ struct Loop {
     o.traffic_class = static_cast<v1::TrafficClass>(reply.traffic_class);
     o.flow_key = reply.flow_key;
     auto h = t->PostSend(from, src, MakeTag(MsgType::kGetData, 0, xfer), o);
-    if (h.ok()) impl->sends.push_back({blocks, std::move(*h)});
+    if (h.ok()) {
+      std::lock_guard<std::mutex> lock(impl->sends_mu);
+      impl->sends.push_back({blocks, std::move(*h)});
+    }
     Count(&WorkerStats::gets_served);
   }
 
   void OnSetEpoch(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
     auto e = DecodeSetEpoch(msg);
     if (!e.ok()) return SendAck(from, xfer, RejectReason::kMalformed, true, false);
-    size_t dropped = store->SetModelEpoch(e->model_epoch);
+    size_t dropped = 0;
+    {
+      auto lock = LockStore();
+      dropped = store->SetModelEpoch(e->model_epoch);
+    }
     LogKeys keys;
     keys.model_epoch = e->model_epoch;
     Log(LogLevel::kInfo, "worker: model epoch changed",
@@ -302,7 +379,11 @@ struct Loop {
     auto g = DecodeGetRequest(msg);
     if (!g.ok()) return SendAck(from, xfer, RejectReason::kMalformed, true, false);
     size_t freed = 0;
-    RejectReason r = store->Free(*g, &freed);
+    RejectReason r = RejectReason::kNone;
+    {
+      auto lock = LockStore();
+      r = store->Free(*g, &freed);
+    }
     LogKeys keys;
     keys.workflow_id = g->workflow_id;
     Log(LogLevel::kDebug, "worker: free",
@@ -368,7 +449,12 @@ struct Loop {
         ++it;
         continue;
       }
-      FinishPut(*it);
+      if (it->early == RejectReason::kNone && verifier != nullptr &&
+          it->header.length >= options->verify_offload_bytes) {
+        verifier->Push(std::move(*it));
+      } else {
+        FinishPut(*it);
+      }
       it = impl->puts.erase(it);
       any = true;
     }
@@ -387,6 +473,7 @@ struct Loop {
       it = impl->probes.erase(it);
       any = true;
     }
+    std::lock_guard<std::mutex> lock(impl->sends_mu);
     for (auto it = impl->sends.begin(); it != impl->sends.end();) {
       if (!it->send.poll()) {
         ++it;
@@ -403,6 +490,11 @@ struct Loop {
 
 void PeerWorker::Run() {
   Loop loop{transport_.get(), &store_, impl_.get(), &options_};
+  std::optional<Verifier> verifier;
+  if (options_.verify_offload_bytes > 0) {
+    verifier.emplace([&loop](PendingPut& p) { loop.FinishPut(p); });
+    loop.verifier = &*verifier;
+  }
   loop.PostCtrl();
   auto last_sweep = std::chrono::steady_clock::now();
   while (!stop_.load()) {

@@ -9,8 +9,11 @@
 // until the send completes), model-epoch changes and calibration probes. Transfers from a
 // sender whose connection failed are cancelled and their reservations released.
 //
-// Ownership: the worker owns its transport and store. Thread-safety: Run() is the only
-// thread that touches the store; Stop()/stats() may be called from any thread.
+// Ownership: the worker owns its transport and store. Thread-safety: Run() drives the
+// transport; large puts are hashed, committed and acked on a verifier thread that Run()
+// starts and joins (WorkerOptions::verify_offload_bytes; the store is under a lock both
+// take);
+// Stop()/stats() may be called from any thread.
 #pragma once
 
 #include <atomic>
@@ -30,6 +33,11 @@ struct WorkerOptions {
   TransportConfig transport_config;
   uint64_t max_inflight_bytes = 512ull << 20;  // credit granted to each sender
   uint32_t max_inflight_transfers = 64;
+  // Puts of at least this many bytes are hashed, committed and acked on a verifier
+  // thread, overlapping the next put's receive on the loop; smaller ones (and every put
+  // when 0) on the loop. Worth it where the receiving copy runs on the loop thread and
+  // the host has a core to spare (bench/RESULTS.md, net_budget, stop 7).
+  uint64_t verify_offload_bytes = 256 << 10;
 };
 
 struct WorkerStats {

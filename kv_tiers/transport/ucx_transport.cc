@@ -92,6 +92,22 @@ uint64_t SegSize(const std::map<std::string, std::string>& settings, const Defau
   return ucx_default;
 }
 
+// Whether a UCX_TLS value ("tcp", "sm,self", "^tcp", "all"; unset is "all") lets UCX
+// use its TCP transport.
+bool UsesTcp(const std::string& tls) {
+  bool negate = !tls.empty() && tls[0] == '^';
+  bool named = false, all = tls.empty();
+  size_t at = negate ? 1 : 0;
+  while (at <= tls.size()) {
+    size_t end = std::min(tls.find(',', at), tls.size());
+    std::string item = tls.substr(at, end - at);
+    named = named || item == "tcp";
+    all = all || item == "all";
+    at = end + 1;
+  }
+  return negate ? !named : named || all;
+}
+
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 
@@ -243,7 +259,8 @@ class UcxTransport final : public Transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;  // called into only by its owner (under progress_mu_)
   std::vector<uint8_t> worker_address_;
-  uint64_t tcp_tx_seg_ = 0, tcp_rx_seg_ = 0;  // UCX TCP segment sizes (checked at handshake)
+  // UCX TCP segment sizes (checked at handshake); 0 when UCX_TLS leaves TCP out.
+  uint64_t tcp_tx_seg_ = 0, tcp_rx_seg_ = 0;
   bool err_mode_peer_ = true;
   int worker_fd_ = -1;
   int wake_fd_ = -1;
@@ -314,7 +331,10 @@ Status UcxTransport::Init(const TransportConfig& config) {
   // Our defaults, unless the caller's params or the UCX_* environment set any of them (the
   // two sizes depend on each other: a send segment may not exceed a receive one).
   std::map<std::string, std::string> settings;
-  bool set_elsewhere = false;
+  auto tls = config.params.find("TLS");
+  const char* tls_env = std::getenv("UCX_TLS");
+  const bool tcp = UsesTcp(tls != config.params.end() ? tls->second : tls_env ? tls_env : "");
+  bool set_elsewhere = !tcp;  // without TCP, UCX would warn that nothing takes the two
   for (const DefaultParam& d : kDefaultParams) {
     set_elsewhere = set_elsewhere || config.params.count(d.key) > 0 ||
                     config.params.count(d.env + 4) > 0 || std::getenv(d.env) != nullptr;
@@ -324,8 +344,8 @@ Status UcxTransport::Init(const TransportConfig& config) {
   }
   // Peers must agree on these: a TCP segment larger than the receiver's receive segment
   // aborts the receiving process inside UCX (an assertion), so the handshake compares them.
-  tcp_tx_seg_ = SegSize(settings, kDefaultParams[1], kUcxTxSegDefault);
-  tcp_rx_seg_ = SegSize(settings, kDefaultParams[0], kUcxRxSegDefault);
+  tcp_tx_seg_ = tcp ? SegSize(settings, kDefaultParams[1], kUcxTxSegDefault) : 0;
+  tcp_rx_seg_ = tcp ? SegSize(settings, kDefaultParams[0], kUcxRxSegDefault) : 0;
   for (const auto& [key, value] : config.params) settings[key] = value;
   for (const auto& [key, value] : settings) {
     if (key == "err_mode") {
@@ -831,6 +851,7 @@ std::vector<uint8_t> Frame(size_t head, const std::vector<uint8_t>& tail) {
 
 std::string UcxTransport::SegmentsDiffer(uint64_t peer_tx, uint64_t peer_rx) const {
   if (peer_tx == tcp_tx_seg_ && peer_rx == tcp_rx_seg_) return "";
+  if (tcp_tx_seg_ == 0 || peer_tx == 0) return "";  // one side has no TCP: it is not used
   return "UCX TCP segment sizes differ (here tx " + std::to_string(tcp_tx_seg_) + " rx " +
          std::to_string(tcp_rx_seg_) + " bytes, peer tx " + std::to_string(peer_tx) + " rx " +
          std::to_string(peer_rx) +

@@ -127,54 +127,58 @@ TEST_F(PeerClientTest, StaleEpochWrongOwnerAndGenerationAreRejectedAndCreditRetu
 }
 
 // A raw sender that lies about the checksum / length: the worker must reject and still
-// return the credit in its ack.
+// return the credit in its ack. 8 KiB puts are checked on the worker's loop, 512 KiB ones
+// on its verifier thread (WorkerOptions::verify_offload_bytes): both paths are covered.
 TEST_F(PeerClientTest, BadChecksumAndShortLengthAreRejectedWithCredit) {
   Transport* t = client_->transport();
   auto peer = t->Connect(worker_.address());
   ASSERT_TRUE(peer.ok());
   uint64_t me = t->IdAtPeer(*peer).value();
-  std::vector<uint8_t> data = Pattern(8192, 9);
   struct Case {
     uint64_t checksum_delta;
-    uint64_t claimed_length;
+    uint64_t extra_claimed;
     RejectReason want;
   };
   uint64_t xfer = 0x7000;
-  for (Case c :
-       {Case{1, 8192, RejectReason::kBadChecksum}, Case{0, 16384, RejectReason::kShortLength}}) {
-    BlockHeader h;
-    h.transfer_id = ++xfer;
-    h.communicator_epoch = client_->communicator_epoch();
-    h.generation = 1;
-    h.workflow_id = "wf_raw";
-    h.context_id = "c";
-    h.blocks = {{500 + xfer, c.claimed_length}};
-    h.length = c.claimed_length;
-    h.checksum = ChecksumOf(data.data(), data.size()) + c.checksum_delta;
-    std::vector<uint8_t> hdr = Encode(h), ackbuf(4096);
-    auto ack = t->PostRecv({{ackbuf.data(), ackbuf.size()}}, MakeTag(MsgType::kAck, 0, xfer),
-                           kFullMask, {});
-    auto s1 =
-        t->PostSend(*peer, {{hdr.data(), hdr.size()}}, MakeTag(MsgType::kPutHeader, me, xfer), {});
-    auto s2 =
-        t->PostSend(*peer, {{data.data(), data.size()}}, MakeTag(MsgType::kPutData, me, xfer), {});
-    ASSERT_TRUE(ack.ok() && s1.ok() && s2.ok());
-    ASSERT_TRUE(s1->wait().ok());
-    ASSERT_TRUE(s2->wait().ok());
-    ASSERT_TRUE(ack->wait_for(std::chrono::seconds(20)).ok());
-    auto a = DecodeAck(std::span<const uint8_t>(ackbuf.data(), ack->bytes()));
-    ASSERT_TRUE(a.ok()) << a.status();
-    EXPECT_FALSE(a->committed);
-    EXPECT_FALSE(a->validated);
-    EXPECT_TRUE(a->transport_complete);
-    EXPECT_EQ(a->reason, c.want) << RejectReasonName(a->reason);
-    EXPECT_EQ(a->credits_returned, 1u);
+  for (uint64_t size : {uint64_t{8192}, uint64_t{512} << 10}) {
+    std::vector<uint8_t> data = Pattern(size, 9);
+    for (Case c :
+         {Case{1, 0, RejectReason::kBadChecksum}, Case{0, size, RejectReason::kShortLength}}) {
+      SCOPED_TRACE(std::to_string(size) + " B, want " + std::string(RejectReasonName(c.want)));
+      BlockHeader h;
+      h.transfer_id = ++xfer;
+      h.communicator_epoch = client_->communicator_epoch();
+      h.generation = 1;
+      h.workflow_id = "wf_raw";
+      h.context_id = "c";
+      h.blocks = {{500 + xfer, size + c.extra_claimed}};
+      h.length = size + c.extra_claimed;
+      h.checksum = ChecksumOf(data.data(), data.size()) + c.checksum_delta;
+      std::vector<uint8_t> hdr = Encode(h), ackbuf(4096);
+      auto ack = t->PostRecv({{ackbuf.data(), ackbuf.size()}}, MakeTag(MsgType::kAck, 0, xfer),
+                             kFullMask, {});
+      auto s1 = t->PostSend(*peer, {{hdr.data(), hdr.size()}},
+                            MakeTag(MsgType::kPutHeader, me, xfer), {});
+      auto s2 = t->PostSend(*peer, {{data.data(), data.size()}},
+                            MakeTag(MsgType::kPutData, me, xfer), {});
+      ASSERT_TRUE(ack.ok() && s1.ok() && s2.ok());
+      ASSERT_TRUE(s1->wait().ok());
+      ASSERT_TRUE(s2->wait().ok());
+      ASSERT_TRUE(ack->wait_for(std::chrono::seconds(20)).ok());
+      auto a = DecodeAck(std::span<const uint8_t>(ackbuf.data(), ack->bytes()));
+      ASSERT_TRUE(a.ok()) << a.status();
+      EXPECT_FALSE(a->committed);
+      EXPECT_FALSE(a->validated);
+      EXPECT_TRUE(a->transport_complete);
+      EXPECT_EQ(a->reason, c.want) << RejectReasonName(a->reason);
+      EXPECT_EQ(a->credits_returned, 1u);
+      // Nothing of it was committed.
+      std::vector<uint8_t> dst(h.length);
+      auto got = client_->Get({"wf_raw", "c", 0, 1, {500 + xfer}, {{dst.data(), dst.size()}}});
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(got->reason, RejectReason::kNotFound);
+    }
   }
-  // Nothing of it was committed.
-  std::vector<uint8_t> dst(8192);
-  auto got = client_->Get({"wf_raw", "c", 0, 1, {500 + 0x7001}, {{dst.data(), dst.size()}}});
-  ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->reason, RejectReason::kNotFound);
 }
 
 TEST_F(PeerClientTest, CreditExhaustionIsBackpressure) {

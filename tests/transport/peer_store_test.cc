@@ -68,6 +68,33 @@ TEST(PeerStoreTest, RejectsBadChecksumShortLengthAndStaleEpochs) {
   EXPECT_EQ(s.used_bytes(), 0u);  // every rejection released its reservation
 }
 
+// CommitChecked takes the length/checksum verdict from its caller (the worker hashes
+// outside its store lock) and still checks identity against the table at commit time.
+TEST(PeerStoreTest, CommitCheckedTrustsTheVerdictButRechecksIdentity) {
+  PeerStore s(1 << 20, kEpoch);
+  bool validated = true;
+  Put p = MakePut({1}, 1);
+  ASSERT_TRUE(s.Reserve(64));
+  EXPECT_EQ(s.CommitChecked(p.h, p.data, RejectReason::kBadChecksum, &validated),
+            RejectReason::kBadChecksum);
+  EXPECT_FALSE(validated);
+  EXPECT_EQ(s.used_bytes(), 0u);
+  ASSERT_TRUE(s.Reserve(64));
+  EXPECT_EQ(s.CommitChecked(p.h, p.data, RejectReason::kNone, &validated), RejectReason::kNone);
+  EXPECT_TRUE(validated);
+  // A put checked while a newer generation committed: identity fails at commit time.
+  Put newer = MakePut({1}, 3), older = MakePut({1}, 2);
+  ASSERT_TRUE(s.Reserve(64));
+  ASSERT_TRUE(s.Reserve(64));
+  EXPECT_EQ(s.CommitChecked(newer.h, newer.data, RejectReason::kNone, &validated),
+            RejectReason::kNone);
+  EXPECT_EQ(s.CommitChecked(older.h, older.data, RejectReason::kNone, &validated),
+            RejectReason::kStaleGeneration);
+  EXPECT_FALSE(validated);
+  EXPECT_EQ(s.Find(1)->generation, 3u);
+  EXPECT_EQ(s.used_bytes(), 64u);  // one block committed, both reservations released
+}
+
 TEST(PeerStoreTest, RejectsWrongOwnerAndStaleGeneration) {
   PeerStore s(1 << 20, kEpoch);
   ASSERT_EQ(Commit(s, MakePut({1}, 2, 1)), RejectReason::kNone);
