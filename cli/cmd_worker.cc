@@ -1,8 +1,8 @@
 // `switchyard worker --listen HOST:PORT [--capacity BYTES] [--transport ucx]
 //                    [--credit-bytes BYTES] [--verify-offload BYTES] [--log-level LEVEL]`
 // Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
-// --verify-offload: puts this large or larger are verified on a thread of their own (0:
-// all on the transport's thread; WorkerOptions::verify_offload_bytes).
+// --verify-offload: puts this large or larger are verified on a thread of their own
+// (default 0: all on the transport's thread; WorkerOptions::verify_offload_bytes).
 // Prints "listening on HOST:PORT communicator_epoch=N" once ready (port 0 picks one).
 // UCX_TLS in the environment selects UCX's transports (see kv_tiers/transport/README.md).
 #include <csignal>
@@ -75,10 +75,12 @@ int RunWorker(const std::vector<std::string>& args) {
   (*worker)->Run();
   g_worker = nullptr;
   auto st = (*worker)->stats();
-  std::printf("worker stopped: puts_committed=%llu puts_rejected=%llu gets=%llu\n",
-              static_cast<unsigned long long>(st.puts_committed),
-              static_cast<unsigned long long>(st.puts_rejected),
-              static_cast<unsigned long long>(st.gets_served));
+  std::printf(
+      "worker stopped: puts_committed=%llu puts_rejected=%llu puts_offloaded=%llu gets=%llu\n",
+      static_cast<unsigned long long>(st.puts_committed),
+      static_cast<unsigned long long>(st.puts_rejected),
+      static_cast<unsigned long long>(st.puts_offloaded),
+      static_cast<unsigned long long>(st.gets_served));
   return 0;
 }
 

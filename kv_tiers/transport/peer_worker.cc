@@ -451,6 +451,7 @@ struct Loop {
       }
       if (it->early == RejectReason::kNone && verifier != nullptr &&
           it->header.length >= options->verify_offload_bytes) {
+        Count(&WorkerStats::puts_offloaded);
         verifier->Push(std::move(*it));
       } else {
         FinishPut(*it);

@@ -33,11 +33,13 @@ struct WorkerOptions {
   TransportConfig transport_config;
   uint64_t max_inflight_bytes = 512ull << 20;  // credit granted to each sender
   uint32_t max_inflight_transfers = 64;
-  // Puts of at least this many bytes are hashed, committed and acked on a verifier
-  // thread, overlapping the next put's receive on the loop; smaller ones (and every put
-  // when 0) on the loop. Worth it where the receiving copy runs on the loop thread and
-  // the host has a core to spare (bench/RESULTS.md, net_budget, stop 7).
-  uint64_t verify_offload_bytes = 256 << 10;
+  // When > 0, puts of at least this many bytes are hashed, committed and acked on a
+  // verifier thread, overlapping the next put's receive on the loop; otherwise every put
+  // is finished on the loop. Off by default: on the 2-vCPU test machine it sped up 1 MiB
+  // puts over shared memory by 10-20 % but slowed loopback TCP ones by ~30 % (a third
+  // busy thread and a wake-up per put; bench/RESULTS.md, net_budget, stop 7). Worth
+  // trying where the receiver has cores to spare (e.g. 256K).
+  uint64_t verify_offload_bytes = 0;
 };
 
 struct WorkerStats {
@@ -46,7 +48,8 @@ struct WorkerStats {
   uint64_t gets_served = 0;
   uint64_t gets_rejected = 0;
   uint64_t probes = 0;
-  uint64_t cancelled = 0;  // transfers dropped because their sender failed
+  uint64_t cancelled = 0;       // transfers dropped because their sender failed
+  uint64_t puts_offloaded = 0;  // puts finished on the verifier thread
 };
 
 class PeerWorker {

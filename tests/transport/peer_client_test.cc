@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "tests/transport/worker_process.h"
 
@@ -49,7 +50,10 @@ class PeerClientTest : public ::testing::Test {
     if (!testing::HaveSwitchyardBinary()) {
       GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
     }
-    ASSERT_TRUE(worker_.Start("127.0.0.1:0")) << "worker did not start";
+    // Puts of 256 KiB and more are verified on the worker's verifier thread (off by
+    // default); the shared-memory test below keeps the default (all on the loop).
+    ASSERT_TRUE(worker_.Start("127.0.0.1:0", "tcp", "", "256M", {"--verify-offload", "256K"}))
+        << "worker did not start";
     auto c = PeerClient::Connect(worker_.address(), TcpClient());
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = std::move(*c);
@@ -128,7 +132,7 @@ TEST_F(PeerClientTest, StaleEpochWrongOwnerAndGenerationAreRejectedAndCreditRetu
 
 // A raw sender that lies about the checksum / length: the worker must reject and still
 // return the credit in its ack. 8 KiB puts are checked on the worker's loop, 512 KiB ones
-// on its verifier thread (WorkerOptions::verify_offload_bytes): both paths are covered.
+// on its verifier thread (--verify-offload 256K, above): both paths are covered.
 TEST_F(PeerClientTest, BadChecksumAndShortLengthAreRejectedWithCredit) {
   Transport* t = client_->transport();
   auto peer = t->Connect(worker_.address());
@@ -230,7 +234,7 @@ TEST_F(PeerClientTest, RestartedPeerReHandshakesWithNewEpoch) {
   // The old session is dead: a put fails (sender keeps its block).
   auto failed = client_->Put(Request({b}, 2, 1));
   EXPECT_FALSE(failed.ok());
-  ASSERT_TRUE(worker_.Start("127.0.0.1:" + port));
+  ASSERT_TRUE(worker_.Start("127.0.0.1:" + port, "tcp", "", "256M", {"--verify-offload", "256K"}));
   ASSERT_TRUE(client_->Reconnect().ok());
   EXPECT_NE(client_->communicator_epoch(), old_epoch);
   // The new incarnation has nothing of the old one.
@@ -241,6 +245,46 @@ TEST_F(PeerClientTest, RestartedPeerReHandshakesWithNewEpoch) {
   auto put = client_->Put(Request({b}, 2, 1));
   ASSERT_TRUE(put.ok()) << put.status();
   EXPECT_TRUE(put->committed);
+}
+
+// A worker in this process (its stats are readable): with verify_offload_bytes set, large
+// puts are finished on the verifier thread, small ones on the loop, and both commit.
+TEST(PeerWorkerVerifierTest, LargePutsAreFinishedOffTheLoop) {
+  WorkerOptions wo;
+  wo.capacity_bytes = 64 << 20;
+  wo.transport_config.params["TLS"] = "tcp";
+  wo.verify_offload_bytes = 256 << 10;
+  auto worker = PeerWorker::Start(wo);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  std::thread serve([&] { (*worker)->Run(); });
+  {
+    auto c = PeerClient::Connect((*worker)->address(), TcpClient());
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto big = Pattern(1 << 20, 3), small = Pattern(4096, 4);
+    const std::vector<std::vector<uint8_t>> sources = {big};  // live until the puts end
+    std::vector<PendingPut> pending;
+    for (int i = 0; i < 4; ++i) {
+      auto p = (*c)->PostPut(Request(sources, 10 + i, 1));
+      ASSERT_TRUE(p.ok()) << p.status();
+      pending.push_back(std::move(*p));
+    }
+    for (auto& p : pending) {
+      auto r = p.Wait();
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_TRUE(r->committed) << RejectReasonName(r->reason);
+    }
+    auto r = (*c)->Put(Request({small}, 20, 1));
+    ASSERT_TRUE(r.ok() && r->committed);
+    std::vector<uint8_t> dst(big.size());
+    auto got = (*c)->Get({"wf_1", "ctx_1", 0, 1, {12}, {{dst.data(), dst.size()}}});
+    ASSERT_TRUE(got.ok() && got->validated);
+    EXPECT_EQ(dst, big);
+  }
+  (*worker)->Stop();
+  serve.join();
+  WorkerStats st = (*worker)->stats();
+  EXPECT_EQ(st.puts_committed, 5u);
+  EXPECT_EQ(st.puts_offloaded, 4u);
 }
 
 TEST(PeerClientSharedMemoryTest, PutAndGetOverSharedMemory) {

@@ -24,9 +24,11 @@ inline bool HaveSwitchyardBinary() { return access(SwitchyardBinary().c_str(), X
 
 class WorkerProcess {
  public:
-  // `netns`: run inside this network namespace (ip netns exec); `tls`: UCX_TLS.
+  // `netns`: run inside this network namespace (ip netns exec); `tls`: UCX_TLS; `extra`:
+  // more worker options.
   bool Start(const std::string& listen, const std::string& tls = "tcp",
-             const std::string& netns = "", const std::string& capacity = "256M") {
+             const std::string& netns = "", const std::string& capacity = "256M",
+             const std::vector<std::string>& extra = {}) {
     int fds[2];
     if (pipe(fds) != 0) return false;
     bool binary = access(SwitchyardBinary().c_str(), X_OK) == 0;
@@ -44,6 +46,7 @@ class WorkerProcess {
                               listen, std::string("--capacity"), capacity}) {
           args.push_back(a);
         }
+        args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
