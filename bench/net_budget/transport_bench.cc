@@ -321,18 +321,16 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
       if (Config(tls).params.count("err_mode") == 0) {
         perf_e = Median([&] { return Perftest(tls, "tag_bw", bytes, iters, 4, "-e"); });
       }
-      auto tag = Median(
-          [&]() -> std::optional<double> {
-            auto r = TagBandwidth(*endpoints, bytes);
-            if (!r.ok()) std::fprintf(stderr, "tag bw: %s\n", r.status().ToString().c_str());
-            return r.ok() ? std::optional<double>(*r) : std::nullopt;
-          });
-      auto put = Median(
-          [&]() -> std::optional<double> {
-            auto r = PeerPutBandwidth(tls, bytes);
-            if (!r.ok()) std::fprintf(stderr, "peer put: %s\n", r.status().ToString().c_str());
-            return r.ok() ? std::optional<double>(*r) : std::nullopt;
-          });
+      auto tag = Median([&]() -> std::optional<double> {
+        auto r = TagBandwidth(*endpoints, bytes);
+        if (!r.ok()) std::fprintf(stderr, "tag bw: %s\n", r.status().ToString().c_str());
+        return r.ok() ? std::optional<double>(*r) : std::nullopt;
+      });
+      auto put = Median([&]() -> std::optional<double> {
+        auto r = PeerPutBandwidth(tls, bytes);
+        if (!r.ok()) std::fprintf(stderr, "peer put: %s\n", r.status().ToString().c_str());
+        return r.ok() ? std::optional<double>(*r) : std::nullopt;
+      });
       const std::string size = SizeName(bytes);
       const std::string plain = perf ? "ucx_perftest tag_bw" : "";
       const std::string same =
@@ -358,11 +356,10 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
                          " messages in flight"});
       }
     }
-    auto lat = Median(
-        [&]() -> std::optional<double> {
-          auto r = PingPongHalfRttUs(*endpoints, 8192);
-          return r.ok() ? std::optional<double>(*r) : std::nullopt;
-        });
+    auto lat = Median([&]() -> std::optional<double> {
+      auto r = PingPongHalfRttUs(*endpoints, 8192);
+      return r.ok() ? std::optional<double>(*r) : std::nullopt;
+    });
     auto perf_lat = Median([&] { return Perftest(tls, "tag_lat", 8192, 2000, 1); });
     if (lat) {
       report->Add({"transport_latency_" + std::string(path) + "_8KiB", *lat, "us", false,
