@@ -179,14 +179,12 @@ bool Service::Archive(const std::string& id, bool tell_scheduler, bool snapshot)
   if (snapshot) {
     // Its records are all durable (pending == 0): the snapshot claims nothing more. It is
     // queued before the workflow leaves memory, so a GET that misses it replays history.
-    // The value: the number of records it covers (u64, little-endian), then the status.
-    // A workflow restored for a mutation and archived again by a later recovery has more
-    // records than its old snapshot covers: that snapshot is then ignored.
-    v1::WorkflowStatus final_status = StatusOf(id, *e);
-    final_status.set_archived(true);
-    std::string value(8, '\0');
-    for (int i = 0; i < 8; ++i) value[i] = static_cast<char>((e->next_seq >> (8 * i)) & 0xff);
-    final_status.AppendToString(&value);
+    v1::ArchiveSnapshot snap;
+    snap.set_records(e->next_seq);
+    *snap.mutable_status() = StatusOf(id, *e);
+    snap.mutable_status()->set_archived(true);
+    std::string value;
+    snap.SerializeToString(&value);
     Status st = store_->EnqueueSnapshot(id, std::move(value));
     if (!st.ok()) {
       Log(LogLevel::kDebug, "archive: snapshot not stored",
@@ -220,20 +218,17 @@ std::optional<v1::WorkflowStatus> Service::ReadSnapshot(const std::string& tenan
     records = a->second.records;
   }
   auto bytes = store_->GetSnapshot(id);
-  if (!bytes.ok() || !*bytes || (*bytes)->size() < 8) return std::nullopt;
-  const std::string& value = **bytes;
-  uint64_t covered = 0;
-  for (int i = 0; i < 8; ++i) covered |= uint64_t(static_cast<uint8_t>(value[i])) << (8 * i);
-  if (covered != records) return std::nullopt;  // stale: history grew after it was taken
-  v1::WorkflowStatus s;
-  if (!s.ParseFromArray(value.data() + 8, static_cast<int>(value.size() - 8)) ||
-      s.workflow_id() != id || s.tenant() != tenant) {
+  if (!bytes.ok() || !*bytes) return std::nullopt;
+  v1::ArchiveSnapshot snap;
+  if (!snap.ParseFromString(**bytes) || snap.status().workflow_id() != id ||
+      snap.status().tenant() != tenant) {
     Log(LogLevel::kWarn, "archive: unreadable snapshot, replaying history",
         LogKeys().With("workflow", id));
     return std::nullopt;
   }
+  if (snap.records() != records) return std::nullopt;  // stale: history grew after it
   archived_reads_snapshot_.fetch_add(1, std::memory_order_relaxed);
-  return s;
+  return std::move(*snap.mutable_status());
 }
 
 Result<std::shared_ptr<Service::Entry>> Service::ReadArchived(const std::string& tenant,

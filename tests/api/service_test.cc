@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "api/store.h"
 #include "proto/json.h"
 
 namespace switchyard::api {
@@ -385,6 +386,43 @@ TEST_F(ServiceTest, ArchivedWithoutSnapshotReadsFromHistory) {
   EXPECT_EQ(Durable(st), before[in_memory]);
   EXPECT_EQ(svc_->counts().archived_reads_snapshot, 1u);
   EXPECT_TRUE(svc_->Get("globex", ids[in_memory]).status().IsNotFound()) << "tenancy holds";
+}
+
+// A snapshot that does not parse as an ArchiveSnapshot (corrupt, or the 8-byte-prefix
+// encoding of stop 6) is not trusted: the GET replays the history and reads the same.
+TEST_F(ServiceTest, UnreadableSnapshotFallsBackToHistory) {
+  ended_in_memory_ = 0;  // every ended workflow is archived, live: with a snapshot
+  Reopen();
+  std::vector<std::string> ids, before;
+  for (int i = 0; i < 3; ++i) {
+    auto id = svc_->Submit("acme", TwoStep());
+    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_TRUE(svc_->Cancel("acme", *id, "done").ok());
+    ASSERT_TRUE(svc_->Flush().ok());
+    before.push_back(Durable(svc_->Get("acme", *id)));
+    ids.push_back(*id);
+  }
+  ASSERT_EQ(svc_->archived(), 3u);
+  EXPECT_EQ(svc_->counts().archived_reads_snapshot, 3u);
+  svc_.reset();
+  {
+    auto store = Store::Open(dir_ + "/state", /*sync=*/true, 0);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->EnqueueSnapshot(ids[0], "not a snapshot").ok());
+    std::string old_format(8, '\0');
+    old_format[0] = 4;  // stop 6: u64 record count, then a bare WorkflowStatus
+    ASSERT_TRUE((*store)->EnqueueSnapshot(ids[1], old_format + "\x0a\x02id").ok());
+    ASSERT_TRUE((*store)->Flush().ok());
+  }
+  Reopen();
+  for (int i = 0; i < 3; ++i) {
+    auto st = svc_->Get("acme", ids[i]);
+    ASSERT_TRUE(st.ok()) << st.status();
+    EXPECT_TRUE(st->archived());
+    EXPECT_EQ(Durable(st), before[i]);
+  }
+  EXPECT_EQ(svc_->counts().archived_reads_replay, 2u);
+  EXPECT_EQ(svc_->counts().archived_reads_snapshot, 1u) << "the third is intact";
 }
 
 // Lists page through live and archived workflows in arrival order, both ways, filtered by
