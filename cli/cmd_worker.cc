@@ -1,8 +1,11 @@
 // `switchyard worker --listen HOST:PORT [--capacity BYTES] [--transport ucx]
-//                    [--credit-bytes BYTES] [--verify-offload BYTES] [--log-level LEVEL]`
+//                    [--credit-bytes BYTES] [--verify-offload BYTES]
+//                    [--transport-param KEY=VALUE]... [--log-level LEVEL]`
 // Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
 // --verify-offload: puts this large or larger are verified on a thread of their own
 // (default 0: all on the transport's thread; WorkerOptions::verify_offload_bytes).
+// --transport-param: a transport setting (TransportConfig::params), e.g. err_mode=none or
+// a UCX key without its UCX_ prefix (TLS=sm,self); repeatable.
 // Prints "listening on HOST:PORT communicator_epoch=N" once ready (port 0 picks one).
 // UCX_TLS in the environment selects UCX's transports (see kv_tiers/transport/README.md).
 #include <csignal>
@@ -30,7 +33,7 @@ int Usage(const std::string& why) {
   std::fprintf(stderr,
                "worker: %s\nusage: switchyard worker --listen HOST:PORT [--capacity BYTES] "
                "[--transport ucx] [--credit-bytes BYTES] [--verify-offload BYTES] "
-               "[--log-level LEVEL]\n",
+               "[--transport-param KEY=VALUE]... [--log-level LEVEL]\n",
                why.c_str());
   return 2;
 }
@@ -53,6 +56,10 @@ int RunWorker(const std::vector<std::string>& args) {
       (a == "--capacity"       ? options.capacity_bytes
        : a == "--credit-bytes" ? options.max_inflight_bytes
                                : options.verify_offload_bytes) = *n;
+    } else if (a == "--transport-param") {
+      size_t eq = v.find('=');
+      if (eq == 0 || eq == std::string::npos) return Usage("--transport-param wants KEY=VALUE");
+      options.transport_config.params[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--log-level") {
       if (!switchyard::ParseLogLevel(v, &log.level)) return Usage("bad --log-level " + v);
     } else {

@@ -115,6 +115,24 @@ Result<int> TcpAccept(int listen_fd, Duration timeout) {
   return fd;
 }
 
+void TcpKeepAlive(int fd, int idle_s, int interval_s, int count) {
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
+bool TcpPeerGone(int fd) {
+  char buf[256];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) continue;  // nothing is expected after the handshake: dropped
+    if (n == 0) return true;
+    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  }
+}
+
 Result<int> TcpConnect(const HostPort& hp, Duration timeout) {
   bool ok = false;
   sockaddr_in sa = ToSockaddr(hp, &ok);

@@ -25,6 +25,12 @@ Result<std::pair<int, uint16_t>> TcpListen(const HostPort& hp);
 // Waits up to `timeout` for a connection on `listen_fd`; NotFound on timeout.
 Result<int> TcpAccept(int listen_fd, Duration timeout);
 Result<int> TcpConnect(const HostPort& hp, Duration timeout);
+// TCP keep-alive on `fd`: probes after `idle_s` without traffic, every `interval_s`, and
+// the connection fails after `count` unanswered ones (a peer host that vanished).
+void TcpKeepAlive(int fd, int idle_s, int interval_s, int count);
+// Whether the other end of `fd` closed it or the connection failed (a non-blocking check;
+// data the peer sent is read and dropped).
+bool TcpPeerGone(int fd);
 // Length-prefixed frames (u32 little-endian length).
 Status TcpSendFrame(int fd, const std::vector<uint8_t>& data);
 Result<std::vector<uint8_t>> TcpRecvFrame(int fd, Duration timeout, uint32_t max_len);

@@ -24,8 +24,12 @@
 namespace switchyard::kv_tiers::transport {
 namespace {
 
-// Handshake version 2 carries the TCP segment sizes (version 1 peers are not answered).
-constexpr uint64_t kHelloMagic = 0x53594b5655435832ull;  // "SYKVUCX2"
+// Handshake version 3: the handshake connection stays open as the peer's control
+// connection (its loss fails the peer); version 2 added the TCP segment sizes. Peers of
+// other versions are not answered.
+constexpr uint64_t kHelloMagic = 0x53594b5655435833ull;  // "SYKVUCX3"
+// Keep-alive on control connections: a peer host that vanished fails after ~10 + 3 * 2 s.
+constexpr int kKeepIdleS = 10, kKeepIntervalS = 2, kKeepCount = 3;
 constexpr Duration kHandshakeTimeout = std::chrono::seconds(5);
 // After the last event, the worker's owner keeps polling this long before it sleeps on the
 // worker's event fd (a burst of small messages should not pay a wake-up each).
@@ -200,6 +204,7 @@ class UcxTransport final : public Transport {
     void* request = nullptr;
     bool busy = false;
     bool silent = false;  // TransferOptions::silent_completion
+    PeerId peer = 0;      // sends: the destination
   };
   // Empty progress passes since the last event (the spin policy's state).
   struct Spin {
@@ -215,6 +220,14 @@ class UcxTransport final : public Transport {
   void AcceptLoop();
   // "" when a peer's TCP segment sizes match ours, else why they do not.
   std::string SegmentsDiffer(uint64_t peer_tx, uint64_t peer_rx) const;
+
+  // Liveness. Each peer's handshake connection stays open as its control connection; the
+  // watch thread polls them all and fails a peer whose connection closed (its process
+  // exited or was killed, or it disconnected) or broke (keep-alive: its host vanished).
+  // This works whatever UCX transport carries the data, shared memory included.
+  void WatchControl(PeerId peer, int fd);
+  void WatchLoop();
+  void OnControlLost(PeerId peer);
 
   // Progress thread.
   void ProgressLoop();
@@ -295,6 +308,12 @@ class UcxTransport final : public Transport {
   std::condition_variable completion_cv_;
   std::thread progress_thread_;
   std::thread accept_thread_;
+
+  std::mutex control_mu_;  // control_fds_; a fd is closed only under it
+  std::unordered_map<PeerId, int> control_fds_;
+  int control_wake_fd_ = -1;
+  std::atomic<bool> stop_watch_{false};
+  std::thread watch_thread_;
 };
 
 // The transport whose worker this thread owns right now (progress_mu_ held), if any.
@@ -383,8 +402,10 @@ Status UcxTransport::Init(const TransportConfig& config) {
   worker_address_.assign(reinterpret_cast<uint8_t*>(addr), reinterpret_cast<uint8_t*>(addr) + len);
   ucp_worker_release_address(worker_, addr);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) return Status::Internal("eventfd failed");
+  control_wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0 || control_wake_fd_ < 0) return Status::Internal("eventfd failed");
   progress_thread_ = std::thread([this] { ProgressLoop(); });
+  watch_thread_ = std::thread([this] { WatchLoop(); });
   return Status::OK();
 }
 
@@ -392,6 +413,18 @@ UcxTransport::~UcxTransport() {
   stop_accept_ = true;
   if (accept_thread_.joinable()) accept_thread_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
+  stop_watch_ = true;
+  if (control_wake_fd_ >= 0) {
+    uint64_t one = 1;
+    (void)!::write(control_wake_fd_, &one, sizeof(one));
+  }
+  if (watch_thread_.joinable()) watch_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    for (auto& [peer, fd] : control_fds_) ::close(fd);  // the peers see us gone
+    control_fds_.clear();
+  }
+  if (control_wake_fd_ >= 0) ::close(control_wake_fd_);
   stop_progress_ = true;
   drivers_.fetch_add(1 << 20);  // a change of value: ends the progress thread's wait on it
   drivers_.notify_all();
@@ -664,7 +697,9 @@ void UcxTransport::Post(Command& c) {
   if (c.kind == Command::kSend) {
     auto it = eps_.find(c.peer);
     if (it == eps_.end()) {
-      op->Complete(Status::NotFound("ucx: unknown peer " + std::to_string(c.peer)), 0, 0);
+      Status why = PeerStatus(c.peer);  // a failed peer's endpoint is closed: say why
+      op->Complete(why.ok() ? Status::NotFound("ucx: unknown peer " + std::to_string(c.peer)) : why,
+                   0, 0);
       return BumpCompletions();
     }
     ep = it->second.ep;
@@ -672,7 +707,8 @@ void UcxTransport::Post(Command& c) {
   // Registered before the call: with NO_IMM_CMPL, an operation that completes at once
   // (an eager send, a receive matching a message that already arrived) runs its
   // callback inside the call, and Finish must find it then.
-  inflight_[op] = Inflight{std::move(c.op), nullptr, c.busy, c.silent};
+  inflight_[op] =
+      Inflight{std::move(c.op), nullptr, c.busy, c.silent, c.kind == Command::kSend ? c.peer : 0};
   if (c.busy) ++busy_ops_;
   ucs_status_ptr_t req;
   const char* what;
@@ -706,6 +742,11 @@ void UcxTransport::Finish(OpState* op, void* request, Status status, uint64_t by
     keep = std::move(it->second.op);
     if (it->second.busy) --busy_ops_;
     silent = it->second.silent;
+    // A send cancelled because its peer failed (its endpoint force-closed) reports why.
+    if (status.IsCancelled() && it->second.peer != 0) {
+      Status peer = PeerStatus(it->second.peer);
+      if (!peer.ok() && !peer.IsNotFound()) status = peer;
+    }
     inflight_.erase(it);
   }
   ucp_request_free(request);
@@ -878,10 +919,88 @@ void UcxTransport::AcceptLoop() {
         Log(LogLevel::kWarn, "ucx: refused a peer", LogKeys().With("reason", differ));
       }
       if (peer.ok()) PutU64(&reply, 8, *peer);
-      if (peer.ok() || !differ.empty()) (void)TcpSendFrame(*fd, reply);
+      if (peer.ok() || !differ.empty()) {
+        Status sent = TcpSendFrame(*fd, reply);
+        if (peer.ok() && sent.ok()) {
+          WatchControl(*peer, *fd);  // owns the fd now
+          continue;
+        }
+      }
     }
     ::close(*fd);
   }
+}
+
+void UcxTransport::WatchControl(PeerId peer, int fd) {
+  TcpKeepAlive(fd, kKeepIdleS, kKeepIntervalS, kKeepCount);
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    control_fds_[peer] = fd;
+  }
+  uint64_t one = 1;
+  (void)!::write(control_wake_fd_, &one, sizeof(one));
+}
+
+void UcxTransport::WatchLoop() {
+  std::vector<pollfd> fds;
+  std::vector<PeerId> ids;
+  while (!stop_watch_.load()) {
+    fds.assign(1, pollfd{control_wake_fd_, POLLIN, 0});
+    ids.assign(1, 0);
+    {
+      std::lock_guard<std::mutex> lock(control_mu_);
+      for (const auto& [peer, fd] : control_fds_) {
+        fds.push_back(pollfd{fd, POLLIN | POLLRDHUP, 0});
+        ids.push_back(peer);
+      }
+    }
+    if (::poll(fds.data(), fds.size(), 200) <= 0) continue;
+    if (fds[0].revents != 0) {
+      uint64_t v;
+      (void)!::read(control_wake_fd_, &v, sizeof(v));
+    }
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0 || (fds[i].revents & POLLNVAL)) continue;
+      {
+        // Under the lock: Disconnect may have closed this fd (and its number been reused).
+        std::lock_guard<std::mutex> lock(control_mu_);
+        auto it = control_fds_.find(ids[i]);
+        if (it == control_fds_.end() || it->second != fds[i].fd || !TcpPeerGone(it->second)) {
+          continue;
+        }
+        ::close(it->second);
+        control_fds_.erase(it);
+      }
+      OnControlLost(ids[i]);
+    }
+  }
+}
+
+void UcxTransport::OnControlLost(PeerId peer) {
+  {
+    std::lock_guard<std::mutex> lock(peers_mu_);
+    auto it = peers_.find(peer);
+    if (it == peers_.end()) return;  // disconnected meanwhile
+    if (it->second.status.ok()) {
+      it->second.status = Status::Unavailable("ucx peer " + std::to_string(peer) +
+                                                  " is gone (its control connection closed)",
+                                              ErrorScope::kPeer)
+                              .WithRetryable(true);
+    }
+  }
+  Log(LogLevel::kWarn, "ucx: peer gone", LogKeys().With("peer", std::to_string(peer)));
+  BumpCompletions();
+  // Sends to it still in flight complete now, with an error, instead of waiting for a peer
+  // that is not there (with err_mode=none UCX may never fail them itself).
+  Command c;
+  c.kind = Command::kCall;
+  c.fn = [this, peer] {
+    auto it = eps_.find(peer);
+    if (it == eps_.end()) return;
+    CloseEp(it->second.ep);
+    eps_.erase(it);
+  };
+  Submit(std::move(c));
 }
 
 Result<PeerId> UcxTransport::Connect(const std::string& address) {
@@ -894,19 +1013,26 @@ Result<PeerId> UcxTransport::Connect(const std::string& address) {
   Status s = TcpSendFrame(fd, hello);
   Result<std::vector<uint8_t>> reply =
       s.ok() ? TcpRecvFrame(fd, kHandshakeTimeout, 1 << 20) : Result<std::vector<uint8_t>>(s);
-  ::close(fd);
   const std::string where = "ucx handshake with " + address;
-  if (!reply.ok())
-    return reply.status().Annotate(where + " (a peer of another version does not answer)");
-  if (reply->size() < kReplyHead) return Status::DataLoss(where + ": short reply");
-  std::string differ = SegmentsDiffer(GetU64(*reply, 16), GetU64(*reply, 24));
-  if (!differ.empty() || GetU64(*reply, 0) != kAccepted) {
-    return Status::FailedPrecondition(where + ": " +
-                                      (differ.empty() ? "refused by the peer" : differ));
+  Result<PeerId> peer = [&]() -> Result<PeerId> {
+    if (!reply.ok())
+      return reply.status().Annotate(where + " (a peer of another version does not answer)");
+    if (reply->size() < kReplyHead) return Status::DataLoss(where + ": short reply");
+    std::string differ = SegmentsDiffer(GetU64(*reply, 16), GetU64(*reply, 24));
+    if (!differ.empty() || GetU64(*reply, 0) != kAccepted) {
+      return Status::FailedPrecondition(where + ": " +
+                                        (differ.empty() ? "refused by the peer" : differ));
+    }
+    if (reply->size() == kReplyHead) return Status::DataLoss(where + ": no worker address");
+    return AddPeer(std::vector<uint8_t>(reply->begin() + kReplyHead, reply->end()),
+                   GetU64(*reply, 8));
+  }();
+  if (!peer.ok()) {
+    ::close(fd);
+    return peer.status();
   }
-  if (reply->size() == kReplyHead) return Status::DataLoss(where + ": no worker address");
-  return AddPeer(std::vector<uint8_t>(reply->begin() + kReplyHead, reply->end()),
-                 GetU64(*reply, 8));
+  WatchControl(*peer, fd);  // the connection stays open: its loss fails the peer
+  return *peer;
 }
 
 Result<uint64_t> UcxTransport::IdAtPeer(PeerId peer) const {
@@ -928,6 +1054,14 @@ Status UcxTransport::Disconnect(PeerId peer) {
     std::lock_guard<std::mutex> lock(peers_mu_);
     if (peers_.erase(peer) == 0) {
       return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);  // the peer sees us gone
+    auto it = control_fds_.find(peer);
+    if (it != control_fds_.end()) {
+      ::close(it->second);
+      control_fds_.erase(it);
     }
   }
   Call([&] {

@@ -287,6 +287,34 @@ TEST(PeerWorkerVerifierTest, LargePutsAreFinishedOffTheLoop) {
   EXPECT_EQ(st.puts_offloaded, 4u);
 }
 
+// Over pure shared memory UCX cannot report a dead peer (err_mode=none), but the control
+// connection does: a killed worker fails the peer at once, and a put to it fails well
+// before its deadline with the sender still owning its blocks.
+TEST(PeerClientSharedMemoryTest, KilledWorkerIsDetectedWithoutUcxErrorHandling) {
+  if (!testing::HaveSwitchyardBinary()) {
+    GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+  }
+  WorkerProcess worker;
+  ASSERT_TRUE(
+      worker.Start("127.0.0.1:0", "sm,self", "", "256M", {"--transport-param", "err_mode=none"}));
+  PeerClientOptions o;
+  o.transport_config.params["TLS"] = "sm,self";
+  o.transport_config.params["err_mode"] = "none";
+  o.ack_timeout = std::chrono::seconds(60);
+  auto c = PeerClient::Connect(worker.address(), o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<std::vector<uint8_t>> sources = {Pattern(1 << 20, 5)};
+  ASSERT_TRUE((*c)->Put(Request(sources, 1, 1))->committed);
+  worker.Kill(SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = (*c)->Put(Request(sources, 2, 1));
+  EXPECT_FALSE(r.ok()) << "nobody is there to commit";
+  EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
+      << "detected, not timed out";
+  EXPECT_FALSE((*c)->transport()->PeerStatus(1).ok());
+}
+
 TEST(PeerClientSharedMemoryTest, PutAndGetOverSharedMemory) {
   if (!testing::HaveSwitchyardBinary()) {
     GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
