@@ -12,14 +12,17 @@
 // Connection setup is out of band: the connecting side opens a TCP connection to the
 // listener's HOST:PORT and the two exchange ucp worker addresses; both then create
 // endpoints. That works over loopback and across network namespaces alike, whatever
-// UCX_TLS selects for the data.
+// UCX_TLS selects for the data. That TCP connection stays open as the peer's control
+// connection: a watch thread fails the peer (PeerStatus() Unavailable, its endpoint
+// force-closed so sends in flight complete) when it closes or its keep-alive fails, so a
+// dead peer is seen over any UCX transport, shared memory included.
 // Config keys (TransportConfig::params): any UCX config key without the UCX_ prefix
 // ("TLS", "NET_DEVICES", ...) is passed to ucp_config_modify; a transport-level key also
 // drops its transport's prefix ("RX_SEG_SIZE" for UCX_TCP_RX_SEG_SIZE). "err_mode" =
-// "peer" (default: endpoint failures are reported, PeerStatus() turns Unavailable) or
-// "none". Unless params or the environment set them, TCP segments are 4 MiB (UCX: 8 KiB
+// "peer" (default: UCX's endpoint failures are reported too) or "none" (needed for
+// UCX_TLS=sm,self; the control connection still detects a dead peer). Unless params or the environment set them, TCP segments are 4 MiB (UCX: 8 KiB
 // send, 64 KiB receive): 1 MiB puts over TCP ran ~1.4x faster. UCX aborts a process that
-// receives a segment larger than its own, so the handshake (version 2) carries both sizes
+// receives a segment larger than its own, so the handshake (version 3) carries both sizes
 // and refuses a peer whose sizes differ (FailedPrecondition naming them).
 // Progress: one owner of the ucp worker at a time (a lock). A thread waiting on a handle
 // or in WaitForCompletion takes it and drives ucp_worker_progress itself until its
