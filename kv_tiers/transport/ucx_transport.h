@@ -20,13 +20,13 @@
 // ("TLS", "NET_DEVICES", ...) is passed to ucp_config_modify; a transport-level key also
 // drops its transport's prefix ("RX_SEG_SIZE" for UCX_TCP_RX_SEG_SIZE). "err_mode" =
 // "peer" (default: UCX's endpoint failures are reported too) or "none" (needed for
-// UCX_TLS=sm,self; the control connection still detects a dead peer). Unless params or the environment set them, TCP segments are 4 MiB (UCX: 8 KiB
-// send, 64 KiB receive): 1 MiB puts over TCP ran ~1.4x faster. UCX aborts a process that
-// receives a segment larger than its own, so the handshake (version 3) carries both sizes
-// and refuses a peer whose sizes differ (FailedPrecondition naming them).
-// Progress: one owner of the ucp worker at a time (a lock). A thread waiting on a handle
-// or in WaitForCompletion takes it and drives ucp_worker_progress itself until its
-// operation completes (completions fire on it); the transport's progress thread stands
+// UCX_TLS=sm,self; the control connection still detects a dead peer). Unless params or the
+// environment set them, TCP segments are 4 MiB (UCX: 8 KiB send, 64 KiB receive): 1 MiB puts over
+// TCP ran ~1.4x faster. UCX aborts a process that receives a segment larger than its own, so the
+// handshake (version 3) carries both sizes and refuses a peer whose sizes differ
+// (FailedPrecondition naming them). Progress: one owner of the ucp worker at a time (a lock). A
+// thread waiting on a handle or in WaitForCompletion takes it and drives ucp_worker_progress itself
+// until its operation completes (completions fire on it); the transport's progress thread stands
 // aside while such drivers are active (and for 50 us after), and otherwise owns the
 // worker: it polls while operations are pending and for 2 ms after the last event, then
 // sleeps on the worker's event fd (ucp_worker_arm); a long_wait receive alone (a server's
