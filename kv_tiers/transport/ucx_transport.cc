@@ -988,7 +988,8 @@ void UcxTransport::OnControlLost(PeerId peer) {
                               .WithRetryable(true);
     }
   }
-  Log(LogLevel::kWarn, "ucx: peer gone", LogKeys().With("peer", std::to_string(peer)));
+  Log(LogLevel::kInfo, "ucx: peer gone (its control connection closed)",
+      LogKeys().With("peer", std::to_string(peer)));
   BumpCompletions();
   // Sends to it still in flight complete now, with an error, instead of waiting for a peer
   // that is not there (with err_mode=none UCX may never fail them itself).
