@@ -58,7 +58,9 @@ int RunWorker(const std::vector<std::string>& args) {
                                : options.verify_offload_bytes) = *n;
     } else if (a == "--transport-param") {
       size_t eq = v.find('=');
-      if (eq == 0 || eq == std::string::npos) return Usage("--transport-param wants KEY=VALUE");
+      if (eq == 0 || eq == std::string::npos) {
+        return Usage("--transport-param '" + v + "': want KEY=VALUE");
+      }
       options.transport_config.params[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--log-level") {
       if (!switchyard::ParseLogLevel(v, &log.level)) return Usage("bad --log-level " + v);
