@@ -47,9 +47,10 @@ int Iterations(uint64_t bytes) {
   return bytes >= (64u << 20) ? 32 : 1024;
 }
 
-// Shared memory transports of UCX 1.13 cannot report a dead peer, so the shared-memory
-// runs use err_mode=none (as ucx_perftest does on every path); TCP keeps peer failure
-// detection, as in production.
+// UCX 1.13's shared memory transports cannot run under UCX's peer error mode, so the
+// shared-memory runs use err_mode=none (as ucx_perftest does by default; the transport's
+// control connection still detects a dead peer); TCP keeps UCX's peer mode, as in
+// production.
 TransportConfig Config(const std::string& tls) {
   TransportConfig c;
   c.params["TLS"] = tls;
