@@ -2,11 +2,13 @@
 //                    [--credit-bytes BYTES] [--verify-offload BYTES]
 //                    [--transport-param KEY=VALUE]... [--log-level LEVEL]`
 // Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
-// --verify-offload: puts this large or larger are verified on a thread of their own
-// (default 0: all on the transport's thread; WorkerOptions::verify_offload_bytes).
+// --verify-offload: puts this large or larger are verified on a thread of their own; 0
+// verifies all on the transport's thread (default: 256K without TCP, 4M with TCP in
+// UCX_TLS; WorkerOptions::verify_offload_bytes).
 // --transport-param: a transport setting (TransportConfig::params), e.g. err_mode=none or
 // a UCX key without its UCX_ prefix (TLS=sm,self); repeatable.
-// Prints "listening on HOST:PORT communicator_epoch=N" once ready (port 0 picks one).
+// Prints "listening on HOST:PORT communicator_epoch=N verify_offload_bytes=N" once ready
+// (port 0 picks one).
 // UCX_TLS in the environment selects UCX's transports (see kv_tiers/transport/README.md).
 #include <csignal>
 #include <cstdio>
@@ -53,9 +55,9 @@ int RunWorker(const std::vector<std::string>& args) {
     } else if (a == "--capacity" || a == "--credit-bytes" || a == "--verify-offload") {
       auto n = ParseByteSize(v);
       if (!n.ok()) return Usage(a + ": " + n.status().message());
-      (a == "--capacity"       ? options.capacity_bytes
-       : a == "--credit-bytes" ? options.max_inflight_bytes
-                               : options.verify_offload_bytes) = *n;
+      if (a == "--capacity") options.capacity_bytes = *n;
+      if (a == "--credit-bytes") options.max_inflight_bytes = *n;
+      if (a == "--verify-offload") options.verify_offload_bytes = *n;
     } else if (a == "--transport-param") {
       size_t eq = v.find('=');
       if (eq == 0 || eq == std::string::npos) {
@@ -78,8 +80,10 @@ int RunWorker(const std::vector<std::string>& args) {
   g_worker = worker->get();
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  std::printf("listening on %s communicator_epoch=%llu\n", (*worker)->address().c_str(),
-              static_cast<unsigned long long>((*worker)->communicator_epoch()));
+  std::printf("listening on %s communicator_epoch=%llu verify_offload_bytes=%llu\n",
+              (*worker)->address().c_str(),
+              static_cast<unsigned long long>((*worker)->communicator_epoch()),
+              static_cast<unsigned long long>((*worker)->verify_offload_bytes()));
   std::fflush(stdout);
   (*worker)->Run();
   g_worker = nullptr;

@@ -7,7 +7,7 @@
 // Commit rule: Read() returns a lease only when the block is COMMITTED and the reader's
 // workflow/context, model_epoch and generation all match. BumpModelEpoch() invalidates
 // every block of the old epoch; Rewrite() bumps the generation; FinishWrite() and move
-// validation verify an xxHash64 checksum; a failed, partial, corrupted or stale move
+// validation verify an XXH3-64 checksum; a failed, partial, corrupted or stale move
 // never becomes readable. Sources of in-flight moves are pinned until the move completes
 // or is cancelled (invariant 2). Each transfer records its four events separately
 // (invariant 3): transport completion, receiver validation, runtime commit, consumer

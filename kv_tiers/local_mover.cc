@@ -141,7 +141,7 @@ Result<MoveHandle> SubmitBlockIo(const char* mover, bool into_far, WorkerPool* p
         if (into_far) {
           std::vector<BlockWrite> writes;
           for (const auto& s : req.segments)
-            writes.push_back({s.dst, req.src->Data(s.src), s.bytes});
+            writes.push_back({s.dst, req.src->Data(s.src), s.bytes, s.checksum});
           st = req.dst->Write(writes);
         } else {
           std::vector<BlockRead> reads;

@@ -48,6 +48,9 @@ struct MoveSegment {
   Extent src;
   Extent dst;
   uint64_t bytes = 0;
+  // The source block's stored checksum (BlockChecksum), when known: passed to a tier
+  // that verifies writes (TierCapabilities::verifies_writes).
+  std::optional<uint64_t> checksum;
 };
 
 struct MoveRequest {

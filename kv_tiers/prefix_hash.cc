@@ -1,6 +1,9 @@
 #include "kv_tiers/prefix_hash.h"
 
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+#endif
 
 namespace switchyard::kv_tiers {
 
@@ -22,6 +25,14 @@ std::vector<uint64_t> PrefixHashes(std::span<const TokenId> tokens, uint32_t tok
   return out;
 }
 
-uint64_t BlockChecksum(const void* data, size_t bytes) { return XXH64(data, bytes, 0); }
+// XXH3-64 through libxxhash's runtime dispatch on x86-64 (the widest vector unit the CPU
+// has; every variant gives the same value).
+uint64_t BlockChecksum(const void* data, size_t bytes) {
+#if defined(__x86_64__)
+  return XXH3_64bits_dispatch(data, bytes);
+#else
+  return XXH3_64bits(data, bytes);
+#endif
+}
 
 }  // namespace switchyard::kv_tiers

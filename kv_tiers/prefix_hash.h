@@ -2,8 +2,10 @@
 //
 // A prefix block is identified by hash(parent block's hash, this block's token ids), so
 // two contexts that share a token prefix share its blocks (as vLLM, SGLang and Dynamo
-// do). Both hashes are xxHash64 (libxxhash). The chain starts from a root seed; hash 0 is
-// reserved for "private block" and never returned.
+// do). The prefix hash is xxHash64 (libxxhash). The chain starts from a root seed; hash 0 is
+// reserved for "private block" and never returned. The block checksum is XXH3-64, the
+// same function as the peer protocol's per-block checksum, so a block's stored checksum
+// travels with it to a peer without hashing it again.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -26,7 +28,7 @@ uint64_t ChainedBlockHash(uint64_t parent_hash, std::span<const TokenId> tokens)
 // has no prefix hash).
 std::vector<uint64_t> PrefixHashes(std::span<const TokenId> tokens, uint32_t tokens_per_block);
 
-// xxHash64 of block bytes (seed 0): the checksum verified at validation.
+// XXH3-64 of block bytes (seed 0): the checksum verified at validation.
 uint64_t BlockChecksum(const void* data, size_t bytes);
 
 }  // namespace switchyard::kv_tiers

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -52,6 +53,10 @@ struct TierCapabilities {
   bool persistent = false;     // survives a process restart (disk)
   bool remote = false;         // another node (peer)
   bool emulated = false;       // stands in for hardware that is absent (emulated HBM)
+  // Write() of a block that carries its checksum succeeds only after the tier's far end
+  // verified the stored bytes against it (peer: the worker's commit rule), so a mover's
+  // validation need not read the block back to hash it.
+  bool verifies_writes = false;
 };
 
 struct TierOptions {
@@ -69,6 +74,9 @@ struct BlockWrite {
   Extent extent;
   const void* src = nullptr;
   uint64_t bytes = 0;
+  // The block's checksum (BlockChecksum of the bytes at `src`) when the caller knows it;
+  // a tier with verifies_writes checks the stored bytes against it.
+  std::optional<uint64_t> checksum;
 };
 struct BlockRead {
   Extent extent;

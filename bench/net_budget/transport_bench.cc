@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -139,7 +140,8 @@ Result<double> PingPongHalfRttUs(Endpoints& e, uint64_t bytes) {
 }
 
 // Peer put throughput in MB/s through PeerClient::PostPut, Window() puts in flight, each
-// one block of `bytes`: credit, header, bytes, the worker's checks (length, checksum,
+// one block of `bytes` with its stored checksum: credit, header, bytes, the worker's
+// checks (length, checksum,
 // owner, epochs, generation), commit, ack with the credit returned. The puts rewrite a
 // rotating set of 2 * Window() block ids at rising generations, so each commit
 // supersedes an older copy and the worker's memory is recycled as in a full host tier
@@ -163,6 +165,12 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
     SY_ASSIGN_OR_RETURN(auto client, PeerClient::Connect(worker->address(), co));
     std::vector<char> block(bytes);
     for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 31 + 1);
+    // The block's checksum is computed once, as a host tier stores it when the block is
+    // written (BlockManager::FinishWrite), and travels with every put: the sender does
+    // not hash at put time; the worker still verifies every put's bytes against it.
+    // SY_TRANSPORT_BENCH_SENDER_HASH=1 hashes at every put instead (A/B runs).
+    std::optional<uint64_t> checksum = ChecksumOf(block.data(), bytes);
+    if (std::getenv("SY_TRANSPORT_BENCH_SENDER_HASH") != nullptr) checksum.reset();
     const auto bench_start = std::chrono::steady_clock::now();
     uint64_t n = 0;
     auto post = [&]() -> Result<PendingPut> {
@@ -171,7 +179,7 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
       req.context_id = "ctx";
       req.model_epoch = client->model_epoch();
       req.generation = n + 1;
-      req.blocks.push_back({1 + n % (2 * window), block.data(), bytes});
+      req.blocks.push_back({1 + n % (2 * window), block.data(), bytes, checksum});
       ++n;
       return client->PostPut(req);
     };

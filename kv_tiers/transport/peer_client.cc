@@ -229,7 +229,7 @@ Result<PendingPut> PeerClient::PostPut(const PutRequest& request, const Transfer
     if (b.data == nullptr || b.bytes == 0) {
       return Status::InvalidArgument("put: block " + std::to_string(b.block_id) + " is empty");
     }
-    h.blocks.push_back({b.block_id, b.bytes});
+    h.blocks.push_back({b.block_id, b.bytes, 0});
     h.length += b.bytes;
     src.push_back({const_cast<void*>(b.data), b.bytes});
   }
@@ -239,7 +239,10 @@ Result<PendingPut> PeerClient::PostPut(const PutRequest& request, const Transfer
   SY_ASSIGN_OR_RETURN(TransferOptions data_options, GrantFor(options, h.length, &grant));
   SY_ASSIGN_OR_RETURN(net_budget::CreditLease lease,
                       credits_->AcquireCredit(address_, h.length, options_.sender_name));
-  h.checksum = ChecksumOf(src);
+  for (size_t i = 0; i < h.blocks.size(); ++i) {  // after credit: a refused put hashes nothing
+    const BlockSource& b = request.blocks[i];
+    h.blocks[i].checksum = b.checksum ? *b.checksum : ChecksumOf(b.data, b.bytes);
+  }
   PendingPut p;
   p.client_ = this;
   p.lease_ = std::move(lease);
@@ -351,15 +354,7 @@ Result<TransferEvents> PeerClient::Get(const GetSpec& spec, const TransferOption
   } else if (h.generation != spec.generation) {
     r = RejectReason::kStaleGeneration;
   } else {
-    DescriptorList got;
-    uint64_t left = h.length;
-    for (const auto& d : spec.dst) {
-      if (left == 0) break;
-      uint64_t n = std::min(left, d.length);
-      got.push_back({d.addr, n, d.kind, d.device});
-      left -= n;
-    }
-    if (ChecksumOf(got) != h.checksum) r = RejectReason::kBadChecksum;
+    r = CheckBlockChecksums(h.blocks, spec.dst);
   }
   ev.acked_at = Clock::now();
   ev.validated = r == RejectReason::kNone;

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ struct BlockSource {
   uint64_t block_id = 0;
   const void* data = nullptr;
   uint64_t bytes = 0;
+  // The block's checksum (XXH3-64 of its bytes, kv_tiers::BlockChecksum) when the caller
+  // stored it at write time: sent as is, so a put does not read the bytes to hash them.
+  // The worker verifies it (a stale value is rejected as bad_checksum). Unset: hashed at
+  // post.
+  std::optional<uint64_t> checksum;
 };
 
 struct PutRequest {

@@ -3,9 +3,9 @@
 //
 // A put is: the sender holds per-destination credit (net_budget/credit.h) -> sends a
 // BlockHeader (kPutHeader) and then the block bytes (kPutData, same transfer id) -> the
-// receiver checks length, checksum (XXH3-64), communicator epoch, model epoch, owner and
-// generation -> commits into its block table or rejects -> sends an Ack carrying the
-// outcome, a reason and the credit it returns -> only then may the sender free its copy
+// receiver checks length, each block's checksum (XXH3-64), communicator epoch, model
+// epoch, owner and generation -> commits into its block table or rejects -> sends an Ack carrying
+// the outcome, a reason and the credit it returns -> only then may the sender free its copy
 // (DESIGN.md invariants 1, 2, 7). A get is the mirror image (kGetRequest, then a
 // kGetReply header and kGetData bytes, validated by the requester).
 // Wire headers carry a traffic class and a flow key, never raw user request ids
@@ -15,6 +15,9 @@
 // the transport handshake), [31..0] the low 32 bits of the transfer id. Message types
 // that a worker receives unsolicited have bit 63 set, so one receive with mask
 // kWorkerMask catches them all.
+// Checksums are per block and are the block's own checksum (kv_tiers::BlockChecksum, the
+// same XXH3-64): a sender that stored it when the block was written sends it without
+// hashing again, and the worker keeps it with the block to answer gets without hashing.
 // Encoding: little-endian, fixed-width integers, u32-length-prefixed strings; decoding
 // rejects short, oversized or unknown input with InvalidArgument naming the field.
 //
@@ -59,7 +62,7 @@ uint32_t TagSender(Tag tag);
 enum class RejectReason : uint8_t {
   kNone = 0,
   kShortLength,      // bytes received != header length (or != sum of block sizes)
-  kBadChecksum,      // checksum (XXH3-64) mismatch
+  kBadChecksum,      // a block's checksum (XXH3-64) does not match its bytes
   kStaleCommEpoch,   // header from an older communicator epoch (peer restarted)
   kStaleModelEpoch,  // model_epoch differs from the receiver's
   kWrongOwner,       // a block id already owned by another workflow/context
@@ -73,6 +76,7 @@ std::string_view RejectReasonName(RejectReason r);
 struct BlockRef {
   uint64_t block_id = 0;
   uint64_t bytes = 0;
+  uint64_t checksum = 0;  // XXH3-64 (seed 0) of this block's bytes
 };
 
 // Put header and get reply header.
@@ -84,8 +88,7 @@ struct BlockHeader {
   uint64_t communicator_epoch = 0;
   uint64_t model_epoch = 0;
   uint64_t generation = 0;
-  uint64_t length = 0;    // bytes of the data message
-  uint64_t checksum = 0;  // XXH3-64 of the data, blocks in order
+  uint64_t length = 0;  // bytes of the data message: the blocks back to back, in order
   std::string workflow_id;
   std::string context_id;
   std::vector<BlockRef> blocks;
@@ -153,13 +156,18 @@ Result<ProbeHeader> DecodeProbeHeader(std::span<const uint8_t> in);
 // The type byte of an encoded message (0 when empty).
 uint8_t PeekType(std::span<const uint8_t> in);
 
-// XXH3-64 (seed 0) over the descriptors' bytes in order (host memory). The wire
-// checksum of puts and get replies; not the BlockManager's stored block checksum (XXH64).
+// XXH3-64 (seed 0) over the descriptors' bytes in order (host memory): a block's
+// checksum on the wire, equal to kv_tiers::BlockChecksum of the same bytes.
 uint64_t ChecksumOf(const DescriptorList& list);
 uint64_t ChecksumOf(const void* data, uint64_t bytes);
 
 // The stateless receiver checks: received length against the header and the block
-// sizes, then the checksum. Owner/epoch/generation need the block table (PeerStore).
+// sizes, then each block's checksum over `data` (the blocks back to back).
+// Owner/epoch/generation need the block table (PeerStore).
 RejectReason CheckLengthAndChecksum(const BlockHeader& h, uint64_t received, const void* data);
+// Each block's checksum over `data`, the blocks laid out back to back across the
+// descriptors (a block may span descriptors). kShortLength when the descriptors hold
+// fewer bytes than the blocks.
+RejectReason CheckBlockChecksums(const std::vector<BlockRef>& blocks, const DescriptorList& data);
 
 }  // namespace switchyard::kv_tiers::transport

@@ -68,8 +68,8 @@ RejectReason PeerStore::CommitChecked(const BlockHeader& h, SharedBuffer data, R
       committed_ -= it->second.bytes;
       blocks_.erase(it);
     }
-    StoredBlock s{b.block_id,   h.workflow_id, h.context_id, h.model_epoch,
-                  h.generation, data,          offset,       b.bytes};
+    StoredBlock s{b.block_id, h.workflow_id, h.context_id, h.model_epoch, h.generation,
+                  data,       offset,        b.bytes,      b.checksum};
     blocks_.emplace(b.block_id, std::move(s));
     committed_ += b.bytes;
     offset += b.bytes;

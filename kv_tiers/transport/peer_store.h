@@ -41,6 +41,7 @@ struct StoredBlock {
   SharedBuffer buffer;  // shared with the put that brought it
   uint64_t offset = 0;
   uint64_t bytes = 0;
+  uint64_t checksum = 0;  // XXH3-64 of the bytes, verified when the put was committed
   const uint8_t* data() const { return buffer->data.get() + offset; }
 };
 

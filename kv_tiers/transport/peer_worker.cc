@@ -179,6 +179,10 @@ Result<std::unique_ptr<PeerWorker>> PeerWorker::Start(const WorkerOptions& optio
   SY_ASSIGN_OR_RETURN(w->transport_, TransportRegistry::Global().Create(options.transport,
                                                                         options.transport_config));
   SY_ASSIGN_OR_RETURN(w->address_, w->transport_->Listen(options.listen));
+  if (!w->options_.verify_offload_bytes) {
+    w->options_.verify_offload_bytes =
+        w->transport_->usesSocketStreams() ? kVerifyOffloadSockets : kVerifyOffloadNoSockets;
+  }
   return w;
 }
 
@@ -342,12 +346,11 @@ struct Loop {
       return;
     }
     DescriptorList src;
-    for (const auto& b : *blocks) {
+    for (const auto& b : *blocks) {  // checksums verified at commit: no hashing here
       src.push_back({const_cast<uint8_t*>(b.data()), b.bytes});
-      reply.blocks.push_back({b.block_id, b.bytes});
+      reply.blocks.push_back({b.block_id, b.bytes, b.checksum});
       reply.length += b.bytes;
     }
-    reply.checksum = ChecksumOf(src);
     Send(from, MsgType::kGetReply, xfer, Encode(reply));
     TransferOptions o;
     o.traffic_class = static_cast<v1::TrafficClass>(reply.traffic_class);
@@ -450,7 +453,7 @@ struct Loop {
         continue;
       }
       if (it->early == RejectReason::kNone && verifier != nullptr &&
-          it->header.length >= options->verify_offload_bytes) {
+          it->header.length >= *options->verify_offload_bytes) {
         Count(&WorkerStats::puts_offloaded);
         verifier->Push(std::move(*it));
       } else {
@@ -492,7 +495,7 @@ struct Loop {
 void PeerWorker::Run() {
   Loop loop{transport_.get(), &store_, impl_.get(), &options_};
   std::optional<Verifier> verifier;
-  if (options_.verify_offload_bytes > 0) {
+  if (*options_.verify_offload_bytes > 0) {
     verifier.emplace([&loop](PendingPut& p) { loop.FinishPut(p); });
     loop.verifier = &*verifier;
   }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kv_tiers/transport/peer_store.h"
@@ -33,14 +34,20 @@ struct WorkerOptions {
   TransportConfig transport_config;
   uint64_t max_inflight_bytes = 512ull << 20;  // credit granted to each sender
   uint32_t max_inflight_transfers = 64;
-  // When > 0, puts of at least this many bytes are hashed, committed and acked on a
-  // verifier thread, overlapping the next put's receive on the loop; otherwise every put
-  // is finished on the loop. Off by default: on the 2-vCPU test machine it sped up 1 MiB
-  // puts over shared memory by 10-20 % but slowed loopback TCP ones by ~30 % (a third
-  // busy thread and a wake-up per put; bench/RESULTS.md, net_budget, stop 7). Worth
-  // trying where the receiver has cores to spare (e.g. 256K).
-  uint64_t verify_offload_bytes = 0;
+  // Puts of at least this many bytes are hashed, committed and acked on a verifier
+  // thread, overlapping the next put's receive on the loop; smaller ones are finished on
+  // the loop; 0 finishes every put on the loop. Unset: kVerifyOffloadNoSockets (256 KiB)
+  // when the transport moves no data over stream sockets (shared memory, RDMA), else
+  // kVerifyOffloadSockets (4 MiB). Measured on the 2-vCPU test machine (bench/RESULTS.md,
+  // net_budget, stops 7-8): over shared memory the thread speeds 1 MiB puts up by
+  // 10-20 %; over loopback TCP it slows 1 MiB puts by 20-30 % (the loop's socket copies
+  // and the sender compete with a third busy thread) but speeds 64 MiB ones up by ~20 %
+  // (an inline hash of 64 MiB stalls the socket for milliseconds).
+  std::optional<uint64_t> verify_offload_bytes;
 };
+
+constexpr uint64_t kVerifyOffloadNoSockets = 256ull << 10;
+constexpr uint64_t kVerifyOffloadSockets = 4ull << 20;
 
 struct WorkerStats {
   uint64_t puts_committed = 0;
@@ -60,6 +67,8 @@ class PeerWorker {
   // The bound "HOST:PORT" peers connect to.
   const std::string& address() const { return address_; }
   uint64_t communicator_epoch() const { return store_.communicator_epoch(); }
+  // The verifier threshold in effect (WorkerOptions::verify_offload_bytes resolved).
+  uint64_t verify_offload_bytes() const { return *options_.verify_offload_bytes; }
 
   // Serves until Stop() is called.
   void Run();

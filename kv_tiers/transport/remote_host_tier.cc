@@ -48,6 +48,7 @@ Result<std::unique_ptr<RemoteHostTier>> RemoteHostTier::Connect(const std::strin
 TierCapabilities RemoteHostTier::capabilities() const {
   TierCapabilities c;
   c.remote = true;
+  c.verifies_writes = true;  // the worker checks each block's checksum before it commits
   return c;
 }
 
@@ -95,8 +96,9 @@ Status RemoteHostTier::Write(std::span<const BlockWrite> writes) {
     req.context_id = options_.context;
     req.model_epoch = client_->model_epoch();
     req.generation = slot.generation + 1;  // a rewrite supersedes the committed copy
-    req.blocks.push_back({w.extent.slot, w.src, w.bytes});
+    req.blocks.push_back({w.extent.slot, w.src, w.bytes, w.checksum});
     const std::string what = "peer tier: put of slot " + std::to_string(w.extent.slot);
+    puts_.fetch_add(1, std::memory_order_relaxed);
     auto ev = client_->Put(req, options_.transfer);
     if (!ev.ok()) return ev.status().Annotate(what);
     {
@@ -136,6 +138,7 @@ Status RemoteHostTier::Read(std::span<const BlockRead> reads) {
       dst = staging.data();
     }
     spec.dst = {{dst, slot.bytes}};
+    gets_.fetch_add(1, std::memory_order_relaxed);
     auto ev = client_->Get(spec, options_.transfer);
     if (!ev.ok()) return ev.status().Annotate(what);
     {

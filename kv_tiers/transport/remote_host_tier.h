@@ -3,6 +3,9 @@
 // end to end: per-destination credit -> post -> the worker validates length, checksum,
 // owner, epochs and generation -> commits -> acks, returning the credit -> only then does
 // Write() return OK (so the BlockManager may let the sender free its copy, invariant 2).
+// A write that carries the block's stored checksum sends it as the block's wire checksum
+// (no hashing here) and the worker verifies the bytes against it, so the tier reports
+// verifies_writes and a move into it is validated without reading the block back.
 // Read() is a validated get (owner, epochs, generation, length, checksum checked by the
 // requester before any byte is reported usable).
 //
@@ -18,6 +21,7 @@
 // Thread-safety: as Tier; slot bookkeeping is under a mutex, transfers run unlocked.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +60,9 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
   PeerClient& client() { return *client_; }
   // The events of the last transfer of `slot` (tests and metrics: invariant 3).
   Result<TransferEvents> LastEvents(uint64_t slot) const;
+  // Puts and gets posted so far (each Write/Read block is one).
+  uint64_t puts_posted() const { return puts_.load(std::memory_order_relaxed); }
+  uint64_t gets_posted() const { return gets_.load(std::memory_order_relaxed); }
 
  private:
   RemoteHostTier(const TierOptions& tier_options, std::unique_ptr<PeerClient> client,
@@ -73,6 +80,7 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
   mutable std::mutex mu_;
   std::map<uint64_t, Slot> slots_;
   uint64_t next_slot_ = 1;
+  std::atomic<uint64_t> puts_{0}, gets_{0};
 };
 
 }  // namespace switchyard::kv_tiers::transport

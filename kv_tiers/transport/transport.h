@@ -158,6 +158,9 @@ class Transport {
   // Capabilities.
   virtual bool supportsRemote() const = 0;  // can reach another host
   virtual std::vector<MemoryKind> supportedMemoryKinds() const = 0;
+  // Whether data may cross a stream socket (TCP), whose receive costs the receiving
+  // thread a copy out of socket buffers (unlike shared memory or RDMA).
+  virtual bool usesSocketStreams() const { return false; }
 
   // Accepts peers on "HOST:PORT" (port 0 picks one); returns the bound "HOST:PORT".
   virtual Result<std::string> Listen(const std::string& address) {

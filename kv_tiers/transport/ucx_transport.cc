@@ -24,10 +24,11 @@
 namespace switchyard::kv_tiers::transport {
 namespace {
 
-// Handshake version 3: the handshake connection stays open as the peer's control
+// Handshake version 4: the peer protocol above carries per-block checksums (its block
+// headers changed); version 3 kept the handshake connection open as the peer's control
 // connection (its loss fails the peer); version 2 added the TCP segment sizes. Peers of
 // other versions are not answered.
-constexpr uint64_t kHelloMagic = 0x53594b5655435833ull;  // "SYKVUCX3"
+constexpr uint64_t kHelloMagic = 0x53594b5655435834ull;  // "SYKVUCX4"
 // Keep-alive on control connections: a peer host that vanished fails after ~10 + 3 * 2 s.
 constexpr int kKeepIdleS = 10, kKeepIntervalS = 2, kKeepCount = 3;
 constexpr Duration kHandshakeTimeout = std::chrono::seconds(5);
@@ -170,6 +171,7 @@ class UcxTransport final : public Transport {
   std::string name() const override { return "ucx"; }
   bool supportsRemote() const override { return true; }
   std::vector<MemoryKind> supportedMemoryKinds() const override { return {MemoryKind::kHost}; }
+  bool usesSocketStreams() const override { return tcp_tx_seg_ > 0; }  // TCP in UCX_TLS
 
   Result<std::string> Listen(const std::string& address) override;
   Result<PeerId> Connect(const std::string& address) override;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "tests/transport/worker_process.h"
@@ -155,9 +156,9 @@ TEST_F(PeerClientTest, BadChecksumAndShortLengthAreRejectedWithCredit) {
       h.generation = 1;
       h.workflow_id = "wf_raw";
       h.context_id = "c";
-      h.blocks = {{500 + xfer, size + c.extra_claimed}};
+      h.blocks = {{500 + xfer, size + c.extra_claimed,
+                   ChecksumOf(data.data(), data.size()) + c.checksum_delta}};
       h.length = size + c.extra_claimed;
-      h.checksum = ChecksumOf(data.data(), data.size()) + c.checksum_delta;
       std::vector<uint8_t> hdr = Encode(h), ackbuf(4096);
       auto ack = t->PostRecv({{ackbuf.data(), ackbuf.size()}}, MakeTag(MsgType::kAck, 0, xfer),
                              kFullMask, {});
@@ -285,6 +286,30 @@ TEST(PeerWorkerVerifierTest, LargePutsAreFinishedOffTheLoop) {
   WorkerStats st = (*worker)->stats();
   EXPECT_EQ(st.puts_committed, 5u);
   EXPECT_EQ(st.puts_offloaded, 4u);
+}
+
+// Unset, the verifier threshold follows the transport: small over shared memory (the loop
+// has no socket copies to do), large with TCP (only puts whose inline hash would stall
+// the socket go to the thread); an explicit value, 0 included, is kept.
+TEST(PeerWorkerVerifierTest, ThresholdDefaultsByTransport) {
+  struct Case {
+    const char* tls;
+    std::optional<uint64_t> set;
+    uint64_t want;
+  };
+  for (Case c : {Case{"tcp", std::nullopt, kVerifyOffloadSockets},
+                 Case{"sm,self", std::nullopt, kVerifyOffloadNoSockets},
+                 Case{"sm,self", uint64_t{0}, 0}, Case{"tcp", uint64_t{1} << 20, 1u << 20}}) {
+    SCOPED_TRACE(std::string(c.tls) + (c.set ? " set" : " unset"));
+    WorkerOptions wo;
+    wo.capacity_bytes = 1 << 20;
+    wo.transport_config.params["TLS"] = c.tls;
+    wo.verify_offload_bytes = c.set;
+    auto worker = PeerWorker::Start(wo);
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    EXPECT_EQ((*worker)->verify_offload_bytes(), c.want);
+  }
+  EXPECT_GT(kVerifyOffloadSockets, kVerifyOffloadNoSockets);
 }
 
 // Over pure shared memory UCX cannot report a dead peer (err_mode=none), but the control

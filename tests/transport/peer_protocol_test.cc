@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kv_tiers/prefix_hash.h"
+
 namespace switchyard::kv_tiers::transport {
 namespace {
 
@@ -14,10 +16,9 @@ BlockHeader SampleHeader() {
   h.model_epoch = 3;
   h.generation = 2;
   h.length = 300;
-  h.checksum = 0x1234;
   h.workflow_id = "wf_1";
   h.context_id = "ctx_a";
-  h.blocks = {{10, 100}, {11, 200}};
+  h.blocks = {{10, 100, 0x1234}, {11, 200, 0x5678}};
   return h;
 }
 
@@ -31,12 +32,13 @@ TEST(PeerProtocolTest, BlockHeaderRoundTrips) {
   EXPECT_EQ(d->model_epoch, 3u);
   EXPECT_EQ(d->generation, 2u);
   EXPECT_EQ(d->length, 300u);
-  EXPECT_EQ(d->checksum, 0x1234u);
   EXPECT_EQ(d->workflow_id, "wf_1");
   EXPECT_EQ(d->context_id, "ctx_a");
   ASSERT_EQ(d->blocks.size(), 2u);
   EXPECT_EQ(d->blocks[1].block_id, 11u);
   EXPECT_EQ(d->blocks[1].bytes, 200u);
+  EXPECT_EQ(d->blocks[0].checksum, 0x1234u);
+  EXPECT_EQ(d->blocks[1].checksum, 0x5678u);
   EXPECT_EQ(d->type, MsgType::kPutHeader);
   h.type = MsgType::kGetReply;
   h.status = RejectReason::kStaleGeneration;
@@ -108,13 +110,19 @@ TEST(PeerProtocolTest, TagsCarryTypeSenderAndTransfer) {
 }
 
 TEST(PeerProtocolTest, LengthAndChecksumChecks) {
-  std::vector<uint8_t> data(300, 7);
+  std::vector<uint8_t> data(300);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
   BlockHeader h = SampleHeader();
-  h.checksum = ChecksumOf(data.data(), data.size());
+  h.blocks[0].checksum = ChecksumOf(data.data(), 100);
+  h.blocks[1].checksum = ChecksumOf(data.data() + 100, 200);
   EXPECT_EQ(CheckLengthAndChecksum(h, 300, data.data()), RejectReason::kNone);
   EXPECT_EQ(CheckLengthAndChecksum(h, 299, data.data()), RejectReason::kShortLength);
-  data[17] ^= 1;
+  data[217] ^= 1;  // second block only
   EXPECT_EQ(CheckLengthAndChecksum(h, 300, data.data()), RejectReason::kBadChecksum);
+  data[217] ^= 1;
+  std::swap(h.blocks[0].checksum, h.blocks[1].checksum);  // checksums of the wrong blocks
+  EXPECT_EQ(CheckLengthAndChecksum(h, 300, data.data()), RejectReason::kBadChecksum);
+  std::swap(h.blocks[0].checksum, h.blocks[1].checksum);
   h.blocks[0].bytes = 99;  // sizes no longer add up to the length
   EXPECT_EQ(CheckLengthAndChecksum(h, 300, data.data()), RejectReason::kShortLength);
   // Checksum over descriptors equals the checksum of the concatenation.
@@ -122,6 +130,44 @@ TEST(PeerProtocolTest, LengthAndChecksumChecks) {
   ab.insert(ab.end(), b.begin(), b.end());
   EXPECT_EQ(ChecksumOf(DescriptorList{{a.data(), 100}, {b.data(), 50}}),
             ChecksumOf(ab.data(), ab.size()));
+}
+
+// The requester's check: blocks laid out back to back across descriptors that do not
+// follow block boundaries (a block may span two or three of them).
+TEST(PeerProtocolTest, BlockChecksumsAcrossDescriptors) {
+  std::vector<uint8_t> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 13 + 5);
+  std::vector<BlockRef> blocks = {{1, 300, 0}, {2, 450, 0}, {3, 250, 0}};
+  uint64_t off = 0;
+  for (auto& b : blocks) {
+    b.checksum = ChecksumOf(data.data() + off, b.bytes);
+    off += b.bytes;
+  }
+  // Cuts at 120, 310, 330 and 900: block 2 spans three descriptors, block 3 two.
+  DescriptorList pieces = {{data.data(), 120},
+                           {data.data() + 120, 190},
+                           {data.data() + 310, 20},
+                           {data.data() + 330, 570},
+                           {data.data() + 900, 100}};
+  EXPECT_EQ(CheckBlockChecksums(blocks, pieces), RejectReason::kNone);
+  EXPECT_EQ(CheckBlockChecksums(blocks, {{data.data(), data.size()}}), RejectReason::kNone);
+  pieces.back().length = 99;  // one byte short
+  EXPECT_EQ(CheckBlockChecksums(blocks, pieces), RejectReason::kShortLength);
+  pieces.back().length = 100;
+  data[320] ^= 0x40;  // inside block 2, in the 20-byte descriptor
+  EXPECT_EQ(CheckBlockChecksums(blocks, pieces), RejectReason::kBadChecksum);
+  data[320] ^= 0x40;
+  data[999] ^= 1;  // last byte of block 3
+  EXPECT_EQ(CheckBlockChecksums(blocks, pieces), RejectReason::kBadChecksum);
+}
+
+// The wire checksum and the BlockManager's stored block checksum are one function, so a
+// block's stored checksum can be sent as is.
+TEST(PeerProtocolTest, WireChecksumIsTheBlockChecksum) {
+  std::vector<uint8_t> data(1 << 20);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i ^ (i >> 9));
+  EXPECT_EQ(ChecksumOf(data.data(), data.size()), BlockChecksum(data.data(), data.size()));
+  EXPECT_EQ(ChecksumOf(data.data(), 4096), BlockChecksum(data.data(), 4096));
 }
 
 }  // namespace

@@ -22,11 +22,11 @@ Put MakePut(std::vector<uint64_t> ids, uint64_t generation, uint8_t fill = 1,
   p.h.generation = generation;
   p.h.workflow_id = owner;
   p.h.context_id = "ctx";
-  for (uint64_t id : ids) p.h.blocks.push_back({id, 64});
+  for (uint64_t id : ids) p.h.blocks.push_back({id, 64, 0});
   p.h.length = 64 * ids.size();
   p.data = std::make_shared<ByteBuffer>(p.h.length);
   std::memset(p.data->data.get(), fill, p.h.length);
-  p.h.checksum = ChecksumOf(p.data->data.get(), p.h.length);
+  for (auto& b : p.h.blocks) b.checksum = ChecksumOf(p.data->data.get(), 64);
   return p;
 }
 

@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <optional>
 #include <thread>
 
 #include "kv_tiers/local_mover.h"
+#include "kv_tiers/prefix_hash.h"
 #include "kv_tiers/transport/peer_worker.h"
 #include "tests/kv_tiers/test_util.h"
 #include "tests/transport/worker_process.h"
@@ -67,8 +70,9 @@ class RemoteHostTierTest : public ::testing::Test {
     ASSERT_TRUE(t.ok()) << t.status();
     tier_ = std::move(*t);
   }
-  Status WriteBlock(const Extent& e, const std::vector<char>& data) {
-    BlockWrite w{e, data.data(), data.size()};
+  Status WriteBlock(const Extent& e, const std::vector<char>& data,
+                    std::optional<uint64_t> checksum = std::nullopt) {
+    BlockWrite w{e, data.data(), data.size(), checksum};
     return tier_->Write(std::span<const BlockWrite>(&w, 1));
   }
   Result<std::vector<char>> ReadBlock(const Extent& e) {
@@ -105,6 +109,21 @@ TEST_F(RemoteHostTierTest, WriteCommitsAtTheWorkerAndRewriteSupersedesTheOldGene
   ASSERT_TRUE(WriteBlock(e, b).ok());
   EXPECT_EQ(ReadBlock(e).value(), b);
   EXPECT_TRUE(tier_->LastEvents(e.slot)->validated);
+}
+
+// A write that carries the block's stored checksum sends it unhashed; the worker checks
+// the bytes against it, so a stale or wrong checksum is refused and nothing commits.
+TEST_F(RemoteHostTierTest, WriteWithTheBlocksChecksumIsVerifiedByTheWorker) {
+  EXPECT_TRUE(tier_->capabilities().verifies_writes);
+  Extent e = tier_->Allocate("tenant-a", kBlock).value();
+  auto a = kv_tiers::testing::Pattern(kBlock, 4);
+  uint64_t sum = BlockChecksum(a.data(), a.size());
+  Status bad = WriteBlock(e, a, sum ^ 1);
+  EXPECT_TRUE(bad.IsDataLoss()) << bad;
+  EXPECT_NE(bad.message().find("bad_checksum"), std::string::npos) << bad;
+  EXPECT_TRUE(ReadBlock(e).status().IsDataLoss());  // nothing was committed
+  ASSERT_TRUE(WriteBlock(e, a, sum).ok());
+  EXPECT_EQ(ReadBlock(e).value(), a);
 }
 
 TEST_F(RemoteHostTierTest, FreeReleasesTheWorkersCapacity) {
@@ -153,11 +172,15 @@ TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksBothWaysWithTheCommitRule) {
     EXPECT_TRUE(kv_tiers::testing::DrainUntil(loop, final_state));
     return mgr.Transfer(tid).value();
   };
-  // Host -> peer, demoting: the sender's copy is freed only after the commit.
+  // Host -> peer, demoting: the sender's copy is freed only after the commit. The move
+  // carries the block's stored checksum, which the worker verified: validation does not
+  // read the block back (one put, no get).
   auto out = mgr.Move(id, tier_->name(), MoveOptions{}, /*demote=*/true);
   ASSERT_TRUE(out.ok()) << out.status();
   TransferRecord rec = await(*out);
   ASSERT_EQ(rec.state, v1::COMMITTED) << rec.status;
+  EXPECT_EQ(tier_->puts_posted(), 1u);
+  EXPECT_EQ(tier_->gets_posted(), 0u);
   EXPECT_TRUE(rec.transport_completed_at && rec.validated_at && rec.committed_at);
   EXPECT_EQ(host->used_bytes(), 0u);  // demoted: the host copy is gone
   EXPECT_EQ(tier_->used_bytes(), kBlock);
@@ -179,6 +202,51 @@ TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksBothWaysWithTheCommitRule) {
   ASSERT_TRUE(lease2.ok()) << lease2.status();
   ASSERT_TRUE(lease2->CopyTo(got.data(), got.size()).ok());
   EXPECT_EQ(got, data);
+}
+
+// The source's bytes changed after their checksum was stored (memory corruption): the
+// worker's check against the stored checksum refuses the put, the move fails, and the
+// source block stays where it was.
+TEST_F(RemoteHostTierTest, BlockManagerMoveOfACorruptedSourceIsRefusedAtTheWorker) {
+  VirtualEventLoop loop;
+  MoverEnv env;
+  env.loop = &loop;
+  MoverSet movers;
+  movers.Add(std::make_shared<PeerMover>(env), 4);
+  auto host = kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(8));
+  BlockManagerOptions mo;
+  mo.reclaim_on_high_watermark = false;
+  BlockManager mgr(kv_tiers::testing::SmallLayout(), &loop, std::move(movers), nullptr, mo);
+  ASSERT_TRUE(mgr.AddTier(host.get()).ok());
+  ASSERT_TRUE(mgr.AddTier(tier_.get()).ok());
+  BlockSpec spec{"t", "wf", "ctx", 0, 0, 16, 0};
+  BlockId id = mgr.Allocate(spec, "host").value();
+  auto data = kv_tiers::testing::Pattern(kBlock, 5);
+  ASSERT_TRUE(mgr.BeginWrite(id).ok());
+  ASSERT_TRUE(mgr.WriteBytes(id, data.data(), data.size()).ok());
+  ASSERT_TRUE(mgr.FinishWrite(id).ok());
+  ASSERT_TRUE(mgr.Commit(id).ok());
+  char* stored = nullptr;  // the block's bytes in the host arena
+  for (uint64_t slot = 0; slot < 8 && stored == nullptr; ++slot) {
+    auto* p = static_cast<char*>(host->Data(Extent{slot, kBlock}));
+    if (p != nullptr && std::memcmp(p, data.data(), kBlock) == 0) stored = p;
+  }
+  ASSERT_NE(stored, nullptr);
+  stored[100] ^= 0x20;  // a bit flips after the checksum was stored
+
+  auto out = mgr.Move(id, tier_->name(), MoveOptions{}, /*demote=*/true);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto done = [&] {
+    auto r = mgr.Transfer(*out);
+    return r.ok() && (r->state == v1::FAILED || r->state == v1::COMMITTED);
+  };
+  ASSERT_TRUE(kv_tiers::testing::DrainUntil(loop, done));
+  TransferRecord rec = mgr.Transfer(*out).value();
+  EXPECT_NE(rec.state, v1::COMMITTED);
+  EXPECT_TRUE(rec.status.IsDataLoss()) << rec.status;
+  EXPECT_NE(rec.status.ToString().find("bad_checksum"), std::string::npos) << rec.status;
+  EXPECT_EQ(host->used_bytes(), kBlock);  // the source was not demoted
+  EXPECT_EQ(tier_->used_bytes(), 0u);
 }
 
 }  // namespace
