@@ -207,6 +207,9 @@ class UcxTransport final : public Transport {
     bool busy = false;
     bool silent = false;  // TransferOptions::silent_completion
     PeerId peer = 0;      // sends: the destination
+    // Completed by us after its peer's endpoint was force-closed without UCX finishing
+    // it; kept (with its op) until UCX's callback or shutdown.
+    bool abandoned = false;
   };
   // Empty progress passes since the last event (the spin policy's state).
   struct Spin {
@@ -249,6 +252,8 @@ class UcxTransport final : public Transport {
   void Execute(Command& c);
   void Post(Command& c);
   void CloseEp(ucp_ep_h ep);
+  // Fails the sends to `peer` still in flight after its endpoint was closed (owner).
+  void AbandonSendsTo(PeerId peer);
   void Shutdown();
   void Finish(OpState* op, void* request, Status status, uint64_t bytes, Tag tag);
   static void SendCb(void* request, ucs_status_t status, void* user_data);
@@ -805,7 +810,12 @@ void UcxTransport::Shutdown() {
   }
   for (auto& [op, entry] : inflight_) ucp_request_cancel(worker_, entry.request);
   auto until = std::chrono::steady_clock::now() + kShutdownBound;
-  while (!inflight_.empty() && std::chrono::steady_clock::now() < until) {
+  // Abandoned sends (AbandonSendsTo) may never finish: they are not waited for.
+  auto waiting = [&] {
+    return std::any_of(inflight_.begin(), inflight_.end(),
+                       [](const auto& e) { return !e.second.abandoned; });
+  };
+  while (waiting() && std::chrono::steady_clock::now() < until) {
     ucp_worker_progress(worker_);
   }
   for (auto& [id, p] : eps_) CloseEp(p.ep);
@@ -1002,8 +1012,29 @@ void UcxTransport::OnControlLost(PeerId peer) {
     if (it == eps_.end()) return;
     CloseEp(it->second.ep);
     eps_.erase(it);
+    AbandonSendsTo(peer);
   };
   Submit(std::move(c));
+}
+
+void UcxTransport::AbandonSendsTo(PeerId peer) {
+  // Owner. Over shared memory with err_mode=none, a force-close does not always complete
+  // a rendezvous send whose receiver died (seen with UCX 1.13: a put's data send stayed in
+  // flight and its waiter spun forever), and ucp_request_cancel does not apply to sends.
+  // The endpoint is gone, so UCX moves nothing more for it: fail such sends now. The entry
+  // (and its op) stays until UCX's callback or shutdown frees the request.
+  Status why = PeerStatus(peer);
+  if (why.ok()) why = Status::Unavailable("ucx peer " + std::to_string(peer) + " was closed");
+  bool any = false;
+  for (auto& [op, entry] : inflight_) {
+    if (entry.peer != peer || entry.abandoned) continue;
+    entry.abandoned = true;
+    if (entry.busy) --busy_ops_;
+    entry.busy = false;
+    op->Complete(why, 0, 0);
+    any = true;
+  }
+  if (any) BumpCompletions();
 }
 
 Result<PeerId> UcxTransport::Connect(const std::string& address) {
@@ -1072,6 +1103,7 @@ Status UcxTransport::Disconnect(PeerId peer) {
     if (it == eps_.end()) return;
     CloseEp(it->second.ep);
     eps_.erase(it);
+    AbandonSendsTo(peer);
   });
   return Status::OK();
 }

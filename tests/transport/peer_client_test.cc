@@ -340,6 +340,38 @@ TEST(PeerClientSharedMemoryTest, KilledWorkerIsDetectedWithoutUcxErrorHandling) 
   EXPECT_FALSE((*c)->transport()->PeerStatus(1).ok());
 }
 
+// The worker dies with a put's data in flight (stopped first, so the rendezvous cannot
+// finish): the control connection's loss force-closes the endpoint, and the data send,
+// which UCX does not fail by itself over shared memory without error handling, fails
+// with the peer's status instead of leaving the put's waiter spinning forever.
+TEST(PeerClientSharedMemoryTest, WorkerKilledMidPutFailsTheInFlightPut) {
+  if (!testing::HaveSwitchyardBinary()) {
+    GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+  }
+  WorkerProcess worker;
+  ASSERT_TRUE(
+      worker.Start("127.0.0.1:0", "sm,self", "", "256M", {"--transport-param", "err_mode=none"}));
+  PeerClientOptions o;
+  o.transport_config.params["TLS"] = "sm,self";
+  o.transport_config.params["err_mode"] = "none";
+  o.ack_timeout = std::chrono::seconds(60);
+  auto c = PeerClient::Connect(worker.address(), o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<std::vector<uint8_t>> sources = {Pattern(1 << 20, 6)};
+  ASSERT_TRUE((*c)->Put(Request(sources, 1, 1))->committed);
+  worker.Signal(SIGSTOP);
+  auto p = (*c)->PostPut(Request(sources, 2, 1));
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its data send is posted
+  worker.Kill(SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = p->Wait();
+  EXPECT_FALSE(r.ok()) << "nobody is there to commit";
+  EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
+      << "detected, not timed out";
+}
+
 TEST(PeerClientSharedMemoryTest, PutAndGetOverSharedMemory) {
   if (!testing::HaveSwitchyardBinary()) {
     GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();

@@ -60,6 +60,10 @@ class WorkerProcess {
     return ReadAddress();
   }
 
+  // Sends `sig` without waiting (SIGSTOP/SIGCONT).
+  void Signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
   void Kill(int sig = SIGKILL) {
     if (pid_ > 0) {
       kill(pid_, sig);
