@@ -1022,7 +1022,8 @@ void UcxTransport::AbandonSendsTo(PeerId peer) {
   // a rendezvous send whose receiver died (seen with UCX 1.13: a put's data send stayed in
   // flight and its waiter spun forever), and ucp_request_cancel does not apply to sends.
   // The endpoint is gone, so UCX moves nothing more for it: fail such sends now. The entry
-  // (and its op) stays until UCX's callback or shutdown frees the request.
+  // (and its op) stays until UCX's callback or shutdown; a request UCX never finishes is
+  // reported by UCX at teardown ("was not returned to mpool ucp_requests").
   Status why = PeerStatus(peer);
   if (why.ok()) why = Status::Unavailable("ucx peer " + std::to_string(peer) + " was closed");
   bool any = false;

@@ -312,64 +312,60 @@ TEST(PeerWorkerVerifierTest, ThresholdDefaultsByTransport) {
   EXPECT_GT(kVerifyOffloadSockets, kVerifyOffloadNoSockets);
 }
 
-// Over pure shared memory UCX cannot report a dead peer (err_mode=none), but the control
-// connection does: a killed worker fails the peer at once, and a put to it fails well
-// before its deadline with the sender still owning its blocks.
-TEST(PeerClientSharedMemoryTest, KilledWorkerIsDetectedWithoutUcxErrorHandling) {
-  if (!testing::HaveSwitchyardBinary()) {
-    GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+// A `switchyard worker` over pure shared memory without UCX error handling
+// (err_mode=none): UCX cannot report its death; the control connection must. Each test
+// commits one 1 MiB put first (sources_).
+class SharedMemoryKillTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::HaveSwitchyardBinary()) {
+      GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+    }
+    ASSERT_TRUE(worker_.Start("127.0.0.1:0", "sm,self", "", "256M",
+                              {"--transport-param", "err_mode=none"}));
+    PeerClientOptions o;
+    o.transport_config.params["TLS"] = "sm,self";
+    o.transport_config.params["err_mode"] = "none";
+    o.ack_timeout = std::chrono::seconds(60);
+    auto c = PeerClient::Connect(worker_.address(), o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    client_ = std::move(*c);
+    ASSERT_TRUE(client_->Put(Request(sources_, 1, 1))->committed);
   }
-  WorkerProcess worker;
-  ASSERT_TRUE(
-      worker.Start("127.0.0.1:0", "sm,self", "", "256M", {"--transport-param", "err_mode=none"}));
-  PeerClientOptions o;
-  o.transport_config.params["TLS"] = "sm,self";
-  o.transport_config.params["err_mode"] = "none";
-  o.ack_timeout = std::chrono::seconds(60);
-  auto c = PeerClient::Connect(worker.address(), o);
-  ASSERT_TRUE(c.ok()) << c.status();
-  const std::vector<std::vector<uint8_t>> sources = {Pattern(1 << 20, 5)};
-  ASSERT_TRUE((*c)->Put(Request(sources, 1, 1))->committed);
-  worker.Kill(SIGKILL);
+  // A failed put: Unavailable, detected well before its 60 s deadline.
+  static void ExpectDetected(const Result<TransferEvents>& r,
+                             std::chrono::steady_clock::time_point since) {
+    EXPECT_FALSE(r.ok()) << "nobody is there to commit";
+    EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
+    EXPECT_LT(std::chrono::steady_clock::now() - since, std::chrono::seconds(10))
+        << "detected, not timed out";
+  }
+  WorkerProcess worker_;
+  std::unique_ptr<PeerClient> client_;
+  const std::vector<std::vector<uint8_t>> sources_ = {Pattern(1 << 20, 5)};
+};
+
+// A killed worker fails the peer at once, and a put to it fails well before its deadline
+// with the sender still owning its blocks.
+TEST_F(SharedMemoryKillTest, KilledWorkerIsDetectedWithoutUcxErrorHandling) {
+  worker_.Kill(SIGKILL);
   auto t0 = std::chrono::steady_clock::now();
-  auto r = (*c)->Put(Request(sources, 2, 1));
-  EXPECT_FALSE(r.ok()) << "nobody is there to commit";
-  EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
-      << "detected, not timed out";
-  EXPECT_FALSE((*c)->transport()->PeerStatus(1).ok());
+  ExpectDetected(client_->Put(Request(sources_, 2, 1)), t0);
+  EXPECT_FALSE(client_->transport()->PeerStatus(1).ok());
 }
 
 // The worker dies with a put's data in flight (stopped first, so the rendezvous cannot
 // finish): the control connection's loss force-closes the endpoint, and the data send,
 // which UCX does not fail by itself over shared memory without error handling, fails
 // with the peer's status instead of leaving the put's waiter spinning forever.
-TEST(PeerClientSharedMemoryTest, WorkerKilledMidPutFailsTheInFlightPut) {
-  if (!testing::HaveSwitchyardBinary()) {
-    GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
-  }
-  WorkerProcess worker;
-  ASSERT_TRUE(
-      worker.Start("127.0.0.1:0", "sm,self", "", "256M", {"--transport-param", "err_mode=none"}));
-  PeerClientOptions o;
-  o.transport_config.params["TLS"] = "sm,self";
-  o.transport_config.params["err_mode"] = "none";
-  o.ack_timeout = std::chrono::seconds(60);
-  auto c = PeerClient::Connect(worker.address(), o);
-  ASSERT_TRUE(c.ok()) << c.status();
-  const std::vector<std::vector<uint8_t>> sources = {Pattern(1 << 20, 6)};
-  ASSERT_TRUE((*c)->Put(Request(sources, 1, 1))->committed);
-  worker.Signal(SIGSTOP);
-  auto p = (*c)->PostPut(Request(sources, 2, 1));
+TEST_F(SharedMemoryKillTest, WorkerKilledMidPutFailsTheInFlightPut) {
+  worker_.Signal(SIGSTOP);
+  auto p = client_->PostPut(Request(sources_, 2, 1));
   ASSERT_TRUE(p.ok()) << p.status();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its data send is posted
-  worker.Kill(SIGKILL);
+  worker_.Kill(SIGKILL);
   auto t0 = std::chrono::steady_clock::now();
-  auto r = p->Wait();
-  EXPECT_FALSE(r.ok()) << "nobody is there to commit";
-  EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10))
-      << "detected, not timed out";
+  ExpectDetected(p->Wait(), t0);
 }
 
 TEST(PeerClientSharedMemoryTest, PutAndGetOverSharedMemory) {

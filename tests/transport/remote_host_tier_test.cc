@@ -141,48 +141,77 @@ TEST_F(RemoteHostTierTest, FreeReleasesTheWorkersCapacity) {
   }
 }
 
-TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksBothWaysWithTheCommitRule) {
-  VirtualEventLoop loop;
-  MoverEnv env;
-  env.loop = &loop;
-  MoverSet movers;
-  movers.Add(std::make_shared<LocalMover>(env), 10);
-  movers.Add(std::make_shared<PeerMover>(env), 4);
-  auto host = kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(8));
-  BlockManagerOptions mo;
-  mo.reclaim_on_high_watermark = false;
-  BlockManager mgr(kv_tiers::testing::SmallLayout(), &loop, std::move(movers), nullptr, mo);
-  ASSERT_TRUE(mgr.AddTier(host.get()).ok());
-  ASSERT_TRUE(mgr.AddTier(tier_.get()).ok());
-
-  BlockSpec spec{"t", "wf", "ctx", 0, 0, 16, 0};
-  BlockId id = mgr.Allocate(spec, "host").value();
-  auto data = kv_tiers::testing::Pattern(kBlock, 9);
-  ASSERT_TRUE(mgr.BeginWrite(id).ok());
-  ASSERT_TRUE(mgr.WriteBytes(id, data.data(), data.size()).ok());
-  ASSERT_TRUE(mgr.FinishWrite(id).ok());
-  ASSERT_TRUE(mgr.Commit(id).ok());
-
-  auto await = [&](TransferId tid) {
+// A BlockManager over an 8-block host arena and the peer tier, with the local and peer
+// movers, on a virtual event loop.
+struct ManagerWithPeer {
+  explicit ManagerWithPeer(Tier* peer)
+      : host(kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(8))) {
+    MoverEnv env;
+    env.loop = &loop;
+    MoverSet movers;
+    movers.Add(std::make_shared<LocalMover>(env), 10);
+    movers.Add(std::make_shared<PeerMover>(env), 4);
+    BlockManagerOptions mo;
+    mo.reclaim_on_high_watermark = false;
+    mgr = std::make_unique<BlockManager>(kv_tiers::testing::SmallLayout(), &loop, std::move(movers),
+                                         nullptr, mo);
+    added = mgr->AddTier(host.get()).ok() && mgr->AddTier(peer).ok();
+  }
+  // Commits a host block of (workflow "wf", context "ctx") holding `data`, flips one of
+  // its stored bits when `corrupt` (after its checksum was stored), moves it to the peer
+  // tier demoting, and waits for the transfer's final state.
+  Result<TransferRecord> CommitAndDemote(const std::vector<char>& data, Tier* peer,
+                                         bool corrupt = false) {
+    BlockSpec spec{"t", "wf", "ctx", 0, 0, 16, 0};
+    SY_ASSIGN_OR_RETURN(BlockId id, mgr->Allocate(spec, "host"));
+    SY_RETURN_IF_ERROR(mgr->BeginWrite(id));
+    SY_RETURN_IF_ERROR(mgr->WriteBytes(id, data.data(), data.size()));
+    SY_RETURN_IF_ERROR(mgr->FinishWrite(id));
+    SY_RETURN_IF_ERROR(mgr->Commit(id));
+    if (corrupt) {
+      char* stored = nullptr;  // the block's bytes in the host arena
+      for (uint64_t slot = 0; slot < 8 && stored == nullptr; ++slot) {
+        auto* p = static_cast<char*>(host->Data(Extent{slot, data.size()}));
+        if (p != nullptr && std::memcmp(p, data.data(), data.size()) == 0) stored = p;
+      }
+      if (stored == nullptr) return Status::Internal("block bytes not found in the arena");
+      stored[100] ^= 0x20;
+    }
+    SY_ASSIGN_OR_RETURN(TransferId tid, mgr->Move(id, peer->name(), MoveOptions{}, true));
+    return Await(tid);
+  }
+  // Drains the loop until the transfer leaves its in-flight states.
+  TransferRecord Await(TransferId tid) {
     auto final_state = [&] {
-      auto r = mgr.Transfer(tid);
+      auto r = mgr->Transfer(tid);
       return r.ok() && r->state != v1::POSTED && r->state != v1::TRANSPORT_COMPLETE &&
              r->state != v1::VALIDATED;
     };
     EXPECT_TRUE(kv_tiers::testing::DrainUntil(loop, final_state));
-    return mgr.Transfer(tid).value();
-  };
+    return mgr->Transfer(tid).value();
+  }
+  VirtualEventLoop loop;
+  std::unique_ptr<Tier> host;
+  std::unique_ptr<BlockManager> mgr;
+  bool added = false;
+};
+
+TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksBothWaysWithTheCommitRule) {
+  ManagerWithPeer m(tier_.get());
+  ASSERT_TRUE(m.added);
+  BlockManager& mgr = *m.mgr;
   // Host -> peer, demoting: the sender's copy is freed only after the commit. The move
   // carries the block's stored checksum, which the worker verified: validation does not
   // read the block back (one put, no get).
-  auto out = mgr.Move(id, tier_->name(), MoveOptions{}, /*demote=*/true);
+  auto data = kv_tiers::testing::Pattern(kBlock, 9);
+  auto out = m.CommitAndDemote(data, tier_.get());
   ASSERT_TRUE(out.ok()) << out.status();
-  TransferRecord rec = await(*out);
+  TransferRecord rec = *out;
   ASSERT_EQ(rec.state, v1::COMMITTED) << rec.status;
   EXPECT_EQ(tier_->puts_posted(), 1u);
   EXPECT_EQ(tier_->gets_posted(), 0u);
   EXPECT_TRUE(rec.transport_completed_at && rec.validated_at && rec.committed_at);
-  EXPECT_EQ(host->used_bytes(), 0u);  // demoted: the host copy is gone
+  EXPECT_EQ(m.host->used_bytes(), 0u);  // demoted: the host copy is gone
   EXPECT_EQ(tier_->used_bytes(), kBlock);
   ReadRequest reader{"t", "wf", "ctx", mgr.model_epoch(), 1};
   std::vector<char> got(kBlock);
@@ -196,7 +225,7 @@ TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksBothWaysWithTheCommitRule) {
   // Peer -> host.
   auto back = mgr.Move(rec.destination, "host", MoveOptions{});
   ASSERT_TRUE(back.ok()) << back.status();
-  TransferRecord rec2 = await(*back);
+  TransferRecord rec2 = m.Await(*back);
   ASSERT_EQ(rec2.state, v1::COMMITTED) << rec2.status;
   auto lease2 = mgr.Read(rec2.destination, reader);
   ASSERT_TRUE(lease2.ok()) << lease2.status();
@@ -208,44 +237,16 @@ TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksBothWaysWithTheCommitRule) {
 // worker's check against the stored checksum refuses the put, the move fails, and the
 // source block stays where it was.
 TEST_F(RemoteHostTierTest, BlockManagerMoveOfACorruptedSourceIsRefusedAtTheWorker) {
-  VirtualEventLoop loop;
-  MoverEnv env;
-  env.loop = &loop;
-  MoverSet movers;
-  movers.Add(std::make_shared<PeerMover>(env), 4);
-  auto host = kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(8));
-  BlockManagerOptions mo;
-  mo.reclaim_on_high_watermark = false;
-  BlockManager mgr(kv_tiers::testing::SmallLayout(), &loop, std::move(movers), nullptr, mo);
-  ASSERT_TRUE(mgr.AddTier(host.get()).ok());
-  ASSERT_TRUE(mgr.AddTier(tier_.get()).ok());
-  BlockSpec spec{"t", "wf", "ctx", 0, 0, 16, 0};
-  BlockId id = mgr.Allocate(spec, "host").value();
+  ManagerWithPeer m(tier_.get());
+  ASSERT_TRUE(m.added);
   auto data = kv_tiers::testing::Pattern(kBlock, 5);
-  ASSERT_TRUE(mgr.BeginWrite(id).ok());
-  ASSERT_TRUE(mgr.WriteBytes(id, data.data(), data.size()).ok());
-  ASSERT_TRUE(mgr.FinishWrite(id).ok());
-  ASSERT_TRUE(mgr.Commit(id).ok());
-  char* stored = nullptr;  // the block's bytes in the host arena
-  for (uint64_t slot = 0; slot < 8 && stored == nullptr; ++slot) {
-    auto* p = static_cast<char*>(host->Data(Extent{slot, kBlock}));
-    if (p != nullptr && std::memcmp(p, data.data(), kBlock) == 0) stored = p;
-  }
-  ASSERT_NE(stored, nullptr);
-  stored[100] ^= 0x20;  // a bit flips after the checksum was stored
-
-  auto out = mgr.Move(id, tier_->name(), MoveOptions{}, /*demote=*/true);
+  auto out = m.CommitAndDemote(data, tier_.get(), /*corrupt=*/true);
   ASSERT_TRUE(out.ok()) << out.status();
-  auto done = [&] {
-    auto r = mgr.Transfer(*out);
-    return r.ok() && (r->state == v1::FAILED || r->state == v1::COMMITTED);
-  };
-  ASSERT_TRUE(kv_tiers::testing::DrainUntil(loop, done));
-  TransferRecord rec = mgr.Transfer(*out).value();
+  TransferRecord rec = *out;
   EXPECT_NE(rec.state, v1::COMMITTED);
   EXPECT_TRUE(rec.status.IsDataLoss()) << rec.status;
   EXPECT_NE(rec.status.ToString().find("bad_checksum"), std::string::npos) << rec.status;
-  EXPECT_EQ(host->used_bytes(), kBlock);  // the source was not demoted
+  EXPECT_EQ(m.host->used_bytes(), kBlock);  // the source was not demoted
   EXPECT_EQ(tier_->used_bytes(), 0u);
 }
 
