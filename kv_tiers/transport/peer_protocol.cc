@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace switchyard::kv_tiers::transport {
 namespace {
@@ -312,42 +313,62 @@ RejectReason CheckLengthAndChecksum(const BlockHeader& h, uint64_t received, con
   return RejectReason::kNone;
 }
 
-RejectReason CheckBlockChecksums(const std::vector<BlockRef>& blocks, const DescriptorList& data) {
-  size_t d = 0;      // current descriptor
-  uint64_t off = 0;  // offset into it
-  XXH3_state_t* st = nullptr;
-  RejectReason r = RejectReason::kNone;
-  for (const auto& b : blocks) {
-    while (d < data.size() && off == data[d].length) ++d, off = 0;
-    if (d == data.size()) {
-      r = RejectReason::kShortLength;
-      break;
-    }
-    const auto* p = static_cast<const uint8_t*>(data[d].addr) + off;
-    if (data[d].length - off >= b.bytes) {  // the usual case: one piece, one-shot hash
-      off += b.bytes;
-      if (ChecksumOf(p, b.bytes) != b.checksum) r = RejectReason::kBadChecksum;
-      if (r != RejectReason::kNone) break;
-      continue;
-    }
-    if (st == nullptr) st = XXH3_createState();
-    XXH3_64bits_reset(st);
-    uint64_t left = b.bytes;
-    while (left > 0 && d < data.size()) {
-      uint64_t n = std::min(left, data[d].length - off);
-      SY_XXH3_UPDATE(st, static_cast<const uint8_t*>(data[d].addr) + off, n);
-      left -= n;
-      off += n;
-      if (off == data[d].length) ++d, off = 0;
-    }
-    if (left > 0)
-      r = RejectReason::kShortLength;
-    else if (XXH3_64bits_digest(st) != b.checksum)
-      r = RejectReason::kBadChecksum;
-    if (r != RejectReason::kNone) break;
+namespace {
+
+// Reads consecutive byte ranges out of a descriptor list (ranges may span descriptors).
+class DescriptorCursor {
+ public:
+  explicit DescriptorCursor(const DescriptorList& list) : list_(list) {}
+  ~DescriptorCursor() {
+    if (state_ != nullptr) XXH3_freeState(state_);
   }
-  if (st != nullptr) XXH3_freeState(st);
-  return r;
+  DescriptorCursor(const DescriptorCursor&) = delete;
+  DescriptorCursor& operator=(const DescriptorCursor&) = delete;
+
+  // XXH3-64 of the next `n` bytes; nullopt when fewer are left.
+  std::optional<uint64_t> HashNext(uint64_t n) {
+    while (d_ < list_.size() && off_ == list_[d_].length) Advance();
+    if (n == 0) return ChecksumOf(nullptr, 0);
+    if (d_ == list_.size()) return std::nullopt;
+    if (list_[d_].length - off_ >= n) {  // the usual case: within one descriptor
+      off_ += n;
+      return ChecksumOf(Here() - n, n);
+    }
+    if (state_ == nullptr) state_ = XXH3_createState();
+    XXH3_64bits_reset(state_);
+    while (n > 0 && d_ < list_.size()) {
+      uint64_t take = std::min(n, list_[d_].length - off_);
+      SY_XXH3_UPDATE(state_, Here(), take);
+      n -= take;
+      off_ += take;
+      if (off_ == list_[d_].length) Advance();
+    }
+    if (n > 0) return std::nullopt;
+    return XXH3_64bits_digest(state_);
+  }
+
+ private:
+  const uint8_t* Here() const { return static_cast<const uint8_t*>(list_[d_].addr) + off_; }
+  void Advance() {
+    ++d_;
+    off_ = 0;
+  }
+  const DescriptorList& list_;
+  size_t d_ = 0;
+  uint64_t off_ = 0;
+  XXH3_state_t* state_ = nullptr;
+};
+
+}  // namespace
+
+RejectReason CheckBlockChecksums(const std::vector<BlockRef>& blocks, const DescriptorList& data) {
+  DescriptorCursor cursor(data);
+  for (const auto& b : blocks) {
+    std::optional<uint64_t> sum = cursor.HashNext(b.bytes);
+    if (!sum) return RejectReason::kShortLength;
+    if (*sum != b.checksum) return RejectReason::kBadChecksum;
+  }
+  return RejectReason::kNone;
 }
 
 }  // namespace switchyard::kv_tiers::transport
