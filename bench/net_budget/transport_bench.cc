@@ -75,8 +75,8 @@ Result<Endpoints> Connect(const std::string& tls) {
 }
 
 // Puts or messages kept in flight at once: enough to cover a hand-off and a checksum per
-// message at 1 MiB, and to overlap the sender's checksum and the receiver's validation of
-// one 64 MiB put with the transfer of the next.
+// message at 1 MiB, and to overlap the receiver's validation of one 64 MiB put with the
+// transfer of the next.
 int Window(uint64_t bytes) { return bytes >= (64u << 20) ? 4 : 8; }
 
 // Raw tag bandwidth b -> a in MB/s, Window() messages in flight (each receive is posted
