@@ -252,7 +252,8 @@ class UcxTransport final : public Transport {
   void Execute(Command& c);
   void Post(Command& c);
   void CloseEp(ucp_ep_h ep);
-  // Fails the sends to `peer` still in flight after its endpoint was closed (owner).
+  // Closes `peer`'s endpoint (if any) and fails the sends to it still in flight (owner).
+  void ClosePeerEp(PeerId peer);
   void AbandonSendsTo(PeerId peer);
   void Shutdown();
   void Finish(OpState* op, void* request, Status status, uint64_t bytes, Tag tag);
@@ -1007,14 +1008,16 @@ void UcxTransport::OnControlLost(PeerId peer) {
   // that is not there (with err_mode=none UCX may never fail them itself).
   Command c;
   c.kind = Command::kCall;
-  c.fn = [this, peer] {
-    auto it = eps_.find(peer);
-    if (it == eps_.end()) return;
-    CloseEp(it->second.ep);
-    eps_.erase(it);
-    AbandonSendsTo(peer);
-  };
+  c.fn = [this, peer] { ClosePeerEp(peer); };
   Submit(std::move(c));
+}
+
+void UcxTransport::ClosePeerEp(PeerId peer) {
+  auto it = eps_.find(peer);
+  if (it == eps_.end()) return;
+  CloseEp(it->second.ep);
+  eps_.erase(it);
+  AbandonSendsTo(peer);
 }
 
 void UcxTransport::AbandonSendsTo(PeerId peer) {
@@ -1099,13 +1102,7 @@ Status UcxTransport::Disconnect(PeerId peer) {
       control_fds_.erase(it);
     }
   }
-  Call([&] {
-    auto it = eps_.find(peer);
-    if (it == eps_.end()) return;
-    CloseEp(it->second.ep);
-    eps_.erase(it);
-    AbandonSendsTo(peer);
-  });
+  Call([&] { ClosePeerEp(peer); });
   return Status::OK();
 }
 
