@@ -1,5 +1,6 @@
 #include "kv_tiers/disk_tier.h"
 
+#include "base/logging.h"
 #include "kv_tiers/disk_tier_options.h"
 
 #include <rocksdb/db.h>
@@ -7,6 +8,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -150,6 +152,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options,
     it->SeekToLast();
     if (it->Valid()) tier->next_slot_ = std::max(tier->next_slot_, DecodeKey(it->key()) + 1);
   }
+  tier->open_watermark_ = tier->next_slot_;
   return tier;
 }
 
@@ -323,13 +326,18 @@ Status DiskTier::PersistMeta(const Extent& extent, const v1::KvBlockMeta& meta) 
 Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> DiskTier::Recover() {
   std::vector<std::pair<Extent, v1::KvBlockMeta>> out;
   if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
+  std::vector<uint64_t> recorded;       // ascending: the CF is ordered by slot
+  std::vector<std::string> unreadable;  // metadata keys
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf_));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     uint64_t slot = DecodeKey(it->key());
     v1::KvBlockMeta meta;
-    if (!meta.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      continue;  // unreadable metadata: the block cannot be validated, leave it out
+    if (it->key().size() != 8 ||
+        !meta.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      unreadable.push_back(it->key().ToString());  // cannot be validated: removed below
+      continue;
     }
+    recorded.push_back(slot);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (live_.count(slot)) continue;  // already known in this process
@@ -341,7 +349,46 @@ Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> DiskTier::Recover() {
     out.emplace_back(Extent{slot, meta.bytes()}, meta);
   }
   SY_RETURN_IF_ERROR(FromRocks(it->status(), "recover scan"));
+  SY_RETURN_IF_ERROR(RemoveUnrecorded(recorded, unreadable));
   return out;
+}
+
+Status DiskTier::RemoveUnrecorded(const std::vector<uint64_t>& recorded,
+                                  const std::vector<std::string>& unreadable) {
+  rocksdb::WriteBatch batch;
+  // The bytes of an unreadable record's slot are in a gap below, as it is not recorded.
+  for (const std::string& key : unreadable) (void)batch.Delete(meta_cf_, key);
+  // Slots live in this process stay too (a recovered block whose metadata was since
+  // rewritten, or any slot of this process below the watermark: none today).
+  std::vector<uint64_t> keep = recorded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [slot, live] : live_) {
+      if (slot < open_watermark_) keep.push_back(slot);
+    }
+  }
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  uint64_t from = 1, gaps = 0;  // slots start at 1
+  for (uint64_t slot : keep) {
+    if (slot >= open_watermark_) break;
+    if (slot > from) {
+      (void)batch.DeleteRange(data_cf_, Key(from), Key(slot));
+      ++gaps;
+    }
+    from = slot + 1;
+  }
+  if (from < open_watermark_) {
+    (void)batch.DeleteRange(data_cf_, Key(from), Key(open_watermark_));
+    ++gaps;
+  }
+  if (batch.Count() == 0) return Status::OK();
+  SY_RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "remove unrecorded"));
+  Log(LogLevel::kInfo, "disk tier: recovery found " + std::to_string(recorded.size()) +
+                           " blocks with metadata; removed " + std::to_string(unreadable.size()) +
+                           " unreadable metadata records and any bytes in the " +
+                           std::to_string(gaps) + " slot ranges without metadata");
+  return Status::OK();
 }
 
 }  // namespace switchyard::kv_tiers

@@ -12,7 +12,11 @@
 //
 // Ownership: the tier owns the DB handle; Close() (or the destructor) flushes and
 // closes it. Recover() lists the blocks whose metadata survived, re-charging their bytes;
-// the BlockManager re-validates them (checksum, epoch) before serving.
+// the BlockManager re-validates them (checksum, epoch) before serving. Recover() also
+// removes what no block can ever be served from: bytes written by a move that had not
+// committed when the process stopped (a slot with data but no metadata) and metadata that
+// does not parse, with their bytes. It touches only slots below the watermark of Open(),
+// so blocks this process allocated are never removed.
 // Thread-safety: as Tier (RocksDB is thread-safe; slot bookkeeping is under a mutex).
 #pragma once
 
@@ -20,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kv_tiers/tier.h"
 
@@ -75,6 +80,11 @@ class DiskTier final : public Tier {
   Status CheckLive(const Extent& extent, uint64_t bytes) const;
   // Copies the value stored under `key` into read.dst (DataLoss when missing or short).
   Status ReadOne(const std::string& key, const BlockRead& read);
+  // Deletes, in one WAL-logged batch, the `unreadable` metadata keys and every data value
+  // below open_watermark_ whose slot is not in `recorded` (ascending) nor live: one range
+  // deletion per gap between kept slots, so no block's bytes are read to find them.
+  Status RemoveUnrecorded(const std::vector<uint64_t>& recorded,
+                          const std::vector<std::string>& unreadable);
 
   DiskTierTuning tuning_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -84,6 +94,9 @@ class DiskTier final : public Tier {
   mutable std::mutex mu_;
   std::map<uint64_t, Live> live_;
   uint64_t next_slot_ = 1;
+  // One past the highest slot stored when the DB was opened: slots allocated by this
+  // process are at or above it.
+  uint64_t open_watermark_ = 1;
 };
 
 }  // namespace switchyard::kv_tiers

@@ -26,8 +26,9 @@ rocksdb::ColumnFamilyOptions DiskTierMetaCfOptions(const std::shared_ptr<rocksdb
 // Writes of block bytes: the WAL only when tuning.data_wal.
 rocksdb::WriteOptions DiskTierDataWriteOptions(const DiskTierTuning& tuning);
 // Reads of block bytes: no RocksDB checksum pass (the BlockManager verifies the block's
-// xxHash at every validation and on recovery, so a second pass over the bytes would only
-// cost time) and no block-cache fill (a block is read once into its destination tier).
+// XXH3-64 checksum at every validation and on recovery, so a second pass over the bytes
+// would only cost time) and no block-cache fill (a block is read once into its
+// destination tier).
 rocksdb::ReadOptions DiskTierDataReadOptions();
 // Waits until `db` has no memtable flush and no compaction pending for any of `cfs`, and
 // none running, polling RocksDB's properties every 100 us; TimedOut after `timeout_ms`.

@@ -1,7 +1,9 @@
 #include "kv_tiers/disk_tier.h"
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
+#include "kv_tiers/disk_tier_options.h"
 #include "kv_tiers/prefix_hash.h"
 #include "test_util.h"
 
@@ -158,6 +160,124 @@ TEST(DiskTier, MetadataSurvivesReopenAndSlotsAreNotReused) {
   EXPECT_EQ(tier->tenant_used_bytes("t"), 4096u);
   Extent fresh = tier->Allocate("t", 4096).value();
   EXPECT_GT(fresh.slot, e.slot);
+}
+
+// The tier's RocksDB opened directly (the tier closed), to see what is stored on disk.
+class RawDisk {
+ public:
+  explicit RawDisk(const std::string& path) {
+    auto cache = rocksdb::NewLRUCache(1 << 20);
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+        {"kv_block_data", DiskTierDataCfOptions(DiskTierTuning{}, cache)},
+        {"kv_block_meta", DiskTierMetaCfOptions(cache)},
+    };
+    rocksdb::DB* db = nullptr;
+    status_ = rocksdb::DB::Open(DiskTierDbOptions(), path, cfs, &handles_, &db);
+    db_.reset(db);
+  }
+  ~RawDisk() {
+    for (auto* h : handles_) (void)db_->DestroyColumnFamilyHandle(h);
+  }
+  const rocksdb::Status& status() const { return status_; }
+  static std::string Key(uint64_t slot) {
+    std::string k(8, '\0');
+    for (int i = 7; i >= 0; --i, slot >>= 8) k[i] = static_cast<char>(slot & 0xff);
+    return k;
+  }
+  bool Has(int cf, uint64_t slot) {
+    std::string v;
+    return db_->Get(rocksdb::ReadOptions(), handles_[cf], Key(slot), &v).ok();
+  }
+  bool HasData(uint64_t slot) { return Has(1, slot); }
+  bool HasMeta(uint64_t slot) { return Has(2, slot); }
+  rocksdb::Status PutMeta(uint64_t slot, const std::string& value) {
+    return db_->Put(rocksdb::WriteOptions(), handles_[2], Key(slot), value);
+  }
+  // Bytes of the data column family's table files after a full compaction.
+  uint64_t CompactedDataBytes() {
+    rocksdb::CompactRangeOptions o;
+    o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    if (!db_->CompactRange(o, handles_[1], nullptr, nullptr).ok()) return ~uint64_t{0};
+    uint64_t v = 0;
+    db_->GetIntProperty(handles_[1], "rocksdb.total-sst-files-size", &v);
+    return v;
+  }
+
+ private:
+  rocksdb::Status status_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::unique_ptr<rocksdb::DB> db_;
+};
+
+// Bytes a move wrote but never committed before the process stopped (data, no metadata),
+// and metadata that does not parse, are removed by the next Recover(): they could never
+// be served, and until this they stayed on disk for good. Committed blocks, and a slot
+// this process allocated and wrote before recovering, keep their bytes.
+TEST(DiskTier, RecoveryRemovesBytesWithoutMetadata) {
+  TierOptions o = testing::Opts(64, 256 << 10);
+  o.path = testing::TempDir("orphans");
+  constexpr uint64_t kBig = 256 << 10;
+  std::vector<uint64_t> committed, orphaned;
+  {
+    auto tier = DiskTier::Open(o).value();
+    for (int i = 0; i < 6; ++i) {
+      Extent e = tier->Allocate("t", kBig).value();
+      auto data = testing::Pattern(kBig, i);
+      BlockWrite w{e, data.data(), kBig};
+      ASSERT_TRUE(tier->Write(std::span<const BlockWrite>(&w, 1)).ok());
+      if (i % 2 == 0) {  // slots 1, 3, 5 commit; 2, 4, 6 (the last) never do
+        v1::KvBlockMeta meta;
+        meta.set_tenant("t");
+        meta.set_bytes(kBig);
+        meta.set_checksum(BlockChecksum(data.data(), data.size()));
+        ASSERT_TRUE(tier->PersistMeta(e, meta).ok());
+        committed.push_back(e.slot);
+      } else {
+        orphaned.push_back(e.slot);
+      }
+    }
+    ASSERT_TRUE(tier->Close().ok());  // flushed: the uncommitted bytes are in table files
+  }
+  const uint64_t garbled = committed[1];  // its metadata is overwritten with junk
+  {
+    RawDisk raw(o.path);
+    ASSERT_TRUE(raw.status().ok()) << raw.status().ToString();
+    ASSERT_TRUE(raw.PutMeta(garbled, std::string("\xff\xff\xff", 3)).ok());
+    for (uint64_t s : orphaned) ASSERT_TRUE(raw.HasData(s)) << s;
+  }
+  {
+    auto tier = DiskTier::Open(o).value();
+    Extent mine = tier->Allocate("t", 4096).value();  // this process's, before Recover
+    auto data = testing::Pattern(4096, 42);
+    BlockWrite w{mine, data.data(), 4096};
+    ASSERT_TRUE(tier->Write(std::span<const BlockWrite>(&w, 1)).ok());
+    auto found = tier->Recover();
+    ASSERT_TRUE(found.ok()) << found.status();
+    std::vector<uint64_t> slots;
+    for (const auto& [extent, meta] : *found) slots.push_back(extent.slot);
+    EXPECT_EQ(slots, (std::vector<uint64_t>{committed[0], committed[2]}));
+    std::vector<char> back(4096);
+    BlockRead r{mine, back.data(), 4096};
+    ASSERT_TRUE(tier->Read(std::span<const BlockRead>(&r, 1)).ok());
+    EXPECT_EQ(back, data);
+    ASSERT_TRUE(tier->Close().ok());
+    RawDisk raw(o.path);
+    ASSERT_TRUE(raw.status().ok()) << raw.status().ToString();
+    for (uint64_t s : {committed[0], committed[2], mine.slot}) EXPECT_TRUE(raw.HasData(s)) << s;
+    for (uint64_t s : orphaned) EXPECT_FALSE(raw.HasData(s)) << s;
+    EXPECT_FALSE(raw.HasData(garbled));
+    EXPECT_FALSE(raw.HasMeta(garbled));
+    EXPECT_TRUE(raw.HasMeta(committed[0]));
+    // The space comes back at compaction: two 256 KiB blocks and a 4 KiB one remain of
+    // six 256 KiB values.
+    EXPECT_LT(raw.CompactedDataBytes(), 3 * kBig);
+  }
+  // A second recovery finds the two committed blocks again and removes nothing more.
+  auto tier = DiskTier::Open(o).value();
+  auto again = tier->Recover();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->size(), 2u);
 }
 
 }  // namespace
