@@ -23,7 +23,7 @@
 // UCX_TLS=sm,self; the control connection still detects a dead peer). Unless params or the
 // environment set them, TCP segments are 4 MiB (UCX: 8 KiB send, 64 KiB receive): 1 MiB puts over
 // TCP ran ~1.4x faster. UCX aborts a process that receives a segment larger than its own, so the
-// handshake (version 3) carries both sizes and refuses a peer whose sizes differ
+// handshake (version 4 now) carries both sizes and refuses a peer whose sizes differ
 // (FailedPrecondition naming them). Progress: one owner of the ucp worker at a time (a lock). A
 // thread waiting on a handle or in WaitForCompletion takes it and drives ucp_worker_progress itself
 // until its operation completes (completions fire on it); the transport's progress thread stands
