@@ -4,6 +4,7 @@
 // (run under ASan+UBSan by scripts/test.sh).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -55,7 +56,11 @@ TEST(ApiFuzzTest, HandlersSurviveMutatedRequests) {
   testing::InProcessApi env("fuzz", "fuzz-tenant-token-0123", /*rate_per_s=*/1e9);
   HttpApi& api = *env.api;
   const std::set<int> allowed = {200, 201, 400, 401, 403, 404, 405, 409, 429};
-  std::mt19937_64 rng(12345);
+  // SY_FUZZ_SEED and SY_FUZZ_ITERS widen a campaign run by hand (CI keeps the defaults).
+  const char* seed_env = std::getenv("SY_FUZZ_SEED");
+  const char* iters_env = std::getenv("SY_FUZZ_ITERS");
+  std::mt19937_64 rng(seed_env ? std::strtoull(seed_env, nullptr, 10) : 12345);
+  const int iters = iters_env ? std::atoi(iters_env) : 4000;
   const char* targets[] = {"/v1/workflows",         "/v1/workflows/w/events",
                            "/v1/workflows/w/nodes", "/v1/workflows/w:close",
                            "/v1/workflows/w",       "/v1/cluster"};
@@ -66,7 +71,7 @@ TEST(ApiFuzzTest, HandlersSurviveMutatedRequests) {
   base.body = std::string(kSeeds[0]).replace(1, 0, "\"id\":\"w\",");
   base.headers["authorization"] = "Bearer fuzz-tenant-token-0123";
   ASSERT_EQ(api.Handle(base).status, 201);
-  for (int i = 0; i < 4000; ++i) {
+  for (int i = 0; i < iters; ++i) {
     HttpRequest r = base;
     r.method = methods[rng() % 4];
     r.target = targets[rng() % 6];
