@@ -95,9 +95,12 @@ TEST(ApiFuzzTest, ParserSurvivesRawGarbage) {
   });
   auto port = server.Start();
   ASSERT_TRUE(port.ok());
-  std::mt19937_64 rng(777);
+  const char* seed_env = std::getenv("SY_FUZZ_SEED");  // widen by hand, as above
+  const char* iters_env = std::getenv("SY_FUZZ_RAW_ITERS");
+  std::mt19937_64 rng(seed_env ? std::strtoull(seed_env, nullptr, 10) : 777);
+  const int iters = iters_env ? std::atoi(iters_env) : 300;
   std::string valid = "POST /v1/workflows HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < iters; ++i) {
     std::string raw = Mutate(valid, rng);
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
