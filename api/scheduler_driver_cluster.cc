@@ -1,0 +1,135 @@
+// SchedulerDriver's cluster view (GET /v1/cluster): workers, tiers with occupancy, and
+// every topology link with its budget by traffic class.
+#include <array>
+#include <map>
+
+#include "api/scheduler_driver.h"
+#include "kv_tiers/arena_tier.h"
+#include "kv_tiers/block_manager.h"
+#include "kv_tiers/disk_tier.h"
+#include "scheduler/net_budget_env.h"
+#include "scheduler/policy.h"
+
+namespace switchyard::api {
+
+using scheduler::Location;
+using scheduler::Tier;
+
+void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
+  const net_budget::Topology& topo = env_->topology();
+  const net_budget::LinkBudgets& budgets = env_->budgets();
+  const uint64_t scale = config_.kv_bytes_scale;
+  std::lock_guard<std::mutex> lock(mu_);
+  out->set_workers(config_.workers);
+  out->set_model_executor(model_executor_name());
+  out->set_kv_mover(
+      "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, RocksDB "
+      "disk) at 1/" +
+      std::to_string(scale) + " of the KV bytes");
+  out->set_planner("net_budget planner and link budgets (loopback topology: " + topo.name() + ")");
+  out->set_policy(std::string(policy_->name()));
+  out->set_hbm_capacity_bytes_per_worker(config_.hbm_bytes_per_worker);
+  out->set_scheduler_events(events_);
+  std::map<std::pair<std::string, int>, int> contexts;  // (tier, worker)
+  for (const auto& [key, v] : ctxs_) {
+    if (!v.known || v.loc.tier == Tier::kNone) continue;
+    ++contexts[{scheduler::TierName(v.loc.tier), v.loc.worker}];
+  }
+  // Tier occupancy: the kv_tiers tiers' own accounting (thread-safe), in scheduler bytes
+  // (emulated bytes x scale). Host and disk are node-wide tiers, listed under worker 0.
+  auto scaled = [scale](const kv_tiers::Tier& t) {
+    std::string s = std::to_string(scale);
+    return "kv_tiers '" + t.name() + "': " + std::to_string(t.used_bytes()) + " of " +
+           std::to_string(t.capacity_bytes()) + " B held at 1/" + s + " scale";
+  };
+  for (int w = 0; w < config_.workers; ++w) {
+    for (const char* tier : {"hbm", "host", "disk"}) {
+      std::string t_name = tier;
+      if (t_name != "hbm" && w > 0) continue;
+      auto* t = out->add_tiers();
+      t->set_tier(tier);
+      t->set_worker(w);
+      int n = 0;
+      for (int k = 0; k < config_.workers; ++k)
+        if (t_name == "hbm" ? k == w : true) n += contexts[{t_name, k}];
+      t->set_contexts(n);
+      if (t_name == "hbm") {
+        const kv_tiers::Tier& arena = *hbm_tiers_[w];
+        t->set_capacity_bytes(config_.hbm_bytes_per_worker);
+        auto h = hbm_used_.find(w);
+        t->set_used_bytes(h == hbm_used_.end() ? 0 : h->second);
+        t->set_backing(
+            "emulated HBM (used: scheduler accounting, committed + reserved; blocks of moved "
+            "contexts in " +
+            scaled(arena) + ")");
+      } else {
+        const kv_tiers::Tier& kt = t_name == "host" ? *host_tier_ : *disk_tier_;
+        t->set_capacity_bytes(t_name == "host" ? host_bytes_ : disk_bytes_);
+        t->set_used_bytes(kt.used_bytes() * scale);
+        t->set_backing((t_name == "host" ? "emulated host memory tier ("
+                                         : "emulated disk tier, "
+                                           "RocksDB (") +
+                       scaled(kt) + ")");
+      }
+    }
+  }
+  // Link budgets: every topology link, per class its share under load (BudgetPolicy),
+  // the grants in flight on it and their bytes (net_budget::LinkBudgets).
+  std::map<uint32_t, std::array<int, net_budget::kNumClasses>> active;
+  for (const auto& [id, x] : xfers_)
+    for (uint32_t l : x.links) ++active[l][static_cast<size_t>(x.cls) % net_budget::kNumClasses];
+  const net_budget::BudgetPolicy& bp = budgets.policy();
+  double shared = bp.weights[0] + bp.weights[1] + bp.weights[2];
+  std::map<std::string, int> worker_of;  // device id -> worker
+  for (int k = 0; k < config_.workers; ++k) {
+    auto dev = device_of_(Location{Tier::kHbm, k});
+    if (dev.ok()) worker_of[*dev] = k;
+  }
+  for (net_budget::LinkIndex i = 0; i < topo.num_links(); ++i) {
+    const net_budget::Link& link = topo.link(i);
+    auto* l = out->add_links();
+    const net_budget::Device &a = topo.device(link.src), &b = topo.device(link.dst);
+    bool disk = a.kind == v1::DEVICE_STORAGE || b.kind == v1::DEVICE_STORAGE;
+    std::string kind = disk ? "disk" : std::string(net_budget::LinkKindName(link.kind));
+    // Short names as before ("pcie0": worker 0 <-> host memory, "disk0": host memory <->
+    // NVMe of node 0, "nvlink1": worker 1 <-> NVSwitch); the topology id otherwise.
+    auto w = worker_of.find(a.id);
+    if (w == worker_of.end()) w = worker_of.find(b.id);
+    if (disk)
+      l->set_name("disk0");
+    else if (w != worker_of.end() && (kind == "pcie" || kind == "nvlink"))
+      l->set_name(kind + std::to_string(w->second));
+    else
+      l->set_name(a.id + "-" + b.id);
+    l->set_kind(kind);
+    l->set_bandwidth_bytes_per_s(link.bandwidth_bytes_per_s.value_or(0));
+    l->set_alpha_s(link.latency_s.value_or(0));
+    for (net_budget::TrafficClass c : net_budget::kAllClasses) {
+      size_t k = net_budget::ClassIndex(c);
+      auto* b = l->add_classes();
+      b->set_traffic_class(scheduler::TrafficClassName(c));
+      b->set_floor_share(c == net_budget::TrafficClass::kControl
+                             ? bp.control_reserve
+                             : (1 - bp.control_reserve) * bp.weights[k] / shared);
+      b->set_max_grants(0);  // net_budget bounds bytes by rate, not the number of grants
+      auto a = active.find(i);
+      b->set_active_grants(a == active.end() ? 0 : a->second[k]);
+      net_budget::ClassState sum;
+      for (net_budget::ChannelIndex ch : {i * 2, i * 2 + 1}) {
+        net_budget::ClassState s = budgets.State(ch, c);
+        sum.inflight_bytes += s.inflight_bytes;
+        sum.granted_bytes += s.granted_bytes;
+        sum.rate_bytes_per_s += s.rate_bytes_per_s;
+        sum.queued += s.queued;
+      }
+      b->set_active_bytes(sum.inflight_bytes);
+      b->set_granted_bytes(sum.granted_bytes);
+      b->set_rate_bytes_per_s(sum.rate_bytes_per_s);
+      b->set_queued(sum.queued);
+    }
+  }
+  for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
+  for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
+}
+
+}  // namespace switchyard::api
