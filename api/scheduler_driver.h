@@ -165,6 +165,10 @@ class SchedulerDriver {
   std::vector<uint32_t> LinksOf(const scheduler::Location& src,
                                 const scheduler::Location& dst) const;
   std::string TierName(const scheduler::Location& l) const;
+  // Parts of FillCluster (mu_ held): tier occupancy per worker; every topology link with
+  // its budget by class and the grants in flight on it.
+  void FillTiers(v1::ClusterState* out) const;
+  void FillLinks(v1::ClusterState* out) const;
 
   SchedulerConfig config_;
   Callbacks callbacks_;

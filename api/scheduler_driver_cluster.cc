@@ -15,9 +15,41 @@ namespace switchyard::api {
 using scheduler::Location;
 using scheduler::Tier;
 
+namespace {
+
+// One link's budget by class: its floor share under load (BudgetPolicy), the grants in
+// flight on it (`active`, by class; null when none) and both directions' class state.
+void FillLinkClasses(net_budget::LinkIndex i, const net_budget::LinkBudgets& budgets,
+                     const std::array<int, net_budget::kNumClasses>* active, v1::LinkState* l) {
+  const net_budget::BudgetPolicy& bp = budgets.policy();
+  const double shared = bp.weights[0] + bp.weights[1] + bp.weights[2];
+  for (net_budget::TrafficClass c : net_budget::kAllClasses) {
+    size_t k = net_budget::ClassIndex(c);
+    auto* b = l->add_classes();
+    b->set_traffic_class(scheduler::TrafficClassName(c));
+    b->set_floor_share(c == net_budget::TrafficClass::kControl
+                           ? bp.control_reserve
+                           : (1 - bp.control_reserve) * bp.weights[k] / shared);
+    b->set_max_grants(0);  // net_budget bounds bytes by rate, not the number of grants
+    b->set_active_grants(active == nullptr ? 0 : (*active)[k]);
+    net_budget::ClassState sum;
+    for (net_budget::ChannelIndex ch : {i * 2, i * 2 + 1}) {
+      net_budget::ClassState s = budgets.State(ch, c);
+      sum.inflight_bytes += s.inflight_bytes;
+      sum.granted_bytes += s.granted_bytes;
+      sum.rate_bytes_per_s += s.rate_bytes_per_s;
+      sum.queued += s.queued;
+    }
+    b->set_active_bytes(sum.inflight_bytes);
+    b->set_granted_bytes(sum.granted_bytes);
+    b->set_rate_bytes_per_s(sum.rate_bytes_per_s);
+    b->set_queued(sum.queued);
+  }
+}
+
+}  // namespace
+
 void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
-  const net_budget::Topology& topo = env_->topology();
-  const net_budget::LinkBudgets& budgets = env_->budgets();
   const uint64_t scale = config_.kv_bytes_scale;
   std::lock_guard<std::mutex> lock(mu_);
   out->set_workers(config_.workers);
@@ -26,10 +58,19 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
       "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, RocksDB "
       "disk) at 1/" +
       std::to_string(scale) + " of the KV bytes");
-  out->set_planner("net_budget planner and link budgets (loopback topology: " + topo.name() + ")");
+  out->set_planner(
+      "net_budget planner and link budgets (loopback topology: " + env_->topology().name() + ")");
   out->set_policy(std::string(policy_->name()));
   out->set_hbm_capacity_bytes_per_worker(config_.hbm_bytes_per_worker);
   out->set_scheduler_events(events_);
+  FillTiers(out);
+  FillLinks(out);
+  for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
+  for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
+}
+
+void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
+  const uint64_t scale = config_.kv_bytes_scale;
   std::map<std::pair<std::string, int>, int> contexts;  // (tier, worker)
   for (const auto& [key, v] : ctxs_) {
     if (!v.known || v.loc.tier == Tier::kNone) continue;
@@ -73,13 +114,13 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
       }
     }
   }
-  // Link budgets: every topology link, per class its share under load (BudgetPolicy),
-  // the grants in flight on it and their bytes (net_budget::LinkBudgets).
+}
+
+void SchedulerDriver::FillLinks(v1::ClusterState* out) const {
+  const net_budget::Topology& topo = env_->topology();
   std::map<uint32_t, std::array<int, net_budget::kNumClasses>> active;
   for (const auto& [id, x] : xfers_)
     for (uint32_t l : x.links) ++active[l][static_cast<size_t>(x.cls) % net_budget::kNumClasses];
-  const net_budget::BudgetPolicy& bp = budgets.policy();
-  double shared = bp.weights[0] + bp.weights[1] + bp.weights[2];
   std::map<std::string, int> worker_of;  // device id -> worker
   for (int k = 0; k < config_.workers; ++k) {
     auto dev = device_of_(Location{Tier::kHbm, k});
@@ -104,32 +145,9 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
     l->set_kind(kind);
     l->set_bandwidth_bytes_per_s(link.bandwidth_bytes_per_s.value_or(0));
     l->set_alpha_s(link.latency_s.value_or(0));
-    for (net_budget::TrafficClass c : net_budget::kAllClasses) {
-      size_t k = net_budget::ClassIndex(c);
-      auto* b = l->add_classes();
-      b->set_traffic_class(scheduler::TrafficClassName(c));
-      b->set_floor_share(c == net_budget::TrafficClass::kControl
-                             ? bp.control_reserve
-                             : (1 - bp.control_reserve) * bp.weights[k] / shared);
-      b->set_max_grants(0);  // net_budget bounds bytes by rate, not the number of grants
-      auto a = active.find(i);
-      b->set_active_grants(a == active.end() ? 0 : a->second[k]);
-      net_budget::ClassState sum;
-      for (net_budget::ChannelIndex ch : {i * 2, i * 2 + 1}) {
-        net_budget::ClassState s = budgets.State(ch, c);
-        sum.inflight_bytes += s.inflight_bytes;
-        sum.granted_bytes += s.granted_bytes;
-        sum.rate_bytes_per_s += s.rate_bytes_per_s;
-        sum.queued += s.queued;
-      }
-      b->set_active_bytes(sum.inflight_bytes);
-      b->set_granted_bytes(sum.granted_bytes);
-      b->set_rate_bytes_per_s(sum.rate_bytes_per_s);
-      b->set_queued(sum.queued);
-    }
+    auto act = active.find(i);
+    FillLinkClasses(i, env_->budgets(), act == active.end() ? nullptr : &act->second, l);
   }
-  for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
-  for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
 }
 
 }  // namespace switchyard::api
