@@ -24,6 +24,13 @@ const char* kSeeds[] = {
     R"({"id":"x","deadlineMs":"99999999999999","priority":"BATCH","labels":{"k":"v"}})",
 };
 
+// A seed or count from the environment, else `fallback`: SY_FUZZ_SEED, SY_FUZZ_ITERS and
+// SY_FUZZ_RAW_ITERS widen a campaign run by hand; CI runs the fixed defaults.
+uint64_t EnvOr(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
 std::string Mutate(std::string s, std::mt19937_64& rng) {
   static const std::string kTokens[] = {
       "{",    "}",  "[",     "]",       ",",    ":",       "\"",
@@ -56,11 +63,8 @@ TEST(ApiFuzzTest, HandlersSurviveMutatedRequests) {
   testing::InProcessApi env("fuzz", "fuzz-tenant-token-0123", /*rate_per_s=*/1e9);
   HttpApi& api = *env.api;
   const std::set<int> allowed = {200, 201, 400, 401, 403, 404, 405, 409, 429};
-  // SY_FUZZ_SEED and SY_FUZZ_ITERS widen a campaign run by hand (CI keeps the defaults).
-  const char* seed_env = std::getenv("SY_FUZZ_SEED");
-  const char* iters_env = std::getenv("SY_FUZZ_ITERS");
-  std::mt19937_64 rng(seed_env ? std::strtoull(seed_env, nullptr, 10) : 12345);
-  const int iters = iters_env ? std::atoi(iters_env) : 4000;
+  std::mt19937_64 rng(EnvOr("SY_FUZZ_SEED", 12345));
+  const uint64_t iters = EnvOr("SY_FUZZ_ITERS", 4000);
   const char* targets[] = {"/v1/workflows",         "/v1/workflows/w/events",
                            "/v1/workflows/w/nodes", "/v1/workflows/w:close",
                            "/v1/workflows/w",       "/v1/cluster"};
@@ -71,7 +75,7 @@ TEST(ApiFuzzTest, HandlersSurviveMutatedRequests) {
   base.body = std::string(kSeeds[0]).replace(1, 0, "\"id\":\"w\",");
   base.headers["authorization"] = "Bearer fuzz-tenant-token-0123";
   ASSERT_EQ(api.Handle(base).status, 201);
-  for (int i = 0; i < iters; ++i) {
+  for (uint64_t i = 0; i < iters; ++i) {
     HttpRequest r = base;
     r.method = methods[rng() % 4];
     r.target = targets[rng() % 6];
@@ -95,12 +99,10 @@ TEST(ApiFuzzTest, ParserSurvivesRawGarbage) {
   });
   auto port = server.Start();
   ASSERT_TRUE(port.ok());
-  const char* seed_env = std::getenv("SY_FUZZ_SEED");  // widen by hand, as above
-  const char* iters_env = std::getenv("SY_FUZZ_RAW_ITERS");
-  std::mt19937_64 rng(seed_env ? std::strtoull(seed_env, nullptr, 10) : 777);
-  const int iters = iters_env ? std::atoi(iters_env) : 300;
+  std::mt19937_64 rng(EnvOr("SY_FUZZ_SEED", 777));
+  const uint64_t iters = EnvOr("SY_FUZZ_RAW_ITERS", 300);
   std::string valid = "POST /v1/workflows HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
-  for (int i = 0; i < iters; ++i) {
+  for (uint64_t i = 0; i < iters; ++i) {
     std::string raw = Mutate(valid, rng);
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
