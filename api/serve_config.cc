@@ -1,0 +1,129 @@
+#include "api/serve_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+namespace switchyard::api {
+
+namespace {
+
+// "name must be 0 or more, got -3" for a negative value.
+Status CheckNotNegative(const char* name, double value) {
+  if (value >= 0) return Status::OK();
+  std::string shown = std::to_string(value);
+  if (value == static_cast<double>(static_cast<int64_t>(value))) {
+    shown = std::to_string(static_cast<int64_t>(value));
+  }
+  return Status::InvalidArgument(std::string(name) + " must be 0 or more, got " + shown);
+}
+
+Status FillHttp(const v1::ServiceConfig& config, HttpServerOptions* http) {
+  SY_RETURN_IF_ERROR(CheckNotNegative("threads", config.threads()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("body_limit_bytes", config.body_limit_bytes()));
+  if (config.threads() > 0) http->threads = config.threads();
+  if (config.body_limit_bytes() > 0) {
+    http->body_limit_bytes = static_cast<size_t>(config.body_limit_bytes());
+  }
+  return Status::OK();
+}
+
+// Retention and the in-memory count of ended workflows.
+Status FillRetention(const v1::ServiceConfig& config, ServiceOptions* so) {
+  if (config.ended_in_memory() < -1) {
+    return Status::InvalidArgument("ended_in_memory must be -1, 0 or more, got " +
+                                   std::to_string(config.ended_in_memory()));
+  }
+  SY_RETURN_IF_ERROR(CheckNotNegative("ended_retention_s", config.ended_retention_s()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("idempotency_retention_s", config.idempotency_retention_s()));
+  so->ended_retention_s = config.ended_retention_s();
+  so->idempotency_retention_s = config.idempotency_retention_s();
+  // 0 keeps the default; -1 archives each workflow as soon as it ends.
+  if (config.ended_in_memory() != 0) {
+    so->ended_in_memory = static_cast<size_t>(std::max<int64_t>(0, config.ended_in_memory()));
+  }
+  return Status::OK();
+}
+
+Status FillLinks(const v1::ServiceLinks& links, SchedulerConfig* s) {
+  SY_RETURN_IF_ERROR(CheckNotNegative("links.pcie_bytes_per_s", links.pcie_bytes_per_s()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("links.pcie_latency_us", links.pcie_latency_us()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("links.nvlink_bytes_per_s", links.nvlink_bytes_per_s()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("links.nvlink_latency_us", links.nvlink_latency_us()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("links.disk_bytes_per_s", links.disk_bytes_per_s()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("links.disk_latency_us", links.disk_latency_us()));
+  s->pcie_bytes_per_s = links.pcie_bytes_per_s();
+  s->pcie_latency_s = links.pcie_latency_us() * 1e-6;
+  s->nvlink_bytes_per_s = links.nvlink_bytes_per_s();
+  s->nvlink_latency_s = links.nvlink_latency_us() * 1e-6;
+  s->disk_bytes_per_s = links.disk_bytes_per_s();
+  s->disk_latency_s = links.disk_latency_us() * 1e-6;
+  return Status::OK();
+}
+
+// The scheduler: model executor, workers, emulated HBM, policy, links, tenant weights.
+Status FillScheduler(const v1::ServiceConfig& config, const std::string& llm_flag,
+                     SchedulerConfig* s) {
+  std::string llm = llm_flag;
+  if (llm.empty()) llm = config.llm_executor().empty() ? "simulated" : config.llm_executor();
+  if (llm != "simulated" && llm != "reported") {
+    return Status::InvalidArgument("--llm (llm_executor) must be 'simulated' or 'reported', got '" +
+                                   llm + "'");
+  }
+  s->simulated_llm = llm == "simulated";
+  SY_RETURN_IF_ERROR(CheckNotNegative("workers", config.workers()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("hbm_bytes_per_worker", config.hbm_bytes_per_worker()));
+  if (config.workers() > 0) s->workers = config.workers();
+  if (config.hbm_bytes_per_worker() > 0) {
+    s->hbm_bytes_per_worker = static_cast<uint64_t>(config.hbm_bytes_per_worker());
+  }
+  if (!config.policy().empty()) s->policy = config.policy();
+  SY_RETURN_IF_ERROR(FillLinks(config.links(), s));
+  for (const auto& t : config.tenants()) {
+    if (t.weight() > 0) s->tenant_weights[t.name()] = t.weight();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseListen(const std::string& listen, const std::string& what, HttpServerOptions* options) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument(what + " needs HOST:PORT, got '" + listen + "'");
+  }
+  std::string_view port_text = std::string_view(listen).substr(colon + 1);
+  int port = -1;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+    return Status::InvalidArgument(what + " port must be 0-65535, got '" + std::string(port_text) +
+                                   "'");
+  }
+  options->host = listen.substr(0, colon);
+  options->port = static_cast<uint16_t>(port);
+  return Status::OK();
+}
+
+Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFlags& flags) {
+  ServeSetup setup;
+  std::string listen = flags.listen;
+  if (listen.empty()) listen = config.listen().empty() ? "127.0.0.1:8470" : config.listen();
+  SY_RETURN_IF_ERROR(ParseListen(listen, "--listen (listen)", &setup.http));
+  SY_RETURN_IF_ERROR(FillHttp(config, &setup.http));
+
+  setup.data_dir = flags.data_dir;
+  if (setup.data_dir.empty()) {
+    setup.data_dir = config.data_dir().empty() ? "var" : config.data_dir();
+  }
+  ServiceOptions& so = setup.service;
+  so.data_dir = setup.data_dir;
+  so.sync_writes = !config.disable_sync();
+  SY_RETURN_IF_ERROR(FillRetention(config, &so));
+  SY_RETURN_IF_ERROR(FillScheduler(config, flags.llm, &so.scheduler));
+
+  SY_RETURN_IF_ERROR(CheckNotNegative("max_inflight", config.max_inflight()));
+  if (config.max_inflight() > 0) setup.api.max_inflight = config.max_inflight();
+  return setup;
+}
+
+}  // namespace switchyard::api

@@ -1,0 +1,40 @@
+// ServeSetup: what `switchyard serve` runs with. MakeServeSetup() takes the config file's
+// ServiceConfig, applies the command line's overrides and the embedded defaults
+// (127.0.0.1:8470, ./var, 2 HTTP threads, the simulated model executor), and checks every
+// value, so that a bad setting stops the server before it opens its data directory, with
+// an error naming the setting (its flag and config field) and the value it got.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "api/http_api.h"
+#include "api/http_server.h"
+#include "api/service.h"
+#include "base/result.h"
+#include "proto/switchyard/v1/api.pb.h"
+
+namespace switchyard::api {
+
+// Command-line values; an empty one leaves the config file's (or the default).
+struct ServeFlags {
+  std::string listen;    // --listen HOST:PORT
+  std::string data_dir;  // --data-dir DIR
+  std::string llm;       // --llm simulated|reported
+};
+
+struct ServeSetup {
+  HttpServerOptions http;
+  ServiceOptions service;
+  HttpApiOptions api;
+  std::string data_dir;  // also service.data_dir; tokens are written below it
+};
+
+Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFlags& flags);
+
+// "HOST:PORT" (the last colon splits, so "[::1]:80" keeps its brackets in the host) into
+// `options` host and port; `what` names the setting in errors.
+Status ParseListen(const std::string& listen, const std::string& what, HttpServerOptions* options);
+
+}  // namespace switchyard::api

@@ -1,0 +1,119 @@
+// `switchyard serve`'s settings: embedded defaults, config values, command-line overrides,
+// and a clear error naming each bad setting.
+#include "api/serve_config.h"
+
+#include <gtest/gtest.h>
+
+#include "proto/json.h"
+
+namespace switchyard::api {
+namespace {
+
+v1::ServiceConfig Parse(const std::string& json) {
+  v1::ServiceConfig c;
+  Status st = proto::ParseJson(json, &c);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return c;
+}
+
+// The error of MakeServeSetup(config), or "" when it succeeded.
+std::string ErrorOf(const std::string& json, const ServeFlags& flags = {}) {
+  auto s = MakeServeSetup(Parse(json), flags);
+  return s.ok() ? "" : s.status().ToString();
+}
+
+TEST(ServeConfigTest, NoConfigGivesTheEmbeddedDefaults) {
+  auto s = MakeServeSetup(v1::ServiceConfig{}, {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->http.host, "127.0.0.1");
+  EXPECT_EQ(s->http.port, 8470);
+  EXPECT_EQ(s->http.threads, 2);
+  EXPECT_EQ(s->http.body_limit_bytes, HttpServerOptions{}.body_limit_bytes);
+  EXPECT_EQ(s->data_dir, "var");
+  EXPECT_EQ(s->service.data_dir, "var");
+  EXPECT_TRUE(s->service.sync_writes);
+  EXPECT_TRUE(s->service.scheduler.simulated_llm);
+  EXPECT_EQ(s->service.ended_in_memory, ServiceOptions{}.ended_in_memory);
+  EXPECT_EQ(s->api.max_inflight, HttpApiOptions{}.max_inflight);
+}
+
+TEST(ServeConfigTest, ConfigValuesAreApplied) {
+  auto s = MakeServeSetup(Parse(R"({"listen": "0.0.0.0:9000", "dataDir": "/tmp/sy",
+      "threads": 4, "bodyLimitBytes": 4096, "maxInflight": 64, "disableSync": true,
+      "llmExecutor": "reported", "workers": 3, "hbmBytesPerWorker": 1048576,
+      "policy": "vllm", "endedInMemory": -1, "endedRetentionS": 60,
+      "idempotencyRetentionS": 30, "links": {"pcieBytesPerS": 2e10, "pcieLatencyUs": 5},
+      "tenants": [{"name": "a", "token": "tok-a-0123456789abcdef", "weight": 2}]})"),
+                          {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->http.host, "0.0.0.0");
+  EXPECT_EQ(s->http.port, 9000);
+  EXPECT_EQ(s->http.threads, 4);
+  EXPECT_EQ(s->http.body_limit_bytes, 4096u);
+  EXPECT_EQ(s->api.max_inflight, 64);
+  EXPECT_EQ(s->data_dir, "/tmp/sy");
+  EXPECT_FALSE(s->service.sync_writes);
+  EXPECT_FALSE(s->service.scheduler.simulated_llm);
+  EXPECT_EQ(s->service.scheduler.workers, 3);
+  EXPECT_EQ(s->service.scheduler.hbm_bytes_per_worker, 1048576u);
+  EXPECT_EQ(s->service.scheduler.policy, "vllm");
+  EXPECT_EQ(s->service.ended_in_memory, 0u);  // -1: archive as soon as it ends
+  EXPECT_EQ(s->service.ended_retention_s, 60);
+  EXPECT_EQ(s->service.idempotency_retention_s, 30);
+  EXPECT_DOUBLE_EQ(s->service.scheduler.pcie_bytes_per_s, 2e10);
+  EXPECT_DOUBLE_EQ(s->service.scheduler.pcie_latency_s, 5e-6);
+  EXPECT_DOUBLE_EQ(s->service.scheduler.tenant_weights.at("a"), 2);
+}
+
+TEST(ServeConfigTest, FlagsOverrideTheConfig) {
+  ServeFlags f;
+  f.listen = "127.0.0.1:0";
+  f.data_dir = "elsewhere";
+  f.llm = "simulated";
+  auto s = MakeServeSetup(
+      Parse(R"({"listen": "0.0.0.0:9000", "dataDir": "/tmp/sy", "llmExecutor": "reported"})"), f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->http.port, 0);  // any free port
+  EXPECT_EQ(s->data_dir, "elsewhere");
+  EXPECT_EQ(s->service.data_dir, "elsewhere");
+  EXPECT_TRUE(s->service.scheduler.simulated_llm);
+}
+
+TEST(ServeConfigTest, BadListenAddressesNameTheSetting) {
+  for (const char* bad : {"localhost", ":8470", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536",
+                          "127.0.0.1:-1", "127.0.0.1:80x"}) {
+    ServeFlags f;
+    f.listen = bad;
+    std::string e = ErrorOf("{}", f);
+    EXPECT_NE(e.find("--listen (listen)"), std::string::npos) << bad << ": " << e;
+    EXPECT_NE(e.find("InvalidArgument"), std::string::npos) << bad << ": " << e;
+  }
+  EXPECT_NE(ErrorOf(R"({"listen": "127.0.0.1:99999"})").find("got '99999'"), std::string::npos);
+}
+
+TEST(ServeConfigTest, BadValuesNameTheSettingAndTheValue) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"threads": -2})", "threads must be 0 or more, got -2"},
+      {R"({"bodyLimitBytes": -1})", "body_limit_bytes must be 0 or more, got -1"},
+      {R"({"maxInflight": -5})", "max_inflight must be 0 or more, got -5"},
+      {R"({"workers": -1})", "workers must be 0 or more, got -1"},
+      {R"({"hbmBytesPerWorker": -4096})", "hbm_bytes_per_worker must be 0 or more, got -4096"},
+      {R"({"endedInMemory": -2})", "ended_in_memory must be -1, 0 or more, got -2"},
+      {R"({"endedRetentionS": -1})", "ended_retention_s must be 0 or more, got -1"},
+      {R"({"idempotencyRetentionS": -7})", "idempotency_retention_s must be 0 or more, got -7"},
+      {R"({"links": {"diskLatencyUs": -3}})", "links.disk_latency_us must be 0 or more, got -3"},
+      {R"({"links": {"nvlinkBytesPerS": -1.5}})", "links.nvlink_bytes_per_s must be 0 or more"},
+      {R"({"llmExecutor": "vllm"})",
+       "--llm (llm_executor) must be 'simulated' or 'reported', got 'vllm'"},
+  };
+  for (const auto& [json, want] : cases) {
+    std::string e = ErrorOf(json);
+    EXPECT_NE(e.find(want), std::string::npos) << json << " gave: " << e;
+  }
+  ServeFlags f;
+  f.llm = "gpu";
+  EXPECT_NE(ErrorOf("{}", f).find("got 'gpu'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchyard::api
