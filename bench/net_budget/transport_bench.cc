@@ -79,19 +79,29 @@ Result<Endpoints> Connect(const std::string& tls) {
 // transfer of the next.
 int Window(uint64_t bytes) { return bytes >= (64u << 20) ? 4 : 8; }
 
+// Distinct buffers a PeerPutBandwidth worker writes in turn: one per block id (2 *
+// Window() ids, each commit supersedes an older copy) and one staging buffer per put in
+// flight.
+int PutWorkingSet(uint64_t bytes) { return 3 * Window(bytes); }
+
 // Raw tag bandwidth b -> a in MB/s, Window() messages in flight (each receive is posted
-// before its send, as a peer's data receive is).
-Result<double> TagBandwidth(Endpoints& e, uint64_t bytes) {
+// before its send, as a peer's data receive is). The receives land in `destinations`
+// buffers in turn (default Window(): the set stays in cache at 1 MiB, as ucx_perftest's
+// single buffer does; PutWorkingSet(): as cold as a peer worker's).
+Result<double> TagBandwidth(Endpoints& e, uint64_t bytes, int destinations = 0) {
   const int window = Window(bytes);
+  const int ndst = std::max(destinations, window);
   std::vector<char> src(bytes, 7);
-  std::vector<std::vector<char>> dst(window, std::vector<char>(bytes, 0));
+  std::vector<std::vector<char>> dst(ndst, std::vector<char>(bytes, 0));
+  int next_dst = 0;
   DescriptorList s{{src.data(), bytes}};
   struct Slot {
     TransferHandle r, w;
   };
   std::vector<Slot> slots(window);
   auto post = [&](int i, Tag tag) -> Status {
-    SY_ASSIGN_OR_RETURN(slots[i].r, e.a->PostRecv({{dst[i].data(), bytes}}, tag, ~Tag{0}, {}));
+    SY_ASSIGN_OR_RETURN(slots[i].r,
+                        e.a->PostRecv({{dst[next_dst++ % ndst].data(), bytes}}, tag, ~Tag{0}, {}));
     SY_ASSIGN_OR_RETURN(slots[i].w, e.b->PostSend(e.b_to_a, s, tag, {}));
     return Status::OK();
   };
@@ -294,19 +304,44 @@ bool QuickRun() {
     const char* only = std::getenv("SY_TRANSPORT_BENCH_SIZE");  // "1" or "64" (MiB)
     if (only != nullptr && std::to_string(bytes >> 20) != only) continue;
     const char* what = std::getenv("SY_TRANSPORT_BENCH_WHAT");  // "tag" or "put" (default both)
-    std::optional<double> tag, put;
+    std::optional<double> tag, cold, put;
     if (what == nullptr || std::string(what) != "put") {
       tag = Median([&] { return value(TagBandwidth(*e, bytes)); });
+      cold = Median([&] { return value(TagBandwidth(*e, bytes, PutWorkingSet(bytes))); });
     }
     if (what == nullptr || std::string(what) != "tag") {
       put = Median([&] { return value(PeerPutBandwidth(t, bytes)); });
     }
-    std::fprintf(stderr, "quick %s %s: tag %.1f MB/s, put %.1f MB/s\n", t.c_str(),
-                 SizeName(bytes).c_str(), tag.value_or(-1.0), put.value_or(-1.0));
+    std::fprintf(stderr, "quick %s %s: tag %.1f MB/s (cold destinations %.1f), put %.1f MB/s\n",
+                 t.c_str(), SizeName(bytes).c_str(), tag.value_or(-1.0), cold.value_or(-1.0),
+                 put.value_or(-1.0));
   }
   auto lat = Median([&] { return value(PingPongHalfRttUs(*e, 8192)); });
   std::fprintf(stderr, "quick %s 8KiB latency: %.1f us\n", t.c_str(), lat.value_or(-1.0));
   return true;
+}
+
+// Raw tags into PutWorkingSet() rotating buffers, and the put against them.
+void ReportColdDestinations(Endpoints& e, const std::string& path, uint64_t bytes,
+                            std::optional<double> tag, std::optional<double> put,
+                            bench::Report* report) {
+  const int ndst = PutWorkingSet(bytes);
+  auto cold = Median([&]() -> std::optional<double> {
+    auto r = TagBandwidth(e, bytes, ndst);
+    return r.ok() ? std::optional<double>(*r) : std::nullopt;
+  });
+  if (!cold) return;
+  const std::string name = path + "_" + SizeName(bytes);
+  const std::string note = "Transport PostSend/PostRecv, " + std::to_string(Window(bytes)) +
+                           " messages in flight, receives into " + std::to_string(ndst) +
+                           " rotating buffers (the put worker's working set)";
+  report->Add({"transport_tag_bw_" + name + "_cold_destinations", *cold, "MB/s", true,
+               tag ? "transport_tag_bw_" + name : "", tag, note});
+  if (put) {
+    report->Add({"peer_put_" + name + "_vs_tag_same_working_set", *put, "MB/s", true,
+                 "transport_tag_bw_" + name + "_cold_destinations", cold,
+                 "the put against raw tags with the same destination working set"});
+  }
 }
 
 void Report(const std::map<std::string, bench::Measured>&, bench::Report* report) {
@@ -364,6 +399,10 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
                      "Transport PostSend/PostRecv, " + std::to_string(Window(bytes)) +
                          " messages in flight"});
       }
+      // At 1 MiB ucx_perftest's one buffer per side stays in cache, while a worker writes
+      // each put to a buffer last touched 3 * Window() MiB earlier. Raw tags into that many
+      // rotating buffers separate the cost of cold destination memory from the protocol's.
+      if (bytes < (64u << 20)) ReportColdDestinations(*endpoints, path, bytes, tag, put, report);
     }
     auto lat = Median([&]() -> std::optional<double> {
       auto r = PingPongHalfRttUs(*endpoints, 8192);
