@@ -85,8 +85,8 @@ Status FillScheduler(const v1::ServiceConfig& config, const std::string& llm_fla
   return Status::OK();
 }
 
-}  // namespace
-
+// "HOST:PORT" into `options` host and port, split at the last colon (so "::1:8470" is
+// host ::1; the server checks the host is an IP address); `what` names the setting.
 Status ParseListen(const std::string& listen, const std::string& what, HttpServerOptions* options) {
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {
@@ -103,6 +103,8 @@ Status ParseListen(const std::string& listen, const std::string& what, HttpServe
   options->port = static_cast<uint16_t>(port);
   return Status::OK();
 }
+
+}  // namespace
 
 Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFlags& flags) {
   ServeSetup setup;

@@ -33,8 +33,4 @@ struct ServeSetup {
 
 Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFlags& flags);
 
-// "HOST:PORT" (the last colon splits, so "[::1]:80" keeps its brackets in the host) into
-// `options` host and port; `what` names the setting in errors.
-Status ParseListen(const std::string& listen, const std::string& what, HttpServerOptions* options);
-
 }  // namespace switchyard::api

@@ -380,11 +380,11 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
   // 5 ms: the client's tail builds up outside the handler (socket buffers, I/O-thread
   // queues, both processes waiting for a CPU).
   auto within_5ms = [&](const std::string& series, const std::string& labels) {
-    auto at = [&](const std::string& m, const std::string& le) {
+    auto bucket = [&](const std::string& m, const std::string& le) {
       return MetricValue(m, series + "{" + labels + "le=\"" + le + "\"}");
     };
-    double all = at(m1, "+Inf") - at(m0, "+Inf");
-    return all > 0 ? 100 * (at(m1, "0.005") - at(m0, "0.005")) / all : std::nan("");
+    double all = bucket(m1, "+Inf") - bucket(m0, "+Inf");
+    return all > 0 ? 100 * (bucket(m1, "0.005") - bucket(m0, "0.005")) / all : std::nan("");
   };
   report->Add(
       {"events_handled_within_5ms_pct_at_half_load",
