@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/completion_batch.h"
+#include "base/completion_batch.h"
 #include "base/logging.h"
 #include "base/thread_name.h"
 

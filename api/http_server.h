@@ -6,7 +6,7 @@
 // whoever it hands the request to) calls exactly once, from any thread: the answer is
 // written on the connection's I/O thread, inline when called there, and grouped with the
 // other answers to that thread when the caller has a CompletionBatch open
-// (api/completion_batch.h). A plain Handler returns the response. There are `threads` I/O
+// (base/completion_batch.h). A plain Handler returns the response. There are `threads` I/O
 // threads, each running its own io_context; a connection stays on one of them (assigned
 // round-robin at accept), so handlers of different connections may run concurrently but
 // those of one connection never do. A connection has at most one request in the server.

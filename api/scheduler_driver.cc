@@ -10,6 +10,7 @@
 
 #include "api/report_waiter.h"
 #include "base/asio_event_loop.h"
+#include "base/completion_batch.h"
 #include "base/logging.h"
 #include "base/thread_name.h"
 #include "executors/model_cost.h"
@@ -314,6 +315,7 @@ size_t SchedulerDriver::mirrored_workflows() const {
 
 void SchedulerDriver::Sync(std::function<void()> fn) {
   std::promise<void> done;
+  CompletionBatch::Pause unbatched;  // posted now, not when this thread's batch closes
   loop_->Post([&]() {
     if (fn) fn();
     done.set_value();

@@ -28,7 +28,7 @@ Status FillHttp(const v1::ServiceConfig& config, HttpServerOptions* http) {
   return Status::OK();
 }
 
-// Retention and the in-memory count of ended workflows.
+// Retention, the in-memory count of ended workflows and the group commit delay.
 Status FillRetention(const v1::ServiceConfig& config, ServiceOptions* so) {
   if (config.ended_in_memory() < -1) {
     return Status::InvalidArgument("ended_in_memory must be -1, 0 or more, got " +
@@ -38,6 +38,14 @@ Status FillRetention(const v1::ServiceConfig& config, ServiceOptions* so) {
   SY_RETURN_IF_ERROR(CheckNotNegative("idempotency_retention_s", config.idempotency_retention_s()));
   so->ended_retention_s = config.ended_retention_s();
   so->idempotency_retention_s = config.idempotency_retention_s();
+  if (config.commit_delay_us() < -1) {
+    return Status::InvalidArgument("commit_delay_us must be -1, 0 or more, got " +
+                                   std::to_string(config.commit_delay_us()));
+  }
+  // 0 keeps the default; -1 commits as soon as the last commit ends.
+  if (config.commit_delay_us() != 0) {
+    so->commit_delay = std::chrono::microseconds(std::max<int64_t>(0, config.commit_delay_us()));
+  }
   // 0 keeps the default; -1 archives each workflow as soon as it ends.
   if (config.ended_in_memory() != 0) {
     so->ended_in_memory = static_cast<size_t>(std::max<int64_t>(0, config.ended_in_memory()));

@@ -27,9 +27,9 @@ Service::~Service() {
 
 Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clock* clock) {
   std::unique_ptr<Service> svc(new Service(std::move(options), clock));
-  SY_ASSIGN_OR_RETURN(svc->store_,
-                      Store::Open(svc->options_.data_dir + "/state", svc->options_.sync_writes,
-                                  svc->options_.idempotency_retention_s));
+  SY_ASSIGN_OR_RETURN(
+      svc->store_, Store::Open(svc->options_.data_dir + "/state", svc->options_.sync_writes,
+                               svc->options_.idempotency_retention_s, svc->options_.commit_delay));
   SY_RETURN_IF_ERROR(svc->Recover());
   if (svc->options_.scheduler.enabled) {
     SchedulerDriver::Callbacks cb;

@@ -65,6 +65,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -99,6 +100,8 @@ struct ServiceOptions {
   // Idempotency-Key answers older than this are forgotten (a repeat is a new request) and
   // dropped from the store by compaction; 0 keeps them forever.
   int64_t idempotency_retention_s = 0;
+  // Group commit delay under concurrent load (api/store.h, "Commit delay"); 0 = none.
+  std::chrono::microseconds commit_delay{700};
   SchedulerConfig scheduler;
 };
 

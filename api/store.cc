@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <future>
 
-#include "api/completion_batch.h"
+#include "base/completion_batch.h"
 #include "base/ids.h"
 #include "base/thread_name.h"
 
@@ -72,7 +72,8 @@ Store::~Store() {
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync,
-                                           int64_t idem_retention_s) {
+                                           int64_t idem_retention_s,
+                                           std::chrono::microseconds commit_delay) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Unavailable("cannot create data dir '" + dir + "': " + ec.message());
@@ -129,6 +130,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync,
   store->log_cf_ = handles[1];
   store->idem_cf_ = handles[2];
   store->sync_ = sync;
+  store->commit_delay_ = commit_delay;
   Store* self = store.get();
   store->committer_ = std::thread([self] {
     SetThreadName("sy-store");
@@ -261,16 +263,23 @@ Status Store::WriteBatch(const std::vector<Op>& ops) {
 
 void Store::Commit() {
   std::vector<Op> ops;
+  std::chrono::steady_clock::time_point last_start;
+  size_t last_ops = 0;  // in the previous commit (records, erasures, barriers)
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       committing_ = false;
       wake_.wait(lock, [this] { return !queue_.empty() || stopping_; });
       if (queue_.empty()) return;  // stopping, nothing left
-      ops.swap(queue_);
+      // Records queued while the commit is delayed need no wake-up (committing_).
       committing_ = true;
+      if (last_ops >= kDelaySiblings && commit_delay_.count() > 0) {
+        wake_.wait_until(lock, last_start + commit_delay_, [this] { return stopping_; });
+      }
+      ops.swap(queue_);
     }
     auto t0 = std::chrono::steady_clock::now();
+    last_start = t0;
     Status st = WriteBatch(ops);
     auto t1 = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(t1 - t0).count();
@@ -290,11 +299,12 @@ void Store::Commit() {
       ++stats_.batches;
       stats_.records += records;
       stats_.max_batch = std::max<uint64_t>(stats_.max_batch, records);
+      last_ops = ops.size();
       stats_.write_seconds += secs;
       stats_.max_write_seconds = std::max(stats_.max_write_seconds, secs);
     }
     // In queue order: a workflow's records complete in sequence order. The batch hands
-    // the answers to each I/O thread in one go (api/completion_batch.h).
+    // the answers to each I/O thread in one go (base/completion_batch.h).
     {
       CompletionBatch batch;
       for (Op& op : ops)

@@ -3,6 +3,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
+#include "base/completion_batch.h"
+
 namespace switchyard {
 
 AsioEventLoop::AsioEventLoop() = default;
@@ -15,10 +17,19 @@ AsioEventLoop::~AsioEventLoop() {
 
 void AsioEventLoop::Post(Callback fn) {
   pending_.fetch_add(1, std::memory_order_acq_rel);
-  boost::asio::post(io_, [this, fn = std::move(fn)] {
+  auto task = [this, fn = std::move(fn)] {
     pending_.fetch_sub(1, std::memory_order_acq_rel);
     fn();
-  });
+  };
+  // A thread completing many requests at once (the store's committer) hands the loop one
+  // handler for all of them: one wake-up of the loop's thread per batch.
+  if (CompletionBatch* batch = CompletionBatch::Current()) {
+    batch->Add(
+        this, [this](CompletionBatch::Task t) { boost::asio::post(io_, std::move(t)); },
+        std::move(task));
+    return;
+  }
+  boost::asio::post(io_, std::move(task));
 }
 
 TimerId AsioEventLoop::PostAt(Time when, Callback fn) {

@@ -1,8 +1,10 @@
 // AsioEventLoop: the real-time EventLoop on a Boost.Asio io_context.
 //
-// Post maps to asio::post, PostAt to a steady_timer armed for (when - Now()). Time is
-// read from a RealClock (Unix epoch). The io_context is exposed so that network code
-// (Boost.Beast) can share it; Run() keeps the context alive until Stop(), even when idle.
+// Post maps to asio::post, or, while the calling thread has a CompletionBatch open, to one
+// post of the whole batch when it closes (base/completion_batch.h). PostAt maps to a
+// steady_timer armed for (when - Now()). Time is read from a RealClock (Unix epoch). The
+// io_context is exposed so that network code (Boost.Beast) can share it; Run() keeps the
+// context alive until Stop(), even when idle.
 //
 // Thread-safety: as EventLoop. Several threads may call Run() on the same loop to get a
 // multi-threaded io_context (the HTTP service does); callbacks then run concurrently.

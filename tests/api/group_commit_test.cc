@@ -104,6 +104,43 @@ TEST(StoreGroupCommit, CompletesInQueueOrderInFewerBatchesAndDurably) {
   std::filesystem::remove_all(dir);
 }
 
+// Under concurrent load (the last commit carried kDelaySiblings records or more), the next
+// commit starts no sooner than the delay after it: what arrives meanwhile goes in one batch.
+TEST(StoreGroupCommit, CommitDelayGathersConcurrentRecords) {
+  std::string dir = TempDir("delay");
+  constexpr auto kDelay = std::chrono::milliseconds(300);
+  auto store = Store::Open(dir, /*sync=*/false, 0, kDelay);
+  ASSERT_TRUE(store.ok()) << store.status();
+  Gate gate;
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*store)->Enqueue("w", 0, Rec(0), gate.Hold()).ok());
+  gate.entered.get_future().wait();  // records 1..5 queue behind the held commit
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE((*store)->Enqueue("w", i, Rec(i), nullptr).ok());
+  gate.release.set_value();
+  ASSERT_TRUE((*store)->Flush().ok());  // the 5 went in one commit, started at once
+  uint64_t batches = (*store)->stats().batches;
+  for (int i = 6; i <= 8; ++i) ASSERT_TRUE((*store)->Enqueue("w", i, Rec(i), nullptr).ok());
+  ASSERT_TRUE((*store)->Flush().ok());
+  EXPECT_EQ((*store)->stats().batches, batches + 1) << "records 6..8 and the barrier together";
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, kDelay);
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// A sequential writer (one record per commit) is never delayed.
+TEST(StoreGroupCommit, CommitDelaySparesASequentialWriter) {
+  std::string dir = TempDir("nodelay");
+  constexpr auto kDelay = std::chrono::seconds(5);
+  auto store = Store::Open(dir, /*sync=*/false, 0, kDelay);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE((*store)->Append("w", i, Rec(i)).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ((*store)->stats().batches, 20u);
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StoreGroupCommit, PendingIdempotencyAnswerIsVisibleAndBarrierWaitsForIt) {
   std::string dir = TempDir("idem");
   auto store = Store::Open(dir, true);

@@ -34,6 +34,7 @@ TEST(ServeConfigTest, NoConfigGivesTheEmbeddedDefaults) {
   EXPECT_TRUE(s->service.sync_writes);
   EXPECT_TRUE(s->service.scheduler.simulated_llm);
   EXPECT_EQ(s->service.ended_in_memory, ServiceOptions{}.ended_in_memory);
+  EXPECT_EQ(s->service.commit_delay, std::chrono::microseconds(700));
   EXPECT_EQ(s->api.max_inflight, HttpApiOptions{}.max_inflight);
 }
 
@@ -42,7 +43,7 @@ TEST(ServeConfigTest, ConfigValuesAreApplied) {
       "threads": 4, "bodyLimitBytes": 4096, "maxInflight": 64, "disableSync": true,
       "llmExecutor": "reported", "workers": 3, "hbmBytesPerWorker": 1048576,
       "policy": "vllm", "endedInMemory": -1, "endedRetentionS": 60,
-      "idempotencyRetentionS": 30, "links": {"pcieBytesPerS": 2e10, "pcieLatencyUs": 5},
+      "idempotencyRetentionS": 30, "commitDelayUs": 250, "links": {"pcieBytesPerS": 2e10, "pcieLatencyUs": 5},
       "tenants": [{"name": "a", "token": "tok-a-0123456789abcdef", "weight": 2}]})"),
                           {});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -60,9 +61,16 @@ TEST(ServeConfigTest, ConfigValuesAreApplied) {
   EXPECT_EQ(s->service.ended_in_memory, 0u);  // -1: archive as soon as it ends
   EXPECT_EQ(s->service.ended_retention_s, 60);
   EXPECT_EQ(s->service.idempotency_retention_s, 30);
+  EXPECT_EQ(s->service.commit_delay, std::chrono::microseconds(250));
   EXPECT_DOUBLE_EQ(s->service.scheduler.pcie_bytes_per_s, 2e10);
   EXPECT_DOUBLE_EQ(s->service.scheduler.pcie_latency_s, 5e-6);
   EXPECT_DOUBLE_EQ(s->service.scheduler.tenant_weights.at("a"), 2);
+}
+
+TEST(ServeConfigTest, CommitDelayMinusOneCommitsAtOnce) {
+  auto s = MakeServeSetup(Parse(R"({"commitDelayUs": -1})"), {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.commit_delay.count(), 0);
 }
 
 TEST(ServeConfigTest, FlagsOverrideTheConfig) {
@@ -101,6 +109,7 @@ TEST(ServeConfigTest, BadValuesNameTheSettingAndTheValue) {
       {R"({"endedInMemory": -2})", "ended_in_memory must be -1, 0 or more, got -2"},
       {R"({"endedRetentionS": -1})", "ended_retention_s must be 0 or more, got -1"},
       {R"({"idempotencyRetentionS": -7})", "idempotency_retention_s must be 0 or more, got -7"},
+      {R"({"commitDelayUs": -2})", "commit_delay_us must be -1, 0 or more, got -2"},
       {R"({"links": {"diskLatencyUs": -3}})", "links.disk_latency_us must be 0 or more, got -3"},
       {R"({"links": {"nvlinkBytesPerS": -1.5}})", "links.nvlink_bytes_per_s must be 0 or more"},
       {R"({"llmExecutor": "vllm"})",

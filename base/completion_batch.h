@@ -10,10 +10,17 @@
 // (the I/O thread's io_context); when the batch closes, every target gets one posted
 // handler that runs its answers in the order they were added.
 //
+// The same holds for the scheduler's event loop: each durable record is forwarded to it
+// (AsioEventLoop::Post), and a post per record woke the scheduler thread, which then
+// preempted the committer, once or twice per commit. AsioEventLoop::Post adds to the open
+// batch, so the loop gets one handler per commit.
+//
 // Usage: a thread opens a batch with `CompletionBatch batch;` (it becomes the thread's
 // current batch until destroyed; batches nest, the innermost is current) and completes its
 // requests; whoever would post work to another thread checks `CompletionBatch::Current()`
 // and, when one is open, calls Add() instead of posting. Destroying the batch posts.
+// Work that the opening thread then waits for must not sit in its own batch: such a
+// waiter opens a CompletionBatch::Pause first (no batch is current while it lives).
 //
 // Thread-safety: a batch belongs to the thread that opened it; Add() only from that thread.
 #pragma once
@@ -22,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-namespace switchyard::api {
+namespace switchyard {
 
 class CompletionBatch {
  public:
@@ -56,6 +63,19 @@ class CompletionBatch {
 
   size_t targets() const { return groups_.size(); }
 
+  // While alive, no batch is current on this thread: posts go out at once (for a thread
+  // that posts work and then blocks until it has run).
+  class Pause {
+   public:
+    Pause() : saved_(current_) { current_ = nullptr; }
+    ~Pause() { current_ = saved_; }
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+
+   private:
+    CompletionBatch* saved_;
+  };
+
  private:
   struct Group {
     const void* target;
@@ -77,4 +97,4 @@ class CompletionBatch {
   std::vector<Group> groups_;
 };
 
-}  // namespace switchyard::api
+}  // namespace switchyard

@@ -1,4 +1,4 @@
-#include "api/completion_batch.h"
+#include "base/completion_batch.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,9 @@
 #include <thread>
 #include <vector>
 
-namespace switchyard::api {
+#include "base/asio_event_loop.h"
+
+namespace switchyard {
 namespace {
 
 // A target thread's queue, standing in for an io_context: posts are recorded, run later.
@@ -69,5 +71,29 @@ TEST(CompletionBatchTest, ABatchBelongsToItsThread) {
   EXPECT_EQ(seen, nullptr);
 }
 
+// The scheduler's loop gets one handler per batch: posts made while a batch is open run,
+// in order, only after it closes; a Pause posts at once.
+TEST(CompletionBatchTest, AnEventLoopGetsOneHandlerPerBatch) {
+  AsioEventLoop loop;
+  std::vector<int> ran;
+  {
+    CompletionBatch batch;
+    for (int i = 0; i < 3; ++i) loop.Post([&ran, i] { ran.push_back(i); });
+    EXPECT_EQ(loop.pending(), 3u);
+    EXPECT_EQ(loop.io_context().poll(), 0u);  // nothing reached the loop yet
+    {
+      CompletionBatch::Pause pause;
+      loop.Post([&ran] { ran.push_back(9); });
+    }
+    loop.io_context().restart();  // (poll() stopped the context when it found no work)
+    EXPECT_EQ(loop.io_context().poll(), 1u);
+    EXPECT_EQ(ran, std::vector<int>({9}));
+  }
+  loop.io_context().restart();
+  EXPECT_EQ(loop.io_context().poll(), 1u);  // one handler ran the three posts
+  EXPECT_EQ(ran, std::vector<int>({9, 0, 1, 2}));
+  EXPECT_EQ(loop.pending(), 0u);
+}
+
 }  // namespace
-}  // namespace switchyard::api
+}  // namespace switchyard
