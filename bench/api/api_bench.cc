@@ -15,14 +15,13 @@
 //      stops the excess: 503 with Retry-After; server RSS before/after), then on a fresh
 //      server from a tenant whose rate limit is S: answers by status (429/503), whether
 //      the servers still answer.
-// Also the server's CPU time per answer (from /proc), for events and for /healthz; the
-// disk's own append+fdatasync P50/P99 under the data dir, and the store's mean group-commit
-// time during the half-load phase (from /metrics), so the P99 can be read against what the
-// disk allows; and, from the server's histograms over that phase, the shares of event
-// handlers and of records done within 5 ms, so the client's P99 can be split between
-// the server's work and what happens outside it.
-// Phase length: SY_BENCH_API_SECONDS (default 5) after 1 s of warmup; the server's I/O
-// threads: SY_BENCH_API_THREADS (default 2).
+// Also the server's CPU time per answer (from /proc), for events and for /healthz, closed
+// loop and at half load; the disk's own append+fdatasync P50/P99 under the data dir, and the
+// store's mean group-commit time during the half-load phase (from /metrics), so the P99 can
+// be read against what the disk allows; and, from the server's histograms over that phase, the
+// shares of event handlers and of records done within 5 ms, so the client's P99 can be split
+// between the server's work and what happens outside it. Phase length: SY_BENCH_API_SECONDS
+// (default 5) after 1 s of warmup; the server's I/O threads: SY_BENCH_API_THREADS (default 2).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -337,12 +336,15 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
   // At the sustained rate's concurrency: 64 connections at S/2 are already at 60-80 % of
   // what 64 connections can carry closed-loop, so their own queueing (one request in flight
   // per connection, latency from the due time) would dominate the tail.
+  double cpu3 = CpuSeconds(server.pid());
   std::string h_half = RunLoadgen(bin, server, "healthz", "", half, secs, kSustainConnections);
+  double cpu4 = CpuSeconds(server.pid());
   const std::string store = "switchyard_store_group_commits{value=";
   std::string m0 = HttpGet(server.port(), "/metrics");
   std::string e_half =
       RunLoadgen(bin, server, "events", server.token(), half, secs, kSustainConnections);
   std::string m1 = HttpGet(server.port(), "/metrics");
+  double cpu5 = CpuSeconds(server.pid());
   const std::string at = " at " + std::to_string(static_cast<long>(half)) + "/s";
   double batches =
       MetricValue(m1, store + "\"batches\"}") - MetricValue(m0, store + "\"batches\"}");
@@ -350,6 +352,13 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
       MetricValue(m1, store + "\"records\"}") - MetricValue(m0, store + "\"records\"}");
   double write_s =
       MetricValue(m1, store + "\"write_seconds\"}") - MetricValue(m0, store + "\"write_seconds\"}");
+  // At half load each wake-up finds fewer requests and each group commit fewer records than
+  // at the sustained rate: the server's CPU per event is higher there.
+  report->Add({"server_cpu_us_per_event_at_half_load",
+               1e6 * (cpu5 - cpu4) / (Field(e_half, "answersPerS") * (secs + 1)), "us", false,
+               "server CPU per GET /healthz" + at,
+               1e6 * (cpu4 - cpu3) / (Field(h_half, "answersPerS") * (secs + 1)),
+               "user+system CPU of the server process / answers (approx.)"});
   report->Add({"disk_fdatasync_p50_ms", fsync_p50, "ms", false, "", std::nullopt,
                "4 KiB append + fdatasync under the data dir, same run, server idle"});
   report->Add({"disk_fdatasync_p99_ms", fsync_p99, "ms", false, "", std::nullopt,
