@@ -133,6 +133,7 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
                        {"value=\"batches\"", double(st.batches)},
                        {"value=\"records\"", double(st.records)},
                        {"value=\"max_batch\"", double(st.max_batch)},
+                       {"value=\"delayed\"", double(st.delayed)},
                        {"value=\"write_seconds\"", st.write_seconds},
                        {"value=\"max_write_seconds\"", st.max_write_seconds},
                        {"value=\"queued\"", double(st.queued)}};

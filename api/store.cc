@@ -273,7 +273,9 @@ void Store::Commit() {
       if (queue_.empty()) return;  // stopping, nothing left
       // Records queued while the commit is delayed need no wake-up (committing_).
       committing_ = true;
-      if (last_ops >= kDelaySiblings && commit_delay_.count() > 0) {
+      if (last_ops >= kDelaySiblings && commit_delay_.count() > 0 &&
+          std::chrono::steady_clock::now() < last_start + commit_delay_) {
+        ++stats_.delayed;
         wake_.wait_until(lock, last_start + commit_delay_, [this] { return stopping_; });
       }
       ops.swap(queue_);

@@ -126,6 +126,7 @@ class Store {
   static constexpr std::array<double, 8> kBucketsMs = {0.5, 1, 2, 5, 10, 25, 50, 100};
   struct Stats {
     uint64_t batches = 0, records = 0, max_batch = 0;
+    uint64_t delayed = 0;                             // commits that waited for the commit delay
     double write_seconds = 0, max_write_seconds = 0;  // WriteBatch + WAL fsync
     size_t queued = 0;
     // Group commits by their WriteBatch + WAL fsync time, and records by the time from

@@ -122,6 +122,7 @@ TEST(StoreGroupCommit, CommitDelayGathersConcurrentRecords) {
   for (int i = 6; i <= 8; ++i) ASSERT_TRUE((*store)->Enqueue("w", i, Rec(i), nullptr).ok());
   ASSERT_TRUE((*store)->Flush().ok());
   EXPECT_EQ((*store)->stats().batches, batches + 1) << "records 6..8 and the barrier together";
+  EXPECT_EQ((*store)->stats().delayed, 1u);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, kDelay);
   store->reset();
   std::filesystem::remove_all(dir);
@@ -137,6 +138,7 @@ TEST(StoreGroupCommit, CommitDelaySparesASequentialWriter) {
   for (int i = 0; i < 20; ++i) ASSERT_TRUE((*store)->Append("w", i, Rec(i)).ok());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   EXPECT_EQ((*store)->stats().batches, 20u);
+  EXPECT_EQ((*store)->stats().delayed, 0u);
   store->reset();
   std::filesystem::remove_all(dir);
 }
