@@ -109,13 +109,8 @@ class Session : public std::enable_shared_from_this<Session> {
       };
       asio::io_context& io = self->io_;
       if (io.get_executor().running_in_this_thread()) return reply();
-      if (CompletionBatch* batch = CompletionBatch::Current()) {
-        batch->Add(
-            &io, [&io](CompletionBatch::Task t) { asio::post(io, std::move(t)); },
-            std::move(reply));
-        return;
-      }
-      asio::post(io, std::move(reply));
+      CompletionBatch::Post(
+          &io, [&io](CompletionBatch::Task t) { asio::post(io, std::move(t)); }, std::move(reply));
     };
     try {
       handler_(req, respond);

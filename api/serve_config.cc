@@ -28,7 +28,7 @@ Status FillHttp(const v1::ServiceConfig& config, HttpServerOptions* http) {
   return Status::OK();
 }
 
-// Retention, the in-memory count of ended workflows and the group commit delay.
+// Retention and the in-memory count of ended workflows.
 Status FillRetention(const v1::ServiceConfig& config, ServiceOptions* so) {
   if (config.ended_in_memory() < -1) {
     return Status::InvalidArgument("ended_in_memory must be -1, 0 or more, got " +
@@ -38,17 +38,22 @@ Status FillRetention(const v1::ServiceConfig& config, ServiceOptions* so) {
   SY_RETURN_IF_ERROR(CheckNotNegative("idempotency_retention_s", config.idempotency_retention_s()));
   so->ended_retention_s = config.ended_retention_s();
   so->idempotency_retention_s = config.idempotency_retention_s();
+  // 0 keeps the default; -1 archives each workflow as soon as it ends.
+  if (config.ended_in_memory() != 0) {
+    so->ended_in_memory = static_cast<size_t>(std::max<int64_t>(0, config.ended_in_memory()));
+  }
+  return Status::OK();
+}
+
+// The state store's group commit delay: 0 keeps the default; -1 commits as soon as the
+// last commit ends.
+Status FillCommitDelay(const v1::ServiceConfig& config, ServiceOptions* so) {
   if (config.commit_delay_us() < -1) {
     return Status::InvalidArgument("commit_delay_us must be -1, 0 or more, got " +
                                    std::to_string(config.commit_delay_us()));
   }
-  // 0 keeps the default; -1 commits as soon as the last commit ends.
   if (config.commit_delay_us() != 0) {
     so->commit_delay = std::chrono::microseconds(std::max<int64_t>(0, config.commit_delay_us()));
-  }
-  // 0 keeps the default; -1 archives each workflow as soon as it ends.
-  if (config.ended_in_memory() != 0) {
-    so->ended_in_memory = static_cast<size_t>(std::max<int64_t>(0, config.ended_in_memory()));
   }
   return Status::OK();
 }
@@ -129,6 +134,7 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
   so.data_dir = setup.data_dir;
   so.sync_writes = !config.disable_sync();
   SY_RETURN_IF_ERROR(FillRetention(config, &so));
+  SY_RETURN_IF_ERROR(FillCommitDelay(config, &so));
   SY_RETURN_IF_ERROR(FillScheduler(config, flags.llm, &so.scheduler));
 
   SY_RETURN_IF_ERROR(CheckNotNegative("max_inflight", config.max_inflight()));

@@ -23,13 +23,9 @@ void AsioEventLoop::Post(Callback fn) {
   };
   // A thread completing many requests at once (the store's committer) hands the loop one
   // handler for all of them: one wake-up of the loop's thread per batch.
-  if (CompletionBatch* batch = CompletionBatch::Current()) {
-    batch->Add(
-        this, [this](CompletionBatch::Task t) { boost::asio::post(io_, std::move(t)); },
-        std::move(task));
-    return;
-  }
-  boost::asio::post(io_, std::move(task));
+  CompletionBatch::Post(
+      this, [this](CompletionBatch::Task t) { boost::asio::post(io_, std::move(t)); },
+      std::move(task));
 }
 
 TimerId AsioEventLoop::PostAt(Time when, Callback fn) {

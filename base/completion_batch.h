@@ -17,8 +17,8 @@
 //
 // Usage: a thread opens a batch with `CompletionBatch batch;` (it becomes the thread's
 // current batch until destroyed; batches nest, the innermost is current) and completes its
-// requests; whoever would post work to another thread checks `CompletionBatch::Current()`
-// and, when one is open, calls Add() instead of posting. Destroying the batch posts.
+// requests; whoever would post work to another thread calls CompletionBatch::Post(), which
+// adds to the open batch if there is one and posts otherwise. Destroying the batch posts.
 // Work that the opening thread then waits for must not sit in its own batch: such a
 // waiter opens a CompletionBatch::Pause first (no batch is current while it lives).
 //
@@ -62,6 +62,16 @@ class CompletionBatch {
   }
 
   size_t targets() const { return groups_.size(); }
+
+  // The one way to hand `task` to another thread: into this thread's open batch (under
+  // `target`) when there is one, else through `post` at once.
+  static void Post(const void* target, const Poster& post, Task task) {
+    if (current_ != nullptr) {
+      current_->Add(target, post, std::move(task));
+    } else {
+      post(std::move(task));
+    }
+  }
 
   // While alive, no batch is current on this thread: posts go out at once (for a thread
   // that posts work and then blocks until it has run).
