@@ -87,8 +87,8 @@ class Store {
   // with the next group commit, after everything enqueued before it.
   [[nodiscard]] Status EnqueueErase(const std::string& workflow_id, uint64_t records);
   // Queues the snapshot of an archived workflow (its final status, serialized) for the
-  // next group commit. It lives in the default column family under "archive/<id>" (a
-  // point lookup, where the log's vector memtable would be sorted for a range scan);
+  // next group commit. It lives in the default column family under "archive/<id>" (one
+  // point lookup instead of a scan of the workflow's history);
   // EnqueueErase deletes it with the records.
   [[nodiscard]] Status EnqueueSnapshot(const std::string& workflow_id, std::string snapshot);
   // `done` runs after everything enqueued before it is durable (OK) or failed.
@@ -107,9 +107,8 @@ class Store {
   // Visits every record in (workflow id, sequence) order.
   Status ForEachRecord(const std::function<Status(const std::string& workflow_id, uint64_t seq,
                                                   const v1::WorkflowLogRecord&)>& fn) const;
-  // Visits one workflow's records in sequence order (a bounded range scan). The log's
-  // vector memtable is sorted for the scan (a few ms of CPU for a full 16 MiB memtable):
-  // meant for rare reads (archived workflows, rebuilds), not for the answer path.
+  // Visits one workflow's records in sequence order (a bounded range scan; the log's
+  // memtable is a skip list, so the scan seeks instead of sorting it).
   Status ForEachRecordOf(
       const std::string& workflow_id,
       const std::function<Status(uint64_t seq, const v1::WorkflowLogRecord&)>& fn) const;
