@@ -22,7 +22,9 @@
 // store's mean group-commit time during the half-load phase (from /metrics), so the P99 can
 // be read against what the disk allows; and, from the server's histograms over that phase, the
 // shares of event handlers and of records done within 5 ms, so the client's P99 can be split
-// between the server's work and what happens outside it. Phase length: SY_BENCH_API_SECONDS
+// between the server's work and what happens outside it; and the machine's loopback TCP
+// round trip between two threads on different CPUs against both on one (machine_probe.h),
+// the floor of what each request costs on this machine. Phase length: SY_BENCH_API_SECONDS
 // (default 5) after 1 s of warmup; the server's I/O threads: SY_BENCH_API_THREADS (default 2).
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -47,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/api/machine_probe.h"
 #include "bench/common/report.h"
 
 namespace switchyard::bench {
@@ -179,6 +182,23 @@ std::pair<double, double> FsyncProbe(const std::filesystem::path& dir, int n) {
   if (ms.empty()) return {std::nan(""), std::nan("")};
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)]};
+}
+
+// The machine's price of a wake-up on another CPU, from a loopback TCP ping-pong between
+// two pinned threads (bench/api/machine_probe.h), the server idle: what each request pays
+// at least twice, whatever the service does.
+void ReportPingPong(Report* report) {
+  if (std::thread::hardware_concurrency() < 2) return;
+  constexpr int kRoundTrips = 20000;
+  PingPong same, cross;
+  if (!LoopbackPingPong(0, 0, kRoundTrips, &same) || !LoopbackPingPong(0, 1, kRoundTrips, &cross))
+    return;
+  const std::string note = "200-byte loopback TCP ping-pong, " + std::to_string(kRoundTrips) +
+                           " round trips, threads on CPUs 0 and 1; server idle";
+  report->Add({"loopback_round_trip_us_cross_cpu", cross.round_trip_us, "us", false,
+               "both threads on CPU 0", same.round_trip_us, note});
+  report->Add({"loopback_round_trip_cpu_us_cross_cpu", cross.cpu_us, "us", false,
+               "both threads on CPU 0", same.cpu_us, note + "; CPU time of both threads"});
 }
 
 class Server {
@@ -365,6 +385,7 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
                "4 KiB append + fdatasync under the data dir, same run, server idle"});
   report->Add({"disk_fdatasync_p99_ms", fsync_p99, "ms", false, "", std::nullopt,
                "4 KiB append + fdatasync under the data dir, same run, server idle"});
+  ReportPingPong(report);
   report->Add({"store_commit_ms_mean_at_half_load", batches > 0 ? 1e3 * write_s / batches : 0, "ms",
                false, "disk fdatasync P50 (same run)", fsync_p50,
                "WriteBatch + WAL fdatasync per group commit" + at + "; " +
