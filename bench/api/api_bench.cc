@@ -24,7 +24,7 @@
 // shares of event handlers and of records done within 5 ms, so the client's P99 can be split
 // between the server's work and what happens outside it; and the machine's loopback TCP
 // round trip between two threads on different CPUs against both on one (machine_probe.h),
-// the floor of what each request costs on this machine. Phase length: SY_BENCH_API_SECONDS
+// what this machine charges for a wake-up across CPUs. Phase length: SY_BENCH_API_SECONDS
 // (default 5) after 1 s of warmup; the server's I/O threads: SY_BENCH_API_THREADS (default 2).
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -185,8 +185,8 @@ std::pair<double, double> FsyncProbe(const std::filesystem::path& dir, int n) {
 }
 
 // The machine's price of a wake-up on another CPU, from a loopback TCP ping-pong between
-// two pinned threads (bench/api/machine_probe.h), the server idle: what each request pays
-// at least twice, whatever the service does.
+// two pinned threads (bench/api/machine_probe.h), the server idle. A request pays it when
+// the client and the server's thread sit on different CPUs (how often is up to the kernel).
 void ReportPingPong(Report* report) {
   if (std::thread::hardware_concurrency() < 2) return;
   constexpr int kRoundTrips = 20000;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 namespace switchyard::bench {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 constexpr size_t kMessage = 200;
 
 bool Pin(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);

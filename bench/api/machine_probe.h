@@ -6,8 +6,9 @@
 //                      both threads used per round trip. With both on one CPU, a wake-up is
 //                      a context switch; across CPUs it is also an inter-processor
 //                      interrupt, and on a VM whose idle vCPUs halt, a host-side wake-up
-//                      of the other vCPU. Every request the service answers makes at least
-//                      two such wake-ups (the client's send, the server's answer).
+//                      of the other vCPU. A request makes two wake-ups (the client's send
+//                      wakes a server thread, the answer wakes the client), each across CPUs
+//                      when the two threads sit on different ones.
 #pragma once
 
 namespace switchyard::bench {

@@ -29,6 +29,8 @@ TEST(MachineProbe, FailsWithoutHangingOnACpuTheMachineLacks) {
   PingPong p{-1, -1};
   EXPECT_FALSE(LoopbackPingPong(0, CPU_SETSIZE - 1, 100, &p));
   EXPECT_FALSE(LoopbackPingPong(CPU_SETSIZE - 1, 0, 100, &p));
+  EXPECT_FALSE(LoopbackPingPong(0, -1, 100, &p));
+  EXPECT_FALSE(LoopbackPingPong(0, CPU_SETSIZE, 100, &p));
   EXPECT_EQ(p.round_trip_us, -1);  // left alone
   EXPECT_EQ(p.cpu_us, -1);
 }
