@@ -49,7 +49,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/api/machine_probe.h"
+#include "bench/common/machine_probe.h"
 #include "bench/common/report.h"
 
 namespace switchyard::bench {
@@ -185,7 +185,7 @@ std::pair<double, double> FsyncProbe(const std::filesystem::path& dir, int n) {
 }
 
 // The machine's price of a wake-up on another CPU, from a loopback TCP ping-pong between
-// two pinned threads (bench/api/machine_probe.h), the server idle. A request pays it when
+// two pinned threads (bench/common/machine_probe.h), the server idle. A request pays it when
 // the client and the server's thread sit on different CPUs (how often is up to the kernel).
 void ReportPingPong(Report* report) {
   if (std::thread::hardware_concurrency() < 2) return;

@@ -1,4 +1,4 @@
-#include "bench/api/machine_probe.h"
+#include "bench/common/machine_probe.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

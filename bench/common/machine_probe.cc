@@ -1,4 +1,4 @@
-#include "bench/api/machine_probe.h"
+#include "bench/common/machine_probe.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
