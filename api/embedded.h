@@ -10,7 +10,7 @@
 //                without a start implies the start).
 // By default the engine runs LLM nodes (EmbeddedOptions::engine_runs_llm = true): the
 // scheduler places each LLM node and waits for the engine's result. With false the
-// simulated model executor runs them (demos, tests).
+// simulated engine runs them (demos, tests).
 //
 // Ownership: Embedded owns its Service. Thread-safety: all methods are thread-safe. The
 // OnCommand callback runs on the scheduler's thread: it must be quick and must not call
@@ -36,7 +36,7 @@ struct EmbeddedOptions {
   std::string data_dir = "var";
   std::string tenant = "default";
   bool durable = true;                   // fsync acknowledged writes (invariant 10)
-  bool engine_runs_llm = true;           // false: the simulated model executor runs LLM nodes
+  bool engine_runs_llm = true;           // false: the simulated engine runs LLM nodes
   SchedulerConfig scheduler;             // workers, emulated HBM size, policy, tenant weights
   size_t max_queued_commands = 1 << 20;  // NextCommand() queue bound (oldest dropped)
 };

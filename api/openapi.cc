@@ -95,7 +95,7 @@ const std::string& OpenApiDocument() {
     },
     "/v1/workflows/{id}/events": {
       "parameters": [{"$ref": "#/components/parameters/id"}],
-      "post": {"summary": "report a node event: tool started/finished/failed (the scheduler waits for these), or client-side LLM results when the server runs with llm_executor 'reported' (409 while its simulated model executor runs LLM nodes)",
+      "post": {"summary": "report a node event: tool started/finished/failed (the scheduler waits for these), or client-side LLM results when the server runs with llm_executor 'reported' (409 while its simulated engine runs LLM nodes)",
                "parameters": [{"$ref": "#/components/parameters/idem"}],
                "requestBody": {"required": true, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/NodeEvent"},

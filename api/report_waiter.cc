@@ -59,46 +59,77 @@ void ReportedToolWaiter::Forget(const std::string& workflow_id) {
   EraseWorkflow(early_, workflow_id);
 }
 
-void ReportedModelExecutor::Start(const std::string& key, const scheduler::Command&,
-                                  const v1::ProgramNode&, int64_t, executors::LlmReport report) {
-  runs_[key] = Run{std::move(report), loop_->Now()};
-  auto it = early_.find(key);
-  if (it == early_.end()) return;
+Status ReportedEngine::Admit(const executors::SequenceSpec& seq) {
+  if (runs_.count(seq.key)) return Status::AlreadyExists("sequence " + seq.key + " is running");
+  runs_[seq.key] = Run{loop_->Now()};
+  for (const executors::SeqContext& c : seq.contexts) contexts_[c.key] = c.tokens;
+  auto it = early_->find(seq.key);
+  if (it == early_->end()) return Status::OK();
   while (!it->second.empty()) {
     NodeReport r = std::move(it->second.front());
     it->second.pop_front();
-    if (Apply(runs_[key], r)) {
-      runs_.erase(key);
+    if (r.type != v1::LLM_STARTED) {
+      Finish(seq.key, r);
       break;
     }
   }
-  if (it->second.empty()) early_.erase(it);
+  if (it->second.empty()) early_->erase(it);
+  return Status::OK();
 }
 
-bool ReportedModelExecutor::Apply(Run& run, const NodeReport& r) {
-  if (r.type == v1::LLM_STARTED) return false;
-  Status st = r.type == v1::LLM_FINISHED ? Status::OK() : FailureOf(r, "LLM call");
-  Duration used = loop_->Now() - run.started;
-  loop_->Post([done = std::move(run.report.done), st, out = r.output_tokens, used]() {
-    done(st, out, used);
+void ReportedEngine::Finish(const std::string& key, const NodeReport& r) {
+  runs_.erase(key);
+  executors::StepReport rep;
+  rep.worker = worker_;
+  rep.start = rep.end = loop_->Now();
+  executors::SeqProgress p;
+  p.key = key;
+  p.finished = true;
+  p.status = r.type == v1::LLM_FINISHED ? Status::OK() : FailureOf(r, "LLM call");
+  p.output_done = r.output_tokens;
+  rep.seqs.push_back(std::move(p));
+  // Posted: never inside Admit() or Report().
+  loop_->Post([this, rep = std::move(rep)]() {
+    if (listener_) listener_(rep);
   });
-  return true;
 }
 
-void ReportedModelExecutor::Stop(const std::string& key) { runs_.erase(key); }
-
-void ReportedModelExecutor::Report(const std::string& key, NodeReport report) {
+Result<executors::SeqProgress> ReportedEngine::Preempt(const std::string& key) {
   auto it = runs_.find(key);
-  if (it == runs_.end()) {
-    early_[key].push_back(std::move(report));
+  if (it == runs_.end()) return Status::NotFound("no running sequence " + key);
+  runs_.erase(it);
+  executors::SeqProgress p;
+  p.key = key;
+  return p;
+}
+
+Status ReportedEngine::Import(const std::string& context, int64_t tokens) {
+  contexts_[context] = tokens;
+  return Status::OK();
+}
+
+Status ReportedEngine::Release(const std::string& context) {
+  contexts_.erase(context);
+  return Status::OK();
+}
+
+int64_t ReportedEngine::context_tokens(const std::string& context) const {
+  auto it = contexts_.find(context);
+  return it == contexts_.end() ? -1 : it->second;
+}
+
+void ReportedEngine::Report(const std::string& key, NodeReport report) {
+  if (!runs_.count(key)) {
+    (*early_)[key].push_back(std::move(report));
     return;
   }
-  if (Apply(it->second, report)) runs_.erase(it);
+  if (report.type != v1::LLM_STARTED) Finish(key, report);
 }
 
-void ReportedModelExecutor::Forget(const std::string& workflow_id) {
+void ReportedEngine::Forget(const std::string& workflow_id) {
   EraseWorkflow(runs_, workflow_id);
-  EraseWorkflow(early_, workflow_id);
+  EraseWorkflow(*early_, workflow_id);
+  EraseWorkflow(contexts_, workflow_id);
 }
 
 }  // namespace switchyard::api

@@ -15,6 +15,8 @@
 #include "base/thread_name.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
+#include "executors/simulated_engine.h"
+#include "executors/step_cost.h"
 #include "executors/tiered_mover.h"
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
@@ -213,19 +215,37 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   // demotion is never sent to a tier that cannot take it.
   co.host_bytes_per_worker = std::max<uint64_t>(1, d->host_bytes_ / uint64_t(c.workers));
   co.disk_bytes_per_worker = std::max<uint64_t>(1, d->disk_bytes_ / uint64_t(c.workers));
-  co.slots_per_worker = c.slots_per_worker;
+  co.max_num_seqs = c.max_num_seqs;
+  co.kv_block_tokens = c.kv_block_tokens;
+  co.admission_watermark = 0.01;
   co.tenant_weights = c.tenant_weights;
   co.use_peer = c.workers > 1;
   d->core_ = std::make_unique<scheduler::Core>(co, d->policy_.get(), d->env_.get(), d->env_.get(),
                                                d->cost_.get());
-  executors::ModelExecutor* model = nullptr;
+  executors::EngineLimits limits;
+  limits.max_num_seqs = c.max_num_seqs;
+  limits.max_num_batched_tokens = c.max_num_batched_tokens;
+  limits.block_tokens = c.kv_block_tokens;
+  limits.pool_blocks =
+      static_cast<int64_t>(c.hbm_bytes_per_worker / (static_cast<uint64_t>(c.kv_block_tokens) *
+                                                     d->cost_->KvBytesPerToken()));
   if (c.simulated_llm) {
-    d->sim_model_ = std::make_unique<executors::SimulatedModelExecutor>(
-        d->loop_.get(), d->cost_.get(), executors::SimulatedModelExecutor::Options{});
-    model = d->sim_model_.get();
-  } else {
-    d->engine_model_ = std::make_unique<ReportedModelExecutor>(d->loop_.get());
-    model = d->engine_model_.get();
+    SY_ASSIGN_OR_RETURN(executors::RooflineStepCost step,
+                        executors::RooflineStepCost::Create(d->cost_->model(), d->cost_->gpu()));
+    d->step_cost_ = std::make_unique<executors::RooflineStepCost>(std::move(step));
+  }
+  std::vector<executors::Engine*> engines;
+  auto early = std::make_shared<ReportedEngine::EarlyReports>();
+  for (int w = 0; w < c.workers; ++w) {
+    if (c.simulated_llm) {
+      d->engines_.push_back(std::make_unique<executors::SimulatedEngine>(
+          d->loop_.get(), w, limits, d->step_cost_.get(), executors::SimulatedEngine::Options{}));
+    } else {
+      auto e = std::make_unique<ReportedEngine>(d->loop_.get(), w, limits, early);
+      d->reported_.push_back(e.get());
+      d->engines_.push_back(std::move(e));
+    }
+    engines.push_back(d->engines_.back().get());
   }
   d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_.get());
   executors::TieredKvMover::Options mo;
@@ -237,7 +257,7 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   };
   mo.bytes_scale = scale;
   d->mover_ = std::make_unique<executors::TieredKvMover>(d->loop_.get(), d->blocks_.get(), mo);
-  d->runtime_ = std::make_unique<executors::Runtime>(d->loop_.get(), d->core_.get(), model,
+  d->runtime_ = std::make_unique<executors::Runtime>(d->loop_.get(), d->core_.get(), engines,
                                                      d->tools_.get(), d->mover_.get());
   SchedulerDriver* self = d.get();
   d->runtime_->SetObserver([self](const Event& e, const scheduler::Commands& out, Time now) {
@@ -271,7 +291,7 @@ SchedulerDriver::~SchedulerDriver() {
 }
 
 std::string SchedulerDriver::model_executor_name() const {
-  return sim_model_ ? std::string(sim_model_->name()) : std::string(engine_model_->name());
+  return engines_.empty() ? std::string("none") : std::string(engines_.front()->name());
 }
 
 void SchedulerDriver::Submit(const v1::Workflow& workflow) { runtime_->Submit(workflow); }
@@ -292,8 +312,12 @@ void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent
         r.type == v1::TOOL_STARTED || r.type == v1::TOOL_FINISHED || r.type == v1::TOOL_FAILED;
     if (tool)
       tools_->Report(key, std::move(r));
-    else if (engine_model_)
-      engine_model_->Report(key, std::move(r));
+    else if (!reported_.empty()) {
+      ReportedEngine* at = reported_.front();  // none running: kept for the placement
+      for (ReportedEngine* e : reported_)
+        if (e->Has(key)) at = e;
+      at->Report(key, std::move(r));
+    }
   });
 }
 
@@ -421,16 +445,17 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     for (int w = 0; w < config_.workers; ++w) hbm_used_[w] = core_->hbm_used(w);
   }
   // Callbacks run without the mirror lock (they write durable state).
-  if (sim_model_ && e.kind == EventKind::kLlmFinished && callbacks_.llm_done)
+  bool simulated = reported_.empty();
+  if (simulated && e.kind == EventKind::kLlmFinished && callbacks_.llm_done)
     callbacks_.llm_done(e.workflow_id, e.node_id, e.status, e.output_tokens);
   for (const Command& c : out.list) {
-    if (c.kind == CommandKind::kPlace && sim_model_ && callbacks_.llm_placed)
+    if (c.kind == CommandKind::kPlace && simulated && callbacks_.llm_placed)
       callbacks_.llm_placed(c.workflow_id, c.node_id);
     if (c.kind == CommandKind::kFail && callbacks_.workflow_failed)
       callbacks_.workflow_failed(c.workflow_id, c.node_id, c.reason);
     if (c.kind == CommandKind::kFail || c.kind == CommandKind::kComplete) {
       tools_->Forget(c.workflow_id);
-      if (engine_model_) engine_model_->Forget(c.workflow_id);
+      for (ReportedEngine* r : reported_) r->Forget(c.workflow_id);  // idempotent
     }
   }
   size_t k = 0;

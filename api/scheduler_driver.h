@@ -1,9 +1,9 @@
 // SchedulerDriver: the service's running scheduler (DESIGN.md data flow, service side).
 //
 // It owns a real scheduler::Core driven by an executors::Runtime on its own
-// base::AsioEventLoop thread, with the embedded defaults: a simulated model executor
-// (roofline cost model of Llama-3.1-8B on an H100, named "simulated model executor"), or,
-// when LLM results are reported by an engine, a ReportedModelExecutor; a ReportedToolWaiter
+// base::AsioEventLoop thread, with the embedded defaults: a simulated engine
+// (roofline cost model of Llama-3.1-8B on an H100, named "simulated engine"), or,
+// when LLM results are reported by an engine, a ReportedEngine per worker; a ReportedToolWaiter
 // (tool nodes wait for the client's reports, no timeout); the real data plane for KV moves:
 // a scheduler::NetBudgetEnvironment (net_budget planner and link budgets) over a loopback
 // topology (one node, scheduler::BuildClusterTopology with the worker count) as the core's
@@ -49,7 +49,8 @@ class AsioEventLoop;
 }  // namespace switchyard
 namespace switchyard::executors {
 class Runtime;
-class SimulatedModelExecutor;
+class Engine;
+class StepCostModel;
 class TieredKvMover;
 class RooflineCostModel;
 }  // namespace switchyard::executors
@@ -66,11 +67,12 @@ class BlockManager;
 namespace switchyard::api {
 
 class ReportedToolWaiter;
-class ReportedModelExecutor;
+class ReportedEngine;
 
 struct SchedulerConfig {
   bool enabled = true;
-  // true: LLM nodes run on the simulated model executor; false: an engine reports them.
+  // true: LLM nodes run on the simulated engine (executors/simulated_engine.h: continuous
+  // batching timed by the roofline step cost); false: an engine reports them.
   bool simulated_llm = true;
   int workers = 1;
   // 0: half of physical memory, clamped to [8 GiB, 64 GiB] (emulated: accounting only;
@@ -82,7 +84,9 @@ struct SchedulerConfig {
   // simulated model writes no KV and small machines cannot hold a GPU's worth), so the
   // emulated HBM arena of a worker is hbm_bytes_per_worker / kv_bytes_scale (+ slack).
   uint64_t kv_bytes_scale = 64;
-  int slots_per_worker = 8;
+  int max_num_seqs = 256;                 // per worker (the engine's batch cap)
+  int64_t max_num_batched_tokens = 8192;  // per engine step
+  int64_t kv_block_tokens = 16;
   std::string policy = "switchyard";  // a scheduler::CreatePolicy spec
   // Link figures for net_budget's topology (0: the documented default of ClusterShape).
   double pcie_bytes_per_s = 0, pcie_latency_s = 0;
@@ -183,8 +187,9 @@ class SchedulerDriver {
   std::unique_ptr<kv_tiers::BlockManager> blocks_;
   std::unique_ptr<scheduler::Policy> policy_;
   std::unique_ptr<scheduler::Core> core_;
-  std::unique_ptr<executors::SimulatedModelExecutor> sim_model_;
-  std::unique_ptr<ReportedModelExecutor> engine_model_;
+  std::unique_ptr<executors::StepCostModel> step_cost_;
+  std::vector<std::unique_ptr<executors::Engine>> engines_;  // one per worker
+  std::vector<ReportedEngine*> reported_;  // the same engines, when results are reported
   std::unique_ptr<ReportedToolWaiter> tools_;
   std::unique_ptr<executors::TieredKvMover> mover_;
   std::unique_ptr<executors::Runtime> runtime_;

@@ -1,6 +1,6 @@
 // ServeSetup: what `switchyard serve` runs with. MakeServeSetup() takes the config file's
 // ServiceConfig, applies the command line's overrides and the embedded defaults
-// (127.0.0.1:8470, ./var, 2 HTTP threads, the simulated model executor), and checks every
+// (127.0.0.1:8470, ./var, 2 HTTP threads, the simulated engine), and checks every
 // value, so that a bad setting stops the server before it opens its data directory, with
 // an error naming the setting (its flag and config field) and the value it got.
 //

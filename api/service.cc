@@ -445,7 +445,7 @@ void Service::ReportEventAsync(const std::string& tenant, const std::string& wor
   if (llm && driver_ && driver_->config().simulated_llm) {
     return done(Status::FailedPrecondition(
         "event." + v1::NodeEventType_Name(event.type()) +
-        ": LLM nodes run on the service's simulated model executor (llm_executor "
+        ": LLM nodes run on the service's simulated engine (llm_executor "
         "'simulated'), which reports their results; LLM events are accepted from clients "
         "only with llm_executor 'reported'"));
   }

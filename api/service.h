@@ -30,7 +30,7 @@
 // Scheduling: unless options.scheduler.enabled is false, the service drives a real
 // scheduler (SchedulerDriver: scheduler::Core through executors::Runtime on its own event
 // loop). Every acknowledged mutation is forwarded to it; tool nodes wait for the client's
-// TOOL_* reports; LLM nodes run on the simulated model executor (embedded default, whose
+// TOOL_* reports; LLM nodes run on the simulated engine (embedded default, whose
 // LLM_STARTED/LLM_FINISHED the service records durably itself) or, with
 // scheduler.simulated_llm = false, on an engine that reports LLM_* events (embedding API or
 // HTTP). Get() adds where each context's KV lives and the decisions taken. On Open() every

@@ -149,7 +149,7 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
     ev->set_node_id(node);
     ev->set_type(type);
     ev->set_time_ms(rec.time_ms());
-    ev->set_request_id("simulated model executor");
+    ev->set_request_id("simulated engine");
     if (type == v1::LLM_FINISHED) ev->set_output_tokens(output_tokens);
     if (type == v1::LLM_FAILED) {
       ev->set_error(st.message());

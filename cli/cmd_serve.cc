@@ -2,7 +2,7 @@
 // the HTTP/JSON service with embedded defaults (127.0.0.1:8470, ./var, a `default` tenant
 // whose token is printed and written to <data-dir>/tokens/default, mode 0600) driving the
 // scheduler: one simulated worker, emulated HBM/host/disk tiers sized from the machine,
-// loopback topology, LLM nodes on the simulated model executor (--llm reported: an engine
+// loopback topology, LLM nodes on the simulated engine (--llm reported: an engine
 // or the clients report LLM results). Stops on SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// RooflineCostModel: the "simulated model executor" cost model (prefill and decode time).
+// RooflineCostModel: the "simulated engine" cost model (prefill and decode time).
 //
 // Prices one LLM call from a model config and a GPU spec (proto/switchyard/v1/model.proto;
 // configs/models/*.json, configs/gpus/*.json) with a roofline:

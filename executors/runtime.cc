@@ -7,9 +7,22 @@ using scheduler::CommandKind;
 using scheduler::Event;
 using scheduler::EventKind;
 
-Runtime::Runtime(EventLoop* loop, scheduler::Core* core, ModelExecutor* model, ToolWaiter* tools,
-                 KvMover* mover)
-    : loop_(loop), core_(core), model_(model), tools_(tools), mover_(mover) {}
+Runtime::Runtime(EventLoop* loop, scheduler::Core* core, std::vector<Engine*> engines,
+                 ToolWaiter* tools, KvMover* mover)
+    : loop_(loop), core_(core), engines_(std::move(engines)), tools_(tools), mover_(mover) {
+  for (size_t w = 0; w < engines_.size(); ++w)
+    if (engines_[w]) engines_[w]->SetListener([this](const StepReport& r) { OnStep(r); });
+}
+
+Engine* Runtime::engine(int worker) const {
+  return worker >= 0 && worker < static_cast<int>(engines_.size()) ? engines_[worker] : nullptr;
+}
+
+void Runtime::Release(const std::string& context, int worker) {
+  for (size_t w = 0; w < engines_.size(); ++w)
+    if (engines_[w] && (worker < 0 || worker == static_cast<int>(w)))
+      (void)engines_[w]->Release(context);
+}
 
 void Runtime::Submit(v1::Workflow workflow) {
   loop_->Post([this, w = std::move(workflow)]() {
@@ -50,7 +63,10 @@ void Runtime::Cancel(const std::string& workflow_id) {
 void Runtime::PeerLost(int worker) {
   loop_->Post([this, worker]() {
     // Runs on the lost worker produce nothing more.
-    for (const std::string& key : running_on_[worker]) model_->Stop(key);
+    for (const std::string& key : running_on_[worker]) {
+      if (Engine* eng = engine(worker)) (void)eng->Preempt(key);
+      seqs_.erase(key);
+    }
     running_on_.erase(worker);
     Event e;
     e.kind = EventKind::kPeerLost;
@@ -71,13 +87,15 @@ void Runtime::Inject(Event e) {
   loop_->Post([this, e = std::move(e)]() { Feed(e); });
 }
 
-void Runtime::Feed(const Event& e) {
+void Runtime::Feed(const Event& e, const std::function<void()>& then) {
   Time now = loop_->Now();
   scheduler::Commands out = core_->handle(e, now);
   ++events_;
   if (observer_) observer_(e, out, now);
+  if (then) then();
   for (const Command& c : out.list) Execute(c);
   if (out.wakeup != Time::Max()) ScheduleTick(out.wakeup);
+  if (after_) after_(now);
 }
 
 void Runtime::ScheduleTick(Time at) {
@@ -96,27 +114,40 @@ void Runtime::Execute(const Command& c) {
     case CommandKind::kPlace:
       StartLlm(c);
       break;
-    case CommandKind::kPreempt:
-      model_->Stop(c.workflow_id + "/" + c.node_id);
-      running_on_[c.worker].erase(c.workflow_id + "/" + c.node_id);
+    case CommandKind::kPreempt: {
+      std::string key = c.workflow_id + "/" + c.node_id;
+      if (Engine* eng = engine(c.worker)) (void)eng->Preempt(key);
+      running_on_[c.worker].erase(key);
+      seqs_.erase(key);
+      SyncContexts(c.workflow_id, c.node_id, c.worker);
       break;
+    }
     case CommandKind::kAdmit:
       StartTool(c);
       break;
     case CommandKind::kDemote:
     case CommandKind::kPrefetch: {
       uint64_t id = c.transfer_id;
-      mover_->Move(c, [this, id](Status st) {
-        Event e;
-        e.kind = st.ok() ? EventKind::kTransferCompleted : EventKind::kTransferFailed;
-        e.transfer_id = id;
-        e.status = st;
-        Feed(e);
-      });
+      // The destination's blocks exist from the start of the move (it writes into them);
+      // readers see them only once the core commits the move.
+      bool to_hbm = c.dst.tier == scheduler::Tier::kHbm || c.dst.tier == scheduler::Tier::kPeer;
+      if (to_hbm)
+        if (Engine* eng = engine(c.dst.worker)) {
+          int64_t tokens = core_->ContextTokens(c.context);
+          (void)eng->Import(c.context, tokens);
+        }
+      moves_[id] = c;
+      mover_->Move(c, [this, id](Status st) { OnMoveDone(id, st); });
       break;
     }
     case CommandKind::kDiscard:
-      if (c.transfer_id != 0) mover_->Cancel(c.transfer_id);
+      if (c.transfer_id != 0) {
+        // The move's end releases its blocks (the core holds them until then).
+        release_after_.insert(c.transfer_id);
+        mover_->Cancel(c.transfer_id);
+      } else {
+        Release(c.context, -1);
+      }
       mover_->Discard(c.context);
       break;
     case CommandKind::kFail:
@@ -130,41 +161,148 @@ void Runtime::Execute(const Command& c) {
   }
 }
 
+void Runtime::OnMoveDone(uint64_t id, Status st) {
+  auto it = moves_.find(id);
+  if (it != moves_.end()) {
+    const Command& c = it->second;
+    auto in_hbm = [](const scheduler::Location& l) {
+      return l.tier == scheduler::Tier::kHbm || l.tier == scheduler::Tier::kPeer;
+    };
+    bool drop = release_after_.erase(id) > 0;
+    // Committed: the source's blocks go (the copy is the context now). Failed: the
+    // destination's go. Discarded while moving: both.
+    if ((st.ok() || drop) && in_hbm(c.src) && !(c.src == c.dst)) Release(c.context, c.src.worker);
+    if ((!st.ok() || drop) && in_hbm(c.dst)) Release(c.context, c.dst.worker);
+    moves_.erase(it);
+  }
+  Event e;
+  e.kind = st.ok() ? EventKind::kTransferCompleted : EventKind::kTransferFailed;
+  e.transfer_id = id;
+  e.status = st;
+  Feed(e);
+}
+
+void Runtime::SyncContexts(const std::string& wf, const std::string& node, int worker) {
+  Engine* eng = engine(worker);
+  auto w = specs_.find(wf);
+  if (!eng || w == specs_.end()) return;
+  auto n = w->second.find(node);
+  if (n == w->second.end()) return;
+  // What the engine computed beyond what the core kept (a prefill cut short, a failed
+  // call's tokens) is not part of the context: shrink the engine's copy to the core's.
+  for (const v1::CacheRef& r : n->second.cache_refs()) {
+    std::string key = scheduler::ContextKey(wf, r.context());
+    if (eng->context_tokens(key) < 0) continue;
+    std::optional<scheduler::Location> loc = core_->ContextLocation(key);
+    int64_t tokens = core_->ContextTokens(key);
+    bool here = loc &&
+                (loc->tier == scheduler::Tier::kHbm || loc->tier == scheduler::Tier::kPeer) &&
+                loc->worker == worker;
+    if (here && tokens > 0) {
+      (void)eng->Import(key, tokens);
+    } else {
+      (void)eng->Release(key);
+    }
+  }
+}
+
 void Runtime::StartLlm(const Command& c) {
   auto wf = specs_.find(c.workflow_id);
   if (wf == specs_.end()) return;
   auto node = wf->second.find(c.node_id);
   if (node == wf->second.end()) return;
-  int64_t ctx = 0;
-  for (const v1::CacheRef& r : node->second.cache_refs())
-    ctx += core_->ContextTokens(scheduler::ContextKey(c.workflow_id, r.context()));
+  Engine* eng = engine(c.worker);
   std::string key = c.workflow_id + "/" + c.node_id;
+  const v1::ProgramNode& n = node->second;
+  SequenceSpec seq;
+  seq.key = key;
+  int64_t rebuilt = 0;
+  for (const v1::CacheRef& r : n.cache_refs()) {
+    SeqContext sc;
+    sc.key = scheduler::ContextKey(c.workflow_id, r.context());
+    sc.tokens = core_->ContextTokens(sc.key);
+    sc.resident = eng && eng->context_tokens(sc.key) >= 0;  // else created or rebuilt
+    if (!sc.resident) rebuilt += sc.tokens;
+    seq.contexts.push_back(std::move(sc));
+  }
+  seq.extends_primary = n.cache_refs_size() > 0 && n.cache_refs(0).mode() != v1::CacheRef::READ;
+  const v1::Hints& h = n.hints();
+  int64_t fresh = 0;
+  if (n.cache_refs_size() == 0) {
+    fresh = h.prompt_tokens();
+  } else if (n.cache_refs(0).mode() == v1::CacheRef::CREATE) {
+    fresh = std::max(h.prompt_tokens(), h.extend_tokens());
+  } else if (n.cache_refs(0).mode() == v1::CacheRef::EXTEND) {
+    fresh = h.extend_tokens();
+  }
+  seq.prefill_tokens = rebuilt + std::max<int64_t>(0, fresh - c.prefill_done);
+  seq.output_done = c.output_done;
+  seq.max_output_tokens = std::max<int64_t>(
+      1, h.max_output_tokens() > 0 ? h.max_output_tokens() : core_->default_max_output_tokens());
+  if (oracle_)
+    seq.actual_output_tokens = std::min(seq.max_output_tokens, oracle_(c.workflow_id, n));
   running_on_[c.worker].insert(key);
-  std::string wf_id = c.workflow_id, node_id = c.node_id;
-  int worker = c.worker;
-  LlmReport report;
-  report.step = [this, wf_id, node_id, worker](int64_t done) {
-    Event e;
-    e.kind = EventKind::kEngineStep;
-    e.workflow_id = wf_id;
-    e.node_id = node_id;
-    e.worker = worker;
-    e.tokens_done = done;
-    Feed(e);
-  };
-  report.done = [this, wf_id, node_id, worker, key](Status st, int64_t out, Duration used) {
-    running_on_[worker].erase(key);
+  seqs_[key] = Seq{c.workflow_id, c.node_id, loop_->Now()};
+  Status st = eng ? eng->Admit(seq)
+                  : Status::FailedPrecondition("no engine for worker " + std::to_string(c.worker));
+  if (!st.ok()) {
+    // The core and the engine disagree on free KV (or the spec is bad): the node fails
+    // and the core's retry rule decides what happens next.
+    running_on_[c.worker].erase(key);
+    seqs_.erase(key);
     Event e;
     e.kind = EventKind::kLlmFinished;
-    e.workflow_id = wf_id;
-    e.node_id = node_id;
-    e.worker = worker;
-    e.status = st;
-    e.output_tokens = out;
-    e.model_time = used;
-    Feed(e);
-  };
-  model_->Start(key, c, node->second, ctx, std::move(report));
+    e.workflow_id = c.workflow_id;
+    e.node_id = c.node_id;
+    e.worker = c.worker;
+    e.status = Status::Internal("engine refused the sequence: " + st.message());
+    loop_->Post([this, e = std::move(e)]() { Feed(e); });
+  }
+}
+
+void Runtime::OnStep(const StepReport& r) {
+  Event e;
+  e.kind = EventKind::kEngineReport;
+  e.worker = r.worker;
+  std::vector<Event> finished;
+  for (const SeqProgress& p : r.seqs) {
+    auto it = seqs_.find(p.key);
+    if (it == seqs_.end()) continue;  // preempted since
+    // Every sequence's progress, the finishing ones' too: their last token's block is
+    // already taken, so the ledger must count it before their end is handled.
+    e.steps.push_back({it->second.wf, it->second.node, p.prefill_done, p.output_done});
+    if (!p.finished) continue;
+    Event f;
+    f.kind = EventKind::kLlmFinished;
+    f.workflow_id = it->second.wf;
+    f.node_id = it->second.node;
+    f.worker = r.worker;
+    f.status = p.status;
+    f.output_tokens = p.status.ok() ? p.output_done : 0;
+    f.model_time = r.end - it->second.admitted;
+    finished.push_back(std::move(f));
+    running_on_[r.worker].erase(p.key);
+    seqs_.erase(it);
+  }
+  // Progress first (the core's ledger must count the step's new blocks before anything is
+  // admitted), then the ends, then the sequences left without a block (after the ends,
+  // whose contexts become evictable).
+  if (!e.steps.empty()) Feed(e);
+  for (const Event& f : finished) {
+    if (f.status.ok()) {
+      Feed(f);
+    } else {
+      Feed(f, [&]() { SyncContexts(f.workflow_id, f.node_id, f.worker); });
+    }
+  }
+  Event x;
+  x.kind = EventKind::kEngineReport;
+  x.worker = r.worker;
+  for (const std::string& key : r.exhausted) {
+    auto it = seqs_.find(key);
+    if (it != seqs_.end()) x.exhausted.push_back({it->second.wf, it->second.node, 0, 0});
+  }
+  if (!x.exhausted.empty()) Feed(x);
 }
 
 void Runtime::StartTool(const Command& c) {

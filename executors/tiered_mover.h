@@ -8,7 +8,7 @@
 // any block fails or the move is cancelled, the destination copies are evicted and the
 // sources stay (invariants 1-3). The runtime hears of the move only after that point.
 //
-// Emulation, named so: the simulated model executor writes no KV, so the first time a
+// Emulation, named so: the simulated engine writes no KV, so the first time a
 // context is moved out of a tier the mover materialises its blocks there (a deterministic
 // pattern, validated and committed like any write), and it carries 1/`bytes_scale` of
 // the context's bytes (the service's emulated tiers live in host memory on small

@@ -37,7 +37,25 @@ Time CoreState::NodeDeadline(const WfRec& wf, const NodeRec& n) const {
 }
 
 void CoreState::Handle(const Event& e) {
+  uint64_t before = changes;
   RunTimers();
+  if (e.kind == EventKind::kEngineReport) {
+    // A step's progress only consumes memory: re-dispatch only when something was freed
+    // (a timer, an eviction or a preemption), so a batching engine's many steps stay cheap.
+    bool fired = changes != before;
+    uint64_t preempted = pool_preemptions;
+    OnEngineReport(e);
+    // vLLM: no admissions in a step that preempted (the victim would come straight back);
+    // the next report dispatches.
+    if (pool_preemptions != preempted) {
+      dispatch_next_report = true;
+    } else if (fired || changes != before || dispatch_next_report) {
+      dispatch_next_report = false;
+      Dispatch();
+    }
+    out->wakeup = timers.empty() ? Time::Max() : std::max(now, timers.begin()->at);
+    return;
+  }
   if (e.kind == EventKind::kWorkflowSubmitted) {
     Submit(e.workflow);
   } else if (e.kind == EventKind::kTransferCompleted || e.kind == EventKind::kTransferFailed) {
@@ -88,12 +106,17 @@ void CoreState::Handle(const Event& e) {
                                                            : opt.default_max_output_tokens);
               // Grow the primary context by what the node wrote; release the rest.
               std::vector<std::string> cs = NodeContexts(*wf, n);
-              int64_t grown = n.new_tokens - n.new_done + out_tokens;
+              int64_t grown =
+                  n.new_tokens - n.new_done + std::max<int64_t>(0, out_tokens - n.out_done);
               n.new_done = n.new_tokens;
-              if (!cs.empty() && n.spec.cache_refs(0).mode() != v1::CacheRef::READ) {
+              n.out_done = 0;
+              uint64_t grown_bytes = 0;
+              if (!cs.empty() && ExtendsPrimary(n)) {
                 CtxRec& c = ctxs[cs[0]];
                 c.tokens += grown;
-                c.bytes = static_cast<uint64_t>(c.tokens) * BytesPerToken();
+                uint64_t was = c.bytes;
+                c.bytes = BlockBytes(c.tokens);
+                grown_bytes = c.bytes - std::min(c.bytes, was);
               }
               TenantRec& t = Tenant(wf->tenant);
               t.service += e.model_time - n.charged;
@@ -101,8 +124,7 @@ void CoreState::Handle(const Event& e) {
               wf->atlas = std::max(wf->atlas, n.inherited + e.model_time);
               StopRunning(*wf, idx);
               // StopRunning returned the reservation; account the grown bytes again.
-              if (!cs.empty() && n.spec.cache_refs(0).mode() != v1::CacheRef::READ)
-                Hold(ctxs[cs[0]].loc, grown * static_cast<int64_t>(BytesPerToken()));
+              if (grown_bytes > 0) Hold(ctxs[cs[0]].loc, static_cast<int64_t>(grown_bytes));
               OnSucceeded(*wf, idx);
             } else {
               StopRunning(*wf, idx);
@@ -305,6 +327,12 @@ void CoreState::RunTimers() {
       } else {
         FailNode(*wf, t.node, "node '" + n.spec.id() + "' cannot be retried: " + st.message());
       }
+      continue;
+    }
+    if (t.kind == TimerKind::kRekey) {
+      rekey_pending = false;
+      Rekey();  // queues the next rekey while nodes wait
+      ++changes;
       continue;
     }
     auto it = ctxs.find(t.key);

@@ -30,8 +30,17 @@ namespace switchyard::scheduler {
 
 struct CoreOptions {
   int workers = 1;
-  uint64_t hbm_bytes_per_worker = 64ULL << 30;   // KV capacity per worker
-  int slots_per_worker = 8;                      // concurrent LLM nodes per worker
+  uint64_t hbm_bytes_per_worker = 64ULL << 30;  // KV capacity per worker
+  // LLM nodes running at once on a worker (the engine's max_num_seqs). Memory, not this
+  // cap, is what normally bounds a worker: nodes are admitted by free KV blocks.
+  int max_num_seqs = 256;
+  // KV block size in tokens: a context holds whole blocks, and a running node reserves the
+  // blocks its prefill writes at admission and one more each time its decode crosses a
+  // block boundary (reported by the engine, kEngineReport). 1: byte-exact accounting.
+  int64_t kv_block_tokens = 1;
+  // Fraction of a worker's KV kept free when admitting a node (vLLM's watermark, 0.01),
+  // so running decodes have blocks to grow into.
+  double admission_watermark = 0;
   std::map<std::string, double> tenant_weights;  // absent: 1.0
   bool use_host = true, use_disk = true, use_peer = true;
   // Capacity of each worker's host and disk offload tiers; 0: not modelled (unbounded). A
@@ -69,6 +78,8 @@ class Core {
   const Policy& policy() const { return *policy_; }
   uint64_t hbm_used(int worker) const;
   uint64_t hbm_capacity() const { return options_.hbm_bytes_per_worker; }
+  const CoreOptions& options() const { return options_; }
+  int64_t default_max_output_tokens() const { return options_.default_max_output_tokens; }
   std::optional<Location> ContextLocation(const std::string& context_key) const;
   int64_t ContextTokens(const std::string& context_key) const;
   Duration TenantService(const std::string& tenant) const;

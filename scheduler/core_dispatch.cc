@@ -62,7 +62,9 @@ void CoreState::Enqueue(WfRec& wf, int idx) {
                      n.est_run,
                      n.spec.hints().prompt_tokens(),
                      ContextsResident(wf, n),
-                     n.resumed};
+                     n.resumed,
+                     now - n.ready_since,
+                     wf.waited};
   OrderKey k = policy->Order(info);
   std::string tname = policy->FairShareAcrossTenants() ? wf.tenant : std::string();
   TenantRec& t = Tenant(tname);
@@ -93,6 +95,10 @@ void CoreState::Enqueue(WfRec& wf, int idx) {
   }
   queued_demand += n.demand;
   ++queued;
+  if (!rekey_pending && policy->RekeyInterval() > Duration(0)) {
+    rekey_pending = true;
+    timers.insert({now + policy->RekeyInterval(), TimerKind::kRekey, "", -1});
+  }
 }
 
 void CoreState::Dequeue(WfRec& wf, int idx) {
@@ -148,13 +154,27 @@ void CoreState::Dispatch() {
   std::set<std::pair<std::string, int>> skipped;
   for (int tries = 0; tries < opt.dispatch_tries && queued > skipped.size(); ++tries) {
     bool free_slot = false;
-    for (const WorkerRec& w : workers) free_slot |= w.alive && w.running < opt.slots_per_worker;
+    for (const WorkerRec& w : workers) free_slot |= w.alive && w.running < opt.max_num_seqs;
     if (!free_slot) return;
     const QKey* k = PickNext(skipped);
     if (!k) return;
     std::string wf_id = k->wf;
     int idx = k->node;
-    if (!TryPlace(wfs[wf_id], idx)) skipped.insert({wf_id, idx});
+    if (!TryPlace(wfs[wf_id], idx)) {
+      if (policy->HeadOfLineBlocking()) return;
+      skipped.insert({wf_id, idx});
+    }
+  }
+}
+
+void CoreState::Rekey() {
+  std::vector<std::pair<std::string, int>> all;
+  for (const auto& [name, t] : tenants)
+    for (const QKey& k : t.ready) all.push_back({k.wf, k.node});
+  for (const auto& [wf_id, idx] : all) {
+    WfRec& wf = wfs[wf_id];
+    Dequeue(wf, idx);
+    Enqueue(wf, idx);
   }
 }
 
@@ -165,17 +185,20 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
     const CtxRec& c = ctxs[key];
     if (c.transfer != 0 || c.users > 0) return false;  // not committed / being written
   }
-  uint64_t bpt = BytesPerToken();
   int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
                                                        : opt.default_max_output_tokens;
-  uint64_t growth = static_cast<uint64_t>(n.new_tokens - n.new_done + out) * bpt;
+  // Admission by free KV blocks: the prefill's blocks now (the engine allocates them at
+  // admission), the decode's as it goes; the watermark keeps room for running decodes.
+  uint64_t growth = Growth(wf, n, n.out_done);
+  uint64_t watermark = static_cast<uint64_t>(opt.admission_watermark *
+                                             static_cast<double>(opt.hbm_bytes_per_worker));
   int best = -1, any = -1;
   double best_cost = 0, any_cost = 0;
   uint64_t best_need = 0, any_need = 0;
   for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
     const WorkerRec& wr = workers[static_cast<size_t>(w)];
-    if (!wr.alive || wr.running >= opt.slots_per_worker) continue;
-    uint64_t need = growth;
+    if (!wr.alive || wr.running >= opt.max_num_seqs) continue;
+    uint64_t need = growth + (wr.running > 0 ? watermark : 0);
     double cost_s = 0;
     for (const std::string& key : keys) {
       const CtxRec& c = ctxs[key];
@@ -197,7 +220,10 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
     if (Free(w) >= need && (best < 0 || cost_s < best_cost))
       best = w, best_cost = cost_s, best_need = need;
   }
-  uint64_t whole = growth;  // the node with all its contexts on one worker
+  // The node's prefill with all its contexts and one block to decode into on one worker
+  // (the output cap is not required to fit: most calls end well before it).
+  (void)out;
+  uint64_t whole = growth + BlockBytes(1);
   for (const std::string& key : keys) whole += ctxs[key].bytes;
   if (best < 0) {
     if (whole > opt.hbm_bytes_per_worker) {
@@ -246,10 +272,13 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   n.est_run = EstimateRun(wf, n);
   // Recent queueing delay (EWMA over ~20 placements).
   queue_delay_ewma += (now - n.ready_since - queue_delay_ewma) / 20;
+  wf.waited += now - n.ready_since;
   Dequeue(wf, idx);
   uint64_t epoch = std::max(model_epoch[n.spec.model_id()], n.spec.model_epoch());
+  n.rebuilding.clear();
   for (const std::string& key : NodeContexts(wf, n)) {
     CtxRec& c = ctxs[key];
+    if (c.loc.tier == Tier::kNone && c.tokens > 0) n.rebuilding.push_back(key);
     if (c.loc.tier == Tier::kNone || c.loc.tier == Tier::kPeer || c.tokens == 0) {
       if (c.loc.tier == Tier::kPeer) Hold(c.loc, -static_cast<int64_t>(c.bytes));
       SetLoc(c, {Tier::kHbm, w});
@@ -264,9 +293,12 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
     c.deferrals = 0;
     c.evict_pending = false;
   }
-  int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
-                                                       : opt.default_max_output_tokens;
-  n.reserved = static_cast<uint64_t>(n.new_tokens - n.new_done + out) * BytesPerToken();
+  std::vector<std::string> keys = NodeContexts(wf, n);
+  n.base_tokens = !keys.empty() && ExtendsPrimary(n) ? ctxs[keys[0]].tokens : 0;
+  n.prog_prefill = 0;
+  n.prog_out = n.out_done;
+  n.reserved = Growth(wf, n, n.out_done);
+  n.place_seq = next_seq++;
   WorkerRec& wr = workers[static_cast<size_t>(w)];
   wr.used += n.reserved;
   wr.running++;
@@ -285,7 +317,8 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
         .node_id = n.spec.id(),
         .worker = w,
         .recompute_tokens = recompute,
-        .prefill_done = n.new_done});
+        .prefill_done = n.new_done,
+        .output_done = n.out_done});
 }
 
 void CoreState::StopRunning(WfRec& wf, int idx) {
@@ -297,6 +330,7 @@ void CoreState::StopRunning(WfRec& wf, int idx) {
   wr.nodes.erase({wf.id, idx});
   n.reserved = 0;
   n.worker = -1;
+  ++changes;
   for (const std::string& key : NodeContexts(wf, n)) {
     auto it = ctxs.find(key);
     if (it == ctxs.end()) continue;
@@ -343,7 +377,8 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
     // Its tool is about to start: the tool-wait rule decides then.
     if (wf.admitted_tools > 0) continue;
     bool queued_user = wf.queued_nodes > 0;
-    IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), StepsToUse(c)};
+    IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), StepsToUse(c),
+                         c.pinned_until > now};
     if (c.wait_tool >= 0) {
       const NodeRec& tool = wf.nodes[static_cast<size_t>(c.wait_tool)];
       Duration predicted = durations.Predict(wf.tenant, tool.spec.tool_name(), 0.5,
@@ -376,19 +411,36 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
   return freed >= need;
 }
 
+uint64_t CoreState::Growth(const WfRec& wf, const NodeRec& n, int64_t out_total) const {
+  int64_t own = n.new_tokens - n.new_done + std::max<int64_t>(0, out_total - n.out_done);
+  if (!ExtendsPrimary(n)) return BlockBytes(own);
+  auto it = ctxs.find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
+  int64_t base = it == ctxs.end() ? 0 : it->second.tokens;
+  return BlockBytes(base + own) - BlockBytes(base);
+}
+
 void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   int64_t total_prefill = n.recompute_at_place + n.new_tokens - n.new_done;
   int64_t remaining = total_prefill - tokens_done;
   if (remaining <= 0 || !policy->DeadlineAware() || urgent.empty()) return;
-  for (const WorkerRec& w : workers)
-    if (w.alive && w.running < opt.slots_per_worker) return;  // a slot is free anyway
   auto first = urgent.begin();
   if (policy->SkipHopelessDeadlines()) first = urgent.lower_bound({now, 0, std::string(), 0});
   if (first == urgent.end()) return;
   const auto& [latest, seq, uwf_id, uidx] = *first;
   WfRec& uwf = wfs[uwf_id];
   NodeRec& u = uwf.nodes[static_cast<size_t>(uidx)];
+  // Preempt only for a node that cannot be admitted anywhere now (no free sequence or not
+  // enough free KV): otherwise it runs beside the prefill in the same batch.
+  uint64_t u_need = Growth(uwf, u, u.out_done);
+  for (const std::string& key : NodeContexts(uwf, u)) {
+    auto it = ctxs.find(key);
+    if (it != ctxs.end() && it->second.loc.tier != Tier::kHbm) u_need += it->second.bytes;
+  }
+  for (size_t w = 0; w < workers.size(); ++w)
+    if (workers[w].alive && workers[w].running < opt.max_num_seqs &&
+        Free(static_cast<int>(w)) >= u_need)
+      return;
   Duration wait = Duration::max();
   for (const WorkerRec& w : workers)
     for (const auto& [rid, ridx] : w.nodes) {
@@ -401,31 +453,132 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
   RunningInfo me{remaining, left, dl == Time::Max() ? Duration::max() : dl - now - left,
                  wf.priority};
   if (!policy->ChoosePreemptionVictim(in, {me})) return;
-  Emit({.kind = CommandKind::kPreempt,
-        .workflow_id = wf.id,
-        .node_id = n.spec.id(),
-        .worker = n.worker});
-  // Keep the prefill progress of the node's own tokens in its context.
-  int64_t own =
-      std::clamp<int64_t>(tokens_done - n.recompute_at_place, 0, n.new_tokens - n.new_done);
   std::vector<std::string> keys = NodeContexts(wf, n);
-  if (!keys.empty() && n.spec.cache_refs(0).mode() != v1::CacheRef::READ && own > 0) {
-    CtxRec& c = ctxs[keys[0]];
-    uint64_t bytes = static_cast<uint64_t>(own) * BytesPerToken();
-    c.tokens += own;
-    c.bytes += bytes;
-    n.reserved -= std::min(n.reserved, bytes);  // now held by the context itself
-    n.new_done += own;
-  }
-  StopRunning(wf, idx);
-  n.resumed = true;
-  n.ready_since = now;
-  Enqueue(wf, idx);
+  PreemptNode(wf, idx, tokens_done, n.prog_out);
   Duration slack = dl == Time::Max() ? Duration::max() : dl - now;
   for (const std::string& key : keys) {
     CtxRec& c = ctxs[key];
     if (c.loc.tier == Tier::kHbm && c.users == 0 && c.transfer == 0)
       DecideWait(c, WaitReason::kPreempted, std::vector<Duration>(5, u.est_run), slack);
+  }
+}
+
+void CoreState::PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out_total) {
+  NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+  Emit({.kind = CommandKind::kPreempt,
+        .workflow_id = wf.id,
+        .node_id = n.spec.id(),
+        .worker = n.worker});
+  std::vector<std::string> keys = NodeContexts(wf, n);
+  int64_t recompute = n.recompute_at_place;
+  bool extends = !keys.empty() && ExtendsPrimary(n);
+  // Keep the KV the node computed for its own tokens (and the output decoded so far, which
+  // a resumed node reads as part of its context, as vLLM's resumed requests do).
+  int64_t own = std::clamp<int64_t>(tokens_done - recompute, 0, n.new_tokens - n.new_done);
+  int64_t decoded = std::max<int64_t>(0, out_total - n.out_done);
+  if (own < n.new_tokens - n.new_done) decoded = 0;  // decode starts after the prefill
+  StopRunning(wf, idx);
+  if (extends && (own > 0 || decoded > 0)) {
+    CtxRec& c = ctxs[keys[0]];
+    c.tokens += own + decoded;
+    uint64_t was = c.bytes;
+    c.bytes = BlockBytes(c.tokens);
+    Hold(c.loc, static_cast<int64_t>(c.bytes - std::min(c.bytes, was)));
+    n.new_done += own;
+    n.out_done += decoded;
+  }
+  // Stopped part-way through rebuilding a discarded context: the blocks hold a partial
+  // context, so it is dropped and the next placement is charged the whole recompute.
+  if (recompute > 0 && tokens_done < recompute) {
+    for (const std::string& key : keys) {
+      CtxRec& c = ctxs[key];
+      bool rebuilt = std::find(n.rebuilding.begin(), n.rebuilding.end(), key) != n.rebuilding.end();
+      if (rebuilt && c.loc.tier == Tier::kHbm && c.transfer == 0 && c.users == 0)
+        DiscardContext(c, "preempted while recomputing");
+    }
+  }
+  n.resumed = true;
+  n.ready_since = now;
+  Enqueue(wf, idx);
+}
+
+void CoreState::OnEngineReport(const Event& e) {
+  if (e.worker < 0 || e.worker >= static_cast<int>(workers.size())) {
+    ++ignored;
+    return;
+  }
+  WorkerRec& wr = workers[static_cast<size_t>(e.worker)];
+  for (const SeqStep& st : e.steps) {
+    WfRec* wf = FindWf(st.workflow_id);
+    if (!wf) continue;
+    std::optional<program_graph::NodeIndex> found = wf->graph->Find(st.node_id);
+    if (!found) continue;
+    int idx = static_cast<int>(*found);
+    NodeRec& n = wf->nodes[static_cast<size_t>(idx)];
+    if (n.state != NState::kRunning || n.worker != e.worker) continue;
+    uint64_t res = Growth(*wf, n, st.output_done);
+    wr.used = wr.used - std::min(wr.used, n.reserved) + res;
+    n.reserved = res;
+    n.prog_prefill = st.prefill_done;
+    n.prog_out = st.output_done;
+    int64_t total_prefill = n.recompute_at_place + n.new_tokens - n.new_done;
+    if (st.prefill_done < total_prefill) OnEngineStep(*wf, idx, st.prefill_done);
+  }
+  if (!e.exhausted.empty()) OnPoolExhausted(e.worker, e.exhausted.size());
+}
+
+void CoreState::OnPoolExhausted(int w, size_t needing) {
+  WorkerRec& wr = workers[static_cast<size_t>(w)];
+  uint64_t need = static_cast<uint64_t>(needing) * BlockBytes(1);
+  if (Free(w) >= need) return;  // freed since the step (a later event got here first)
+  // Idle contexts go first (vLLM reuses its cached free blocks before preempting)...
+  if (EvictFor(w, need - Free(w), {})) return;
+  // ...then running nodes, the policy choosing each victim.
+  uint64_t leaving = 0;  // demoted victims' bytes, freed when their moves commit
+  while (Free(w) + leaving < need && !wr.nodes.empty()) {
+    std::vector<PoolVictimInfo> infos;
+    std::vector<std::pair<std::string, int>> ids;
+    for (const auto& [wf_id, idx] : wr.nodes) {
+      const WfRec& wf = wfs[wf_id];
+      const NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+      Time dl = NodeDeadline(wf, n);
+      infos.push_back({n.place_seq, wf.arrival, n.ready_since, dl, wf.priority, wf.atlas,
+                       n.reserved, now - n.started});
+      ids.push_back({wf_id, idx});
+    }
+    size_t v = std::min(policy->ChoosePoolVictim(infos), infos.size() - 1);
+    auto [wf_id, idx] = ids[v];
+    WfRec& wf = wfs[wf_id];
+    NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+    std::vector<std::string> keys = NodeContexts(wf, n);
+    Time dl = NodeDeadline(wf, n);
+    if (wr.nodes.size() == 1) {
+      // Alone on the worker with nothing left to evict: it can never get its next block.
+      Emit({.kind = CommandKind::kPreempt,
+            .workflow_id = wf.id,
+            .node_id = n.spec.id(),
+            .worker = n.worker});
+      StopRunning(wf, idx);
+      FailNode(wf, idx,
+               "node '" + n.spec.id() + "' needs more KV than a worker's pool holds (" +
+                   std::to_string(opt.hbm_bytes_per_worker) + " bytes) after " +
+                   std::to_string(n.prog_out) + " output tokens");
+      return;
+    }
+    ++pool_preemptions;
+    PreemptNode(wf, idx, n.prog_prefill, n.prog_out);
+    Duration slack = dl == Time::Max() ? Duration::max() : dl - now;
+    for (const std::string& key : keys) {
+      CtxRec& c = ctxs[key];
+      if (c.loc.tier != Tier::kHbm || c.users > 0 || c.transfer != 0) continue;
+      DecideWait(c, WaitReason::kPreempted, std::vector<Duration>(5, n.est_run), slack);
+      // The pool must shrink now: a victim whose KV the policy would keep is dropped.
+      if (c.loc.tier == Tier::kHbm && c.transfer == 0 && !c.evict_pending) {
+        DiscardContext(c, "pool exhausted");
+      } else if (c.loc.tier == Tier::kHbm) {
+        leaving += c.bytes;
+      }
+    }
   }
 }
 

@@ -116,6 +116,11 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   in.wait_quantiles = std::move(q);
   in.recompute = cost->PrefillTime(c.tokens, 0);
   in.slack = slack;
+  in.elapsed = c.wait_tool >= 0 ? now - c.wait_started : Duration(0);
+  in.all_samples = durations.samples();
+  if (c.wait_tool >= 0 && c.owner)
+    in.tool_samples =
+        durations.ToolSamples(c.owner->nodes[static_cast<size_t>(c.wait_tool)].spec.tool_name());
   Location here{Tier::kHbm, w};
   auto add = [&](Location dst, double dst_pressure, double dst_fraction) {
     TransferEstimate out = planner->Estimate(here, dst, c.bytes, TrafficClass::kBackground);
@@ -168,10 +173,14 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   }
   if (reason == WaitReason::kEviction) return;  // nothing freed
   Emit({.kind = CommandKind::kKeep, .workflow_id = c.wf, .context = c.key});
+  c.pinned_until = d.pin_for > Duration(0) ? now + d.pin_for : Time{0};
   if (reason == WaitReason::kToolWait || reason == WaitReason::kReevaluate) {
     // If the tool is still out 25% past its predicted p90, look again: a late tool must not
-    // strand HBM.
-    c.reeval_at = now + std::max(Millis(100), in.wait_quantiles.back() * 5 / 4);
+    // strand HBM. A policy may ask to look again sooner (or later).
+    Duration after = d.reevaluate_after > Duration(0)
+                         ? d.reevaluate_after
+                         : std::max(Millis(100), in.wait_quantiles.back() * 5 / 4);
+    c.reeval_at = now + after;
     timers.insert({c.reeval_at, TimerKind::kReeval, c.key, -1});
   }
 }
@@ -408,6 +417,10 @@ void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
       WfRec& wf = wfs[wf_id];
       NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
       bool hit = n.spec.model_id() == model;
+      // A node of another model reading or extending a stale context stops too: its
+      // blocks are about to be dropped.
+      for (const std::string& key : NodeContexts(wf, n))
+        hit = hit || std::binary_search(stale.begin(), stale.end(), key);
       if (!hit) continue;
       Emit({.kind = CommandKind::kPreempt,
             .workflow_id = wf_id,

@@ -66,6 +66,12 @@ void DurationModel::Observe(const std::string& tenant, const std::string& tool, 
   double s = std::max(0.0, ToSeconds(d));
   per_key_[{tenant, tool}].Add(s);
   per_tool_[tool].Add(s);
+  samples_ += 1;
+}
+
+double DurationModel::ToolSamples(const std::string& tool) const {
+  auto it = per_tool_.find(tool);
+  return it == per_tool_.end() ? 0 : it->second.count();
 }
 
 Duration DurationModel::Predict(const std::string& tenant, const std::string& tool, double q,

@@ -66,11 +66,15 @@ class DurationModel {
   Duration Predict(const std::string& tenant, const std::string& tool, double q,
                    Duration hint) const;
   size_t keys() const { return per_key_.size(); }
+  // Real samples seen of this tool (all tenants), and of every tool.
+  double ToolSamples(const std::string& tool) const;
+  double samples() const { return samples_; }
 
  private:
   Options options_;
   std::map<std::pair<std::string, std::string>, DurationSketch> per_key_;
   std::map<std::string, DurationSketch> per_tool_;
+  double samples_ = 0;
 };
 
 }  // namespace switchyard::scheduler

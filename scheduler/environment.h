@@ -7,7 +7,7 @@
 //   GrantIssuer      hands out budget grants for a transfer on every link of its path
 //                    (DESIGN.md invariant 6) and takes them back when the transfer ends.
 //   ComputeCostModel prefill and decode time of a model on a worker; the roofline
-//                    "simulated model executor cost model" lives in executors/.
+//                    roofline cost model lives in executors/.
 //
 // The core holds non-owning pointers; the caller keeps these alive longer than the core.
 // Thread-safety: called only from the core's thread.

@@ -26,6 +26,7 @@ enum class EventKind : uint8_t {
   kNodeAppended,       // workflow_id, node
   kWorkflowClosed,     // workflow_id: no more nodes will be appended
   kEngineStep,         // worker, workflow_id, node_id, tokens_done: a prefill chunk ended
+  kEngineReport,       // worker, steps, exhausted: one engine step of a batching engine
   kLlmStarted,         // workflow_id, node_id, worker
   kLlmFinished,        // workflow_id, node_id, status, output_tokens, model_time
   kToolStarted,        // workflow_id, node_id
@@ -39,13 +40,25 @@ enum class EventKind : uint8_t {
 };
 const char* EventKindName(EventKind k);
 
+// Progress of one running LLM node in an engine step (kEngineReport).
+struct SeqStep {
+  std::string workflow_id, node_id;
+  int64_t prefill_done = 0;  // prefill tokens computed so far (recompute first, then new)
+  int64_t output_done = 0;   // output tokens decoded so far (earlier attempts included)
+};
+
 struct Event {
   EventKind kind = EventKind::kDeadlineTick;
   std::string workflow_id;
   std::string node_id;
   int worker = -1;
   uint64_t transfer_id = 0;
-  int64_t tokens_done = 0;    // kEngineStep: prefill tokens computed so far
+  int64_t tokens_done = 0;  // kEngineStep: prefill tokens computed so far
+  // kEngineReport: progress of the worker's running nodes that did not finish in the step
+  // (finished ones arrive as kLlmFinished right after), and the running nodes that found
+  // no free KV block for their next token (the pool ran out: the policy picks a victim).
+  std::vector<SeqStep> steps;
+  std::vector<SeqStep> exhausted;
   int64_t output_tokens = 0;  // kLlmFinished
   Duration model_time{0};     // kLlmFinished: executor time the call used
   Status status;              // kLlmFinished / kToolFinished / kTransferFailed
@@ -82,6 +95,7 @@ struct Command {
   Grant grant;                   // transfers: never invalid (invariant 6)
   int64_t recompute_tokens = 0;  // place: tokens to prefill before the node's own extend
   int64_t prefill_done = 0;      // place: prefill tokens already computed (resumed node)
+  int64_t output_done = 0;       // place: output tokens decoded by earlier attempts
   Time not_before{0};            // retry: earliest re-admission; demote: planned prefetch
   int attempt = 0;               // retry
   std::string reason;            // fail / discard / complete

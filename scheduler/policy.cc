@@ -9,6 +9,14 @@
 #include "scheduler/reference_policies.h"
 
 namespace switchyard::scheduler {
+
+size_t Policy::ChoosePoolVictim(const std::vector<PoolVictimInfo>& running) const {
+  size_t v = 0;
+  for (size_t i = 1; i < running.size(); ++i)
+    if (running[i].admitted_seq > running[v].admitted_seq) v = i;
+  return v;
+}
+
 namespace {
 
 using internal::MeanOf;
@@ -239,9 +247,18 @@ Result<std::unique_ptr<Policy>> CreatePolicy(std::string_view spec) {
     return Status::InvalidArgument("unknown policy '" + std::string(spec) + "' (known: " + names +
                                    ")");
   }
+  if (name == "infercept") {
+    std::string_view opt = spec.substr(colon + 1);
+    if (opt == "t_int=learned")
+      return std::unique_ptr<Policy>(
+          std::make_unique<InferCeptPolicy>(InferCeptPolicy::Estimator::kLearned));
+    if (opt == "t_int=elapsed") return std::unique_ptr<Policy>(std::make_unique<InferCeptPolicy>());
+    return Status::InvalidArgument("policy '" + std::string(spec) +
+                                   "': infercept takes t_int=elapsed or t_int=learned");
+  }
   if (name != "switchyard")
     return Status::InvalidArgument("policy '" + std::string(spec) +
-                                   "': only 'switchyard' takes options");
+                                   "': only 'switchyard' and 'infercept' take options");
   SwitchyardPolicy::Options o;
   std::string_view rest = spec.substr(colon + 1);
   while (!rest.empty()) {

@@ -43,6 +43,10 @@ struct ReadyNodeInfo {
   int64_t prompt_tokens = 0;
   bool context_resident = false;  // all its contexts are committed in HBM somewhere
   bool resumed = false;           // preempted earlier and requeued
+  // Time spent waiting: this call since it became ready (as of keying, see
+  // RekeyInterval), and the program's earlier calls in queues (Autellix's W_c and W_p).
+  Duration call_waited{0};
+  Duration program_waited{0};
 };
 
 struct OrderKey {
@@ -77,6 +81,10 @@ struct WaitInput {
   // Inputs of reference policies (-1 / 0: not measured, e.g. by a hand-built input).
   double running_fraction = -1;  // HBM fraction held by running nodes on that worker (InferCept)
   Duration queue_delay{0};       // recent mean queueing delay of placed nodes (Continuum)
+  Duration elapsed{0};           // how long the wait has lasted so far (InferCept's T_INT)
+  // Real duration samples the core has learned, of this tool and of all tools (-1: not
+  // given). Continuum's cold-start rule reads them.
+  double tool_samples = -1, all_samples = -1;
 };
 
 enum class WaitAction : uint8_t { kKeep, kDemote, kDiscard };
@@ -87,6 +95,11 @@ struct WaitDecision {
   Duration prefetch_after{0};  // kDemote: start the reload this long after now
   double cost = 0;             // expected cost of the chosen action (GPU-seconds)
   std::string why;             // short explanation for logs
+  // kKeep: protect the context from eviction this long (Continuum's pin; 0: not pinned,
+  // an ordinary cached context), and ask again after this long (0: the core's rule, 25 %
+  // past the predicted p90 of the wait).
+  Duration pin_for{0};
+  Duration reevaluate_after{0};
 };
 
 struct IdleContextInfo {
@@ -94,6 +107,7 @@ struct IdleContextInfo {
   Time idle_since{0};
   Duration until_next_use = Duration::max();  // predicted (max: unknown / none)
   int steps_to_execution = 0;                 // graph steps until a node using it can run (KVFlow)
+  bool pinned = false;                        // within a pin the policy asked for (pin_for)
 };
 
 struct RunningInfo {
@@ -101,6 +115,18 @@ struct RunningInfo {
   Duration remaining_time{0};
   Duration slack = Duration::max();
   int priority_class = 2;
+};
+
+// A running node on a worker whose KV pool ran out (ChoosePoolVictim).
+struct PoolVictimInfo {
+  uint64_t admitted_seq = 0;  // admission order on the worker (larger = more recent)
+  Time workflow_arrival{0};
+  Time ready_since{0};
+  Time deadline = Time::Max();
+  int priority_class = 2;
+  Duration program_service{0};
+  uint64_t reserved_bytes = 0;  // KV the node holds beyond its contexts' committed blocks
+  Duration running_for{0};      // since this attempt was admitted
 };
 
 struct PreemptionInput {
@@ -115,6 +141,12 @@ class Policy {
   virtual std::string_view name() const = 0;
   virtual OrderKey Order(const ReadyNodeInfo& n) const = 0;
   virtual bool FairShareAcrossTenants() const { return false; }
+  // Order keys that change as nodes wait (anti-starvation): the core keys every queued
+  // node again this often (0: keys are fixed once a node is queued).
+  virtual Duration RekeyInterval() const { return Duration(0); }
+  // vLLM's head-of-line blocking: admission stops at the first queued node that does not
+  // fit (false: the core looks further down the queue for one that does).
+  virtual bool HeadOfLineBlocking() const { return false; }
   virtual bool DeadlineAware() const { return false; }
   // Deadline-aware only: a node that can no longer meet its deadline (its latest start has
   // passed) leaves the EDF band and competes like any other, so that under overload EDF
@@ -127,6 +159,11 @@ class Policy {
   // room, nearest first, stopping at the first that does not fit. -1: off (reload on demand
   // or by the OnWait prefetch time only).
   virtual int LoadAheadSteps() const { return -1; }
+  // The KV pool of a worker ran out while its running nodes decode: the index into
+  // `running` of the node to preempt (its KV then goes by OnWait(kPreempted), and is
+  // dropped if that would keep it in HBM). Default: vLLM's rule, the most recently
+  // admitted node.
+  virtual size_t ChoosePoolVictim(const std::vector<PoolVictimInfo>& running) const;
   // Index into `running` of the victim to preempt at its chunk boundary, or nullopt.
   virtual std::optional<size_t> ChoosePreemptionVictim(
       const PreemptionInput& in, const std::vector<RunningInfo>& running) const {

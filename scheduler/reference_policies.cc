@@ -51,8 +51,14 @@ double VllmFcfsPolicy::EvictionPriority(const IdleContextInfo& c) const { return
 
 // ---- InferCept ----------------------------------------------------------------------
 
-double InferCeptPolicy::WastePreserve(const WaitInput& in) {
-  return MeanOf(in.wait_quantiles) * in.hbm_fraction;
+double InferCeptPolicy::Tint(const WaitInput& in) const {
+  // The paper's estimator: the interception has lasted this long, so expect as much again.
+  if (estimator_ == Estimator::kElapsed) return S(in.elapsed);
+  return MeanOf(in.wait_quantiles);
+}
+
+double InferCeptPolicy::WastePreserve(const WaitInput& in, double t_int) {
+  return t_int * in.hbm_fraction;
 }
 
 namespace {
@@ -80,7 +86,10 @@ OrderKey InferCeptPolicy::Order(const ReadyNodeInfo& n) const {
 WaitDecision InferCeptPolicy::OnWait(const WaitInput& in) const {
   WaitDecision best = Keep("preserve");
   best.cost = in.reason == WaitReason::kEviction ? std::numeric_limits<double>::infinity()
-                                                 : WastePreserve(in);
+                                                 : WastePreserve(in, Tint(in));
+  // T_INT is re-estimated as the wait goes on (the paper: every iteration; here at doubling
+  // elapsed times, 0.1 s, 0.2 s, 0.4 s, ..., so a long wait costs a few decisions only).
+  if (estimator_ == Estimator::kElapsed) best.reevaluate_after = std::max(Millis(100), in.elapsed);
   if (const WaitOption* host = HostOption(in)) {
     double c = WasteSwap(in, *host);
     if (c < best.cost) best = {WaitAction::kDemote, host->dst, Seconds(kReactive), c, "swap"};
@@ -97,6 +106,11 @@ double InferCeptPolicy::EvictionPriority(const IdleContextInfo& c) const { retur
 double ContinuumPolicy::Ttl(const WaitInput& in) {
   static constexpr double kLevels[] = {0.1, 0.25, 0.5, 0.75, 0.9};
   double gain_per_hit = S(in.queue_delay) * 1.0 /*eta*/ + S(in.recompute);
+  // Cold start (K = 100 samples): with too little history, the optimum for durations
+  // ~ Exp(1 s) and eta = 1, tau = max(0, ln(T + PrefillReload)) [A: closed form].
+  constexpr double kColdStart = 100;
+  if (in.all_samples >= 0 && in.all_samples <= kColdStart)
+    return gain_per_hit > 1 ? std::log(gain_per_hit) : 0.0;
   double best_tau = 0, best = 0;  // τ = 0: P(0) = 0, value 0
   for (size_t i = 0; i < in.wait_quantiles.size() && i < 5; ++i) {
     double tau = S(in.wait_quantiles[i]);
@@ -116,16 +130,27 @@ OrderKey ContinuumPolicy::Order(const ReadyNodeInfo& n) const {
 
 WaitDecision ContinuumPolicy::OnWait(const WaitInput& in) const {
   if (in.reason == WaitReason::kEviction) return Discard("unpinned and evicted (LRU)");
-  if (in.reason == WaitReason::kToolWait && Ttl(in) > 0) return Keep("pinned for TTL");
-  return Keep("unpinned: LRU cache");
+  if (in.reason == WaitReason::kToolWait) {
+    double tau = Ttl(in);
+    if (tau > 0) {
+      WaitDecision d = Keep("pinned for TTL");
+      d.pin_for = Seconds(tau);
+      d.reevaluate_after = Seconds(1e6);  // the pin expires by itself; no second look
+      return d;
+    }
+  }
+  // tau* = 0, a preemption or a late look: freed (vLLM's LRU cache, evicted first).
+  WaitDecision d = Keep("unpinned: LRU cache");
+  d.reevaluate_after = Seconds(1e6);
+  return d;
 }
 
 double ContinuumPolicy::EvictionPriority(const IdleContextInfo& c) const {
-  // Unpinned (no tool out, or the tool is past its predicted return) first, LRU; pinned
-  // last (the deadlock guard — evicting pinned ones when nothing else fits — is the
-  // core's: every idle context stays a candidate).
-  bool pinned = c.until_next_use != Duration::max() && c.until_next_use > Duration(0);
-  return (pinned ? 1e12 : 0.0) + Lru(c);
+  // Unpinned first, LRU; pinned within their TTL last (the deadlock guard — evicting
+  // pinned ones when nothing else fits — is the core's: every idle context stays a
+  // candidate; among pinned ones the least recently used go first [A: the paper unpins
+  // the latest program arrival first]).
+  return (c.pinned ? 1e12 : 0.0) + Lru(c);
 }
 
 // ---- Autellix -----------------------------------------------------------------------
@@ -141,8 +166,21 @@ int AutellixPolicy::Queue(Duration service) {
 
 OrderKey AutellixPolicy::Order(const ReadyNodeInfo& n) const {
   // An arriving call enters the queue that holds its program's attained service; FCFS by
-  // call arrival within a queue.
+  // call arrival within a queue. A starving program's call goes to Q1.
+  double waited = S(n.program_waited) + S(n.call_waited);
+  double served = std::max(1.0, S(n.program_total));
+  if (waited / served >= kBeta) return {0, n.ready_since.seconds()};
   return {Queue(n.program_service), n.ready_since.seconds()};
+}
+
+size_t AutellixPolicy::ChoosePoolVictim(const std::vector<PoolVictimInfo>& running) const {
+  size_t v = 0;
+  auto rank = [](const PoolVictimInfo& r) {
+    return std::make_pair(Queue(r.program_service + r.running_for), r.admitted_seq);
+  };
+  for (size_t i = 1; i < running.size(); ++i)
+    if (rank(running[i]) > rank(running[v])) v = i;
+  return v;
 }
 
 WaitDecision AutellixPolicy::OnWait(const WaitInput& in) const {

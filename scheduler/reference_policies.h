@@ -33,6 +33,7 @@ namespace switchyard::scheduler {
 class VllmFcfsPolicy final : public Policy {
  public:
   std::string_view name() const override { return "vllm-fcfs"; }
+  bool HeadOfLineBlocking() const override { return true; }
   OrderKey Order(const ReadyNodeInfo& n) const override;
   WaitDecision OnWait(const WaitInput& in) const override;
   double EvictionPriority(const IdleContextInfo& c) const override;
@@ -49,29 +50,46 @@ class VllmFcfsPolicy final : public Policy {
 // quantiles (the paper uses elapsed time, the code the oracle; neither is in WaitInput);
 // C_other·M = WaitInput::running_fraction when the core fills it, else assumed 1 − C·M
 // (a busy batch fills HBM); swap-in is reactive (on demand when the call returns);
-// no per-iteration swap budget or 384-token iteration cap (no batching model in the core).
+// no per-iteration swap budget or 384-token iteration cap.
+// T_INT: the paper's elapsed-time estimator by default (T_INT = time the interception has
+// lasted, re-estimated at 0.1, 0.2, 0.4, ... s of waiting rather than every iteration);
+// "infercept:t_int=learned" uses the mean of the learned remaining-wait quantiles instead.
+// (The code's oracle estimator needs the trace's recorded duration, which the core never
+// sees: not offered.)
 class InferCeptPolicy final : public Policy {
  public:
-  std::string_view name() const override { return "infercept"; }
+  enum class Estimator : uint8_t { kElapsed, kLearned };
+  explicit InferCeptPolicy(Estimator e = Estimator::kElapsed) : estimator_(e) {}
+  std::string_view name() const override {
+    return estimator_ == Estimator::kElapsed ? "infercept" : "infercept:t_int=learned";
+  }
   OrderKey Order(const ReadyNodeInfo& n) const override;
   WaitDecision OnWait(const WaitInput& in) const override;
   double EvictionPriority(const IdleContextInfo& c) const override;
 
-  // The three wastes (exposed for tests).
-  static double WastePreserve(const WaitInput& in);
+  // The three wastes (exposed for tests); T_INT as this policy estimates it.
+  double Tint(const WaitInput& in) const;
+  static double WastePreserve(const WaitInput& in, double t_int);
   static double WasteDiscard(const WaitInput& in);
   static double WasteSwap(const WaitInput& in, const WaitOption& host);
+
+ private:
+  Estimator estimator_;
 };
 
 // Continuum (arXiv 2511.02230, §4-5, Alg. 1; BASELINES.md §3). On a tool call the KV is
 // pinned for τ* = argmax_τ P(τ)·(T·η + PrefillReload) − τ over τ ∈ {0} ∪ {learned
 // duration quantiles}, P = the learned duration CDF of that tool (online, never the
-// trace's oracle), η = 1, PrefillReload = recompute time; pinned contexts are evicted
-// last. Order: preempted first, then pinned (context resident), then PROGRAM arrival.
-// Simplified: P is read at the five quantiles the core provides (0.1..0.9);
-// T = WaitInput::queue_delay (0 until the core measures it); "pinned within τ*" is seen
-// by EvictionPriority only as "tool predicted still out" (IdleContextInfo has no τ*),
-// and unpinned contexts stay resident as LRU cache (evicted first) rather than freed.
+// trace's oracle), η = 1, PrefillReload = recompute time. The context is pinned for τ*
+// (WaitDecision::pin_for: evicted only when nothing unpinned is left) and unpinned when
+// τ* passes; τ* = 0 frees it at once. "Freed" is vLLM's free: the blocks stay cached and
+// are evicted first, LRU. Cold start: with at most K = 100 learned samples of all tools,
+// τ = max(0, ln(T + PrefillReload)). Order: preempted first, then pinned (context
+// resident), then PROGRAM arrival.
+// Simplified: P is read at the five quantiles the core provides (0.1..0.9), from the
+// per-tenant-tool sketch, which falls back to the tool's sketch across tenants while it
+// has few samples (Continuum's per-tool vs global CDF switch at K);
+// T = WaitInput::queue_delay (0 until the core measures it).
 class ContinuumPolicy final : public Policy {
  public:
   std::string_view name() const override { return "continuum"; }
@@ -90,13 +108,26 @@ class ContinuumPolicy final : public Policy {
 // (keep, LRU eviction); a preempted call is swapped to host. Simplified: no per-call
 // quantum demotion while running and no anti-starvation promotion (the core's order
 // keys are time-invariant), no Alg. 2 load balancer (the core places by KV locality).
+//
+// Anti-starvation: a call whose program has waited beta = 8 times as long as it was
+// served ((W_p + W_c) / max(1 s, T_p + T_c) >= beta) moves to Q1; the core keys queued
+// calls again every second (RekeyInterval) so waiting counts. Quantum demotion: a running
+// call's service so far counts towards its queue, so when a KV pool runs out the victim
+// is the running call in the lowest queue (program service + time running), the most
+// recently admitted among equals (ChoosePoolVictim); it is swapped to host.
+// Still simplified: no Alg. 2 load balancer (the core places by KV locality); the
+// scheduler runs at every event, not every N decode steps; W_c and T_c are not reset on
+// promotion.
 class AutellixPolicy final : public Policy {
  public:
   std::string_view name() const override { return "autellix"; }
   OrderKey Order(const ReadyNodeInfo& n) const override;
   WaitDecision OnWait(const WaitInput& in) const override;
   double EvictionPriority(const IdleContextInfo& c) const override;
+  Duration RekeyInterval() const override { return Seconds(1.0); }
+  size_t ChoosePoolVictim(const std::vector<PoolVictimInfo>& running) const override;
   static int Queue(Duration service);  // 0..6
+  static constexpr double kBeta = 8;
 };
 
 // KVFlow (Pan et al., NeurIPS'25, arXiv 2507.07400; PanZaifeng/KVFlow; BASELINES.md §5).

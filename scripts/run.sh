@@ -3,13 +3,13 @@
 #
 # Installs dependencies (scripts/bootstrap.sh), builds Release, starts `switchyard serve`
 # with the embedded defaults (127.0.0.1:8470, one simulated worker, emulated HBM/host/disk
-# tiers, loopback topology, the simulated model executor for LLM nodes, the simulated KV
+# tiers, loopback topology, the simulated engine for LLM nodes, the simulated KV
 # mover), then drives a sample agent workload through the HTTP API with the Python client:
 # the committed sample of real coding-agent sessions (tests/fixtures/agent_sessions_sample.jsonl;
 # source and licence in tests/fixtures/README.md), converted with `switchyard convert`.
 # Tool waits are real sleeps of the sessions' recorded tool durations compressed by
 # TIME_SCALE (default 0.1: ten times faster); arrivals are compressed by the same factor.
-# LLM calls take the simulated model executor's time (roofline of Llama-3.1-8B on an H100).
+# LLM calls take the simulated engine's time (roofline of Llama-3.1-8B on an H100).
 # A live progress line runs while it plays; then a summary (JCT, decisions by kind, bytes
 # moved per tier) and the dashboard URL. Keeps serving until Ctrl-C; `--once` exits after
 # the workload.

@@ -12,7 +12,9 @@ Result<ClusterShapeInfo> DeriveShape(const v1::ReplayCluster& c) {
   };
   if (c.nodes() == 0) return bad("nodes", "must be > 0");
   if (c.gpus_per_node() == 0) return bad("gpusPerNode", "must be > 0");
-  if (c.slots_per_worker() == 0) return bad("slotsPerWorker", "must be > 0");
+  if (c.admission_watermark() < 0 || c.admission_watermark() >= 0.5)
+    return bad("admissionWatermark", "must be in [0, 0.5)");
+  if (c.step_overhead_s() < 0) return bad("stepOverheadS", "must be >= 0");
   if (c.gpu().hbm_bytes() == 0) return bad("gpu.hbmBytes", "must be > 0");
   if (c.gpu().pcie_bandwidth_bytes_per_s() <= 0)
     return bad("gpu.pcieBandwidthBytesPerS", "must be > 0");
@@ -100,7 +102,12 @@ v1::ReplayCluster DefaultCluster() {
   g->set_memory_efficiency(0.8);
   c.set_nodes(1);
   c.set_gpus_per_node(8);
-  c.set_slots_per_worker(4);
+  c.set_max_num_seqs(256);
+  c.set_max_num_batched_tokens(8192);
+  c.set_kv_block_tokens(16);
+  c.set_step_overhead_s(0.002);
+  c.set_admission_watermark(0.01);
+  c.set_host_bytes_per_node(1ULL << 40);
   c.set_hbm_reserved_fraction(0.1);
   c.set_disk_bytes_per_s(6e9);
   c.set_chunk_tokens(2048);

@@ -12,8 +12,7 @@
 //    durations and token counts are copied exactly. Calls with zero prompt and output
 //    tokens (model "<synthetic>" in the source: placeholders) are dropped. Arrivals are synthesised
 //    (sessions were recorded back to back): Poisson at a rate, or bursty (an on/off
-//    Markov-modulated Poisson process). Deadline = arrival + factor × the session's
-//    recorded (unloaded) duration. Tenants are assigned round-robin over sessions.
+//    Markov-modulated Poisson process). Tenants are assigned round-robin over sessions.
 //  - mooncake: multi-turn chains rebuilt from hash_ids: a request whose hash_ids start
 //    with ALL of an earlier request's hash_ids continues that conversation (the latest
 //    such earlier request with the longest prefix is the parent). Each conversation tree
@@ -21,13 +20,31 @@
 //    "user_turn" tool node (an upper bound of the user's think time: it includes the
 //    parent's service time, which the trace does not record). Leading blocks shared with
 //    another conversation's root become a tenant-wide shared prefix.
-//  - azure: each row becomes a single-node LLM workflow (background load), arrival from
-//    its timestamp relative to the first row.
+//  - azure: each row becomes a single-node LLM workflow (background load, tenant
+//    "background"), arrival from its timestamp relative to the first row.
+//
+// Deadlines (all converters alike, ConvertOptions::deadline):
+//  - kClasses (default): per-tenant SLO classes, deadline = arrival + the class's slack
+//    (default "interactive:900s,batch:3h"). A tenant named in `tenant_class` takes that
+//    class; otherwise tenant "tenant-<i>" takes class i mod the number of classes (tenant-0
+//    interactive, tenant-1 batch, tenant-2 interactive, ...), and any other tenant (azure's
+//    "background") the last class. The deadline says nothing about the workflow's size.
+//    Workflow label: deadline_rule = "class:<name>".
+//  - kOracleSpan: deadline = arrival + factor × the workflow's recorded (unloaded) span
+//    (agent-sessions: session span; mooncake: last turn's offset + its nominal service
+//    time; azure: nominal service time from its token counts). This is an ORACLE: the
+//    span correlates with the workflow's work (0.84 on agent sessions), so EDF on it is
+//    shortest-job-first with foresight. Label: deadline_rule = "oracle-span:<factor>".
+//    Use it only as an upper bound.
+//  One label only: protobuf maps print in no fixed order, and traces must be
+//  byte-identical for the same options.
+//  - kNone: no deadlines, no labels.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,13 +55,27 @@ namespace switchyard::replay {
 
 enum class ArrivalProcess { kPoisson, kBursty, kRecorded };
 
+enum class DeadlineRule { kClasses, kOracleSpan, kNone };
+
+// An SLO class: workflows of its tenants get deadline = arrival + slack_s.
+struct DeadlineClass {
+  std::string name;
+  double slack_s = 0;
+};
+
+// "interactive:900s,batch:3h".
+std::vector<DeadlineClass> DefaultDeadlineClasses();
+
 struct ConvertOptions {
   ArrivalProcess arrival = ArrivalProcess::kPoisson;
   double rate_per_s = 0.05;     // mean workflow arrival rate (Poisson / bursty mean)
   double burst_factor = 4.0;    // bursty: rate in a burst / mean rate
   double burst_fraction = 0.2;  // bursty: fraction of time spent in bursts
   uint64_t seed = 1;
-  double deadline_factor = 3.0;  // deadline = arrival + factor × unloaded duration; 0 = none
+  DeadlineRule deadline = DeadlineRule::kClasses;
+  std::vector<DeadlineClass> deadline_classes = DefaultDeadlineClasses();  // kClasses
+  std::map<std::string, std::string> tenant_class;  // kClasses: tenant -> class name
+  double deadline_factor = 3.0;  // kOracleSpan: arrival + factor × recorded span; <= 0: none
   int tenants = 1;               // tenants "tenant-0".."tenant-<n-1>", round-robin
   int repeat = 1;                // agent-sessions: emit the session list this many times
   int64_t limit = 0;             // stop after this many workflows (0 = all)
@@ -67,5 +98,25 @@ Result<std::vector<v1::TraceRecord>> ParseTrace(const std::string& jsonl);
 
 // Arrival offsets (ms) for n workflows under the options' process (not kRecorded).
 std::vector<int64_t> SynthesiseArrivals(size_t n, const ConvertOptions& options);
+
+// The class of a tenant under the rule above (index into options.deadline_classes).
+// InvalidArgument when there are no classes or tenant_class names an unknown class.
+Result<size_t> DeadlineClassFor(const std::string& tenant, const ConvertOptions& options);
+
+// Option values, parsed for `switchyard convert` (errors name the flag):
+//  "900s", "15m", "3h", "1.5h": a duration > 0 in seconds (the unit is required);
+Result<double> ParseDurationS(const std::string& text, const std::string& flag);
+//  "interactive:900s,batch:3h": classes in order (names unique, non-empty);
+Result<std::vector<DeadlineClass>> ParseDeadlineClasses(
+    const std::string& text, const std::string& flag = "--deadline-class");
+//  "tenant-0=interactive,tenant-3=batch": tenant -> class (checked against the classes
+//  by the converter, since --deadline-class may come later on the command line);
+Result<std::map<std::string, std::string>> ParseTenantClasses(const std::string& text);
+//  "none", "oracle-span:F" (F > 0), or a class list as for --deadline-class; sets
+//  options->deadline and the rule's fields.
+Status ParseDeadlineOption(const std::string& text, ConvertOptions* options);
+// One-line description of the deadline rule, e.g. "classes interactive:900s,batch:10800s
+// (tenant-<i> -> class i mod 2)" or "oracle-span:3 (ORACLE: ...)".
+std::string DescribeDeadlines(const ConvertOptions& options);
 
 }  // namespace switchyard::replay

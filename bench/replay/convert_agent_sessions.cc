@@ -109,9 +109,6 @@ v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int6
   wf->set_id(wf_id);
   wf->set_tenant(tenant);
   wf->set_arrival_ms(arrival_ms);
-  if (o.deadline_factor > 0) {
-    wf->set_deadline_ms(arrival_ms + SecondsToMs(o.deadline_factor * SessionSpan(s)));
-  }
   std::vector<std::vector<int>> tools_of(s.llm_calls_size());
   for (int j = 0; j < s.tool_calls_size(); ++j) {
     tools_of[OwnerCall(s, s.tool_calls(j).start_s())].push_back(j);
@@ -189,6 +186,7 @@ Result<std::vector<v1::TraceRecord>> ConvertAgentSessions(const std::string& jso
     const Session& s = sessions[k % sessions.size()].second;
     std::string id = "as-" + s.session() + "-" + std::to_string(k / sessions.size());
     out.push_back(SessionToRecord(s, id, arrivals[k], TenantFor(k, o), o));
+    SY_RETURN_IF_ERROR(ApplyDeadline(SessionSpan(s), o, &out.back()));
   }
   SortByArrival(&out);
   return out;

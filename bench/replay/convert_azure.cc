@@ -78,10 +78,8 @@ Result<std::vector<v1::TraceRecord>> ConvertAzure(const std::string& csv, const 
     wf->set_tenant("background");
     wf->set_arrival_ms(arrival);
     wf->set_priority(v1::BATCH);
-    if (o.deadline_factor > 0) {
-      double nominal_s = in / 10000.0 + gen * 0.020;  // as for mooncake (convert.h)
-      wf->set_deadline_ms(arrival + SecondsToMs(o.deadline_factor * nominal_s));
-    }
+    double nominal_s = in / 10000.0 + gen * 0.020;  // as for mooncake; kOracleSpan only
+    SY_RETURN_IF_ERROR(ApplyDeadline(nominal_s, o, &rec));
     v1::ProgramNode* n = wf->add_nodes();
     n->set_id("llm-0");
     n->set_kind(v1::LLM);

@@ -1,5 +1,8 @@
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
+#include <set>
 
 #include "bench/replay/convert.h"
 #include "bench/replay/convert_internal.h"
@@ -102,5 +105,193 @@ void SortByArrival(std::vector<v1::TraceRecord>* records) {
 }
 
 int64_t SecondsToMs(double s) { return static_cast<int64_t>(std::llround(s * 1000.0)); }
+
+namespace {
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// "900s" / "15m" / "3h" for a slack in seconds (the largest unit that divides it).
+std::string FormatDuration(double s) {
+  char buf[64];
+  if (s >= 3600 && std::fmod(s, 3600) == 0)
+    std::snprintf(buf, sizeof(buf), "%gh", s / 3600);
+  else if (s >= 60 && std::fmod(s, 60) == 0)
+    std::snprintf(buf, sizeof(buf), "%gm", s / 60);
+  else
+    std::snprintf(buf, sizeof(buf), "%gs", s);
+  return buf;
+}
+
+std::string ClassList(const std::vector<DeadlineClass>& classes) {
+  std::string s;
+  for (const DeadlineClass& c : classes)
+    s += (s.empty() ? "" : ",") + c.name + ":" + FormatDuration(c.slack_s);
+  return s;
+}
+
+}  // namespace
+
+std::vector<DeadlineClass> DefaultDeadlineClasses() {
+  return {{"interactive", 900}, {"batch", 3 * 3600}};
+}
+
+Result<double> ParseDurationS(const std::string& text, const std::string& flag) {
+  std::string bad = flag + ": '" + text + "' is not a duration > 0 with a unit s, m or h";
+  if (text.size() < 2) return Status::InvalidArgument(bad);
+  char unit = text.back();
+  double scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+  if (scale == 0) return Status::InvalidArgument(bad);
+  std::string number = text.substr(0, text.size() - 1);
+  char* end = nullptr;
+  double v = std::strtod(number.c_str(), &end);
+  if (!end || *end != '\0' || !std::isfinite(v) || v <= 0) return Status::InvalidArgument(bad);
+  return v * scale;
+}
+
+Result<std::vector<DeadlineClass>> ParseDeadlineClasses(const std::string& text,
+                                                        const std::string& flag) {
+  std::vector<DeadlineClass> out;
+  std::set<std::string> names;
+  for (const std::string& item : SplitList(text)) {
+    size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Status::InvalidArgument(flag + ": '" + item +
+                                     "' is not NAME:DURATION (e.g. interactive:900s)");
+    }
+    DeadlineClass c;
+    c.name = item.substr(0, colon);
+    SY_ASSIGN_OR_RETURN(c.slack_s, ParseDurationS(item.substr(colon + 1), flag));
+    if (!names.insert(c.name).second) {
+      return Status::InvalidArgument(flag + ": class '" + c.name + "' appears twice");
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> ParseTenantClasses(const std::string& text) {
+  std::map<std::string, std::string> out;
+  for (const std::string& item : SplitList(text)) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      return Status::InvalidArgument("--tenant-class: '" + item +
+                                     "' is not TENANT=CLASS (e.g. tenant-0=interactive)");
+    }
+    if (!out.emplace(item.substr(0, eq), item.substr(eq + 1)).second) {
+      return Status::InvalidArgument("--tenant-class: tenant '" + item.substr(0, eq) +
+                                     "' appears twice");
+    }
+  }
+  return out;
+}
+
+Status ParseDeadlineOption(const std::string& text, ConvertOptions* o) {
+  if (text == "none") {
+    o->deadline = DeadlineRule::kNone;
+    return Status::OK();
+  }
+  const std::string oracle = "oracle-span:";
+  if (text.rfind(oracle, 0) == 0) {
+    std::string f = text.substr(oracle.size());
+    char* end = nullptr;
+    double v = std::strtod(f.c_str(), &end);
+    if (f.empty() || !end || *end != '\0' || !std::isfinite(v) || v <= 0) {
+      return Status::InvalidArgument("--deadline: oracle-span needs a factor > 0, not '" + f + "'");
+    }
+    o->deadline = DeadlineRule::kOracleSpan;
+    o->deadline_factor = v;
+    return Status::OK();
+  }
+  if (text.find(':') == std::string::npos) {
+    return Status::InvalidArgument(
+        "--deadline must be none, oracle-span:F or classes "
+        "NAME:DURATION,..., not '" +
+        text + "'");
+  }
+  Result<std::vector<DeadlineClass>> classes = ParseDeadlineClasses(text, "--deadline");
+  if (!classes.ok()) return classes.status();
+  o->deadline = DeadlineRule::kClasses;
+  o->deadline_classes = std::move(*classes);
+  return Status::OK();
+}
+
+Result<size_t> DeadlineClassFor(const std::string& tenant, const ConvertOptions& o) {
+  if (o.deadline_classes.empty()) {
+    return Status::InvalidArgument("deadline_classes is empty (--deadline-class)");
+  }
+  size_t n = o.deadline_classes.size();
+  auto named = o.tenant_class.find(tenant);
+  if (named != o.tenant_class.end()) {
+    for (size_t i = 0; i < n; ++i)
+      if (o.deadline_classes[i].name == named->second) return i;
+    return Status::InvalidArgument("--tenant-class: tenant '" + tenant + "' has class '" +
+                                   named->second + "', which is not in --deadline-class (" +
+                                   ClassList(o.deadline_classes) + ")");
+  }
+  const std::string prefix = "tenant-";
+  if (tenant.rfind(prefix, 0) == 0 && tenant.size() > prefix.size() &&
+      tenant.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+    return static_cast<size_t>(std::strtoull(tenant.c_str() + prefix.size(), nullptr, 10) % n);
+  }
+  return n - 1;
+}
+
+std::string DescribeDeadlines(const ConvertOptions& o) {
+  char buf[256];
+  switch (o.deadline) {
+    case DeadlineRule::kNone:
+      return "none";
+    case DeadlineRule::kOracleSpan:
+      if (o.deadline_factor <= 0) return "none";
+      std::snprintf(buf, sizeof(buf),
+                    "oracle-span:%g (ORACLE: arrival + %g x the workflow's recorded span, which "
+                    "tracks its size; EDF on it is shortest-job-first with foresight)",
+                    o.deadline_factor, o.deadline_factor);
+      return buf;
+    case DeadlineRule::kClasses:
+      break;
+  }
+  std::string s = "classes " + ClassList(o.deadline_classes) + " (";
+  for (const auto& [tenant, cls] : o.tenant_class) s += tenant + " -> " + cls + ", ";
+  std::snprintf(buf, sizeof(buf), "tenant-<i> -> class i mod %zu, other tenants -> %s)",
+                o.deadline_classes.size(),
+                o.deadline_classes.empty() ? "?" : o.deadline_classes.back().name.c_str());
+  return s + buf;
+}
+
+Status ApplyDeadline(double oracle_span_s, const ConvertOptions& o, v1::TraceRecord* rec) {
+  v1::Workflow* wf = rec->mutable_workflow();
+  int64_t arrival = rec->arrival_ms();
+  switch (o.deadline) {
+    case DeadlineRule::kNone:
+      return Status::OK();
+    case DeadlineRule::kOracleSpan: {
+      if (o.deadline_factor <= 0) return Status::OK();
+      wf->set_deadline_ms(arrival + SecondsToMs(o.deadline_factor * oracle_span_s));
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "oracle-span:%g", o.deadline_factor);
+      (*wf->mutable_labels())["deadline_rule"] = buf;
+      return Status::OK();
+    }
+    case DeadlineRule::kClasses: {
+      SY_ASSIGN_OR_RETURN(size_t k, DeadlineClassFor(wf->tenant(), o));
+      const DeadlineClass& c = o.deadline_classes[k];
+      wf->set_deadline_ms(arrival + SecondsToMs(c.slack_s));
+      (*wf->mutable_labels())["deadline_rule"] = "class:" + c.name;
+      return Status::OK();
+    }
+  }
+  return Status::OK();
+}
 
 }  // namespace switchyard::replay

@@ -17,5 +17,8 @@ Status ForEachLine(const std::string& text,
 std::string TenantFor(size_t index, const ConvertOptions& o);
 void SortByArrival(std::vector<v1::TraceRecord>* records);
 int64_t SecondsToMs(double s);
+// Sets the workflow's deadline and deadline labels under options.deadline (convert.h),
+// from its tenant and arrival; `oracle_span_s` is the recorded span used by kOracleSpan.
+Status ApplyDeadline(double oracle_span_s, const ConvertOptions& options, v1::TraceRecord* rec);
 
 }  // namespace switchyard::replay

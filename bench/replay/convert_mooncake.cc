@@ -23,7 +23,7 @@ struct VecHash {
   }
 };
 
-// Nominal unloaded service time of one request, for deadlines only: 1 s per 10K prompt
+// Nominal unloaded service time of one request, for oracle-span deadlines only: 1 s per 10K prompt
 // tokens + 20 ms per output token (a rough single-GPU Llama-3.1-8B rate; documented).
 double NominalServiceS(const v1::MooncakeRecord& r) {
   return r.input_length() / 10000.0 + r.output_length() * 0.020;
@@ -184,10 +184,7 @@ Result<std::vector<v1::TraceRecord>> ConvertMooncake(const std::string& jsonl,
   std::vector<v1::TraceRecord> out;
   out.reserve(convs.size());
   for (auto& [root, rec] : convs) {
-    if (o.deadline_factor > 0) {
-      rec.mutable_workflow()->set_deadline_ms(rec.arrival_ms() +
-                                              SecondsToMs(o.deadline_factor * span_s[root]));
-    }
+    SY_RETURN_IF_ERROR(ApplyDeadline(span_s[root], o, &rec));  // span: kOracleSpan only
     out.push_back(std::move(rec));
   }
   SortByArrival(&out);

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "base/virtual_event_loop.h"
 #include "bench/replay/cluster.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
+#include "executors/simulated_engine.h"
+#include "executors/step_cost.h"
 #include "net_budget/topology.h"
 #include "scheduler/net_budget_env.h"
 #include "scheduler/reference_policies.h"
@@ -82,6 +85,8 @@ struct PendingWorkflow {
 
 struct Collector {
   const executors::RooflineCostModel* cost = nullptr;
+  std::vector<executors::Engine*> engines;
+  uint64_t block_bytes = 0;
   const scheduler::Core* core = nullptr;
   const scheduler::NetBudgetEnvironment* env = nullptr;
   int workers = 0;
@@ -89,6 +94,7 @@ struct Collector {
   PolicyReport* r = nullptr;
   std::map<uint64_t, Command> inflight;                   // transfer id -> command
   std::map<std::string, double> finished_at;              // "wf/node" -> virtual seconds
+  std::unordered_map<std::string, double> first_token;    // running "wf/node" -> first token
   std::map<std::string, const v1::TraceRecord*> records;  // wf -> record
   std::map<std::string, std::map<std::string, const v1::ProgramNode*>> nodes;
   StepIntegrator hbm;
@@ -130,20 +136,27 @@ struct Collector {
     double now = now_t.seconds();
     if (now < last_t) r->time_monotonic = false;
     last_t = now;
+    if (e.kind == EventKind::kEngineReport)
+      for (const scheduler::SeqStep& st : e.steps)
+        if (st.output_done > 0) first_token.try_emplace(Key(st.workflow_id, st.node_id), now);
     if ((e.kind == EventKind::kLlmFinished || e.kind == EventKind::kToolFinished) &&
         e.status.ok()) {
-      finished_at[Key(e.workflow_id, e.node_id)] = now;
+      std::string key = Key(e.workflow_id, e.node_id);
+      finished_at[key] = now;
       if (e.kind == EventKind::kLlmFinished) {
         auto wit = nodes.find(e.workflow_id);
         if (wit != nodes.end()) {
           auto nit = wit->second.find(e.node_id);
           if (nit != wit->second.end()) {
-            const v1::ProgramNode& n = *nit->second;
-            double decode = ToSeconds(cost->DecodeTime(e.output_tokens, n.hints().prompt_tokens()));
-            r->ttft_s.push_back(std::max(0.0, now - decode - ReadyAt(e.workflow_id, n)));
+            // Time to the first output token the engine reported (a call that ended in the
+            // step of its first token: its end).
+            auto ft = first_token.find(key);
+            double first = ft != first_token.end() ? ft->second : now;
+            r->ttft_s.push_back(std::max(0.0, first - ReadyAt(e.workflow_id, *nit->second)));
           }
         }
       }
+      first_token.erase(key);
     }
     if (e.kind == EventKind::kTransferCompleted) {
       auto it = inflight.find(e.transfer_id);
@@ -198,6 +211,23 @@ struct Collector {
     for (int w = 0; w < workers; ++w) used += core->hbm_used(w);
     hbm.Set(now, static_cast<double>(used) / (capacity * workers));
   }
+
+  // HBM ledger: per worker, the engine's KV blocks in use (running sequences, resident idle
+  // contexts, in-flight move destinations) are exactly the core's accounting, after the
+  // commands of every event were carried out.
+  void CheckLedger(double now) {
+    for (int w = 0; w < workers; ++w) {
+      uint64_t engine =
+          static_cast<uint64_t>(engines[static_cast<size_t>(w)]->blocks_used()) * block_bytes;
+      if (engine != core->hbm_used(w)) {
+        if (r->ledger_violations++ == 0)
+          r->ledger_first_violation = "worker " + std::to_string(w) + " at " + std::to_string(now) +
+                                      " s: engine " + std::to_string(engine) + " bytes, core " +
+                                      std::to_string(core->hbm_used(w));
+      }
+    }
+    ++r->ledger_checks;
+  }
 };
 
 // Appends `batch` in an order where every dep is already known to the runtime.
@@ -228,6 +258,33 @@ void AppendBatch(executors::Runtime* rt, const std::string& wf, std::vector<v1::
   }
 }
 
+executors::EngineLimits EngineLimitsOf(const v1::ReplayCluster& c, const ClusterShapeInfo& shape,
+                                       uint64_t kv_bytes_per_token) {
+  executors::EngineLimits l;
+  if (c.max_num_seqs() > 0) l.max_num_seqs = static_cast<int>(c.max_num_seqs());
+  if (c.max_num_batched_tokens() > 0) l.max_num_batched_tokens = c.max_num_batched_tokens();
+  if (c.kv_block_tokens() > 0) l.block_tokens = c.kv_block_tokens();
+  l.pool_blocks = static_cast<int64_t>(
+      shape.kv_bytes_per_worker / (static_cast<uint64_t>(l.block_tokens) * kv_bytes_per_token));
+  return l;
+}
+
+Result<std::unique_ptr<executors::StepCostModel>> MakeStepCost(const v1::ReplayCluster& c,
+                                                               const std::string& dir) {
+  if (!c.step_table().empty()) {
+    std::string path = c.step_table();
+    if (path[0] != '/' && !dir.empty()) path = dir + "/" + path;
+    SY_ASSIGN_OR_RETURN(executors::TableStepCost t, executors::TableStepCost::FromFile(path));
+    return std::unique_ptr<executors::StepCostModel>(
+        std::make_unique<executors::TableStepCost>(std::move(t)));
+  }
+  Duration overhead = c.step_overhead_s() > 0 ? Seconds(c.step_overhead_s()) : Millis(2);
+  SY_ASSIGN_OR_RETURN(executors::RooflineStepCost r,
+                      executors::RooflineStepCost::Create(c.model(), c.gpu(), overhead));
+  return std::unique_ptr<executors::StepCostModel>(
+      std::make_unique<executors::RooflineStepCost>(std::move(r)));
+}
+
 Result<PolicyReport> FinishReport(const std::vector<v1::TraceRecord>& trace,
                                   const std::map<std::string, executors::WorkflowOutcome>& outcomes,
                                   Collector& col, const ReplayOptions& options, PolicyReport* rep) {
@@ -239,6 +296,15 @@ Result<PolicyReport> FinishReport(const std::vector<v1::TraceRecord>& trace,
     int64_t dl = rec.workflow().deadline_ms();
     with_deadline += dl > 0 ? 1 : 0;
     auto it = outcomes.find(rec.workflow().id());
+    WorkflowRecord wr{rec.workflow().id(), arrival, -1, "unfinished",
+                      dl > 0 ? static_cast<double>(dl) / 1e3 : -1.0};
+    if (it != outcomes.end()) {
+      wr.end_s = it->second.at.seconds();
+      wr.state = it->second.kind == CommandKind::kComplete
+                     ? (it->second.reason.empty() ? "completed" : "cancelled")
+                     : "failed";
+    }
+    rep->workflow_records.push_back(std::move(wr));
     if (it == outcomes.end()) {
       ++rep->unfinished;
       missed += dl > 0 ? 1 : 0;
@@ -317,12 +383,23 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
   SY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::NetBudgetEnvironment> env,
                       scheduler::NetBudgetEnvironment::Create(
                           std::move(topo), scheduler::ClusterLocationMap(net_shape), &loop));
+  executors::EngineLimits limits = EngineLimitsOf(cluster, shape, cost.KvBytesPerToken());
+  uint64_t block_bytes = static_cast<uint64_t>(limits.block_tokens) * cost.KvBytesPerToken();
   scheduler::CoreOptions co;
   co.workers = shape.workers;
-  co.hbm_bytes_per_worker = shape.kv_bytes_per_worker;
-  co.slots_per_worker = static_cast<int>(cluster.slots_per_worker());
+  // The pool is whole blocks: the core admits against exactly what the engines hold.
+  co.hbm_bytes_per_worker = static_cast<uint64_t>(limits.pool_blocks) * block_bytes;
+  co.max_num_seqs = limits.max_num_seqs;
+  co.kv_block_tokens = limits.block_tokens;
+  co.admission_watermark = cluster.admission_watermark() > 0 ? cluster.admission_watermark() : 0.01;
+  if (cluster.host_bytes_per_node() > 0)
+    co.host_bytes_per_worker = cluster.host_bytes_per_node() / shape.workers_per_node;
+  if (cluster.disk_bytes_per_node() > 0)
+    co.disk_bytes_per_worker = cluster.disk_bytes_per_node() / shape.workers_per_node;
   if (cluster.default_max_output_tokens() > 0)
     co.default_max_output_tokens = cluster.default_max_output_tokens();
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<executors::StepCostModel> step_cost,
+                      MakeStepCost(cluster, options.cluster_dir));
   scheduler::Core core(co, policy.get(), env.get(), env.get(), &cost);
 
   PolicyReport rep;
@@ -352,15 +429,22 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
     for (const v1::NodeActual& a : rec.actuals()) actual[Key(id, a.node_id())] = &a;
   }
 
-  executors::SimulatedModelExecutor::Options eo;
-  if (cluster.chunk_tokens() > 0) eo.chunk_tokens = cluster.chunk_tokens();
+  executors::SimulatedEngine::Options eo;
   eo.fault = [&](const std::string& key) {
     auto it = actual.find(key);
     return it != actual.end() && it->second->fails() && !tool_attempts[key]++
                ? Status::Unavailable("recorded failure (trace)")
                : Status::OK();
   };
-  executors::SimulatedModelExecutor model(&loop, &cost, eo);
+  std::vector<std::unique_ptr<executors::SimulatedEngine>> engines;
+  std::vector<executors::Engine*> engine_ptrs;
+  for (int w = 0; w < shape.workers; ++w) {
+    engines.push_back(
+        std::make_unique<executors::SimulatedEngine>(&loop, w, limits, step_cost.get(), eo));
+    engine_ptrs.push_back(engines.back().get());
+  }
+  col.engines = engine_ptrs;
+  col.block_bytes = block_bytes;
   executors::SimulatedToolWaiter tools(
       &loop, [&](const std::string& key, const v1::ProgramNode& n) {
         executors::ToolOutcome o;
@@ -374,7 +458,14 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
   // KV moves take the duration net_budget's planner gave when the grant was issued.
   executors::SimulatedKvMover mover(
       &loop, env.get(), {}, [&](const Command& c) { return env->PlannedDuration(c.grant.id); });
-  executors::Runtime rt(&loop, &core, &model, &tools, &mover);
+  executors::Runtime rt(&loop, &core, engine_ptrs, &tools, &mover);
+  // The recorded output length: only the engine sees it (it stops there); policies see
+  // the cap. Without a record, the engine decodes to the cap.
+  rt.SetOutputOracle([&](const std::string& wf, const v1::ProgramNode& n) -> int64_t {
+    auto it = actual.find(Key(wf, n.id()));
+    return it != actual.end() ? it->second->output_tokens() : 0;
+  });
+  if (options.check_ledger) rt.SetAfterCommands([&](Time now) { col.CheckLedger(now.seconds()); });
 
   size_t ended = 0;
   rt.SetObserver([&](const Event& e, const scheduler::Commands& out, Time now) {

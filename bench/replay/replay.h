@@ -6,7 +6,8 @@
 // the workflow is Closed once nothing is held back. Tool waits take the recorded
 // durations (NodeActual.duration_ms: the oracle, seen only by the SimulatedToolWaiter,
 // never by the policy); LLM calls are timed by the roofline cost model of the cluster's
-// model and GPU (SimulatedModelExecutor); KV moves by the simulated network
+// model and GPU (one SimulatedEngine per worker: continuous batching, step times from the
+// cluster's step cost); KV moves by the simulated network
 // (SimulatedFabric: PCIe, NVMe, NVLink, NIC links with per-class grants). Nothing of the
 // scheduler is re-implemented: metrics come only from Runtime::SetObserver (events and
 // the commands they produced) and the core's introspection (hbm_used).
@@ -35,12 +36,26 @@ struct ReplayOptions {
   double drain_limit_s = 24 * 3600.0;
   // Called now and then with the fraction of arrivals submitted (0..1).
   std::function<void(double)> progress;
+  // Check the HBM ledger after every event (PolicyReport::ledger_*): costs a pass over the
+  // workers per event.
+  bool check_ledger = true;
+  // Folder a cluster's relative step_table path is read from ("" : the working folder).
+  std::string cluster_dir;
 };
 
 // A time series sampled in equal buckets over [0, end_s].
 struct Series {
   double bucket_s = 0;
   std::vector<double> values;
+};
+
+// One workflow's outcome in virtual time (seconds from the trace's clock origin).
+struct WorkflowRecord {
+  std::string id;
+  double arrival_s = 0;
+  double end_s = -1;       // -1: did not end before the drain limit (null in report.json)
+  std::string state;       // "completed", "failed", "cancelled" or "unfinished"
+  double deadline_s = -1;  // -1: none
 };
 
 struct PolicyReport {
@@ -67,14 +82,19 @@ struct PolicyReport {
   uint64_t events = 0;
   double events_per_s = 0;  // scheduler events per second of wall time
   double wall_s = 0;
-  double makespan_s = 0;                     // virtual time of the last workflow end
-  std::vector<double> jct_s;                 // sorted, completed workflows
-  std::vector<double> ttft_s;                // sorted, per LLM call
-  Series hbm_util;                           // mean HBM occupancy over workers
-  std::map<std::string, Series> link_bytes;  // "<link>/<class>" -> bytes per bucket
+  double makespan_s = 0;                         // virtual time of the last workflow end
+  std::vector<double> jct_s;                     // sorted, completed workflows
+  std::vector<double> ttft_s;                    // sorted, per LLM call
+  std::vector<WorkflowRecord> workflow_records;  // one per trace record, in trace order
+  Series hbm_util;                               // mean HBM occupancy over workers
+  std::map<std::string, Series> link_bytes;      // "<link>/<class>" -> bytes per bucket
   // Checks made during the run (conservation): false when violated.
   bool time_monotonic = true;
   bool bytes_conserved = true;
+  // HBM ledger: engine blocks in use == the core's accounting, per worker, after every
+  // event (ReplayOptions::check_ledger).
+  uint64_t ledger_checks = 0, ledger_violations = 0;
+  std::string ledger_first_violation;
 };
 
 // Runs one policy over the trace on the cluster. InvalidArgument for an unknown policy,

@@ -32,6 +32,27 @@ std::vector<double> Quantiles(const std::vector<double>& sorted, int n) {
   return out;
 }
 
+// Seconds of virtual time with millisecond resolution up to ~1e7 s; null for < 0 (none).
+std::string Seconds(double v) {
+  if (v < 0 || !std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.10g", v);
+  return buf;
+}
+
+// [{"id":..,"arrival_s":..,"end_s":..|null,"state":..,"deadline_s":..|null}, ...], one
+// record per line.
+std::string Records(const std::vector<WorkflowRecord>& records) {
+  std::string s = "[";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const WorkflowRecord& w = records[i];
+    s += (i ? ",\n" : "\n") + std::string("{\"id\":") + JsonString(w.id) +
+         ",\"arrival_s\":" + Seconds(w.arrival_s) + ",\"end_s\":" + Seconds(w.end_s) +
+         ",\"state\":" + JsonString(w.state) + ",\"deadline_s\":" + Seconds(w.deadline_s) + "}";
+  }
+  return s + "]";
+}
+
 // The deterministic metric fields shared by the JSON line and report.json.
 std::string Metrics(const PolicyReport& r) {
   std::string s;
@@ -106,7 +127,9 @@ std::string ReportJson(const ReportMeta& meta, const std::vector<PolicyReport>& 
            ",\"values\":" + Array(series.values) + "}";
       first = false;
     }
-    s += "}}";
+    s += "}";
+    s += ",\"workflow_records\":" + Records(r.workflow_records);
+    s += "}";
     s += i + 1 < runs.size() ? ",\n" : "\n";
   }
   s += "]\n}\n";

@@ -4,7 +4,10 @@
 // report.json holds only what the simulation determines (virtual-time metrics, series,
 // counts), so the same trace, cluster, policies and seed give a byte-identical file;
 // wall-clock figures (wall_s, events_per_s) appear only in the JSON lines printed per
-// policy. Numbers are printed with a fixed format ("%.6g").
+// policy. Numbers are printed with a fixed format ("%.6g"; the times of
+// policies[].workflow_records[] — arrival_s, end_s, deadline_s — with "%.10g", i.e. to the
+// millisecond over long traces, and null for end_s of a workflow that did not end and
+// deadline_s of one without a deadline). `workflows` stays the count.
 //
 // Thread-safety: pure functions.
 #pragma once

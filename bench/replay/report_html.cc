@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "bench/replay/report.h"
+#include "bench/replay/slo.h"
 
 namespace switchyard::replay {
 namespace {
@@ -216,6 +217,54 @@ std::string SweepHtml(const std::vector<SweepResult>& sweeps, const std::string&
     s += "</div><pre>" + Esc(SweepTable(sw)) + "</pre>";
   }
   return s + "</body></html>\n";
+}
+
+std::string SloHtml(const SloResult& r, const std::string& command) {
+  std::string s =
+      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Switchyard SLO capacity: " +
+      Esc(r.name) + "</title>" + kStyle + "</head><body><h1>SLO capacity</h1>";
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "SLO: JCT &le; %g &times; JCT<sup>0</sup>, where JCT<sup>0</sup> is the "
+                "workflow's JCT alone on the cluster under %s (the same yardstick for every "
+                "policy). Attainment: share of the workflows arriving in the middle of the "
+                "arrival span (first %g%% and last %g%% dropped) that meet it; a failed or "
+                "unfinished workflow does not. Capacity: highest rate with attainment &ge; "
+                "%g%%, interpolated; %zu seed(s) of Poisson re-timing.",
+                r.k, Esc(r.jct0_policy).c_str(), r.warmup_frac * 100, r.drain_frac * 100,
+                r.target * 100, r.seeds.size());
+  s += "<h2>" + Esc(r.name) + "</h2><p class=\"note\">" + std::string(buf) + "<br>" + Esc(command) +
+       "</p><div>";
+  std::vector<ChartLine> att, p99, p50;
+  for (const SloPolicyResult& p : r.policies) {
+    att.push_back({p.policy, r.rates, p.attainment_mean});
+    ChartLine a{p.policy, {}, {}}, b{p.policy, {}, {}};
+    for (const SloSlowdown& d : p.slowdown) {
+      if (std::isfinite(d.stats.p99)) {
+        a.x.push_back(d.load_fraction * 100);
+        a.y.push_back(d.stats.p99);
+      }
+      if (std::isfinite(d.stats.p50)) {
+        b.x.push_back(d.load_fraction * 100);
+        b.y.push_back(d.stats.p50);
+      }
+    }
+    p99.push_back(a);
+    p50.push_back(b);
+  }
+  if (!r.rates.empty()) {
+    std::snprintf(buf, sizeof(buf), "target %g%%", r.target * 100);
+    att.push_back({buf, {r.rates.front(), r.rates.back()}, {r.target, r.target}});
+  }
+  bool log_x = !r.rates.empty() && r.rates.back() >= 4 * r.rates.front();
+  s += SvgLineChart("SLO attainment vs load", "arrival rate (workflows/s)",
+                    "attainment (mean over seeds)", att, log_x);
+  s += SvgLineChart("P99 slowdown vs load", "load (% of the policy's capacity)", "P99 JCT / JCT0",
+                    p99);
+  s += SvgLineChart("P50 slowdown vs load", "load (% of the policy's capacity)", "P50 JCT / JCT0",
+                    p50);
+  s += "</div><pre>" + Esc(SloTable(r)) + "</pre></body></html>\n";
+  return s;
 }
 
 }  // namespace switchyard::replay

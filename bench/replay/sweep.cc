@@ -71,6 +71,7 @@ Result<SweepResult> RunSweep(const std::vector<v1::TraceRecord>& trace,
       r.ttft_s.clear();
       r.hbm_util.values.clear();
       r.link_bytes.clear();
+      r.workflow_records.clear();
       s.cells.push_back({rate, std::move(r)});
     }
   }

@@ -52,7 +52,7 @@ class Sim {
     CoreOptions o;
     o.workers = 16;
     o.hbm_bytes_per_worker = 160ULL << 30;  // simulated: room for the 2 TiB of KV
-    o.slots_per_worker = 64;
+    o.max_num_seqs = 64;
     core_ = std::make_unique<Core>(o, policy_.get(), fabric_.get(), fabric_.get(), &cost_);
     for (int i = 0; i < kWorkflows; ++i) {
       Event e;

@@ -8,7 +8,7 @@ Reads a trace made by `switchyard convert` (JSON lines: {"arrival_ms", "workflow
     (the agent decides its next step after seeing the LLM's answer);
   - runs every TOOL node the moment it is ready: reports TOOL_STARTED, waits its recorded
     duration from the trace times --time-scale in real time, reports TOOL_FINISHED;
-  - leaves LLM nodes to the service (its simulated model executor runs them), or with
+  - leaves LLM nodes to the service (its simulated engine runs them), or with
     --llm client reports them itself after their recorded duration;
   - closes the workflow when every node is revealed.
 A live progress line shows workflows done, nodes, tools waiting and the scheduler's

@@ -8,6 +8,7 @@
 // Not a public interface: only the core's .cc files include it.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -64,7 +65,13 @@ struct NodeRec {
   Time latest_start = Time::Max();  // deadline - est_run (urgent index key)
   uint64_t demand = 0;              // bytes counted in queued demand
   bool resumed = false;
-  Duration inherited{0};  // ATLAS service the call inherited when it became ready
+  Duration inherited{0};                // ATLAS service the call inherited when it became ready
+  int64_t out_done = 0;                 // output tokens decoded by earlier (preempted) attempts
+  int64_t base_tokens = 0;              // tokens of the primary context when placed
+  int64_t prog_prefill = 0;             // engine-reported progress of the running attempt
+  int64_t prog_out = 0;                 // output tokens decoded so far (out_done included)
+  uint64_t place_seq = 0;               // admission order (the vLLM victim rule)
+  std::vector<std::string> rebuilding;  // contexts this attempt recomputes from scratch
 };
 
 struct WfRec {
@@ -79,6 +86,7 @@ struct WfRec {
   std::vector<std::string> contexts;  // keys, creation order
   bool closed = false, ended = false;
   Duration atlas{0}, plas{0};
+  Duration waited{0};  // queueing time of the program's placed calls
   int running_tools = 0;
   int admitted_tools = 0;  // tools admitted but not yet reported started
   int queued_nodes = 0;    // LLM nodes in the ready queue
@@ -108,6 +116,7 @@ struct CtxRec {
   // Moves out of HBM that failed in a row (the tier refused the blocks): after a few, no
   // more are tried until one succeeds, so a refusing tier cannot cause endless retries.
   int failed_moves = 0;
+  Time pinned_until{0};  // WaitDecision::pin_for of the last keep
 };
 
 struct XferRec {
@@ -136,7 +145,7 @@ struct TenantRec {
   std::set<QKey> ready;
 };
 
-enum class TimerKind : uint8_t { kRetry, kPrefetch, kReeval };
+enum class TimerKind : uint8_t { kRetry, kPrefetch, kReeval, kRekey };
 struct Timer {
   Time at;
   TimerKind kind;
@@ -170,6 +179,10 @@ struct CoreState {
   Duration queue_delay_ewma{0};  // recent queueing delay of placed nodes (Continuum's input)
   uint64_t deferred_demotions = 0;
   uint64_t next_seq = 1, next_xfer = 1, ignored = 0;
+  uint64_t changes = 0;           // bumped whenever memory or a queue is freed (re-dispatch needed)
+  uint64_t pool_preemptions = 0;  // nodes preempted because a KV pool ran out
+  bool dispatch_next_report = false;  // a preempting step skipped its dispatch
+  bool rekey_pending = false;         // a kRekey timer is set
   Commands* out = nullptr;
   Time now{0};
 
@@ -195,10 +208,22 @@ struct CoreState {
   TenantRec& Tenant(const std::string& name);
   Time NodeDeadline(const WfRec& wf, const NodeRec& n) const;
   uint64_t BytesPerToken() const { return cost->KvBytesPerToken(); }
+  // Bytes of the whole KV blocks that `tokens` tokens occupy.
+  uint64_t BlockBytes(int64_t tokens) const {
+    int64_t b = std::max<int64_t>(1, opt.kv_block_tokens);
+    return tokens <= 0 ? 0 : static_cast<uint64_t>((tokens + b - 1) / b * b) * BytesPerToken();
+  }
+  // HBM a running node holds beyond its contexts' committed blocks, once it has decoded
+  // `out_total` output tokens (its whole prefill is allocated at admission).
+  uint64_t Growth(const WfRec& wf, const NodeRec& n, int64_t out_total) const;
+  bool ExtendsPrimary(const NodeRec& n) const {
+    return n.spec.cache_refs_size() > 0 && n.spec.cache_refs(0).mode() != v1::CacheRef::READ;
+  }
 
   // core_dispatch.cc
   void Enqueue(WfRec& wf, int idx);
   void Dequeue(WfRec& wf, int idx);
+  void Rekey();  // every queued node keyed again (Policy::RekeyInterval)
   void Dispatch();
   const QKey* PickNext(const std::set<std::pair<std::string, int>>& skipped);
   bool TryPlace(WfRec& wf, int idx);
@@ -206,6 +231,11 @@ struct CoreState {
   void StopRunning(WfRec& wf, int idx);
   bool EvictFor(int worker, uint64_t need, const std::vector<std::string>& keep);
   void OnEngineStep(WfRec& wf, int idx, int64_t tokens_done);
+  void OnEngineReport(const Event& e);
+  void OnPoolExhausted(int worker, size_t needing);
+  // Stops a running node at its current progress and requeues it; its KV stays with its
+  // contexts (the caller decides their fate). Emits kPreempt.
+  void PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out_done);
   std::vector<std::string> NodeContexts(const WfRec& wf, const NodeRec& n) const;
   Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;
   double Pressure(int worker) const;

@@ -145,7 +145,7 @@ class SchedulerServiceTest : public ::testing::Test {
 TEST_F(SchedulerServiceTest, GetShowsKvLocationAndDecisionsAfterToolWait) {
   Start();
   ASSERT_EQ(Call("POST", "/v1/workflows", kAgent).status, 201);
-  // The simulated model executor runs llm-0; the service records its result durably.
+  // The simulated engine runs llm-0; the service records its result durably.
   WaitFor("agent", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
   Event("agent", "bash", "TOOL_STARTED");
   // During the tool wait the scheduler decided what to do with "main" (keep, demote or
@@ -193,7 +193,7 @@ TEST_F(SchedulerServiceTest, GetShowsKvLocationAndDecisionsAfterToolWait) {
   v1::ClusterState c;
   ASSERT_TRUE(proto::ParseJson(cluster.body, &c).ok()) << cluster.body;
   EXPECT_EQ(c.workers(), 1);
-  EXPECT_EQ(c.model_executor(), "simulated model executor");
+  EXPECT_EQ(c.model_executor(), "simulated engine");
   EXPECT_EQ(c.tiers_size(), 3);
   EXPECT_EQ(c.tiers(0).tier(), "hbm");
   EXPECT_EQ(c.tiers(0).capacity_bytes(), 1ULL << 30);
@@ -308,7 +308,7 @@ TEST_F(SchedulerServiceTest, ClientLlmEventsAreRefusedWhileTheSimulatedExecutorR
   ASSERT_EQ(Call("POST", "/v1/workflows", kAgent).status, 201);
   auto r = Call("POST", "/v1/workflows/agent/events", R"({"nodeId":"llm-0","type":"LLM_STARTED"})");
   EXPECT_EQ(r.status, 409) << r.body;
-  EXPECT_NE(r.body.find("simulated model executor"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("simulated engine"), std::string::npos) << r.body;
 }
 
 TEST_F(SchedulerServiceTest, RestartRestoresAndRefeedsWorkflows) {

@@ -5,6 +5,9 @@
 //     built only from commands and completion events, independent of the core);
 //   - every transfer command carries a budget grant;
 //   - no side-effect node without an idempotency key is admitted twice;
+//   - the HBM ledger: on every live worker, the KV blocks its engine holds (running
+//     sequences, resident idle contexts, in-flight move destinations) are exactly the
+//     core's accounting, after the commands of every event were carried out;
 // and at the end every workflow has ended (completed, failed with a reason, or cancelled).
 #include <gtest/gtest.h>
 
@@ -14,6 +17,8 @@
 
 #include "base/virtual_event_loop.h"
 #include "executors/runtime.h"
+#include "executors/simulated_engine.h"
+#include "executors/step_cost.h"
 #include "scheduler/net_budget_env.h"
 #include "scheduler/simulated_fabric.h"
 
@@ -27,6 +32,16 @@ class FlatCost final : public ComputeCostModel {
   Duration PrefillTime(int64_t n, int64_t) const override { return Micros(25) * n; }
   Duration DecodeTime(int64_t s, int64_t) const override { return Millis(5) * s; }
   uint64_t KvBytesPerToken() const override { return 131072; }
+};
+
+// Engine steps: 25 us per prefill token, 5 ms when anything decodes.
+class FlatStepCost final : public StepCostModel {
+ public:
+  std::string_view name() const override { return "flat step cost"; }
+  Duration StepTime(const StepShape& s) const override {
+    return Micros(25) * s.prefill_tokens + (s.decode_seqs > 0 ? Millis(5) : Duration(0)) +
+           Micros(10);
+  }
 };
 
 int SeedCount() {
@@ -198,10 +213,20 @@ std::string RunSeed(uint64_t seed) {
   SimulatedFabric fabric(fo);
   for (int w = 0; w < workers; ++w) fabric.SetPcieLoad(w, h.U() < 0.3 ? 0.9 : 0.0);
   FlatCost cost;
+  FlatStepCost step_cost;
   CoreOptions o;
   o.workers = workers;
-  o.hbm_bytes_per_worker = static_cast<uint64_t>(h.I(1, 4)) << 30;
-  o.slots_per_worker = h.I(1, 3);
+  EngineLimits limits;
+  limits.block_tokens = h.U() < 0.5 ? 16 : 1;
+  limits.max_num_seqs = h.I(1, 8);
+  limits.max_num_batched_tokens = h.U() < 0.5 ? 8192 : 512;
+  limits.pool_blocks = (static_cast<int64_t>(h.I(1, 4)) << 30) /
+                       (limits.block_tokens * static_cast<int64_t>(cost.KvBytesPerToken()));
+  o.hbm_bytes_per_worker =
+      static_cast<uint64_t>(limits.pool_blocks * limits.block_tokens) * cost.KvBytesPerToken();
+  o.max_num_seqs = limits.max_num_seqs;
+  o.kv_block_tokens = limits.block_tokens;
+  o.admission_watermark = h.U() < 0.5 ? 0.01 : 0;
   o.retry_credit_capacity = h.I(1, 10);
   std::unique_ptr<Policy> policy = MakePolicy(h.U() < 0.7 ? "switchyard" : "keep-during-tool");
   // A third of the seeds run on net_budget's planner and link budgets instead of the
@@ -220,11 +245,16 @@ std::string RunSeed(uint64_t seed) {
   Core core(o, policy.get(), planner, grants, &cost);
   double llm_fail = h.U() < 0.5 ? 0.1 : 0.0, tool_fail = h.U() < 0.5 ? 0.2 : 0.0;
   double xfer_fail = h.U() < 0.5 ? 0.1 : 0.0;
-  SimulatedModelExecutor::Options eo;
+  SimulatedEngine::Options eo;
   eo.fault = [&](const std::string&) {
     return h.U() < llm_fail ? Status::Unavailable("injected engine fault") : Status::OK();
   };
-  SimulatedModelExecutor model(&loop, &cost, eo);
+  std::vector<std::unique_ptr<SimulatedEngine>> engines;
+  std::vector<Engine*> engine_ptrs;
+  for (int w = 0; w < workers; ++w) {
+    engines.push_back(std::make_unique<SimulatedEngine>(&loop, w, limits, &step_cost, eo));
+    engine_ptrs.push_back(engines.back().get());
+  }
   SimulatedToolWaiter tools(&loop, [&](const std::string&, const v1::ProgramNode& n) {
     double scale = 0.2 + 2.0 * h.U();
     return ToolOutcome{
@@ -239,7 +269,34 @@ std::string RunSeed(uint64_t seed) {
         return h.U() < xfer_fail ? Status::Unavailable("injected transfer fault") : Status::OK();
       },
       planned);
-  Runtime rt(&loop, &core, &model, &tools, &mover);
+  Runtime rt(&loop, &core, engine_ptrs, &tools, &mover);
+  // Outputs end before the cap half the time (the scheduler is not told).
+  rt.SetOutputOracle([&](const std::string&, const v1::ProgramNode& n) -> int64_t {
+    return h.U() < 0.5
+               ? h.I(1, static_cast<int>(std::max<int64_t>(1, n.hints().max_output_tokens())))
+               : 0;
+  });
+  std::set<int> lost;
+  uint64_t block_bytes = static_cast<uint64_t>(limits.block_tokens) * cost.KvBytesPerToken();
+  rt.SetAfterCommands([&](Time now) {
+    for (int w = 0; w < workers; ++w) {
+      if (lost.count(w) || !h.failure.empty()) continue;
+      uint64_t held =
+          static_cast<uint64_t>(engines[static_cast<size_t>(w)]->blocks_used()) * block_bytes;
+      if (held != core.hbm_used(w) && std::getenv("SY_LEDGER_DEBUG"))
+        for (const auto& [key, spec] : h.specs)
+          for (const v1::CacheRef& r : spec.cache_refs()) {
+            std::string ck = key.substr(0, key.find('/')) + "/" + r.context();
+            std::printf("ctx %s engine %lld core %lld (%s)\n", ck.c_str(),
+                        static_cast<long long>(engines[static_cast<size_t>(w)]->context_tokens(ck)),
+                        static_cast<long long>(core.ContextTokens(ck)), key.c_str());
+          }
+      if (held != core.hbm_used(w))
+        h.Fail("ledger at " + std::to_string(now.seconds()) + " s on worker " + std::to_string(w) +
+               ": engine holds " + std::to_string(held) + " bytes, core " +
+               std::to_string(core.hbm_used(w)));
+    }
+  });
   const char* trace = std::getenv("SY_PROPERTY_TRACE");
   bool tracing = trace && std::strtoull(trace, nullptr, 10) == seed;
   rt.SetObserver([&](const Event& e, const Commands& c, Time now) {
@@ -271,8 +328,10 @@ std::string RunSeed(uint64_t seed) {
       loop.PostAt(Time::FromMillis(h.I(0, 8000)), [&rt, id = w.id()]() { rt.Cancel(id); });
   }
   if (workers > 1 && h.U() < 0.3)
-    loop.PostAt(Time::FromMillis(h.I(0, 6000)),
-                [&rt, w = h.I(0, workers - 1)]() { rt.PeerLost(w); });
+    loop.PostAt(Time::FromMillis(h.I(0, 6000)), [&rt, &lost, w = h.I(0, workers - 1)]() {
+      lost.insert(w);
+      rt.PeerLost(w);
+    });
   if (h.U() < 0.3)
     loop.PostAt(Time::FromMillis(h.I(0, 6000)), [&rt]() { rt.ModelEpochChanged("m1", 7); });
   loop.RunUntil(Time::FromSeconds(3600));
@@ -291,8 +350,11 @@ std::string RunSeed(uint64_t seed) {
   }
   if (fabric.outstanding_grants() != 0 || (env && env->outstanding_grants() != 0))
     return "grants leaked";
-  for (int w = 0; w < workers; ++w)
+  for (int w = 0; w < workers; ++w) {
     if (core.hbm_used(w) != 0) return "HBM still held at the end on worker " + std::to_string(w);
+    if (!lost.count(w) && engines[static_cast<size_t>(w)]->blocks_used() != 0)
+      return "engine blocks still held at the end on worker " + std::to_string(w);
+  }
   return "";
 }
 

@@ -8,6 +8,8 @@
 #include "base/virtual_event_loop.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
+#include "executors/simulated_engine.h"
+#include "executors/step_cost.h"
 #include "kv_tiers/fault_injection.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/tier_registry.h"
@@ -175,11 +177,16 @@ TEST_F(TieredMoverTest, RuntimeDemotesThroughKvTiersDuringALongTool) {
   co.use_disk = co.use_peer = false;
   auto policy = scheduler::MakePolicy("switchyard");
   scheduler::Core core(co, policy.get(), &fabric, &fabric, &*cost);
-  SimulatedModelExecutor model(&loop_, &*cost, {});
+  auto step = RooflineStepCost::Create(cost->model(), cost->gpu());
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EngineLimits limits;
+  limits.block_tokens = 1;  // the core's default block: byte-exact
+  limits.pool_blocks = static_cast<int64_t>(co.hbm_bytes_per_worker / cost->KvBytesPerToken());
+  SimulatedEngine engine(&loop_, 0, limits, &*step);
   SimulatedToolWaiter tools(&loop_, [](const std::string&, const v1::ProgramNode& n) {
     return ToolOutcome{Millis(n.hints().expected_duration_ms()), Status::OK()};
   });
-  Runtime rt(&loop_, &core, &model, &tools, mover_.get());
+  Runtime rt(&loop_, &core, {&engine}, &tools, mover_.get());
   int demotes = 0;
   rt.SetObserver([&](const scheduler::Event&, const scheduler::Commands& c, Time) {
     for (const Command& cmd : c.list) demotes += cmd.kind == CommandKind::kDemote;

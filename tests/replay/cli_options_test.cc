@@ -51,12 +51,165 @@ TEST(SweepArgs, DefaultsValuesAndErrors) {
   EXPECT_EQ(s->rates, (std::vector<double>{0.1, 0.2, 0.4}));  // sorted: lowest = unloaded
   EXPECT_EQ(s->arrivals, "scale");
   EXPECT_EQ(s->policies.size(), 7u);
-  EXPECT_EQ(Err(ParseSweepArgs({"--trace", "t"})), "--rates is required");
+  auto auto_rates = ParseSweepArgs({"--trace", "t"});  // no --rates: auto
+  ASSERT_TRUE(auto_rates.ok());
+  EXPECT_TRUE(auto_rates->rates_auto);
+  EXPECT_TRUE(auto_rates->rates.empty());
+  auto_rates = ParseSweepArgs({"--trace", "t", "--rates", "auto"});
+  ASSERT_TRUE(auto_rates.ok());
+  EXPECT_TRUE(auto_rates->rates_auto);
+  EXPECT_FALSE(ParseSweepArgs({"--trace", "t", "--rates", "0.2,0.1,0.2"})->rates_auto);
+  EXPECT_EQ(ParseSweepArgs({"--trace", "t", "--rates", "0.2,0.1,0.2"})->rates,
+            (std::vector<double>{0.1, 0.2}));
   EXPECT_EQ(Err(ParseSweepArgs({"--rates", "1"})), "--trace is required");
   EXPECT_NE(Err(ParseSweepArgs({"--trace", "t", "--rates", "1,x"})).find("'x'"), std::string::npos);
   EXPECT_NE(Err(ParseSweepArgs({"--trace", "t", "--rates", "1", "--arrivals", "burst"}))
                 .find("poisson or scale"),
             std::string::npos);
+}
+
+TEST(SweepArgs, SloCapacityFlags) {
+  auto s = ParseSweepArgs({"--trace", "t", "--slo-capacity"});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->slo_capacity);
+  EXPECT_DOUBLE_EQ(s->slo_k, 2);
+  EXPECT_DOUBLE_EQ(s->slo_target, 0.9);
+  EXPECT_EQ(s->seeds, 1);
+  EXPECT_DOUBLE_EQ(s->warmup_frac, 0.1);
+  EXPECT_DOUBLE_EQ(s->drain_frac, 0.1);
+  s = ParseSweepArgs({"--trace", "t", "--slo-capacity", "--slo-k", "3", "--slo-target", "0.95",
+                      "--seeds", "4", "--warmup-frac", "0.2", "--drain-frac", "0", "--rates",
+                      "0.1,0.3"});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_DOUBLE_EQ(s->slo_k, 3);
+  EXPECT_DOUBLE_EQ(s->slo_target, 0.95);
+  EXPECT_EQ(s->seeds, 4);
+  EXPECT_DOUBLE_EQ(s->warmup_frac, 0.2);
+  EXPECT_DOUBLE_EQ(s->drain_frac, 0);
+  std::vector<std::string> base = {"--trace", "t", "--slo-capacity"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return Err(ParseSweepArgs(a));
+  };
+  EXPECT_EQ(with({"--slo-k", "0.5"}), "--slo-k needs a number >= 1, not '0.5'");
+  EXPECT_EQ(with({"--slo-k", "x"}), "--slo-k needs a number >= 1, not 'x'");
+  EXPECT_EQ(with({"--slo-target", "0"}), "--slo-target needs a number in (0, 1], not '0'");
+  EXPECT_EQ(with({"--slo-target", "1.5"}), "--slo-target needs a number in (0, 1], not '1.5'");
+  EXPECT_EQ(with({"--seeds", "0"}), "--seeds needs a whole number >= 1, not '0'");
+  EXPECT_EQ(with({"--seeds", "2.5"}), "--seeds needs a whole number >= 1, not '2.5'");
+  EXPECT_EQ(with({"--warmup-frac", "1"}), "--warmup-frac needs a number in [0, 1), not '1'");
+  EXPECT_EQ(with({"--drain-frac", "-0.1"}), "--drain-frac needs a number in [0, 1), not '-0.1'");
+  EXPECT_NE(
+      with({"--warmup-frac", "0.5", "--drain-frac", "0.5"}).find("--warmup-frac + --drain-frac"),
+      std::string::npos);
+  EXPECT_NE(with({"--arrivals", "scale"}).find("--arrivals scale"), std::string::npos);
+  EXPECT_EQ(with({"--seeds"}), "--seeds needs a value");
+  EXPECT_EQ(Err(ParseSweepArgs({"--trace", "t", "--seeds", "3"})), "--seeds needs --slo-capacity");
+  EXPECT_EQ(Err(ParseSweepArgs({"--trace", "t", "--slo-k", "3"})), "--slo-k needs --slo-capacity");
+}
+
+std::string Err(const Result<ConvertArgs>& r) { return r.ok() ? "" : r.status().message(); }
+
+TEST(ConvertArgs, DefaultsAndDeadlineFlags) {
+  auto c = ParseConvertArgs({"--from", "agent-sessions", "in.jsonl", "-o", "out.jsonl"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->from, "agent-sessions");
+  EXPECT_EQ(c->input, "in.jsonl");
+  EXPECT_EQ(c->output, "out.jsonl");
+  EXPECT_EQ(c->options.deadline, DeadlineRule::kClasses);
+  ASSERT_EQ(c->options.deadline_classes.size(), 2u);
+  EXPECT_EQ(c->options.deadline_classes[0].name, "interactive");
+  EXPECT_DOUBLE_EQ(c->options.deadline_classes[0].slack_s, 900);
+  EXPECT_DOUBLE_EQ(c->options.deadline_classes[1].slack_s, 3 * 3600);
+  c = ParseConvertArgs({"--from",
+                        "mooncake",
+                        "in",
+                        "-o",
+                        "out",
+                        "--deadline-class",
+                        "gold:5m,silver:1h,bronze:2h",
+                        "--tenant-class",
+                        "tenant-0=bronze",
+                        "--tenants",
+                        "4",
+                        "--repeat",
+                        "2",
+                        "--limit",
+                        "9",
+                        "--rate",
+                        "0.2",
+                        "--seed",
+                        "3",
+                        "--arrival",
+                        "bursty",
+                        "--model",
+                        "m"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->options.deadline_classes.size(), 3u);
+  EXPECT_EQ(c->options.tenant_class.at("tenant-0"), "bronze");
+  EXPECT_EQ(c->options.tenants, 4);
+  EXPECT_EQ(c->options.repeat, 2);
+  EXPECT_EQ(c->options.limit, 9);
+  EXPECT_DOUBLE_EQ(c->options.rate_per_s, 0.2);
+  EXPECT_EQ(c->options.seed, 3u);
+  EXPECT_EQ(c->options.arrival, ArrivalProcess::kBursty);
+  EXPECT_EQ(c->options.model_id, "m");
+  c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", "--deadline", "oracle-span:3"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->options.deadline, DeadlineRule::kOracleSpan);
+  EXPECT_DOUBLE_EQ(c->options.deadline_factor, 3);
+  c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", "--deadline", "none"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->options.deadline, DeadlineRule::kNone);
+  // The old flag: 0 = none, F > 0 = the oracle rule.
+  c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", "--deadline-factor", "0"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->options.deadline, DeadlineRule::kNone);
+  c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", "--deadline-factor", "2"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->options.deadline, DeadlineRule::kOracleSpan);
+  EXPECT_DOUBLE_EQ(c->options.deadline_factor, 2);
+  EXPECT_TRUE(ParseConvertArgs({"--help"})->help);
+}
+
+TEST(ConvertArgs, ErrorsNameTheFlag) {
+  std::vector<std::string> base = {"--from", "agent-sessions", "in", "-o", "out"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return Err(ParseConvertArgs(a));
+  };
+  EXPECT_EQ(Err(ParseConvertArgs({"in", "-o", "out"})), "--from is required");
+  EXPECT_EQ(Err(ParseConvertArgs({"--from", "azure", "-o", "out"})), "INPUT is required");
+  EXPECT_EQ(Err(ParseConvertArgs({"--from", "azure", "in"})), "-o is required");
+  EXPECT_NE(Err(ParseConvertArgs({"--from", "sharegpt", "in", "-o", "o"})).find("--from must be"),
+            std::string::npos);
+  EXPECT_EQ(with({"--rate", "0"}), "--rate needs a number > 0, not '0'");
+  EXPECT_EQ(with({"--tenants", "0"}), "--tenants needs a whole number >= 1, not '0'");
+  EXPECT_EQ(with({"--repeat", "1.5"}), "--repeat needs a whole number >= 1, not '1.5'");
+  EXPECT_EQ(with({"--arrival", "x"}), "--arrival must be poisson or bursty, not 'x'");
+  EXPECT_EQ(with({"--deadline-class", "interactive:900"}),
+            "--deadline-class: '900' is not a duration > 0 with a unit s, m or h");
+  EXPECT_NE(with({"--deadline-class", "interactive"})
+                .find("--deadline-class: 'interactive' is not "
+                      "NAME:DURATION"),
+            std::string::npos);
+  EXPECT_NE(with({"--tenant-class", "tenant-0"}).find("--tenant-class"), std::string::npos);
+  EXPECT_NE(with({"--tenant-class", "tenant-0=gold"})
+                .find("--tenant-class: tenant 'tenant-0' has "
+                      "class 'gold'"),
+            std::string::npos);
+  EXPECT_NE(with({"--deadline", "oracle-span:0"}).find("--deadline: oracle-span needs a factor"),
+            std::string::npos);
+  EXPECT_NE(with({"--deadline", "sometimes"}).find("--deadline must be"), std::string::npos);
+  EXPECT_EQ(with({"--deadline", "none", "--deadline-class", "a:1s"}),
+            "--deadline-class sets class deadlines, which --deadline none replaces");
+  EXPECT_EQ(with({"--deadline", "oracle-span:3", "--tenant-class", "tenant-0=batch"}),
+            "--tenant-class sets class deadlines, which --deadline oracle-span:3 replaces");
+  EXPECT_EQ(with({"--deadline-factor", "-1"}), "--deadline-factor needs a number >= 0, not '-1'");
+  EXPECT_EQ(with({"--deadline"}), "--deadline needs a value");
+  EXPECT_EQ(with({"extra"}), "unexpected argument 'extra'");
 }
 
 }  // namespace

@@ -115,6 +115,7 @@ TEST(ConvertAgentSessionsTest, ArrivalsDeadlinesTenantsAndDeterminism) {
   o.seed = 7;
   o.repeat = 5;
   o.tenants = 2;
+  o.deadline = DeadlineRule::kOracleSpan;
   o.deadline_factor = 2.0;
   auto a = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
   auto b = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
@@ -132,11 +133,113 @@ TEST(ConvertAgentSessionsTest, ArrivalsDeadlinesTenantsAndDeterminism) {
     if (r.source() == "agent-sessions:46c4e6b23c25") {  // span 49.86 s
       EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), 99720);
     }
+    EXPECT_EQ(r.workflow().labels().at("deadline_rule"), "oracle-span:2");
+    EXPECT_EQ(r.workflow().labels().size(), 1u) << "one label: maps print in no fixed order";
   }
   EXPECT_EQ(tenants, (std::set<std::string>{"tenant-0", "tenant-1"}));
   o.seed = 8;
   auto c = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
   EXPECT_NE(*ToJsonLines(*a), *ToJsonLines(*c));
+}
+
+TEST(ConvertAgentSessionsTest, DefaultDeadlinesArePerTenantClassesNotSize) {
+  ConvertOptions o;
+  o.repeat = 3;
+  o.tenants = 3;
+  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  ASSERT_EQ(recs->size(), 12u);
+  // tenant-<i> -> class i mod 2: tenant-0 and tenant-2 interactive (900 s), tenant-1 batch.
+  std::map<std::string, int64_t> slack = {
+      {"tenant-0", 900'000}, {"tenant-1", 10'800'000}, {"tenant-2", 900'000}};
+  std::map<std::string, std::string> label = {{"tenant-0", "class:interactive"},
+                                              {"tenant-1", "class:batch"},
+                                              {"tenant-2", "class:interactive"}};
+  for (const auto& r : *recs) {
+    const std::string& t = r.workflow().tenant();
+    ASSERT_TRUE(slack.count(t)) << t;
+    EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), slack[t]) << r.workflow().id();
+    EXPECT_EQ(r.workflow().labels().at("deadline_rule"), label[t]);
+    EXPECT_EQ(r.workflow().labels().size(), 1u);
+  }
+  // An explicit mapping wins over the rule; three classes rotate over the tenants.
+  o.deadline_classes = {{"a", 60}, {"b", 120}, {"c", 180}};
+  o.tenant_class = {{"tenant-2", "a"}};
+  recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  for (const auto& r : *recs) {
+    int64_t expect = r.workflow().tenant() == "tenant-1" ? 120'000 : 60'000;
+    EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), expect) << r.workflow().tenant();
+  }
+  o.tenant_class = {{"tenant-0", "nope"}};
+  recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  ASSERT_FALSE(recs.ok());
+  EXPECT_NE(recs.status().message().find("--tenant-class: tenant 'tenant-0' has class 'nope'"),
+            std::string::npos)
+      << recs.status();
+  // --deadline none: no deadline, no labels.
+  o = ConvertOptions{};
+  o.deadline = DeadlineRule::kNone;
+  recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  ASSERT_TRUE(recs.ok());
+  for (const auto& r : *recs) {
+    EXPECT_EQ(r.workflow().deadline_ms(), 0);
+    EXPECT_TRUE(r.workflow().labels().empty());
+  }
+}
+
+TEST(DeadlineOptionsTest, ClassForTenantAndParsing) {
+  ConvertOptions o;
+  EXPECT_EQ(*DeadlineClassFor("tenant-0", o), 0u);
+  EXPECT_EQ(*DeadlineClassFor("tenant-1", o), 1u);
+  EXPECT_EQ(*DeadlineClassFor("tenant-7", o), 1u);
+  EXPECT_EQ(*DeadlineClassFor("background", o), 1u) << "other tenants: the last class";
+  EXPECT_EQ(*DeadlineClassFor("tenant-x", o), 1u);
+  o.deadline_classes.clear();
+  EXPECT_FALSE(DeadlineClassFor("tenant-0", o).ok());
+
+  EXPECT_DOUBLE_EQ(*ParseDurationS("900s", "--f"), 900);
+  EXPECT_DOUBLE_EQ(*ParseDurationS("15m", "--f"), 900);
+  EXPECT_DOUBLE_EQ(*ParseDurationS("1.5h", "--f"), 5400);
+  for (const char* bad : {"900", "s", "0s", "-1m", "3d", "xh", ""}) {
+    auto r = ParseDurationS(bad, "--deadline-class");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message().rfind("--deadline-class: ", 0), 0u) << r.status();
+  }
+  auto classes = ParseDeadlineClasses("interactive:900s,batch:3h");
+  ASSERT_TRUE(classes.ok());
+  ASSERT_EQ(classes->size(), 2u);
+  EXPECT_EQ((*classes)[1].name, "batch");
+  EXPECT_DOUBLE_EQ((*classes)[1].slack_s, 10800);
+  EXPECT_NE(ParseDeadlineClasses("a:1s,a:2s").status().message().find("'a' appears twice"),
+            std::string::npos);
+  EXPECT_NE(ParseDeadlineClasses("a").status().message().find("NAME:DURATION"), std::string::npos);
+  EXPECT_NE(ParseDeadlineClasses("a:1s,").status().message().find("--deadline-class"),
+            std::string::npos);
+  auto tc = ParseTenantClasses("tenant-0=interactive,tenant-3=batch");
+  ASSERT_TRUE(tc.ok());
+  EXPECT_EQ(tc->at("tenant-3"), "batch");
+  EXPECT_NE(ParseTenantClasses("tenant-0").status().message().find("--tenant-class"),
+            std::string::npos);
+  EXPECT_FALSE(ParseTenantClasses("t=a,t=b").ok());
+
+  ConvertOptions d;
+  ASSERT_TRUE(ParseDeadlineOption("oracle-span:3", &d).ok());
+  EXPECT_EQ(d.deadline, DeadlineRule::kOracleSpan);
+  EXPECT_DOUBLE_EQ(d.deadline_factor, 3);
+  EXPECT_NE(DescribeDeadlines(d).find("ORACLE"), std::string::npos);
+  ASSERT_TRUE(ParseDeadlineOption("none", &d).ok());
+  EXPECT_EQ(d.deadline, DeadlineRule::kNone);
+  ASSERT_TRUE(ParseDeadlineOption("gold:10m", &d).ok());
+  EXPECT_EQ(d.deadline, DeadlineRule::kClasses);
+  EXPECT_EQ(d.deadline_classes.size(), 1u);
+  EXPECT_NE(DescribeDeadlines(d).find("gold:10m"), std::string::npos);
+  for (const char* bad : {"oracle-span:0", "oracle-span:", "oracle-span:x", "span", "gold:10"})
+    EXPECT_NE(ParseDeadlineOption(bad, &d).message().find("--deadline"), std::string::npos) << bad;
+  EXPECT_EQ(ParseDeadlineOption("gold:10", &d).message(),
+            "--deadline: '10' is not a duration > 0 with a unit s, m or h");
+  EXPECT_NE(DescribeDeadlines(ConvertOptions{}).find("interactive:15m,batch:3h"), std::string::npos)
+      << DescribeDeadlines(ConvertOptions{});
 }
 
 TEST(ConvertAgentSessionsTest, BadInputNamesLineAndField) {
@@ -212,6 +315,19 @@ TEST(ConvertMooncakeTest, SharedPrefixAndBadLines) {
     EXPECT_FALSE(ref.shared_prefix().empty()) << r.workflow().id();
     EXPECT_GE(ref.shared_prefix_tokens(), 512);
   }
+  // Default deadlines: the tenant's class, not the conversation's size.
+  ConvertOptions o;
+  o.tenants = 2;
+  recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), o);
+  ASSERT_TRUE(recs.ok());
+  for (const auto& r : *recs) {
+    int64_t expect = r.workflow().tenant() == "tenant-0" ? 900'000 : 10'800'000;
+    EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), expect) << r.workflow().id();
+  }
+  o.deadline = DeadlineRule::kOracleSpan;  // old rule: 3 × (last turn's offset + service)
+  recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), o);
+  ASSERT_TRUE(recs.ok());
+  for (const auto& r : *recs) EXPECT_EQ(r.workflow().labels().at("deadline_rule"), "oracle-span:3");
   auto bad = ConvertMooncake("{\"timestamp\":5,\"input_length\":0,\"output_length\":1}\n", {});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "mooncake line 1: input_length <= 0");
@@ -227,6 +343,14 @@ TEST(ConvertAzureTest, RowsBecomeSingleNodeWorkflows) {
   EXPECT_EQ(first.actuals(0).output_tokens(), 44);
   // Second row: 18:15:50.9951690 - 18:15:46.6805900 = 4314.579 ms.
   EXPECT_EQ((*recs)[1].arrival_ms(), 4315);
+  // Tenant "background" takes the last class (batch: 3 h) by default.
+  EXPECT_EQ(first.workflow().deadline_ms(), 3 * 3600 * 1000);
+  EXPECT_EQ(first.workflow().labels().at("deadline_rule"), "class:batch");
+  ConvertOptions o;
+  o.deadline = DeadlineRule::kOracleSpan;  // 3 × (374 / 10000 + 44 × 0.02) s = 2.7522 s
+  recs = ConvertAzure(Fixture("azure_conv_sample.csv"), o);
+  ASSERT_TRUE(recs.ok());
+  EXPECT_EQ((*recs)[0].workflow().deadline_ms(), 2752);
   auto bad = ConvertAzure("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 x,1,2\n", {});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("azure line 2: bad TIMESTAMP"), std::string::npos);

@@ -46,7 +46,7 @@ v1::ReplayCluster Tight() {
   v1::ReplayCluster c = DefaultCluster();
   c.set_name("tight");
   c.set_gpus_per_node(2);
-  c.set_slots_per_worker(2);
+  c.set_max_num_seqs(8);
   c.mutable_gpu()->set_hbm_bytes(28'000'000'000ULL);
   return c;
 }
@@ -131,10 +131,10 @@ TEST(Replay, RejectsUnknownPolicyAndBadCluster) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("unknown policy 'fifo'"), std::string::npos);
   v1::ReplayCluster c = DefaultCluster();
-  c.set_slots_per_worker(0);
+  c.set_admission_watermark(0.7);
   r = RunReplay(t, c, "switchyard", {});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("slotsPerWorker"), std::string::npos);
+  EXPECT_NE(r.status().message().find("admissionWatermark"), std::string::npos);
 }
 
 TEST(Replay, PercentileIsNearestRank) {

@@ -59,6 +59,34 @@ TEST(Report, ReportJsonIsDeterministicAndLeavesOutWallClock) {
   EXPECT_EQ(a.find("events_per_s"), std::string::npos);
 }
 
+TEST(Report, ReportJsonHasWorkflowRecordsWithNullForNone) {
+  PolicyReport r = Sample("switchyard");
+  r.workflow_records = {{"wf-a", 1.5, 12.25, "completed", 901.5},
+                        {"wf-b", 86400.123, -1, "unfinished", -1},
+                        {"wf-c", 3, 7, "failed", -1}};
+  std::string json = ReportJson({"t", "c", "d", 1, ""}, {r});
+  EXPECT_EQ(json, ReportJson({"t", "c", "d", 1, ""}, {r})) << "deterministic";
+  google::protobuf::Struct s = Parse(json);
+  const auto& policy = s.fields().at("policies").list_value().values(0).struct_value().fields();
+  EXPECT_EQ(policy.at("workflows").number_value(), 3) << "workflows stays the count";
+  const auto& recs = policy.at("workflow_records").list_value();
+  ASSERT_EQ(recs.values_size(), 3);
+  const auto& a = recs.values(0).struct_value().fields();
+  EXPECT_EQ(a.at("id").string_value(), "wf-a");
+  EXPECT_DOUBLE_EQ(a.at("arrival_s").number_value(), 1.5);
+  EXPECT_DOUBLE_EQ(a.at("end_s").number_value(), 12.25);
+  EXPECT_EQ(a.at("state").string_value(), "completed");
+  EXPECT_DOUBLE_EQ(a.at("deadline_s").number_value(), 901.5);
+  const auto& b = recs.values(1).struct_value().fields();
+  EXPECT_EQ(b.at("state").string_value(), "unfinished");
+  EXPECT_EQ(b.at("end_s").kind_case(), google::protobuf::Value::kNullValue);
+  EXPECT_EQ(b.at("deadline_s").kind_case(), google::protobuf::Value::kNullValue);
+  EXPECT_DOUBLE_EQ(b.at("arrival_s").number_value(), 86400.123) << "millisecond precision";
+  EXPECT_NE(json.find("\"end_s\":null"), std::string::npos);
+  // The per-policy JSON line stays a summary.
+  EXPECT_EQ(SummaryJsonLine(r).find("workflow_records"), std::string::npos);
+}
+
 TEST(Report, HtmlIsSelfContainedWithTheCharts) {
   std::string html = ReportHtml({"t", "c", "d", 1, ""}, {Sample("switchyard"), Sample("kvflow")});
   for (const char* s : {"JCT CDF", "TTFT CDF", "HBM occupancy over time", "link traffic", "<svg",

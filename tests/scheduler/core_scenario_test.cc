@@ -47,7 +47,7 @@ CoreOptions Opts(int workers, uint64_t hbm, int slots) {
   CoreOptions o;
   o.workers = workers;
   o.hbm_bytes_per_worker = hbm;
-  o.slots_per_worker = slots;
+  o.max_num_seqs = slots;
   return o;
 }
 
@@ -172,7 +172,8 @@ TEST(CoreScenario, ShortContextOnCongestedLinkIsDiscarded) {
         {"admit wf1/t", "place wf2/x worker=0 recompute=0 done=0"}},
        {1, Of(EventKind::kToolStarted, "wf1", "t"), {"discard wf1/main (recompute is cheapest)"}}});
   EXPECT_EQ(r.core.ContextLocation("wf1/main")->tier, Tier::kNone);
-  EXPECT_EQ(r.core.hbm_used(0), 10256ULL * 131072);  // only wf2/x's reservation
+  // Only wf2/x's prefill: its decode blocks are reserved as the engine reports them.
+  EXPECT_EQ(r.core.hbm_used(0), 10000ULL * 131072);
 }
 
 TEST(CoreScenario, DemotionRefusedByTheLinkBudgetIsRetriedNotDiscarded) {

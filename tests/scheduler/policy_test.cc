@@ -124,7 +124,13 @@ TEST(Policies, CreatePolicyParsesOptionsAndNamesWhatIsWrong) {
   EXPECT_NE(err("switchyard:link_weight").find("is not key=value"), std::string::npos);
   EXPECT_NE(err("switchyard:occupancy_knee=2").find("occupancy_knee must be in [0, 1]"),
             std::string::npos);
-  EXPECT_NE(err("infercept:x=1").find("only 'switchyard' takes options"), std::string::npos);
+  EXPECT_NE(err("infercept:x=1").find("infercept takes t_int=elapsed or t_int=learned"),
+            std::string::npos);
+  EXPECT_NE(err("kvflow:x=1").find("only 'switchyard' and 'infercept' take options"),
+            std::string::npos);
+  auto learned = CreatePolicy("infercept:t_int=learned");
+  ASSERT_TRUE(learned.ok());
+  EXPECT_EQ((*learned)->name(), "infercept:t_int=learned");
   EXPECT_NE(err("switchyard:order=sjf").find("order must be atlas, arrival or deadline"),
             std::string::npos);
 }

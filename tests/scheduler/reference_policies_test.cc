@@ -2,6 +2,7 @@
 #include "scheduler/reference_policies.h"
 
 #include <gtest/gtest.h>
+#include <cmath>
 
 #include "scheduler/core.h"
 #include "tests/scheduler/test_util.h"
@@ -49,12 +50,33 @@ TEST(VllmFcfs, OrdersByCallArrivalKeepsAsLruCacheAndDropsOnEviction) {
   EXPECT_LT(p.EvictionPriority(old_idle), p.EvictionPriority(new_idle));  // LRU
 }
 
+TEST(InferCept, ElapsedTimeEstimatorPreservesFirstThenSwapsAsTheWaitGoesOn) {
+  InferCeptPolicy p;  // the paper's default: T_INT = time the interception has lasted
+  WaitInput in = Tool(30, 1.0, 0.1);  // the learned quantiles say 30 s: ignored
+  in.running_fraction = 0.5;
+  in.elapsed = Duration(0);
+  EXPECT_DOUBLE_EQ(p.Tint(in), 0);
+  WaitDecision first = p.OnWait(in);
+  EXPECT_EQ(first.action, WaitAction::kKeep);  // nothing has been wasted yet
+  EXPECT_EQ(first.reevaluate_after, Millis(100));
+  // 0.05 s in: preserve waste 0.05·0.1 = 0.005 < swap 2·0.1·0.5 = 0.1: still preserved,
+  // looked at again after as long as it has lasted.
+  in.reason = WaitReason::kReevaluate;
+  in.elapsed = Millis(50);
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kKeep);
+  // 3.2 s in: preserving (0.32) now wastes more than swapping.
+  in.elapsed = Millis(3200);
+  WaitDecision late = p.OnWait(in);
+  EXPECT_EQ(late.action, WaitAction::kDemote);
+  EXPECT_EQ(late.dst.tier, Tier::kHost);
+}
+
 TEST(InferCept, ChoosesTheActionOfLeastMemoryWaste) {
-  InferCeptPolicy p;
+  InferCeptPolicy p(InferCeptPolicy::Estimator::kLearned);
   // Short call, big context: preserving wastes least.
   WaitInput a = Tool(0.05, 1.0, 0.1);
   a.running_fraction = 0.5;
-  EXPECT_NEAR(InferCeptPolicy::WastePreserve(a), 0.005, 1e-12);
+  EXPECT_NEAR(InferCeptPolicy::WastePreserve(a, p.Tint(a)), 0.005, 1e-12);
   EXPECT_NEAR(InferCeptPolicy::WasteDiscard(a), 1.0 * 0.1 + 1.0 * 0.5, 1e-12);
   EXPECT_NEAR(InferCeptPolicy::WasteSwap(a, a.options[0]), 2 * 0.1 * 0.5, 1e-12);
   EXPECT_EQ(p.OnWait(a).action, WaitAction::kKeep);
@@ -81,16 +103,31 @@ TEST(Continuum, PinsForTheTtlThatPaysAndEvictsUnpinnedFirst) {
   in.wait_quantiles = {Seconds(0.1), Seconds(0.2), Seconds(0.5), Seconds(3), Seconds(20)};
   // value(τ) = P(τ)·2 − τ: 0.1: 0.1, 0.2: 0.3, 0.5: 0.5, 3: −1.5, 20: −18.2 → τ* = 0.5 s.
   EXPECT_DOUBLE_EQ(ContinuumPolicy::Ttl(in), 0.5);
-  EXPECT_EQ(p.OnWait(in).why, "pinned for TTL");
+  WaitDecision pin = p.OnWait(in);
+  EXPECT_EQ(pin.why, "pinned for TTL");
+  EXPECT_EQ(pin.pin_for, Seconds(0.5));  // the TTL decides: pinned for tau*, then freed
   // Tools that take far longer than reloading never pin.
   in.wait_quantiles.assign(5, Seconds(60));
   EXPECT_DOUBLE_EQ(ContinuumPolicy::Ttl(in), 0);
+  WaitDecision freed = p.OnWait(in);
+  EXPECT_EQ(freed.action, WaitAction::kKeep);  // freed to vLLM's LRU cache...
+  EXPECT_EQ(freed.pin_for, Duration(0));       // ...not pinned
+  // Cold start: with at most 100 samples learned, tau = ln(T + reload) (Exp(1) optimum).
+  in.all_samples = 50;
+  in.queue_delay = Seconds(0);
+  in.recompute = Seconds(std::exp(1.5));
+  EXPECT_NEAR(ContinuumPolicy::Ttl(in), 1.5, 1e-9);
+  in.all_samples = 500;
+  in.recompute = Seconds(2.0);
   // A higher queueing delay lengthens the pin.
   in.queue_delay = Seconds(200);
   EXPECT_DOUBLE_EQ(ContinuumPolicy::Ttl(in), 60);
-  IdleContextInfo pinned{1, Time::FromSeconds(1), Seconds(2), 1};
-  IdleContextInfo unpinned{1, Time::FromSeconds(9), Duration::max(), 1};
+  IdleContextInfo pinned{1, Time::FromSeconds(1), Seconds(2), 1, true};
+  IdleContextInfo unpinned{1, Time::FromSeconds(9), Duration::max(), 1, false};
   EXPECT_LT(p.EvictionPriority(unpinned), p.EvictionPriority(pinned));
+  // A pin that expired is an ordinary cached context: LRU.
+  IdleContextInfo expired{1, Time::FromSeconds(1), Seconds(2), 1, false};
+  EXPECT_LT(p.EvictionPriority(expired), p.EvictionPriority(unpinned));
   // Order: preempted, then resident (pinned), then program arrival.
   ReadyNodeInfo resident = Ready(50, 60);
   resident.context_resident = true;
@@ -114,6 +151,32 @@ TEST(Autellix, LeastAttainedProgramServiceFirstInDiscreteQueues) {
   EXPECT_EQ(p.OnWait(Tool(60, 1, 0.1)).action, WaitAction::kKeep);
 }
 
+TEST(Autellix, PromotesAStarvingProgramAndPicksTheLowestQueueAsPoolVictim) {
+  AutellixPolicy p;
+  EXPECT_GT(p.RekeyInterval(), Duration(0));  // waiting must be able to change the key
+  ReadyNodeInfo old = Ready(0, 10, 20);       // 20 s of service: queue 5
+  old.program_total = Seconds(20);
+  ReadyNodeInfo young = Ready(100, 110, 0.1);
+  EXPECT_TRUE(Before(p, young, old));
+  // Waited 8 x its service (160 s over its calls): to Q1, ahead of the young program.
+  old.program_waited = Seconds(100);
+  old.call_waited = Seconds(60);
+  EXPECT_EQ(p.Order(old).band, 0);
+  EXPECT_TRUE(Before(p, old, young));
+  // Pool victim: the running call in the lowest queue (service + running time), then the
+  // most recent; a young program's long-running call is demoted by its own quantum.
+  std::vector<PoolVictimInfo> running(3);
+  running[0].admitted_seq = 1;
+  running[0].program_service = Seconds(0.5);
+  running[1].admitted_seq = 2;
+  running[1].program_service = Seconds(0.5);
+  running[2].admitted_seq = 3;
+  running[2].program_service = Seconds(0.5);
+  EXPECT_EQ(p.ChoosePoolVictim(running), 2u);  // equal queues: the most recent
+  running[0].running_for = Seconds(40);        // exhausted its quanta: lowest queue now
+  EXPECT_EQ(p.ChoosePoolVictim(running), 0u);
+}
+
 TEST(KvFlow, EvictsFarthestStepsFirstAndWritesBackToHost) {
   KvFlowPolicy p;
   IdleContextInfo near{1, Time::FromSeconds(1), Duration::max(), 1};
@@ -133,7 +196,7 @@ TEST(KvFlow, EvictsFarthestStepsFirstAndWritesBackToHost) {
 CoreOptions OneSlot(uint64_t hbm_bytes) {
   CoreOptions o;
   o.workers = 1;
-  o.slots_per_worker = 1;
+  o.max_num_seqs = 1;
   o.hbm_bytes_per_worker = hbm_bytes;
   return o;
 }
