@@ -264,6 +264,7 @@ void Runtime::OnStep(const StepReport& r) {
   Event e;
   e.kind = EventKind::kEngineReport;
   e.worker = r.worker;
+  e.model_time = r.end - r.start;  // the step's duration
   std::vector<Event> finished;
   for (const SeqProgress& p : r.seqs) {
     auto it = seqs_.find(p.key);

@@ -508,6 +508,7 @@ void CoreState::OnEngineReport(const Event& e) {
     return;
   }
   WorkerRec& wr = workers[static_cast<size_t>(e.worker)];
+  if (e.model_time > Duration(0) && !e.steps.empty()) wr.step_time = e.model_time;
   for (const SeqStep& st : e.steps) {
     WfRec* wf = FindWf(st.workflow_id);
     if (!wf) continue;

@@ -117,6 +117,8 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   in.recompute = cost->PrefillTime(c.tokens, 0);
   in.slack = slack;
   in.elapsed = c.wait_tool >= 0 ? now - c.wait_started : Duration(0);
+  in.step_time = workers[static_cast<size_t>(w)].step_time;
+  in.swap_backlog = SwapBacklog(w);
   in.all_samples = durations.samples();
   if (c.wait_tool >= 0 && c.owner)
     in.tool_samples =
@@ -204,6 +206,17 @@ bool CoreState::DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in,
   c.reeval_at = now + retry;
   timers.insert({c.reeval_at, TimerKind::kReeval, c.key, -1});
   return true;
+}
+
+Duration CoreState::SwapBacklog(int w) const {
+  uint64_t bytes = 0;
+  for (const auto& [id, x] : xfers)
+    if (x.src.tier == Tier::kHbm && x.src.worker == w && x.dst.tier != Tier::kHbm)
+      bytes += x.bytes;
+  if (bytes == 0) return Duration(0);
+  TransferEstimate e =
+      planner->Estimate({Tier::kHbm, w}, {Tier::kHost, w}, bytes, TrafficClass::kBackground);
+  return e.reachable ? e.duration : Duration(0);
 }
 
 double CoreState::RunningFraction(int w) const {

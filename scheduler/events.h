@@ -60,7 +60,7 @@ struct Event {
   std::vector<SeqStep> steps;
   std::vector<SeqStep> exhausted;
   int64_t output_tokens = 0;  // kLlmFinished
-  Duration model_time{0};     // kLlmFinished: executor time the call used
+  Duration model_time{0};     // kLlmFinished: executor time the call used; kEngineReport: step time
   Status status;              // kLlmFinished / kToolFinished / kTransferFailed
   std::string model_id;       // kModelEpochChanged
   uint64_t epoch = 0;         // kModelEpochChanged

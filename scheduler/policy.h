@@ -82,6 +82,10 @@ struct WaitInput {
   double running_fraction = -1;  // HBM fraction held by running nodes on that worker (InferCept)
   Duration queue_delay{0};       // recent mean queueing delay of placed nodes (Continuum)
   Duration elapsed{0};           // how long the wait has lasted so far (InferCept's T_INT)
+  // The worker's last engine step (0: none reported) and the planned time of the moves
+  // out of its HBM already in flight (InferCept's per-iteration swap budget).
+  Duration step_time{0};
+  Duration swap_backlog{0};
   // Real duration samples the core has learned, of this tool and of all tools (-1: not
   // given). Continuum's cold-start rule reads them.
   double tool_samples = -1, all_samples = -1;

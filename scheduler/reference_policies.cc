@@ -51,6 +51,11 @@ double VllmFcfsPolicy::EvictionPriority(const IdleContextInfo& c) const { return
 
 // ---- InferCept ----------------------------------------------------------------------
 
+bool InferCeptPolicy::SwapFits(const WaitInput& in) {
+  if (in.step_time <= Duration(0)) return true;  // no step measured yet: no budget known
+  return in.swap_backlog <= in.step_time;
+}
+
 double InferCeptPolicy::Tint(const WaitInput& in) const {
   // The paper's estimator: the interception has lasted this long, so expect as much again.
   if (estimator_ == Estimator::kElapsed) return S(in.elapsed);
@@ -90,12 +95,22 @@ WaitDecision InferCeptPolicy::OnWait(const WaitInput& in) const {
   // T_INT is re-estimated as the wait goes on (the paper: every iteration; here at doubling
   // elapsed times, 0.1 s, 0.2 s, 0.4 s, ..., so a long wait costs a few decisions only).
   if (estimator_ == Estimator::kElapsed) best.reevaluate_after = std::max(Millis(100), in.elapsed);
-  if (const WaitOption* host = HostOption(in)) {
-    double c = WasteSwap(in, *host);
-    if (c < best.cost) best = {WaitAction::kDemote, host->dst, Seconds(kReactive), c, "swap"};
-  }
   double d = WasteDiscard(in);
   if (d < best.cost) best = {WaitAction::kDiscard, {}, Duration(0), d, "discard (recompute)"};
+  if (const WaitOption* host = HostOption(in)) {
+    double c = WasteSwap(in, *host);
+    if (c < best.cost) {
+      // Swap budget: swaps are hidden behind the forward pass, so no new swap-out starts
+      // while those in flight already fill this iteration; the request is preserved or
+      // discarded, whichever wastes less, and looked at again after the iteration.
+      if (!SwapFits(in)) {
+        best.reevaluate_after = std::max(Millis(10), in.step_time);
+        best.why += " (swap budget spent)";
+        return best;
+      }
+      best = {WaitAction::kDemote, host->dst, Seconds(kReactive), c, "swap"};
+    }
+  }
   return best;
 }
 

@@ -1,11 +1,13 @@
 // Reference policies for the replay benchmark, each behind scheduler::Policy.
 //
 // Each class reproduces the decision rule of a published system as far as the Policy
-// interface and the core's mechanics allow (specifications: /work/shared/BASELINES.md,
-// summarised in bench/replay/README.md). What the core does for every policy alike —
-// admission against HBM with growth reserved up front (so no out-of-memory preemption),
-// whole-context (not block) granularity, placement by KV locality, on-demand reloads —
-// is not re-implemented here; the per-class comments list what was simplified.
+// interface and the core's mechanics allow (specifications summarised in
+// bench/replay/README.md "Policies"). What the core does for every policy alike —
+// admission by free KV blocks with a watermark, decode blocks as the engine reports them
+// (so a pool can run out mid-decode: idle contexts are evicted first, then the policy's
+// ChoosePoolVictim is preempted), whole-context (not block) eviction granularity,
+// placement by KV locality, on-demand reloads — is not re-implemented here; the
+// per-class comments list what was simplified.
 //
 // Mapping of "freed to the prefix cache" (vLLM-style lazy LRU): the core's kKeep leaves
 // the context resident but evictable (EvictFor asks EvictionPriority, then
@@ -24,12 +26,16 @@
 namespace switchyard::scheduler {
 
 // vLLM V1 default scheduler (vllm-project/vllm v1/core/sched/scheduler.py,
-// kv_cache_manager.py; BASELINES.md §1). FCFS by REQUEST (LLM call) arrival, preempted
-// requests go to the front; no program or tool awareness: when a call ends its KV is
-// freed to the prefix cache (kept resident, evictable) and evicted lazily in LRU order
-// with no CPU tier (evicted = discarded; the next call recomputes). Simplified: whole
-// contexts instead of 16-token blocks; no per-step token budget or HOL blocking (the
-// core admits by slots and HBM); no preemption (the core reserves growth up front).
+// kv_cache_manager.py). FCFS by REQUEST (LLM call) arrival, preempted requests go to
+// the front, strict head-of-line blocking (admission stops at the first request that
+// does not fit), no admissions in a step that preempted; when the pool runs out, the most
+// recently admitted request is preempted and its KV freed for recompute (the Policy
+// default). No program or tool awareness: when a call ends its KV is freed to the prefix
+// cache (kept resident, evictable) and evicted lazily in LRU order with no CPU tier
+// (evicted = discarded; the next call recomputes). Simplified: a context's blocks are
+// evicted together (vLLM evicts single blocks, tail first); freed blocks count as used
+// until evicted (vLLM counts them free and drops their hash on reuse: here eviction
+// happens on demand, before a preemption, which is where vLLM would reuse them).
 class VllmFcfsPolicy final : public Policy {
  public:
   std::string_view name() const override { return "vllm-fcfs"; }
@@ -50,7 +56,11 @@ class VllmFcfsPolicy final : public Policy {
 // quantiles (the paper uses elapsed time, the code the oracle; neither is in WaitInput);
 // C_other·M = WaitInput::running_fraction when the core fills it, else assumed 1 − C·M
 // (a busy batch fills HBM); swap-in is reactive (on demand when the call returns);
-// no per-iteration swap budget or 384-token iteration cap.
+// swap budget per iteration: a new swap-out starts only while the swaps in flight from
+// that worker (their planned link time, WaitInput::swap_backlog) fit in one engine step
+// (WaitInput::step_time); otherwise the request is preserved or discarded, whichever
+// wastes less, and re-examined after a step (a coarse form of the paper's T_swap(N_i) =
+// T_fwd(B_i)). No 384-token iteration cap, no chunked recompute.
 // T_INT: the paper's elapsed-time estimator by default (T_INT = time the interception has
 // lasted, re-estimated at 0.1, 0.2, 0.4, ... s of waiting rather than every iteration);
 // "infercept:t_int=learned" uses the mean of the learned remaining-wait quantiles instead.
@@ -72,6 +82,7 @@ class InferCeptPolicy final : public Policy {
   static double WastePreserve(const WaitInput& in, double t_int);
   static double WasteDiscard(const WaitInput& in);
   static double WasteSwap(const WaitInput& in, const WaitOption& host);
+  static bool SwapFits(const WaitInput& in);  // the per-iteration swap budget
 
  private:
   Estimator estimator_;

@@ -86,6 +86,10 @@ std::string Metrics(const PolicyReport& r) {
   s += ",\"makespan_s\":" + Num(r.makespan_s);
   s += std::string(",\"time_monotonic\":") + (r.time_monotonic ? "true" : "false");
   s += std::string(",\"bytes_conserved\":") + (r.bytes_conserved ? "true" : "false");
+  s += ",\"ledger_checks\":" + std::to_string(r.ledger_checks);
+  s += ",\"ledger_violations\":" + std::to_string(r.ledger_violations);
+  if (!r.ledger_first_violation.empty())
+    s += ",\"ledger_first_violation\":" + JsonString(r.ledger_first_violation);
   return s;
 }
 

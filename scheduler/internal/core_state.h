@@ -132,6 +132,7 @@ struct WorkerRec {
   uint64_t host_used = 0, disk_used = 0;  // held in its host and disk offload tiers
   int running = 0;
   bool alive = true;
+  Duration step_time{0};  // the engine's last reported step (0: none yet)
   std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
   std::unordered_set<CtxRec*> resident;         // contexts committed in this HBM
   std::unordered_set<CtxRec*> offloaded;        // committed in its host or disk tier
@@ -252,6 +253,7 @@ struct CoreState {
                      bool* refused_grant = nullptr);
   bool DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in, const WaitDecision& d);
   double RunningFraction(int worker) const;  // HBM held by running nodes there / capacity
+  Duration SwapBacklog(int worker) const;    // planned time of moves out of its HBM in flight
   void OnTransferDone(uint64_t id, bool ok);
   void DiscardContext(CtxRec& c, const std::string& reason);
   void Hold(const Location& l, int64_t delta);

@@ -77,6 +77,9 @@ void ExpectConserved(const PolicyReport& r, size_t workflows) {
   EXPECT_EQ(r.completed + r.failed, r.workflows);
   EXPECT_TRUE(r.time_monotonic);
   EXPECT_TRUE(r.bytes_conserved);
+  // The HBM ledger held at every event: engine blocks == the core's accounting.
+  EXPECT_GT(r.ledger_checks, 0u);
+  EXPECT_EQ(r.ledger_violations, 0u) << r.ledger_first_violation;
   uint64_t by_class = 0, by_link = 0;
   for (const auto& [c, b] : r.bytes_moved_by_class) by_class += b;
   for (const auto& [l, b] : r.bytes_moved_by_link) by_link += b;

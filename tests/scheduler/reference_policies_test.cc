@@ -71,6 +71,24 @@ TEST(InferCept, ElapsedTimeEstimatorPreservesFirstThenSwapsAsTheWaitGoesOn) {
   EXPECT_EQ(late.dst.tier, Tier::kHost);
 }
 
+TEST(InferCept, SwapsOnlyWithinThePerIterationSwapBudget) {
+  InferCeptPolicy p;
+  WaitInput in = Tool(30, 1.0, 0.1);
+  in.running_fraction = 0.5;
+  in.reason = WaitReason::kReevaluate;
+  in.elapsed = Seconds(5);  // preserving now wastes 0.5 > swapping 0.1
+  in.step_time = Millis(30);
+  in.swap_backlog = Millis(10);  // the swaps in flight fit in this iteration
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kDemote);
+  in.swap_backlog = Millis(45);  // they already fill it: no new swap-out now...
+  WaitDecision d = p.OnWait(in);
+  EXPECT_EQ(d.action, WaitAction::kKeep);  // ...preserve (0.5) beats discard (0.6)
+  EXPECT_EQ(d.reevaluate_after, Millis(30));  // and look again after the iteration
+  // Where discarding wastes less than preserving, the budget leaves discard.
+  in.recompute = Seconds(0.1);
+  EXPECT_EQ(p.OnWait(in).action, WaitAction::kDiscard);
+}
+
 TEST(InferCept, ChoosesTheActionOfLeastMemoryWaste) {
   InferCeptPolicy p(InferCeptPolicy::Estimator::kLearned);
   // Short call, big context: preserving wastes least.
