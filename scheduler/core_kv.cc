@@ -211,8 +211,7 @@ bool CoreState::DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in,
 Duration CoreState::SwapBacklog(int w) const {
   uint64_t bytes = 0;
   for (const auto& [id, x] : xfers)
-    if (x.src.tier == Tier::kHbm && x.src.worker == w && x.dst.tier != Tier::kHbm)
-      bytes += x.bytes;
+    if (x.src.tier == Tier::kHbm && x.src.worker == w && x.dst.tier != Tier::kHbm) bytes += x.bytes;
   if (bytes == 0) return Duration(0);
   TransferEstimate e =
       planner->Estimate({Tier::kHbm, w}, {Tier::kHost, w}, bytes, TrafficClass::kBackground);

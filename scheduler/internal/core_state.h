@@ -132,7 +132,7 @@ struct WorkerRec {
   uint64_t host_used = 0, disk_used = 0;  // held in its host and disk offload tiers
   int running = 0;
   bool alive = true;
-  Duration step_time{0};  // the engine's last reported step (0: none yet)
+  Duration step_time{0};                        // the engine's last reported step (0: none yet)
   std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
   std::unordered_set<CtxRec*> resident;         // contexts committed in this HBM
   std::unordered_set<CtxRec*> offloaded;        // committed in its host or disk tier

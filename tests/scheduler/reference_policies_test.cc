@@ -82,7 +82,7 @@ TEST(InferCept, SwapsOnlyWithinThePerIterationSwapBudget) {
   EXPECT_EQ(p.OnWait(in).action, WaitAction::kDemote);
   in.swap_backlog = Millis(45);  // they already fill it: no new swap-out now...
   WaitDecision d = p.OnWait(in);
-  EXPECT_EQ(d.action, WaitAction::kKeep);  // ...preserve (0.5) beats discard (0.6)
+  EXPECT_EQ(d.action, WaitAction::kKeep);     // ...preserve (0.5) beats discard (0.6)
   EXPECT_EQ(d.reevaluate_after, Millis(30));  // and look again after the iteration
   // Where discarding wastes less than preserving, the budget leaves discard.
   in.recompute = Seconds(0.1);
