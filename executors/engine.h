@@ -78,7 +78,11 @@ struct SeqProgress {
   int64_t prefill_done = 0;  // prefill tokens computed so far (of prefill_tokens)
   int64_t output_done = 0;   // output tokens decoded so far
   bool finished = false;     // ended this step (EOS, recorded length or cap)
-  Status status;             // non-OK: the sequence failed (finished is true)
+  // This step took a KV block for it or advanced its prefill: what the scheduler's ledger
+  // and preemption decisions need. A decode token that stayed in its block is not (a
+  // runtime may leave such steps out of what it forwards).
+  bool changed = true;
+  Status status;  // non-OK: the sequence failed (finished is true)
 };
 
 struct StepReport {

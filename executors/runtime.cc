@@ -269,9 +269,13 @@ void Runtime::OnStep(const StepReport& r) {
   for (const SeqProgress& p : r.seqs) {
     auto it = seqs_.find(p.key);
     if (it == seqs_.end()) continue;  // preempted since
-    // Every sequence's progress, the finishing ones' too: their last token's block is
-    // already taken, so the ledger must count it before their end is handled.
-    e.steps.push_back({it->second.wf, it->second.node, p.prefill_done, p.output_done});
+    // The progress that changes the core's view (a block taken, prefill advanced), the
+    // finishing sequences' too: their last token's block is already taken, so the ledger
+    // must count it before their end is handled. Tokens that stayed in their block are
+    // left out (the core's view of them is only used if the node is preempted, and then
+    // what it did not hear of is decoded again).
+    if (p.changed || p.finished)
+      e.steps.push_back({it->second.wf, it->second.node, p.prefill_done, p.output_done});
     if (!p.finished) continue;
     Event f;
     f.kind = EventKind::kLlmFinished;

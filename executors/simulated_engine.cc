@@ -330,16 +330,20 @@ void SimulatedEngine::ApplyProgress(Entry& e, size_t* reported) {
   Seq& s = *e.seq;
   s.batch_index = -1;
   s.prefill_done += e.chunk;
+  bool took = e.chunk > 0;  // a chunk's blocks were taken at admission: report it anyway
   if (e.emits) {
     Context* p = s.members[s.primary].ctx;
-    if (p->tokens % limits_.block_tokens == 0 && FreeBlocks() < 1) {
+    bool new_block = p->tokens % limits_.block_tokens == 0;
+    if (new_block && FreeBlocks() < 1) {
       report_.exhausted.push_back(s.key);  // its block went to an Admit during the step
     } else {
       SetTokens(p, p->tokens + 1);
       s.output_done += 1;
+      took = took || new_block;
     }
   }
   SeqProgress& p = report_.seqs[(*reported)++];
+  p.changed = took;
   p.key.assign(s.key);
   p.prefill_done = s.prefill_done;
   p.output_done = s.output_done;

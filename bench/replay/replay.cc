@@ -138,7 +138,7 @@ struct Collector {
     last_t = now;
     if (e.kind == EventKind::kEngineReport)
       for (const scheduler::SeqStep& st : e.steps)
-        if (st.output_done > 0) first_token.try_emplace(Key(st.workflow_id, st.node_id), now);
+        if (st.output_done == 1) first_token.try_emplace(Key(st.workflow_id, st.node_id), now);
     if ((e.kind == EventKind::kLlmFinished || e.kind == EventKind::kToolFinished) &&
         e.status.ok()) {
       std::string key = Key(e.workflow_id, e.node_id);

@@ -203,6 +203,34 @@ TEST(CoreEngine, ThePolicyPicksThePoolVictim) {
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));  // only b's blocks are left
 }
 
+// Continuum through the real core: a context pinned for tau* is evicted after an
+// unpinned, younger one while the pin lasts, and by plain LRU once tau* has passed.
+std::string EvictedUnderContinuum(double demand_at) {
+  ContinuumPolicy policy;
+  Fixture f(Blocks(12501 + 251 + 150), &policy);
+  // a: a 200,000-token context (5 s to recompute): cold start pins it for ln(5 s) = 1.6 s.
+  f.At(0, Submit(Wf("a", "t",
+                    {Llm("x", {}, "c", v1::CacheRef::CREATE, 200000 - 4, 4),
+                     Tool("t", {"x"}, "bash", 60000)})));
+  f.At(0.1, LlmDone("a", "x", 4, Seconds(0.1)));
+  f.At(0.1, testing::Of(EventKind::kToolStarted, "a", "t"));
+  // c: 4,000 tokens (0.1 s to recompute): ln(0.1 s) < 0, never pinned.
+  f.At(0.2, Submit(Wf("c", "t",
+                      {Llm("x", {}, "c", v1::CacheRef::CREATE, 4000 - 4, 4),
+                       Tool("t", {"x"}, "bash", 60000)})));
+  f.At(0.3, LlmDone("c", "x", 4, Seconds(0.1)));
+  f.At(0.3, testing::Of(EventKind::kToolStarted, "c", "t"));
+  Commands c = f.At(
+      demand_at, Submit(Wf("d", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 200 * kBlock, 4)})));
+  std::vector<std::string> gone = Kinds(c, CommandKind::kDiscard);
+  return gone.size() == 1 ? gone[0] : "";
+}
+
+TEST(CoreEngine, ContinuumPinsForTauThenFreesTheContext) {
+  EXPECT_EQ(EvictedUnderContinuum(1.0), "c/c/c");  // a is pinned until ~1.7 s: c goes
+  EXPECT_EQ(EvictedUnderContinuum(3.0), "a/a/c");  // the pin expired: a is the LRU one
+}
+
 // Autellix's anti-starvation through the real core: queued calls are keyed again every
 // second, so a program that waited long enough overtakes younger ones.
 TEST(CoreEngine, AutellixRekeysWaitingCallsSoAStarvingProgramRunsFirst) {
