@@ -377,8 +377,13 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
     // Its tool is about to start: the tool-wait rule decides then.
     if (wf.admitted_tools > 0) continue;
     bool queued_user = wf.queued_nodes > 0;
-    IdleContextInfo info{c.bytes, c.idle_since, Duration::max(), StepsToUse(c),
-                         c.pinned_until > now};
+    int steps = StepsToUse(c);
+    IdleContextInfo info{c.bytes,
+                         c.idle_since,
+                         Duration::max(),
+                         steps,
+                         c.pinned_until > now,
+                         steps == INT32_MAX && !wf.contexts.empty() && wf.contexts.back() != c.key};
     if (c.wait_tool >= 0) {
       const NodeRec& tool = wf.nodes[static_cast<size_t>(c.wait_tool)];
       Duration predicted = durations.Predict(wf.tenant, tool.spec.tool_name(), 0.5,

@@ -118,6 +118,7 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   in.slack = slack;
   in.elapsed = c.wait_tool >= 0 ? now - c.wait_started : Duration(0);
   in.step_time = workers[static_cast<size_t>(w)].step_time;
+  in.batch_headroom = BatchHeadroom(w);
   in.swap_backlog = SwapBacklog(w);
   in.all_samples = durations.samples();
   if (c.wait_tool >= 0 && c.owner)
@@ -206,6 +207,22 @@ bool CoreState::DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in,
   c.reeval_at = now + retry;
   timers.insert({c.reeval_at, TimerKind::kReeval, c.key, -1});
   return true;
+}
+
+double CoreState::BatchHeadroom(int w) const {
+  // Decode time of one step alone is the weights' read; each running context adds its KV.
+  double weights = ToSeconds(cost->DecodeTime(1, 0));
+  if (!(weights > 0)) return -1;
+  int64_t tokens = 0;
+  const WorkerRec& wr = workers[static_cast<size_t>(w)];
+  for (const auto& [wf_id, idx] : wr.nodes) {
+    auto wit = wfs.find(wf_id);
+    if (wit == wfs.end()) continue;
+    const NodeRec& n = wit->second.nodes[static_cast<size_t>(idx)];
+    tokens += n.base_tokens + n.new_tokens;
+  }
+  double kv = ToSeconds(cost->DecodeTime(1, tokens)) - weights;
+  return weights / (weights + std::max(0.0, kv));
 }
 
 Duration CoreState::SwapBacklog(int w) const {
@@ -337,7 +354,22 @@ void CoreState::OnPrefetchTimer(CtxRec& c) {
   if (wf->nodes[static_cast<size_t>(c.wait_tool)].state != NState::kRunning) return;
   int home = c.home >= 0 && workers[static_cast<size_t>(c.home)].alive ? c.home : c.loc.worker;
   if (home < 0 || !workers[static_cast<size_t>(home)].alive) return;
-  // If there is no room or budget now, the reload happens on demand when the node is ready.
+  // A timed reload has the first claim on memory over idle contexts used later: without
+  // room now it evicts them (farthest next use first), and while the bytes it freed are
+  // still leaving it looks again shortly. If there is no room or budget even so, the
+  // reload happens on demand when the node is ready.
+  if (Free(home) < c.bytes) {
+    bool coming = EvictFor(home, c.bytes - Free(home), {c.key});
+    if (Free(home) < c.bytes) {
+      constexpr int kMaxPrefetchRetries = 20;
+      if (coming && c.prefetch_retries++ < kMaxPrefetchRetries) {
+        c.prefetch_at = now + Millis(20);
+        timers.insert({c.prefetch_at, TimerKind::kPrefetch, c.key, -1});
+      }
+      return;
+    }
+  }
+  c.prefetch_retries = 0;
   StartTransfer(c, {Tier::kHbm, home}, TrafficClass::kBackground, CommandKind::kPrefetch,
                 Time::Max());
 }

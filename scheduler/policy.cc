@@ -29,9 +29,13 @@ constexpr double kOnDemandS = 1e6;
 }  // namespace
 
 double Policy::EvictionPriority(const IdleContextInfo& c) const {
-  // Farthest next use first; unknown next use counts as farthest; older idle first on ties.
-  double until = c.until_next_use == Duration::max() ? 1e9 : std::min(1e9, S(c.until_next_use));
-  return -until + 1e-12 * c.idle_since.seconds();
+  // Superseded contexts first, then the farthest next use (unknown counts as farthest,
+  // capped at 10^6 s); older idle first on ties (the tie term stays below 1 for idle
+  // times under 10^6 s, so it never outweighs a second of predicted use).
+  double lru = 1e-6 * c.idle_since.seconds();
+  if (c.superseded) return -1e8 + lru;
+  double until = c.until_next_use == Duration::max() ? 1e6 : std::min(1e6, S(c.until_next_use));
+  return -until + lru;
 }
 
 OrderKey SwitchyardPolicy::Order(const ReadyNodeInfo& n) const {
@@ -64,7 +68,12 @@ double SwitchyardPolicy::Pressure(const WaitInput& in) const {
   if (options_.occupancy_knee < 1)
     occ = std::clamp((in.hbm_occupancy - options_.occupancy_knee) / (1 - options_.occupancy_knee),
                      0.0, 1.0);
-  return std::max({in.hbm_pressure, options_.pressure_floor, occ});
+  double p = std::max({in.hbm_pressure, options_.pressure_floor, occ});
+  // Memory held through a wait costs only what freeing it would add to throughput.
+  if (options_.batch_aware && in.batch_headroom >= 0)
+    p *= std::clamp((in.batch_headroom - options_.headroom_knee) / (1 - options_.headroom_knee),
+                    0.0, 1.0);
+  return p;
 }
 
 double SwitchyardPolicy::KeepCost(const WaitInput& in) const {
@@ -190,7 +199,8 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
       {"aging_per_second", &o->aging_per_second}, {"link_weight", &o->link_weight},
       {"urgency_scale_s", &o->urgency_scale_s},   {"prefetch_margin", &o->prefetch_margin},
       {"pressure_floor", &o->pressure_floor},     {"occupancy_knee", &o->occupancy_knee},
-      {"deadline_weight", &o->deadline_weight},   {"deadline_cap_s", &o->deadline_cap_s}};
+      {"headroom_knee", &o->headroom_knee},       {"deadline_weight", &o->deadline_weight},
+      {"deadline_cap_s", &o->deadline_cap_s}};
   std::string v(value);
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
@@ -210,8 +220,9 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
     }
     return Status::OK();
   }
-  for (auto [name, flag] : {std::pair{"choose_reload_time", &o->choose_reload_time},
-                            std::pair{"skip_hopeless", &o->skip_hopeless}}) {
+  for (auto [name, flag] :
+       {std::pair{"choose_reload_time", &o->choose_reload_time},
+        std::pair{"skip_hopeless", &o->skip_hopeless}, std::pair{"batch_aware", &o->batch_aware}}) {
     if (key != name) continue;
     if (value != "0" && value != "1")
       return Status::InvalidArgument("policy '" + std::string(spec) + "': " + name +

@@ -86,6 +86,12 @@ struct WaitInput {
   // out of its HBM already in flight (InferCept's per-iteration swap budget).
   Duration step_time{0};
   Duration swap_backlog{0};
+  // What more HBM is worth to the worker's throughput (0..1; -1: not measured). A decode
+  // step reads the weights once for the whole batch and every sequence's KV: with
+  // weights W and the running sequences' KV R read per step, tokens per second grow with
+  // the batch only while W is not yet amortised, by W / (W + R). Near 0, admitting more
+  // sequences (what freed memory buys) barely adds throughput: the step is KV-read bound.
+  double batch_headroom = -1;
   // Real duration samples the core has learned, of this tool and of all tools (-1: not
   // given). Continuum's cold-start rule reads them.
   double tool_samples = -1, all_samples = -1;
@@ -112,6 +118,10 @@ struct IdleContextInfo {
   Duration until_next_use = Duration::max();  // predicted (max: unknown / none)
   int steps_to_execution = 0;                 // graph steps until a node using it can run (KVFlow)
   bool pinned = false;                        // within a pin the policy asked for (pin_for)
+  // Its workflow has created a newer context since, and no known node uses this one (an
+  // agent whose prompt diverged moved on: likely never read again). Not an oracle: a
+  // node appended later may still read it.
+  bool superseded = false;
 };
 
 struct RunningInfo {
@@ -182,9 +192,13 @@ class SwitchyardPolicy final : public Policy {
  public:
   struct Options {
     double aging_per_second = 0.1;  // seconds of attained service forgiven per second waited
-    double link_weight = 0.05;      // GPU-seconds charged per second of link time (idle link)
-    double urgency_scale_s = 1.0;   // stall weight = 1 + urgency_scale_s / slack_s
-    double prefetch_margin = 0.1;   // start reloads this fraction of `in` early
+    // GPU-seconds charged per second of link time (idle link). 1.5 since the engines batch:
+    // replayed near SLO capacity on two clusters (bench/RESULTS.md "Replay with batching
+    // engines") it beat 0.05, which demoted live contexts whose reloads then waited for
+    // memory.
+    double link_weight = 1.5;
+    double urgency_scale_s = 1.0;  // stall weight = 1 + urgency_scale_s / slack_s
+    double prefetch_margin = 0.1;  // start reloads this fraction of `in` early
     // Pressure assumed for HBM held through a wait even when nothing is queued at the
     // moment the wait starts: work that arrives during a long wait needs that memory.
     double pressure_floor = 0.0;
@@ -198,6 +212,13 @@ class SwitchyardPolicy final : public Policy {
     bool choose_reload_time = true;
     // See Policy::SkipHopelessDeadlines; also: no preemption for a hopeless node.
     bool skip_hopeless = true;
+    // Weigh HBM pressure by WaitInput::batch_headroom. Off by default: tried on the
+    // agent sessions (bench/RESULTS.md "Replay with batching engines"), it did not change
+    // the choices that matter there (the link-time term decides them).
+    bool batch_aware = false;
+    // Headroom at or below which memory is worth nothing to throughput (the pressure
+    // factor rises linearly from 0 there to 1 at headroom 1).
+    double headroom_knee = 0;
     // The ordering key within a priority band (bench/RESULTS.md "Replay" compares them):
     //   kDeadline (default): program-level EDF with a starvation bound, key = arrival +
     //     min(deadline_weight x (deadline - arrival), deadline_cap_s); a program without a

@@ -116,7 +116,8 @@ struct CtxRec {
   // Moves out of HBM that failed in a row (the tier refused the blocks): after a few, no
   // more are tried until one succeeds, so a refusing tier cannot cause endless retries.
   int failed_moves = 0;
-  Time pinned_until{0};  // WaitDecision::pin_for of the last keep
+  Time pinned_until{0};      // WaitDecision::pin_for of the last keep
+  int prefetch_retries = 0;  // timed reloads waiting for room (OnPrefetchTimer)
 };
 
 struct XferRec {
@@ -254,6 +255,7 @@ struct CoreState {
   bool DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in, const WaitDecision& d);
   double RunningFraction(int worker) const;  // HBM held by running nodes there / capacity
   Duration SwapBacklog(int worker) const;    // planned time of moves out of its HBM in flight
+  double BatchHeadroom(int worker) const;    // WaitInput::batch_headroom
   void OnTransferDone(uint64_t id, bool ok);
   void DiscardContext(CtxRec& c, const std::string& reason);
   void Hold(const Location& l, int64_t delta);

@@ -203,6 +203,32 @@ TEST(CoreEngine, ThePolicyPicksThePoolVictim) {
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));  // only b's blocks are left
 }
 
+// A context its workflow has moved on from (it created a newer one, and no known node
+// reads the old) is evicted before an older context that may still be used.
+TEST(CoreEngine, SupersededContextsAreEvictedFirst) {
+  KeepDuringToolPolicy policy;  // default eviction order; evicted contexts are discarded
+  Fixture f(Blocks(3 + 3 + 3 + 2), &policy);
+  // z: an idle 3-block context, the oldest.
+  f.At(0, Submit(Wf("z", "t",
+                    {Llm("x", {}, "c", v1::CacheRef::CREATE, 3 * kBlock - 4, 4),
+                     Tool("t", {"x"}, "bash", 60000)})));
+  f.At(1, LlmDone("z", "x", 4, Seconds(1)));
+  f.At(1, testing::Of(EventKind::kToolStarted, "z", "t"));
+  // a: c1 then c2 (the prompt diverged), then a tool: c1 is superseded.
+  f.At(2, Submit(Wf("a", "t",
+                    {Llm("x", {}, "c1", v1::CacheRef::CREATE, 3 * kBlock - 4, 4),
+                     Llm("y", {"x"}, "c2", v1::CacheRef::CREATE, 3 * kBlock - 4, 4),
+                     Tool("t", {"y"}, "bash", 60000)})));
+  f.At(3, LlmDone("a", "x", 4, Seconds(1)));
+  f.At(4, LlmDone("a", "y", 4, Seconds(1)));
+  f.At(4, testing::Of(EventKind::kToolStarted, "a", "t"));
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(9));
+  Commands c =
+      f.At(5, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 3 * kBlock, 4)})));
+  EXPECT_EQ(Kinds(c, CommandKind::kDiscard), std::vector<std::string>{"a/a/c1"});
+  EXPECT_EQ(Kinds(c, CommandKind::kPlace), std::vector<std::string>{"b/x"});
+}
+
 // Continuum through the real core: a context pinned for tau* is evicted after an
 // unpinned, younger one while the pin lasts, and by plain LRU once tau* has passed.
 std::string EvictedUnderContinuum(double demand_at) {

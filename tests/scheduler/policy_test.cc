@@ -18,7 +18,9 @@ WaitInput Base() {
 }
 
 TEST(SwitchyardPolicy, CostsFollowTheDocumentedFormulas) {
-  SwitchyardPolicy p;
+  SwitchyardPolicy::Options o;
+  o.link_weight = 0.05;  // the arithmetic below; the default is 1.5
+  SwitchyardPolicy p(o);
   WaitInput in = Base();
   // keep = pressure x fraction x mean wait = 1 x 0.0125 x 10.
   EXPECT_DOUBLE_EQ(p.KeepCost(in), 0.125);
@@ -30,6 +32,21 @@ TEST(SwitchyardPolicy, CostsFollowTheDocumentedFormulas) {
   EXPECT_NEAR(p.DemoteCost(in, in.options[0], &after), 0.0125 * 0.042 + 0.05 * 0.04, 1e-12);
   EXPECT_NEAR(ToSeconds(after), 10 - 0.022, 1e-9);
   EXPECT_EQ(p.OnWait(in).action, WaitAction::kDemote);
+}
+
+TEST(SwitchyardPolicy, BatchAwareOptionWeighsPressureByBatchHeadroom) {
+  WaitInput in = Base();
+  in.batch_headroom = 0.2;  // the step is mostly KV reads: more memory buys little
+  SwitchyardPolicy plain;   // default: headroom ignored
+  EXPECT_DOUBLE_EQ(plain.KeepCost(in), 0.125);
+  SwitchyardPolicy::Options o;
+  o.batch_aware = true;
+  SwitchyardPolicy aware(o);
+  EXPECT_DOUBLE_EQ(aware.KeepCost(in), 0.2 * 0.125);
+  in.batch_headroom = -1;  // not measured: pressure as is
+  EXPECT_DOUBLE_EQ(aware.KeepCost(in), 0.125);
+  auto parsed = CreatePolicy("switchyard:batch_aware=1");
+  ASSERT_TRUE(parsed.ok());
 }
 
 TEST(SwitchyardPolicy, NoPressureKeepsAndEarlyReturnsCostStall) {
