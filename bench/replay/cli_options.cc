@@ -57,18 +57,6 @@ bool ParseNumber(const std::string& s, double* out) {
   return end && *end == '\0';
 }
 
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 // Walks flags; `take` handles one flag (with its value when it needs one).
 template <typename Fn>
 Status Walk(const std::vector<std::string>& args, const std::vector<std::string>& with_value,
@@ -124,7 +112,7 @@ std::vector<std::string> AllPolicies() {
 
 Result<std::vector<std::string>> ParsePolicyList(const std::string& list) {
   std::vector<std::string> out;
-  for (const std::string& p : Split(list)) {
+  for (const std::string& p : SplitList(list)) {
     if (p.empty()) return Bad("--policy has an empty name in '" + list + "'");
     // A name, or "switchyard:option=value:..." (scheduler::CreatePolicy checks both).
     auto policy = scheduler::CreatePolicy(p);
@@ -202,7 +190,7 @@ Result<SweepArgs> ParseSweepArgs(const std::vector<std::string>& args) {
                s.rates.clear();
                s.rates_auto = v == "auto";
                if (s.rates_auto) return Status::OK();
-               for (const std::string& r : Split(v)) {
+               for (const std::string& r : SplitList(v)) {
                  double d = 0;
                  if (!ParseNumber(r, &d) || !(d > 0) || !std::isfinite(d))
                    return Bad("--rates needs numbers > 0 separated by commas (or auto), not '" + r +

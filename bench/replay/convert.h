@@ -106,6 +106,8 @@ Result<size_t> DeadlineClassFor(const std::string& tenant, const ConvertOptions&
 // Option values, parsed for `switchyard convert` (errors name the flag):
 //  "900s", "15m", "3h", "1.5h": a duration > 0 in seconds (the unit is required);
 Result<double> ParseDurationS(const std::string& text, const std::string& flag);
+// "a,b,,c" -> {"a", "b", "", "c"} (empty items kept: callers name them in errors).
+std::vector<std::string> SplitList(const std::string& s);
 //  "interactive:900s,batch:3h": classes in order (names unique, non-empty);
 Result<std::vector<DeadlineClass>> ParseDeadlineClasses(
     const std::string& text, const std::string& flag = "--deadline-class");

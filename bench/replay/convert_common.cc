@@ -106,8 +106,6 @@ void SortByArrival(std::vector<v1::TraceRecord>* records) {
 
 int64_t SecondsToMs(double s) { return static_cast<int64_t>(std::llround(s * 1000.0)); }
 
-namespace {
-
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -119,6 +117,8 @@ std::vector<std::string> SplitList(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 // "900s" / "15m" / "3h" for a slack in seconds (the largest unit that divides it).
 std::string FormatDuration(double s) {
