@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/event_loop.h"
 #include "executors/engine.h"
@@ -104,7 +105,8 @@ class Runtime {
   std::unordered_map<std::string, Seq> seqs_;  // running sequence key -> its node
   // Node specs by workflow, then node id: looked up per event, never iterated (hashed).
   std::unordered_map<std::string, std::unordered_map<std::string, v1::ProgramNode>> specs_;
-  std::map<int, std::set<std::string>> running_on_;  // worker -> "wf/node" keys
+  // worker -> running "wf/node" keys (looked up, never iterated in an order that matters)
+  std::map<int, std::unordered_set<std::string>> running_on_;
   std::map<std::string, WorkflowOutcome> outcomes_;
   TimerId tick_ = kNoTimer;
   Time tick_at_ = Time::Max();

@@ -522,7 +522,11 @@ void CoreState::OnEngineReport(const Event& e) {
     int idx = static_cast<int>(*found);
     NodeRec& n = wf->nodes[static_cast<size_t>(idx)];
     if (n.state != NState::kRunning || n.worker != e.worker) continue;
-    uint64_t res = Growth(*wf, n, st.output_done);
+    // Growth() with the primary context's tokens as placed (they do not change while the
+    // node runs), without looking the context up per step.
+    int64_t own = n.new_tokens - n.new_done + std::max<int64_t>(0, st.output_done - n.out_done);
+    uint64_t res = ExtendsPrimary(n) ? BlockBytes(n.base_tokens + own) - BlockBytes(n.base_tokens)
+                                     : BlockBytes(own);
     wr.used = wr.used - std::min(wr.used, n.reserved) + res;
     n.reserved = res;
     n.prog_prefill = st.prefill_done;

@@ -93,10 +93,10 @@ struct Collector {
   double capacity = 1;
   PolicyReport* r = nullptr;
   std::map<uint64_t, Command> inflight;                   // transfer id -> command
-  std::map<std::string, double> finished_at;              // "wf/node" -> virtual seconds
+  std::unordered_map<std::string, double> finished_at;    // "wf/node" -> virtual seconds
   std::unordered_map<std::string, double> first_token;    // running "wf/node" -> first token
   std::map<std::string, const v1::TraceRecord*> records;  // wf -> record
-  std::map<std::string, std::map<std::string, const v1::ProgramNode*>> nodes;
+  std::unordered_map<std::string, std::unordered_map<std::string, const v1::ProgramNode*>> nodes;
   StepIntegrator hbm;
   std::vector<std::tuple<double, std::string, uint64_t>> moved;           // (t, kind/class, bytes)
   std::vector<scheduler::NetBudgetEnvironment::ClassBytes> traffic, cur;  // last snapshot
