@@ -60,7 +60,10 @@ class VllmFcfsPolicy final : public Policy {
 // that worker (their planned link time, WaitInput::swap_backlog) fit in one engine step
 // (WaitInput::step_time); otherwise the request is preserved or discarded, whichever
 // wastes less, and re-examined after a step (a coarse form of the paper's T_swap(N_i) =
-// T_fwd(B_i)). No 384-token iteration cap, no chunked recompute.
+// T_fwd(B_i)). Recompute of a discarded context is chunked prefill inside the engine's
+// steps, shared with the decodes (InferCept's chunked recompute), under the cluster's
+// step token budget rather than its 384-token iteration cap; WasteDiscard keeps the
+// unchunked formula (the chunked one halves its own-context term).
 // T_INT: the paper's elapsed-time estimator by default (T_INT = time the interception has
 // lasted, re-estimated at 0.1, 0.2, 0.4, ... s of waiting rather than every iteration);
 // "infercept:t_int=learned" uses the mean of the learned remaining-wait quantiles instead.
