@@ -132,6 +132,11 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
   }
   ServiceOptions& so = setup.service;
   so.data_dir = setup.data_dir;
+  for (const auto& t : config.tenants()) {
+    SY_RETURN_IF_ERROR(
+        CheckNotNegative("tenants[].max_workflows", static_cast<double>(t.max_workflows())));
+    if (t.max_workflows() > 0) so.max_live_workflows_by_tenant[t.name()] = t.max_workflows();
+  }
   so.sync_writes = !config.disable_sync();
   SY_RETURN_IF_ERROR(FillRetention(config, &so));
   SY_RETURN_IF_ERROR(FillCommitDelay(config, &so));

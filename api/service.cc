@@ -372,10 +372,10 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
       std::unique_lock lock(mu_);
       if (workflows_.count(id) || archived_.count(id)) {
         st = Status::AlreadyExists("workflow '" + id + "' exists");
-      } else if (live_[tenant] >= options_.max_live_workflows_per_tenant) {
-        st =
-            Status::ResourceExhausted("tenant '" + tenant + "' has " +
-                                      std::to_string(live_[tenant]) + " live workflows, the quota");
+      } else if (live_[tenant] >= LiveLimit(tenant)) {
+        st = Status::ResourceExhausted(
+            "tenant '" + tenant + "' has " + std::to_string(live_[tenant]) +
+            " live workflows, its limit (maxWorkflows " + std::to_string(LiveLimit(tenant)) + ")");
       } else {
         // Registered at once; a reader of it waits (pending) until it is durable, and a
         // later record of it is queued behind this one.

@@ -64,6 +64,8 @@
 // committer thread; they must not call the synchronous methods.
 #pragma once
 
+#include <map>
+
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -91,6 +93,9 @@ struct ServiceOptions {
   bool sync_writes = true;
   program_graph::Limits limits;
   int64_t max_live_workflows_per_tenant = 10000;
+  // A tenant's own limit on live workflows (the config's tenants[].maxWorkflows); absent:
+  // max_live_workflows_per_tenant.
+  std::map<std::string, int64_t> max_live_workflows_by_tenant;
   // Ended workflows kept whole in memory, the most recently ended; older ones are archived
   // (see "Memory" above).
   size_t ended_in_memory = 256;
@@ -274,6 +279,13 @@ class Service {
   // Scheduler side: forwards an acknowledged record; records what the scheduler did.
   void Forward(const std::string& id, const v1::WorkflowLogRecord& rec, const Effects& fx);
   void StartScheduler();
+  // Live workflows `tenant` may hold (its own maxWorkflows, else the default).
+  int64_t LiveLimit(const std::string& tenant) const {
+    auto it = options_.max_live_workflows_by_tenant.find(tenant);
+    return it == options_.max_live_workflows_by_tenant.end()
+               ? options_.max_live_workflows_per_tenant
+               : it->second;
+  }
   void Refeed(const std::string& id, const Entry& e);
   void RecordLlm(const std::string& id, const std::string& node, bool finished, const Status& st,
                  int64_t output_tokens);

@@ -44,7 +44,8 @@ TEST(ServeConfigTest, ConfigValuesAreApplied) {
       "llmExecutor": "reported", "workers": 3, "hbmBytesPerWorker": 1048576,
       "policy": "vllm", "endedInMemory": -1, "endedRetentionS": 60,
       "idempotencyRetentionS": 30, "commitDelayUs": 250, "links": {"pcieBytesPerS": 2e10, "pcieLatencyUs": 5},
-      "tenants": [{"name": "a", "token": "tok-a-0123456789abcdef", "weight": 2}]})"),
+      "tenants": [{"name": "a", "token": "tok-a-0123456789abcdef", "weight": 2,
+                   "maxWorkflows": 7}]})"),
                           {});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->http.host, "0.0.0.0");
@@ -65,6 +66,7 @@ TEST(ServeConfigTest, ConfigValuesAreApplied) {
   EXPECT_DOUBLE_EQ(s->service.scheduler.pcie_bytes_per_s, 2e10);
   EXPECT_DOUBLE_EQ(s->service.scheduler.pcie_latency_s, 5e-6);
   EXPECT_DOUBLE_EQ(s->service.scheduler.tenant_weights.at("a"), 2);
+  EXPECT_EQ(s->service.max_live_workflows_by_tenant.at("a"), 7);
 }
 
 TEST(ServeConfigTest, CommitDelayMinusOneCommitsAtOnce) {

@@ -139,6 +139,26 @@ TEST_F(ServiceTest, BadAppendIsAtomic) {
   EXPECT_EQ(svc_->Get("acme", *id)->nodes_size(), 3);
 }
 
+TEST_F(ServiceTest, TenantsOwnMaxWorkflowsIsTheirLimit) {
+  svc_.reset();
+  ServiceOptions o;
+  o.data_dir = dir_;
+  o.max_live_workflows_per_tenant = 3;
+  o.max_live_workflows_by_tenant["acme"] = 1;    // below the default
+  o.max_live_workflows_by_tenant["globex"] = 5;  // above it
+  o.scheduler.simulated_llm = false;
+  auto s = Service::Open(o, &clock_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  svc_ = std::move(*s);
+  ASSERT_TRUE(svc_->Submit("acme", TwoStep()).ok());
+  auto r = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(r.status().IsResourceExhausted()) << r.status();
+  EXPECT_NE(r.status().message().find("maxWorkflows 1"), std::string::npos) << r.status();
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(svc_->Submit("globex", TwoStep()).ok()) << i;
+  EXPECT_TRUE(svc_->Submit("globex", TwoStep()).status().IsResourceExhausted());
+  EXPECT_TRUE(svc_->Submit("initech", TwoStep()).ok()) << "others keep the default";
+}
+
 TEST_F(ServiceTest, QuotaOnLiveWorkflows) {
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(svc_->Submit("acme", TwoStep()).ok());
   auto r = svc_->Submit("acme", TwoStep());
