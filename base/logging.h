@@ -56,6 +56,8 @@ std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view msg
                           const LogKeys& keys);
 
 // Escapes a string for inclusion in a JSON string literal (without the quotes).
+// Each byte that is not part of well-formed UTF-8 is replaced by U+FFFD: the result is
+// always valid UTF-8 JSON text.
 std::string JsonEscape(std::string_view s);
 
 }  // namespace switchyard

@@ -176,6 +176,17 @@ TEST_F(HttpApiTest, BadRequestsNameTheField) {
   }
 }
 
+// A body that is not UTF-8 gets a 400 whose error is itself valid UTF-8 JSON (the raw
+// bytes used to be echoed into the message).
+TEST_F(HttpApiTest, InvalidUtf8BodyGetsAValidJsonError) {
+  Start();
+  auto r = Call("POST", "/v1/workflows", "{\"id\":\"\xff\xfe\"}");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.body.find('\xff'), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find('\xfe'), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"code\":\"InvalidArgument\""), std::string::npos) << r.body;
+}
+
 TEST_F(HttpApiTest, ListPagesFollowTheToken) {
   Start();
   std::vector<std::string> ids;

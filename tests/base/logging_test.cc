@@ -33,6 +33,16 @@ TEST(LoggingTest, JsonLineIsOneObjectWithKeys) {
             "\"node_id\":\"plan\",\"transfer_id\":\"t9\",\"model_epoch\":3,\"bytes\":\"4096\"}");
 }
 
+TEST(LoggingTest, JsonEscapeKeepsUtf8AndReplacesInvalidBytes) {
+  EXPECT_EQ(JsonEscape("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");           // é, €, an emoji
+  EXPECT_EQ(JsonEscape("a\xff\xfe"), "a\xEF\xBF\xBD\xEF\xBF\xBD");  // the error-body case
+  EXPECT_EQ(JsonEscape("\xc3"), "\xEF\xBF\xBD");                    // truncated sequence
+  EXPECT_EQ(JsonEscape("\xc0\xaf"), "\xEF\xBF\xBD\xEF\xBF\xBD");    // overlong '/'
+  EXPECT_EQ(JsonEscape("\xed\xa0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+  EXPECT_EQ(JsonEscape("\xf4\x90\x80\x80x"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
+}
+
 TEST(LoggingTest, JsonEscapeControlCharacters) {
   EXPECT_EQ(JsonEscape(std::string("a\x01") + "b\\"), "a\\u0001b\\\\");
 }
