@@ -417,10 +417,17 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
 }
 
 uint64_t CoreState::Growth(const WfRec& wf, const NodeRec& n, int64_t out_total) const {
+  int64_t base = 0;
+  if (ExtendsPrimary(n)) {
+    auto it = ctxs.find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
+    base = it == ctxs.end() ? 0 : it->second.tokens;
+  }
+  return GrowthFrom(n, base, out_total);
+}
+
+uint64_t CoreState::GrowthFrom(const NodeRec& n, int64_t base, int64_t out_total) const {
   int64_t own = n.new_tokens - n.new_done + std::max<int64_t>(0, out_total - n.out_done);
   if (!ExtendsPrimary(n)) return BlockBytes(own);
-  auto it = ctxs.find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
-  int64_t base = it == ctxs.end() ? 0 : it->second.tokens;
   return BlockBytes(base + own) - BlockBytes(base);
 }
 
@@ -522,11 +529,9 @@ void CoreState::OnEngineReport(const Event& e) {
     int idx = static_cast<int>(*found);
     NodeRec& n = wf->nodes[static_cast<size_t>(idx)];
     if (n.state != NState::kRunning || n.worker != e.worker) continue;
-    // Growth() with the primary context's tokens as placed (they do not change while the
-    // node runs), without looking the context up per step.
-    int64_t own = n.new_tokens - n.new_done + std::max<int64_t>(0, st.output_done - n.out_done);
-    uint64_t res = ExtendsPrimary(n) ? BlockBytes(n.base_tokens + own) - BlockBytes(n.base_tokens)
-                                     : BlockBytes(own);
+    // The primary context's tokens as placed: they do not change while the node runs, so
+    // no context lookup per step.
+    uint64_t res = GrowthFrom(n, n.base_tokens, st.output_done);
     wr.used = wr.used - std::min(wr.used, n.reserved) + res;
     n.reserved = res;
     n.prog_prefill = st.prefill_done;

@@ -218,6 +218,8 @@ struct CoreState {
   // HBM a running node holds beyond its contexts' committed blocks, once it has decoded
   // `out_total` output tokens (its whole prefill is allocated at admission).
   uint64_t Growth(const WfRec& wf, const NodeRec& n, int64_t out_total) const;
+  // The same with the primary context's tokens given (`base`).
+  uint64_t GrowthFrom(const NodeRec& n, int64_t base, int64_t out_total) const;
   bool ExtendsPrimary(const NodeRec& n) const {
     return n.spec.cache_refs_size() > 0 && n.spec.cache_refs(0).mode() != v1::CacheRef::READ;
   }
