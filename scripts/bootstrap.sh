@@ -13,6 +13,9 @@ PACKAGES=(
   librocksdb-dev                        # disk tier, durable workflow state
   libspdlog-dev libfmt-dev              # structured logging
   libxxhash-dev                         # block checksums (xxHash64)
+  libopenblas-dev                       # CPU engine matrix products (cblas_sgemm)
+  nlohmann-json3-dev                    # CPU engine: model configs, safetensors headers
+  libsentencepiece-dev                  # CPU engine: SentencePiece tokenizers
   libjemalloc-dev                       # the switchyard executable's allocator
   libucx-dev ucx-utils                  # peer transport (TCP, shared memory, verbs)
   libibverbs-dev librdmacm-dev          # RDMA verbs, used by UCX where a device exists

@@ -1,0 +1,231 @@
+#include "executors/cpu/model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "executors/cpu/kernels.h"
+#include "executors/cpu/safetensors.h"
+
+namespace switchyard::executors::cpu {
+namespace {
+
+std::vector<float> Concat(std::initializer_list<const std::vector<float>*> parts) {
+  std::vector<float> out;
+  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+std::string RowName(size_t i) { return "row " + std::to_string(i); }
+
+}  // namespace
+
+uint64_t KvBlockFloats(const ModelShape& s, int64_t block_tokens) {
+  return static_cast<uint64_t>(block_tokens) * s.kv_bytes_per_token() / sizeof(float);
+}
+
+// Per-call buffers of one tile (kTileRows rows each); rows past the tile's end stay zero.
+struct Model::Scratch {
+  explicit Scratch(const ModelShape& s)
+      : xn(kTileRows * s.hidden),
+        qkv(kTileRows * (s.q_dim() + 2 * s.kv_dim())),
+        attn(kTileRows * s.q_dim()),
+        out(kTileRows * s.hidden),
+        gate_up(kTileRows * 2 * s.intermediate),
+        act(kTileRows * s.intermediate) {}
+  std::vector<float> xn, qkv, attn, out, gate_up, act, scores;
+  // Zeroes the rows a partial tile leaves unused, so padding is always zero rows.
+  void ZeroFrom(int64_t used, const ModelShape& s) {
+    auto zero = [used](std::vector<float>& v, int64_t width) {
+      std::fill(v.begin() + used * width, v.end(), 0.0f);
+    };
+    zero(xn, s.hidden);
+    zero(attn, s.q_dim());
+    zero(act, s.intermediate);
+  }
+};
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return LoadCheckpoint(path);
+  SY_ASSIGN_OR_RETURN(ModelShape shape, LoadShapeFile(path));
+  if (!shape.random_weights)
+    return Status::InvalidArgument(path +
+                                   ": field 'randomWeights' is false, but a shape file holds "
+                                   "no weights (give a checkpoint directory)");
+  return Random(shape);
+}
+
+Result<std::unique_ptr<Model>> Model::Random(const ModelShape& shape) {
+  SY_RETURN_IF_ERROR(ValidateShape(shape, "model shape '" + shape.name + "'"));
+  ModelShape s = shape;
+  s.random_weights = true;
+  return FromWeights(s, RandomWeights(s));
+}
+
+Result<std::unique_ptr<Model>> Model::LoadCheckpoint(const std::string& dir) {
+  SY_ASSIGN_OR_RETURN(ModelShape shape, LoadHfConfig(dir + "/config.json"));
+  shape.name = std::filesystem::path(dir).lexically_normal().filename().string();
+  if (shape.name.empty()) shape.name = dir;
+  auto st = SafetensorsSet::OpenDir(dir);
+  if (!st.ok()) return st.status();
+  auto w = ReadWeights(shape, **st);
+  if (!w.ok()) return w.status().Annotate(dir);
+  if (w->lm_head.empty()) shape.tie_embeddings = true;
+  return FromWeights(shape, std::move(*w));
+}
+
+Result<std::unique_ptr<Model>> Model::FromWeights(const ModelShape& shape, Weights w) {
+  SY_RETURN_IF_ERROR(ValidateShape(shape, "model shape '" + shape.name + "'"));
+  SY_RETURN_IF_ERROR(CheckWeights(shape, w, "weights of '" + shape.name + "'"));
+  UseSingleThreadedBlas();
+  std::unique_ptr<Model> m(new Model());
+  m->shape_ = shape;
+  m->shape_.tie_embeddings = w.lm_head.empty();
+  m->embed_ = std::move(w.embed);
+  m->final_norm_ = std::move(w.final_norm);
+  m->lm_head_ = std::move(w.lm_head);
+  for (LayerWeights& l : w.layers) {
+    Layer f;
+    f.attn_norm = std::move(l.attn_norm);
+    f.wqkv = Concat({&l.q, &l.k, &l.v});
+    f.wo = std::move(l.o);
+    f.mlp_norm = std::move(l.mlp_norm);
+    f.wgate_up = Concat({&l.gate, &l.up});
+    f.wdown = std::move(l.down);
+    l = LayerWeights();  // free as we go
+    m->layers_.push_back(std::move(f));
+  }
+  return m;
+}
+
+uint64_t Model::weight_bytes() const { return shape_.parameters() * sizeof(float); }
+
+Status Model::Validate(std::span<const Row> rows) const {
+  std::map<const float* const*, int64_t> last;  // context -> its previous row's position
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    if (r.token < 0 || r.token >= shape_.vocab_size)
+      return Status::InvalidArgument(RowName(i) + ": token " + std::to_string(r.token) +
+                                     " outside the vocab [0, " + std::to_string(shape_.vocab_size) +
+                                     ")");
+    if (r.position < 0 || r.position >= shape_.max_positions)
+      return Status::InvalidArgument(RowName(i) + ": position " + std::to_string(r.position) +
+                                     " outside [0, " + std::to_string(shape_.max_positions) + ")");
+    const KvBlocks& kv = r.kv;
+    if (!kv.blocks || kv.block_tokens <= 0 || r.position >= kv.num_blocks * kv.block_tokens)
+      return Status::InvalidArgument(RowName(i) + ": position " + std::to_string(r.position) +
+                                     " is not covered by its " + std::to_string(kv.num_blocks) +
+                                     " KV blocks of " + std::to_string(kv.block_tokens) +
+                                     " tokens");
+    for (int64_t b = 0; b <= r.position / kv.block_tokens; ++b)
+      if (!kv.blocks[b])
+        return Status::InvalidArgument(RowName(i) + ": KV block " + std::to_string(b) + " is null");
+    auto [it, fresh] = last.try_emplace(kv.blocks, r.position);
+    if (!fresh) {
+      if (r.position != it->second + 1)
+        return Status::InvalidArgument(RowName(i) + ": position " + std::to_string(r.position) +
+                                       " does not follow its context's previous row (" +
+                                       std::to_string(it->second) + ")");
+      it->second = r.position;
+    }
+  }
+  return Status::OK();
+}
+
+Status Model::Forward(std::span<const Row> rows, std::vector<float>* logits) const {
+  logits->clear();
+  SY_RETURN_IF_ERROR(Validate(rows));
+  if (rows.empty()) return Status::OK();
+  const ModelShape& s = shape_;
+  const int64_t n = static_cast<int64_t>(rows.size()), half = s.head_dim / 2;
+  // Residual stream and each row's rotary cos/sin (shared by every layer and head).
+  std::vector<float> x(static_cast<size_t>(n * s.hidden));
+  std::vector<float> rope(static_cast<size_t>(n * 2 * half));
+  const RopeParams rp{s.rope_theta,
+                      s.head_dim,
+                      s.rope_scaling_factor,
+                      s.rope_low_freq_factor,
+                      s.rope_high_freq_factor,
+                      s.rope_original_max_positions};
+  int64_t max_pos = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Row& r = rows[static_cast<size_t>(i)];
+    std::memcpy(&x[i * s.hidden], &embed_[r.token * s.hidden], s.hidden * sizeof(float));
+    RopeAngles(rp, r.position, &rope[i * 2 * half], &rope[i * 2 * half + half]);
+    max_pos = std::max(max_pos, r.position);
+  }
+  Scratch scratch(s);
+  scratch.scores.resize(static_cast<size_t>(max_pos + 1));
+  for (int64_t l = 0; l < s.layers; ++l) RunLayer(l, rows, rope, x, scratch);
+  LmHead(rows, x, scratch, logits);
+  return Status::OK();
+}
+
+void Model::RunLayer(int64_t l, std::span<const Row> rows, const std::vector<float>& rope,
+                     std::vector<float>& x, Scratch& sc) const {
+  const ModelShape& s = shape_;
+  const Layer& w = layers_[static_cast<size_t>(l)];
+  const int64_t n = static_cast<int64_t>(rows.size()), h = s.hidden, q = s.q_dim(),
+                kvd = s.kv_dim(), qkvd = q + 2 * kvd, in = s.intermediate, half = s.head_dim / 2;
+  const float eps = static_cast<float>(s.rms_eps);
+  for (int64_t t0 = 0; t0 < n; t0 += kTileRows) {
+    const int64_t used = std::min(kTileRows, n - t0);
+    if (used < kTileRows) sc.ZeroFrom(used, s);
+    // Attention block: norm, fused QKV, rotary, KV write, attention, output projection.
+    for (int64_t i = 0; i < used; ++i)
+      RmsNorm(&x[(t0 + i) * h], w.attn_norm.data(), h, eps, &sc.xn[i * h]);
+    LinearTile(sc.xn.data(), w.wqkv.data(), h, qkvd, sc.qkv.data());
+    for (int64_t i = 0; i < used; ++i) {
+      const Row& r = rows[static_cast<size_t>(t0 + i)];
+      float* qr = &sc.qkv[i * qkvd];
+      const float* cs = &rope[(t0 + i) * 2 * half];
+      for (int64_t hd = 0; hd < s.heads + s.kv_heads; ++hd)  // Q heads then K heads
+        ApplyRope(qr + hd * s.head_dim, s.head_dim, cs, cs + half);
+      const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
+      std::memcpy(view.K(r.position), qr + q, kvd * sizeof(float));
+      std::memcpy(view.V(r.position), qr + q + kvd, kvd * sizeof(float));
+    }
+    for (int64_t i = 0; i < used; ++i) {
+      const Row& r = rows[static_cast<size_t>(t0 + i)];
+      const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
+      Attend(&sc.qkv[i * qkvd], view, r.position, s.heads, s.kv_heads, s.head_dim, sc.scores.data(),
+             &sc.attn[i * q]);
+    }
+    LinearTile(sc.attn.data(), w.wo.data(), q, h, sc.out.data());
+    for (int64_t i = 0; i < used * h; ++i) x[t0 * h + i] += sc.out[i];
+    // MLP block: norm, fused gate/up, SwiGLU, down projection.
+    for (int64_t i = 0; i < used; ++i)
+      RmsNorm(&x[(t0 + i) * h], w.mlp_norm.data(), h, eps, &sc.xn[i * h]);
+    LinearTile(sc.xn.data(), w.wgate_up.data(), h, 2 * in, sc.gate_up.data());
+    for (int64_t i = 0; i < used; ++i)
+      SiluMul(&sc.gate_up[i * 2 * in], &sc.gate_up[i * 2 * in + in], in, &sc.act[i * in]);
+    LinearTile(sc.act.data(), w.wdown.data(), in, h, sc.out.data());
+    for (int64_t i = 0; i < used * h; ++i) x[t0 * h + i] += sc.out[i];
+  }
+}
+
+void Model::LmHead(std::span<const Row> rows, const std::vector<float>& x, Scratch& sc,
+                   std::vector<float>* logits) const {
+  const ModelShape& s = shape_;
+  const int64_t h = s.hidden, v = s.vocab_size;
+  const float* head = lm_head_.empty() ? embed_.data() : lm_head_.data();
+  std::vector<int64_t> want;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].want_logits) want.push_back(static_cast<int64_t>(i));
+  logits->resize(want.size() * static_cast<size_t>(v));
+  std::vector<float> out(static_cast<size_t>(kTileRows * v));
+  const int64_t n = static_cast<int64_t>(want.size());
+  for (int64_t t0 = 0; t0 < n; t0 += kTileRows) {
+    const int64_t used = std::min(kTileRows, n - t0);
+    if (used < kTileRows) sc.ZeroFrom(used, s);
+    for (int64_t i = 0; i < used; ++i)
+      RmsNorm(&x[want[t0 + i] * h], final_norm_.data(), h, static_cast<float>(s.rms_eps),
+              &sc.xn[i * h]);
+    LinearTile(sc.xn.data(), head, h, v, out.data());
+    std::memcpy(logits->data() + t0 * v, out.data(), used * v * sizeof(float));
+  }
+}
+
+}  // namespace switchyard::executors::cpu

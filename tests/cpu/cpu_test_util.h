@@ -1,0 +1,90 @@
+// Helpers shared by the cpu model tests: KV block storage for one context, and the tiny
+// random-weight shapes of configs/models/.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executors/cpu/model.h"
+
+namespace switchyard::executors::cpu::testing {
+
+inline std::string ShapePath(const std::string& name) {
+  return std::string(SY_SOURCE_DIR) + "/configs/models/" + name + ".json";
+}
+
+inline ModelShape TinyShape(const std::string& name = "tiny-llama-2l") {
+  auto s = LoadShapeFile(ShapePath(name));
+  if (!s.ok()) std::abort();
+  return *s;
+}
+
+// One context's KV blocks, each a separate heap allocation (NaN-filled, so a read of a
+// position nobody wrote shows up in the results).
+class Context {
+ public:
+  Context(const ModelShape& s, int64_t tokens, int64_t block_tokens = 16)
+      : floats_(KvBlockFloats(s, block_tokens)), block_tokens_(block_tokens) {
+    const int64_t n = (tokens + block_tokens - 1) / block_tokens;
+    for (int64_t i = 0; i < n; ++i) {
+      owned_.push_back(std::make_unique<float[]>(floats_));
+      std::fill(owned_.back().get(), owned_.back().get() + floats_, std::nanf(""));
+      ptrs_.push_back(owned_.back().get());
+    }
+  }
+  KvBlocks kv() const { return {ptrs_.data(), static_cast<int64_t>(ptrs_.size()), block_tokens_}; }
+  // Copies every block into fresh memory and frees the old (restoring KV is a memcpy).
+  void Relocate() {
+    std::vector<std::unique_ptr<float[]>> fresh;
+    for (size_t i = 0; i < owned_.size(); ++i) {
+      fresh.push_back(std::make_unique<float[]>(floats_));
+      std::memcpy(fresh.back().get(), owned_[i].get(), floats_ * sizeof(float));
+      ptrs_[i] = fresh.back().get();
+    }
+    owned_ = std::move(fresh);
+  }
+  // The floats of (layer, kv, position) — kv_dim of them.
+  const float* At(const ModelShape& s, int64_t layer, int kv, int64_t pos) const {
+    return ptrs_[pos / block_tokens_] +
+           ((layer * 2 + kv) * block_tokens_ + pos % block_tokens_) * s.kv_dim();
+  }
+  // True when positions [0, tokens) of every layer hold the same bits in both.
+  bool SameKv(const ModelShape& s, const Context& o, int64_t tokens) const {
+    for (int64_t l = 0; l < s.layers; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int64_t p = 0; p < tokens; ++p)
+          if (std::memcmp(At(s, l, kv, p), o.At(s, l, kv, p), s.kv_dim() * sizeof(float)) != 0)
+            return false;
+    return true;
+  }
+
+ private:
+  uint64_t floats_;
+  int64_t block_tokens_;
+  std::vector<std::unique_ptr<float[]>> owned_;
+  std::vector<float*> ptrs_;
+};
+
+// Rows for positions [from, to) of `tokens` in `ctx`; logits for the last one (or all).
+inline std::vector<Row> Rows(const Context& ctx, const std::vector<int32_t>& tokens, int64_t from,
+                             int64_t to, bool all_logits = false) {
+  std::vector<Row> rows;
+  for (int64_t p = from; p < to; ++p)
+    rows.push_back({tokens[static_cast<size_t>(p)], p, ctx.kv(), all_logits || p == to - 1});
+  return rows;
+}
+
+inline std::vector<int32_t> Tokens(int64_t n, uint32_t seed, int64_t vocab) {
+  std::vector<int32_t> t;
+  uint64_t x = seed * 2654435761u + 12345;
+  for (int64_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    t.push_back(static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(vocab)));
+  }
+  return t;
+}
+
+}  // namespace switchyard::executors::cpu::testing

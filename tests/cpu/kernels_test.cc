@@ -1,0 +1,122 @@
+#include "executors/cpu/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace switchyard::executors::cpu {
+namespace {
+
+std::vector<float> Randn(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+// A row's outputs are the same bits in every slot of the tile, whatever the other rows
+// hold (zeros or random values): the property batch invariance rests on.
+TEST(LinearTile, EverySlotGivesTheSameBits) {
+  UseSingleThreadedBlas();
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 128},   {64, 176 * 2}, {176, 64},   {256, 512},
+                                                {256, 1376}, {688, 256},    {1024, 1024}};
+  for (auto [in, out] : shapes) {
+    auto w = Randn(static_cast<size_t>(in * out), 1);
+    auto row = Randn(static_cast<size_t>(in), 2);
+    std::vector<float> x(kTileRows * in, 0.0f), y(kTileRows * out), first;
+    std::memcpy(x.data(), row.data(), in * sizeof(float));
+    LinearTile(x.data(), w.data(), in, out, y.data());
+    first.assign(y.begin(), y.begin() + out);
+    for (int64_t slot = 0; slot < kTileRows; ++slot) {
+      x = Randn(x.size(), 10 + static_cast<uint32_t>(slot));
+      std::memcpy(&x[slot * in], row.data(), in * sizeof(float));
+      LinearTile(x.data(), w.data(), in, out, y.data());
+      EXPECT_EQ(0, std::memcmp(&y[slot * out], first.data(), out * sizeof(float)))
+          << "in " << in << " out " << out << " slot " << slot;
+    }
+    // And it is the product: y[0] against a double dot product.
+    for (int64_t o = 0; o < out; o += 37) {
+      double ref = 0;
+      for (int64_t i = 0; i < in; ++i) ref += static_cast<double>(row[i]) * w[o * in + i];
+      EXPECT_NEAR(first[o], ref, 1e-4 * std::sqrt(static_cast<double>(in)));
+    }
+  }
+}
+
+TEST(Kernels, DotAndRmsNorm) {
+  std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, b(11, 2.0f);
+  EXPECT_FLOAT_EQ(Dot(a.data(), b.data(), 11), 132.0f);
+  EXPECT_FLOAT_EQ(Dot(a.data(), b.data(), 3), 12.0f);
+  std::vector<float> x = {3, 4}, w = {1, 2}, out(2);
+  RmsNorm(x.data(), w.data(), 2, 0.0f, out.data());  // rms = sqrt(12.5)
+  EXPECT_NEAR(out[0], 3 / std::sqrt(12.5), 1e-6);
+  EXPECT_NEAR(out[1], 8 / std::sqrt(12.5), 1e-6);
+}
+
+TEST(Kernels, RopeRotatesHalvesByPositionTimesInvFreq) {
+  RopeParams p;
+  p.head_dim = 4;
+  p.theta = 100.0;
+  float c[2], s[2];
+  RopeAngles(p, 3, c, s);  // inv_freq = {1, 0.1}
+  EXPECT_NEAR(c[0], std::cos(3.0), 1e-7);
+  EXPECT_NEAR(s[1], std::sin(0.3), 1e-7);
+  float x[4] = {1, 2, 3, 4};
+  ApplyRope(x, 4, c, s);
+  EXPECT_NEAR(x[0], 1 * std::cos(3.0) - 3 * std::sin(3.0), 1e-6);
+  EXPECT_NEAR(x[2], 3 * std::cos(3.0) + 1 * std::sin(3.0), 1e-6);
+  EXPECT_NEAR(x[1], 2 * std::cos(0.3) - 4 * std::sin(0.3), 1e-6);
+  RopeAngles(p, 0, c, s);
+  EXPECT_EQ(c[0], 1.0f);
+  EXPECT_EQ(s[1], 0.0f);
+}
+
+TEST(Kernels, Llama3RopeScalingKeepsHighFrequenciesAndDividesLowOnes) {
+  RopeParams p;
+  p.head_dim = 128;
+  p.theta = 500000.0;
+  p.scaling_factor = 8;
+  p.original_max_positions = 8192;
+  float c[64], s[64], c0[64], s0[64];
+  RopeAngles(p, 1000, c, s);
+  p.scaling_factor = 0;
+  RopeAngles(p, 1000, c0, s0);
+  EXPECT_EQ(c[0], c0[0]);                                   // wavelength 2π < 8192/4: unchanged
+  const double low = std::pow(500000.0, -126.0 / 128) / 8;  // wavelength > 8192: divided
+  EXPECT_NEAR(c[63], std::cos(1000 * low), 1e-6);
+}
+
+TEST(Kernels, SiluMul) {
+  float g[2] = {0, 2}, u[2] = {5, 3}, out[2];
+  SiluMul(g, u, 2, out);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_NEAR(out[1], 2 / (1 + std::exp(-2.0)) * 3, 1e-6);
+}
+
+TEST(Kernels, AttendAtPositionZeroReturnsV) {
+  // One block of 2 tokens, 1 layer, 1 KV head of dim 2, 2 query heads sharing it.
+  std::vector<float> block(2 * 2 * 2, 0.0f);
+  float* blocks[1] = {block.data()};
+  KvLayerView kv{blocks, 2, 2, 0};
+  kv.K(0)[0] = 1;
+  kv.V(0)[0] = 7;
+  kv.V(0)[1] = -3;
+  kv.K(1)[0] = 100;  // position 1 is in the future for position 0
+  kv.V(1)[0] = 1000;
+  float q[4] = {1, 0, 0, 1}, scores[2], out[4];
+  Attend(q, kv, 0, 2, 1, 2, scores, out);
+  EXPECT_EQ(out[0], 7.0f);
+  EXPECT_EQ(out[1], -3.0f);
+  EXPECT_EQ(out[2], 7.0f);
+  // At position 1 the first head attends almost only to token 1 (score 100/sqrt(2)).
+  Attend(q, kv, 1, 2, 1, 2, scores, out);
+  EXPECT_NEAR(out[0], 1000.0f, 1e-3);
+  EXPECT_NEAR(out[2], (7 + 1000) / 2.0f, 1e-3);  // second head: equal scores
+}
+
+}  // namespace
+}  // namespace switchyard::executors::cpu
