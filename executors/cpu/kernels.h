@@ -10,7 +10,10 @@
 //   * Dot / RmsNorm: 8 interleaved partial sums combined in a fixed tree (vectorisable,
 //     no reassociation by the compiler: no -ffast-math).
 //   * Attend: one row's causal grouped-query attention over its context's KV blocks,
-//     scores over positions 0..p in order, max-subtracted softmax, weighted sum in order.
+//     scores over positions 0..p in order, max-subtracted softmax, weighted sum in order
+//     (one vector lane per dimension). Built twice (x86-64-v3 with FMA, and baseline), the
+//     clone chosen once per process: within a process every row runs the same code; two
+//     machines may differ in the last bits.
 //
 // Thread-safety: pure functions over caller-owned memory.
 #pragma once

@@ -1,0 +1,223 @@
+// engine benchmarks: the reference CPU engine's model math (executors/cpu/model.h), random
+// weights (the text is meaningless; only the arithmetic and the bytes matter). For each of
+// two shapes — tiny-llama-4l and a larger "h1024-8l" (hidden 1024, 8 layers, 16 heads /
+// 8 KV heads of 64, MLP 2816, vocab 32000) — measured here, in this run, interleaved with
+// its baseline (each side run in turn, the median of the repetitions kept):
+//   - prefill: a 512-token prefill through Model::Forward, as GFLOP/s of its linear layers
+//     (2 · rows · weights of the Q/K/V, O, gate/up and down projections, plus the LM head
+//     of the one row with logits) vs plain cblas_sgemm of the same shapes with all 512 rows
+//     in one call per weight matrix (goal ratio >= 0.7);
+//   - the cost of batch invariance: the same linear layers in 16-row tiles (LinearTile,
+//     what Forward runs) vs that one-call sgemm;
+//   - decode: one step of 8 sequences at 512 tokens of context, as tokens/s and as bytes/s
+//     of what the step must read (every weight but the embedding table, 8 embedding rows,
+//     the 8 contexts' KV) vs a streaming read of the same number of bytes ("memory
+//     bandwidth"; goal ratio >= 0.5).
+// Everything runs on one core: the engine forces OpenBLAS to one thread (batch invariance)
+// and the baselines run under the same setting.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/common/report.h"
+#include "executors/cpu/kernels.h"
+#include "executors/cpu/model.h"
+
+namespace switchyard::executors::cpu {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+constexpr int64_t kPrefill = 512, kDecodeSeqs = 8, kContext = 512, kBlock = 16;
+
+double Median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Runs each side `reps` times in turn (after one untimed warm-up each); median seconds.
+std::vector<double> Interleaved(const std::vector<std::function<void()>>& sides, int reps) {
+  std::vector<std::vector<double>> t(sides.size());
+  for (const auto& s : sides) s();
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < sides.size(); ++i) {
+      auto t0 = SteadyClock::now();
+      sides[i]();
+      t[i].push_back(std::chrono::duration<double>(SteadyClock::now() - t0).count());
+    }
+  std::vector<double> out;
+  for (auto& v : t) out.push_back(Median(v));
+  return out;
+}
+
+ModelShape LargeShape() {
+  ModelShape s;
+  s.name = "h1024-8l";
+  s.vocab_size = 32000;
+  s.hidden = 1024;
+  s.layers = 8;
+  s.heads = 16;
+  s.kv_heads = 8;
+  s.head_dim = 64;
+  s.intermediate = 2816;
+  s.seed = 7;
+  return s;
+}
+
+// The (in, out) of every linear layer of one decoder layer, fused as Forward runs them.
+std::vector<std::pair<int64_t, int64_t>> LayerShapes(const ModelShape& s) {
+  return {{s.hidden, s.q_dim() + 2 * s.kv_dim()},
+          {s.q_dim(), s.hidden},
+          {s.hidden, 2 * s.intermediate},
+          {s.intermediate, s.hidden}};
+}
+
+double LinearFlops(const ModelShape& s, int64_t rows) {
+  double per_row = 0;
+  for (auto [in, out] : LayerShapes(s)) per_row += 2.0 * in * out;
+  return per_row * s.layers * rows;
+}
+
+// KV storage for `n` contexts of `tokens` each.
+struct Contexts {
+  Contexts(const ModelShape& s, int n, int64_t tokens) {
+    const uint64_t floats = KvBlockFloats(s, kBlock);
+    const int64_t blocks = (tokens + kBlock - 1) / kBlock;
+    for (int c = 0; c < n; ++c) {
+      ptrs.emplace_back();
+      for (int64_t b = 0; b < blocks; ++b) {
+        store.emplace_back(floats, 0.0f);
+        ptrs.back().push_back(store.back().data());
+      }
+    }
+  }
+  KvBlocks kv(int c) const {
+    return {ptrs[c].data(), static_cast<int64_t>(ptrs[c].size()), kBlock};
+  }
+  std::vector<std::vector<float>> store;
+  std::vector<std::vector<float*>> ptrs;
+};
+
+void PrefillAndLinear(const Model& m, bench::Report* report) {
+  const ModelShape& s = m.shape();
+  const std::string tag = s.name + " (random weights)";
+  // Forward over a 512-token prefill, logits for the last row.
+  Contexts ctx(s, 1, kPrefill);
+  std::vector<Row> rows;
+  for (int64_t p = 0; p < kPrefill; ++p)
+    rows.push_back(
+        {static_cast<int32_t>((p * 7919) % s.vocab_size), p, ctx.kv(0), p == kPrefill - 1});
+  std::vector<float> logits;
+  // The same linear layers: weights per layer, activations of 512 rows.
+  std::vector<std::vector<float>> w;
+  int64_t widest = 0;
+  for (int64_t l = 0; l < s.layers; ++l)
+    for (auto [in, out] : LayerShapes(s)) {
+      w.emplace_back(static_cast<size_t>(in * out), 0.01f);
+      widest = std::max({widest, in, out});
+    }
+  std::vector<float> x(kPrefill * widest, 0.5f), y(kPrefill * widest);
+  auto tiled = [&] {
+    size_t k = 0;
+    for (int64_t l = 0; l < s.layers; ++l)
+      for (auto [in, out] : LayerShapes(s)) {
+        for (int64_t t = 0; t < kPrefill; t += kTileRows)
+          LinearTile(&x[t * in], w[k].data(), in, out, &y[t * out]);
+        ++k;
+      }
+  };
+  auto sgemm = [&] {
+    size_t k = 0;
+    for (int64_t l = 0; l < s.layers; ++l)
+      for (auto [in, out] : LayerShapes(s))
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kPrefill, out, in, 1.0f, x.data(), in,
+                    w[k++].data(), in, 0.0f, y.data(), out);
+  };
+  auto forward = [&] {
+    if (!m.Forward(rows, &logits).ok()) std::abort();
+  };
+  const int reps = s.hidden >= 1024 ? 3 : 15;
+  auto t = Interleaved({forward, tiled, sgemm}, reps);
+  // The LM head of the row with logits counts in Forward's FLOPs and in its baseline.
+  const double head = 2.0 * s.vocab_size * s.hidden;
+  const double flops = LinearFlops(s, kPrefill);
+  const std::string base = "cblas_sgemm, all 512 rows per call (1 thread)";
+  report->Add({"prefill 512 tokens, " + tag, (flops + head) / t[0] / 1e9, "GFLOP/s", true, base,
+               flops / t[2] / 1e9,
+               "linear-layer FLOPs over the whole Forward (attention, norms, rotary included "
+               "in its time); goal ratio >= 0.7"});
+  report->Add({"linear layers in 16-row tiles (batch-invariant), " + tag, flops / t[1] / 1e9,
+               "GFLOP/s", true, base, flops / t[2] / 1e9,
+               "the cost of batch invariance: ratio = tiled / one-call sgemm"});
+}
+
+void Decode(const Model& m, bench::Report* report) {
+  const ModelShape& s = m.shape();
+  const std::string tag = s.name + " (random weights)";
+  // One context prefilled for real, its KV copied into the other 7 (restoring is memcpy).
+  Contexts ctx(s, kDecodeSeqs, kContext + 1);
+  std::vector<Row> rows;
+  std::vector<float> logits;
+  for (int64_t p = 0; p < kContext; ++p)
+    rows.push_back({static_cast<int32_t>((p * 104729) % s.vocab_size), p, ctx.kv(0), false});
+  if (!m.Forward(rows, &logits).ok()) std::abort();
+  for (int c = 1; c < kDecodeSeqs; ++c)
+    for (size_t b = 0; b < ctx.ptrs[c].size(); ++b)
+      std::memcpy(ctx.ptrs[c][b], ctx.ptrs[0][b], KvBlockFloats(s, kBlock) * sizeof(float));
+  rows.clear();
+  for (int c = 0; c < kDecodeSeqs; ++c) rows.push_back({1 + c, kContext, ctx.kv(c), true});
+  // What a step must read: every weight but the embedding table, 8 embedding rows, KV.
+  const double weights =
+      static_cast<double>(m.weight_bytes()) -
+      4.0 * static_cast<double>(s.vocab_size * s.hidden) * (s.tie_embeddings ? 0 : 1);
+  const double kv = static_cast<double>(kDecodeSeqs) * (kContext + 1) * s.kv_bytes_per_token();
+  const double bytes = weights + 4.0 * kDecodeSeqs * s.hidden + kv;
+  std::vector<float> stream(static_cast<size_t>(bytes / 4), 1.0f);
+  float sink = 0;
+  auto step = [&] {
+    if (!m.Forward(rows, &logits).ok()) std::abort();
+  };
+  auto read = [&] {
+    float acc[32] = {};
+    const size_t n = stream.size() / 32 * 32;
+    for (size_t i = 0; i < n; i += 32)
+      for (int l = 0; l < 32; ++l) acc[l] += stream[i + l];
+    for (float a : acc) sink += a;
+  };
+  auto t = Interleaved({step, read}, s.hidden >= 1024 ? 10 : 40);
+  if (sink == 42) std::printf(" ");  // keep the read
+  report->Add({"decode 8 seqs at 512 context, " + tag, kDecodeSeqs / t[0], "tokens/s", true, "",
+               std::nullopt, ""});
+  report->Add(
+      {"decode step bytes read, " + tag, bytes / t[0] / 1e9, "GB/s", true,
+       "memory bandwidth (streaming read of the same bytes, 1 thread)", bytes / t[1] / 1e9,
+       std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB per step; goal ratio >= 0.5"});
+}
+
+void ReportEngine(const std::map<std::string, bench::Measured>&, bench::Report* report) {
+  auto tiny = Model::Load(std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-4l.json");
+  if (!tiny.ok()) {
+    std::fprintf(stderr, "bench engine: %s\n", tiny.status().ToString().c_str());
+    return;
+  }
+  auto large = Model::Random(LargeShape());
+  if (!large.ok()) {
+    std::fprintf(stderr, "bench engine: %s\n", large.status().ToString().c_str());
+    return;
+  }
+  for (const Model* m : {tiny->get(), large->get()}) {
+    std::fprintf(stderr, "bench engine: %s\n", m->shape().Describe().c_str());
+    PrefillAndLinear(*m, report);
+    Decode(*m, report);
+  }
+}
+
+SY_BENCH_REPORT(engine, ReportEngine);
+
+}  // namespace
+}  // namespace switchyard::executors::cpu
