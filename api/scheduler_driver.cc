@@ -13,6 +13,7 @@
 #include "base/completion_batch.h"
 #include "base/logging.h"
 #include "base/thread_name.h"
+#include "executors/cpu/cpu_engine.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
 #include "executors/simulated_engine.h"
@@ -80,6 +81,22 @@ Status ApplyLinkFigures(const SchedulerConfig& c, scheduler::ClusterShape* s) {
   return Status::OK();
 }
 
+// What the core's estimates assume of this machine's CPU when the CPU engine runs the
+// model (rough figures of a 2-core VM: the core only ranks choices with them).
+v1::GpuSpec CpuSpec(uint64_t pool_bytes) {
+  v1::GpuSpec g;
+  g.set_name("cpu (this machine, rough figures for the scheduler's estimates)");
+  g.set_hbm_bytes(pool_bytes);
+  g.set_hbm_bandwidth_bytes_per_s(1.0e10);
+  g.set_bf16_flops(5.0e10);
+  g.set_pcie_bandwidth_bytes_per_s(5.0e9);
+  g.set_nvlink_bandwidth_bytes_per_s(5.0e9);
+  g.set_nic_bandwidth_bits_per_s(1.0e10);
+  g.set_compute_efficiency(0.5);
+  g.set_memory_efficiency(0.5);
+  return g;
+}
+
 Result<executors::RooflineCostModel> DefaultCostModel() {
   v1::GpuSpec g;
   g.set_name("H100-SXM");
@@ -145,8 +162,8 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   d->disk_bytes_ = c.disk_bytes ? c.disk_bytes : FreeDisk(data_dir) / 2;
   if (c.kv_bytes_scale == 0)
     return Status::InvalidArgument("scheduler.kv_bytes_scale must be >= 1");
-  SY_ASSIGN_OR_RETURN(auto cost, DefaultCostModel());
-  d->cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
+  v1::ModelConfig model = DefaultModel();
+  SY_RETURN_IF_ERROR(d->LoadModel(&model));
   auto policy = scheduler::CreatePolicy(c.policy);
   if (!policy.ok())
     return Status::InvalidArgument("scheduler policy: " + policy.status().message());
@@ -165,9 +182,11 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   SY_ASSIGN_OR_RETURN(d->env_, scheduler::NetBudgetEnvironment::Create(
                                    std::move(topo), d->device_of_, d->loop_.get()));
 
-  // Emulated tiers: an HBM arena per worker, a host arena, RocksDB under <data-dir>/kv.
+  // Emulated tiers: an HBM arena per worker, a host arena, RocksDB under <data-dir>/kv
+  // (engine "cpu": the engines' pools instead of the HBM arenas, and real bytes, scale 1).
   SY_ASSIGN_OR_RETURN(kv_tiers::KvLayout layout,
-                      kv_tiers::KvLayout::FromModelConfig(DefaultModel()));
+                      kv_tiers::KvLayout::FromModelConfig(
+                          model, static_cast<uint32_t>(std::max<int64_t>(1, c.kv_block_tokens))));
   uint64_t bpb = layout.bytes_per_block(), scale = c.kv_bytes_scale;
   auto tier_options = [&](uint64_t bytes) {
     kv_tiers::TierOptions o;
@@ -175,11 +194,12 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     o.capacity_bytes = ((bytes / scale + bpb - 1) / bpb + kSlackBlocks) * bpb;
     return o;
   };
-  for (int w = 0; w < c.workers; ++w) {
+  for (int w = 0; w < c.workers && c.engine != "cpu"; ++w) {
     kv_tiers::ArenaBackend b = kv_tiers::EmulatedHbmBackend();
     b.name += "-w" + std::to_string(w);
     SY_ASSIGN_OR_RETURN(auto hbm,
                         kv_tiers::ArenaTier::Create(tier_options(c.hbm_bytes_per_worker), b));
+    d->hbm_view_.push_back(hbm.get());
     d->hbm_tiers_.push_back(std::move(hbm));
   }
   SY_ASSIGN_OR_RETURN(d->host_tier_, kv_tiers::ArenaTier::Create(tier_options(d->host_bytes_),
@@ -229,24 +249,9 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   limits.pool_blocks =
       static_cast<int64_t>(c.hbm_bytes_per_worker / (static_cast<uint64_t>(c.kv_block_tokens) *
                                                      d->cost_->KvBytesPerToken()));
-  if (c.simulated_llm) {
-    SY_ASSIGN_OR_RETURN(executors::RooflineStepCost step,
-                        executors::RooflineStepCost::Create(d->cost_->model(), d->cost_->gpu()));
-    d->step_cost_ = std::make_unique<executors::RooflineStepCost>(std::move(step));
-  }
+  SY_RETURN_IF_ERROR(d->MakeEngines(limits));
   std::vector<executors::Engine*> engines;
-  auto early = std::make_shared<ReportedEngine::EarlyReports>();
-  for (int w = 0; w < c.workers; ++w) {
-    if (c.simulated_llm) {
-      d->engines_.push_back(std::make_unique<executors::SimulatedEngine>(
-          d->loop_.get(), w, limits, d->step_cost_.get(), executors::SimulatedEngine::Options{}));
-    } else {
-      auto e = std::make_unique<ReportedEngine>(d->loop_.get(), w, limits, early);
-      d->reported_.push_back(e.get());
-      d->engines_.push_back(std::move(e));
-    }
-    engines.push_back(d->engines_.back().get());
-  }
+  for (auto& e : d->engines_) engines.push_back(e.get());
   d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_.get());
   executors::TieredKvMover::Options mo;
   mo.tier_of = [d = d.get()](const Location& l) -> Result<std::string> {
@@ -256,6 +261,14 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     return name;
   };
   mo.bytes_scale = scale;
+  if (!d->cpu_engines_.empty()) {
+    mo.engine_kv = [d = d.get()](const Location& l) -> executors::EngineKv* {
+      bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
+      return pool && l.worker >= 0 && l.worker < static_cast<int>(d->cpu_engines_.size())
+                 ? d->cpu_engines_[l.worker]
+                 : nullptr;
+    };
+  }
   d->mover_ = std::make_unique<executors::TieredKvMover>(d->loop_.get(), d->blocks_.get(), mo);
   d->runtime_ = std::make_unique<executors::Runtime>(d->loop_.get(), d->core_.get(), engines,
                                                      d->tools_.get(), d->mover_.get());
@@ -274,8 +287,11 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
           .With("workers", std::to_string(c.workers))
           .With("policy", std::string(d->policy_->name()))
           .With("model_executor", d->model_executor_name())
-          .With("kv_mover", "tiered kv mover over emulated kv_tiers (1/" +
-                                std::to_string(c.kv_bytes_scale) + " of the bytes)")
+          .With("kv_mover", c.engine == "cpu"
+                                ? std::string("tiered kv mover: the cpu engines' real KV blocks "
+                                              "through kv_tiers")
+                                : "tiered kv mover over emulated kv_tiers (1/" +
+                                      std::to_string(c.kv_bytes_scale) + " of the bytes)")
           .With("planner", "net_budget over a loopback topology")
           .With("hbm_bytes_per_worker", std::to_string(c.hbm_bytes_per_worker))
           .With("host_bytes", std::to_string(d->host_bytes_))
@@ -288,6 +304,55 @@ SchedulerDriver::~SchedulerDriver() {
   if (loop_) loop_->Stop();
   if (thread_.joinable()) thread_.join();
   runtime_.reset();  // before the executors it borrows
+}
+
+Status SchedulerDriver::LoadModel(v1::ModelConfig* model) {
+  SchedulerConfig& c = config_;
+  if (c.engine == "cpu") {
+    auto m = executors::cpu::Model::Load(c.model_path);
+    if (!m.ok()) return m.status().Annotate("--model " + c.model_path);
+    cpu_model_ = std::move(*m);
+    token_log_ = std::make_unique<executors::cpu::TokenLog>();
+    *model = executors::cpu::ToModelConfig(cpu_model_->shape());
+    c.kv_bytes_scale = 1;  // real bytes
+    c.hbm_bytes_per_worker = c.kv_pool_bytes;
+    SY_ASSIGN_OR_RETURN(auto cost,
+                        executors::RooflineCostModel::Create(*model, CpuSpec(c.kv_pool_bytes)));
+    cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
+    return Status::OK();
+  }
+  SY_ASSIGN_OR_RETURN(auto cost, DefaultCostModel());
+  cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
+  return Status::OK();
+}
+
+Status SchedulerDriver::MakeEngines(const executors::EngineLimits& limits) {
+  const SchedulerConfig& c = config_;
+  if (c.simulated_llm && c.engine != "cpu") {
+    SY_ASSIGN_OR_RETURN(executors::RooflineStepCost step,
+                        executors::RooflineStepCost::Create(cost_->model(), cost_->gpu()));
+    step_cost_ = std::make_unique<executors::RooflineStepCost>(std::move(step));
+  }
+  auto early = std::make_shared<ReportedEngine::EarlyReports>();
+  for (int w = 0; w < c.workers; ++w) {
+    if (!c.simulated_llm) {
+      auto e = std::make_unique<ReportedEngine>(loop_.get(), w, limits, early);
+      reported_.push_back(e.get());
+      engines_.push_back(std::move(e));
+    } else if (c.engine == "cpu") {
+      executors::cpu::CpuEngine::Options o;
+      o.model = cpu_model_.get();
+      o.tokens = token_log_.get();
+      SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop_.get(), w, limits, o));
+      cpu_engines_.push_back(e.get());
+      hbm_view_.push_back(&e->pool());
+      engines_.push_back(std::move(e));
+    } else {
+      engines_.push_back(std::make_unique<executors::SimulatedEngine>(
+          loop_.get(), w, limits, step_cost_.get(), executors::SimulatedEngine::Options{}));
+    }
+  }
+  return Status::OK();
 }
 
 std::string SchedulerDriver::model_executor_name() const {
@@ -327,7 +392,10 @@ void SchedulerDriver::Forget(const std::string& workflow_id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = wfs_.find(workflow_id);
     if (it == wfs_.end()) return;
-    for (const std::string& key : it->second.contexts) ctxs_.erase(key);
+    for (const std::string& key : it->second.contexts) {
+      ctxs_.erase(key);
+      if (token_log_) token_log_->Forget(key);
+    }
     wfs_.erase(it);
   });
 }
@@ -443,6 +511,7 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (const std::string& wf : touched) Refresh(wf);
     for (int w = 0; w < config_.workers; ++w) hbm_used_[w] = core_->hbm_used(w);
+    if (!cpu_engines_.empty()) real_bytes_moved_ = mover_->real_bytes_by_destination();
   }
   // Callbacks run without the mirror lock (they write durable state).
   bool simulated = reported_.empty();
@@ -489,8 +558,8 @@ std::string SchedulerDriver::TierName(const Location& l) const {
   switch (l.tier) {
     case Tier::kHbm:
     case Tier::kPeer:  // another worker's HBM, in this process
-      return l.worker >= 0 && l.worker < static_cast<int>(hbm_tiers_.size())
-                 ? hbm_tiers_[l.worker]->name()
+      return l.worker >= 0 && l.worker < static_cast<int>(hbm_view_.size())
+                 ? hbm_view_[l.worker]->name()
                  : "";
     case Tier::kHost:
       return host_tier_->name();

@@ -41,6 +41,7 @@
 
 #include "base/result.h"
 #include "proto/switchyard/v1/api.pb.h"
+#include "proto/switchyard/v1/model.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
 #include "scheduler/events.h"
 
@@ -48,6 +49,7 @@ namespace switchyard {
 class AsioEventLoop;
 }  // namespace switchyard
 namespace switchyard::executors {
+struct EngineLimits;
 class Runtime;
 class Engine;
 class StepCostModel;
@@ -63,6 +65,11 @@ namespace switchyard::kv_tiers {
 class Tier;
 class BlockManager;
 }  // namespace switchyard::kv_tiers
+namespace switchyard::executors::cpu {
+class Model;
+class TokenLog;
+class CpuEngine;
+}  // namespace switchyard::executors::cpu
 
 namespace switchyard::api {
 
@@ -71,9 +78,16 @@ class ReportedEngine;
 
 struct SchedulerConfig {
   bool enabled = true;
-  // true: LLM nodes run on the simulated engine (executors/simulated_engine.h: continuous
-  // batching timed by the roofline step cost); false: an engine reports them.
+  // true: the service runs LLM nodes on its own engine (`engine`); false: an engine
+  // reports them.
   bool simulated_llm = true;
+  // "simulated": the simulated engine (executors/simulated_engine.h: continuous batching
+  // timed by the roofline step cost); "cpu": the reference CPU engine
+  // (executors/cpu/cpu_engine.h: the model at `model_path` computed on the CPU, real KV
+  // bytes in a pool of `kv_pool_bytes` per worker, moved for real between the tiers).
+  std::string engine = "simulated";
+  std::string model_path;
+  uint64_t kv_pool_bytes = 256ULL << 20;
   int workers = 1;
   // 0: half of physical memory, clamped to [8 GiB, 64 GiB] (emulated: accounting only;
   // 64 GiB is an 80 GB H100 less Llama-3.1-8B's weights).
@@ -173,6 +187,11 @@ class SchedulerDriver {
   // its budget by class and the grants in flight on it.
   void FillTiers(v1::ClusterState* out) const;
   void FillLinks(v1::ClusterState* out) const;
+  void FillEngines(v1::ClusterState* out) const;
+  // Parts of Start: the model the core estimates with (and the tiers' KV layout), and the
+  // workers' engines.
+  Status LoadModel(v1::ModelConfig* model);
+  Status MakeEngines(const executors::EngineLimits& limits);
 
   SchedulerConfig config_;
   Callbacks callbacks_;
@@ -188,7 +207,13 @@ class SchedulerDriver {
   std::unique_ptr<scheduler::Policy> policy_;
   std::unique_ptr<scheduler::Core> core_;
   std::unique_ptr<executors::StepCostModel> step_cost_;
+  // engine "cpu": the model and the token ids of every context (outlive the engines).
+  std::unique_ptr<executors::cpu::Model> cpu_model_;
+  std::unique_ptr<executors::cpu::TokenLog> token_log_;
   std::vector<std::unique_ptr<executors::Engine>> engines_;  // one per worker
+  std::vector<executors::cpu::CpuEngine*> cpu_engines_;      // the same engines, engine "cpu"
+  // Each worker's HBM tier: an emulated arena, or its CPU engine's KV pool (real bytes).
+  std::vector<kv_tiers::Tier*> hbm_view_;
   std::vector<ReportedEngine*> reported_;  // the same engines, when results are reported
   std::unique_ptr<ReportedToolWaiter> tools_;
   std::unique_ptr<executors::TieredKvMover> mover_;
@@ -202,6 +227,7 @@ class SchedulerDriver {
   std::map<int, uint64_t> hbm_used_;
   std::map<std::string, uint64_t> decisions_by_kind_;
   std::map<std::string, uint64_t> bytes_moved_by_tier_;
+  std::map<std::string, uint64_t> real_bytes_moved_;  // the mover's, copied on the loop
   uint64_t events_ = 0;
 };
 

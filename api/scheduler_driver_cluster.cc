@@ -4,6 +4,9 @@
 #include <map>
 
 #include "api/scheduler_driver.h"
+#include "executors/cpu/cpu_engine.h"
+#include "executors/model_cost.h"
+#include "executors/engine.h"
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
 #include "kv_tiers/disk_tier.h"
@@ -54,10 +57,13 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   out->set_workers(config_.workers);
   out->set_model_executor(model_executor_name());
-  out->set_kv_mover(
-      "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, RocksDB "
-      "disk) at 1/" +
-      std::to_string(scale) + " of the KV bytes");
+  out->set_kv_mover(cpu_engines_.empty()
+                        ? "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, "
+                          "RocksDB disk) at 1/" +
+                              std::to_string(scale) + " of the KV bytes"
+                        : std::string("tiered kv mover: the cpu engines' real KV blocks copied "
+                                      "through kv_tiers (host arena, RocksDB disk, engine "
+                                      "pools), checksummed and committed"));
   out->set_planner(
       "net_budget planner and link budgets (loopback topology: " + env_->topology().name() + ")");
   out->set_policy(std::string(policy_->name()));
@@ -65,6 +71,8 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   out->set_scheduler_events(events_);
   FillTiers(out);
   FillLinks(out);
+  FillEngines(out);
+  for (const auto& [k, n] : real_bytes_moved_) (*out->mutable_real_bytes_moved())[k] = n;
   for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
   for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
 }
@@ -95,23 +103,53 @@ void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
         if (t_name == "hbm" ? k == w : true) n += contexts[{t_name, k}];
       t->set_contexts(n);
       if (t_name == "hbm") {
-        const kv_tiers::Tier& arena = *hbm_tiers_[w];
+        const kv_tiers::Tier& arena = *hbm_view_[w];
         t->set_capacity_bytes(config_.hbm_bytes_per_worker);
         auto h = hbm_used_.find(w);
         t->set_used_bytes(h == hbm_used_.end() ? 0 : h->second);
-        t->set_backing(
-            "emulated HBM (used: scheduler accounting, committed + reserved; blocks of moved "
-            "contexts in " +
-            scaled(arena) + ")");
+        t->set_backing(cpu_engines_.empty()
+                           ? "emulated HBM (used: scheduler accounting, committed + reserved; "
+                             "blocks of moved contexts in " +
+                                 scaled(arena) + ")"
+                           : "real bytes: kv_tiers '" + arena.name() + "' holds " +
+                                 std::to_string(arena.used_bytes()) + " of " +
+                                 std::to_string(arena.capacity_bytes()) +
+                                 " B (used: scheduler accounting)");
       } else {
         const kv_tiers::Tier& kt = t_name == "host" ? *host_tier_ : *disk_tier_;
         t->set_capacity_bytes(t_name == "host" ? host_bytes_ : disk_bytes_);
         t->set_used_bytes(kt.used_bytes() * scale);
-        t->set_backing((t_name == "host" ? "emulated host memory tier ("
-                                         : "emulated disk tier, "
-                                           "RocksDB (") +
-                       scaled(kt) + ")");
+        if (!cpu_engines_.empty())
+          t->set_backing((t_name == "host" ? "host memory tier, real bytes (kv_tiers '"
+                                           : "disk tier, RocksDB, real bytes (kv_tiers '") +
+                         kt.name() + "': " + std::to_string(kt.used_bytes()) + " of " +
+                         std::to_string(kt.capacity_bytes()) + " B)");
+        else
+          t->set_backing((t_name == "host" ? "emulated host memory tier ("
+                                           : "emulated disk tier, "
+                                             "RocksDB (") +
+                         scaled(kt) + ")");
       }
+    }
+  }
+}
+
+void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
+  for (int w = 0; w < config_.workers; ++w) {
+    auto* e = out->add_worker_engines();
+    e->set_worker(w);
+    e->set_engine(w < static_cast<int>(engines_.size()) ? std::string(engines_[w]->name()) : "");
+    e->set_kv_bytes_per_token(cost_->KvBytesPerToken());
+    if (cpu_model_) {
+      const executors::cpu::ModelShape& s = cpu_model_->shape();
+      e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));
+      e->set_random_weights(s.random_weights);
+      const kv_tiers::Tier& pool = *hbm_view_[w];  // thread-safe accounting
+      e->set_kv_pool(pool.name());
+      e->set_kv_pool_capacity_bytes(pool.capacity_bytes());
+      e->set_kv_pool_used_bytes(pool.used_bytes());
+    } else {
+      e->set_model(cost_->model().name() + " (no weights: step times from a cost model)");
     }
   }
 }

@@ -75,15 +75,42 @@ Status FillLinks(const v1::ServiceLinks& links, SchedulerConfig* s) {
 }
 
 // The scheduler: model executor, workers, emulated HBM, policy, links, tenant weights.
-Status FillScheduler(const v1::ServiceConfig& config, const std::string& llm_flag,
-                     SchedulerConfig* s) {
-  std::string llm = llm_flag;
+Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags, SchedulerConfig* s) {
+  std::string engine = !flags.engine.empty() ? flags.engine : config.engine();
+  if (engine.empty()) engine = "simulated";
+  if (engine != "simulated" && engine != "cpu")
+    return Status::InvalidArgument("--engine (engine) must be 'simulated' or 'cpu', got '" +
+                                   engine + "'");
+  if (!s->simulated_llm && !flags.engine.empty())
+    return Status::InvalidArgument("--engine " + engine +
+                                   " runs LLM nodes in the service; --llm reported hands them to "
+                                   "an engine that reports: choose one");
+  s->engine = engine;
+  s->model_path = !flags.model.empty() ? flags.model : config.model();
+  if (flags.kv_pool_mib < 0) return Status::InvalidArgument("--kv-pool-mib must be > 0");
+  SY_RETURN_IF_ERROR(CheckNotNegative("kv_pool_mib", static_cast<double>(config.kv_pool_mib())));
+  int64_t mib = flags.kv_pool_mib > 0 ? flags.kv_pool_mib : config.kv_pool_mib();
+  if (engine == "cpu") {
+    if (s->model_path.empty())
+      return Status::InvalidArgument(
+          "--engine cpu needs --model (model): a shape file such as "
+          "configs/models/tiny-llama-4l.json (random weights) or a Llama checkpoint directory");
+    s->kv_pool_bytes = static_cast<uint64_t>(mib > 0 ? mib : 256) << 20;
+  } else if (!flags.model.empty() || flags.kv_pool_mib > 0) {
+    return Status::InvalidArgument("--model and --kv-pool-mib apply to --engine cpu only");
+  }
+  return Status::OK();
+}
+
+Status FillScheduler(const v1::ServiceConfig& config, const ServeFlags& flags, SchedulerConfig* s) {
+  std::string llm = flags.llm;
   if (llm.empty()) llm = config.llm_executor().empty() ? "simulated" : config.llm_executor();
   if (llm != "simulated" && llm != "reported") {
     return Status::InvalidArgument("--llm (llm_executor) must be 'simulated' or 'reported', got '" +
                                    llm + "'");
   }
   s->simulated_llm = llm == "simulated";
+  SY_RETURN_IF_ERROR(FillEngine(config, flags, s));
   SY_RETURN_IF_ERROR(CheckNotNegative("workers", config.workers()));
   SY_RETURN_IF_ERROR(CheckNotNegative("hbm_bytes_per_worker", config.hbm_bytes_per_worker()));
   if (config.workers() > 0) s->workers = config.workers();
@@ -140,7 +167,7 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
   so.sync_writes = !config.disable_sync();
   SY_RETURN_IF_ERROR(FillRetention(config, &so));
   SY_RETURN_IF_ERROR(FillCommitDelay(config, &so));
-  SY_RETURN_IF_ERROR(FillScheduler(config, flags.llm, &so.scheduler));
+  SY_RETURN_IF_ERROR(FillScheduler(config, flags, &so.scheduler));
 
   SY_RETURN_IF_ERROR(CheckNotNegative("max_inflight", config.max_inflight()));
   if (config.max_inflight() > 0) setup.api.max_inflight = config.max_inflight();

@@ -19,9 +19,12 @@ namespace switchyard::api {
 
 // Command-line values; an empty one leaves the config file's (or the default).
 struct ServeFlags {
-  std::string listen;    // --listen HOST:PORT
-  std::string data_dir;  // --data-dir DIR
-  std::string llm;       // --llm simulated|reported
+  std::string listen;       // --listen HOST:PORT
+  std::string data_dir;     // --data-dir DIR
+  std::string llm;          // --llm simulated|reported
+  std::string engine;       // --engine simulated|cpu
+  std::string model;        // --model FILE_OR_DIR (engine cpu)
+  int64_t kv_pool_mib = 0;  // --kv-pool-mib N (engine cpu; 0: the config's or 256)
 };
 
 struct ServeSetup {

@@ -2,10 +2,12 @@
 // the HTTP/JSON service with embedded defaults (127.0.0.1:8470, ./var, a `default` tenant
 // whose token is printed and written to <data-dir>/tokens/default, mode 0600) driving the
 // scheduler: one simulated worker, emulated HBM/host/disk tiers sized from the machine,
-// loopback topology, LLM nodes on the simulated engine (--llm reported: an engine
-// or the clients report LLM results). Stops on SIGINT/SIGTERM.
+// loopback topology, LLM nodes on the simulated engine (--engine cpu --model F: on the
+// reference CPU engine, computed for real; --llm reported: an engine or the clients report
+// LLM results). Stops on SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -38,10 +40,25 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
       flags->data_dir = args[++i];
     else if (args[i] == "--llm" && v)
       flags->llm = args[++i];
-    else {
+    else if (args[i] == "--engine" && v)
+      flags->engine = args[++i];
+    else if (args[i] == "--model" && v)
+      flags->model = args[++i];
+    else if (args[i] == "--kv-pool-mib" && v) {
+      const std::string& t = args[++i];
+      char* end = nullptr;
+      long long n = std::strtoll(t.c_str(), &end, 10);
+      if (t.empty() || *end != '\0' || n <= 0) {
+        std::fprintf(stderr, "switchyard serve: --kv-pool-mib needs a whole number > 0, got '%s'\n",
+                     t.c_str());
+        return 2;
+      }
+      flags->kv_pool_mib = n;
+    } else {
       std::fprintf(stderr,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
-                   "[--data-dir DIR] [--llm simulated|reported]\n");
+                   "[--data-dir DIR] [--llm simulated|reported] [--engine simulated|cpu] "
+                   "[--model FILE_OR_DIR] [--kv-pool-mib N]\n");
       return args[i] == "--help" ? 0 : 2;
     }
   }
@@ -53,7 +70,14 @@ void PrintBanner(const api::ServeSetup& setup, uint16_t port, api::Service& serv
   const std::string& host = setup.http.host;
   std::printf("switchyard serving on http://%s:%u (data dir %s)\n", host.c_str(), port,
               setup.data_dir.c_str());
-  if (auto* d = service.scheduler()) {
+  if (auto* d = service.scheduler(); d && d->config().engine == "cpu") {
+    std::printf(
+        "scheduler: %d worker(s), LLM nodes on the cpu engine (%s), KV of real bytes: a "
+        "%.0f MiB KV pool per worker, moved through kv_tiers (host memory, RocksDB disk) "
+        "under net_budget link budgets\n",
+        d->config().workers, d->config().model_path.c_str(),
+        static_cast<double>(d->config().kv_pool_bytes) / (1 << 20));
+  } else if (d) {
     std::printf(
         "scheduler: %d worker(s), LLM nodes on the %s, KV moves through kv_tiers "
         "(emulated HBM %.1f GiB per worker, host and RocksDB disk tiers; emulated KV at 1/%d "

@@ -29,7 +29,9 @@
 // simulated engine, which hides it from policies) and at the cap.
 //
 // Implementations: SimulatedEngine (executors/simulated_engine.h: step time from a
-// StepCostModel), and what an embedder writes for its own engine.
+// StepCostModel), CpuEngine (executors/cpu/cpu_engine.h: a Llama decoder computed on the
+// CPU, real KV bytes), both on BatchingEngine (batching_engine.h); and what an embedder
+// writes for its own engine.
 // Thread-safety: loop-thread only (the thread of the EventLoop the engine was built on).
 #pragma once
 
@@ -70,6 +72,14 @@ struct SequenceSpec {
   // Simulated engines only: the output length the trace recorded (an oracle the engine
   // uses to stop; never shown to the scheduler). 0: decode to the cap.
   int64_t actual_output_tokens = 0;
+  // Engines that compute: the token ids of the node's new tokens (prefill_tokens minus the
+  // rebuilt contexts' tokens), when the caller has them (the OpenAI front). Empty: the
+  // engine makes deterministic synthetic ids (the workflow API carries token counts only).
+  std::vector<int32_t> prompt_token_ids;
+  double temperature = 0.0;  // 0: greedy
+  double top_p = 1.0;
+  uint64_t sampling_seed = 0;
+  bool stop_at_eos = true;  // engines that compute: the end-of-sequence token ends it
 };
 
 // Progress of one sequence in a step.
@@ -82,7 +92,8 @@ struct SeqProgress {
   // and preemption decisions need. A decode token that stayed in its block is not (a
   // runtime may leave such steps out of what it forwards).
   bool changed = true;
-  Status status;  // non-OK: the sequence failed (finished is true)
+  int32_t token = -1;  // engines that compute: the token this step emitted (-1: none)
+  Status status;       // non-OK: the sequence failed (finished is true)
 };
 
 struct StepReport {

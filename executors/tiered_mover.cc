@@ -1,6 +1,7 @@
 #include "executors/tiered_mover.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace switchyard::executors {
 namespace {
@@ -80,8 +81,141 @@ Status TieredKvMover::Materialise(const scheduler::Command& move, const std::str
   return Status::OK();
 }
 
+// ---- Real bytes ---------------------------------------------------------------------------
+
+Status TieredKvMover::ExportToTier(const scheduler::Command& move, EngineKv* src,
+                                   const std::string& tier) {
+  SY_ASSIGN_OR_RETURN(ContextKvView view, src->ExportKv(move.context));
+  const uint64_t bpb = src->kv_block_bytes();
+  if (bpb != manager_->layout().bytes_per_block())
+    return Status::FailedPrecondition(src->kv_pool_name() + " blocks are " + std::to_string(bpb) +
+                                      " bytes, the KV layout's " +
+                                      std::to_string(manager_->layout().bytes_per_block()));
+  Ctx& ctx = ctxs_[move.context];
+  EvictAll(ctx.blocks);  // a stale copy elsewhere
+  ctx.blocks.clear();
+  std::vector<BlockId> written;
+  for (uint32_t i = 0; i < view.blocks.size(); ++i) {
+    kv_tiers::BlockSpec spec{.tenant = options_.tenant,
+                             .workflow_id = move.workflow_id,
+                             .context_id = move.context,
+                             .index = i,
+                             .num_tokens = manager_->layout().tokens_per_block(),
+                             .bytes = bpb};
+    Result<BlockId> id = manager_->Allocate(spec, tier);
+    Status st = id.status();
+    if (st.ok()) st = manager_->BeginWrite(*id);
+    if (st.ok()) st = manager_->WriteBytes(*id, view.blocks[i], bpb);
+    if (st.ok()) st = manager_->FinishWrite(*id);
+    if (st.ok()) st = manager_->Commit(*id);
+    if (!st.ok()) {
+      if (id.ok()) (void)manager_->Evict(*id);
+      EvictAll(written);
+      ctxs_.erase(move.context);
+      return st.Annotate("writing block " + std::to_string(i) + " of " + move.context + " to " +
+                         tier);
+    }
+    written.push_back(*id);
+  }
+  ctx.blocks = std::move(written);
+  ctx.tier = tier;
+  ctx.valid_tokens = view.valid_tokens;
+  bytes_moved_ += bpb * ctx.blocks.size();
+  real_by_dst_[tier] += bpb * ctx.blocks.size();
+  return Status::OK();
+}
+
+Status TieredKvMover::ImportFromTier(const scheduler::Command& move, const std::string& tier,
+                                     EngineKv* dst) {
+  auto it = ctxs_.find(move.context);
+  if (it == ctxs_.end() || it->second.tier != tier || it->second.valid_tokens < 0)
+    return Status::NotFound("no real KV of " + move.context + " in " + tier);
+  Ctx& ctx = it->second;
+  SY_ASSIGN_OR_RETURN(std::vector<void*> targets, dst->ImportTargets(move.context));
+  const uint64_t bpb = dst->kv_block_bytes();
+  if (targets.size() < ctx.blocks.size())
+    return Status::FailedPrecondition(
+        dst->kv_pool_name() + " reserved " + std::to_string(targets.size()) + " blocks for " +
+        move.context + ", " + tier + " holds " + std::to_string(ctx.blocks.size()));
+  for (size_t i = 0; i < ctx.blocks.size(); ++i) {
+    SY_ASSIGN_OR_RETURN(v1::KvBlockMeta meta, manager_->Meta(ctx.blocks[i]));
+    kv_tiers::ReadRequest rq{.tenant = options_.tenant,
+                             .workflow_id = move.workflow_id,
+                             .context_id = move.context,
+                             .model_epoch = manager_->model_epoch(),
+                             .generation = meta.generation()};
+    Result<kv_tiers::ReadLease> lease = manager_->Read(ctx.blocks[i], rq);
+    if (!lease.ok())
+      return lease.status().Annotate("reading block " + std::to_string(i) + " of " + move.context +
+                                     " from " + tier);
+    SY_RETURN_IF_ERROR(lease->CopyTo(targets[i], bpb));
+  }
+  SY_RETURN_IF_ERROR(dst->CommitImport(move.context, ctx.valid_tokens));
+  bytes_moved_ += bpb * ctx.blocks.size();
+  real_by_dst_[dst->kv_pool_name()] += bpb * ctx.blocks.size();
+  EvictAll(ctx.blocks);  // the context lives in the engine's pool now
+  ctxs_.erase(it);
+  return Status::OK();
+}
+
+Status TieredKvMover::MoveReal(const scheduler::Command& move, EngineKv* src, EngineKv* dst) {
+  if (src && dst) {  // pool to pool
+    SY_ASSIGN_OR_RETURN(ContextKvView view, src->ExportKv(move.context));
+    SY_ASSIGN_OR_RETURN(std::vector<void*> targets, dst->ImportTargets(move.context));
+    const uint64_t bpb = src->kv_block_bytes();
+    if (bpb != dst->kv_block_bytes() || targets.size() < view.blocks.size())
+      return Status::FailedPrecondition("pools of " + src->kv_pool_name() + " and " +
+                                        dst->kv_pool_name() + " do not match for " + move.context);
+    for (size_t i = 0; i < view.blocks.size(); ++i) std::memcpy(targets[i], view.blocks[i], bpb);
+    SY_RETURN_IF_ERROR(dst->CommitImport(move.context, view.valid_tokens));
+    bytes_moved_ += bpb * view.blocks.size();
+    real_by_dst_[dst->kv_pool_name()] += bpb * view.blocks.size();
+    return Status::OK();
+  }
+  if (src) {
+    SY_ASSIGN_OR_RETURN(std::string tier, options_.tier_of(move.dst));
+    return ExportToTier(move, src, tier);
+  }
+  SY_ASSIGN_OR_RETURN(std::string tier, options_.tier_of(move.src));
+  return ImportFromTier(move, tier, dst);
+}
+
+// ---- Moves -------------------------------------------------------------------------------
+
 void TieredKvMover::Move(const scheduler::Command& move, std::function<void(Status)> done) {
   auto fail = [&](Status st) { loop_->Post([done, st]() { done(st); }); };
+  EngineKv* src_kv = options_.engine_kv ? options_.engine_kv(move.src) : nullptr;
+  EngineKv* dst_kv = options_.engine_kv ? options_.engine_kv(move.dst) : nullptr;
+  if (src_kv || dst_kv) {
+    // Posted: the runtime reserves the destination's blocks (Engine::Import) after this
+    // call returns.
+    Ctx& ctx = ctxs_[move.context];
+    if (ctx.moving)
+      return fail(Status::FailedPrecondition("context " + move.context + " is already moving"));
+    ctx.moving = true;
+    uint64_t id = move.transfer_id;
+    InFlight& m = moves_[id];
+    m.context = move.context;
+    m.done = std::move(done);
+    loop_->Post([this, move, src_kv, dst_kv, id]() {
+      auto it = moves_.find(id);
+      if (it == moves_.end()) return;
+      Status st = it->second.failure;  // cancelled meanwhile
+      if (st.ok()) st = MoveReal(move, src_kv, dst_kv);
+      InFlight m = std::move(it->second);
+      moves_.erase(it);
+      auto c = ctxs_.find(move.context);
+      if (c != ctxs_.end()) {
+        c->second.moving = false;
+        if (c->second.blocks.empty() && c->second.valid_tokens < 0)
+          ctxs_.erase(c);
+        else if (c->second.discard_after)
+          Discard(move.context);
+      }
+      m.done(st);
+    });
+    return;
+  }
   Result<std::string> src = options_.tier_of(move.src);
   Result<std::string> dst = options_.tier_of(move.dst);
   if (!src.ok() || !dst.ok()) return fail(!src.ok() ? src.status() : dst.status());

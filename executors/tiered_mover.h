@@ -8,6 +8,16 @@
 // any block fails or the move is cancelled, the destination copies are evicted and the
 // sources stay (invariants 1-3). The runtime hears of the move only after that point.
 //
+// Real bytes. Where a Location is the pool of an engine that computes (Options::engine_kv
+// returns its EngineKv, engine_kv.h), the mover copies that engine's real blocks: a
+// demotion writes each block into a new BlockManager block of the destination tier
+// (checksummed, validated and committed under the commit rule); a prefetch reads each
+// committed block of the source tier through BlockManager::Read — the commit rule's
+// owner, epoch and generation checks, so a block of an older model epoch fails the move and
+// the context is recomputed — into the blocks the engine reserved, then commits them in
+// the engine; a move between two engines copies pool to pool. These copies run on the loop
+// thread (kv_tiers' movers are not used on this path).
+//
 // Emulation, named so: the simulated engine writes no KV, so the first time a
 // context is moved out of a tier the mover materialises its blocks there (a deterministic
 // pattern, validated and committed like any write), and it carries 1/`bytes_scale` of
@@ -23,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "executors/engine_kv.h"
 #include "executors/simulated.h"
 #include "kv_tiers/block_manager.h"
 
@@ -36,6 +47,8 @@ class TieredKvMover final : public KvMover {
     std::function<Result<std::string>(const scheduler::Location&)> tier_of;
     uint64_t bytes_scale = 1;  // emulated bytes = ceil(bytes / bytes_scale)
     std::string tenant = "default";
+    // The engine whose real KV pool a Location is (null: an emulated tier).
+    std::function<EngineKv*(const scheduler::Location&)> engine_kv;
   };
   TieredKvMover(EventLoop* loop, kv_tiers::BlockManager* manager, Options options);
   ~TieredKvMover() override;
@@ -48,12 +61,15 @@ class TieredKvMover final : public KvMover {
   std::string TierOf(const std::string& context) const;
   size_t BlocksOf(const std::string& context) const;
   uint64_t bytes_moved() const { return bytes_moved_; }
+  // Real bytes moved (the engine_kv path), by destination: a tier name or an engine pool's.
+  const std::map<std::string, uint64_t>& real_bytes_by_destination() const { return real_by_dst_; }
   size_t in_flight() const { return moves_.size(); }
 
  private:
   struct Ctx {
     std::string tier;
     std::vector<BlockId> blocks;
+    int64_t valid_tokens = -1;  // real bytes: tokens with KV computed (-1: emulated)
     bool moving = false;
     bool discard_after = false;
   };
@@ -70,6 +86,10 @@ class TieredKvMover final : public KvMover {
   void OnBlockDone(uint64_t transfer_id, const kv_tiers::TransferRecord& r);
   void Finish(uint64_t transfer_id);
   void EvictAll(const std::vector<BlockId>& blocks);
+  // The real-bytes path (see above); runs posted, after the runtime's Import.
+  Status MoveReal(const scheduler::Command& move, EngineKv* src, EngineKv* dst);
+  Status ExportToTier(const scheduler::Command& move, EngineKv* src, const std::string& tier);
+  Status ImportFromTier(const scheduler::Command& move, const std::string& tier, EngineKv* dst);
 
   EventLoop* loop_;
   kv_tiers::BlockManager* manager_;
@@ -77,6 +97,7 @@ class TieredKvMover final : public KvMover {
   std::map<std::string, Ctx> ctxs_;
   std::map<uint64_t, InFlight> moves_;
   uint64_t bytes_moved_ = 0;
+  std::map<std::string, uint64_t> real_by_dst_;
 };
 
 }  // namespace switchyard::executors

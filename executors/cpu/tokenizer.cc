@@ -2,8 +2,6 @@
 
 #include <filesystem>
 
-#include <sentencepiece_processor.h>
-
 namespace switchyard::executors::cpu {
 namespace {
 
@@ -50,40 +48,6 @@ size_t InvalidSubpartLength(std::string_view text, size_t i) {
 
 }  // namespace
 
-namespace {
-
-class SentencePieceTokenizer : public Tokenizer {
- public:
-  explicit SentencePieceTokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp)
-      : sp_(std::move(sp)) {}
-  std::string_view name() const override { return "sentencepiece"; }
-  int64_t vocab_size() const override { return sp_->GetPieceSize(); }
-  int32_t bos_id() const override { return sp_->bos_id(); }
-  int32_t eos_id() const override { return sp_->eos_id(); }
-  Result<std::vector<int32_t>> Encode(std::string_view text) const override {
-    if (int64_t bad = FirstInvalidUtf8(text); bad >= 0)
-      return Status::InvalidArgument("text is not valid UTF-8 at byte offset " +
-                                     std::to_string(bad));
-    std::vector<int> ids;
-    auto st = sp_->Encode(text, &ids);
-    if (!st.ok()) return Status::InvalidArgument("sentencepiece: " + st.ToString());
-    return std::vector<int32_t>(ids.begin(), ids.end());
-  }
-  std::string Decode(std::span<const int32_t> ids) const override {
-    std::vector<int> keep;
-    for (int32_t id : ids)
-      if (id >= 0 && id < sp_->GetPieceSize() && !sp_->IsControl(id)) keep.push_back(id);
-    std::string out;
-    if (!sp_->Decode(keep, &out).ok()) return "";
-    return SanitizeUtf8(out);
-  }
-
- private:
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-};
-
-}  // namespace
-
 int64_t FirstInvalidUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const size_t len = Utf8SequenceLength(text, i);
@@ -122,15 +86,6 @@ std::string ByteTokenizer::Decode(std::span<const int32_t> ids) const {
   for (int32_t id : ids)
     if (id >= 0 && id < 256) bytes.push_back(static_cast<char>(id));
   return SanitizeUtf8(bytes);
-}
-
-Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(const std::string& model_file) {
-  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  auto st = sp->Load(model_file);
-  if (!st.ok())
-    return Status::InvalidArgument(model_file + ": not a SentencePiece model (" + st.ToString() +
-                                   ")");
-  return std::unique_ptr<Tokenizer>(new SentencePieceTokenizer(std::move(sp)));
 }
 
 Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model_path,

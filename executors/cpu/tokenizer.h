@@ -4,7 +4,7 @@
 //     and eos = 257; vocab_size is max(258, the model's vocab) and ids ≥ 258 decode to
 //     nothing. The tokenizer of the random-weight tiny models (configs/models/tiny-*.json).
 //   * SentencePieceTokenizer: sentencepiece::SentencePieceProcessor over a checkpoint's
-//     tokenizer.model (Llama 2 style).
+//     tokenizer.model (Llama 2 style), through the shim of spm_shim.h (sentencepiece.cc).
 //
 // Encode adds no BOS/EOS (callers prepend bos_id() when they want one). Decode always
 // returns valid UTF-8: byte sequences that are not (random-weight models emit them) become
@@ -55,7 +55,8 @@ class ByteTokenizer : public Tokenizer {
   int64_t vocab_size_;
 };
 
-// Loads `model_file` (a SentencePiece model proto). NotFound / InvalidArgument naming it.
+// Loads `model_file` (a SentencePiece model proto). NotFound / InvalidArgument naming it;
+// Unavailable when the sentencepiece shim cannot be loaded (sentencepiece.cc says why).
 Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(const std::string& model_file);
 
 // SentencePiece when `model_path` is a directory holding tokenizer.model, else a byte

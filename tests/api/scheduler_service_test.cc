@@ -269,6 +269,65 @@ TEST_F(SchedulerServiceTest, DemotionMovesRealBlocksThroughTheTiers) {
   EXPECT_EQ(after.workflows().completed(), 1u);
 }
 
+// engine "cpu": the CPU engine computes the calls (a tiny model with random weights) and
+// its KV pool holds real bytes. Under a small pool a long tool wait demotes "main": the
+// engine's real blocks are copied into the host (or disk) tier and its pool is freed; after
+// the tool they come back and the workflow completes.
+TEST_F(SchedulerServiceTest, CpuEngineDemotionCopiesTheEnginesRealKv) {
+  Start(0, 1, [](SchedulerConfig* c) {
+    c->engine = "cpu";
+    c->model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+    c->kv_pool_bytes = 1ULL << 20;  // 2048 tokens of this model's 512 B per token
+  });
+  constexpr char kCpu[] =
+      R"({"id":"cpu","nodes":[
+        {"id":"llm-0","kind":"LLM","modelId":"tiny","cacheRefs":[{"context":"main","mode":"CREATE"}],
+         "hints":{"promptTokens":1500,"extendTokens":1500,"maxOutputTokens":4}},
+        {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
+        {"id":"llm-1","kind":"LLM","modelId":"tiny","deps":["bash"],
+         "cacheRefs":[{"context":"main","mode":"EXTEND"}],
+         "hints":{"promptTokens":1600,"extendTokens":100,"maxOutputTokens":4}}]})";
+  ASSERT_EQ(Call("POST", "/v1/workflows", kCpu).status, 201);
+  WaitFor("cpu", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+  v1::ClusterState before = Cluster();
+  ASSERT_EQ(before.worker_engines_size(), 1);
+  const v1::WorkerEngine& e = before.worker_engines(0);
+  EXPECT_EQ(e.engine(), "cpu engine");
+  EXPECT_TRUE(e.random_weights());
+  EXPECT_NE(e.model().find("random weights"), std::string::npos) << e.model();
+  EXPECT_EQ(e.kv_bytes_per_token(), 512u);
+  EXPECT_EQ(e.kv_pool_capacity_bytes(), 1ULL << 20);
+  const uint64_t blocks = (1504 + 15) / 16, block_bytes = 16 * 512;
+  EXPECT_EQ(e.kv_pool_used_bytes(), blocks * block_bytes) << "main's real blocks";
+  Event("cpu", "bash", "TOOL_STARTED");
+  auto demoted = WaitFor("cpu", [](const auto& s) {
+    for (const auto& kv : s.kv())
+      if (kv.context() == "main" && !kv.in_flight() && (kv.tier() == "host" || kv.tier() == "disk"))
+        return true;
+    return false;
+  });
+  ASSERT_TRUE(Has(demoted, "demote")) << *proto::ToJson(demoted);
+  v1::ClusterState during = Cluster();
+  EXPECT_EQ(during.worker_engines(0).kv_pool_used_bytes(), 0u) << "the pool freed main";
+  uint64_t real = 0;
+  for (const auto& [dst, n] : during.real_bytes_moved()) real += n;
+  EXPECT_EQ(real, blocks * block_bytes) << *proto::ToJson(during);
+  const v1::TierState* t = TierOf(during, demoted.kv(0).tier());
+  ASSERT_NE(t, nullptr);
+  EXPECT_NE(t->backing().find("real bytes"), std::string::npos) << t->backing();
+
+  Event("cpu", "bash", "TOOL_FINISHED");
+  ASSERT_EQ(Call("POST", "/v1/workflows/cpu:close").status, 200);
+  auto done = WaitFor("cpu", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
+  EXPECT_EQ(NodeState(done, "llm-1"), "NODE_SUCCEEDED");
+  v1::ClusterState after = Cluster();
+  uint64_t to_pool = 0;
+  for (const auto& [dst, n] : after.real_bytes_moved())
+    if (dst.find("cpu engine KV pool") != std::string::npos) to_pool += n;
+  // Prefetched back (real bytes into the pool), unless the scheduler chose to recompute.
+  if (!Has(done, "discard")) EXPECT_EQ(to_pool, blocks * block_bytes) << *proto::ToJson(after);
+}
+
 // Two workers: an emulated HBM arena each, the node's host and disk tiers, a PCIe and an
 // NVLink per worker in the loopback topology; two agents run to the end.
 TEST_F(SchedulerServiceTest, TwoWorkersRunOnTheirOwnEmulatedHbm) {

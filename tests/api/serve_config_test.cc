@@ -38,6 +38,47 @@ TEST(ServeConfigTest, NoConfigGivesTheEmbeddedDefaults) {
   EXPECT_EQ(s->api.max_inflight, HttpApiOptions{}.max_inflight);
 }
 
+TEST(ServeConfigTest, TheCpuEngineNeedsAModelAndTakesAPoolSize) {
+  ServeFlags f;
+  f.engine = "cpu";
+  auto s = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--engine cpu needs --model"), std::string::npos)
+      << s.status().message();
+  f.model = "configs/models/tiny-llama-4l.json";
+  s = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.engine, "cpu");
+  EXPECT_TRUE(s->service.scheduler.simulated_llm) << "the service runs the LLM nodes";
+  EXPECT_EQ(s->service.scheduler.model_path, f.model);
+  EXPECT_EQ(s->service.scheduler.kv_pool_bytes, 256ULL << 20) << "the default pool";
+  f.kv_pool_mib = 8;
+  EXPECT_EQ(MakeServeSetup(v1::ServiceConfig{}, f)->service.scheduler.kv_pool_bytes, 8ULL << 20);
+  // From the config file; the flag wins.
+  auto c = MakeServeSetup(Parse(R"({"engine": "cpu", "model": "m.json", "kvPoolMib": 16})"),
+                          ServeFlags{});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->service.scheduler.model_path, "m.json");
+  EXPECT_EQ(c->service.scheduler.kv_pool_bytes, 16ULL << 20);
+  f = ServeFlags{};
+  f.engine = "gpu";
+  EXPECT_NE(MakeServeSetup(v1::ServiceConfig{}, f)
+                .status()
+                .message()
+                .find("--engine (engine) must be 'simulated' or 'cpu', got 'gpu'"),
+            std::string::npos);
+  f = ServeFlags{};
+  f.model = "m.json";  // the simulated engine has no model to load
+  EXPECT_NE(MakeServeSetup(v1::ServiceConfig{}, f).status().message().find("--engine cpu only"),
+            std::string::npos);
+  f = ServeFlags{};
+  f.engine = "cpu";
+  f.model = "m.json";
+  f.llm = "reported";
+  EXPECT_NE(MakeServeSetup(v1::ServiceConfig{}, f).status().message().find("choose one"),
+            std::string::npos);
+}
+
 TEST(ServeConfigTest, ConfigValuesAreApplied) {
   auto s = MakeServeSetup(Parse(R"({"listen": "0.0.0.0:9000", "dataDir": "/tmp/sy",
       "threads": 4, "bodyLimitBytes": 4096, "maxInflight": 64, "disableSync": true,
