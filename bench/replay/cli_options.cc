@@ -44,7 +44,12 @@ const char* const kConvertUsage =
     "  i mod the number of classes, other tenants (azure's \"background\") the last one,\n"
     "  unless --tenant-class names theirs. --deadline oracle-span:F: arrival + F x the\n"
     "  workflow's recorded span, an ORACLE (it tracks the workflow's size). --deadline none:\n"
-    "  no deadlines. --deadline-factor F: old spelling of oracle-span:F (0: none).\n";
+    "  no deadlines. --deadline-factor F: old spelling of oracle-span:F (0: none).\n"
+    "  [--token-scale F] every token count (prompts, extends, outputs) x F, rounded, at\n"
+    "  least 1 where it was > 0 (e.g. 0.02 for a CPU engine); label token_scale.\n"
+    "  [--time-scale F] every recorded duration (tool waits) and arrival offset x F (a\n"
+    "  --rate R becomes R/F), for `switchyard replay` of compressed waits; play such a\n"
+    "  trace with run_workload.py --time-scale 1, not F again; label time_scale.\n";
 
 namespace {
 
@@ -250,7 +255,7 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
       Walk(args,
            {"--from", "-o", "--out", "--arrival", "--rate", "--seed", "--burst-factor", "--tenants",
             "--repeat", "--limit", "--model", "--deadline", "--deadline-class", "--tenant-class",
-            "--deadline-factor"},
+            "--deadline-factor", "--token-scale", "--time-scale"},
            [&](const std::string& a, const std::string& v) -> Status {
              constexpr double kInf = std::numeric_limits<double>::infinity();
              int64_t n = 0;
@@ -274,6 +279,10 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
                o.model_id = v;
              } else if (a == "--rate") {
                return Number(a, v, 0, true, kInf, true, "> 0", &o.rate_per_s);
+             } else if (a == "--token-scale") {
+               return Number(a, v, 0, true, kInf, true, "> 0", &o.token_scale);
+             } else if (a == "--time-scale") {
+               return Number(a, v, 0, true, kInf, true, "> 0", &o.time_scale);
              } else if (a == "--burst-factor") {
                return Number(a, v, 0, true, kInf, true, "> 0", &o.burst_factor);
              } else if (a == "--seed") {

@@ -58,7 +58,8 @@ Result<ReplayArgs> ParseReplayArgs(const std::vector<std::string>& args);
 Result<SweepArgs> ParseSweepArgs(const std::vector<std::string>& args);
 // --deadline none|oracle-span:F|NAME:DUR,...; --deadline-class NAME:DUR,... (class
 // deadlines; default interactive:900s,batch:3h); --tenant-class TENANT=CLASS,...;
-// --deadline-factor F (old spelling: 0 = none, F > 0 = oracle-span:F).
+// --deadline-factor F (old spelling: 0 = none, F > 0 = oracle-span:F); --token-scale F and
+// --time-scale F (finite, > 0; ConvertOptions::token_scale / time_scale).
 Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args);
 
 // "a,b,c" -> {"a","b","c"}; checks every name against scheduler::PolicyNames().

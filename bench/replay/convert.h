@@ -36,9 +36,27 @@
 //    span correlates with the workflow's work (0.84 on agent sessions), so EDF on it is
 //    shortest-job-first with foresight. Label: deadline_rule = "oracle-span:<factor>".
 //    Use it only as an upper bound.
-//  One label only: protobuf maps print in no fixed order, and traces must be
-//  byte-identical for the same options.
+//  (protobuf prints maps in no fixed order; ToJsonLines sorts labels itself so that
+//  traces are byte-identical for the same options.)
 //  - kNone: no deadlines, no labels.
+//
+// Scales (all converters alike, applied to every record before its deadline):
+//  - token_scale F (`--token-scale`): every token count of the workflow (prompt, extend,
+//    max output and shared-prefix hints, recorded output tokens) becomes round(F × n),
+//    at least 1 where n > 0 (0 stays 0). Counts are scaled one by one, so a node's
+//    prompt need not equal the sum of its context's scaled extends and outputs; the core
+//    and the engines read extend_tokens for EXTEND and the context's own length.
+//    Use it to shrink real agent sessions (10k–100k-token prompts) to what a CPU engine
+//    computes in minutes. Label token_scale = "<F>" when F != 1.
+//  - time_scale F (`--time-scale`): every recorded duration (tool waits, mooncake's
+//    user turns, LLM call times) and every arrival offset (synthesised or recorded: a
+//    Poisson --rate R becomes R / F) is multiplied by F, rounded to the ms; the oracle
+//    span is scaled alike, class slacks are not. It bakes into the trace what
+//    clients/python/run_workload.py --time-scale does at play time, so that `switchyard
+//    replay` sees the same compressed waits; play such a trace with --time-scale 1.
+//    Label time_scale = "<F>" when F != 1.
+//  ToJsonLines prints a workflow's labels sorted by key, so traces with several labels
+//  stay byte-identical for the same options.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -80,6 +98,8 @@ struct ConvertOptions {
   int repeat = 1;                // agent-sessions: emit the session list this many times
   int64_t limit = 0;             // stop after this many workflows (0 = all)
   std::string model_id = "Llama-3.1-8B";
+  double token_scale = 1.0;  // > 0: factor on every token count (see "Scales" above)
+  double time_scale = 1.0;   // > 0: factor on every duration and arrival offset
 };
 
 // Each converter reads the whole input text and returns records sorted by arrival.
@@ -118,7 +138,13 @@ Result<std::map<std::string, std::string>> ParseTenantClasses(const std::string&
 //  options->deadline and the rule's fields.
 Status ParseDeadlineOption(const std::string& text, ConvertOptions* options);
 // One-line description of the deadline rule, e.g. "classes interactive:900s,batch:10800s
-// (tenant-<i> -> class i mod 2)" or "oracle-span:3 (ORACLE: ...)".
+// (tenant-<i> -> class i mod 2)" or "oracle-span:3 (ORACLE: ...)"; when a scale is not 1
+// it ends with "; trace scaled: " and DescribeScales (the line `convert` prints on stderr).
 std::string DescribeDeadlines(const ConvertOptions& options);
+
+// round(factor × n), at least 1 where n > 0; 0 (or a negative n) stays as it is.
+int64_t ScaleTokens(int64_t n, double factor);
+// "tokens x0.02, times x0.1" (the factors the converter applied; "x1" when unscaled).
+std::string DescribeScales(const ConvertOptions& options);
 
 }  // namespace switchyard::replay

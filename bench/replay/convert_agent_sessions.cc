@@ -186,6 +186,7 @@ Result<std::vector<v1::TraceRecord>> ConvertAgentSessions(const std::string& jso
     const Session& s = sessions[k % sessions.size()].second;
     std::string id = "as-" + s.session() + "-" + std::to_string(k / sessions.size());
     out.push_back(SessionToRecord(s, id, arrivals[k], TenantFor(k, o), o));
+    ApplyScales(o, &out.back());
     SY_RETURN_IF_ERROR(ApplyDeadline(SessionSpan(s), o, &out.back()));
   }
   SortByArrival(&out);

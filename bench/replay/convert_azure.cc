@@ -78,8 +78,6 @@ Result<std::vector<v1::TraceRecord>> ConvertAzure(const std::string& csv, const 
     wf->set_tenant("background");
     wf->set_arrival_ms(arrival);
     wf->set_priority(v1::BATCH);
-    double nominal_s = in / 10000.0 + gen * 0.020;  // as for mooncake; kOracleSpan only
-    SY_RETURN_IF_ERROR(ApplyDeadline(nominal_s, o, &rec));
     v1::ProgramNode* n = wf->add_nodes();
     n->set_id("llm-0");
     n->set_kind(v1::LLM);
@@ -93,6 +91,9 @@ Result<std::vector<v1::TraceRecord>> ConvertAzure(const std::string& csv, const 
     auto* a = rec.add_actuals();
     a->set_node_id("llm-0");
     a->set_output_tokens(gen);
+    ApplyScales(o, &rec);
+    double nominal_s = in / 10000.0 + gen * 0.020;  // as for mooncake; kOracleSpan only
+    SY_RETURN_IF_ERROR(ApplyDeadline(nominal_s, o, &rec));
     out.push_back(std::move(rec));
     return Status::OK();
   });

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <set>
 
@@ -49,16 +50,114 @@ std::vector<int64_t> SynthesiseArrivals(size_t n, const ConvertOptions& o) {
   return out;
 }
 
+namespace {
+
+std::string JsonQuoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// One record as a JSON line. protobuf prints a map in its hash order, which differs from
+// run to run, so a workflow with several labels is printed without them and its labels,
+// sorted by key, are put first in its object.
+Result<std::string> RecordJson(const v1::TraceRecord& r, const proto::JsonPrintOptions& opts) {
+  if (r.workflow().labels_size() <= 1) return proto::ToJson(r, opts);
+  v1::TraceRecord bare = r;
+  bare.mutable_workflow()->clear_labels();
+  SY_ASSIGN_OR_RETURN(std::string json, proto::ToJson(bare, opts));
+  const std::string key = "\"workflow\":{";
+  size_t at = json.find(key);
+  if (at == std::string::npos) {
+    return Status::Internal("trace record of workflow '" + r.workflow().id() +
+                            "': no \"workflow\" object in its JSON");
+  }
+  at += key.size();
+  std::map<std::string, std::string> sorted(r.workflow().labels().begin(),
+                                            r.workflow().labels().end());
+  std::string labels = "\"labels\":{";
+  for (const auto& [k, v] : sorted) {
+    labels += (labels.back() == '{' ? "" : ",") + JsonQuoted(k) + ":" + JsonQuoted(v);
+  }
+  labels += json[at] == '}' ? "}" : "},";
+  json.insert(at, labels);
+  return json;
+}
+
+std::string FormatFactor(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", f);
+  return buf;
+}
+
+int64_t ScaleMs(int64_t ms, double factor) {
+  return static_cast<int64_t>(std::llround(static_cast<double>(ms) * factor));
+}
+
+void ScaleHints(double f, v1::ProgramNode* n) {
+  if (n->has_hints()) {
+    v1::Hints* h = n->mutable_hints();
+    h->set_prompt_tokens(ScaleTokens(h->prompt_tokens(), f));
+    h->set_extend_tokens(ScaleTokens(h->extend_tokens(), f));
+    h->set_max_output_tokens(ScaleTokens(h->max_output_tokens(), f));
+  }
+  for (v1::CacheRef& ref : *n->mutable_cache_refs()) {
+    ref.set_shared_prefix_tokens(ScaleTokens(ref.shared_prefix_tokens(), f));
+  }
+}
+
+}  // namespace
+
 Result<std::string> ToJsonLines(const std::vector<v1::TraceRecord>& records) {
   std::string out;
   proto::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
   for (const auto& r : records) {
-    SY_ASSIGN_OR_RETURN(std::string line, proto::ToJson(r, opts));
+    SY_ASSIGN_OR_RETURN(std::string line, RecordJson(r, opts));
     out += line;
     out += '\n';
   }
   return out;
+}
+
+int64_t ScaleTokens(int64_t n, double factor) {
+  if (n <= 0) return n;
+  return std::max<int64_t>(1, std::llround(static_cast<double>(n) * factor));
+}
+
+std::string DescribeScales(const ConvertOptions& o) {
+  return "tokens x" + FormatFactor(o.token_scale) + ", times x" + FormatFactor(o.time_scale);
+}
+
+void ApplyScales(const ConvertOptions& o, v1::TraceRecord* rec) {
+  v1::Workflow* wf = rec->mutable_workflow();
+  if (o.token_scale != 1) {
+    for (v1::ProgramNode& n : *wf->mutable_nodes()) ScaleHints(o.token_scale, &n);
+    for (v1::NodeActual& a : *rec->mutable_actuals()) {
+      a.set_output_tokens(ScaleTokens(a.output_tokens(), o.token_scale));
+    }
+    (*wf->mutable_labels())["token_scale"] = FormatFactor(o.token_scale);
+  }
+  if (o.time_scale != 1) {
+    rec->set_arrival_ms(ScaleMs(rec->arrival_ms(), o.time_scale));
+    wf->set_arrival_ms(ScaleMs(wf->arrival_ms(), o.time_scale));
+    for (v1::NodeActual& a : *rec->mutable_actuals()) {
+      a.set_duration_ms(ScaleMs(a.duration_ms(), o.time_scale));
+    }
+    (*wf->mutable_labels())["time_scale"] = FormatFactor(o.time_scale);
+  }
 }
 
 Result<std::vector<v1::TraceRecord>> ParseTrace(const std::string& jsonl) {
@@ -246,7 +345,9 @@ Result<size_t> DeadlineClassFor(const std::string& tenant, const ConvertOptions&
   return n - 1;
 }
 
-std::string DescribeDeadlines(const ConvertOptions& o) {
+namespace {
+
+std::string DescribeDeadlineRule(const ConvertOptions& o) {
   char buf[256];
   switch (o.deadline) {
     case DeadlineRule::kNone:
@@ -269,6 +370,17 @@ std::string DescribeDeadlines(const ConvertOptions& o) {
   return s + buf;
 }
 
+}  // namespace
+
+std::string DescribeDeadlines(const ConvertOptions& o) {
+  std::string rule = DescribeDeadlineRule(o);
+  if (o.token_scale == 1 && o.time_scale == 1) return rule;
+  // `switchyard convert` prints this line on stderr: the scales go with it.
+  return rule + "; trace scaled: " + DescribeScales(o) +
+         (o.time_scale != 1 && o.deadline == DeadlineRule::kClasses ? " (class slacks are not)"
+                                                                    : "");
+}
+
 Status ApplyDeadline(double oracle_span_s, const ConvertOptions& o, v1::TraceRecord* rec) {
   v1::Workflow* wf = rec->mutable_workflow();
   int64_t arrival = rec->arrival_ms();
@@ -277,7 +389,8 @@ Status ApplyDeadline(double oracle_span_s, const ConvertOptions& o, v1::TraceRec
       return Status::OK();
     case DeadlineRule::kOracleSpan: {
       if (o.deadline_factor <= 0) return Status::OK();
-      wf->set_deadline_ms(arrival + SecondsToMs(o.deadline_factor * oracle_span_s));
+      double span_s = oracle_span_s * o.time_scale;  // the recorded span, scaled as the trace
+      wf->set_deadline_ms(arrival + SecondsToMs(o.deadline_factor * span_s));
       char buf[64];
       std::snprintf(buf, sizeof(buf), "oracle-span:%g", o.deadline_factor);
       (*wf->mutable_labels())["deadline_rule"] = buf;

@@ -19,6 +19,10 @@ void SortByArrival(std::vector<v1::TraceRecord>* records);
 int64_t SecondsToMs(double s);
 // Sets the workflow's deadline and deadline labels under options.deadline (convert.h),
 // from its tenant and arrival; `oracle_span_s` is the recorded span used by kOracleSpan.
+// Applies options.token_scale and options.time_scale (convert.h "Scales") to a finished
+// record and sets its scale labels; call before ApplyDeadline (the deadline counts from
+// the scaled arrival).
+void ApplyScales(const ConvertOptions& options, v1::TraceRecord* rec);
 Status ApplyDeadline(double oracle_span_s, const ConvertOptions& options, v1::TraceRecord* rec);
 
 }  // namespace switchyard::replay

@@ -184,6 +184,7 @@ Result<std::vector<v1::TraceRecord>> ConvertMooncake(const std::string& jsonl,
   std::vector<v1::TraceRecord> out;
   out.reserve(convs.size());
   for (auto& [root, rec] : convs) {
+    ApplyScales(o, &rec);
     SY_RETURN_IF_ERROR(ApplyDeadline(span_s[root], o, &rec));  // span: kOracleSpan only
     out.push_back(std::move(rec));
   }

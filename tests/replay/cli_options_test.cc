@@ -171,6 +171,24 @@ TEST(ConvertArgs, DefaultsAndDeadlineFlags) {
   EXPECT_EQ(c->options.deadline, DeadlineRule::kOracleSpan);
   EXPECT_DOUBLE_EQ(c->options.deadline_factor, 2);
   EXPECT_TRUE(ParseConvertArgs({"--help"})->help);
+  EXPECT_DOUBLE_EQ(c->options.token_scale, 1);
+  EXPECT_DOUBLE_EQ(c->options.time_scale, 1);
+  c = ParseConvertArgs({"--from", "agent-sessions", "in", "-o", "out", "--token-scale", "0.02",
+                        "--time-scale", "0.1"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->options.token_scale, 0.02);
+  EXPECT_DOUBLE_EQ(c->options.time_scale, 0.1);
+}
+
+TEST(ConvertArgs, ScaleFlagsRejectBadValuesNamingTheFlag) {
+  for (const char* flag : {"--token-scale", "--time-scale"}) {
+    for (const char* v : {"0", "-1", "nan", "inf", "x", ""}) {
+      auto c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", flag, v});
+      EXPECT_EQ(Err(c), std::string(flag) + " needs a number > 0, not '" + v + "'");
+    }
+    EXPECT_EQ(Err(ParseConvertArgs({"--from", "azure", "in", "-o", "out", flag})),
+              std::string(flag) + " needs a value");
+  }
 }
 
 TEST(ConvertArgs, ErrorsNameTheFlag) {
