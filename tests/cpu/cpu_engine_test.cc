@@ -13,6 +13,8 @@
 #include "executors/tiered_mover.h"
 #include "kv_tiers/disk_tier.h"
 #include "kv_tiers/local_mover.h"
+#include "kv_tiers/transport/remote_host_tier.h"
+#include "tests/transport/worker_process.h"
 
 namespace switchyard::executors::cpu {
 namespace {
@@ -202,7 +204,9 @@ TEST(CpuEngineTest, DiscardThenRecomputeContinuesIdentically) {
 // locations are the harness's engines.
 class MoverRig {
  public:
-  explicit MoverRig(Harness& h) : h_(h) {
+  // `remote`: a tier in another process (Location{kHost, worker 1} maps to it).
+  explicit MoverRig(Harness& h, std::unique_ptr<kv_tiers::Tier> remote = nullptr)
+      : h_(h), remote_(std::move(remote)) {
     kv_tiers::TierOptions o;
     o.slot_bytes = layout_.bytes_per_block();
     o.capacity_bytes = 256 * o.slot_bytes;
@@ -222,8 +226,10 @@ class MoverRig {
                                                     bo);
     EXPECT_TRUE(mgr_->AddTier(host_.get()).ok());
     EXPECT_TRUE(mgr_->AddTier(disk_.get()).ok());
+    if (remote_) EXPECT_TRUE(mgr_->AddTier(remote_.get()).ok());
     TieredKvMover::Options mo;
     mo.tier_of = [this](const Location& l) -> Result<std::string> {
+      if (l.tier == scheduler::Tier::kHost && l.worker == 1 && remote_) return remote_->name();
       if (l.tier == scheduler::Tier::kHost) return host_->name();
       if (l.tier == scheduler::Tier::kDisk) return disk_->name();
       return Status::NotFound("no tier for " + scheduler::LocationString(l));
@@ -271,7 +277,7 @@ class MoverRig {
   Harness& h_;
   kv_tiers::KvLayout layout_ =
       kv_tiers::KvLayout::FromModelConfig(ToModelConfig(TinyModel().shape()), kBlockTokens).value();
-  std::unique_ptr<kv_tiers::Tier> host_, disk_;
+  std::unique_ptr<kv_tiers::Tier> remote_, host_, disk_;
   std::filesystem::path dir_;
   std::unique_ptr<kv_tiers::BlockManager> mgr_;
   std::unique_ptr<TieredKvMover> mover_;
@@ -314,6 +320,37 @@ TEST(CpuEngineTest, DemoteToDiskThenPrefetchContinuesIdentically) {
   Scribble(h);
   ASSERT_TRUE(rig.Move(kDisk, kPool0).ok());
   EXPECT_TRUE(KvBytes(h.engine(), "wf/c") == before) << "the restored KV differs";
+  EXPECT_EQ(SecondCall(h, held, true), ref);
+}
+
+// A peer worker process (`switchyard worker`): the blocks cross a socket (UCX over TCP
+// loopback) into another process's memory, committed there under the commit rule.
+TEST(CpuEngineTest, DemoteToAPeerWorkerProcessThenPrefetchContinuesIdentically) {
+  namespace tx = kv_tiers::transport;
+  if (!tx::testing::HaveSwitchyardBinary())
+    GTEST_SKIP() << tx::testing::SwitchyardBinary() << " is not built";
+  std::vector<int32_t> ref = Reference();
+  const uint64_t bpb = kBlockTokens * TinyModel().shape().kv_bytes_per_token();  // one KV block
+  tx::testing::WorkerProcess worker;
+  ASSERT_TRUE(worker.Start("127.0.0.1:0", "tcp", "", std::to_string(64 * bpb)));
+  kv_tiers::TierOptions o;
+  o.capacity_bytes = 64 * bpb;
+  o.slot_bytes = bpb;
+  tx::PeerClientOptions client;
+  client.transport_config.params["TLS"] = "tcp";
+  auto remote = tx::RemoteHostTier::Connect(worker.address(), o, client);
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  Harness h;
+  MoverRig rig(h, std::move(*remote));
+  int64_t held = FirstCall(h);
+  std::vector<char> before = KvBytes(h.engine(), "wf/c");
+  rig.set_tokens(held);
+  const Location peer{scheduler::Tier::kHost, 1};
+  ASSERT_TRUE(rig.Move(kPool0, peer).ok());
+  EXPECT_EQ(rig.mover().TierOf("wf/c").rfind("peer:", 0), 0u) << rig.mover().TierOf("wf/c");
+  Scribble(h);
+  ASSERT_TRUE(rig.Move(peer, kPool0).ok());
+  EXPECT_TRUE(KvBytes(h.engine(), "wf/c") == before) << "the KV back from the peer differs";
   EXPECT_EQ(SecondCall(h, held, true), ref);
 }
 
