@@ -2,19 +2,25 @@
 # The main job of Switchyard, with embedded defaults.
 #
 # Installs dependencies (scripts/bootstrap.sh), builds Release, starts `switchyard serve`
-# with the embedded defaults (127.0.0.1:8470, one simulated worker, emulated HBM/host/disk
-# tiers, loopback topology, the simulated engine for LLM nodes, the simulated KV
-# mover), then drives a sample agent workload through the HTTP API with the Python client:
-# the committed sample of real coding-agent sessions (tests/fixtures/agent_sessions_sample.jsonl;
-# source and licence in tests/fixtures/README.md), converted with `switchyard convert`.
-# Tool waits are real sleeps of the sessions' recorded tool durations compressed by
-# TIME_SCALE (default 0.1: ten times faster); arrivals are compressed by the same factor.
-# LLM calls take the simulated engine's time (roofline of Llama-3.1-8B on an H100).
+# with the embedded defaults (127.0.0.1:8470, one worker, loopback topology) and the
+# reference CPU engine: a tiny Llama-architecture model with RANDOM weights
+# (configs/models/tiny-llama-4l.json: its text is meaningless) computed on this machine's
+# CPU, its KV in real bytes in a 12 MiB pool (small: the sessions contend for it), demoted to / prefetched from the host and
+# RocksDB disk tiers for real. Then it drives a sample agent workload through the HTTP API
+# with the Python client: the committed sample of real coding-agent sessions
+# (tests/fixtures/agent_sessions_sample.jsonl; source and licence in
+# tests/fixtures/README.md), converted with `switchyard convert`, token counts x0.02
+# (TOKEN_SCALE) so the CPU engine computes them in a minute or two. Tool waits are real
+# sleeps of the sessions' recorded tool durations compressed by TIME_SCALE (default 0.1:
+# ten times faster); arrivals are compressed by the same factor.
+# ENGINE=simulated runs the simulated engine instead (roofline step times of Llama-3.1-8B on
+# an H100, emulated tiers, full token counts).
 # A live progress line runs while it plays; then a summary (JCT, decisions by kind, bytes
-# moved per tier) and the dashboard URL. Keeps serving until Ctrl-C; `--once` exits after
-# the workload.
+# moved per tier, the real KV bytes copied, each worker's engine and pool) and the dashboard
+# URL. Keeps serving until Ctrl-C; `--once` exits after the workload.
 # Environment: BUILD_DIR (build-release/), OUT_DIR (var/), LISTEN (127.0.0.1:8470),
-# TIME_SCALE (0.1), JOBS (nproc), SKIP_BOOTSTRAP=1 to skip installing dependencies,
+# TIME_SCALE (0.1), ENGINE (cpu|simulated), MODEL, TOKEN_SCALE (0.02), KV_POOL_MIB (12),
+# JOBS (nproc), SKIP_BOOTSTRAP=1 to skip installing dependencies,
 # SWITCHYARD_BIN=path to use an already built binary (no bootstrap, no build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +36,10 @@ BUILD_DIR=${BUILD_DIR:-build-release}
 OUT_DIR=${OUT_DIR:-var}
 LISTEN=${LISTEN:-127.0.0.1:8470}
 TIME_SCALE=${TIME_SCALE:-0.1}
+ENGINE=${ENGINE:-cpu}  # cpu: the reference CPU engine computes the calls; simulated
+MODEL=${MODEL:-configs/models/tiny-llama-4l.json}
+TOKEN_SCALE=${TOKEN_SCALE:-0.02}
+KV_POOL_MIB=${KV_POOL_MIB:-12}
 JOBS=${JOBS:-$(nproc)}
 
 if [ -n "${SWITCHYARD_BIN:-}" ]; then
@@ -46,14 +56,22 @@ mkdir -p "$OUT_DIR"
 echo; echo "== $("$SY" version)"
 
 echo; echo "== converting the committed agent-session sample into a workflow trace"
+SCALE_ARGS=()
+ENGINE_ARGS=()
+if [ "$ENGINE" = cpu ]; then
+  # The CPU engine computes every token: the sessions' token counts x TOKEN_SCALE.
+  SCALE_ARGS=(--token-scale "$TOKEN_SCALE")
+  ENGINE_ARGS=(--engine cpu --model "$MODEL" --kv-pool-mib "$KV_POOL_MIB")
+  echo "   (token counts x$TOKEN_SCALE for the cpu engine: $MODEL, random weights)"
+fi
 "$SY" convert --from agent-sessions tests/fixtures/agent_sessions_sample.jsonl \
   -o "$OUT_DIR/sample_trace.jsonl" --arrival poisson --rate 0.05 --tenants 1 --seed 1 \
-  --deadline-factor 0
+  --deadline-factor 0 "${SCALE_ARGS[@]}"
 
 DATA_DIR="$OUT_DIR/service"
 LOG="$OUT_DIR/serve.log"
 echo; echo "== starting switchyard serve (log: $LOG, data: $DATA_DIR)"
-"$SY" serve --listen "$LISTEN" --data-dir "$DATA_DIR" >"$LOG" 2>&1 &
+"$SY" serve --listen "$LISTEN" --data-dir "$DATA_DIR" "${ENGINE_ARGS[@]}" >"$LOG" 2>&1 &
 SERVER=$!
 stop_server() {
   if kill -0 "$SERVER" 2>/dev/null; then

@@ -165,6 +165,15 @@ def summary(agents, cluster, scale):
     moved = cluster.get("bytesMovedByTier", {})
     lines.append("  bytes moved, by destination tier: " +
                  (", ".join(f"{k} {fmt_bytes(v)}" for k, v in sorted(moved.items())) or "none"))
+    real = cluster.get("realBytesMoved", {})
+    if real:
+        lines.append("  real KV bytes copied, by destination: " +
+                     ", ".join(f"{k} {fmt_bytes(v)}" for k, v in sorted(real.items())))
+    for e in cluster.get("workerEngines", []):
+        lines.append(f"  worker {e.get('worker', 0)}: {e.get('engine', '')}, model "
+                     f"{e.get('model', '')}, {int(e.get('kvBytesPerToken', 0))} B of KV per token"
+                     + (f", KV pool {fmt_bytes(e.get('kvPoolUsedBytes', 0))} used of "
+                        f"{fmt_bytes(e.get('kvPoolCapacityBytes', 0))}" if e.get('kvPool') else ""))
     for t in cluster.get("tiers", []):
         lines.append(f"  tier {t['tier']}@{t.get('worker', 0)}: "
                      f"{fmt_bytes(t.get('usedBytes', 0))} used of "
