@@ -116,6 +116,10 @@ find_dependency(PkgConfig)
 if(NOT TARGET PkgConfig::XXHASH)
   pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 endif()
+find_dependency(nlohmann_json 3)
+if(NOT TARGET PkgConfig::OPENBLAS)
+  pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+endif()
 if(@SWITCHYARD_CONFIG_WITH_CUDA@)
   find_dependency(CUDAToolkit)
 endif()
@@ -130,6 +134,12 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/SwitchyardConfigVersion.c
 install(FILES ${PROJECT_BINARY_DIR}/SwitchyardConfig.cmake
               ${PROJECT_BINARY_DIR}/SwitchyardConfigVersion.cmake
         DESTINATION ${SWITCHYARD_INSTALL_CMAKEDIR})
+
+# The SentencePiece shim the CPU engine's tokenizer dlopens (executors/cpu/spm_shim.h):
+# <prefix>/lib, where a binary in <prefix>/bin looks for it.
+if(TARGET sy_spm_shim)
+  install(TARGETS sy_spm_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # The command-line binary, when it is built.
 if(TARGET switchyard)

@@ -37,6 +37,9 @@ std::vector<std::string> Candidates() {
     std::filesystem::path dir = std::filesystem::path(std::string(exe, n)).parent_path();
     out.push_back((dir / "libsy_spm_shim.so").string());
     out.push_back((dir.parent_path() / "lib" / "libsy_spm_shim.so").string());
+#ifdef SY_INSTALL_LIBDIR
+    out.push_back((dir.parent_path() / SY_INSTALL_LIBDIR / "libsy_spm_shim.so").string());
+#endif
   }
 #ifdef SY_SPM_SHIM_PATH
   out.push_back(SY_SPM_SHIM_PATH);
