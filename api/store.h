@@ -1,4 +1,4 @@
-// Store: the durable state of the service in RocksDB (DESIGN.md invariant 10).
+// Store: the durable state of the service in RocksDB (docs/design.md invariant 10).
 //
 // Column families: "workflow_log" holds each workflow's history as ordered records
 // (key "<workflow id>/<16-hex sequence>"), "idempotency" holds first answers by

@@ -1,4 +1,4 @@
-// Structured logging through spdlog, with DESIGN.md invariant 8's correlation keys.
+// Structured logging through spdlog, with the correlation keys of docs/design.md invariant 8.
 //
 // Every log line that concerns a workflow, node, request, transfer or epoch carries those
 // keys as fields (LogKeys). Two output formats:

@@ -1,8 +1,8 @@
 // Result<T>: a value or the Status that explains why there is none.
 //
-// Returned by value across module boundaries (STYLE.md "Errors"). Accessing the value of
-// an error Result is a programming error and aborts with the status text, so bugs surface
-// at the first misuse rather than as garbage downstream.
+// Returned by value across module boundaries (docs/design.md "Style", Errors). Accessing
+// the value of an error Result is a programming error and aborts with the status text, so
+// bugs surface at the first misuse rather than as garbage downstream.
 //
 // Thread-safety: like the T it holds.
 #pragma once

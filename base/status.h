@@ -37,7 +37,7 @@ enum class StatusCode : int {
   kUnauthenticated,
 };
 
-// How far a failure reaches; drives the failure sequence of DESIGN.md invariant 5.
+// How far a failure reaches; drives the failure sequence of docs/design.md invariant 5.
 enum class ErrorScope : int {
   kNone = 0,  // no particular scope (e.g. a bad argument)
   kRequest,   // one request / node

@@ -1,4 +1,4 @@
-// BlockManager: the block state machine and the commit rule (DESIGN.md invariants 1-4).
+// BlockManager: the block state machine and the commit rule (docs/design.md invariants 1-4).
 //
 // Every block copy lives in one tier and walks
 //   FREE -> ALLOCATED -> WRITING | TRANSFERRING -> VALIDATED -> COMMITTED

@@ -6,7 +6,7 @@
 // MoveHandle at once; when the copy ends (done, failed or cancelled) the mover
 // (1) completes the handle and (2) posts `on_complete(status)` to the EventLoop it was
 // built with. A mover never frees or reuses either buffer; keeping the source alive until
-// completion is the caller's job (the BlockManager pins it, DESIGN.md invariant 2). A
+// completion is the caller's job (the BlockManager pins it, docs/design.md invariant 2). A
 // failed or cancelled move may leave the destination partially written: the destination
 // must not be exposed (the BlockManager rejects it).
 //

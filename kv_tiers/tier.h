@@ -13,7 +13,7 @@
 //
 // Ownership: the tier owns its memory/storage; an Extent is a lease on a slot that the
 // caller (normally the BlockManager) returns with Free(). Freeing an extent that a move
-// still reads is the caller's bug: the BlockManager pins sources (DESIGN.md invariant 2).
+// still reads is the caller's bug: the BlockManager pins sources (docs/design.md invariant 2).
 //
 // Thread-safety: all methods are thread-safe (accounting is under a mutex; Data() of a
 // live extent may be used from mover worker threads).

@@ -1,5 +1,5 @@
 // Link budgets: per-link, per-direction hierarchical token buckets for the four traffic
-// classes, and atomic multi-link grants (DESIGN.md invariant 6).
+// classes, and atomic multi-link grants (docs/design.md invariant 6).
 //
 // Every channel (one direction of a link, capacity C bytes/s) runs a two-level hierarchy:
 // the root splits C between `control` (a reserved share, `control_reserve`) and the

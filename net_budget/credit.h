@@ -1,4 +1,4 @@
-// Per-destination credit (DESIGN.md invariant 7): a sender holds credit granted by the
+// Per-destination credit (docs/design.md invariant 7): a sender holds credit granted by the
 // receiver before it posts a transfer, and the receiver returns it once it has committed
 // or rejected the data. This is the ledger of one receiver's credit, kept where the
 // receiver's limits are known (in the receiver's process, or mirrored by the transport).

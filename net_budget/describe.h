@@ -1,6 +1,6 @@
 // Human-readable text of a topology (used by `switchyard topo`): every device and link
 // with kind, bandwidth, latency and where each figure came from. Unknown figures print
-// as "unknown" (DESIGN.md invariant 9).
+// as "unknown" (docs/design.md invariant 9).
 //
 // Thread-safety: stateless functions.
 #pragma once

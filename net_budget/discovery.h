@@ -1,4 +1,4 @@
-// Discovery: what the machine itself says about its topology (DESIGN.md invariant 9).
+// Discovery: what the machine itself says about its topology (docs/design.md invariant 9).
 //
 // Sources, each read only if present:
 //   - <sysfs>/devices/system/node/node*/cpulist      NUMA nodes  -> DEVICE_CPU

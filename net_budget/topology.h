@@ -1,7 +1,7 @@
 // Topology: the graph of devices (GPUs, CPU/NUMA nodes, NICs, switches, hosts) and the
 // links between them (NVLink, PCIe, NIC ports, loopback, veth, Ethernet, InfiniBand), each
 // with a bandwidth and a latency that were configured, discovered or calibrated — never
-// assumed (DESIGN.md invariant 9). A figure nobody provided stays unknown, and the
+// assumed (docs/design.md invariant 9). A figure nobody provided stays unknown, and the
 // planner refuses to estimate over it.
 //
 // A Topology is built from v1::Topology (a JSON config, discovery output, or both) by

@@ -1,4 +1,4 @@
-// Traffic classes of net_budget (DESIGN.md "Traffic class", seed 000 §13), as a dense
+// Traffic classes of net_budget (docs/design.md "Traffic classes"), as a dense
 // C++ enum for array indexing, with conversion from v1::TrafficClass.
 //
 // Thread-safety: constants and pure functions.

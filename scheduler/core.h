@@ -1,4 +1,4 @@
-// scheduler::Core: the pure decision core (DESIGN.md "Scheduler decisions").
+// scheduler::Core: the pure decision core (docs/design.md "Scheduler decisions").
 //
 // handle(event, now) updates the core's state and returns the commands the runtime must
 // carry out, plus the next time it wants a deadline tick. It never sleeps, locks, does I/O

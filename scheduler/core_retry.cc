@@ -1,4 +1,4 @@
-// Failure handling (DESIGN.md invariant 5): retry only what is provably idempotent, within
+// Failure handling (docs/design.md invariant 5): retry only what is provably idempotent, within
 // the attempt budget, the tenant's retry credit and the deadline, with exponential
 // backoff; everything else fails the workflow closed with a reason.
 #include <algorithm>

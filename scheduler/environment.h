@@ -5,7 +5,7 @@
 //                    class's current share). net_budget's planner sits behind it in the
 //                    service; SimulatedFabric (simulated_fabric.h) in tests and replay.
 //   GrantIssuer      hands out budget grants for a transfer on every link of its path
-//                    (DESIGN.md invariant 6) and takes them back when the transfer ends.
+//                    (docs/design.md invariant 6) and takes them back when the transfer ends.
 //   ComputeCostModel prefill and decode time of a model on a worker; the roofline
 //                    roofline cost model lives in executors/.
 //

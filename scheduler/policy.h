@@ -259,7 +259,7 @@ class SwitchyardPolicy final : public Policy {
 };
 
 // Reference: FCFS by workflow arrival, keep every context in HBM while tools run, never
-// preempt (the "keep-during-tool" baseline of DESIGN.md).
+// preempt (docs/design.md "Reference policies", keep-during-tool).
 class KeepDuringToolPolicy final : public Policy {
  public:
   std::string_view name() const override { return "keep-during-tool"; }

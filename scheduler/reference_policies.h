@@ -45,8 +45,9 @@ class VllmFcfsPolicy final : public Policy {
   double EvictionPriority(const IdleContextInfo& c) const override;
 };
 
-// InferCept (Abhyankar et al., ICML'24, arXiv 2402.01869; WukLab/InferCept; BASELINES.md
-// §2). On an interception (tool call) choose the action of least GPU-memory waste:
+// InferCept (Abhyankar et al., ICML'24, arXiv 2402.01869; WukLab/InferCept; docs/design.md
+// "Reference policies" §2). On an interception (tool call) choose the action of least
+// GPU-memory waste:
 //   WastePreserve = T_INT · C·M
 //   WasteDiscard  = T_fwd(C) · C·M + T_fwd(C) · C_other·M
 //   WasteSwap     = 2 · T_swap(C) · C_batch·M
@@ -91,10 +92,10 @@ class InferCeptPolicy final : public Policy {
   Estimator estimator_;
 };
 
-// Continuum (arXiv 2511.02230, §4-5, Alg. 1; BASELINES.md §3). On a tool call the KV is
-// pinned for τ* = argmax_τ P(τ)·(T·η + PrefillReload) − τ over τ ∈ {0} ∪ {learned
-// duration quantiles}, P = the learned duration CDF of that tool (online, never the
-// trace's oracle), η = 1, PrefillReload = recompute time. The context is pinned for τ*
+// Continuum (arXiv 2511.02230, §4-5, Alg. 1; docs/design.md "Reference policies" §3). On a
+// tool call the KV is pinned for τ* = argmax_τ P(τ)·(T·η + PrefillReload) − τ over
+// τ ∈ {0} ∪ {learned duration quantiles}, P = the learned duration CDF of that tool (online,
+// never the trace's oracle), η = 1, PrefillReload = recompute time. The context is pinned for τ*
 // (WaitDecision::pin_for: evicted only when nothing unpinned is left) and unpinned when
 // τ* passes; τ* = 0 frees it at once. "Freed" is vLLM's free: the blocks stay cached and
 // are evicted first, LRU. Cold start: with at most K = 100 learned samples of all tools,
@@ -114,14 +115,14 @@ class ContinuumPolicy final : public Policy {
   static double Ttl(const WaitInput& in);
 };
 
-// Autellix (Luo et al., arXiv 2502.13965 v1 §4.2-4.3; BASELINES.md §4). Non-clairvoyant
-// program-level scheduling: a call's priority is its program's attained model time
-// (ATLAS: max over completed ancestors of service + time, the core's program_service),
-// discretised into K = 7 multi-level queues with thresholds {1,2,4,8,16,32} s [A]
-// (FCFS by call arrival within a queue). KV is freed to the prefix cache at call end
-// (keep, LRU eviction); a preempted call is swapped to host. Simplified: no per-call
-// quantum demotion while running and no anti-starvation promotion (the core's order
-// keys are time-invariant), no Alg. 2 load balancer (the core places by KV locality).
+// Autellix (Luo et al., arXiv 2502.13965 v1 §4.2-4.3; docs/design.md "Reference policies"
+// §4). Non-clairvoyant program-level scheduling: a call's priority is its program's
+// attained model time (ATLAS: max over completed ancestors of service + time, the core's
+// program_service), discretised into K = 7 multi-level queues with thresholds
+// {1,2,4,8,16,32} s [A] (FCFS by call arrival within a queue). KV is freed to the prefix
+// cache at call end (keep, LRU eviction); a preempted call is swapped to host. Simplified:
+// no per-call quantum demotion while running and no anti-starvation promotion (the core's
+// order keys are time-invariant), no Alg. 2 load balancer (the core places by KV locality).
 //
 // Anti-starvation: a call whose program has waited beta = 8 times as long as it was
 // served ((W_p + W_c) / max(1 s, T_p + T_c) >= beta) moves to Q1; the core keys queued
@@ -144,13 +145,13 @@ class AutellixPolicy final : public Policy {
   static constexpr double kBeta = 8;
 };
 
-// KVFlow (Pan et al., NeurIPS'25, arXiv 2507.07400; PanZaifeng/KVFlow; BASELINES.md §5).
-// Workflow-aware eviction: contexts whose next use is more steps-to-execution away are
-// evicted first (ties LRU); evicted contexts are written back to host (HiCache) rather
-// than dropped, and reloaded ahead of use; KV stays cached during tool calls. Order:
-// FCFS by call arrival (SGLang default). Simplified: whole contexts instead of radix
-// nodes; steps_to_execution comes from the core (today a constant 1, so ties fall to
-// LRU); reloads are started by the core on demand when the node is ready (the
+// KVFlow (Pan et al., NeurIPS'25, arXiv 2507.07400; PanZaifeng/KVFlow; docs/design.md
+// "Reference policies" §5). Workflow-aware eviction: contexts whose next use is more
+// steps-to-execution away are evicted first (ties LRU); evicted contexts are written back
+// to host (HiCache) rather than dropped, and reloaded ahead of use; KV stays cached during
+// tool calls. Order: FCFS by call arrival (SGLang default). Simplified: whole contexts
+// instead of radix nodes; steps_to_execution comes from the core (today a constant 1, so
+// ties fall to LRU); reloads are started by the core on demand when the node is ready (the
 // load-ahead of agents within 2 steps needs a core hook, see bench/replay/README.md).
 class KvFlowPolicy final : public Policy {
  public:

@@ -15,7 +15,7 @@
 
 namespace switchyard::scheduler {
 
-// Where a context's KV blocks can live (DESIGN.md "Tier").
+// Where a context's KV blocks can live (docs/design.md "Tier").
 enum class Tier : uint8_t { kHbm, kHost, kDisk, kPeer, kNone };
 const char* TierName(Tier t);  // "hbm", "host", "disk", "peer", "none"
 

@@ -44,7 +44,7 @@ struct PeerClientOptions {
   Duration ack_timeout = std::chrono::seconds(10);  // default when options carry no deadline
   net_budget::CreditManager* credits = nullptr;     // null: the client keeps its own ledger
   std::string sender_name = "peer-client";
-  // Link budgets (DESIGN.md invariant 6), borrowed (must outlive the client). When set,
+  // Link budgets (docs/design.md invariant 6), borrowed (must outlive the client). When set,
   // the data of every put and get runs under a grant on `budget_path` in the transfer's
   // traffic class: the caller's TransferOptions::grant if it passes one (checked against
   // class and bytes), else one the client takes with TryAcquire before anything is posted.

@@ -6,7 +6,7 @@
 // receiver checks length, each block's checksum (XXH3-64), communicator epoch, model
 // epoch, owner and generation -> commits into its block table or rejects -> sends an Ack carrying
 // the outcome, a reason and the credit it returns -> only then may the sender free its copy
-// (DESIGN.md invariants 1, 2, 7). A get is the mirror image (kGetRequest, then a
+// (docs/design.md invariants 1, 2, 7). A get is the mirror image (kGetRequest, then a
 // kGetReply header and kGetData bytes, validated by the requester).
 // Wire headers carry a traffic class and a flow key, never raw user request ids
 // (invariant 8); the owner (workflow id, context id) is what the commit rule checks.

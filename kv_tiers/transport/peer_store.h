@@ -2,7 +2,7 @@
 //
 // It holds committed KV blocks keyed by block id, each with its owner (workflow id,
 // context id), model epoch and generation, and enforces the receiver half of the commit
-// rule (DESIGN.md invariant 1): a put is committed only after its length and checksum
+// rule (docs/design.md invariant 1): a put is committed only after its length and checksum
 // verify, its communicator and model epochs are current, no block id belongs to another
 // owner and every generation is newer than what is committed. Until Commit the bytes
 // live in a staging buffer nobody can read (invariant 2: nothing partial is exposed).

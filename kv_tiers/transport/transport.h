@@ -72,7 +72,7 @@ struct TransferOptions {
   // next wake-up): a backend may leave CompletionCount() alone for it, so a thread in
   // WaitForCompletion() is not woken for nothing. The handle completes as usual.
   bool silent_completion = false;
-  // The net_budget grant this post runs under (DESIGN.md invariant 6), borrowed: it must
+  // The net_budget grant this post runs under (docs/design.md invariant 6), borrowed: it must
   // stay held until the post completes. When set, a backend refuses the post unless the
   // grant is held, is in this post's traffic class and covers its bytes (CheckGrant).
   const net_budget::Grant* grant = nullptr;

@@ -1,4 +1,4 @@
-// Budgets on transport posts (DESIGN.md invariant 6): a put's data runs under a
+// Budgets on transport posts (docs/design.md invariant 6): a put's data runs under a
 // net_budget grant on every link of its path in its class, the client paces by the token
 // buckets, and a transport refuses a post whose grant does not match it. The worker runs
 // in this process (its own UCX worker and thread) over TCP loopback.
