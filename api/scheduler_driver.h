@@ -1,4 +1,4 @@
-// SchedulerDriver: the service's running scheduler (DESIGN.md data flow, service side).
+// SchedulerDriver: the service's running scheduler (docs/design.md "Data flow", service side).
 //
 // It owns a real scheduler::Core driven by an executors::Runtime on its own
 // base::AsioEventLoop thread, with the embedded defaults: a simulated engine

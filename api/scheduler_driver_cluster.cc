@@ -5,8 +5,8 @@
 
 #include "api/scheduler_driver.h"
 #include "executors/cpu/cpu_engine.h"
-#include "executors/model_cost.h"
 #include "executors/engine.h"
+#include "executors/model_cost.h"
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
 #include "kv_tiers/disk_tier.h"

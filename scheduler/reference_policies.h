@@ -120,9 +120,7 @@ class ContinuumPolicy final : public Policy {
 // attained model time (ATLAS: max over completed ancestors of service + time, the core's
 // program_service), discretised into K = 7 multi-level queues with thresholds
 // {1,2,4,8,16,32} s [A] (FCFS by call arrival within a queue). KV is freed to the prefix
-// cache at call end (keep, LRU eviction); a preempted call is swapped to host. Simplified:
-// no per-call quantum demotion while running and no anti-starvation promotion (the core's
-// order keys are time-invariant), no Alg. 2 load balancer (the core places by KV locality).
+// cache at call end (keep, LRU eviction); a preempted call is swapped to host.
 //
 // Anti-starvation: a call whose program has waited beta = 8 times as long as it was
 // served ((W_p + W_c) / max(1 s, T_p + T_c) >= beta) moves to Q1; the core keys queued
