@@ -4,25 +4,162 @@
 // P50/P95/P99 per size and the alpha-beta fit, and stores the fit (a v1::LinkCalibration
 // as JSON) in FILE for the planner. The default --max is 256M to keep a run short here;
 // pass --max 1G for the full 4 KiB..1 GiB sweep.
+//
+// `switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE
+//                       [--prefill L] [--decode L] [--kv L] [--reps N]`
+// Measures the reference CPU engine's step time over a grid of batch shapes
+// (executors/cpu_calibrate/calibrate.h) and writes the step table TableStepCost reads
+// (configs/step_tables/README.md), then loads it back and prints the fit.
 #include <cstdio>
 #include <fstream>
 
 #include "cli/command.h"
 #include "kv_tiers/transport/calibrate.h"
+#if SWITCHYARD_HAVE_CPU_CALIBRATE
+#include "executors/cpu_calibrate/calibrate.h"
+#include "executors/step_cost.h"
+#endif
 
 namespace {
+
+constexpr const char* kEngineUsage =
+    "usage: switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE\n"
+    "  [--prefill 0,16,64,256] [--decode 0,1,4,16] [--kv 0,512,2048,8192] [--reps 5]\n"
+    "  Measures the CPU engine's step time (one CpuEngine on a real-time loop) at every\n"
+    "  prefill tokens x decode sequences x KV tokens read point, the median of --reps steps,\n"
+    "  and writes the CSV step table TableStepCost reads (--model default:\n"
+    "  configs/models/tiny-llama-4l.json, random weights).\n";
+
+#if SWITCHYARD_HAVE_CPU_CALIBRATE
+namespace cpu = switchyard::executors::cpu;
+
+int EngineUsage(const std::string& why) {
+  std::fprintf(stderr, "calibrate: %s\n%s", why.c_str(), kEngineUsage);
+  return 2;
+}
+
+// "0,16,64": whole numbers >= 0; false on anything else.
+bool ParseList(const std::string& v, std::vector<int64_t>* out) {
+  out->clear();
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    std::string item = v.substr(start, comma - start);
+    if (item.empty() || item.size() > 9 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    out->push_back(std::stoll(item));
+    start = comma + 1;
+  }
+  return !out->empty();
+}
+
+bool ParseWhole(const std::string& v, int64_t lo, int64_t* out) {
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  *out = std::stoll(v);
+  return *out >= lo;
+}
+
+int RunEngineCalibrate(const std::vector<std::string>& args) {
+  std::string engine, model_path = "configs/models/tiny-llama-4l.json", out;
+  cpu::CalibrationOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") return std::printf("%s", kEngineUsage), 0;
+    if (i + 1 >= args.size()) return EngineUsage(a + " needs a value");
+    const std::string& v = args[++i];
+    int64_t n = 0;
+    if (a == "--engine") {
+      engine = v;
+    } else if (a == "--model") {
+      model_path = v;
+    } else if (a == "-o" || a == "--out") {
+      out = v;
+    } else if (a == "--block-tokens") {
+      if (!ParseWhole(v, 1, &n))
+        return EngineUsage("--block-tokens needs a whole number >= 1, not '" + v + "'");
+      o.block_tokens = n;
+    } else if (a == "--reps") {
+      if (!ParseWhole(v, 1, &n))
+        return EngineUsage("--reps needs a whole number >= 1, not '" + v + "'");
+      o.grid.repetitions = static_cast<int>(n);
+    } else if (a == "--prefill" || a == "--decode" || a == "--kv") {
+      auto* axis = a == "--prefill"  ? &o.grid.prefill_tokens
+                   : a == "--decode" ? &o.grid.decode_seqs
+                                     : &o.grid.kv_tokens;
+      if (!ParseList(v, axis))
+        return EngineUsage(a + " needs whole numbers >= 0 like 0,16,64, not '" + v + "'");
+    } else {
+      return EngineUsage("unknown option " + a);
+    }
+  }
+  if (engine != "cpu") return EngineUsage("--engine must be cpu, not '" + engine + "'");
+  if (out.empty()) return EngineUsage("-o FILE is required");
+  auto model = cpu::Model::Load(model_path);
+  if (!model.ok()) {
+    std::fprintf(stderr, "calibrate: --model %s: %s\n", model_path.c_str(),
+                 model.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("calibrating the cpu engine: %s\n", (*model)->shape().Describe().c_str());
+  std::printf("%14s %11s %9s %12s\n", "prefill_tokens", "decode_seqs", "kv_tokens", "median_ms");
+  o.on_point = [](const cpu::CalibrationPoint& p) {
+    std::printf("%14lld %11lld %9lld %12.3f\n", static_cast<long long>(p.prefill_tokens),
+                static_cast<long long>(p.decode_seqs), static_cast<long long>(p.kv_tokens),
+                p.step_time_s * 1e3);
+    std::fflush(stdout);
+  };
+  auto cal = cpu::CalibrateCpuEngine(**model, o);
+  if (!cal.ok()) {
+    std::fprintf(stderr, "calibrate: %s\n", cal.status().ToString().c_str());
+    return 1;
+  }
+  for (const std::string& s : cal->skipped) std::printf("skipped %s\n", s.c_str());
+  std::string csv = cpu::StepTableCsv(*cal, cpu::CalibrationHeader(**model, model_path, o, *cal));
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  f << csv;
+  f.close();
+  if (!f) return std::fprintf(stderr, "calibrate: cannot write %s\n", out.c_str()), 1;
+  auto table = switchyard::executors::TableStepCost::FromText(csv, out);
+  if (!table.ok()) {
+    std::fprintf(stderr, "calibrate: the table does not fit: %s\n",
+                 table.status().ToString().c_str());
+    return 1;
+  }
+  for (const auto& p : table->planes())
+    std::printf(
+        "fit plane: %.3f ms + %.4f ms/prefill token + %.4f ms/decode seq + %.6f ms/kv token\n",
+        p.intercept_s * 1e3, p.per_prefill_token_s * 1e3, p.per_decode_seq_s * 1e3,
+        p.per_kv_token_s * 1e3);
+  std::printf("wrote %zu rows to %s in %.0f s\n", cal->points.size(), out.c_str(), cal->wall_s);
+  return 0;
+}
+#endif
 
 namespace tx = switchyard::kv_tiers::transport;
 
 int Usage(const std::string& why) {
-  std::fprintf(stderr,
-               "calibrate: %s\nusage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
-               "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "calibrate: %s\nusage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
+      "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n"
+      "       switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE\n",
+      why.c_str());
   return 2;
 }
 
 int RunCalibrate(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a != "--engine") continue;
+#if SWITCHYARD_HAVE_CPU_CALIBRATE
+    return RunEngineCalibrate(args);
+#else
+    std::fprintf(stderr, "calibrate: --engine cpu: this build has no CPU engine\n%s", kEngineUsage);
+    return 2;
+#endif
+  }
   tx::CalibrateOptions options;
   std::string out, label;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -92,5 +229,6 @@ int RunCalibrate(const std::vector<std::string>& args) {
 }  // namespace
 
 SY_REGISTER_COMMAND(calibrate, "calibrate",
-                    "measure a peer path (size sweep, P50/P95/P99) and fit alpha/beta",
+                    "measure a peer path (size sweep, P50/P95/P99) and fit alpha/beta, or "
+                    "(--engine cpu) the CPU engine's step times into a step table",
                     RunCalibrate);
