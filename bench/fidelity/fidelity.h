@@ -1,0 +1,70 @@
+// bench_fidelity: how closely `switchyard replay` reproduces a real run of the same agent
+// workload on the reference CPU engine (scripts/bench.sh fidelity).
+//
+// One run (fidelity_bench.cc), in a temporary folder, every step a separate process as
+// bench/api does:
+//   1. `switchyard calibrate --engine cpu --model configs/models/tiny-llama-4l.json` writes
+//      this machine's step table (executors/cpu_calibrate/calibrate.h);
+//   2. `switchyard convert` turns the committed sample of agent sessions
+//      (tests/fixtures/agent_sessions_sample.jsonl) into a trace with --token-scale and
+//      --time-scale (so the CPU engine computes it in minutes and both halves see the same
+//      compressed tool waits) and no deadlines (the client does not submit them);
+//   3. replay: the trace through RunReplay (what `switchyard replay` runs) under policy
+//      switchyard on bench/clusters/cpu-tiny-llama-4l.json with the pool size of step 4 and
+//      the table of step 1 (written as cluster.json in the folder, for the CLI);
+//   4. real: `switchyard serve --engine cpu --model ... --kv-pool-mib N` on a free loopback
+//      port, the trace played by bench/fidelity/play_trace.py (clients/python's agent loop).
+// Reported side by side: JCT mean / P50 / P90 (nearest rank), TTFT P50 (replay only: the
+// service exposes no first-token time), decisions by kind, bytes moved (real: per
+// destination tier; replay: per traffic class; compared in total), with ratio =
+// replay / real on each pair (goal: within 10 % on JCT mean, P90 and bytes moved).
+// The model has RANDOM WEIGHTS (its text is meaningless); only its timing matters here.
+// Environment: SY_BENCH_FIDELITY_TOKEN_SCALE (0.02), _TIME_SCALE (0.1), _RATE (0.05
+// workflows/s before the time scale), _POOL_MIB (32), _REPEAT (1), _POLL (0.01 s), _KEEP=1
+// keeps the folder; SWITCHYARD_BIN (default: next to this binary).
+//
+// Thread-safety: single-threaded bench code.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace switchyard::bench::fidelity {
+
+// Runs `command` through the shell, appending its stdout and stderr to `log`; the output,
+// or Internal naming the command and its exit status.
+::switchyard::Result<std::string> RunCommand(const std::string& command, const std::string& log);
+
+// `switchyard serve` in a child process; stopped (SIGTERM) by the destructor.
+class ServeProcess {
+ public:
+  ~ServeProcess();
+  // Starts `binary serve <args> --listen 127.0.0.1:<free port> --data-dir <dir>/data`,
+  // output to <dir>/serve.log; waits for /healthz (60 s) and reads the default token.
+  Status Start(const std::string& binary, const std::vector<std::string>& args,
+               const std::string& dir);
+  int port() const { return port_; }
+  const std::string& token() const { return token_; }
+
+ private:
+  int pid_ = -1;
+  int port_ = 0;
+  std::string token_;
+};
+
+// What the real half measured (play_trace.py's JSON).
+struct RealRun {
+  std::map<std::string, double> jct_s;  // completed workflows
+  std::map<std::string, std::string> states;
+  std::map<std::string, double> decisions_by_kind;
+  std::map<std::string, double> bytes_moved_by_tier;
+  double wall_s = 0;
+};
+::switchyard::Result<RealRun> ReadRealRun(const std::string& path);
+
+double EnvDouble(const char* name, double fallback);
+
+}  // namespace switchyard::bench::fidelity

@@ -1,0 +1,204 @@
+// bench_fidelity: replay against a real run of the same workload (fidelity.h).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "bench/common/report.h"
+#include "bench/fidelity/fidelity.h"
+#include "bench/replay/cluster.h"
+#include "bench/replay/convert.h"
+#include "bench/replay/replay.h"
+#include "proto/json.h"
+
+namespace switchyard::bench::fidelity {
+namespace {
+
+std::string SelfDir() {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
+}
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+struct Setup {
+  std::string bin, src, dir, model, log;
+  double token_scale = 0.02, time_scale = 0.1, rate = 0.05, poll = 0.01;
+  int pool_mib = 32, repeat = 1;
+};
+
+Setup MakeSetup() {
+  Setup s;
+  const char* env = std::getenv("SWITCHYARD_BIN");
+  s.bin = env ? env : SelfDir() + "/switchyard";
+  s.src = SY_SOURCE_DIR;
+  s.model = s.src + "/configs/models/tiny-llama-4l.json";
+  s.token_scale = EnvDouble("SY_BENCH_FIDELITY_TOKEN_SCALE", 0.02);
+  s.time_scale = EnvDouble("SY_BENCH_FIDELITY_TIME_SCALE", 0.1);
+  s.rate = EnvDouble("SY_BENCH_FIDELITY_RATE", 0.05);
+  s.poll = EnvDouble("SY_BENCH_FIDELITY_POLL", 0.01);
+  s.pool_mib = static_cast<int>(EnvDouble("SY_BENCH_FIDELITY_POOL_MIB", 32));
+  s.repeat = static_cast<int>(EnvDouble("SY_BENCH_FIDELITY_REPEAT", 1));
+  std::random_device rd;
+  s.dir = (std::filesystem::temp_directory_path() /
+           ("sy_bench_fidelity_" + std::to_string(rd() % 1000000)))
+              .string();
+  std::filesystem::create_directories(s.dir);
+  s.log = s.dir + "/commands.log";
+  return s;
+}
+
+// Steps 1 and 2: the step table and the trace.
+Status Prepare(const Setup& s) {
+  SY_RETURN_IF_ERROR(RunCommand(s.bin + " calibrate --engine cpu --model " + s.model + " -o " +
+                                    s.dir + "/step_table.csv",
+                                s.log)
+                         .status());
+  return RunCommand(s.bin + " convert --from agent-sessions " + s.src +
+                        "/tests/fixtures/agent_sessions_sample.jsonl -o " + s.dir +
+                        "/trace.jsonl --token-scale " + Num(s.token_scale) + " --time-scale " +
+                        Num(s.time_scale) + " --deadline none --tenants 1 --seed 1 --rate " +
+                        Num(s.rate) + " --repeat " + std::to_string(s.repeat),
+                    s.log)
+      .status();
+}
+
+// Step 3: the committed cluster with this run's pool and table, replayed.
+::switchyard::Result<replay::PolicyReport> Replay(const Setup& s) {
+  SY_ASSIGN_OR_RETURN(v1::ReplayCluster c,
+                      replay::LoadCluster(s.src + "/bench/clusters/cpu-tiny-llama-4l.json"));
+  c.set_step_table(s.dir + "/step_table.csv");
+  uint64_t pool = static_cast<uint64_t>(s.pool_mib) << 20;
+  c.mutable_gpu()->set_hbm_bytes(pool + 2 * c.model().num_parameters());
+  c.set_hbm_reserved_fraction(0);
+  proto::JsonPrintOptions po;
+  po.pretty = true;
+  SY_ASSIGN_OR_RETURN(std::string json, proto::ToJson(c, po));
+  std::ofstream(s.dir + "/cluster.json") << json << "\n";
+  SY_ASSIGN_OR_RETURN(std::string text, proto::ReadFile(s.dir + "/trace.jsonl"));
+  SY_ASSIGN_OR_RETURN(std::vector<v1::TraceRecord> trace, replay::ParseTrace(text));
+  return replay::RunReplay(trace, c, "switchyard", replay::ReplayOptions{});
+}
+
+// Step 4: the same trace on `switchyard serve --engine cpu`.
+::switchyard::Result<RealRun> Real(const Setup& s) {
+  ServeProcess serve;
+  SY_RETURN_IF_ERROR(serve.Start(
+      s.bin, {"--engine", "cpu", "--model", s.model, "--kv-pool-mib", std::to_string(s.pool_mib)},
+      s.dir));
+  std::string out = s.dir + "/real.json";
+  SY_RETURN_IF_ERROR(RunCommand("python3 " + s.src + "/bench/fidelity/play_trace.py --url " +
+                                    "http://127.0.0.1:" + std::to_string(serve.port()) +
+                                    " --token " + serve.token() + " --trace " + s.dir +
+                                    "/trace.jsonl --poll " + Num(s.poll) + " --out " + out,
+                                s.log)
+                         .status());
+  return ReadRealRun(out);
+}
+
+double Sum(const std::map<std::string, double>& m) {
+  double t = 0;
+  for (const auto& [k, v] : m) t += v;
+  return t;
+}
+
+double Get(const std::map<std::string, double>& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? 0 : it->second;
+}
+
+// One replay/real pair: ratio = replay / real (higher_is_better marks the ratio's direction
+// only; for fidelity 1.0 is the goal).
+void Pair(Report* report, const std::string& name, double replay, double real,
+          const std::string& unit, const std::string& note) {
+  report->Add({name, replay, unit, true, "real (switchyard serve --engine cpu)", real,
+               "replay value; ratio = replay/real" + (note.empty() ? "" : "; " + note)});
+}
+
+void AddResults(const Setup& s, const replay::PolicyReport& rp, const RealRun& real,
+                Report* report) {
+  std::vector<double> jct;
+  for (const auto& [id, v] : real.jct_s) jct.push_back(v);
+  std::sort(jct.begin(), jct.end());
+  double real_mean = jct.empty() ? 0 : Sum(real.jct_s) / static_cast<double>(jct.size());
+  const std::string goal = "goal within 10 %";
+  Pair(report, "jct_mean_s", rp.jct_mean_s, real_mean, "s", goal);
+  Pair(report, "jct_p90_s", replay::Percentile(rp.jct_s, 90), replay::Percentile(jct, 90), "s",
+       "nearest rank; " + goal);
+  Pair(report, "jct_p50_s", replay::Percentile(rp.jct_s, 50), replay::Percentile(jct, 50), "s",
+       "nearest rank");
+  report->Add({"ttft_p50_s", rp.ttft_p50_s, "s", false, "", std::nullopt,
+               "replay only: the service exposes no first-token time"});
+  double replay_bytes = 0;
+  for (const auto& [cls, b] : rp.bytes_moved_by_class) {
+    replay_bytes += static_cast<double>(b);
+    report->Add({"replay_bytes_moved_class_" + cls, static_cast<double>(b), "B", false, "",
+                 std::nullopt, "replay, by traffic class"});
+  }
+  for (const auto& [tier, b] : real.bytes_moved_by_tier)
+    report->Add({"real_bytes_moved_to_" + tier, b, "B", false, "", std::nullopt,
+                 "real, by destination tier"});
+  Pair(report, "bytes_moved_total", replay_bytes, Sum(real.bytes_moved_by_tier), "B", goal);
+  Pair(report, "decisions_keep", static_cast<double>(rp.keeps), Get(real.decisions_by_kind, "keep"),
+       "decisions", "");
+  Pair(report, "decisions_demote", static_cast<double>(rp.demotions),
+       Get(real.decisions_by_kind, "demote"), "decisions", "");
+  Pair(report, "decisions_prefetch", static_cast<double>(rp.prefetches),
+       Get(real.decisions_by_kind, "prefetch"), "decisions", "");
+  Pair(report, "decisions_discard", static_cast<double>(rp.discards),
+       Get(real.decisions_by_kind, "discard"), "decisions", "");
+  Pair(report, "decisions_preempt", static_cast<double>(rp.preemptions),
+       Get(real.decisions_by_kind, "preempt"), "decisions", "");
+  Pair(report, "completed", static_cast<double>(rp.completed), static_cast<double>(jct.size()),
+       "workflows", "of " + std::to_string(rp.workflows));
+  report->Add({"real_wall_s", real.wall_s, "s", false, "", std::nullopt,
+               "token scale " + Num(s.token_scale) + ", time scale " + Num(s.time_scale) +
+                   ", pool " + std::to_string(s.pool_mib) +
+                   " MiB, tiny-llama-4l (random weights)"});
+  for (const replay::WorkflowRecord& w : rp.workflow_records) {
+    double r = w.end_s >= 0 ? w.end_s - w.arrival_s : -1;
+    std::fprintf(stderr, "bench fidelity: %s JCT replay %.3f s, real %.3f s (%s)\n", w.id.c_str(),
+                 r, Get(real.jct_s, w.id),
+                 real.states.count(w.id) ? real.states.at(w.id).c_str() : "not played");
+  }
+}
+
+void ReportFidelity(const std::map<std::string, Measured>&, Report* report) {
+  Setup s = MakeSetup();
+  std::fprintf(stderr, "bench fidelity: working in %s (commands in %s)\n", s.dir.c_str(),
+               s.log.c_str());
+  Status st = Prepare(s);
+  ::switchyard::Result<replay::PolicyReport> rp =
+      st.ok() ? Replay(s) : ::switchyard::Result<replay::PolicyReport>(st);
+  if (!rp.ok()) {
+    std::fprintf(stderr, "bench fidelity: replay half failed: %s\n",
+                 rp.status().ToString().c_str());
+    return;
+  }
+  ::switchyard::Result<RealRun> real = Real(s);
+  if (!real.ok()) {
+    std::fprintf(stderr, "bench fidelity: real half failed: %s\n",
+                 real.status().ToString().c_str());
+    return;
+  }
+  AddResults(s, *rp, *real, report);
+  if (EnvDouble("SY_BENCH_FIDELITY_KEEP", 0) == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(s.dir, ec);
+  } else {
+    std::fprintf(stderr, "bench fidelity: kept %s\n", s.dir.c_str());
+  }
+}
+
+SY_BENCH_REPORT(fidelity, ReportFidelity);
+
+}  // namespace
+}  // namespace switchyard::bench::fidelity

@@ -1,0 +1,147 @@
+// Processes and files of bench_fidelity (fidelity.h).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <google/protobuf/struct.pb.h>
+#include "bench/fidelity/fidelity.h"
+
+#include "proto/json.h"
+
+namespace switchyard::bench::fidelity {
+namespace {
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool Healthy(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (::send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) > 0) {
+      char buf[64] = {};
+      ok = ::recv(fd, buf, sizeof(buf) - 1, 0) > 12 &&
+           std::string(buf).find(" 200 ") != std::string::npos;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+double EnvDouble(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  return end && *end == '\0' ? d : fallback;
+}
+
+::switchyard::Result<std::string> RunCommand(const std::string& command, const std::string& log) {
+  std::ofstream(log, std::ios::app) << "$ " << command << "\n";
+  std::string out;
+  FILE* p = ::popen((command + " 2>>" + log).c_str(), "r");
+  if (!p) return Status::Internal("cannot run: " + command);
+  char buf[4096];
+  while (std::fgets(buf, sizeof(buf), p)) out += buf;
+  int rc = ::pclose(p);
+  std::ofstream(log, std::ios::app) << out;
+  if (rc != 0)
+    return Status::Internal("'" + command + "' exited with status " +
+                            std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) + " (log: " + log +
+                            ")");
+  return out;
+}
+
+Status ServeProcess::Start(const std::string& binary, const std::vector<std::string>& args,
+                           const std::string& dir) {
+  port_ = FreePort();
+  std::string listen = "127.0.0.1:" + std::to_string(port_);
+  std::string data = dir + "/data", log = dir + "/serve.log";
+  std::vector<std::string> argv = {binary, "serve"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const char* a : {"--listen", listen.c_str(), "--data-dir", data.c_str()}) argv.push_back(a);
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    if (f) ::dup2(::fileno(stdout), 2);
+    std::vector<char*> cargv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    ::execv(binary.c_str(), cargv.data());
+    std::_Exit(127);
+  }
+  for (int i = 0; i < 1200; ++i) {
+    if (Healthy(port_)) {
+      auto token = proto::ReadFile(data + "/tokens/default");
+      if (!token.ok()) return token.status();
+      token_ = *token;
+      while (!token_.empty() && (token_.back() == '\n' || token_.back() == ' ')) token_.pop_back();
+      return Status::OK();
+    }
+    if (::waitpid(pid_, nullptr, WNOHANG) != 0) {
+      pid_ = -1;
+      return Status::Unavailable("switchyard serve exited at start; log in " + log);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Unavailable("switchyard serve did not answer /healthz in 60 s; log in " + log);
+}
+
+ServeProcess::~ServeProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+::switchyard::Result<RealRun> ReadRealRun(const std::string& path) {
+  SY_ASSIGN_OR_RETURN(std::string text, proto::ReadFile(path));
+  google::protobuf::Struct j;
+  proto::JsonParseOptions po;
+  po.source = path;
+  SY_RETURN_IF_ERROR(proto::ParseJson(text, &j, po));
+  RealRun r;
+  auto numbers = [&](const char* key, std::map<std::string, double>* out) {
+    auto it = j.fields().find(key);
+    if (it == j.fields().end()) return;
+    for (const auto& [k, v] : it->second.struct_value().fields())
+      if (v.has_number_value()) (*out)[k] = v.number_value();
+  };
+  numbers("jct_s", &r.jct_s);
+  numbers("decisions_by_kind", &r.decisions_by_kind);
+  numbers("bytes_moved_by_tier", &r.bytes_moved_by_tier);
+  auto states = j.fields().find("states");
+  if (states != j.fields().end())
+    for (const auto& [k, v] : states->second.struct_value().fields())
+      r.states[k] = v.string_value();
+  auto wall = j.fields().find("wall_s");
+  if (wall != j.fields().end()) r.wall_s = wall->second.number_value();
+  return r;
+}
+
+}  // namespace switchyard::bench::fidelity
