@@ -7,14 +7,18 @@
 //     (2 · rows · weights of the Q/K/V, O, gate/up and down projections, plus the LM head
 //     of the one row with logits) vs plain cblas_sgemm of the same shapes with all 512 rows
 //     in one call per weight matrix (goal ratio >= 0.7);
-//   - the cost of batch invariance: the same linear layers in 16-row tiles (LinearTile,
-//     what Forward runs) vs that one-call sgemm;
+//   - the same prefill on one thread vs one-call sgemm on one thread;
+//   - the batch-invariant linear kernel alone (kernels.h Linear on packed weights, what
+//     Forward runs) vs that one-call sgemm;
 //   - decode: one step of 8 sequences at 512 tokens of context, as tokens/s and as bytes/s
 //     of what the step must read (every weight but the embedding table, 8 embedding rows,
 //     the 8 contexts' KV) vs a streaming read of the same number of bytes ("memory
 //     bandwidth"; goal ratio >= 0.5).
-// Everything runs on one core: the engine forces OpenBLAS to one thread (batch invariance)
-// and the baselines run under the same setting.
+// Forward runs on the model's thread pool (Model::threads(): the machine's hardware
+// threads, at most 8; the partition never changes a bit). Every baseline runs on as many
+// threads as the side it is compared with — OpenBLAS set to that many threads around the
+// sgemm, the streaming read split into that many parts on a pool of that size — and each
+// result's name says how many.
 #include <cblas.h>
 
 #include <algorithm>
@@ -28,6 +32,7 @@
 #include "bench/common/report.h"
 #include "executors/cpu/kernels.h"
 #include "executors/cpu/model.h"
+#include "executors/cpu/thread_pool.h"
 
 namespace switchyard::executors::cpu {
 namespace {
@@ -103,9 +108,24 @@ struct Contexts {
   std::vector<std::vector<float*>> ptrs;
 };
 
-void PrefillAndLinear(const Model& m, bench::Report* report) {
+std::string Threads(int t) { return std::to_string(t) + (t == 1 ? " thread" : " threads"); }
+
+// One-call sgemm of every linear layer on `threads` OpenBLAS threads (back to 1 after).
+void Sgemm(const ModelShape& s, const std::vector<std::vector<float>>& w, const float* x, float* y,
+           int threads) {
+  openblas_set_num_threads(threads);
+  size_t k = 0;
+  for (int64_t l = 0; l < s.layers; ++l)
+    for (auto [in, out] : LayerShapes(s))
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kPrefill, out, in, 1.0f, x, in,
+                  w[k++].data(), in, 0.0f, y, out);
+  openblas_set_num_threads(1);
+}
+
+void PrefillAndLinear(Model& m, bench::Report* report) {
   const ModelShape& s = m.shape();
   const std::string tag = s.name + " (random weights)";
+  const int threads = m.threads();
   // Forward over a 512-token prefill, logits for the last row.
   Contexts ctx(s, 1, kPrefill);
   std::vector<Row> rows;
@@ -115,50 +135,53 @@ void PrefillAndLinear(const Model& m, bench::Report* report) {
   std::vector<float> logits;
   // The same linear layers: weights per layer, activations of 512 rows.
   std::vector<std::vector<float>> w;
+  std::vector<PackedMatrix> packed;
   int64_t widest = 0;
   for (int64_t l = 0; l < s.layers; ++l)
     for (auto [in, out] : LayerShapes(s)) {
       w.emplace_back(static_cast<size_t>(in * out), 0.01f);
+      packed.emplace_back(w.back().data(), out, in);
       widest = std::max({widest, in, out});
     }
   std::vector<float> x(kPrefill * widest, 0.5f), y(kPrefill * widest);
-  auto tiled = [&] {
-    size_t k = 0;
-    for (int64_t l = 0; l < s.layers; ++l)
-      for (auto [in, out] : LayerShapes(s)) {
-        for (int64_t t = 0; t < kPrefill; t += kTileRows)
-          LinearTile(&x[t * in], w[k].data(), in, out, &y[t * out]);
-        ++k;
-      }
+  ThreadPool pool(threads);
+  auto linear = [&] {
+    for (const PackedMatrix& p : packed) Linear(x.data(), kPrefill, p, y.data(), p.out(), &pool);
   };
-  auto sgemm = [&] {
-    size_t k = 0;
-    for (int64_t l = 0; l < s.layers; ++l)
-      for (auto [in, out] : LayerShapes(s))
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kPrefill, out, in, 1.0f, x.data(), in,
-                    w[k++].data(), in, 0.0f, y.data(), out);
-  };
+  auto sgemm = [&] { Sgemm(s, w, x.data(), y.data(), threads); };
+  auto sgemm1 = [&] { Sgemm(s, w, x.data(), y.data(), 1); };
   auto forward = [&] {
     if (!m.Forward(rows, &logits).ok()) std::abort();
   };
+  auto forward1 = [&] {
+    m.SetThreads(1);
+    forward();
+    m.SetThreads(threads);
+  };
   const int reps = s.hidden >= 1024 ? 3 : 15;
-  auto t = Interleaved({forward, tiled, sgemm}, reps);
+  auto t = Interleaved({forward, linear, sgemm, forward1, sgemm1}, reps);
   // The LM head of the row with logits counts in Forward's FLOPs and in its baseline.
   const double head = 2.0 * s.vocab_size * s.hidden;
   const double flops = LinearFlops(s, kPrefill);
-  const std::string base = "cblas_sgemm, all 512 rows per call (1 thread)";
-  report->Add({"prefill 512 tokens, " + tag, (flops + head) / t[0] / 1e9, "GFLOP/s", true, base,
-               flops / t[2] / 1e9,
+  const std::string base = "cblas_sgemm, all 512 rows per call (" + Threads(threads) + ")";
+  const std::string base1 = "cblas_sgemm, all 512 rows per call (1 thread)";
+  report->Add({"prefill 512 tokens, " + Threads(threads) + ", " + tag, (flops + head) / t[0] / 1e9,
+               "GFLOP/s", true, base, flops / t[2] / 1e9,
                "linear-layer FLOPs over the whole Forward (attention, norms, rotary included "
                "in its time); goal ratio >= 0.7"});
-  report->Add({"linear layers in 16-row tiles (batch-invariant), " + tag, flops / t[1] / 1e9,
-               "GFLOP/s", true, base, flops / t[2] / 1e9,
-               "the cost of batch invariance: ratio = tiled / one-call sgemm"});
+  report->Add({"prefill 512 tokens, 1 thread, " + tag, (flops + head) / t[3] / 1e9, "GFLOP/s", true,
+               base1, flops / t[4] / 1e9, "the same on one thread each"});
+  report->Add(
+      {"linear layers, batch-invariant kernel on packed weights, " + Threads(threads) + ", " + tag,
+       flops / t[1] / 1e9, "GFLOP/s", true, base, flops / t[2] / 1e9,
+       "the cost (or gain) of batch invariance: ratio = Linear / one-call sgemm (" +
+           std::string(LinearPath()) + " path)"});
 }
 
 void Decode(const Model& m, bench::Report* report) {
   const ModelShape& s = m.shape();
   const std::string tag = s.name + " (random weights)";
+  const int threads = m.threads();
   // One context prefilled for real, its KV copied into the other 7 (restoring is memcpy).
   Contexts ctx(s, kDecodeSeqs, kContext + 1);
   std::vector<Row> rows;
@@ -178,24 +201,31 @@ void Decode(const Model& m, bench::Report* report) {
   const double kv = static_cast<double>(kDecodeSeqs) * (kContext + 1) * s.kv_bytes_per_token();
   const double bytes = weights + 4.0 * kDecodeSeqs * s.hidden + kv;
   std::vector<float> stream(static_cast<size_t>(bytes / 4), 1.0f);
-  float sink = 0;
+  std::vector<float> sinks(static_cast<size_t>(threads), 0.0f);
+  ThreadPool pool(threads);
   auto step = [&] {
     if (!m.Forward(rows, &logits).ok()) std::abort();
   };
-  auto read = [&] {
-    float acc[32] = {};
-    const size_t n = stream.size() / 32 * 32;
-    for (size_t i = 0; i < n; i += 32)
-      for (int l = 0; l < 32; ++l) acc[l] += stream[i + l];
-    for (float a : acc) sink += a;
+  auto read = [&] {  // `threads` contiguous parts, one per task
+    const size_t part = stream.size() / static_cast<size_t>(threads) / 32 * 32;
+    pool.ParallelFor(threads, [&](int64_t t) {
+      float acc[32] = {};
+      const float* p = stream.data() + static_cast<size_t>(t) * part;
+      for (size_t i = 0; i < part; i += 32)
+        for (int l = 0; l < 32; ++l) acc[l] += p[i + l];
+      for (float a : acc) sinks[static_cast<size_t>(t)] += a;
+    });
   };
   auto t = Interleaved({step, read}, s.hidden >= 1024 ? 10 : 40);
+  float sink = 0;
+  for (float v : sinks) sink += v;
   if (sink == 42) std::printf(" ");  // keep the read
-  report->Add({"decode 8 seqs at 512 context, " + tag, kDecodeSeqs / t[0], "tokens/s", true, "",
-               std::nullopt, ""});
+  report->Add({"decode 8 seqs at 512 context, " + Threads(threads) + ", " + tag, kDecodeSeqs / t[0],
+               "tokens/s", true, "", std::nullopt, ""});
   report->Add(
-      {"decode step bytes read, " + tag, bytes / t[0] / 1e9, "GB/s", true,
-       "memory bandwidth (streaming read of the same bytes, 1 thread)", bytes / t[1] / 1e9,
+      {"decode step bytes read, " + Threads(threads) + ", " + tag, bytes / t[0] / 1e9, "GB/s", true,
+       "memory bandwidth (streaming read of the same bytes, " + Threads(threads) + ")",
+       bytes / t[1] / 1e9,
        std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB per step; goal ratio >= 0.5"});
 }
 
@@ -210,7 +240,8 @@ void ReportEngine(const std::map<std::string, bench::Measured>&, bench::Report* 
     std::fprintf(stderr, "bench engine: %s\n", large.status().ToString().c_str());
     return;
   }
-  for (const Model* m : {tiny->get(), large->get()}) {
+  UseSingleThreadedBlas();
+  for (Model* m : {tiny->get(), large->get()}) {
     std::fprintf(stderr, "bench engine: %s\n", m->shape().Describe().c_str());
     PrefillAndLinear(*m, report);
     Decode(*m, report);

@@ -1,13 +1,20 @@
 #include "executors/cpu/kernels.h"
 
 #include <cblas.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <numbers>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "executors/cpu/thread_pool.h"
 
 namespace switchyard::executors::cpu {
 
@@ -16,20 +23,208 @@ void UseSingleThreadedBlas() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-void LinearTile(const float* x, const float* w, int64_t in, int64_t out, float* y) {
-  // Column-major C[kTileRows × out] = X · Wᵀ (row-major X is column-major Xᵀ, hence
-  // Trans; row-major W[out × in] is column-major Wᵀ). The tile's rows are OpenBLAS's M
-  // dimension, which its micro-kernels vectorise across lanes, each lane running the same
-  // instruction sequence, so all kTileRows slots compute alike. (With the rows as N — the
-  // plain row-major call — the Haswell kernel's 6-row register blocks gave slots 0-5,
-  // 6-11 and 12-15 different bits.) C comes out transposed; a small copy restores rows.
-  thread_local std::vector<float> c;
-  c.resize(static_cast<size_t>(kTileRows * out));
-  cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<int>(kTileRows),
-              static_cast<int>(out), static_cast<int>(in), 1.0f, x, static_cast<int>(in), w,
-              static_cast<int>(in), 0.0f, c.data(), static_cast<int>(kTileRows));
-  for (int64_t r = 0; r < kTileRows; ++r)
-    for (int64_t o = 0; o < out; ++o) y[r * out + o] = c[o * kTileRows + r];
+void PackedMatrix::Free::operator()(float* p) const { std::free(p); }
+
+PackedMatrix::PackedMatrix(const float* w, int64_t out, int64_t in) : out_(out), in_(in) {
+  const size_t floats = static_cast<size_t>(panels() * in * kPanelCols);
+  const size_t bytes = std::max<size_t>(64, (floats * sizeof(float) + 63) / 64 * 64);
+  data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  if (!data_) throw std::bad_alloc();
+  for (int64_t p = 0; p < panels(); ++p) {
+    float* d = data_.get() + p * in * kPanelCols;
+    for (int64_t c = 0; c < kPanelCols; ++c) {
+      const int64_t o = p * kPanelCols + c;
+      for (int64_t i = 0; i < in; ++i) d[i * kPanelCols + c] = o < out ? w[o * in + i] : 0.0f;
+    }
+  }
+}
+
+namespace {
+
+// The micro-kernels: rows [0, R) of one packed row block xp ([in][kBlockRows]) times one
+// panel b ([in][kPanelCols]) into y (row stride ldy), the first `cols` columns. Every
+// element is acc = fma(x[k], w[k], acc) for k = 0..in−1 from acc = 0, in every path.
+using Kernel = void (*)(const float* xp, int64_t rows, const float* b, int64_t in, float* y,
+                        int64_t ldy, int64_t cols);
+
+template <int R>
+[[gnu::target("avx512f,fma")]] void Avx512Rows(const float* xp, const float* b, int64_t in,
+                                               float* y, int64_t ldy, int64_t cols) {
+  __m512 a0[R], a1[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < in; ++k, xp += kBlockRows, b += kPanelCols) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512 xv = _mm512_set1_ps(xp[r]);
+      a0[r] = _mm512_fmadd_ps(xv, b0, a0[r]);
+      a1[r] = _mm512_fmadd_ps(xv, b1, a1[r]);
+    }
+  }
+  if (cols == kPanelCols) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(y + r * ldy, a0[r]);
+      _mm512_storeu_ps(y + r * ldy + 16, a1[r]);
+    }
+  } else {
+    const uint32_t m = cols >= 32 ? ~0u : (1u << cols) - 1;
+    for (int r = 0; r < R; ++r) {
+      _mm512_mask_storeu_ps(y + r * ldy, static_cast<__mmask16>(m & 0xffff), a0[r]);
+      _mm512_mask_storeu_ps(y + r * ldy + 16, static_cast<__mmask16>(m >> 16), a1[r]);
+    }
+  }
+}
+
+template <int... R>
+[[gnu::target("avx512f,fma")]] void Avx512(const float* xp, int64_t rows, const float* b,
+                                           int64_t in, float* y, int64_t ldy, int64_t cols,
+                                           std::integer_sequence<int, R...>) {
+  ((rows == R + 1 ? Avx512Rows<R + 1>(xp, b, in, y, ldy, cols) : void()), ...);
+}
+
+void Avx512Kernel(const float* xp, int64_t rows, const float* b, int64_t in, float* y, int64_t ldy,
+                  int64_t cols) {
+  Avx512(xp, rows, b, in, y, ldy, cols, std::make_integer_sequence<int, kBlockRows>());
+}
+
+// AVX2: 16 columns (two 8-lane vectors) of up to 6 rows per pass.
+template <int R>
+[[gnu::target("avx2,fma")]] void Avx2Rows(const float* xp, const float* b, int64_t in, float* y,
+                                          int64_t ldy, int64_t cols) {
+  __m256 a0[R], a1[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < in; ++k, xp += kBlockRows, b += kPanelCols) {
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_broadcast_ss(xp + r);
+      a0[r] = _mm256_fmadd_ps(xv, b0, a0[r]);
+      a1[r] = _mm256_fmadd_ps(xv, b1, a1[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) float t[16];
+    _mm256_store_ps(t, a0[r]);
+    _mm256_store_ps(t + 8, a1[r]);
+    std::memcpy(y + r * ldy, t, static_cast<size_t>(std::min<int64_t>(16, cols)) * sizeof(float));
+  }
+}
+
+template <int... R>
+[[gnu::target("avx2,fma")]] void Avx2(const float* xp, int64_t rows, const float* b, int64_t in,
+                                      float* y, int64_t ldy, int64_t cols,
+                                      std::integer_sequence<int, R...>) {
+  ((rows == R + 1 ? Avx2Rows<R + 1>(xp, b, in, y, ldy, cols) : void()), ...);
+}
+
+void Avx2Kernel(const float* xp, int64_t rows, const float* b, int64_t in, float* y, int64_t ldy,
+                int64_t cols) {
+  for (int64_t half = 0; half < 2 && half * 16 < cols; ++half)
+    for (int64_t r0 = 0; r0 < rows; r0 += 6)
+      Avx2(xp + r0, std::min<int64_t>(6, rows - r0), b + half * 16, in, y + r0 * ldy + half * 16,
+           ldy, cols - half * 16, std::make_integer_sequence<int, 6>());
+}
+
+void ScalarKernel(const float* xp, int64_t rows, const float* b, int64_t in, float* y, int64_t ldy,
+                  int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < in; ++k)
+        acc = std::fma(xp[k * kBlockRows + r], b[k * kPanelCols + c], acc);
+      y[r * ldy + c] = acc;
+    }
+}
+
+struct Path {
+  Kernel kernel;
+  const char* name;
+};
+
+Path& ChosenPath() {
+  static Path p = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+      return Path{Avx512Kernel, "avx512"};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return Path{Avx2Kernel, "avx2"};
+    return Path{ScalarKernel, "scalar"};
+  }();
+  return p;
+}
+
+constexpr int64_t kPanelsPerTask = 4;  // a task: 4 panels (128 columns) × every row block
+
+struct AlignedFloats {
+  float* data = nullptr;
+  size_t size = 0;
+  ~AlignedFloats() { std::free(data); }
+  float* Get(size_t n) {
+    if (n > size) {
+      std::free(data);
+      data = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+      if (!data) throw std::bad_alloc();
+      size = n;
+    }
+    return data;
+  }
+};
+
+}  // namespace
+
+const char* LinearPath() { return ChosenPath().name; }
+
+bool SetLinearPathForTesting(const std::string& name) {
+  __builtin_cpu_init();
+  const bool fma = __builtin_cpu_supports("fma");
+  if (name == "avx512" && fma && __builtin_cpu_supports("avx512f"))
+    ChosenPath() = {Avx512Kernel, "avx512"};
+  else if (name == "avx2" && fma && __builtin_cpu_supports("avx2"))
+    ChosenPath() = {Avx2Kernel, "avx2"};
+  else if (name == "scalar")
+    ChosenPath() = {ScalarKernel, "scalar"};
+  else
+    return false;
+  return true;
+}
+
+void Linear(const float* x, int64_t rows, const PackedMatrix& w, float* y, int64_t ldy,
+            ThreadPool* pool) {
+  if (rows <= 0) return;
+  const int64_t in = w.in(), blocks = (rows + kBlockRows - 1) / kBlockRows;
+  // x packed per row block as [in][kBlockRows] (rows past the end zero).
+  thread_local AlignedFloats packed;
+  float* xp = packed.Get(static_cast<size_t>(blocks * in * kBlockRows));
+  for (int64_t b = 0; b < blocks; ++b) {
+    float* d = xp + b * in * kBlockRows;
+    for (int64_t r = 0; r < kBlockRows; ++r) {
+      const int64_t row = b * kBlockRows + r;
+      if (row < rows) {
+        const float* s = x + row * in;
+        for (int64_t k = 0; k < in; ++k) d[k * kBlockRows + r] = s[k];
+      } else {
+        for (int64_t k = 0; k < in; ++k) d[k * kBlockRows + r] = 0.0f;
+      }
+    }
+  }
+  const Kernel kernel = ChosenPath().kernel;
+  const int64_t panels = w.panels(), tasks = (panels + kPanelsPerTask - 1) / kPanelsPerTask;
+  auto task = [&](int64_t t) {
+    for (int64_t p = t * kPanelsPerTask; p < std::min(panels, (t + 1) * kPanelsPerTask); ++p) {
+      const int64_t cols = std::min(kPanelCols, w.out() - p * kPanelCols);
+      for (int64_t b = 0; b < blocks; ++b)
+        kernel(xp + b * in * kBlockRows, std::min(kBlockRows, rows - b * kBlockRows), w.panel(p),
+               in, y + b * kBlockRows * ldy + p * kPanelCols, ldy, cols);
+    }
+  };
+  if (pool) {
+    pool->ParallelFor(tasks, task);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+  }
 }
 
 float Dot(const float* a, const float* b, int64_t n) {

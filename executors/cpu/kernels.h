@@ -1,12 +1,12 @@
 // The CPU engine's numeric kernels, written so that every output element has one fixed
 // reduction order whatever else is computed alongside it (batch and chunk invariance):
 //
-//   * LinearTile: y = x · wᵀ for exactly kTileRows rows, one cblas_sgemm call shape per
-//     weight matrix, the rows as OpenBLAS's M dimension (its vector lanes: one 16-row
-//     micro-tile), so a row's outputs depend neither on the other rows of the tile nor on
-//     the slot it occupies (tests/cpu/kernels_test.cc and model_test.cc check it bit for
-//     bit). Callers pad the last tile with zero rows. BLAS runs single-threaded
-//     (UseSingleThreadedBlas) so that thread partitioning never changes a kernel path.
+//   * Linear: y = x · wᵀ over weights packed once at load (PackedMatrix: panels of
+//     kPanelCols output columns, each [in][kPanelCols]). Every output element is ONE fused
+//     multiply-add chain over k = 0..in−1 in order, starting from zero — the same chain
+//     whatever the number of rows, the row's slot, the blocking, or the thread that runs
+//     it; the AVX-512, AVX2 and scalar (std::fma) paths compute the same chain, so they
+//     give the same bits (tests/cpu/kernels_test.cc and model_test.cc check it). No BLAS.
 //   * Dot / RmsNorm: 8 interleaved partial sums combined in a fixed tree (vectorisable,
 //     no reassociation by the compiler: no -ffast-math).
 //   * Attend: one row's causal grouped-query attention over its context's KV blocks,
@@ -15,21 +15,58 @@
 //     clone chosen once per process: within a process every row runs the same code; two
 //     machines may differ in the last bits.
 //
-// Thread-safety: pure functions over caller-owned memory.
+// Thread-safety: pure functions over caller-owned memory (Linear packs its input into a
+// per-thread buffer and may share a ThreadPool with other callers: thread_pool.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 namespace switchyard::executors::cpu {
 
-inline constexpr int64_t kTileRows = 16;  // rows per sgemm call of every linear layer
+class ThreadPool;
 
-// Sets OpenBLAS to one thread (once per process; later calls do nothing).
+inline constexpr int64_t kPanelCols = 32;  // output columns per packed panel
+inline constexpr int64_t kBlockRows = 12;  // rows per micro-kernel call
+
+// Sets OpenBLAS to one thread (once per process; later calls do nothing). The model math
+// no longer calls BLAS; benchmarks and tools that do use it.
 void UseSingleThreadedBlas();
 
-// y[kTileRows × out] = x[kTileRows × in] · w[out × in]ᵀ (row-major, as Hugging Face stores
-// linear weights).
-void LinearTile(const float* x, const float* w, int64_t in, int64_t out, float* y);
+// w[out × in] (row-major, as Hugging Face stores linear weights) packed for Linear: panel
+// p holds columns [p·kPanelCols, (p+1)·kPanelCols) as [in][kPanelCols], zero past `out`;
+// 64-byte aligned.
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  PackedMatrix(const float* w, int64_t out, int64_t in);
+  int64_t out() const { return out_; }
+  int64_t in() const { return in_; }
+  int64_t panels() const { return (out_ + kPanelCols - 1) / kPanelCols; }
+  const float* panel(int64_t p) const { return data_.get() + p * in_ * kPanelCols; }
+  float At(int64_t o, int64_t i) const {  // w[o][i]
+    return panel(o / kPanelCols)[i * kPanelCols + o % kPanelCols];
+  }
+
+ private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  int64_t out_ = 0, in_ = 0;
+  std::unique_ptr<float[], Free> data_;
+};
+
+// y[rows × w.out()] (row stride ldy ≥ out) = x[rows × w.in()] · wᵀ, computed on `pool`
+// (nullptr: the calling thread). Each element: one fma chain in k order (see above).
+void Linear(const float* x, int64_t rows, const PackedMatrix& w, float* y, int64_t ldy,
+            ThreadPool* pool);
+
+// Which Linear path this process runs: "avx512", "avx2" or "scalar" (all the same bits).
+const char* LinearPath();
+// Tests: makes Linear run `name` ("avx512", "avx2", "scalar") if this CPU has it; false
+// otherwise. Not thread-safe (no Linear may run meanwhile).
+bool SetLinearPathForTesting(const std::string& name);
 
 // Σ a[i]·b[i] in the fixed 8-lane order.
 float Dot(const float* a, const float* b, int64_t n);

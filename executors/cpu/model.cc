@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "executors/cpu/kernels.h"
 #include "executors/cpu/safetensors.h"
@@ -25,25 +26,27 @@ uint64_t KvBlockFloats(const ModelShape& s, int64_t block_tokens) {
   return static_cast<uint64_t>(block_tokens) * s.kv_bytes_per_token() / sizeof(float);
 }
 
-// Per-call buffers of one tile (kTileRows rows each); rows past the tile's end stay zero.
+// Rows per pass of a layer: any split gives the same bits (Linear is row-count invariant);
+// it bounds the scratch. A call of n rows runs ceil(n / kMaxChunkRows) near-equal chunks.
+constexpr int64_t kMaxChunkRows = 256;
+
+int64_t ChunkRows(int64_t n) {
+  if (n <= 0) return kBlockRows;
+  const int64_t chunks = (n + kMaxChunkRows - 1) / kMaxChunkRows;
+  const int64_t per = (n + chunks - 1) / chunks;
+  return (per + kBlockRows - 1) / kBlockRows * kBlockRows;
+}
+
+// Per-call buffers of one chunk of rows.
 struct Model::Scratch {
-  explicit Scratch(const ModelShape& s)
-      : xn(kTileRows * s.hidden),
-        qkv(kTileRows * (s.q_dim() + 2 * s.kv_dim())),
-        attn(kTileRows * s.q_dim()),
-        out(kTileRows * s.hidden),
-        gate_up(kTileRows * 2 * s.intermediate),
-        act(kTileRows * s.intermediate) {}
-  std::vector<float> xn, qkv, attn, out, gate_up, act, scores;
-  // Zeroes the rows a partial tile leaves unused, so padding is always zero rows.
-  void ZeroFrom(int64_t used, const ModelShape& s) {
-    auto zero = [used](std::vector<float>& v, int64_t width) {
-      std::fill(v.begin() + used * width, v.end(), 0.0f);
-    };
-    zero(xn, s.hidden);
-    zero(attn, s.q_dim());
-    zero(act, s.intermediate);
-  }
+  Scratch(const ModelShape& s, int64_t rows)
+      : xn(rows * s.hidden),
+        qkv(rows * (s.q_dim() + 2 * s.kv_dim())),
+        attn(rows * s.q_dim()),
+        out(rows * s.hidden),
+        gate_up(rows * 2 * s.intermediate),
+        act(rows * s.intermediate) {}
+  std::vector<float> xn, qkv, attn, out, gate_up, act;
 };
 
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
@@ -79,28 +82,40 @@ Result<std::unique_ptr<Model>> Model::LoadCheckpoint(const std::string& dir) {
 Result<std::unique_ptr<Model>> Model::FromWeights(const ModelShape& shape, Weights w) {
   SY_RETURN_IF_ERROR(ValidateShape(shape, "model shape '" + shape.name + "'"));
   SY_RETURN_IF_ERROR(CheckWeights(shape, w, "weights of '" + shape.name + "'"));
-  UseSingleThreadedBlas();
   std::unique_ptr<Model> m(new Model());
+  const ModelShape& s = shape;
   m->shape_ = shape;
   m->shape_.tie_embeddings = w.lm_head.empty();
-  m->embed_ = std::move(w.embed);
   m->final_norm_ = std::move(w.final_norm);
-  m->lm_head_ = std::move(w.lm_head);
+  if (w.lm_head.empty()) {  // tied: one packed copy serves the head and the lookups
+    m->head_ = PackedMatrix(w.embed.data(), s.vocab_size, s.hidden);
+  } else {
+    m->head_ = PackedMatrix(w.lm_head.data(), s.vocab_size, s.hidden);
+    m->embed_ = std::move(w.embed);
+  }
+  w.embed = w.lm_head = {};
+  const int64_t qkvd = s.q_dim() + 2 * s.kv_dim();
   for (LayerWeights& l : w.layers) {
     Layer f;
     f.attn_norm = std::move(l.attn_norm);
-    f.wqkv = Concat({&l.q, &l.k, &l.v});
-    f.wo = std::move(l.o);
+    f.wqkv = PackedMatrix(Concat({&l.q, &l.k, &l.v}).data(), qkvd, s.hidden);
+    f.wo = PackedMatrix(l.o.data(), s.hidden, s.q_dim());
     f.mlp_norm = std::move(l.mlp_norm);
-    f.wgate_up = Concat({&l.gate, &l.up});
-    f.wdown = std::move(l.down);
+    f.wgate_up = PackedMatrix(Concat({&l.gate, &l.up}).data(), 2 * s.intermediate, s.hidden);
+    f.wdown = PackedMatrix(l.down.data(), s.hidden, s.intermediate);
     l = LayerWeights();  // free as we go
     m->layers_.push_back(std::move(f));
   }
+  const unsigned hw = std::thread::hardware_concurrency();
+  m->SetThreads(static_cast<int>(std::clamp(hw, 1u, 8u)));
   return m;
 }
 
 uint64_t Model::weight_bytes() const { return shape_.parameters() * sizeof(float); }
+
+int Model::threads() const { return pool_->threads(); }
+
+void Model::SetThreads(int threads) { pool_ = std::make_unique<ThreadPool>(std::max(1, threads)); }
 
 Status Model::Validate(std::span<const Row> rows) const {
   std::map<const float* const*, int64_t> last;  // context -> its previous row's position
@@ -149,82 +164,86 @@ Status Model::Forward(std::span<const Row> rows, std::vector<float>* logits) con
                       s.rope_low_freq_factor,
                       s.rope_high_freq_factor,
                       s.rope_original_max_positions};
-  int64_t max_pos = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Row& r = rows[static_cast<size_t>(i)];
-    std::memcpy(&x[i * s.hidden], &embed_[r.token * s.hidden], s.hidden * sizeof(float));
+    float* xr = &x[i * s.hidden];
+    if (embed_.empty()) {
+      for (int64_t d = 0; d < s.hidden; ++d) xr[d] = head_.At(r.token, d);
+    } else {
+      std::memcpy(xr, &embed_[r.token * s.hidden], s.hidden * sizeof(float));
+    }
     RopeAngles(rp, r.position, &rope[i * 2 * half], &rope[i * 2 * half + half]);
-    max_pos = std::max(max_pos, r.position);
   }
-  Scratch scratch(s);
-  scratch.scores.resize(static_cast<size_t>(max_pos + 1));
-  for (int64_t l = 0; l < s.layers; ++l) RunLayer(l, rows, rope, x, scratch);
+  const int64_t chunk = ChunkRows(n);
+  Scratch scratch(s, chunk);
+  for (int64_t l = 0; l < s.layers; ++l)
+    for (int64_t r0 = 0; r0 < n; r0 += chunk)
+      RunLayer(l, rows, r0, std::min(chunk, n - r0), rope, x, scratch);
   LmHead(rows, x, scratch, logits);
   return Status::OK();
 }
 
-void Model::RunLayer(int64_t l, std::span<const Row> rows, const std::vector<float>& rope,
-                     std::vector<float>& x, Scratch& sc) const {
+// Rows [r0, r0 + n) through layer l. Earlier chunks of this layer have written their KV,
+// so a row sees every earlier position of its context.
+void Model::RunLayer(int64_t l, std::span<const Row> rows, int64_t r0, int64_t n,
+                     const std::vector<float>& rope, std::vector<float>& xall, Scratch& sc) const {
   const ModelShape& s = shape_;
   const Layer& w = layers_[static_cast<size_t>(l)];
-  const int64_t n = static_cast<int64_t>(rows.size()), h = s.hidden, q = s.q_dim(),
-                kvd = s.kv_dim(), qkvd = q + 2 * kvd, in = s.intermediate, half = s.head_dim / 2;
+  const int64_t h = s.hidden, q = s.q_dim(), kvd = s.kv_dim(), qkvd = q + 2 * kvd,
+                in = s.intermediate, half = s.head_dim / 2;
   const float eps = static_cast<float>(s.rms_eps);
-  for (int64_t t0 = 0; t0 < n; t0 += kTileRows) {
-    const int64_t used = std::min(kTileRows, n - t0);
-    if (used < kTileRows) sc.ZeroFrom(used, s);
-    // Attention block: norm, fused QKV, rotary, KV write, attention, output projection.
-    for (int64_t i = 0; i < used; ++i)
-      RmsNorm(&x[(t0 + i) * h], w.attn_norm.data(), h, eps, &sc.xn[i * h]);
-    LinearTile(sc.xn.data(), w.wqkv.data(), h, qkvd, sc.qkv.data());
-    for (int64_t i = 0; i < used; ++i) {
-      const Row& r = rows[static_cast<size_t>(t0 + i)];
-      float* qr = &sc.qkv[i * qkvd];
-      const float* cs = &rope[(t0 + i) * 2 * half];
-      for (int64_t hd = 0; hd < s.heads + s.kv_heads; ++hd)  // Q heads then K heads
-        ApplyRope(qr + hd * s.head_dim, s.head_dim, cs, cs + half);
-      const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
-      std::memcpy(view.K(r.position), qr + q, kvd * sizeof(float));
-      std::memcpy(view.V(r.position), qr + q + kvd, kvd * sizeof(float));
-    }
-    for (int64_t i = 0; i < used; ++i) {
-      const Row& r = rows[static_cast<size_t>(t0 + i)];
-      const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
-      Attend(&sc.qkv[i * qkvd], view, r.position, s.heads, s.kv_heads, s.head_dim, sc.scores.data(),
-             &sc.attn[i * q]);
-    }
-    LinearTile(sc.attn.data(), w.wo.data(), q, h, sc.out.data());
-    for (int64_t i = 0; i < used * h; ++i) x[t0 * h + i] += sc.out[i];
-    // MLP block: norm, fused gate/up, SwiGLU, down projection.
-    for (int64_t i = 0; i < used; ++i)
-      RmsNorm(&x[(t0 + i) * h], w.mlp_norm.data(), h, eps, &sc.xn[i * h]);
-    LinearTile(sc.xn.data(), w.wgate_up.data(), h, 2 * in, sc.gate_up.data());
-    for (int64_t i = 0; i < used; ++i)
-      SiluMul(&sc.gate_up[i * 2 * in], &sc.gate_up[i * 2 * in + in], in, &sc.act[i * in]);
-    LinearTile(sc.act.data(), w.wdown.data(), in, h, sc.out.data());
-    for (int64_t i = 0; i < used * h; ++i) x[t0 * h + i] += sc.out[i];
+  ThreadPool* pool = pool_.get();
+  float* x = &xall[r0 * h];
+  // Attention block: norm, fused QKV, rotary, KV write, attention, output projection.
+  for (int64_t i = 0; i < n; ++i) RmsNorm(&x[i * h], w.attn_norm.data(), h, eps, &sc.xn[i * h]);
+  Linear(sc.xn.data(), n, w.wqkv, sc.qkv.data(), qkvd, pool);
+  for (int64_t i = 0; i < n; ++i) {
+    const Row& r = rows[static_cast<size_t>(r0 + i)];
+    float* qr = &sc.qkv[i * qkvd];
+    const float* cs = &rope[(r0 + i) * 2 * half];
+    for (int64_t hd = 0; hd < s.heads + s.kv_heads; ++hd)  // Q heads then K heads
+      ApplyRope(qr + hd * s.head_dim, s.head_dim, cs, cs + half);
+    const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
+    std::memcpy(view.K(r.position), qr + q, kvd * sizeof(float));
+    std::memcpy(view.V(r.position), qr + q + kvd, kvd * sizeof(float));
   }
+  pool->ParallelFor(n, [&](int64_t i) {  // one row per task, its own fixed order
+    const Row& r = rows[static_cast<size_t>(r0 + i)];
+    const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
+    thread_local std::vector<float> scores;
+    if (scores.size() < static_cast<size_t>(r.position + 1))
+      scores.resize(static_cast<size_t>(r.position + 1));
+    Attend(&sc.qkv[i * qkvd], view, r.position, s.heads, s.kv_heads, s.head_dim, scores.data(),
+           &sc.attn[i * q]);
+  });
+  Linear(sc.attn.data(), n, w.wo, sc.out.data(), h, pool);
+  for (int64_t i = 0; i < n * h; ++i) x[i] += sc.out[i];
+  // MLP block: norm, fused gate/up, SwiGLU, down projection.
+  for (int64_t i = 0; i < n; ++i) RmsNorm(&x[i * h], w.mlp_norm.data(), h, eps, &sc.xn[i * h]);
+  Linear(sc.xn.data(), n, w.wgate_up, sc.gate_up.data(), 2 * in, pool);
+  pool->ParallelFor(n, [&](int64_t i) {
+    SiluMul(&sc.gate_up[i * 2 * in], &sc.gate_up[i * 2 * in + in], in, &sc.act[i * in]);
+  });
+  Linear(sc.act.data(), n, w.wdown, sc.out.data(), h, pool);
+  for (int64_t i = 0; i < n * h; ++i) x[i] += sc.out[i];
 }
 
 void Model::LmHead(std::span<const Row> rows, const std::vector<float>& x, Scratch& sc,
                    std::vector<float>* logits) const {
   const ModelShape& s = shape_;
   const int64_t h = s.hidden, v = s.vocab_size;
-  const float* head = lm_head_.empty() ? embed_.data() : lm_head_.data();
   std::vector<int64_t> want;
   for (size_t i = 0; i < rows.size(); ++i)
     if (rows[i].want_logits) want.push_back(static_cast<int64_t>(i));
   logits->resize(want.size() * static_cast<size_t>(v));
-  std::vector<float> out(static_cast<size_t>(kTileRows * v));
   const int64_t n = static_cast<int64_t>(want.size());
-  for (int64_t t0 = 0; t0 < n; t0 += kTileRows) {
-    const int64_t used = std::min(kTileRows, n - t0);
-    if (used < kTileRows) sc.ZeroFrom(used, s);
+  const int64_t chunk = std::min(ChunkRows(n), static_cast<int64_t>(sc.xn.size()) / h);
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t used = std::min(chunk, n - t0);
     for (int64_t i = 0; i < used; ++i)
       RmsNorm(&x[want[t0 + i] * h], final_norm_.data(), h, static_cast<float>(s.rms_eps),
               &sc.xn[i * h]);
-    LinearTile(sc.xn.data(), head, h, v, out.data());
-    std::memcpy(logits->data() + t0 * v, out.data(), used * v * sizeof(float));
+    Linear(sc.xn.data(), used, head_, logits->data() + t0 * v, v, pool_.get());
   }
 }
 

@@ -6,17 +6,24 @@
 // when the checkpoint says so or has no lm_head tensor).
 //
 // Batch and chunk invariance: a row's K/V and logits are bit-identical whatever other
-// rows share its Forward call and however its context's prefill is split into calls. The
-// linear layers run in tiles of exactly kTileRows rows (one sgemm call shape per weight
-// matrix, the last tile padded with zero rows, OpenBLAS single-threaded) and attention
-// runs per row in a fixed order (kernels.h). tests/cpu/model_test.cc checks it bit for bit.
+// rows share its Forward call, however its context's prefill is split into calls, and
+// however many threads compute it. The linear layers run on weights packed at load
+// (kernels.h Linear: one fixed fma chain per output element, whatever the row count, slot
+// or thread) and attention runs per row in a fixed order. tests/cpu/model_test.cc checks
+// it bit for bit.
 //
 // Models from a shape file (configs/models/tiny-*.json) have random weights generated
 // from its seed: their text is meaningless, and every description says so
 // (ModelShape::Describe).
 //
-// Thread-safety: a loaded Model is immutable; Forward is const with per-call scratch, so
-// several threads may call it at once on disjoint KV blocks.
+// Threads: each Model owns a ThreadPool (thread_pool.h) of threads() computing threads
+// (default: the machine's hardware threads, at most 8); Forward splits the linear layers
+// by output columns and attention by rows over it. The split never changes a bit.
+//
+// Thread-safety: a loaded Model is immutable apart from SetThreads; Forward is const with
+// per-call scratch, so several threads may call it at once on disjoint KV blocks (their
+// work shares the one pool: each call queues its own jobs and works on them itself, so it
+// always makes progress). SetThreads must not run concurrently with Forward.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +34,10 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "executors/cpu/kernels.h"
 #include "executors/cpu/model_shape.h"
 #include "executors/cpu/sampling.h"
+#include "executors/cpu/thread_pool.h"
 #include "executors/cpu/weights.h"
 
 namespace switchyard::executors::cpu {
@@ -64,6 +73,8 @@ class Model {
 
   const ModelShape& shape() const { return shape_; }
   uint64_t weight_bytes() const;  // fp32 bytes of every weight (the tied head counted once)
+  int threads() const;
+  void SetThreads(int threads);  // >= 1; replaces the pool (not while Forward runs)
 
   // Computes `rows`. Rows of one context must appear in increasing, contiguous positions;
   // every earlier position of a row's context must already hold KV (written by an earlier
@@ -76,20 +87,23 @@ class Model {
 
  private:
   struct Layer {
-    std::vector<float> attn_norm, wqkv, wo, mlp_norm, wgate_up, wdown;  // fused [out, in]
+    std::vector<float> attn_norm, mlp_norm;
+    PackedMatrix wqkv, wo, wgate_up, wdown;  // Q/K/V and gate/up fused
   };
   struct Scratch;
 
   Model() = default;
   Status Validate(std::span<const Row> rows) const;
-  void RunLayer(int64_t l, std::span<const Row> rows, const std::vector<float>& rope,
-                std::vector<float>& x, Scratch& s) const;
+  void RunLayer(int64_t l, std::span<const Row> rows, int64_t r0, int64_t n,
+                const std::vector<float>& rope, std::vector<float>& x, Scratch& s) const;
   void LmHead(std::span<const Row> rows, const std::vector<float>& x, Scratch& s,
               std::vector<float>* logits) const;
 
   ModelShape shape_;
-  std::vector<float> embed_, final_norm_, lm_head_;  // lm_head_ empty: tied to embed_
+  std::vector<float> embed_, final_norm_;  // embed_ empty when tied: rows from head_
+  PackedMatrix head_;                      // the LM head (the embedding when tied)
   std::vector<Layer> layers_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace switchyard::executors::cpu

@@ -1,10 +1,14 @@
 #include "executors/cpu/kernels.h"
+#include "executors/cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace switchyard::executors::cpu {
@@ -18,33 +22,77 @@ std::vector<float> Randn(size_t n, uint32_t seed) {
   return v;
 }
 
-// A row's outputs are the same bits in every slot of the tile, whatever the other rows
-// hold (zeros or random values): the property batch invariance rests on.
-TEST(LinearTile, EverySlotGivesTheSameBits) {
-  UseSingleThreadedBlas();
-  const std::pair<int64_t, int64_t> shapes[] = {{64, 128},   {64, 176 * 2}, {176, 64},   {256, 512},
-                                                {256, 1376}, {688, 256},    {1024, 1024}};
+// A row's outputs are the same bits in every slot of every batch size, whatever the other
+// rows hold, and on any number of threads: the property batch invariance rests on.
+TEST(Linear, EverySlotBatchSizeAndThreadCountGivesTheSameBits) {
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 128},    {64, 176 * 2}, {176, 64},
+                                                {256, 512},   {256, 1376},   {688, 256},
+                                                {1024, 1000}, {40, 33}};
+  ThreadPool one(1), two(2), three(3);
   for (auto [in, out] : shapes) {
-    auto w = Randn(static_cast<size_t>(in * out), 1);
+    auto wf = Randn(static_cast<size_t>(in * out), 1);
+    const PackedMatrix w(wf.data(), out, in);
     auto row = Randn(static_cast<size_t>(in), 2);
-    std::vector<float> x(kTileRows * in, 0.0f), y(kTileRows * out), first;
-    std::memcpy(x.data(), row.data(), in * sizeof(float));
-    LinearTile(x.data(), w.data(), in, out, y.data());
-    first.assign(y.begin(), y.begin() + out);
-    for (int64_t slot = 0; slot < kTileRows; ++slot) {
-      x = Randn(x.size(), 10 + static_cast<uint32_t>(slot));
-      std::memcpy(&x[slot * in], row.data(), in * sizeof(float));
-      LinearTile(x.data(), w.data(), in, out, y.data());
-      EXPECT_EQ(0, std::memcmp(&y[slot * out], first.data(), out * sizeof(float)))
-          << "in " << in << " out " << out << " slot " << slot;
+    std::vector<float> first(out);
+    Linear(row.data(), 1, w, first.data(), out, nullptr);
+    for (int64_t rows : {1, 2, 7, 11, 12, 13, 16, 25, 40}) {
+      for (ThreadPool* pool : {&one, &two, &three}) {
+        for (int64_t slot : {int64_t{0}, rows / 2, rows - 1}) {
+          auto x = Randn(static_cast<size_t>(rows * in), 10 + static_cast<uint32_t>(rows + slot));
+          std::memcpy(&x[slot * in], row.data(), in * sizeof(float));
+          std::vector<float> y(rows * (out + 3), -1.0f);  // a wider row stride
+          Linear(x.data(), rows, w, y.data(), out + 3, pool);
+          EXPECT_EQ(0, std::memcmp(&y[slot * (out + 3)], first.data(), out * sizeof(float)))
+              << "in " << in << " out " << out << " rows " << rows << " slot " << slot
+              << " threads " << pool->threads();
+          EXPECT_EQ(y[slot * (out + 3) + out], -1.0f);  // nothing past `out` written
+        }
+      }
     }
-    // And it is the product: y[0] against a double dot product.
+    // And it is the product: against a double dot product.
     for (int64_t o = 0; o < out; o += 37) {
       double ref = 0;
-      for (int64_t i = 0; i < in; ++i) ref += static_cast<double>(row[i]) * w[o * in + i];
+      for (int64_t i = 0; i < in; ++i) ref += static_cast<double>(row[i]) * wf[o * in + i];
       EXPECT_NEAR(first[o], ref, 1e-4 * std::sqrt(static_cast<double>(in)));
+      EXPECT_EQ(w.At(o, in / 2), wf[o * in + in / 2]);
     }
   }
+  std::printf("Linear path: %s\n", LinearPath());
+}
+
+// The AVX-512, AVX2 and scalar paths (those this CPU has) compute the same bits.
+TEST(Linear, EveryPathGivesTheSameBits) {
+  const std::string chosen = LinearPath();
+  const int64_t in = 300, out = 70, rows = 13;
+  auto wf = Randn(static_cast<size_t>(in * out), 3);
+  auto x = Randn(static_cast<size_t>(rows * in), 4);
+  const PackedMatrix w(wf.data(), out, in);
+  std::vector<float> first(rows * out), y(rows * out);
+  Linear(x.data(), rows, w, first.data(), out, nullptr);
+  int ran = 0;
+  for (const char* path : {"avx512", "avx2", "scalar"}) {
+    if (!SetLinearPathForTesting(path)) continue;
+    ++ran;
+    Linear(x.data(), rows, w, y.data(), out, nullptr);
+    EXPECT_EQ(0, std::memcmp(y.data(), first.data(), y.size() * sizeof(float))) << path;
+  }
+  ASSERT_TRUE(SetLinearPathForTesting(chosen));
+  EXPECT_GE(ran, 2);  // scalar and the chosen one at least
+}
+
+// The pool runs every index once, also with several callers at once.
+TEST(ThreadPool, RunsEveryIndexOnceWithConcurrentCallers) {
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::vector<std::vector<int>> hits(4, std::vector<int>(1000, 0));
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&, c] {
+      for (int rep = 0; rep < 50; ++rep)
+        pool.ParallelFor(1000, [&](int64_t i) { ++hits[c][static_cast<size_t>(i)]; });
+    });
+  for (auto& t : callers) t.join();
+  for (const auto& h : hits)
+    for (int v : h) EXPECT_EQ(v, 50);
 }
 
 TEST(Kernels, DotAndRmsNorm) {

@@ -225,12 +225,12 @@ TEST(ModelInvariance, BatchCompositionDoesNotChangeBits) {
   EXPECT_TRUE(mine.SameKv(s, alone, len));
 }
 
-// A 150-token prefill in one call vs chunks of 16, 64 and 1; with and without moving the
-// blocks to other memory between calls.
+// A 300-token prefill in one call (two row chunks inside Forward) vs chunks of 16, 64 and
+// 1; with and without moving the blocks to other memory between calls.
 TEST(ModelInvariance, ChunkingAndBlockAddressesDoNotChangeBits) {
   const Model& m = Tiny4l();
   const ModelShape& s = m.shape();
-  const int64_t n = 150;
+  const int64_t n = 300;
   auto toks = Tokens(n, 2, s.vocab_size);
   Context whole(s, n);
   std::vector<float> whole_logits, lg;
@@ -248,6 +248,40 @@ TEST(ModelInvariance, ChunkingAndBlockAddressesDoNotChangeBits) {
       EXPECT_EQ(0, std::memcmp(lg.data(), whole_logits.data(), lg.size() * sizeof(float)))
           << "chunk " << chunk << " relocate " << relocate;
     }
+  }
+}
+
+// The same mixed batch (a prefill chunk, decode rows, logits for several) on 1, 2 and 3
+// threads, then the prefill's continuation: the same logits and KV bits.
+TEST(ModelInvariance, ThreadCountDoesNotChangeBits) {
+  const ModelShape s = TinyShape("tiny-llama-4l");
+  std::vector<std::vector<float>> logits;
+  std::vector<std::unique_ptr<Context>> a, b;
+  for (int threads : {1, 2, 3}) {
+    auto m = Model::Random(s);
+    ASSERT_TRUE(m.ok()) << m.status();
+    (*m)->SetThreads(threads);
+    ASSERT_EQ((*m)->threads(), threads);
+    auto ta = Tokens(70, 11, s.vocab_size), tb = Tokens(30, 12, s.vocab_size);
+    a.push_back(std::make_unique<Context>(s, 70));
+    b.push_back(std::make_unique<Context>(s, 30));
+    std::vector<float> lg;
+    ASSERT_TRUE((*m)->Forward(Rows(*b.back(), tb, 0, 29), &lg).ok());
+    auto rows = Rows(*a.back(), ta, 0, 69, true);
+    auto rb = Rows(*b.back(), tb, 29, 30);
+    rows.insert(rows.begin() + 5, rb.begin(), rb.end());
+    ASSERT_TRUE((*m)->Forward(rows, &lg).ok());
+    std::vector<float> all = lg;
+    ASSERT_TRUE((*m)->Forward(Rows(*a.back(), ta, 69, 70), &lg).ok());
+    all.insert(all.end(), lg.begin(), lg.end());
+    logits.push_back(all);
+  }
+  for (size_t i = 1; i < logits.size(); ++i) {
+    ASSERT_EQ(logits[i].size(), logits[0].size());
+    EXPECT_EQ(0, std::memcmp(logits[i].data(), logits[0].data(), logits[0].size() * sizeof(float)))
+        << "threads " << i + 1;
+    EXPECT_TRUE(a[i]->SameKv(s, *a[0], 70)) << "threads " << i + 1;
+    EXPECT_TRUE(b[i]->SameKv(s, *b[0], 30)) << "threads " << i + 1;
   }
 }
 
