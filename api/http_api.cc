@@ -95,7 +95,12 @@ const char* RouteName(const std::string& action) {
 }  // namespace
 
 HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions options)
-    : service_(service), auth_(std::move(auth)), clock_(clock), options_(options), limiter_(clock) {
+    : service_(service),
+      auth_(std::move(auth)),
+      clock_(clock),
+      options_(options),
+      limiter_(clock),
+      front_(std::make_unique<OpenAiFront>(service, clock, options.openai)) {
   metrics_.Counter("switchyard_http_requests_total", "HTTP requests by route and status");
   metrics_.Histogram("switchyard_http_request_seconds", "HTTP request latency by route",
                      {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1});
@@ -162,6 +167,17 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
   });
 }
 
+HttpResponse HttpApi::ErrorFor(std::string_view path, int status, std::string_view code,
+                               const std::string& message) const {
+  if (!OpenAiFront::Serves(path)) return JsonError(status, code, message);
+  const char* type = status == 401   ? "authentication_error"
+                     : status == 403 ? "permission_error"
+                     : status == 429 ? "rate_limit_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  return OpenAiFront::Error(status, message, type, std::string(code));
+}
+
 HttpResponse HttpApi::Handle(const HttpRequest& req) {
   std::promise<HttpResponse> p;
   auto f = p.get_future();
@@ -175,7 +191,7 @@ void HttpApi::HandleAsync(const HttpRequest& req, Respond respond) {
   call->respond = std::move(respond);
   // Counted until answered: requests waiting for their group commit hold a slot.
   if (inflight_.fetch_add(1, std::memory_order_relaxed) >= options_.max_inflight) {
-    HttpResponse r = JsonError(503, "Unavailable", "server overloaded; retry later");
+    HttpResponse r = ErrorFor(req.path(), 503, "Unavailable", "server overloaded; retry later");
     r.headers["retry-after"] = "1";
     call->route = "overload";
     return Finish(call, std::move(r));
@@ -218,7 +234,7 @@ void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
   auto who = auth_.Authenticate(req.Header("authorization"));
   if (!who) {
     call->route = "unauthenticated";
-    return Finish(call, JsonError(401, "Unauthenticated", "missing or unknown bearer token"));
+    return Finish(call, ErrorFor(path, 401, "Unauthenticated", "missing or unknown bearer token"));
   }
   if (!who->admin) {
     const v1::TenantConfig* t = auth_.Tenant(who->tenant);
@@ -228,11 +244,20 @@ void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
     Duration wait = limiter_.Admit(who->tenant, rate, burst);
     if (wait.count() > 0) {
       call->route = "rate_limited";
-      HttpResponse r = JsonError(429, "ResourceExhausted",
-                                 "tenant '" + who->tenant + "' is over its request rate");
+      HttpResponse r = ErrorFor(path, 429, "ResourceExhausted",
+                                "tenant '" + who->tenant + "' is over its request rate");
       r.headers["retry-after"] = std::to_string(std::max<int64_t>(1, std::ceil(ToSeconds(wait))));
       return Finish(call, std::move(r));
     }
+  }
+  if (OpenAiFront::Serves(path)) {
+    call->route = path.substr(0, 13) == "/v1/sessions/" ? "/v1/sessions" : "openai";
+    if (who->admin)
+      return Finish(call, ErrorFor(path, 403, "PermissionDenied",
+                                   "the admin token reads /v1/cluster; completions need a "
+                                   "tenant token"));
+    return front_->Handle(req, who->tenant,
+                          [this, call](HttpResponse r) { Finish(call, std::move(r)); });
   }
   if (path == "/v1/cluster") {
     call->route = "/v1/cluster";

@@ -1,7 +1,9 @@
 // HttpApi: the HTTP/JSON surface of the service (routes, auth, limits, idempotency).
 //
 // Handle() maps one request to one response:
-//   - routing of /v1/workflows..., /v1/cluster, /healthz, /metrics, /openapi.json;
+//   - routing of /v1/workflows..., /v1/cluster, /healthz, /metrics, /openapi.json, and the
+//     OpenAI-compatible front (openai_front.h: /v1/chat/completions, /v1/completions,
+//     /v1/models, /v1/sessions/{id}; its errors in OpenAI's shape);
 //   - auth: every /v1 route needs "Authorization: Bearer TOKEN" (401 without, 404 for
 //     another tenant's workflow), /v1/cluster detail needs the admin token;
 //   - limits: 503 with Retry-After past max_inflight requests admitted and not yet
@@ -32,6 +34,7 @@
 #include "api/auth.h"
 #include "api/http.h"
 #include "api/metrics.h"
+#include "api/openai_front.h"
 #include "api/rate_limiter.h"
 #include "api/service.h"
 
@@ -42,6 +45,7 @@ struct HttpApiOptions {
   // its body, <= the body limit). Beyond it: 503 with Retry-After.
   int max_inflight = 256;
   double default_rate_per_s = 1000;
+  OpenAiFront::Options openai;
 };
 
 class HttpApi {
@@ -71,6 +75,9 @@ class HttpApi {
   void Mutation(const HttpRequest& req, const Principal& who, const std::string& id,
                 const std::string& action, const CallPtr& call);
   HttpResponse Cluster(const Principal& who) const;
+  // An error in the shape of the route's API (OpenAI's for the OpenAI front).
+  HttpResponse ErrorFor(std::string_view path, int status, std::string_view code,
+                        const std::string& message) const;
 
   Service* service_;
   Auth auth_;
@@ -78,6 +85,7 @@ class HttpApi {
   HttpApiOptions options_;
   Metrics metrics_;
   RateLimiter limiter_;
+  std::unique_ptr<OpenAiFront> front_;  // /v1/chat/completions, /v1/completions, /v1/models
   std::atomic<int> inflight_{0};
   std::array<std::mutex, 64> idem_locks_;  // serialise requests sharing an Idempotency-Key
 };

@@ -14,6 +14,7 @@
 #include "base/logging.h"
 #include "base/thread_name.h"
 #include "executors/cpu/cpu_engine.h"
+#include "executors/cpu/tokenizer.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
 #include "executors/simulated_engine.h"
@@ -275,7 +276,29 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   SchedulerDriver* self = d.get();
   d->runtime_->SetObserver([self](const Event& e, const scheduler::Commands& out, Time now) {
     self->Observe(e, out, now);
+    self->EndWatchers(e, out);
   });
+  d->runtime_->SetStepObserver([self](const executors::StepReport& r) { self->OnStep(r); });
+  d->runtime_->SetSpecHook(
+      [self](const std::string& wf, const v1::ProgramNode& n, executors::SequenceSpec* seq) {
+        auto it = self->inputs_.find(wf + "/" + n.id());
+        if (it == self->inputs_.end()) return;
+        const NodeInput& in = it->second;
+        int64_t rebuilt = 0;
+        for (const auto& c : seq->contexts)
+          if (!c.resident) rebuilt += c.tokens;
+        // The new tokens still to compute: the end of the node's (a preempted attempt's
+        // prefill stays in its context).
+        int64_t fresh = std::max<int64_t>(0, seq->prefill_tokens - rebuilt);
+        const auto& ids = in.prompt_token_ids;
+        if (fresh <= static_cast<int64_t>(ids.size()))
+          seq->prompt_token_ids.assign(ids.end() - fresh, ids.end());
+        seq->temperature = in.temperature;
+        seq->top_p = in.top_p;
+        seq->sampling_seed = in.seed;
+        seq->stop_at_eos = in.stop_at_eos;
+        seq->token_mask = in.token_mask;
+      });
   d->thread_ = std::thread([self]() {
     SetThreadName("sy-sched");
     self->loop_->Run();
@@ -306,6 +329,20 @@ SchedulerDriver::~SchedulerDriver() {
   runtime_.reset();  // before the executors it borrows
 }
 
+// The byte tokenizer's output sets (NodeInput::token_mask): kTextMask, printable ASCII,
+// newline, tab and EOS (valid UTF-8 a client echoes unchanged); kJsonStringMask, printable
+// ASCII but '"' and '\\' (text a JSON string holds unescaped: generated tool arguments).
+static std::vector<std::vector<bool>> ByteTextMasks(const executors::cpu::Model& m) {
+  const int64_t vocab = m.shape().vocab_size;
+  std::vector<bool> text(vocab, false);
+  for (int t = 32; t < 127 && t < vocab; ++t) text[t] = true;
+  if (vocab > '\n') text['\n'] = text['\t'] = true;
+  std::vector<bool> json = text;
+  if (vocab > '\\') json['\n'] = json['\t'] = json['"'] = json['\\'] = false;
+  if (m.shape().eos_id >= 0 && m.shape().eos_id < vocab) text[m.shape().eos_id] = true;
+  return {text, json};
+}
+
 Status SchedulerDriver::LoadModel(v1::ModelConfig* model) {
   SchedulerConfig& c = config_;
   if (c.engine == "cpu") {
@@ -314,6 +351,9 @@ Status SchedulerDriver::LoadModel(v1::ModelConfig* model) {
     cpu_model_ = std::move(*m);
     token_log_ = std::make_unique<executors::cpu::TokenLog>();
     *model = executors::cpu::ToModelConfig(cpu_model_->shape());
+    auto tok = executors::cpu::LoadTokenizer(c.model_path, cpu_model_->shape());
+    if (!tok.ok()) return tok.status().Annotate("--model " + c.model_path);
+    tokenizer_ = std::move(*tok);
     c.kv_bytes_scale = 1;  // real bytes
     c.hbm_bytes_per_worker = c.kv_pool_bytes;
     SY_ASSIGN_OR_RETURN(auto cost,
@@ -343,6 +383,7 @@ Status SchedulerDriver::MakeEngines(const executors::EngineLimits& limits) {
       executors::cpu::CpuEngine::Options o;
       o.model = cpu_model_.get();
       o.tokens = token_log_.get();
+      if (tokenizer_ && tokenizer_->name() == "byte") o.token_masks = ByteTextMasks(*cpu_model_);
       SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop_.get(), w, limits, o));
       cpu_engines_.push_back(e.get());
       hbm_view_.push_back(&e->pool());
@@ -353,6 +394,78 @@ Status SchedulerDriver::MakeEngines(const executors::EngineLimits& limits) {
     }
   }
   return Status::OK();
+}
+
+void SchedulerDriver::SetNodeInput(const std::string& wf, const std::string& node,
+                                   NodeInput input) {
+  loop_->Post([this, key = wf + "/" + node, input = std::move(input)]() mutable {
+    inputs_[key] = std::move(input);
+  });
+}
+
+void SchedulerDriver::Watch(const std::string& wf, const std::string& node, TokenWatcher watcher) {
+  loop_->Post([this, key = wf + "/" + node, watcher = std::move(watcher)]() mutable {
+    watchers_[key] = Watcher{std::move(watcher), 0};
+  });
+}
+
+void SchedulerDriver::OnStep(const executors::StepReport& r) {
+  for (const executors::SeqProgress& p : r.seqs) {  // time to first token, per node
+    if (p.output_done != 1) continue;
+    size_t slash = p.key.find('/');
+    if (slash == std::string::npos) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto wf = wfs_.find(p.key.substr(0, slash));
+    if (wf != wfs_.end())
+      wf->second.first_token_ms.emplace(p.key.substr(slash + 1), r.end.millis());
+  }
+  if (watchers_.empty()) return;
+  for (const executors::SeqProgress& p : r.seqs) {
+    if (p.token < 0) continue;
+    auto it = watchers_.find(p.key);
+    if (it == watchers_.end()) continue;
+    const int64_t index = p.output_done - 1;  // a retried attempt re-emits nothing twice
+    if (index < it->second.next) continue;
+    it->second.next = index + 1;
+    TokenEvent t;
+    t.token = p.token;
+    t.index = index;
+    it->second.fn(t);
+  }
+}
+
+void SchedulerDriver::EndWatchers(const Event& e, const scheduler::Commands& out) {
+  if (e.kind == EventKind::kLlmFinished && e.status.ok())
+    inputs_.erase(e.workflow_id + "/" + e.node_id);  // a failed attempt may be retried
+  if (watchers_.empty()) return;
+  auto finish = [this](const std::string& key, Status st, int64_t tokens) {
+    auto it = watchers_.find(key);
+    if (it == watchers_.end()) return;
+    TokenWatcher fn = std::move(it->second.fn);
+    watchers_.erase(it);
+    TokenEvent t;
+    t.finished = true;
+    t.status = std::move(st);
+    t.output_tokens = tokens;
+    fn(t);
+  };
+  if (e.kind == EventKind::kLlmFinished && e.status.ok())
+    finish(e.workflow_id + "/" + e.node_id, Status::OK(), e.output_tokens);
+  for (const Command& c : out.list) {
+    if (c.kind != CommandKind::kFail && c.kind != CommandKind::kComplete) continue;
+    const std::string prefix = c.workflow_id + "/";
+    std::vector<std::string> keys;
+    for (const auto& [key, w] : watchers_)
+      if (key.compare(0, prefix.size(), prefix) == 0) keys.push_back(key);
+    for (const std::string& key : keys)
+      finish(key, Status::Aborted("workflow " + c.workflow_id + " ended: " + c.reason), 0);
+    for (auto it = inputs_.begin(); it != inputs_.end();)
+      it = it->first.compare(0, prefix.size(), prefix) == 0 ? inputs_.erase(it) : std::next(it);
+  }
+}
+
+std::string SchedulerDriver::model_name() const {
+  return cpu_model_ ? cpu_model_->shape().name : cost_->model().name();
 }
 
 std::string SchedulerDriver::model_executor_name() const {
@@ -552,6 +665,10 @@ void SchedulerDriver::Fill(const std::string& workflow_id, v1::WorkflowStatus* s
   }
   for (const v1::Decision& d : it->second.decisions) *status->add_decisions() = d;
   status->set_decisions_dropped(it->second.dropped);
+  for (auto& n : *status->mutable_nodes()) {
+    auto t = it->second.first_token_ms.find(n.id());
+    if (t != it->second.first_token_ms.end()) n.set_first_token_ms(t->second);
+  }
 }
 
 std::string SchedulerDriver::TierName(const Location& l) const {

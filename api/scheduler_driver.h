@@ -50,6 +50,7 @@ class AsioEventLoop;
 }  // namespace switchyard
 namespace switchyard::executors {
 struct EngineLimits;
+struct StepReport;
 class Runtime;
 class Engine;
 class StepCostModel;
@@ -69,6 +70,7 @@ namespace switchyard::executors::cpu {
 class Model;
 class TokenLog;
 class CpuEngine;
+class Tokenizer;
 }  // namespace switchyard::executors::cpu
 
 namespace switchyard::api {
@@ -152,6 +154,36 @@ class SchedulerDriver {
   void Sync(std::function<void()> fn = {});
   const SchedulerConfig& config() const { return config_; }
   std::string model_executor_name() const;
+  // The model the workers run (its config name; the CPU engine's shape name).
+  std::string model_name() const;
+
+  // Engine "cpu": the model the workers run and its tokenizer (null for other engines).
+  const executors::cpu::Model* cpu_model() const { return cpu_model_.get(); }
+  const executors::cpu::Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // What an LLM node needs beyond the workflow API's token counts (the OpenAI front):
+  // its new tokens' ids and sampling. Set it before the node is appended.
+  struct NodeInput {
+    std::vector<int32_t> prompt_token_ids;
+    double temperature = 0.0, top_p = 1.0;
+    uint64_t seed = 0;
+    bool stop_at_eos = true;
+    int token_mask = -1;  // engine "cpu", byte tokenizer: kTextMask (-1) or kJsonStringMask
+  };
+  static constexpr int kTextMask = 0, kJsonStringMask = 1;
+  void SetNodeInput(const std::string& wf, const std::string& node, NodeInput input);
+  // An LLM node's output as its engine emits it, on the scheduler's thread: each token
+  // once (index: its place in the output; engines that compute no tokens send none), then
+  // one event with `finished` — OK when the node succeeded (output_tokens: how many it
+  // produced), an error when its workflow ended without it. Watch before the node runs.
+  struct TokenEvent {
+    int32_t token = -1;
+    int64_t index = -1;
+    bool finished = false;
+    Status status;
+    int64_t output_tokens = 0;
+  };
+  using TokenWatcher = std::function<void(const TokenEvent&)>;
+  void Watch(const std::string& wf, const std::string& node, TokenWatcher watcher);
 
  private:
   struct CtxView {
@@ -164,7 +196,8 @@ class SchedulerDriver {
     bool known = false;  // the core has it (false: never created or dropped)
   };
   struct WfView {
-    std::set<std::string> contexts;  // context keys "wf/ctx"
+    std::set<std::string> contexts;                 // context keys "wf/ctx"
+    std::map<std::string, int64_t> first_token_ms;  // by node
     std::deque<v1::Decision> decisions;
     uint64_t dropped = 0;
   };
@@ -210,6 +243,7 @@ class SchedulerDriver {
   // engine "cpu": the model and the token ids of every context (outlive the engines).
   std::unique_ptr<executors::cpu::Model> cpu_model_;
   std::unique_ptr<executors::cpu::TokenLog> token_log_;
+  std::unique_ptr<executors::cpu::Tokenizer> tokenizer_;
   std::vector<std::unique_ptr<executors::Engine>> engines_;  // one per worker
   std::vector<executors::cpu::CpuEngine*> cpu_engines_;      // the same engines, engine "cpu"
   // Each worker's HBM tier: an emulated arena, or its CPU engine's KV pool (real bytes).
@@ -228,6 +262,15 @@ class SchedulerDriver {
   std::map<std::string, uint64_t> decisions_by_kind_;
   std::map<std::string, uint64_t> bytes_moved_by_tier_;
   std::map<std::string, uint64_t> real_bytes_moved_;  // the mover's, copied on the loop
+  // Loop thread only: node inputs and output watchers by "wf/node".
+  struct Watcher {
+    TokenWatcher fn;
+    int64_t next = 0;  // the next output index to pass on
+  };
+  std::unordered_map<std::string, NodeInput> inputs_;
+  std::unordered_map<std::string, Watcher> watchers_;
+  void OnStep(const executors::StepReport& r);
+  void EndWatchers(const scheduler::Event& e, const scheduler::Commands& out);
   uint64_t events_ = 0;
 };
 

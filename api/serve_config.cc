@@ -170,6 +170,10 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
   SY_RETURN_IF_ERROR(FillScheduler(config, flags, &so.scheduler));
 
   SY_RETURN_IF_ERROR(CheckNotNegative("max_inflight", config.max_inflight()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("session_idle_timeout_s",
+                                      static_cast<double>(config.session_idle_timeout_s())));
+  if (config.session_idle_timeout_s() > 0)
+    setup.api.openai.session_idle_timeout = std::chrono::seconds(config.session_idle_timeout_s());
   if (config.max_inflight() > 0) setup.api.max_inflight = config.max_inflight();
   return setup;
 }

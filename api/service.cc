@@ -174,8 +174,17 @@ Status Service::ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const {
                                          rec.appended().nodes().end());
       return e->graph->Append(nodes, now);
     }
-    case v1::WorkflowLogRecord::kEvent:
-      return ApplyEvent(e->graph.get(), rec.event());
+    case v1::WorkflowLogRecord::kEvent: {
+      SY_RETURN_IF_ERROR(ApplyEvent(e->graph.get(), rec.event()));
+      const v1::NodeEvent& ev = rec.event();
+      int64_t at = ev.time_ms() > 0 ? ev.time_ms() : rec.time_ms();
+      auto& t = e->times[ev.node_id()];
+      if (ev.type() == v1::TOOL_STARTED || ev.type() == v1::LLM_STARTED) t = {at, 0};
+      if (ev.type() == v1::TOOL_FINISHED || ev.type() == v1::LLM_FINISHED ||
+          ev.type() == v1::TOOL_FAILED || ev.type() == v1::LLM_FAILED)
+        t.second = at;
+      return Status::OK();
+    }
     case v1::WorkflowLogRecord::kClosed:
       if (e->graph->closed()) return Status::FailedPrecondition("workflow already closed");
       e->graph->Close();

@@ -218,6 +218,8 @@ class Service {
     int64_t last_ms = 0;    // time of its latest record
     bool archived = false;  // dropped from workflows_: a writer holding it must look again
     bool restored = false;  // read back from the archive (no KV view or decisions)
+    // Per node: when its current attempt started and ended (ms; 0: not yet).
+    std::unordered_map<std::string, std::pair<int64_t, int64_t>> times;
   };
   // What is remembered of an archived workflow.
   struct Archived {

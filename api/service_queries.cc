@@ -31,6 +31,13 @@ v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
     n->set_attempts(g.attempts(i));
     n->set_reason(g.reason(i));
     n->set_retryable(g.retryable(i));
+    if (!g.node(i).tool_name().empty()) n->set_tool_name(g.node(i).tool_name());
+    if (auto t = e.times.find(g.node_id(i)); t != e.times.end()) {
+      n->set_started_ms(t->second.first);
+      n->set_finished_ms(t->second.second);
+      if (t->second.first > 0 && t->second.second >= t->second.first)
+        n->set_duration_ms(t->second.second - t->second.first);
+    }
     for (auto& c : g.ContextsOf(i)) n->add_contexts(c);
   }
   return s;

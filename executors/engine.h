@@ -80,6 +80,7 @@ struct SequenceSpec {
   double top_p = 1.0;
   uint64_t sampling_seed = 0;
   bool stop_at_eos = true;  // engines that compute: the end-of-sequence token ends it
+  int token_mask = -1;      // engines that compute: a set of allowed output tokens (-1: default)
 };
 
 // Progress of one sequence in a step.

@@ -241,6 +241,7 @@ void Runtime::StartLlm(const Command& c) {
       1, h.max_output_tokens() > 0 ? h.max_output_tokens() : core_->default_max_output_tokens());
   if (oracle_)
     seq.actual_output_tokens = std::min(seq.max_output_tokens, oracle_(c.workflow_id, n));
+  if (spec_hook_) spec_hook_(c.workflow_id, n, &seq);
   running_on_[c.worker].insert(key);
   seqs_[key] = Seq{c.workflow_id, c.node_id, loop_->Now()};
   Status st = eng ? eng->Admit(seq)
@@ -261,6 +262,7 @@ void Runtime::StartLlm(const Command& c) {
 }
 
 void Runtime::OnStep(const StepReport& r) {
+  if (step_observer_) step_observer_(r);
   Event e;
   e.kind = EventKind::kEngineReport;
   e.worker = r.worker;

@@ -68,6 +68,15 @@ class Runtime {
   void SetOutputOracle(std::function<int64_t(const std::string& wf, const v1::ProgramNode&)> f) {
     oracle_ = std::move(f);
   }
+  // Completes a node's SequenceSpec before Admit (an engine that computes: its prompt
+  // token ids and sampling parameters, which the workflow API does not carry).
+  void SetSpecHook(
+      std::function<void(const std::string& wf, const v1::ProgramNode&, SequenceSpec*)> f) {
+    spec_hook_ = std::move(f);
+  }
+  // Sees every engine step report before the core hears of it (tokens as they are
+  // emitted: SeqProgress::token).
+  void SetStepObserver(std::function<void(const StepReport&)> f) { step_observer_ = std::move(f); }
   Engine* engine(int worker) const;
   const std::map<std::string, WorkflowOutcome>& outcomes() const { return outcomes_; }
   uint64_t events_handled() const { return events_; }
@@ -95,6 +104,8 @@ class Runtime {
   Observer observer_;
   std::function<void(Time)> after_;
   std::function<int64_t(const std::string&, const v1::ProgramNode&)> oracle_;
+  std::function<void(const std::string&, const v1::ProgramNode&, SequenceSpec*)> spec_hook_;
+  std::function<void(const StepReport&)> step_observer_;
   // Moves in flight (their command), and discards waiting for a move's end to Release.
   std::unordered_map<uint64_t, scheduler::Command> moves_;
   std::set<uint64_t> release_after_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "base/thread_name.h"
 
@@ -57,8 +58,10 @@ class CpuStepRunner final : public StepRunner {
   };
 
   CpuStepRunner(EventLoop* loop, const Model* model, TokenLog* log,
-                std::unique_ptr<kv_tiers::ArenaTier> pool, int64_t block_tokens, std::string tenant)
-      : loop_(loop),
+                std::unique_ptr<kv_tiers::ArenaTier> pool, int64_t block_tokens, std::string tenant,
+                std::vector<std::vector<bool>> masks)
+      : masks_(std::move(masks)),
+        loop_(loop),
         model_(model),
         log_(log),
         pool_(std::move(pool)),
@@ -100,6 +103,7 @@ class CpuStepRunner final : public StepRunner {
     double temperature = 0, top_p = 1;
     uint64_t seed = 0;
     bool stop_at_eos = true;
+    int mask = -1;
   };
   struct Emit {
     size_t item = 0;
@@ -121,6 +125,7 @@ class CpuStepRunner final : public StepRunner {
   void Finish(std::vector<StepItem>* items, Job& job);
   void Work();
 
+  const std::vector<std::vector<bool>> masks_;
   EventLoop* loop_;
   const Model* model_;
   TokenLog* log_;
@@ -168,7 +173,8 @@ Status CpuStepRunner::OnAdmit(const SequenceSpec& spec, const std::string& prima
   l.resize(static_cast<size_t>(fresh_from));
   for (int64_t i = 0; i < fresh; ++i)
     l.push_back(ids.empty() ? TokenLog::Synthetic(primary, fresh_from + i, vocab) : ids[i]);
-  params_[spec.key] = Params{spec.temperature, spec.top_p, spec.sampling_seed, spec.stop_at_eos};
+  params_[spec.key] =
+      Params{spec.temperature, spec.top_p, spec.sampling_seed, spec.stop_at_eos, spec.token_mask};
   return Status::OK();
 }
 
@@ -287,7 +293,14 @@ void CpuStepRunner::Compute(Job* job) const {
   const size_t vocab = static_cast<size_t>(model_->shape().vocab_size);
   job->tokens.resize(job->emits.size());
   for (size_t k = 0; k < job->emits.size(); ++k) {
-    std::span<const float> l(logits.data() + k * vocab, vocab);
+    float* row = logits.data() + k * vocab;
+    const int mask = std::max(0, job->emits[k].params.mask);
+    if (mask < static_cast<int>(masks_.size())) {
+      const std::vector<bool>& allowed = masks_[mask];
+      for (size_t t = 0; t < vocab; ++t)
+        if (t >= allowed.size() || !allowed[t]) row[t] = -std::numeric_limits<float>::infinity();
+    }
+    std::span<const float> l(row, vocab);
     const Params& p = job->emits[k].params;
     uint64_t seed = Mix(p.seed ^ Mix(static_cast<uint64_t>(job->emits[k].position)));
     job->tokens[k] = p.temperature > 0 ? Sample(l, p.temperature, p.top_p, seed) : Argmax(l);
@@ -356,7 +369,7 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(EventLoop* loop, int worker
   SY_ASSIGN_OR_RETURN(std::unique_ptr<kv_tiers::ArenaTier> pool,
                       kv_tiers::ArenaTier::Create(to, std::move(b)));
   auto runner = std::make_unique<CpuStepRunner>(loop, o.model, o.tokens, std::move(pool),
-                                                limits.block_tokens, o.tenant);
+                                                limits.block_tokens, o.tenant, o.token_masks);
   return std::unique_ptr<CpuEngine>(
       new CpuEngine(loop, worker, limits, std::move(runner), std::move(o)));
 }

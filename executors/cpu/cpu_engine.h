@@ -23,8 +23,9 @@
 //
 // Steps run on the engine's own thread (one per worker), the event loop carrying on; the
 // report's times are the loop's clock around the real computation. Decoding: greedy at
-// temperature 0, else seeded sampling (model.h's Sample: seed, step); the end-of-sequence
-// token ends a sequence when the spec asks for it.
+// temperature 0, else seeded sampling (model.h's Sample: seed, step), over the allowed
+// tokens (Options::allowed_tokens); the end-of-sequence token ends a sequence when the
+// spec asks for it.
 //
 // Thread-safety: loop-thread only (the step thread touches only what a step snapshots).
 #pragma once
@@ -75,6 +76,12 @@ class CpuEngine final : public BatchingEngine, public EngineKv {
     TokenLog* tokens = nullptr;    // borrowed; shared by workers
     std::string tenant = "default";
     BatchingEngine::Options batching;
+    // Sets of token ids the engine may emit, chosen per sequence by
+    // SequenceSpec::token_mask (-1: the first set; no sets: any token). The service
+    // restricts a byte-level tokenizer's model to printable ASCII, newline, tab and EOS, so
+    // that its text is valid UTF-8 a client echoes back unchanged, and generated tool
+    // arguments to characters a JSON string holds unescaped.
+    std::vector<std::vector<bool>> token_masks;
   };
   // InvalidArgument without a model or token log; the pool's allocation error.
   static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker, EngineLimits limits,

@@ -1,0 +1,611 @@
+#include "api/openai_front.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+
+#include "api/openai_protocol.h"
+#include "api/scheduler_driver.h"
+#include "base/logging.h"
+#include "base/thread_name.h"
+#include "executors/cpu/model.h"
+#include "executors/cpu/tokenizer.h"
+
+namespace switchyard::api {
+
+namespace oa = openai;
+
+struct OpenAiFront::Session {
+  std::mutex mu;  // guards everything below
+  std::string tenant, id, workflow_id;
+  int turn = 0, generation = 0;
+  std::string context = "main";
+  std::vector<int32_t> tokens;     // the context as the engine holds it: prompt + output
+  std::vector<std::string> waits;  // wait nodes running since the last answer
+  std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
+  bool busy = false, ended = false;
+};
+
+struct OpenAiFront::Call {
+  std::string tenant;
+  oa::Request req;
+  SessionPtr session;  // null: a one-node workflow
+  std::string wf, node, context;
+  bool first = true, create = true;
+  std::vector<int32_t> prompt, fresh;  // the whole prompt's ids; the new ones
+  int64_t cached = 0, max_tokens = 0, deadline_ms = 0;
+  int priority = 0;
+  std::vector<std::string> waits_to_end;
+  // A forced tool call: the tool, the call's id and the argument the model generates.
+  std::optional<oa::ToolDef> tool;
+  std::string call_id, arg_name;
+  Respond respond;
+  std::shared_ptr<ResponseStream> stream;
+  oa::Response head;
+  std::atomic<bool> answered{false};
+  std::mutex mu;  // guards the output below (tokens arrive on the scheduler's thread)
+  std::vector<int32_t> output;
+  std::string sent;  // streamed text so far
+  bool eos = false, stopped = false;
+};
+
+namespace {
+
+constexpr char kSessionsPath[] = "/v1/sessions/";
+
+std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.size() - 8) : wf; }
+
+// A node id from a tool name: the id charset, at most 40 characters.
+std::string NodeIdOf(const std::string& name, int turn) {
+  std::string id;
+  for (char ch : name)
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')
+      id.push_back(ch);
+  if (id.empty()) id = "tool";
+  return id.substr(0, 40) + "-" + std::to_string(turn);
+}
+
+// The first required string property of a JSON-schema object, else the first string
+// property, else "input".
+std::string ArgumentName(const oa::ToolDef& tool) {
+  auto schema = nlohmann::json::parse(tool.parameters_json, nullptr, false);
+  if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object())
+    return "input";
+  const auto& props = schema["properties"];
+  auto is_string = [&](const std::string& k) {
+    return props.contains(k) && props[k].is_object() && props[k].value("type", "") == "string";
+  };
+  if (schema.contains("required") && schema["required"].is_array())
+    for (const auto& r : schema["required"])
+      if (r.is_string() && is_string(r.get<std::string>())) return r.get<std::string>();
+  for (const auto& [k, v] : props.items())
+    if (is_string(k)) return k;
+  return "input";
+}
+
+std::string JsonString(const std::string& s) { return nlohmann::json(s).dump(); }
+
+// What the model is given before it generates a forced call's argument: the assistant
+// turn's call header as RenderAssistantTurn writes it, and the arguments object opened.
+std::string ForcedPrefix(const std::string& id, const std::string& name, const std::string& arg) {
+  const std::string mark = "\x01";
+  std::string turn = oa::RenderAssistantTurn("", {oa::ToolCall{id, name, mark}});
+  return turn.substr(0, turn.find(mark)) + "{" + JsonString(arg) + ": \"";
+}
+
+std::vector<int32_t> PseudoTokens(const std::string& text) {  // the simulated engine's
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < text.size(); i += 4) {
+    uint32_t h = 2166136261u;
+    for (size_t k = i; k < std::min(text.size(), i + 4); ++k)
+      h = (h ^ static_cast<unsigned char>(text[k])) * 16777619u;
+    ids.push_back(static_cast<int32_t>(h & 0xfffff));
+  }
+  return ids;
+}
+
+HttpResponse Json(int status, std::string body) {
+  return HttpResponse{status, "application/json", {}, std::move(body)};
+}
+
+}  // namespace
+
+OpenAiFront::OpenAiFront(Service* service, const Clock* clock, Options options)
+    : service_(service), clock_(clock), options_(options) {
+  thread_ = std::thread([this]() { Run(); });
+}
+
+OpenAiFront::~OpenAiFront() {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool OpenAiFront::Serves(std::string_view path) {
+  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/models" ||
+         path.substr(0, sizeof(kSessionsPath) - 1) == kSessionsPath;
+}
+
+HttpResponse OpenAiFront::Error(int status, const std::string& message, const std::string& type,
+                                const std::string& code, const std::string& param) {
+  oa::Error e;
+  e.http_status = status;
+  e.message = message;
+  e.type = type;
+  e.code = code;
+  e.param = param;
+  return Json(status, oa::ErrorJson(e));
+}
+
+std::string OpenAiFront::model_id() const {
+  SchedulerDriver* d = service_->scheduler();
+  if (!d) return "none";
+  return d->cpu_model() ? d->cpu_model()->shape().name : d->model_name();
+}
+
+size_t OpenAiFront::sessions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_.size();
+}
+
+void OpenAiFront::Handle(const HttpRequest& req, const std::string& tenant, Respond respond) {
+  std::string_view path = req.path();
+  if (path == "/v1/models") {
+    if (req.method != "GET") return respond(Error(405, "use GET", "invalid_request_error"));
+    return respond(Models());
+  }
+  if (path.substr(0, sizeof(kSessionsPath) - 1) == kSessionsPath) {
+    if (req.method != "DELETE") return respond(Error(405, "use DELETE", "invalid_request_error"));
+    return DeleteSession(tenant, std::string(path.substr(sizeof(kSessionsPath) - 1)),
+                         std::move(respond));
+  }
+  if (req.method != "POST") return respond(Error(405, "use POST", "invalid_request_error"));
+  Complete(req, tenant, path == "/v1/chat/completions", std::move(respond));
+}
+
+HttpResponse OpenAiFront::Models() const {
+  return Json(200, oa::ModelsJson({model_id()}, clock_->Now().millis() / 1000, "switchyard"));
+}
+
+void OpenAiFront::DeleteSession(const std::string& tenant, const std::string& id, Respond respond) {
+  SessionPtr s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find({tenant, id});
+    if (it != sessions_.end()) {
+      s = it->second;
+      sessions_.erase(it);
+    }
+  }
+  if (!s)
+    return respond(
+        Error(404, "no session '" + id + "'", "invalid_request_error", "session_not_found"));
+  EndSession(s);
+  nlohmann::json j = {{"id", id}, {"object", "session.deleted"}, {"deleted", true}};
+  respond(Json(200, j.dump()));
+}
+
+std::vector<int32_t> OpenAiFront::Tokenize(const std::string& text) const {
+  SchedulerDriver* d = service_->scheduler();
+  const executors::cpu::Tokenizer* tok = d ? d->tokenizer() : nullptr;
+  if (!tok) return PseudoTokens(text);
+  auto ids = tok->Encode(text);
+  if (!ids.ok()) return {};
+  std::vector<int32_t> out;
+  if (tok->bos_id() >= 0) out.push_back(tok->bos_id());
+  out.insert(out.end(), ids->begin(), ids->end());
+  return out;
+}
+
+// ---- A completion --------------------------------------------------------------------------
+
+Status OpenAiFront::Prepare(const HttpRequest& req, const std::string& tenant, Call* c) {
+  SchedulerDriver* d = service_->scheduler();
+  if (!d || !d->config().simulated_llm)
+    return Status::Unavailable("this server's LLM nodes are run by an external engine");
+  const oa::Request& r = c->req;
+  if (r.model != model_id())
+    return Status::NotFound("model: '" + r.model + "' is not served here (this server serves '" +
+                            model_id() + "')");
+  const int64_t now_ms = clock_->Now().millis();
+  if (std::string v = req.Header("x-switchyard-deadline"); !v.empty()) {
+    SY_ASSIGN_OR_RETURN(c->deadline_ms, oa::ParseDeadline(v, now_ms));
+  }
+  if (std::string v = req.Header("x-switchyard-priority"); !v.empty()) {
+    SY_ASSIGN_OR_RETURN(c->priority, oa::ParsePriority(v));
+  } else if (r.hints.priority) {
+    SY_ASSIGN_OR_RETURN(c->priority, oa::ParsePriority(std::to_string(*r.hints.priority)));
+  }
+  c->max_tokens = r.max_tokens > 0              ? r.max_tokens
+                  : r.hints.osl.value_or(0) > 0 ? *r.hints.osl
+                                                : options_.default_max_tokens;
+  std::string text = r.chat ? oa::RenderChat(r.messages, r.tools) : r.prompt;
+  bool forced = r.chat && !r.tools.empty() &&
+                (r.tool_choice.kind == oa::ToolChoice::Kind::kRequired ||
+                 r.tool_choice.kind == oa::ToolChoice::Kind::kFunction);
+  if (forced) {
+    c->tool = r.tools.front();
+    for (const oa::ToolDef& t : r.tools)
+      if (r.tool_choice.kind == oa::ToolChoice::Kind::kFunction && t.name == r.tool_choice.function)
+        c->tool = t;
+    c->arg_name = ArgumentName(*c->tool);
+  }
+  c->prompt = Tokenize(text);  // a forced call's prefix is added once the id is known
+  if (c->prompt.empty() && !text.empty())
+    return Status::InvalidArgument("messages: the text could not be tokenized");
+  if (const executors::cpu::Model* m = d->cpu_model()) {
+    int64_t need = static_cast<int64_t>(c->prompt.size()) + c->max_tokens + 64;
+    if (need > m->shape().max_positions)
+      return Status::InvalidArgument(
+          "messages: the prompt (" + std::to_string(c->prompt.size()) + " tokens) and " +
+          "max_tokens (" + std::to_string(c->max_tokens) + ") exceed the model's context of " +
+          std::to_string(m->shape().max_positions) + " tokens");
+  }
+  return Status::OK();
+}
+
+void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bool chat,
+                           Respond respond) {
+  auto c = std::make_shared<Call>();
+  c->tenant = tenant;
+  c->respond = std::move(respond);
+  auto parsed = chat ? oa::ParseChat(req.body) : oa::ParseCompletion(req.body);
+  if (!parsed.ok()) {
+    return c->respond(Json(oa::ErrorFromStatus(parsed.status()).http_status,
+                           oa::ErrorJson(oa::ErrorFromStatus(parsed.status()))));
+  }
+  c->req = std::move(*parsed);
+  if (Status st = Prepare(req, tenant, c.get()); !st.ok()) {
+    oa::Error e = oa::ErrorFromStatus(st);
+    if (st.code() == StatusCode::kNotFound) e.code = "model_not_found", e.param = "model";
+    if (st.message().find("exceed the model's context") != std::string::npos)
+      e.code = "context_length_exceeded";
+    return c->respond(Json(e.http_status, oa::ErrorJson(e)));
+  }
+  const std::string sid = oa::SessionIdOf(req.headers, c->req);
+  if (!sid.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& s = sessions_[{tenant, sid}];
+    if (!s) {
+      s = std::make_shared<Session>();
+      s->tenant = tenant;
+      s->id = sid;
+    }
+    c->session = s;
+  }
+  int turn = 0;
+  if (c->session) {
+    Session& s = *c->session;
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.busy || s.ended) {
+      return c->respond(Error(409, "session '" + sid + "' is answering another request",
+                              "invalid_request_error", "session_busy"));
+    }
+    s.busy = true;
+    s.last_active = std::chrono::steady_clock::now();
+    c->first = s.workflow_id.empty();
+    if (c->first) s.workflow_id = service_->NewWorkflowId();
+    c->wf = s.workflow_id;
+    turn = s.turn;
+    c->waits_to_end = s.waits;
+    s.waits.clear();
+  } else {
+    c->wf = service_->NewWorkflowId();
+  }
+  c->node = "llm-" + std::to_string(turn);
+  if (c->tool) {
+    c->call_id = "call_" + Short(c->wf) + "_" + std::to_string(turn);
+    std::vector<int32_t> more =
+        Tokenize(ForcedPrefix(c->call_id, c->tool->name, c->arg_name));  // BOS first: drop it
+    SchedulerDriver* d = service_->scheduler();
+    size_t skip = d && d->tokenizer() && d->tokenizer()->bos_id() >= 0 ? 1 : 0;
+    c->prompt.insert(c->prompt.end(), more.begin() + std::min(skip, more.size()), more.end());
+  }
+  if (c->session) {
+    Session& s = *c->session;
+    std::lock_guard<std::mutex> lock(s.mu);
+    size_t lcp = 0;
+    while (lcp < s.tokens.size() && lcp < c->prompt.size() && s.tokens[lcp] == c->prompt[lcp])
+      ++lcp;
+    c->create = c->first || s.tokens.empty() || lcp < s.tokens.size();
+    if (c->create && !c->first) s.context = "main-" + std::to_string(++s.generation);
+    c->context = s.context;
+    c->cached = c->create ? 0 : static_cast<int64_t>(lcp);
+  } else {
+    c->context = "main";
+  }
+  c->fresh.assign(c->prompt.begin() + c->cached, c->prompt.end());
+  Start(c);
+}
+
+void OpenAiFront::Start(const CallPtr& c) {
+  SchedulerDriver* d = service_->scheduler();
+  const oa::Request& r = c->req;
+  c->head.id = (r.chat ? "chatcmpl-" : "cmpl-") + c->wf + "-" + c->node;
+  c->head.created = clock_->Now().millis() / 1000;
+  c->head.model = model_id();
+  c->head.chat = r.chat;
+  c->head.system_fingerprint =
+      d->cpu_model() ? std::string("switchyard-cpu-engine") +
+                           (d->cpu_model()->shape().random_weights ? "-random-weights" : "")
+                     : "switchyard-simulated-engine-placeholder-text";
+  SchedulerDriver::NodeInput in;
+  in.prompt_token_ids = c->fresh;
+  in.temperature = r.temperature;
+  in.top_p = r.top_p;
+  in.seed = r.seed.value_or(0);
+  in.stop_at_eos = !c->tool;
+  in.token_mask = c->tool ? SchedulerDriver::kJsonStringMask : SchedulerDriver::kTextMask;
+  d->SetNodeInput(c->wf, c->node, std::move(in));
+  d->Watch(c->wf, c->node, [this, c](const SchedulerDriver::TokenEvent& t) {
+    if (t.finished)
+      Finish(c, t.status, t.output_tokens);
+    else
+      OnToken(c, t.token);
+  });
+
+  v1::ProgramNode n;
+  n.set_id(c->node);
+  n.set_kind(v1::LLM);
+  n.set_model_id(model_id());
+  auto* ref = n.add_cache_refs();
+  ref->set_context(c->context);
+  ref->set_mode(c->create ? v1::CacheRef::CREATE : v1::CacheRef::EXTEND);
+  for (const std::string& w : c->waits_to_end) n.add_deps(w);
+  n.mutable_hints()->set_prompt_tokens(static_cast<int64_t>(c->prompt.size()));
+  n.mutable_hints()->set_extend_tokens(static_cast<int64_t>(c->fresh.size()));
+  n.mutable_hints()->set_max_output_tokens(c->max_tokens);
+
+  if (r.stream) {
+    c->stream = std::make_shared<ResponseStream>();
+    HttpResponse h{200, "text/event-stream", {}, ""};
+    h.headers["x-switchyard-workflow-id"] = c->wf;
+    h.headers["x-switchyard-node-id"] = c->node;
+    h.stream = c->stream;
+    c->stream->Write(oa::ChunkEvent(c->head, "", /*first=*/true, ""));
+    c->respond(std::move(h));
+  }
+  auto done = [this, c](const Status& st) {
+    if (!st.ok()) return Fail(c, st);
+    for (const std::string& w : c->waits_to_end) {
+      v1::NodeEvent e;
+      e.set_node_id(w);
+      e.set_type(v1::TOOL_FINISHED);
+      service_->ReportEventAsync(c->tenant, c->wf, e, nullptr, [](const Status&) {});
+    }
+    if (!c->session) service_->CloseAsync(c->tenant, c->wf, nullptr, [](const Status&) {});
+  };
+  if (c->first || !c->session) {
+    v1::Workflow w;
+    w.set_id(c->wf);
+    w.set_tenant(c->tenant);
+    w.set_deadline_ms(c->deadline_ms);
+    if (c->priority > 0) w.set_priority(static_cast<v1::PriorityClass>(c->priority));
+    (*w.mutable_labels())["front"] = "openai";
+    if (c->session) (*w.mutable_labels())["session"] = c->session->id;
+    *w.add_nodes() = std::move(n);
+    service_->SubmitAsync(c->tenant, std::move(w), nullptr, done);
+  } else {
+    service_->AppendAsync(c->tenant, c->wf, {std::move(n)}, nullptr, done);
+  }
+}
+
+void OpenAiFront::OnToken(const CallPtr& c, int32_t token) {
+  SchedulerDriver* d = service_->scheduler();
+  const executors::cpu::Tokenizer* tok = d->tokenizer();
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (c->stopped) return;
+  if (tok && token == tok->eos_id() && !c->tool) {
+    c->eos = true;
+    return;
+  }
+  c->output.push_back(token);
+  if (!c->stream || c->tool || !tok) return;
+  std::string text = tok->Decode(c->output);
+  for (const std::string& stop : c->req.stop)
+    if (size_t at = text.find(stop); at != std::string::npos) {
+      text.resize(at);
+      c->stopped = true;
+    }
+  size_t safe = c->stopped ? text.size() : oa::Utf8SafePrefix(text);
+  if (safe > c->sent.size() && text.compare(0, c->sent.size(), c->sent) == 0) {
+    c->stream->Write(
+        oa::ChunkEvent(c->head, text.substr(c->sent.size(), safe - c->sent.size()), false, ""));
+    c->sent = text.substr(0, safe);
+  }
+}
+
+void OpenAiFront::Finish(const CallPtr& c, const Status& st, int64_t output_tokens) {
+  Post([this, c, st, output_tokens]() {
+    if (!st.ok()) return Fail(c, st);
+    if (!service_->scheduler()->tokenizer()) {  // the simulated engine: a placeholder
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->output.assign(static_cast<size_t>(std::max<int64_t>(0, output_tokens)), 0);
+    }
+    Answer(c);
+  });
+}
+
+void OpenAiFront::Answer(const CallPtr& c) {
+  SchedulerDriver* d = service_->scheduler();
+  const executors::cpu::Tokenizer* tok = d->tokenizer();
+  oa::Response resp = c->head;
+  std::vector<int32_t> output;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    output = c->output;
+    std::string text;
+    if (tok) {
+      text = tok->Decode(output);
+    } else {
+      for (size_t i = 0; i < output.size(); ++i) text += i ? " simulated" : "simulated";
+    }
+    bool stopped = false;
+    for (const std::string& stop : c->req.stop)
+      if (size_t at = text.find(stop); at != std::string::npos) text.resize(at), stopped = true;
+    resp.choice.finish_reason = c->eos || stopped ? "stop" : "length";
+    if (c->tool) {
+      resp.choice.tool_calls.push_back(
+          oa::ToolCall{c->call_id, c->tool->name,
+                       "{" + JsonString(c->arg_name) + ": " + JsonString(text) + "}"});
+      resp.choice.finish_reason = "tool_calls";
+    } else {
+      resp.choice.text = text;
+    }
+    if (c->stream && !c->tool && text.size() > c->sent.size())
+      c->stream->Write(oa::ChunkEvent(c->head, text.substr(c->sent.size()), false, ""));
+  }
+  resp.usage.prompt_tokens = static_cast<int64_t>(c->prompt.size());
+  resp.usage.completion_tokens = static_cast<int64_t>(output.size()) + (c->eos ? 1 : 0);
+  resp.usage.cached_tokens = c->cached;
+
+  // The session goes on: its context is the prompt and what the engine produced, and a
+  // wait node per tool call (or one `client`) runs until its next request.
+  std::vector<v1::ProgramNode> waits;
+  if (c->session) {
+    Session& s = *c->session;
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.tokens = c->prompt;
+    s.tokens.insert(s.tokens.end(), output.begin(), output.end());
+    if (c->eos && tok) s.tokens.push_back(tok->eos_id());  // the context holds it too
+    std::vector<std::string> names;
+    for (const oa::ToolCall& call : resp.choice.tool_calls) names.push_back(call.name);
+    if (names.empty()) names.push_back("client");
+    for (size_t i = 0; i < names.size(); ++i) {
+      v1::ProgramNode w;
+      w.set_id(NodeIdOf(names[i], s.turn) + (i ? "-" + std::to_string(i) : ""));
+      w.set_kind(v1::TOOL);
+      w.set_tool_name(names[i]);
+      w.add_deps(c->node);
+      s.waits.push_back(w.id());
+      waits.push_back(std::move(w));
+    }
+    ++s.turn;
+    s.last_active = std::chrono::steady_clock::now();
+  }
+  auto respond = [this, c, resp]() {
+    if (c->answered.exchange(true)) return;
+    if (c->session) {
+      std::lock_guard<std::mutex> lock(c->session->mu);
+      c->session->busy = false;
+    }
+    if (!c->stream) {
+      HttpResponse h = Json(200, oa::ResponseJson(resp));
+      h.headers["x-switchyard-workflow-id"] = c->wf;
+      h.headers["x-switchyard-node-id"] = c->node;
+      return c->respond(std::move(h));
+    }
+    if (c->tool) c->stream->Write(oa::ChunkEvent(c->head, "", false, "", &resp.choice.tool_calls));
+    c->stream->Write(oa::ChunkEvent(c->head, "", false, resp.choice.finish_reason));
+    if (c->req.include_usage) c->stream->Write(oa::UsageEvent(resp));
+    c->stream->Write(oa::kDoneEvent);
+    c->stream->Close();
+  };
+  if (waits.empty()) return respond();
+  std::vector<std::string> ids;
+  for (const auto& w : waits) ids.push_back(w.id());
+  service_->AppendAsync(
+      c->tenant, c->wf, std::move(waits), nullptr, [this, c, ids, respond](const Status& st) {
+        if (!st.ok()) return Fail(c, st);
+        for (const std::string& id : ids) {
+          v1::NodeEvent e;
+          e.set_node_id(id);
+          e.set_type(v1::TOOL_STARTED);
+          service_->ReportEventAsync(c->tenant, c->wf, e, nullptr, [](const Status&) {});
+        }
+        service_->AfterDurable([respond](const Status&) { respond(); });
+      });
+}
+
+void OpenAiFront::Fail(const CallPtr& c, const Status& st) {
+  if (c->answered.exchange(true)) return;
+  if (c->session) {
+    std::lock_guard<std::mutex> lock(c->session->mu);
+    c->session->busy = false;
+  }
+  oa::Error e = oa::ErrorFromStatus(st);
+  if (e.http_status == 500) e.type = "server_error";
+  Log(LogLevel::kWarn, "openai front: request failed",
+      LogKeys().With("workflow", c->wf).With("node", c->node).With("error", st.ToString()));
+  if (!c->stream) return c->respond(Json(e.http_status, oa::ErrorJson(e)));
+  c->stream->Write("data: " + oa::ErrorJson(e) + "\n\n");
+  c->stream->Write(oa::kDoneEvent);
+  c->stream->Close();
+}
+
+// ---- Sessions ---------------------------------------------------------------------------
+
+void OpenAiFront::EndSession(const SessionPtr& s) {
+  std::string wf;
+  std::vector<std::string> waits;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->ended) return;
+    s->ended = true;
+    wf = s->workflow_id;
+    waits.swap(s->waits);
+  }
+  if (wf.empty()) return;
+  for (const std::string& w : waits) {
+    v1::NodeEvent e;
+    e.set_node_id(w);
+    e.set_type(v1::TOOL_FINISHED);
+    service_->ReportEventAsync(s->tenant, wf, e, nullptr, [](const Status&) {});
+  }
+  service_->CloseAsync(s->tenant, wf, nullptr, [](const Status&) {});
+}
+
+void OpenAiFront::SweepIdle() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<SessionPtr> idle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      Session& s = *it->second;
+      std::lock_guard<std::mutex> slock(s.mu);
+      if (!s.busy && now - s.last_active > options_.session_idle_timeout) {
+        idle.push_back(it->second);
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const SessionPtr& s : idle) EndSession(s);
+}
+
+void OpenAiFront::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    work_.push_back(std::move(fn));
+  }
+  work_cv_.notify_one();
+}
+
+void OpenAiFront::Run() {
+  SetThreadName("sy-openai");
+  auto next_sweep = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait_until(lock, next_sweep, [this]() { return stopping_ || !work_.empty(); });
+      if (stopping_ && work_.empty()) return;
+      if (!work_.empty()) {
+        fn = std::move(work_.front());
+        work_.pop_front();
+      }
+    }
+    if (fn) fn();
+    if (std::chrono::steady_clock::now() >= next_sweep) {
+      SweepIdle();
+      next_sweep = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    }
+  }
+}
+
+}  // namespace switchyard::api

@@ -1,0 +1,126 @@
+// OpenAiFront: the OpenAI-compatible front door. Agent frameworks that speak the Chat
+// Completions API adopt Switchyard by changing their base URL; the front turns their
+// sessions into workflows so the scheduler sees the tool waits between turns.
+//
+//   POST /v1/chat/completions, POST /v1/completions (non-streaming, or `stream: true`:
+//   Server-Sent Events, `data: [DONE]` last), GET /v1/models, DELETE /v1/sessions/{id}.
+//   Requests and answers have OpenAI's shapes (api/openai_protocol.h), errors too.
+//
+// Sessions. The session id is the first of the headers x-session-id,
+// x-claude-code-session-id, session_id, session-id, the body's metadata.session_id, or
+// `user`; a request without one is a one-node workflow, closed at once. A session is a
+// workflow of its tenant (labels front=openai, session=<id>). Every request is an LLM node
+// `llm-N` on the session's context: its prompt is rendered (the chat template of
+// openai_protocol.h, or the prompt of /v1/completions) and tokenized, and when the
+// session's context (the previous prompt and the output the engine produced) is a prefix
+// of it the node EXTENDs the context with the rest; otherwise it CREATEs a fresh context
+// (`main-K`), and the old one, no longer referenced, is the scheduler's to evict. When an
+// answer ends, wait nodes start, TOOL nodes named after the tool calls it asked for (or
+// one `client` when it asked for none); they end when the session's next request arrives,
+// which the LLM node of that request depends on. So the scheduler's tool-wait decision
+// (keep, demote, discard; a prefetch timed to the learned duration of that tool) runs
+// between turns exactly as for native workflows. A session ends after
+// Options::session_idle_timeout without a request, or by DELETE /v1/sessions/{id}: its
+// waits end and its workflow is closed, which frees its KV. Answers carry the
+// x-switchyard-workflow-id and x-switchyard-node-id headers.
+//
+// Hints. x-switchyard-deadline (seconds from now or RFC 3339) is the workflow's deadline
+// (a session's first request sets it); x-switchyard-priority or nvext.agent_hints.priority
+// its priority class; nvext.agent_hints.osl is the output-length hint when max_tokens is
+// not given.
+//
+// Answers. With the CPU engine they are computed: the text the model generated, decoded by
+// its tokenizer. A random-weights model's text is meaningless (its byte tokenizer's output
+// is restricted to printable ASCII, so a client echoes it back unchanged and the next turn
+// extends the context). A forced tool choice (`required` or a named function) makes the
+// answer a call of that function: the front writes the call's header and the opening of
+// its arguments object into the prompt, the model generates the first required string
+// argument (characters a JSON string holds unescaped), and the object is closed — so the
+// arguments are valid JSON and the client's echo of the call renders to exactly the tokens
+// in the context. With the simulated engine the text is a placeholder of as many words as
+// the engine decoded tokens, said so in `system_fingerprint`. `stop` sequences cut the
+// text after the fact (generation runs to EOS or max_tokens).
+//
+// Thread-safety: Handle() is called concurrently by the server threads; a session serves
+// one request at a time (a second one gets 409). Completion work runs on the scheduler's
+// thread (tokens) and on the front's own thread (appends, answers).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "api/http.h"
+#include "api/service.h"
+#include "base/clock.h"
+
+namespace switchyard::api {
+
+class OpenAiFront {
+ public:
+  struct Options {
+    std::chrono::milliseconds session_idle_timeout{std::chrono::minutes(10)};
+    int64_t default_max_tokens = 128;
+  };
+  using Respond = std::function<void(HttpResponse)>;
+
+  OpenAiFront(Service* service, const Clock* clock, Options options);
+  ~OpenAiFront();
+  OpenAiFront(const OpenAiFront&) = delete;
+  OpenAiFront& operator=(const OpenAiFront&) = delete;
+
+  // Whether `path` is one of the front's.
+  static bool Serves(std::string_view path);
+  // An error in OpenAI's shape.
+  static HttpResponse Error(int status, const std::string& message, const std::string& type,
+                            const std::string& code = "", const std::string& param = "");
+  // Answers a request of an authenticated tenant.
+  void Handle(const HttpRequest& req, const std::string& tenant, Respond respond);
+  // The model id the front serves.
+  std::string model_id() const;
+  size_t sessions() const;
+  // Ends sessions idle past the timeout (the front's thread does it every second).
+  void SweepIdle();
+
+ private:
+  struct Session;
+  struct Call;
+  using SessionPtr = std::shared_ptr<Session>;
+  using CallPtr = std::shared_ptr<Call>;
+
+  void Complete(const HttpRequest& req, const std::string& tenant, bool chat, Respond respond);
+  HttpResponse Models() const;
+  void DeleteSession(const std::string& tenant, const std::string& id, Respond respond);
+  Status Prepare(const HttpRequest& req, const std::string& tenant, Call* c);
+  std::vector<int32_t> Tokenize(const std::string& text) const;
+  void Start(const CallPtr& c);
+  void OnToken(const CallPtr& c, int32_t token);
+  void Finish(const CallPtr& c, const Status& st, int64_t output_tokens);
+  void Answer(const CallPtr& c);
+  void Fail(const CallPtr& c, const Status& st);
+  void EndSession(const SessionPtr& s);
+  void Post(std::function<void()> fn);
+  void Run();
+
+  Service* service_;
+  const Clock* clock_;
+  Options options_;
+
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, SessionPtr> sessions_;  // (tenant, id)
+
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> work_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace switchyard::api

@@ -1,0 +1,314 @@
+// The OpenAI-compatible front over real HTTP on loopback, answers computed by the CPU
+// engine (a tiny model with random weights): models, chat and completions, streaming,
+// errors in OpenAI's shape, sessions as workflows with wait nodes between turns, context
+// reuse, and greedy answers that do not depend on what happened to the KV.
+#include "api/openai_front.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <thread>
+
+#include "api/http_api.h"
+#include "api/http_server.h"
+#include "tests/api/http_test_client.h"
+
+namespace switchyard::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kToken[] = "openai-tenant-token-0123456789";
+constexpr char kModel[] = "tiny-llama-2l";
+
+class OpenAiFrontTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/sy_oai_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    server_.reset();
+    api_.reset();
+    service_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Start(uint64_t pool_bytes = 4ULL << 20,
+             std::chrono::milliseconds idle = std::chrono::minutes(10)) {
+    ServiceOptions so;
+    so.data_dir = dir_;
+    so.sync_writes = false;
+    so.scheduler.engine = "cpu";
+    so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+    so.scheduler.kv_pool_bytes = pool_bytes;
+    so.scheduler.host_bytes = 64ULL << 20;
+    so.scheduler.disk_bytes = 64ULL << 20;
+    auto svc = Service::Open(so, RealClock::Default());
+    ASSERT_TRUE(svc.ok()) << svc.status();
+    service_ = std::move(*svc);
+    v1::ServiceConfig cfg;
+    auto* t = cfg.add_tenants();
+    t->set_name("t");
+    t->set_token(kToken);
+    cfg.set_admin_token("openai-admin-token-0123456789");
+    HttpApiOptions ao;
+    ao.openai.session_idle_timeout = idle;
+    api_ = std::make_unique<HttpApi>(service_.get(), *Auth::Create(cfg, dir_), RealClock::Default(),
+                                     ao);
+    HttpServerOptions ho;
+    ho.port = 0;
+    ho.threads = 4;
+    server_ =
+        std::make_unique<HttpServer>(ho, [this](const HttpRequest& r, HttpServer::Respond done) {
+          api_->HandleAsync(r, std::move(done));
+        });
+    auto port = server_->Start();
+    ASSERT_TRUE(port.ok()) << port.status();
+    port_ = *port;
+  }
+  testing::ClientResponse Post(const std::string& path, const json& body,
+                               const std::string& session = "") {
+    std::map<std::string, std::string> h{{"Authorization", std::string("Bearer ") + kToken},
+                                         {"Content-Type", "application/json"}};
+    if (!session.empty()) h["x-session-id"] = session;
+    return testing::Request(port_, "POST", path, body.dump(), h);
+  }
+  json Chat(const json& body, const std::string& session = "", int expect = 200) {
+    auto r = Post("/v1/chat/completions", body, session);
+    EXPECT_EQ(r.status, expect) << r.body;
+    last_headers_ = r.headers;
+    return json::parse(r.body, nullptr, false);
+  }
+  json Get(const std::string& path) {
+    auto r = testing::Request(port_, "GET", path, "",
+                              {{"Authorization", std::string("Bearer ") + kToken}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+  static json Body(const json& messages, int max_tokens = 8) {
+    return json{
+        {"model", kModel}, {"messages", messages}, {"max_tokens", max_tokens}, {"temperature", 0}};
+  }
+  // The content of every `data:` event of a chunked SSE body, [DONE] excluded.
+  static std::vector<json> Events(const std::string& chunked) {
+    std::string body;
+    for (size_t i = 0; i < chunked.size();) {  // chunked transfer coding
+      size_t eol = chunked.find("\r\n", i);
+      if (eol == std::string::npos) break;
+      size_t n = std::stoul(chunked.substr(i, eol - i), nullptr, 16);
+      if (n == 0) break;
+      body += chunked.substr(eol + 2, n);
+      i = eol + 2 + n + 2;
+    }
+    std::vector<json> out;
+    for (size_t i = 0; (i = body.find("data: ", i)) != std::string::npos;) {
+      size_t end = body.find("\n\n", i);
+      std::string data = body.substr(i + 6, end - i - 6);
+      if (data != "[DONE]") out.push_back(json::parse(data, nullptr, false));
+      i = end;
+    }
+    return out;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpApi> api_;
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
+  std::map<std::string, std::string> last_headers_;
+};
+
+TEST_F(OpenAiFrontTest, ModelsChatAndCompletions) {
+  Start();
+  json models = Get("/v1/models");
+  ASSERT_EQ(models["data"].size(), 1u);
+  EXPECT_EQ(models["data"][0]["id"], kModel);
+  json r = Chat(Body({{{"role", "user"}, {"content", "hello"}}}));
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["model"], kModel);
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(r["choices"][0]["message"]["content"].is_string());
+  EXPECT_EQ(r["usage"]["completion_tokens"], 8);
+  EXPECT_NE(r["system_fingerprint"].get<std::string>().find("random-weights"), std::string::npos);
+  EXPECT_FALSE(last_headers_["x-switchyard-workflow-id"].empty());
+  EXPECT_EQ(last_headers_["x-switchyard-node-id"], "llm-0");
+  auto c = Post("/v1/completions", {{"model", kModel}, {"prompt", "once upon"}, {"max_tokens", 5}});
+  ASSERT_EQ(c.status, 200) << c.body;
+  json cj = json::parse(c.body);
+  EXPECT_EQ(cj["object"], "text_completion");
+  EXPECT_TRUE(cj["choices"][0]["text"].is_string());
+}
+
+TEST_F(OpenAiFrontTest, ErrorsHaveOpenAisShape) {
+  Start();
+  auto unauth = testing::Request(port_, "POST", "/v1/chat/completions", "{}", {});
+  EXPECT_EQ(unauth.status, 401);
+  json u = json::parse(unauth.body);
+  EXPECT_EQ(u["error"]["type"], "authentication_error") << unauth.body;
+  json nf =
+      Chat({{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}}, "", 404);
+  EXPECT_EQ(nf["error"]["code"], "model_not_found");
+  EXPECT_EQ(nf["error"]["param"], "model");
+  json n2 = Chat(
+      {{"model", kModel}, {"n", 2}, {"messages", {{{"role", "user"}, {"content", "x"}}}}}, "", 400);
+  EXPECT_EQ(n2["error"]["param"], "n");
+  EXPECT_EQ(n2["error"]["type"], "invalid_request_error");
+  json big = Chat(Body({{{"role", "user"}, {"content", "x"}}}, 100000), "", 400);
+  EXPECT_EQ(big["error"]["code"], "context_length_exceeded");
+  auto del = testing::Request(port_, "DELETE", "/v1/sessions/nope", "",
+                              {{"Authorization", std::string("Bearer ") + kToken}});
+  EXPECT_EQ(del.status, 404);
+  EXPECT_EQ(json::parse(del.body)["error"]["code"], "session_not_found");
+}
+
+TEST_F(OpenAiFrontTest, StreamingGivesTheSameTextAsNonStreaming) {
+  Start();
+  json msgs = {{{"role", "user"}, {"content", "tell me a story"}}};
+  std::string whole = Chat(Body(msgs, 12))["choices"][0]["message"]["content"];
+  json body = Body(msgs, 12);
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  auto r = Post("/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["content-type"], "text/event-stream");
+  std::vector<json> ev = Events(r.body);
+  ASSERT_GE(ev.size(), 3u) << r.body;
+  EXPECT_EQ(ev.front()["choices"][0]["delta"]["role"], "assistant");
+  std::string text, finish;
+  for (const json& e : ev) {
+    if (e["choices"].empty()) {
+      EXPECT_EQ(e["usage"]["completion_tokens"], 12);
+      continue;
+    }
+    const json& d = e["choices"][0]["delta"];
+    if (d.contains("content") && d["content"].is_string()) text += d["content"].get<std::string>();
+    if (e["choices"][0]["finish_reason"].is_string()) finish = e["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, whole);
+  EXPECT_EQ(finish, "length");
+  EXPECT_TRUE(ev.back()["choices"].empty()) << "the usage chunk comes last";
+}
+
+// A session of several turns with forced tool calls: each turn extends the session's
+// context, wait nodes named after the tools run between turns, and GET shows them with
+// their measured durations and the KV decisions taken during the waits.
+TEST_F(OpenAiFrontTest, ASessionIsAWorkflowWithToolWaitsBetweenTurns) {
+  Start();
+  json tools = json::array({{{"type", "function"},
+                             {"function",
+                              {{"name", "bash"},
+                               {"parameters",
+                                {{"type", "object"},
+                                 {"properties", {{"command", {{"type", "string"}}}}},
+                                 {"required", {"command"}}}}}}}});
+  json msgs = {{{"role", "system"}, {"content", "you are an agent"}},
+               {{"role", "user"}, {"content", "list the files"}}};
+  std::string wf;
+  int64_t cached = 0;
+  for (int turn = 0; turn < 3; ++turn) {
+    json body = Body(msgs, 6);
+    body["tools"] = tools;
+    body["tool_choice"] = "required";
+    json r = Chat(body, "agent-1");
+    ASSERT_TRUE(r.contains("choices")) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+    json call = r["choices"][0]["message"]["tool_calls"][0];
+    EXPECT_EQ(call["function"]["name"], "bash");
+    json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+    ASSERT_TRUE(args.is_object()) << call.dump();
+    EXPECT_TRUE(args["command"].is_string());
+    if (turn > 0) {
+      EXPECT_EQ(last_headers_["x-switchyard-workflow-id"], wf) << "one workflow per session";
+      EXPECT_GT(r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), cached)
+          << "the turn extended the session's context";
+    }
+    wf = last_headers_["x-switchyard-workflow-id"];
+    cached = r["usage"]["prompt_tokens"].get<int64_t>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the tool runs
+    msgs.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}});
+    msgs.push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "a.txt b.txt"}});
+  }
+  json st = Get("/v1/workflows/" + wf);
+  int bash = 0;
+  for (const json& n : st["nodes"]) {
+    if (n.value("toolName", "") != "bash") continue;
+    ++bash;
+    if (n["state"] == "NODE_SUCCEEDED") {
+      int64_t ms = std::stoll(n["durationMs"].get<std::string>());
+      EXPECT_GE(ms, 140) << n.dump();  // the measured wait
+    }
+  }
+  EXPECT_EQ(bash, 3) << st.dump();
+  bool decided = false;
+  for (const json& d : st["decisions"])
+    if (d["kind"] == "keep" || d["kind"] == "demote" || d["kind"] == "discard") decided = true;
+  EXPECT_TRUE(decided) << st.dump();
+  auto del = testing::Request(port_, "DELETE", "/v1/sessions/agent-1", "",
+                              {{"Authorization", std::string("Bearer ") + kToken}});
+  EXPECT_EQ(del.status, 200) << del.body;
+  for (int i = 0; i < 200; ++i) {
+    if (Get("/v1/workflows/" + wf)["state"] == "WORKFLOW_COMPLETED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(Get("/v1/workflows/" + wf)["state"], "WORKFLOW_COMPLETED");
+}
+
+TEST_F(OpenAiFrontTest, AnIdleSessionEnds) {
+  Start(4ULL << 20, std::chrono::milliseconds(300));
+  Chat(Body({{{"role", "user"}, {"content", "hi"}}}, 2), "idle-1");
+  std::string wf = last_headers_["x-switchyard-workflow-id"];
+  for (int i = 0; i < 150 && Get("/v1/workflows/" + wf)["state"] != "WORKFLOW_COMPLETED"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(Get("/v1/workflows/" + wf)["state"], "WORKFLOW_COMPLETED");
+}
+
+// Many sessions at once on a small KV pool (contexts are kept, demoted, discarded,
+// preempted and recomputed): every greedy answer equals the answer to a fresh request with
+// the same conversation.
+TEST_F(OpenAiFrontTest, AnswersUnderAKvSqueezeEqualFreshRequests) {
+  Start(256ULL << 10);  // 512 tokens of this model's KV for 6 sessions
+  constexpr int kSessions = 6, kTurns = 3;
+  std::vector<std::vector<std::string>> answers(kSessions), fresh(kSessions);
+  std::vector<json> convs(kSessions);
+  std::vector<std::thread> threads;
+  for (int s = 0; s < kSessions; ++s) {
+    threads.emplace_back([&, s]() {
+      json msgs = {{{"role", "user"}, {"content", "session " + std::to_string(s) + " begins"}}};
+      for (int t = 0; t < kTurns; ++t) {
+        json r = Chat(Body(msgs, 10), "squeeze-" + std::to_string(s));
+        if (!r.contains("choices")) return;
+        std::string a = r["choices"][0]["message"]["content"];
+        answers[s].push_back(a);
+        msgs.push_back({{"role", "assistant"}, {"content", a}});
+        msgs.push_back({{"role", "user"}, {"content", "and then " + std::to_string(t)}});
+      }
+      convs[s] = msgs;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int s = 0; s < kSessions; ++s) {
+    ASSERT_EQ(answers[s].size(), static_cast<size_t>(kTurns)) << "session " << s;
+    // The same conversation, turn by turn, as fresh one-node requests.
+    json msgs = json::array();
+    for (int t = 0; t < kTurns; ++t) {
+      size_t upto = 1 + 2 * t;  // the messages the t-th request had
+      json prefix(convs[s].begin(), convs[s].begin() + upto);
+      json r = Chat(Body(prefix, 10));
+      EXPECT_EQ(r["choices"][0]["message"]["content"], answers[s][t])
+          << "session " << s << " turn " << t;
+    }
+  }
+  // The squeeze happened: contexts left the pool (discarded, demoted or preempted).
+  json kinds = Get("/v1/cluster")["decisionsByKind"];
+  int64_t left = 0;
+  for (const char* k : {"discard", "demote", "preempt"})
+    if (kinds.contains(k)) left += std::stoll(kinds[k].get<std::string>());
+  EXPECT_GT(left, 0) << kinds.dump();
+}
+
+}  // namespace
+}  // namespace switchyard::api
