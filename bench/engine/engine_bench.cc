@@ -229,6 +229,12 @@ void Decode(const Model& m, bench::Report* report) {
        std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB per step; goal ratio >= 0.5"});
 }
 
+}  // namespace
+
+void KvExportImport(const Model& model, bench::Report* report);  // kv_move_bench.cc
+
+namespace {
+
 void ReportEngine(const std::map<std::string, bench::Measured>&, bench::Report* report) {
   auto tiny = Model::Load(std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-4l.json");
   if (!tiny.ok()) {
@@ -246,6 +252,7 @@ void ReportEngine(const std::map<std::string, bench::Measured>&, bench::Report* 
     PrefillAndLinear(*m, report);
     Decode(*m, report);
   }
+  KvExportImport(**tiny, report);
 }
 
 SY_BENCH_REPORT(engine, ReportEngine);
