@@ -33,6 +33,102 @@ std::string HttpRequest::Header(std::string_view lower_name) const {
   return it == headers.end() ? "" : it->second;
 }
 
+ResponseStream::ResponseStream(size_t max_queued_bytes) : max_queued_bytes_(max_queued_bytes) {}
+
+bool ResponseStream::Write(std::string chunk) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || cancelled()) return false;
+    if (chunk.empty()) return true;
+    if (pending_.size() + in_flight_ + chunk.size() <= max_queued_bytes_) {
+      if (pending_.empty()) {
+        pending_ = std::move(chunk);
+      } else {
+        pending_ += chunk;
+      }
+      WakeLocked();
+      return true;
+    }
+  }
+  Cancel(/*wake=*/true);  // past the cap: a client this slow is not served
+  return false;
+}
+
+void ResponseStream::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_ || cancelled()) return;
+  closed_ = true;
+  WakeLocked();
+}
+
+void ResponseStream::SetOnCancel(std::function<void()> on_cancel) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cancelled()) {
+      on_cancel_ = std::move(on_cancel);
+      return;
+    }
+  }
+  if (on_cancel) on_cancel();
+}
+
+size_t ResponseStream::queued_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_.size() + in_flight_;
+}
+
+void ResponseStream::WakeLocked() {
+  if (wake_ && !wake_pending_) {
+    wake_pending_ = true;
+    wake_();
+  }
+}
+
+bool ResponseStream::Attach(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (attached_ || cancelled()) return false;
+  attached_ = true;
+  wake_ = std::move(wake);
+  wake_pending_ = true;  // the connection takes what is queued right away
+  return true;
+}
+
+ResponseStream::Batch ResponseStream::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Batch batch;
+  batch.bytes.swap(pending_);
+  in_flight_ = batch.bytes.size();
+  batch.end = closed_;
+  // With something to send the connection comes back for more by itself; idle, it waits.
+  wake_pending_ = !batch.bytes.empty() || batch.end;
+  return batch;
+}
+
+void ResponseStream::Finish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  finished_ = true;
+  in_flight_ = 0;
+  wake_ = nullptr;
+}
+
+void ResponseStream::Cancel(bool wake) {
+  std::function<void()> on_cancel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || cancelled()) return;
+    cancelled_.store(true, std::memory_order_release);
+    pending_ = std::string();
+    in_flight_ = 0;
+    // Under the lock: once Cancel() returns nobody posts to the connection's io_context,
+    // which the server may destroy after stopping.
+    if (wake && wake_) wake_();
+    wake_ = nullptr;
+    on_cancel = std::move(on_cancel_);
+  }
+  if (on_cancel) on_cancel();
+}
+
 HttpResponse JsonError(int status, std::string_view code, std::string_view message,
                        std::string_view details_json) {
   HttpResponse r;

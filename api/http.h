@@ -1,12 +1,19 @@
-// Plain HTTP request/response values shared by the server, the router and the handlers.
+// Plain HTTP request/response values shared by the server, the router and the handlers,
+// and ResponseStream, the body of a streamed (chunked) response.
 //
 // Only http_server.cc includes Boost.Beast (heavy to compile); everything else in api/
 // works on these small structs. Header names are stored lower-case.
 //
-// Thread-safety: values.
+// Thread-safety: HttpRequest and HttpResponse are values; ResponseStream is thread-safe
+// (see its comment).
 #pragma once
 
+#include <atomic>
+#include <cstddef>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -24,11 +31,99 @@ struct HttpRequest {
   std::string Header(std::string_view lower_name) const;
 };
 
+// ResponseStream: the body of a streamed HTTP response (e.g. Server-Sent Events), produced
+// over time by any thread while HttpServer sends it.
+//
+// A handler creates one with std::make_shared<ResponseStream>(), puts it in
+// HttpResponse::stream and calls Respond; the server then sends the status line and headers
+// at once and, on the connection's I/O thread, every chunk queued with Write() (in order;
+// chunks queued together may go out as one HTTP chunk), then the end of the body after
+// Close(). Chunks written before the response was handed to the server are kept and sent
+// after the headers.
+//
+// Backpressure: the bytes accepted by Write() and not yet written to the socket are capped
+// (max_queued_bytes, 8 MiB by default); a Write() that would pass the cap is refused and
+// cancels the stream. A producer that must not lose data checks queued_bytes() and slows
+// down before the cap.
+//
+// Cancellation: the stream becomes cancelled() when the client disconnects, a write to it
+// fails or times out, the server stops, the cap is passed, or the connection could not take
+// it; from then on Write() returns false and the producer should stop. The on-cancel
+// callback runs once, at that moment, on the thread that cancels (an I/O thread, the
+// producer's thread for the cap, or the thread calling HttpServer::Stop()); it must be
+// quick and must not block on the producer. A stream that was closed and completely sent is
+// not cancelled.
+//
+// Ownership: shared between the producer and the server (std::shared_ptr); the stream may
+// outlive its connection and the server: Write() and Close() on it are then harmless
+// (Write returns false). Use one stream for one response.
+// Thread-safety: every method may be called from any thread, concurrently.
+class ResponseStream {
+ public:
+  static constexpr size_t kDefaultMaxQueuedBytes = size_t{8} << 20;
+
+  explicit ResponseStream(size_t max_queued_bytes = kDefaultMaxQueuedBytes);
+  ResponseStream(const ResponseStream&) = delete;
+  ResponseStream& operator=(const ResponseStream&) = delete;
+
+  // Queues `chunk` to be sent. Returns false (and queues nothing) once the stream is
+  // cancelled or closed, or when the chunk would pass the cap (which cancels the stream).
+  // An empty chunk queues nothing and returns whether the stream is still open.
+  bool Write(std::string chunk);
+  // Ends the response after what was queued. Idempotent; no-op once cancelled.
+  void Close();
+  // True once the client went away, the server stopped or the connection failed.
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  // Runs `on_cancel` once when the stream becomes cancelled; at once (on this thread) when
+  // it already is. Replaces an earlier callback that has not run.
+  void SetOnCancel(std::function<void()> on_cancel);
+  // Bytes accepted and not yet written to the socket.
+  size_t queued_bytes() const;
+
+ private:
+  friend class StreamDriver;  // the server's side, in api/http_server.cc
+
+  // What the connection sends next: the queued bytes, and whether the body ends after them.
+  struct Batch {
+    std::string bytes;
+    bool end = false;
+  };
+
+  // The server's side (through StreamDriver, on the connection's I/O thread unless said).
+  // Connects the stream to a connection; `wake` is called (under the stream's lock, so it
+  // must only post) when bytes, the end or a cancellation become pending while the
+  // connection is idle. Returns false when the stream is cancelled or already attached.
+  bool Attach(std::function<void()> wake);
+  // Takes everything queued; the bytes handed out before count as written.
+  Batch Take();
+  // The body was completely sent: drops the connection's wake.
+  void Finish();
+  // Cancels (any thread); `wake` says whether to wake the connection one last time.
+  void Cancel(bool wake);
+  void WakeLocked();  // calls wake_ unless the connection will come back by itself
+
+  const size_t max_queued_bytes_;
+  mutable std::mutex mu_;
+  std::string pending_;        // accepted, not yet taken by the connection
+  size_t in_flight_ = 0;       // taken by the connection, being written
+  bool closed_ = false;        // Close() was called (or the stream finished)
+  bool attached_ = false;      // handed to a connection once
+  bool finished_ = false;      // completely sent: can no longer be cancelled
+  bool wake_pending_ = false;  // the connection will Take() again without a wake
+  std::function<void()> wake_;
+  std::function<void()> on_cancel_;
+  std::atomic<bool> cancelled_{false};
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::map<std::string, std::string> headers;  // extra headers (e.g. retry-after)
   std::string body;
+  // When set, the body is streamed from here with Transfer-Encoding: chunked (HTTP/1.0:
+  // raw bytes, then the connection closes); `body` must then be empty (a non-empty body is
+  // sent ahead of the stream's chunks). See ResponseStream and HttpServer.
+  std::shared_ptr<ResponseStream> stream;
 };
 
 // {"code":..,"message":..,"details":..} with the given HTTP status.

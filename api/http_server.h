@@ -11,10 +11,28 @@
 // round-robin at accept), so handlers of different connections may run concurrently but
 // those of one connection never do. A connection has at most one request in the server.
 //
+// Streamed responses (HttpResponse::stream, api/http.h): when Respond runs, the status line
+// and headers go out at once (the response's content type and extra headers, then
+// Transfer-Encoding: chunked and no Content-Length; Cache-Control: no-cache for
+// text/event-stream unless the handler set one), then each batch of chunks queued in the
+// stream as one HTTP chunk, in order, written on the connection's I/O thread only, and the
+// last chunk after ResponseStream::Close(). The connection then stays open for the next
+// request (keep-alive as usual; "Connection: close" requests are closed after the last
+// chunk). HTTP/1.0 clients get the raw bytes and the connection closes at the end. While a
+// stream is open the read timeout does not apply (it covers reading a request); each write
+// of the stream must complete within read_timeout_ms or the connection is dropped. The
+// server reads ahead meanwhile, so a client that disconnects cancels the stream at once; a
+// client that sends more than 64 KiB ahead during a stream is disconnected. A cancelled
+// stream (client gone, write failed or timed out, queue cap passed, server stopped) ends
+// the connection: the response is incomplete. The stream's queue is bounded (see
+// ResponseStream): a slow client cannot make the server buffer without bound.
+//
 // Ownership: the server owns its io_context and threads. Start() binds and returns the
 // bound port (0 in the options picks a free one); Stop() closes the acceptor and every
-// connection, then joins the threads; answers still owed after Stop() are dropped, but
-// their callbacks must have run (or been destroyed) before the server is destroyed.
+// connection, joins the threads, then cancels every open stream (their on-cancel callbacks
+// run on the calling thread); answers still owed after Stop() are dropped, but their
+// callbacks must have run (or been destroyed) before the server is destroyed. A stream
+// may outlive the server: writing to it then returns false.
 // Thread-safety: Start/Stop from one thread.
 #pragma once
 
