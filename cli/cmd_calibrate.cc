@@ -6,7 +6,7 @@
 // pass --max 1G for the full 4 KiB..1 GiB sweep.
 //
 // `switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE
-//                       [--prefill L] [--decode L] [--kv L] [--reps N]`
+//                       [--prefill L] [--decode L] [--kv L] [--cached L] [--reps N]`
 // Measures the reference CPU engine's step time over a grid of batch shapes
 // (executors/cpu_calibrate/calibrate.h) and writes the step table TableStepCost reads
 // (configs/step_tables/README.md), then loads it back and prints the fit.
@@ -24,9 +24,11 @@ namespace {
 
 constexpr const char* kEngineUsage =
     "usage: switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE\n"
-    "  [--prefill 0,16,64,256] [--decode 0,1,4,16] [--kv 0,512,2048,8192] [--reps 5]\n"
+    "  [--prefill 0,16,64,256] [--decode 0,1,4,16] [--kv 0,512,2048,8192]\n"
+    "  [--cached 0,512,2048] [--reps 5]\n"
     "  Measures the CPU engine's step time (one CpuEngine on a real-time loop) at every\n"
-    "  prefill tokens x decode sequences x KV tokens read point, the median of --reps steps,\n"
+    "  prefill tokens x decode sequences x decoders' KV tokens x the prefill's cached tokens\n"
+    "  point, the median of --reps steps,\n"
     "  and writes the CSV step table TableStepCost reads (--model default:\n"
     "  configs/models/tiny-llama-4l.json, random weights).\n";
 
@@ -85,10 +87,11 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
       if (!ParseWhole(v, 1, &n))
         return EngineUsage("--reps needs a whole number >= 1, not '" + v + "'");
       o.grid.repetitions = static_cast<int>(n);
-    } else if (a == "--prefill" || a == "--decode" || a == "--kv") {
+    } else if (a == "--prefill" || a == "--decode" || a == "--kv" || a == "--cached") {
       auto* axis = a == "--prefill"  ? &o.grid.prefill_tokens
                    : a == "--decode" ? &o.grid.decode_seqs
-                                     : &o.grid.kv_tokens;
+                   : a == "--kv"     ? &o.grid.kv_tokens
+                                     : &o.grid.prefill_cached;
       if (!ParseList(v, axis))
         return EngineUsage(a + " needs whole numbers >= 0 like 0,16,64, not '" + v + "'");
     } else {
@@ -104,11 +107,12 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
     return 1;
   }
   std::printf("calibrating the cpu engine: %s\n", (*model)->shape().Describe().c_str());
-  std::printf("%14s %11s %9s %12s\n", "prefill_tokens", "decode_seqs", "kv_tokens", "median_ms");
+  std::printf("%14s %11s %9s %14s %12s\n", "prefill_tokens", "decode_seqs", "kv_tokens",
+              "prefill_cached", "median_ms");
   o.on_point = [](const cpu::CalibrationPoint& p) {
-    std::printf("%14lld %11lld %9lld %12.3f\n", static_cast<long long>(p.prefill_tokens),
+    std::printf("%14lld %11lld %9lld %14lld %12.3f\n", static_cast<long long>(p.prefill_tokens),
                 static_cast<long long>(p.decode_seqs), static_cast<long long>(p.kv_tokens),
-                p.step_time_s * 1e3);
+                static_cast<long long>(p.prefill_cached), p.step_time_s * 1e3);
     std::fflush(stdout);
   };
   auto cal = cpu::CalibrateCpuEngine(**model, o);
@@ -130,9 +134,10 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
   }
   for (const auto& p : table->planes())
     std::printf(
-        "fit plane: %.3f ms + %.4f ms/prefill token + %.4f ms/decode seq + %.6f ms/kv token\n",
+        "fit plane: %.3f ms + %.4f ms/prefill token + %.4f ms/decode seq + %.6f ms/kv token"
+        " + %.3f us/prefill attention pair\n",
         p.intercept_s * 1e3, p.per_prefill_token_s * 1e3, p.per_decode_seq_s * 1e3,
-        p.per_kv_token_s * 1e3);
+        p.per_kv_token_s * 1e3, p.per_prefill_attention_s * 1e6);
   std::printf("wrote %zu rows to %s in %.0f s\n", cal->points.size(), out.c_str(), cal->wall_s);
   return 0;
 }

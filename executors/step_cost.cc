@@ -73,15 +73,30 @@ Duration RooflineStepCost::StepTime(const StepShape& s) const {
 
 namespace {
 
-constexpr int kColumns = 4;
-constexpr const char* kColumnNames[kColumns] = {"prefill_tokens", "decode_seqs", "kv_tokens",
-                                                "step_time_s"};
-constexpr const char* kHeaderText = "prefill_tokens,decode_seqs,kv_tokens,step_time_s";
+// Coefficients of a plane: (intercept, prefill, decode, kv, prefill_attention). A
+// four-column table leaves the last regressor 0 on every row, so every support that uses
+// it is singular and the fit is the four-coefficient one.
+constexpr int kColumns = 5;
+constexpr int kBaseColumns = 4;  // coefficients a four-column table determines
+constexpr const char* kHeader4 = "prefill_tokens,decode_seqs,kv_tokens,step_time_s";
+constexpr const char* kHeader5 =
+    "prefill_tokens,decode_seqs,kv_tokens,prefill_attention,step_time_s";
+const std::vector<std::string_view> kNames4 = {"prefill_tokens", "decode_seqs", "kv_tokens",
+                                               "step_time_s"};
+const std::vector<std::string_view> kNames5 = {"prefill_tokens", "decode_seqs", "kv_tokens",
+                                               "prefill_attention", "step_time_s"};
 
-// One measured row: the design vector (1, prefill, decode, kv) and the time.
+// One measured row: the design vector (1, prefill, decode, kv, attention) and the time.
 struct Row {
   double x[kColumns];
   double t;
+};
+
+// The table's layout, from its header.
+struct Layout {
+  const std::vector<std::string_view>* names = &kNames4;
+  const char* header = kHeader4;
+  bool attention = false;
 };
 
 std::string_view Trim(std::string_view s) {
@@ -107,47 +122,66 @@ std::string Where(const std::string& source, int line) {
   return "step table " + source + ":" + std::to_string(line);
 }
 
-Status BadCell(const std::string& source, int line, int col, std::string_view cell,
+Status BadCell(const Layout& l, const std::string& source, int line, int col, std::string_view cell,
                const char* want) {
   return Status::InvalidArgument(Where(source, line) + ": column " + std::to_string(col + 1) +
-                                 " (" + kColumnNames[col] + "): '" + std::string(cell) +
+                                 " (" + std::string((*l.names)[col]) + "): '" + std::string(cell) +
                                  "' is not " + want);
 }
 
 // Parses one data line into `row`.
-Status ParseRow(const std::vector<std::string_view>& cells, const std::string& source, int line,
-                Row* row) {
-  if (cells.size() != kColumns)
-    return Status::InvalidArgument(Where(source, line) + ": expected " + std::to_string(kColumns) +
-                                   " columns (" + kHeaderText + "), found " +
+Status ParseRow(const Layout& l, const std::vector<std::string_view>& cells,
+                const std::string& source, int line, Row* row) {
+  const size_t want = l.names->size();
+  if (cells.size() != want)
+    return Status::InvalidArgument(Where(source, line) + ": expected " + std::to_string(want) +
+                                   " columns (" + l.header + "), found " +
                                    std::to_string(cells.size()));
   row->x[0] = 1;
+  row->x[4] = 0;
+  if (l.attention) {
+    std::string_view cell = cells[3];
+    double a = 0;
+    auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), a);
+    if (cell.empty() || ec != std::errc() || end != cell.data() + cell.size() ||
+        !std::isfinite(a) || a < 0)
+      return BadCell(l, source, line, 3, cell, "a non-negative number");
+    row->x[4] = a;
+  }
   for (int c = 0; c < 3; ++c) {
     std::string_view cell = cells[c];
     int64_t v = 0;
     auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
     if (cell.empty() || ec != std::errc() || end != cell.data() + cell.size() || v < 0)
-      return BadCell(source, line, c, cell, "a non-negative integer");
+      return BadCell(l, source, line, c, cell, "a non-negative integer");
     row->x[c + 1] = static_cast<double>(v);
   }
-  std::string_view cell = cells[3];
+  const int tc = static_cast<int>(want) - 1;
+  std::string_view cell = cells[tc];
   double t = 0;
   auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), t);
   if (cell.empty() || ec != std::errc() || end != cell.data() + cell.size() || !std::isfinite(t) ||
       !(t > 0))
-    return BadCell(source, line, 3, cell, "a positive number of seconds");
+    return BadCell(l, source, line, tc, cell, "a positive number of seconds");
   row->t = t;
   return Status::OK();
 }
 
-bool IsHeader(const std::vector<std::string_view>& cells) {
-  if (cells.size() != kColumns) return false;
-  for (int c = 0; c < kColumns; ++c)
-    if (cells[c] != kColumnNames[c]) return false;
-  return true;
+// The layout a header line names, or false.
+bool IsHeader(const std::vector<std::string_view>& cells, Layout* l) {
+  if (cells == kNames4) {
+    *l = Layout{&kNames4, kHeader4, false};
+    return true;
+  }
+  if (cells == kNames5) {
+    *l = Layout{&kNames5, kHeader5, true};
+    return true;
+  }
+  return false;
 }
 
-Result<std::vector<Row>> ParseTable(std::string_view text, const std::string& source) {
+Result<std::vector<Row>> ParseTable(std::string_view text, const std::string& source,
+                                    Layout* layout) {
   std::vector<Row> rows;
   std::vector<std::string_view> cells;
   bool header = false;
@@ -162,19 +196,20 @@ Result<std::vector<Row>> ParseTable(std::string_view text, const std::string& so
     if (line.empty() || line.front() == '#') continue;
     SplitCells(line, &cells);
     if (!header) {
-      if (!IsHeader(cells))
+      if (!IsHeader(cells, layout))
         return Status::InvalidArgument(Where(source, line_no) + ": missing header: expected '" +
-                                       kHeaderText + "', found '" + std::string(line) + "'");
+                                       kHeader4 + "' or '" + kHeader5 + "', found '" +
+                                       std::string(line) + "'");
       header = true;
       continue;
     }
     Row row;
-    SY_RETURN_IF_ERROR(ParseRow(cells, source, line_no, &row));
+    SY_RETURN_IF_ERROR(ParseRow(*layout, cells, source, line_no, &row));
     rows.push_back(row);
   }
   if (!header)
-    return Status::InvalidArgument("step table " + source + ": missing header '" + kHeaderText +
-                                   "' (no data lines)");
+    return Status::InvalidArgument("step table " + source + ": missing header '" + kHeader4 +
+                                   "' or '" + kHeader5 + "' (no data lines)");
   return rows;
 }
 
@@ -205,7 +240,8 @@ bool Solve(double a[kColumns][kColumns], double b[kColumns], int k, double tol,
   return true;
 }
 
-using Coef = std::array<double, kColumns>;  // (intercept, prefill, decode, kv) in seconds
+// (intercept, prefill, decode, kv, attention) in seconds
+using Coef = std::array<double, kColumns>;
 
 double Predict(const Coef& c, const double x[kColumns]) {
   double t = 0;
@@ -305,12 +341,12 @@ constexpr int kMaxPartitionRounds = 32;
 // Least-squares partition from a first split `side`: fit a plane to each side, move every
 // row to the side whose plane is higher there, repeat until stable (or a side has fewer
 // rows than coefficients). Updates `best`.
-void RefinePartition(const std::vector<Row>& rows, std::vector<char> side, std::vector<Coef>* best,
-                     double* best_sse) {
+void RefinePartition(const std::vector<Row>& rows, size_t coefs, std::vector<char> side,
+                     std::vector<Coef>* best, double* best_sse) {
   for (int round = 0; round < kMaxPartitionRounds; ++round) {
     std::vector<int> idx[2];
     for (size_t i = 0; i < rows.size(); ++i) idx[side[i] ? 1 : 0].push_back(static_cast<int>(i));
-    if (idx[0].size() < kColumns || idx[1].size() < kColumns) return;  // too few to fit
+    if (idx[0].size() < coefs || idx[1].size() < coefs) return;  // too few to fit
     std::vector<Coef> two{FitPlane(rows, idx[0]), FitPlane(rows, idx[1])};
     double sse = SumSquares(rows, two);
     if (sse < *best_sse) {
@@ -330,7 +366,7 @@ void RefinePartition(const std::vector<Row>& rows, std::vector<char> side, std::
 // One non-negative plane, or the max of two (see the header comment). The partition starts
 // from four splits (rows above the single plane; rows above the median of each input) and
 // keeps the best.
-std::vector<Coef> FitPlanes(const std::vector<Row>& rows) {
+std::vector<Coef> FitPlanes(const std::vector<Row>& rows, int coefs) {
   Coef one = FitPlane(rows, AllRows(rows));
   const double sse1 = SumSquares(rows, {one});
   double total = 0;
@@ -340,20 +376,22 @@ std::vector<Coef> FitPlanes(const std::vector<Row>& rows) {
   double best_sse = sse1;
   std::vector<char> side(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) side[i] = rows[i].t > Predict(one, rows[i].x);
-  RefinePartition(rows, side, &best, &best_sse);
-  for (int j = 1; j < kColumns; ++j) {
+  RefinePartition(rows, static_cast<size_t>(coefs), side, &best, &best_sse);
+  for (int j = 1; j < coefs; ++j) {
     std::vector<double> v;
     for (const Row& row : rows) v.push_back(row.x[j]);
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     double median = v[v.size() / 2];
     for (size_t i = 0; i < rows.size(); ++i) side[i] = rows[i].x[j] > median;
-    RefinePartition(rows, side, &best, &best_sse);
+    RefinePartition(rows, static_cast<size_t>(coefs), side, &best, &best_sse);
   }
   if (best.size() == 2 && !(best_sse < kTwoPlaneGain * sse1)) return {one};
   return best;
 }
 
-TableStepCost::Plane ToPlane(const Coef& c) { return TableStepCost::Plane{c[0], c[1], c[2], c[3]}; }
+TableStepCost::Plane ToPlane(const Coef& c) {
+  return TableStepCost::Plane{c[0], c[1], c[2], c[3], c[4]};
+}
 
 }  // namespace
 
@@ -364,18 +402,25 @@ Result<TableStepCost> TableStepCost::FromFile(const std::string& path) {
 
 Result<TableStepCost> TableStepCost::FromText(std::string_view text,
                                               const std::string& source_name) {
-  SY_ASSIGN_OR_RETURN(std::vector<Row> rows, ParseTable(text, source_name));
-  if (rows.size() < kColumns)
+  Layout layout;
+  SY_ASSIGN_OR_RETURN(std::vector<Row> rows, ParseTable(text, source_name, &layout));
+  const int coefs = layout.attention ? kColumns : kBaseColumns;
+  if (rows.size() < static_cast<size_t>(coefs))
     return Status::InvalidArgument("step table " + source_name + ": " +
                                    std::to_string(rows.size()) + " rows; the fit needs at least " +
-                                   std::to_string(kColumns));
+                                   std::to_string(coefs));
   Coef unused;
-  if (!SolveSupport(BuildNormal(rows, AllRows(rows)), (1u << kColumns) - 1, &unused))
-    return Status::InvalidArgument("step table " + source_name +
-                                   ": the rows do not determine the fit: vary prefill_tokens, "
-                                   "decode_seqs and kv_tokens independently");
+  if (!SolveSupport(BuildNormal(rows, AllRows(rows)), (1u << coefs) - 1, &unused))
+    return Status::InvalidArgument(
+        "step table " + source_name +
+        (layout.attention ? ": the rows do not determine the fit: vary prefill_tokens, "
+                            "decode_seqs, kv_tokens and prefill_attention (the prefill's "
+                            "cached tokens) independently"
+                          : ": the rows do not determine the fit: vary prefill_tokens, "
+                            "decode_seqs and kv_tokens independently"));
   TableStepCost t;
-  for (const Coef& c : FitPlanes(rows)) t.planes_.push_back(ToPlane(c));
+  t.attention_column_ = layout.attention;
+  for (const Coef& c : FitPlanes(rows, coefs)) t.planes_.push_back(ToPlane(c));
   t.rows_ = rows.size();
   t.min_time_s_ = std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
                     return a.t < b.t;
@@ -388,7 +433,8 @@ double TableStepCost::Plane::Seconds(const StepShape& s) const {
   return intercept_s +
          per_prefill_token_s * static_cast<double>(std::max<int64_t>(0, s.prefill_tokens)) +
          per_decode_seq_s * static_cast<double>(std::max(0, s.decode_seqs)) +
-         per_kv_token_s * static_cast<double>(std::max<int64_t>(0, s.kv_tokens_read));
+         per_kv_token_s * static_cast<double>(std::max<int64_t>(0, s.kv_tokens_read)) +
+         per_prefill_attention_s * std::max(0.0, s.prefill_attention);
 }
 
 Duration TableStepCost::StepTime(const StepShape& s) const {

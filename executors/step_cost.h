@@ -27,19 +27,21 @@
 //
 //   TableStepCost     measured: a CSV of step times (configs/step_tables/README.md), fitted
 //                     by non-negative least squares to one or two planes
-//     t = a + b * prefill_tokens + c * decode_seqs + d * kv_tokens_read,  a, b, c, d >= 0
-//     each fitted exactly (the best feasible unconstrained fit over the 15 supports of the
-//     four coefficients is the NNLS optimum). A GPU step is a roofline, the max of a
-//     compute-bound and a memory-bound plane, which one plane fits poorly (up to ~45% off
-//     on the roofline-derived example table; two planes: 8%). So the fit also tries the
-//     max of two planes by least-squares partition (rows split by which plane is higher,
-//     each side refitted, until the split is stable, at most 32 rounds) from four first
-//     splits (rows above the single plane; rows above the median of each input), and keeps
-//     the best if it cuts the squared error by 10% or more. Deterministic.
-//     StepTime = the max over the planes, at least the smallest measured time: monotone in
-//     every input; noisy rows average out. It does not see prefill_attention (a long
-//     chunk's quadratic attention shows up only through the rows' prefill_tokens), the
-//     price of a four-column table.
+//     t = a + b * prefill_tokens + c * decode_seqs + d * kv_tokens_read
+//           + e * prefill_attention,                      a, b, c, d, e >= 0
+//     each fitted exactly (the best feasible unconstrained fit over the 31 supports of the
+//     five coefficients is the NNLS optimum). The prefill_attention column is optional: a
+//     four-column table (no such column) fits a..d with e = 0, as before. A GPU step is a roofline,
+//     the max of a compute-bound and a memory-bound plane, which one plane fits poorly (up to ~45%
+//     off on the roofline-derived example table; two planes: 8%). So the fit also tries the max of
+//     two planes by least-squares partition (rows split by which plane is higher, each side
+//     refitted, until the split is stable, at most 32 rounds) from four first splits (rows above
+//     the single plane; rows above the median of each input), and keeps the best if it cuts the
+//     squared error by 10% or more. Deterministic. StepTime = the max over the planes, at least the
+//     smallest measured time: monotone in every input; noisy rows average out. With the fifth
+//     column the fit prices a short chunk on a long cached context (attention work n * (c + (n + 1)
+//     / 2)) apart from its token count; a four-column table cannot (it sees the cached tokens once,
+//     in kv_tokens) and underprices such chunks several times on an attention-bound engine.
 //
 // Thread-safety: immutable values after construction; StepTime may be called from any
 // thread.
@@ -111,14 +113,16 @@ class TableStepCost final : public StepCostModel {
     double per_prefill_token_s = 0;
     double per_decode_seq_s = 0;
     double per_kv_token_s = 0;
+    double per_prefill_attention_s = 0;  // per StepShape::prefill_attention unit (0: 4 columns)
     double Seconds(const StepShape& shape) const;
   };
 
   // NotFound / Unavailable naming the path when the file cannot be read; else as FromText.
   static Result<TableStepCost> FromFile(const std::string& path);
   // InvalidArgument naming `source_name`, the line and the column for a bad row; for a
-  // missing header; for fewer than 4 rows or rows that do not vary prefill_tokens,
-  // decode_seqs and kv_tokens independently (the fit would be undetermined).
+  // missing header (four or five columns); for fewer rows than coefficients (4 or 5) or
+  // rows that do not vary prefill_tokens, decode_seqs, kv_tokens (and prefill_attention)
+  // independently (the fit would be undetermined).
   static Result<TableStepCost> FromText(std::string_view text, const std::string& source_name);
 
   std::string_view name() const override { return "table step cost"; }
@@ -128,9 +132,11 @@ class TableStepCost final : public StepCostModel {
   size_t rows() const { return rows_; }
   double min_step_time_s() const { return min_time_s_; }
   const std::string& source() const { return source_; }
+  bool has_prefill_attention() const { return attention_column_; }  // a five-column table
 
  private:
   TableStepCost() = default;
+  bool attention_column_ = false;
   std::vector<Plane> planes_;
   size_t rows_ = 0;
   double min_time_s_ = 0;

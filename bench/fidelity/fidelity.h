@@ -9,15 +9,25 @@
 //      (tests/fixtures/agent_sessions_sample.jsonl) into a trace with --token-scale and
 //      --time-scale (so the CPU engine computes it in minutes and both halves see the same
 //      compressed tool waits) and no deadlines (the client does not submit them);
-//   3. replay: the trace through RunReplay (what `switchyard replay` runs) under policy
-//      switchyard on bench/clusters/cpu-tiny-llama-4l.json with the pool size of step 4 and
-//      the table of step 1 (written as cluster.json in the folder, for the CLI);
-//   4. real: `switchyard serve --engine cpu --model ... --kv-pool-mib N` on a free loopback
-//      port, the trace played by bench/fidelity/play_trace.py (clients/python's agent loop).
-// Reported side by side: JCT mean / P50 / P90 (nearest rank), TTFT P50 (replay only: the
-// service exposes no first-token time), decisions by kind, bytes moved (real: per
-// destination tier; replay: per traffic class; compared in total), with ratio =
-// replay / real on each pair (goal: within 10 % on JCT mean, P90 and bytes moved).
+//   3. real: `switchyard serve --engine cpu --model ... --kv-pool-mib N` on a free loopback
+//      port, the trace played by bench/fidelity/play_trace.py (clients/python's agent loop),
+//      which also reads every node's startedMs / finishedMs / firstTokenMs;
+//   4. the per-call overhead of the real path, measured from step 3's node timings: per LLM
+//      call revealed after another node, its start minus that node's end minus its tools'
+//      recorded waits; callOverheadS = the median (SY_BENCH_FIDELITY_CALL_OVERHEAD >= 0
+//      sets it instead);
+//   5. replay: the trace through RunReplay (what `switchyard replay` runs) under policy
+//      switchyard on bench/clusters/cpu-tiny-llama-4l.json with the pool size of step 3,
+//      the table of step 1 and the callOverheadS of step 4 (written as cluster.json in the
+//      folder, stepTable relative to it, and loaded back with LoadCluster, as the CLI
+//      does), and once more with callOverheadS 0 (cluster-no-overhead.json).
+// Reported side by side: JCT mean / P50 / P90 (nearest rank), TTFT P50 (real: firstTokenMs
+// minus the latest of arrival and the dependencies' ends, replay's definition), decisions
+// by kind, bytes moved (real: per destination tier; replay: per traffic class; compared in
+// total), with ratio = replay / real on each pair (goal: within 10 % on JCT mean, P90 and
+// bytes moved); the replay without the overhead term's JCT, for comparison. The overhead
+// is measured on the same run it is compared with: it is the real path's client and
+// service latency between events (which the replay does not simulate), not the JCT.
 // The model has RANDOM WEIGHTS (its text is meaningless); only its timing matters here.
 // Environment: SY_BENCH_FIDELITY_TOKEN_SCALE (0.02), _TIME_SCALE (0.1), _RATE (0.05
 // workflows/s before the time scale), _POOL_MIB (32), _REPEAT (1), _POLL (0.01 s), _KEEP=1
@@ -62,9 +72,15 @@ struct RealRun {
   std::map<std::string, double> decisions_by_kind;
   std::map<std::string, double> bytes_moved_by_tier;
   double wall_s = 0;
+  std::vector<double> ttft_s;                    // per LLM call, sorted
+  std::vector<double> started_to_first_token_s;  // per LLM call, sorted
+  std::vector<double> call_overhead_s;           // per revealed LLM call, sorted
 };
 ::switchyard::Result<RealRun> ReadRealRun(const std::string& path);
 
 double EnvDouble(const char* name, double fallback);
+
+// Median of sorted values (the mean of the middle two for an even count); 0 when empty.
+double Median(const std::vector<double>& sorted);
 
 }  // namespace switchyard::bench::fidelity

@@ -32,6 +32,7 @@ std::string Num(double v) {
 struct Setup {
   std::string bin, src, dir, model, log;
   double token_scale = 0.02, time_scale = 0.1, rate = 0.05, poll = 0.01;
+  double call_overhead = -1;  // < 0: measured from the real run
   int pool_mib = 32, repeat = 1;
 };
 
@@ -45,6 +46,7 @@ Setup MakeSetup() {
   s.time_scale = EnvDouble("SY_BENCH_FIDELITY_TIME_SCALE", 0.1);
   s.rate = EnvDouble("SY_BENCH_FIDELITY_RATE", 0.05);
   s.poll = EnvDouble("SY_BENCH_FIDELITY_POLL", 0.01);
+  s.call_overhead = EnvDouble("SY_BENCH_FIDELITY_CALL_OVERHEAD", -1);
   s.pool_mib = static_cast<int>(EnvDouble("SY_BENCH_FIDELITY_POOL_MIB", 32));
   s.repeat = static_cast<int>(EnvDouble("SY_BENCH_FIDELITY_REPEAT", 1));
   std::random_device rd;
@@ -71,24 +73,33 @@ Status Prepare(const Setup& s) {
       .status();
 }
 
-// Step 3: the committed cluster with this run's pool and table, replayed.
-::switchyard::Result<replay::PolicyReport> Replay(const Setup& s) {
+// Step 5: the committed cluster with this run's pool, table (relative to the folder, as a
+// committed cluster's is to its own) and call overhead, written as `name` in the folder,
+// loaded back as the CLI loads it, and replayed.
+::switchyard::Result<replay::PolicyReport> Replay(const Setup& s, const std::string& name,
+                                                  double call_overhead_s) {
   SY_ASSIGN_OR_RETURN(v1::ReplayCluster c,
                       replay::LoadCluster(s.src + "/bench/clusters/cpu-tiny-llama-4l.json"));
-  c.set_step_table(s.dir + "/step_table.csv");
+  c.set_step_table("step_table.csv");
   uint64_t pool = static_cast<uint64_t>(s.pool_mib) << 20;
   c.mutable_gpu()->set_hbm_bytes(pool + 2 * c.model().num_parameters());
   c.set_hbm_reserved_fraction(0);
+  c.set_call_overhead_s(call_overhead_s);
   proto::JsonPrintOptions po;
   po.pretty = true;
   SY_ASSIGN_OR_RETURN(std::string json, proto::ToJson(c, po));
-  std::ofstream(s.dir + "/cluster.json") << json << "\n";
+  const std::string path = s.dir + "/" + name;
+  std::ofstream(path) << json << "\n";
+  std::ofstream(s.log, std::ios::app)
+      << "# replay (in process, as): switchyard replay --trace " << s.dir
+      << "/trace.jsonl --cluster " << path << " --policy switchyard\n";
+  SY_ASSIGN_OR_RETURN(v1::ReplayCluster loaded, replay::LoadCluster(path));
   SY_ASSIGN_OR_RETURN(std::string text, proto::ReadFile(s.dir + "/trace.jsonl"));
   SY_ASSIGN_OR_RETURN(std::vector<v1::TraceRecord> trace, replay::ParseTrace(text));
-  return replay::RunReplay(trace, c, "switchyard", replay::ReplayOptions{});
+  return replay::RunReplay(trace, loaded, "switchyard", replay::ReplayOptions{});
 }
 
-// Step 4: the same trace on `switchyard serve --engine cpu`.
+// Step 3: the same trace on `switchyard serve --engine cpu`.
 ::switchyard::Result<RealRun> Real(const Setup& s) {
   ServeProcess serve;
   SY_RETURN_IF_ERROR(serve.Start(
@@ -123,8 +134,8 @@ void Pair(Report* report, const std::string& name, double replay, double real,
                "replay value; ratio = replay/real" + (note.empty() ? "" : "; " + note)});
 }
 
-void AddResults(const Setup& s, const replay::PolicyReport& rp, const RealRun& real,
-                Report* report) {
+void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::PolicyReport& rp0,
+                double call_overhead_s, const RealRun& real, Report* report) {
   std::vector<double> jct;
   for (const auto& [id, v] : real.jct_s) jct.push_back(v);
   std::sort(jct.begin(), jct.end());
@@ -135,8 +146,25 @@ void AddResults(const Setup& s, const replay::PolicyReport& rp, const RealRun& r
        "nearest rank; " + goal);
   Pair(report, "jct_p50_s", replay::Percentile(rp.jct_s, 50), replay::Percentile(jct, 50), "s",
        "nearest rank");
-  report->Add({"ttft_p50_s", rp.ttft_p50_s, "s", false, "", std::nullopt,
-               "replay only: the service exposes no first-token time"});
+  Pair(report, "jct_mean_s_no_overhead", rp0.jct_mean_s, real_mean, "s",
+       "replay with callOverheadS 0");
+  Pair(report, "jct_p90_s_no_overhead", replay::Percentile(rp0.jct_s, 90),
+       replay::Percentile(jct, 90), "s", "replay with callOverheadS 0; nearest rank");
+  Pair(report, "ttft_p50_s", rp.ttft_p50_s, Median(real.ttft_s), "s",
+       "first token - max(arrival, dependencies' ends); real over " +
+           std::to_string(real.ttft_s.size()) + " calls, replay over " +
+           std::to_string(rp.ttft_s.size()));
+  report->Add({"ttft_p50_s_no_overhead", rp0.ttft_p50_s, "s", false, "", std::nullopt,
+               "replay with callOverheadS 0"});
+  report->Add({"real_started_to_first_token_p50_s", Median(real.started_to_first_token_s), "s",
+               false, "", std::nullopt, "real: node startedMs to firstTokenMs"});
+  report->Add({"call_overhead_s", call_overhead_s, "s", false, "", std::nullopt,
+               std::string(s.call_overhead >= 0 ? "set by SY_BENCH_FIDELITY_CALL_OVERHEAD"
+                                                : "measured: median over " +
+                                                      std::to_string(real.call_overhead_s.size()) +
+                                                      " revealed calls") +
+                   " (P10 " + Num(replay::Percentile(real.call_overhead_s, 10)) + ", P90 " +
+                   Num(replay::Percentile(real.call_overhead_s, 90)) + " s)"});
   double replay_bytes = 0;
   for (const auto& [cls, b] : rp.bytes_moved_by_class) {
     replay_bytes += static_cast<double>(b);
@@ -176,20 +204,25 @@ void ReportFidelity(const std::map<std::string, Measured>&, Report* report) {
   std::fprintf(stderr, "bench fidelity: working in %s (commands in %s)\n", s.dir.c_str(),
                s.log.c_str());
   Status st = Prepare(s);
-  ::switchyard::Result<replay::PolicyReport> rp =
-      st.ok() ? Replay(s) : ::switchyard::Result<replay::PolicyReport>(st);
-  if (!rp.ok()) {
-    std::fprintf(stderr, "bench fidelity: replay half failed: %s\n",
-                 rp.status().ToString().c_str());
-    return;
-  }
-  ::switchyard::Result<RealRun> real = Real(s);
+  ::switchyard::Result<RealRun> real = st.ok() ? Real(s) : ::switchyard::Result<RealRun>(st);
   if (!real.ok()) {
     std::fprintf(stderr, "bench fidelity: real half failed: %s\n",
                  real.status().ToString().c_str());
     return;
   }
-  AddResults(s, *rp, *real, report);
+  double overhead =
+      s.call_overhead >= 0 ? s.call_overhead : std::max(0.0, Median(real->call_overhead_s));
+  std::fprintf(stderr, "bench fidelity: call overhead %.4f s (%zu revealed calls measured)\n",
+               overhead, real->call_overhead_s.size());
+  ::switchyard::Result<replay::PolicyReport> rp = Replay(s, "cluster.json", overhead);
+  ::switchyard::Result<replay::PolicyReport> rp0 =
+      rp.ok() ? Replay(s, "cluster-no-overhead.json", 0) : rp;
+  if (!rp.ok() || !rp0.ok()) {
+    std::fprintf(stderr, "bench fidelity: replay half failed: %s\n",
+                 (rp.ok() ? rp0 : rp).status().ToString().c_str());
+    return;
+  }
+  AddResults(s, *rp, *rp0, overhead, *real, report);
   if (EnvDouble("SY_BENCH_FIDELITY_KEEP", 0) == 0) {
     std::error_code ec;
     std::filesystem::remove_all(s.dir, ec);

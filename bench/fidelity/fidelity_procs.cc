@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +60,12 @@ double EnvDouble(const char* name, double fallback) {
   char* end = nullptr;
   double d = std::strtod(v, &end);
   return end && *end == '\0' ? d : fallback;
+}
+
+double Median(const std::vector<double>& v) {
+  size_t n = v.size();
+  if (n == 0) return 0;
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 ::switchyard::Result<std::string> RunCommand(const std::string& command, const std::string& log) {
@@ -135,6 +142,16 @@ ServeProcess::~ServeProcess() {
   numbers("jct_s", &r.jct_s);
   numbers("decisions_by_kind", &r.decisions_by_kind);
   numbers("bytes_moved_by_tier", &r.bytes_moved_by_tier);
+  auto list = [&](const char* key, std::vector<double>* out) {
+    auto it = j.fields().find(key);
+    if (it == j.fields().end()) return;
+    for (const auto& v : it->second.list_value().values())
+      if (v.has_number_value()) out->push_back(v.number_value());
+    std::sort(out->begin(), out->end());
+  };
+  list("ttft_s", &r.ttft_s);
+  list("started_to_first_token_s", &r.started_to_first_token_s);
+  list("call_overhead_s", &r.call_overhead_s);
   auto states = j.fields().find("states");
   if (states != j.fields().end())
     for (const auto& [k, v] : states->second.struct_value().fields())

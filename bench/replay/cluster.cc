@@ -15,6 +15,8 @@ Result<ClusterShapeInfo> DeriveShape(const v1::ReplayCluster& c) {
   if (c.admission_watermark() < 0 || c.admission_watermark() >= 0.5)
     return bad("admissionWatermark", "must be in [0, 0.5)");
   if (c.step_overhead_s() < 0) return bad("stepOverheadS", "must be >= 0");
+  if (!(c.call_overhead_s() >= 0) || c.call_overhead_s() > 3600)
+    return bad("callOverheadS", "must be in [0, 3600] seconds");
   if (c.gpu().hbm_bytes() == 0) return bad("gpu.hbmBytes", "must be > 0");
   if (c.gpu().pcie_bandwidth_bytes_per_s() <= 0)
     return bad("gpu.pcieBandwidthBytesPerS", "must be > 0");
@@ -55,6 +57,13 @@ Result<v1::ReplayCluster> LoadCluster(const std::string& path_or_name,
   SY_RETURN_IF_ERROR(proto::ParseJsonFile(path, &c));
   Result<ClusterShapeInfo> shape = DeriveShape(c);
   if (!shape.ok()) return Status::InvalidArgument(path + ": " + shape.status().message());
+  // A relative stepTable is the cluster file's folder's (replay.proto): made absolute here,
+  // so that every caller (replay, sweep, slo capacity, benches) reads the same table
+  // whatever its working folder.
+  if (!c.step_table().empty() && !fs::path(c.step_table()).is_absolute()) {
+    fs::path table = fs::absolute(fs::path(path), ec).parent_path() / c.step_table();
+    c.set_step_table(table.lexically_normal().string());
+  }
   return c;
 }
 

@@ -31,7 +31,8 @@ struct ClusterShapeInfo {
 Result<ClusterShapeInfo> DeriveShape(const v1::ReplayCluster& c);
 
 // Loads a cluster: a JSON file path, or the name of a file in bench/clusters/ (looked up
-// under `clusters_dir` when it is not empty), e.g. "h200x8-llama70b-tp8".
+// under `clusters_dir` when it is not empty), e.g. "h200x8-llama70b-tp8". A relative
+// stepTable is resolved against the file's folder and returned absolute.
 Result<v1::ReplayCluster> LoadCluster(const std::string& path_or_name,
                                       const std::string& clusters_dir = "");
 

@@ -467,6 +467,7 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
   });
   if (options.check_ledger) rt.SetAfterCommands([&](Time now) { col.CheckLedger(now.seconds()); });
 
+  const Duration call_overhead = Seconds(cluster.call_overhead_s());
   size_t ended = 0;
   rt.SetObserver([&](const Event& e, const scheduler::Commands& out, Time now) {
     col.OnEvent(e, out, now);
@@ -482,11 +483,19 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
           std::vector<v1::ProgramNode> batch = std::move(hit->second);
           p.held.erase(hit);
           p.held_count -= batch.size();
-          AppendBatch(&rt, e.workflow_id, std::move(batch), &known[e.workflow_id]);
-          if (p.held_count == 0 && !p.closed) {
-            p.closed = true;
-            rt.Close(e.workflow_id);
-          }
+          bool close = p.held_count == 0 && !p.closed;
+          if (close) p.closed = true;
+          // The agent's reaction (ReplayCluster.call_overhead_s): the batch appears that
+          // long after its predecessor succeeded; the Close follows it.
+          auto reveal = [&rt, &known, wf = e.workflow_id, batch = std::move(batch),
+                         close]() mutable {
+            AppendBatch(&rt, wf, std::move(batch), &known[wf]);
+            if (close) rt.Close(wf);
+          };
+          if (call_overhead > Duration(0))
+            loop.PostAt(now + call_overhead, std::move(reveal));
+          else
+            reveal();
         }
       }
     }

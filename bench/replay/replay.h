@@ -40,6 +40,8 @@ struct ReplayOptions {
   // workers per event.
   bool check_ledger = true;
   // Folder a cluster's relative step_table path is read from ("" : the working folder).
+  // LoadCluster / ClusterFromArg already return it absolute (the cluster file's folder);
+  // this is for clusters built in code.
   std::string cluster_dir;
 };
 

@@ -19,9 +19,10 @@ namespace {
 
 // A nominal grid point.
 struct Want {
-  int64_t p = 0, d = 0, k = 0;
+  int64_t p = 0, d = 0, k = 0, c = 0;  // c: the prefilling sequence's cached tokens
   std::string Name() const {
-    return "P=" + std::to_string(p) + " D=" + std::to_string(d) + " K=" + std::to_string(k);
+    return "P=" + std::to_string(p) + " D=" + std::to_string(d) + " K=" + std::to_string(k) +
+           " C=" + std::to_string(c);
   }
 };
 
@@ -41,6 +42,7 @@ Status CheckOptions(const CalibrationOptions& o) {
   SY_RETURN_IF_ERROR(CheckAxis(o.grid.prefill_tokens, "prefill_tokens"));
   SY_RETURN_IF_ERROR(CheckAxis(o.grid.decode_seqs, "decode_seqs"));
   SY_RETURN_IF_ERROR(CheckAxis(o.grid.kv_tokens, "kv_tokens"));
+  SY_RETURN_IF_ERROR(CheckAxis(o.grid.prefill_cached, "prefill_cached"));
   if (o.grid.repetitions < 1)
     return Status::InvalidArgument("calibration grid: repetitions must be >= 1, not " +
                                    std::to_string(o.grid.repetitions));
@@ -62,9 +64,8 @@ std::string Infeasible(const Want& w, int64_t max_positions) {
   if (w.d > 0 && DecoderTokens(w, 0) + 1 > max_positions)
     return w.Name() + ": a decoder's context of " + std::to_string(DecoderTokens(w, 0)) +
            " tokens passes the model's max_positions " + std::to_string(max_positions);
-  int64_t cached = w.d == 0 ? w.k : 0;
-  if (w.p > 0 && cached + w.p + 1 > max_positions)
-    return w.Name() + ": a prefill of " + std::to_string(w.p) + " on " + std::to_string(cached) +
+  if (w.p > 0 && w.c + w.p + 1 > max_positions)
+    return w.Name() + ": a prefill of " + std::to_string(w.p) + " on " + std::to_string(w.c) +
            " cached tokens passes the model's max_positions " + std::to_string(max_positions);
   return "";
 }
@@ -73,9 +74,17 @@ std::string Infeasible(const Want& w, int64_t max_positions) {
 int64_t PointBlocks(const Want& w, int64_t bt) {
   int64_t n = 0;
   for (int64_t i = 0; i < w.d; ++i) n += BlocksFor(DecoderTokens(w, i) + 1, bt);
-  if (w.p > 0) n += BlocksFor((w.d == 0 ? w.k : 0) + w.p + 1, bt);
+  if (w.p > 0) n += BlocksFor(w.c + w.p + 1, bt);
   return n;
 }
+
+}  // namespace
+
+double PrefillAttention(int64_t n, int64_t c) {
+  return static_cast<double>(n) * (static_cast<double>(c) + (static_cast<double>(n) + 1.0) / 2.0);
+}
+
+namespace {
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -158,10 +167,10 @@ class Driver {
     if (w.p > 0) {
       SequenceSpec s;
       s.key = prefix + "prefill";
-      if (w.d == 0 && w.k > 0) {
+      if (w.c > 0) {
         std::string ctx = prefix + "ctx-prefill";
-        SY_RETURN_IF_ERROR(ImportContext(ctx, w.k));
-        s.contexts.push_back(SeqContext{ctx, w.k, true});
+        SY_RETURN_IF_ERROR(ImportContext(ctx, w.c));
+        s.contexts.push_back(SeqContext{ctx, w.c, true});
       }
       s.prefill_tokens = w.p;
       specs.push_back(std::move(s));
@@ -206,6 +215,8 @@ class Driver {
     current_.prefill_tokens = r.prefill_tokens;
     current_.decode_seqs = r.decode_seqs;
     current_.kv_tokens = r.kv_tokens_read;
+    current_.prefill_cached = w.p > 0 ? w.c : 0;
+    current_.prefill_attention = PrefillAttention(r.prefill_tokens, current_.prefill_cached);
     current_.samples_s.push_back(ToSeconds(r.end - r.start));
     if (static_cast<int>(current_.samples_s.size()) < options_.grid.repetitions) return;
     current_.step_time_s = Median(current_.samples_s);
@@ -255,20 +266,24 @@ Result<Calibration> CalibrateCpuEngine(const Model& model, const CalibrationOpti
   cal.block_tokens = o.block_tokens;
   std::vector<Want> points;
   int64_t pool_blocks = 1, max_batch = 1, max_seqs = 1;
+  // K applies to decoders and C to a prefill only: with D = 0 one K (0), with P = 0 one C
+  // (0), so no shape is measured twice.
+  const std::vector<int64_t> zero = {0};
   for (int64_t p : o.grid.prefill_tokens)
     for (int64_t d : o.grid.decode_seqs)
-      for (int64_t k : o.grid.kv_tokens) {
-        Want w{p, d, k};
-        std::string why = Infeasible(w, model.shape().max_positions);
-        if (!why.empty()) {
-          cal.skipped.push_back(why);
-          continue;
+      for (int64_t k : d == 0 ? zero : o.grid.kv_tokens)
+        for (int64_t c : p == 0 ? zero : o.grid.prefill_cached) {
+          Want w{p, d, k, c};
+          std::string why = Infeasible(w, model.shape().max_positions);
+          if (!why.empty()) {
+            cal.skipped.push_back(why);
+            continue;
+          }
+          points.push_back(w);
+          pool_blocks = std::max(pool_blocks, PointBlocks(w, o.block_tokens) + 4);
+          max_batch = std::max(max_batch, p + d);
+          max_seqs = std::max(max_seqs, d + 1);
         }
-        points.push_back(w);
-        pool_blocks = std::max(pool_blocks, PointBlocks(w, o.block_tokens) + 4);
-        max_batch = std::max(max_batch, p + d);
-        max_seqs = std::max(max_seqs, d + 1);
-      }
   if (points.empty())
     return Status::InvalidArgument("calibration grid: no point the model can run (" +
                                    std::to_string(cal.skipped.size()) + " skipped)");
@@ -282,12 +297,12 @@ Result<Calibration> CalibrateCpuEngine(const Model& model, const CalibrationOpti
 std::string StepTableCsv(const Calibration& c, const std::vector<std::string>& comment_lines) {
   std::string out;
   for (const std::string& l : comment_lines) out += "# " + l + "\n";
-  out += "prefill_tokens,decode_seqs,kv_tokens,step_time_s\n";
-  char buf[128];
+  out += "prefill_tokens,decode_seqs,kv_tokens,prefill_attention,step_time_s\n";
+  char buf[160];
   for (const CalibrationPoint& p : c.points) {
-    std::snprintf(buf, sizeof(buf), "%lld,%lld,%lld,%.6g\n",
+    std::snprintf(buf, sizeof(buf), "%lld,%lld,%lld,%.17g,%.6g\n",
                   static_cast<long long>(p.prefill_tokens), static_cast<long long>(p.decode_seqs),
-                  static_cast<long long>(p.kv_tokens), p.step_time_s);
+                  static_cast<long long>(p.kv_tokens), p.prefill_attention, p.step_time_s);
     out += buf;
   }
   return out;
@@ -331,10 +346,14 @@ std::vector<std::string> CalibrationHeader(const Model& model, const std::string
       std::to_string(o.grid.repetitions) + " steps after one warm-up; block_tokens " +
       std::to_string(c.block_tokens) + ".");
   h.push_back("Grid: prefill_tokens " + Join(o.grid.prefill_tokens) + " x decode_seqs " +
-              Join(o.grid.decode_seqs) + " x kv_tokens " + Join(o.grid.kv_tokens) + "; " +
+              Join(o.grid.decode_seqs) + " x decoders' kv_tokens " + Join(o.grid.kv_tokens) +
+              " x the prefill's cached tokens " + Join(o.grid.prefill_cached) + "; " +
               std::to_string(c.points.size()) + " rows, " + std::to_string(c.skipped.size()) +
               " points skipped (no token, or past max_positions); run took " +
               std::to_string(static_cast<int>(c.wall_s + 0.5)) + " s.");
+  h.push_back(
+      "kv_tokens = every context the step read (decoders' and the prefill's cached); "
+      "prefill_attention = n * (c + (n + 1) / 2) for the prefill of n tokens on c cached.");
   return h;
 }
 

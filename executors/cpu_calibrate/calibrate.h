@@ -5,20 +5,25 @@
 // them (`switchyard calibrate --engine cpu`).
 //
 // How a point is measured. For a grid point (P prefill tokens, D decode sequences, K KV
-// tokens read) a fresh CpuEngine step is set up on an AsioEventLoop (real time, the
-// engine's own compute thread, as in `switchyard serve --engine cpu`):
+// tokens of the decoders, C cached tokens of the prefilling sequence) a fresh CpuEngine
+// step is set up on an AsioEventLoop (real time, the engine's own compute thread, as in
+// `switchyard serve --engine cpu`):
 //   * D decoding sequences, each on a context of K / D tokens (the remainder spread over
 //     the first ones; at least 1 token each) whose KV is imported into the pool (Import,
 //     filled with a fixed small pattern, CommitImport: nothing is prefilled), admitted with
 //     no prefill and an output cap of 1: each decodes one token in the step;
-//   * with P > 0 one prefill sequence of P new tokens, on a context holding the K cached
-//     tokens when D = 0 (else on nothing), output cap 1: its whole prefill is the step's
-//     one chunk.
+//   * with P > 0 one prefill sequence of P new tokens on an imported context of C cached
+//     tokens (none for C = 0), output cap 1: its whole prefill is the step's one chunk —
+//     a short extend on a long context is what an agent's next call runs, and its
+//     attention (P x C query-key pairs) is what a table without C cannot price.
+// K only matters with decoders and C only with a prefill: points with D = 0 take K = 0
+// only, points with P = 0 take C = 0 only (each shape is measured once).
 // All are admitted at one instant, so they share one step; the StepReport's end − start is
 // the sample (the loop's clock around the real computation: the thread hand-off included,
 // which is what a served step costs). Each point runs one warm-up step and then
 // `repetitions` steps; its time is the median. The row written is the shape the report
-// says (prefill_tokens, decode_seqs, kv_tokens_read), not the nominal one. Points the model
+// says (prefill_tokens, decode_seqs, kv_tokens_read = the decoders' contexts + C), not
+// the nominal one, and prefill_attention = P * (C + (P + 1) / 2). Points the model
 // cannot run (a context longer than its max_positions) or with no token (P = D = 0) are
 // skipped and listed. Every context is Released between steps.
 //
@@ -43,7 +48,8 @@ namespace switchyard::executors::cpu {
 struct CalibrationGrid {
   std::vector<int64_t> prefill_tokens = {0, 16, 64, 256};
   std::vector<int64_t> decode_seqs = {0, 1, 4, 16};
-  std::vector<int64_t> kv_tokens = {0, 512, 2048, 8192};
+  std::vector<int64_t> kv_tokens = {0, 512, 2048, 8192};  // the decoders' contexts, all together
+  std::vector<int64_t> prefill_cached = {0, 512, 2048};   // the prefilling sequence's context
   int repetitions = 5;  // measured steps per point (after one warm-up step)
 };
 
@@ -51,7 +57,9 @@ struct CalibrationPoint {
   int64_t prefill_tokens = 0;  // as the step report says
   int64_t decode_seqs = 0;
   int64_t kv_tokens = 0;
-  double step_time_s = 0;  // median of samples_s
+  int64_t prefill_cached = 0;    // C of the point (0 without a prefill)
+  double prefill_attention = 0;  // PrefillAttention(prefill_tokens, prefill_cached)
+  double step_time_s = 0;        // median of samples_s
   std::vector<double> samples_s;
 };
 
@@ -73,8 +81,12 @@ struct CalibrationOptions {
 // < 1 or block_tokens < 1; the engine's error (naming the point) when a step fails.
 Result<Calibration> CalibrateCpuEngine(const Model& model, const CalibrationOptions& options);
 
-// The step table (header line `prefill_tokens,decode_seqs,kv_tokens,step_time_s`, one row
-// per point), after `comment_lines`, each written as "# <line>".
+// StepShape::prefill_attention of one chunk of n tokens on c cached: n * (c + (n + 1) / 2).
+double PrefillAttention(int64_t n, int64_t c);
+
+// The step table (header line
+// `prefill_tokens,decode_seqs,kv_tokens,prefill_attention,step_time_s`, one row per point),
+// after `comment_lines`, each written as "# <line>".
 std::string StepTableCsv(const Calibration& calibration,
                          const std::vector<std::string>& comment_lines);
 

@@ -1,7 +1,8 @@
 // CPU engine calibration (executors/cpu_calibrate/calibrate.h): a tiny grid measured on a
-// real CpuEngine gives a step table that TableStepCost accepts, with the shapes the steps
-// really had, positive fitted times that grow with the prefill tokens, and a header that
-// names the engine, the model's random weights and the machine.
+// real CpuEngine gives a five-column step table that TableStepCost accepts, with the shapes
+// the steps really had (a prefill on its cached context: kv_tokens and prefill_attention),
+// positive fitted times that grow with the prefill tokens, and a header that names the
+// engine, the model's random weights and the machine.
 #include "executors/cpu_calibrate/calibrate.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@ CalibrationOptions TinyGrid() {
   o.grid.prefill_tokens = {0, 32, 256};
   o.grid.decode_seqs = {0, 1, 3};
   o.grid.kv_tokens = {0, 96, 600};
+  o.grid.prefill_cached = {0, 200};
   o.grid.repetitions = 3;
   return o;
 }
@@ -34,30 +36,52 @@ TEST(CalibrateCpuEngineTest, TinyGridGivesATableTableStepCostFits) {
   o.on_point = [&](const CalibrationPoint&) { ++progress; };
   auto cal = CalibrateCpuEngine(*model, o);
   ASSERT_TRUE(cal.ok()) << cal.status();
-  // 27 points less the 3 with no token (P = 0, D = 0).
-  EXPECT_EQ(cal->points.size(), 24u);
-  EXPECT_EQ(cal->skipped.size(), 3u);
-  EXPECT_EQ(progress, 24);
+  // P = 0: K over the 2 decoder counts (6), D = 0 has no token (skipped); P > 0 (2 sizes):
+  // D = 0 takes K = 0 only, times 2 C (4), D > 0: 2 x 3 K x 2 C (24).
+  EXPECT_EQ(cal->points.size(), 34u);
+  EXPECT_EQ(cal->skipped.size(), 1u);
+  EXPECT_EQ(progress, 34);
+  int on_cache = 0;
   for (const CalibrationPoint& p : cal->points) {
     EXPECT_EQ(p.samples_s.size(), 3u);
     EXPECT_GT(p.step_time_s, 0);
     // The shape the step really had: decoders hold K spread over them (at least 1 each);
-    // a prefill alone sits on the K cached tokens.
+    // the prefill sits on C cached tokens, read by the step too.
     if (p.decode_seqs == 3 && p.prefill_tokens == 0) {
       EXPECT_TRUE(p.kv_tokens == 3 || p.kv_tokens == 96 || p.kv_tokens == 600) << p.kv_tokens;
     }
+    if (p.prefill_tokens == 0) {
+      EXPECT_EQ(p.prefill_cached, 0);
+      EXPECT_EQ(p.prefill_attention, 0);
+    }
+    if (p.decode_seqs == 0 && p.prefill_tokens > 0) {
+      EXPECT_EQ(p.kv_tokens, p.prefill_cached);
+    }
+    if (p.prefill_tokens > 0) {
+      EXPECT_DOUBLE_EQ(p.prefill_attention,
+                       p.prefill_tokens * (p.prefill_cached + (p.prefill_tokens + 1) / 2.0));
+      on_cache += p.prefill_cached == 200;
+    }
   }
+  EXPECT_EQ(on_cache, 14);  // 2 prefill sizes x (1 + 2 x 3) decoder shapes
   std::string csv = StepTableCsv(*cal, CalibrationHeader(*model, "tiny.json", o, *cal));
   EXPECT_NE(csv.find("# Step times of the reference CPU engine"), std::string::npos);
   EXPECT_NE(csv.find("random weights"), std::string::npos) << csv.substr(0, 600);
   EXPECT_NE(csv.find("# Machine: "), std::string::npos);
-  EXPECT_NE(csv.find("\nprefill_tokens,decode_seqs,kv_tokens,step_time_s\n"), std::string::npos);
+  EXPECT_NE(csv.find("\nprefill_tokens,decode_seqs,kv_tokens,prefill_attention,step_time_s\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find("32,0,200,6928,"), std::string::npos) << csv;  // 32 x (200 + 16.5)
   auto table = TableStepCost::FromText(csv, "calibrated.csv");
   ASSERT_TRUE(table.ok()) << table.status() << "\n" << csv;
-  EXPECT_EQ(table->rows(), 24u);
+  EXPECT_TRUE(table->has_prefill_attention());
+  EXPECT_EQ(table->rows(), 34u);
   StepShape small, big, decode;
+  // As the batching engine builds them: a chunk's attention comes with its tokens (the
+  // fit may price a prefill through either).
   small.prefill_tokens = 32;
+  small.prefill_attention = PrefillAttention(32, 0);
   big.prefill_tokens = 256;
+  big.prefill_attention = PrefillAttention(256, 0);
   decode.decode_seqs = 1;
   decode.kv_tokens_read = 96;
   double t_small = ToSeconds(table->StepTime(small));
@@ -74,12 +98,17 @@ TEST(CalibrateCpuEngineTest, SkipsWhatTheModelCannotRunAndRejectsBadGrids) {
   o.grid.prefill_tokens = {16};
   o.grid.decode_seqs = {0, 1};
   o.grid.kv_tokens = {0, 1'000'000};
+  o.grid.prefill_cached = {0, 1'000'000};
   o.grid.repetitions = 1;
   auto cal = CalibrateCpuEngine(*model, o);
   ASSERT_TRUE(cal.ok()) << cal.status();
-  EXPECT_EQ(cal->points.size(), 2u);  // K = 0 with and without a decoder
-  ASSERT_EQ(cal->skipped.size(), 2u);
-  EXPECT_NE(cal->skipped[0].find("max_positions"), std::string::npos) << cal->skipped[0];
+  EXPECT_EQ(cal->points.size(), 2u);  // K = C = 0 with and without a decoder
+  // C = 10^6 without a decoder; with one: K = 0 and C = 10^6, K = 10^6 with either C.
+  ASSERT_EQ(cal->skipped.size(), 4u);
+  for (const std::string& why : cal->skipped)
+    EXPECT_NE(why.find("max_positions"), std::string::npos) << why;
+  EXPECT_NE(cal->skipped[0].find("a prefill of 16 on 1000000 cached"), std::string::npos)
+      << cal->skipped[0];
 
   CalibrationOptions bad;
   bad.grid.decode_seqs.clear();
@@ -89,6 +118,10 @@ TEST(CalibrateCpuEngineTest, SkipsWhatTheModelCannotRunAndRejectsBadGrids) {
   bad = CalibrationOptions{};
   bad.grid.kv_tokens = {-1};
   EXPECT_NE(CalibrateCpuEngine(*model, bad).status().message().find("kv_tokens has -1"),
+            std::string::npos);
+  bad = CalibrationOptions{};
+  bad.grid.prefill_cached = {-3};
+  EXPECT_NE(CalibrateCpuEngine(*model, bad).status().message().find("prefill_cached has -3"),
             std::string::npos);
   bad = CalibrationOptions{};
   bad.grid.repetitions = 0;

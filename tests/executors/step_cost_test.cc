@@ -263,5 +263,107 @@ TEST(StepCostTable, ExampleTableMatchesTheRooflineItCameFrom) {
   EXPECT_LT(worst, 0.10) << "worst relative error of the fit";
 }
 
+// A prefill chunk of n tokens on c cached ones: StepShape as the batching engine builds it.
+StepShape Extend(int64_t n, int64_t c) {
+  StepShape s;
+  s.prefill_tokens = n;
+  s.kv_tokens_read = c;
+  s.prefill_attention = static_cast<double>(n) * (static_cast<double>(c) + (n + 1) / 2.0);
+  return s;
+}
+
+// Rows of an attention-bound engine: t = 2 ms + 0.2 ms per prefill token + 50 us per
+// decoding sequence + 1 us per KV token + 0.4 us per prefill query-key pair, written with
+// or without the prefill_attention column.
+std::string AttentionBoundTable(bool attention_column) {
+  auto truth = [](const StepShape& s) {
+    return 0.002 + 2e-4 * s.prefill_tokens + 5e-5 * s.decode_seqs + 1e-6 * s.kv_tokens_read +
+           4e-7 * s.prefill_attention;
+  };
+  std::string text = attention_column
+                         ? "prefill_tokens,decode_seqs,kv_tokens,prefill_attention,step_time_s\n"
+                         : "prefill_tokens,decode_seqs,kv_tokens,step_time_s\n";
+  for (int64_t n : {0, 16, 64, 256})
+    for (int64_t d : {0, 1, 4, 16})
+      for (int64_t c : {0, 512, 2048}) {
+        if (n == 0 && d == 0) continue;
+        if (n == 0 && c > 0) continue;
+        StepShape s = Extend(n, c);
+        s.decode_seqs = static_cast<int>(d);
+        s.kv_tokens_read += d * 300;  // the decoders' contexts
+        char line[160];
+        if (attention_column)
+          std::snprintf(line, sizeof line, "%lld,%lld,%lld,%.17g,%.17g\n",
+                        static_cast<long long>(n), static_cast<long long>(d),
+                        static_cast<long long>(s.kv_tokens_read), s.prefill_attention, truth(s));
+        else
+          std::snprintf(line, sizeof line, "%lld,%lld,%lld,%.17g\n", static_cast<long long>(n),
+                        static_cast<long long>(d), static_cast<long long>(s.kv_tokens_read),
+                        truth(s));
+        text += line;
+      }
+  return text;
+}
+
+TEST(StepCostTable, PrefillAttentionColumnPricesAShortChunkOnALongContext) {
+  auto t = TableStepCost::FromText(AttentionBoundTable(true), "attention.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->has_prefill_attention());
+  ASSERT_EQ(t->planes().size(), 1u);  // exactly linear in the five inputs
+  const TableStepCost::Plane& p = t->planes()[0];
+  EXPECT_NEAR(p.intercept_s, 0.002, 1e-9);
+  EXPECT_NEAR(p.per_prefill_token_s, 2e-4, 1e-10);
+  EXPECT_NEAR(p.per_decode_seq_s, 5e-5, 1e-10);
+  EXPECT_NEAR(p.per_kv_token_s, 1e-6, 1e-11);
+  EXPECT_NEAR(p.per_prefill_attention_s, 4e-7, 1e-12);
+  // 256 tokens on 2,048 cached: 2 + 51.2 + 2.048 + 0.4 us x 256 x 2,176.5 = ~278 ms.
+  const double want = 0.002 + 2e-4 * 256 + 1e-6 * 2048 + 4e-7 * 256 * (2048 + 128.5);
+  EXPECT_NEAR(ToSeconds(t->StepTime(Extend(256, 2048))), want, 1e-6);
+  // The same chunk on an empty context costs far less.
+  EXPECT_LT(ToSeconds(t->StepTime(Extend(256, 0))), 0.5 * want);
+}
+
+TEST(StepCostTable, FourColumnTablesStillLoadAndCannotSeeTheAttention) {
+  auto t4 = TableStepCost::FromText(AttentionBoundTable(false), "four.csv");
+  ASSERT_TRUE(t4.ok()) << t4.status();
+  EXPECT_FALSE(t4->has_prefill_attention());
+  for (const TableStepCost::Plane& p : t4->planes()) EXPECT_EQ(p.per_prefill_attention_s, 0);
+  // The same rows without the column: the fit cannot tell a chunk's cached context apart,
+  // so it misprices 256 on 2,048 by more than 20 % (what the five-column fit fixes).
+  const double want = 0.002 + 2e-4 * 256 + 1e-6 * 2048 + 4e-7 * 256 * (2048 + 128.5);
+  double got = ToSeconds(t4->StepTime(Extend(256, 2048)));
+  EXPECT_GT(std::fabs(got - want) / want, 0.2) << got << " vs " << want;
+  // The committed tables load whichever layout they have.
+  auto roofline = TableStepCost::FromFile(Config("step_tables/llama-3.1-8b-h200-roofline.csv"));
+  ASSERT_TRUE(roofline.ok()) << roofline.status();
+  EXPECT_FALSE(roofline->has_prefill_attention());
+  auto cpu = TableStepCost::FromFile(Config("step_tables/cpu-tiny-llama-4l.csv"));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+}
+
+TEST(StepCostTable, FiveColumnTablesRejectBadAttentionCells) {
+  const std::string header = "prefill_tokens,decode_seqs,kv_tokens,prefill_attention,step_time_s\n";
+  const std::string rows =
+      "0,1,100,0,0.005\n0,8,800,0,0.006\n1000,0,0,500500,0.02\n1000,8,800,500500,0.022\n"
+      "100,0,2000,205050,0.03\n10,2,50,10055,0.007\n";
+  auto ok = TableStepCost::FromText(header + rows, "five.csv");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  ExpectRejected(header + rows + "5,1,0,-1,0.1\n", "bad.csv:8: column 4 (prefill_attention): '-1'");
+  ExpectRejected(header + rows + "5,1,0,x,0.1\n", "column 4 (prefill_attention): 'x'");
+  ExpectRejected(header + rows + "5,1,0,15,0\n", "column 5 (step_time_s): '0'");
+  ExpectRejected(header + rows + "5,1,0,0.1\n", "expected 5 columns");
+  ExpectRejected(header +
+                     "0,1,100,0,0.005\n0,8,800,0,0.006\n1000,0,0,500500,0.02\n"
+                     "1000,8,800,500500,0.022\n",
+                 "4 rows; the fit needs at least 5");
+  // prefill_attention a multiple of prefill_tokens on every row: undetermined.
+  ExpectRejected(header +
+                     "0,1,100,0,0.005\n0,8,800,0,0.006\n10,0,0,100,0.02\n"
+                     "20,8,800,200,0.022\n40,1,0,400,0.03\n",
+                 "prefill_attention");
+  ExpectRejected("prefill_tokens,decode_seqs,kv_tokens,attention,step_time_s\n" + rows,
+                 "missing header");
+}
+
 }  // namespace
 }  // namespace switchyard::executors

@@ -1,12 +1,20 @@
 // Cluster files: the committed ones load and have the documented shapes; the built-in
-// default equals bench/clusters/h200x8-llama8b.json; bad files name the field.
+// default equals bench/clusters/h200x8-llama8b.json; bad files name the field; a relative
+// stepTable is the cluster file's folder's whatever the working folder (the path
+// `switchyard replay` / `sweep` take: ClusterFromArg, then RunReplay with default options).
 #include "bench/replay/cluster.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+
+#include "bench/replay/convert.h"
+#include "bench/replay/replay.h"
+#include "proto/json.h"
 
 namespace switchyard::replay {
 namespace {
@@ -75,6 +83,78 @@ TEST(Cluster, BadFilesAndShapesNameTheProblem) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("weights"), std::string::npos);
   std::remove(path.c_str());
+}
+
+// Restores the working folder on scope exit.
+struct Cwd {
+  std::filesystem::path old = std::filesystem::current_path();
+  ~Cwd() { std::filesystem::current_path(old); }
+};
+
+TEST(Cluster, RelativeStepTableIsTheClusterFilesFolders) {
+  namespace fs = std::filesystem;
+  const fs::path base =
+      fs::path(::testing::TempDir()) / ("sy_cluster_rel_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "clusters");
+  fs::create_directories(base / "tables");
+  fs::create_directories(base / "a" / "b" / "elsewhere");
+  fs::copy_file(std::string(SY_SOURCE_DIR) + "/configs/step_tables/cpu-tiny-llama-4l.csv",
+                base / "tables" / "t.csv");
+  auto committed = LoadCluster(Dir() + "/cpu-tiny-llama-4l.json");
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  // The committed cluster's "../../configs/step_tables/..." resolved against its folder.
+  EXPECT_EQ(fs::path(committed->step_table()),
+            fs::path(std::string(SY_SOURCE_DIR) + "/configs/step_tables/cpu-tiny-llama-4l.csv")
+                .lexically_normal());
+  v1::ReplayCluster c = *committed;
+  c.set_step_table("../tables/t.csv");
+  auto json = proto::ToJson(c);
+  ASSERT_TRUE(json.ok());
+  std::ofstream((base / "clusters" / "c.json").string()) << *json;
+  const std::string want = (base / "tables" / "t.csv").lexically_normal().string();
+  {
+    Cwd restore;
+    // From a folder where "../tables/t.csv" does not exist.
+    fs::current_path(base / "a" / "b" / "elsewhere");
+    auto loaded = LoadCluster((base / "clusters" / "c.json").string());
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(loaded->step_table(), want);
+    auto arg = ClusterFromArg("../../../clusters/c.json");  // relative to the working folder
+    ASSERT_TRUE(arg.ok()) << arg.status();
+    EXPECT_EQ(arg->step_table(), want);
+    // What `switchyard replay --cluster ../../../clusters/c.json` runs.
+    ConvertOptions co;
+    co.rate_per_s = 0.5;
+    co.token_scale = 0.02;
+    auto text =
+        proto::ReadFile(std::string(SY_SOURCE_DIR) + "/tests/fixtures/agent_sessions_sample.jsonl");
+    ASSERT_TRUE(text.ok());
+    auto trace = ConvertAgentSessions(*text, co);
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    auto r = RunReplay(*trace, *arg, "switchyard", ReplayOptions{});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->completed, r->workflows);
+    // An absolute stepTable is kept as it is.
+    c.set_step_table(want);
+    json = proto::ToJson(c);
+    ASSERT_TRUE(json.ok());
+    std::ofstream((base / "clusters" / "abs.json").string()) << *json;
+    auto abs = LoadCluster((base / "clusters" / "abs.json").string());
+    ASSERT_TRUE(abs.ok()) << abs.status();
+    EXPECT_EQ(abs->step_table(), want);
+  }
+  fs::remove_all(base);
+}
+
+TEST(Cluster, CallOverheadMustBeANonNegativeNumberOfSeconds) {
+  v1::ReplayCluster c = DefaultCluster();
+  c.set_call_overhead_s(0.02);
+  EXPECT_TRUE(DeriveShape(c).ok());
+  c.set_call_overhead_s(-0.01);
+  auto s = DeriveShape(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("callOverheadS"), std::string::npos) << s.status();
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "bench/replay/cluster.h"
 #include "bench/replay/convert.h"
 #include "bench/replay/report.h"
@@ -126,6 +128,45 @@ TEST(Replay, UnloadedJobsTakeAboutTheirOwnServiceTime) {
   EXPECT_EQ(r->transfers, 0u);
   EXPECT_EQ(r->deadline_miss_rate, 0.0);
   EXPECT_GT(r->jct_mean_s, 1.0);
+}
+
+// ReplayCluster.call_overhead_s delays every revealed batch (an agent's next call and its
+// tools) by that much after its predecessor: on an uncontended cluster each workflow ends
+// later by up to the overhead times its reveals (at least half of that on these chains).
+TEST(Replay, CallOverheadDelaysEveryRevealedCall) {
+  std::vector<v1::TraceRecord> t = Sessions(0.05, 1);
+  ASSERT_FALSE(t.empty());
+  v1::ReplayCluster c = DefaultCluster();
+  auto base = RunReplay(t, c, "switchyard", ReplayOptions{});
+  ASSERT_TRUE(base.ok()) << base.status();
+  c.set_call_overhead_s(0.25);
+  auto slow = RunReplay(t, c, "switchyard", ReplayOptions{});
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  ASSERT_EQ(slow->completed, slow->workflows);
+  ASSERT_EQ(base->workflow_records.size(), slow->workflow_records.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    // The reveals in a chain: every distinct revealed_after of the record (agent sessions
+    // reveal each call after the previous call).
+    std::set<std::string> triggers;
+    for (const v1::NodeActual& a : t[i].actuals())
+      if (!a.revealed_after().empty()) triggers.insert(a.revealed_after());
+    ASSERT_FALSE(triggers.empty());
+    const WorkflowRecord& b = base->workflow_records[i];
+    const WorkflowRecord& s = slow->workflow_records[i];
+    ASSERT_EQ(b.id, s.id);
+    double added = (s.end_s - s.arrival_s) - (b.end_s - b.arrival_s);
+    double want = 0.25 * static_cast<double>(triggers.size());
+    // At most once per reveal (some reveals are off the critical path), at least half.
+    EXPECT_LE(added, want + 0.05) << b.id << ": " << triggers.size() << " reveals";
+    EXPECT_GE(added, 0.5 * want) << b.id << ": " << triggers.size() << " reveals";
+  }
+  EXPECT_EQ(slow->ttft_s.size(), base->ttft_s.size());
+  // Calls after a tool: ready when the (delayed) tool ends, their TTFT unchanged; calls
+  // with no tool before them wait for the overhead.
+  double ttft_base = 0, ttft_slow = 0;
+  for (double v : base->ttft_s) ttft_base += v;
+  for (double v : slow->ttft_s) ttft_slow += v;
+  EXPECT_GT(ttft_slow, ttft_base + 0.2);
 }
 
 TEST(Replay, RejectsUnknownPolicyAndBadCluster) {
