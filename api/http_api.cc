@@ -419,6 +419,8 @@ void HttpApi::Mutation(const HttpRequest& req, const Principal& who, const std::
 
 HttpResponse HttpApi::Cluster(const Principal& who) const {
   v1::ClusterState c = service_->Cluster();
+  if (service_->scheduler()) c.set_openai_front(front_->Describe());
+  c.set_openai_sessions(front_->sessions());
   if (who.admin) {
     for (const auto& t : auth_.tenants()) {
       auto* s = c.add_tenants();

@@ -29,6 +29,7 @@ struct OpenAiFront::Session {
 
 struct OpenAiFront::Call {
   std::string tenant;
+  HttpRequest original;  // proxy mode: forwarded as it came
   oa::Request req;
   SessionPtr session;  // null: a one-node workflow
   std::string wf, node, context;
@@ -48,6 +49,7 @@ struct OpenAiFront::Call {
   std::vector<int32_t> output;
   std::string sent;  // streamed text so far
   bool eos = false, stopped = false;
+  HttpResponse proxied;  // proxy mode: the upstream's whole answer, sent once waits started
 };
 
 namespace {
@@ -113,7 +115,32 @@ HttpResponse Json(int status, std::string body) {
 
 OpenAiFront::OpenAiFront(Service* service, const Clock* clock, Options options)
     : service_(service), clock_(clock), options_(options) {
+  if (!options_.upstreams.empty()) {
+    UpstreamOptions uo;
+    uo.urls = options_.upstreams;
+    auto u = UpstreamClient::Create(uo);
+    if (u.ok())
+      upstream_ = std::move(*u);
+    else
+      Log(LogLevel::kError, "openai front: no proxy",
+          LogKeys().With("error", u.status().ToString()));
+  }
   thread_ = std::thread([this]() { Run(); });
+}
+
+std::string OpenAiFront::UpstreamAuth() const {
+  return options_.upstream_api_key.empty() ? "" : "Bearer " + options_.upstream_api_key;
+}
+
+std::string OpenAiFront::Describe() const {
+  if (upstream_) {
+    std::string urls;
+    for (size_t i = 0; i < upstream_->size(); ++i) urls += (i ? ", " : "") + upstream_->url(i);
+    return "proxy to " + urls +
+           " (Switchyard orders and admits; the upstreams hold the KV: placement is advisory)";
+  }
+  return "answers from this server's " + service_->scheduler()->model_executor_name() + " (model " +
+         model_id() + ")";
 }
 
 OpenAiFront::~OpenAiFront() {
@@ -142,6 +169,7 @@ HttpResponse OpenAiFront::Error(int status, const std::string& message, const st
 }
 
 std::string OpenAiFront::model_id() const {
+  if (upstream_) return "";  // the upstreams' models
   SchedulerDriver* d = service_->scheduler();
   if (!d) return "none";
   return d->cpu_model() ? d->cpu_model()->shape().name : d->model_name();
@@ -156,6 +184,9 @@ void OpenAiFront::Handle(const HttpRequest& req, const std::string& tenant, Resp
   std::string_view path = req.path();
   if (path == "/v1/models") {
     if (req.method != "GET") return respond(Error(405, "use GET", "invalid_request_error"));
+    if (upstream_)
+      return upstream_->Forward(req, upstream_->Pick(""), UpstreamAuth(),
+                                std::move(respond));
     return respond(Models());
   }
   if (path.substr(0, sizeof(kSessionsPath) - 1) == kSessionsPath) {
@@ -205,10 +236,11 @@ std::vector<int32_t> OpenAiFront::Tokenize(const std::string& text) const {
 
 Status OpenAiFront::Prepare(const HttpRequest& req, const std::string& tenant, Call* c) {
   SchedulerDriver* d = service_->scheduler();
-  if (!d || !d->config().simulated_llm)
+  if (!d) return Status::Unavailable("this server runs no scheduler");
+  if (!upstream_ && !d->config().simulated_llm)
     return Status::Unavailable("this server's LLM nodes are run by an external engine");
   const oa::Request& r = c->req;
-  if (r.model != model_id())
+  if (!upstream_ && r.model != model_id())
     return Status::NotFound("model: '" + r.model + "' is not served here (this server serves '" +
                             model_id() + "')");
   const int64_t now_ms = clock_->Now().millis();
@@ -253,6 +285,7 @@ void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bo
   auto c = std::make_shared<Call>();
   c->tenant = tenant;
   c->respond = std::move(respond);
+  if (upstream_) c->original = req;
   auto parsed = chat ? oa::ParseChat(req.body) : oa::ParseCompletion(req.body);
   if (!parsed.ok()) {
     return c->respond(Json(oa::ErrorFromStatus(parsed.status()).http_status,
@@ -333,6 +366,14 @@ void OpenAiFront::Start(const CallPtr& c) {
       d->cpu_model() ? std::string("switchyard-cpu-engine") +
                            (d->cpu_model()->shape().random_weights ? "-random-weights" : "")
                      : "switchyard-simulated-engine-placeholder-text";
+  if (upstream_) {
+    d->WatchPlacement(c->wf, c->node, [this, c](int worker) {
+      Post([this, c, worker]() {
+        if (worker < 0) return Fail(c, Status::Aborted("workflow " + c->wf + " ended"));
+        Forward(c);
+      });
+    });
+  }
   SchedulerDriver::NodeInput in;
   in.prompt_token_ids = c->fresh;
   in.temperature = r.temperature;
@@ -340,13 +381,15 @@ void OpenAiFront::Start(const CallPtr& c) {
   in.seed = r.seed.value_or(0);
   in.stop_at_eos = !c->tool;
   in.token_mask = c->tool ? SchedulerDriver::kJsonStringMask : SchedulerDriver::kTextMask;
-  d->SetNodeInput(c->wf, c->node, std::move(in));
-  d->Watch(c->wf, c->node, [this, c](const SchedulerDriver::TokenEvent& t) {
-    if (t.finished)
-      Finish(c, t.status, t.output_tokens);
-    else
-      OnToken(c, t.token);
-  });
+  if (!upstream_) {
+    d->SetNodeInput(c->wf, c->node, std::move(in));
+    d->Watch(c->wf, c->node, [this, c](const SchedulerDriver::TokenEvent& t) {
+      if (t.finished)
+        Finish(c, t.status, t.output_tokens);
+      else
+        OnToken(c, t.token);
+    });
+  }
 
   v1::ProgramNode n;
   n.set_id(c->node);
@@ -360,7 +403,7 @@ void OpenAiFront::Start(const CallPtr& c) {
   n.mutable_hints()->set_extend_tokens(static_cast<int64_t>(c->fresh.size()));
   n.mutable_hints()->set_max_output_tokens(c->max_tokens);
 
-  if (r.stream) {
+  if (r.stream && !upstream_) {
     c->stream = std::make_shared<ResponseStream>();
     HttpResponse h{200, "text/event-stream", {}, ""};
     h.headers["x-switchyard-workflow-id"] = c->wf;
@@ -535,6 +578,121 @@ void OpenAiFront::Fail(const CallPtr& c, const Status& st) {
   c->stream->Write("data: " + oa::ErrorJson(e) + "\n\n");
   c->stream->Write(oa::kDoneEvent);
   c->stream->Close();
+}
+
+// ---- Proxy mode ----------------------------------------------------------------------------
+
+void OpenAiFront::Forward(const CallPtr& c) {
+  v1::NodeEvent started;
+  started.set_node_id(c->node);
+  started.set_type(v1::LLM_STARTED);
+  service_->ReportEventAsync(c->tenant, c->wf, started, nullptr, [](const Status&) {});
+  const std::string key = c->session ? c->tenant + "/" + c->session->id : "";
+  UpstreamClient::Hooks hooks;
+  auto usage = std::make_shared<std::string>();  // the tail of a stream: its usage chunk
+  hooks.on_bytes = [usage](std::string_view bytes) {
+    usage->append(bytes);
+    if (usage->size() > 8192) usage->erase(0, usage->size() - 4096);
+  };
+  hooks.on_end = [this, c, usage](bool) {
+    int64_t tokens = 0;
+    if (size_t at = usage->rfind("\"completion_tokens\":"); at != std::string::npos)
+      tokens = std::atoll(usage->c_str() + at + 20);
+    Post([this, c, tokens]() { Ended(c, tokens, {}); });
+  };
+  upstream_->Forward(
+      c->original, upstream_->Pick(key), UpstreamAuth(),
+      [this, c](HttpResponse r) {
+        Post([this, c, r = std::move(r)]() mutable { Forwarded(c, std::move(r)); });
+      },
+      std::move(hooks));
+}
+
+void OpenAiFront::Forwarded(const CallPtr& c, HttpResponse r) {
+  r.headers["x-switchyard-workflow-id"] = c->wf;
+  r.headers["x-switchyard-node-id"] = c->node;
+  if (r.stream) {  // the answer goes back as it comes; the node ends with the stream
+    c->answered = true;
+    return c->respond(std::move(r));
+  }
+  if (r.status >= 500) {  // the upstream failed the call (not retried: not idempotent)
+    v1::NodeEvent failed;
+    failed.set_node_id(c->node);
+    failed.set_type(v1::LLM_FAILED);
+    failed.set_error("upstream answered " + std::to_string(r.status));
+    failed.set_retryable(false);
+    service_->ReportEventAsync(c->tenant, c->wf, failed, nullptr, [](const Status&) {});
+    if (c->session) {
+      std::lock_guard<std::mutex> lock(c->session->mu);
+      c->session->busy = false;
+    }
+    if (!c->answered.exchange(true)) c->respond(std::move(r));
+    return;
+  }
+  int64_t tokens = 0;
+  std::vector<std::string> tools;
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("usage") && j["usage"].is_object())
+    tokens = j["usage"].value("completion_tokens", int64_t{0});
+  if (j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+    const auto& m = j["choices"][0].value("message", nlohmann::json::object());
+    if (m.contains("tool_calls") && m["tool_calls"].is_array())
+      for (const auto& t : m["tool_calls"])
+        if (t.contains("function") && t["function"].is_object())
+          tools.push_back(t["function"].value("name", "tool"));
+  }
+  c->head.usage.completion_tokens = tokens;
+  c->proxied = std::move(r);
+  Ended(c, tokens, std::move(tools));
+}
+
+// The proxied node ended: the service learns it, the session's waits start, and a whole
+// answer goes back.
+void OpenAiFront::Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools) {
+  v1::NodeEvent done;
+  done.set_node_id(c->node);
+  done.set_type(v1::LLM_FINISHED);
+  done.set_output_tokens(output_tokens);
+  service_->ReportEventAsync(c->tenant, c->wf, done, nullptr, [](const Status&) {});
+  std::vector<v1::ProgramNode> waits;
+  if (c->session) {
+    Session& s = *c->session;
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.tokens = c->prompt;  // the answer's tokens are the upstream's: not known here
+    if (tools.empty()) tools.push_back("client");
+    for (size_t i = 0; i < tools.size(); ++i) {
+      v1::ProgramNode w;
+      w.set_id(NodeIdOf(tools[i], s.turn) + (i ? "-" + std::to_string(i) : ""));
+      w.set_kind(v1::TOOL);
+      w.set_tool_name(tools[i]);
+      w.add_deps(c->node);
+      s.waits.push_back(w.id());
+      waits.push_back(std::move(w));
+    }
+    ++s.turn;
+    s.last_active = std::chrono::steady_clock::now();
+  }
+  auto respond = [this, c]() {
+    if (c->session) {
+      std::lock_guard<std::mutex> lock(c->session->mu);
+      c->session->busy = false;
+    }
+    if (c->answered.exchange(true)) return;
+    c->respond(std::move(c->proxied));
+  };
+  if (waits.empty()) return respond();
+  std::vector<std::string> ids;
+  for (const auto& w : waits) ids.push_back(w.id());
+  service_->AppendAsync(
+      c->tenant, c->wf, std::move(waits), nullptr, [this, c, ids, respond](const Status& st) {
+        for (const std::string& id : ids) {
+          v1::NodeEvent e;
+          e.set_node_id(id);
+          e.set_type(v1::TOOL_STARTED);
+          service_->ReportEventAsync(c->tenant, c->wf, e, nullptr, [](const Status&) {});
+        }
+        service_->AfterDurable([respond](const Status&) { respond(); });
+      });
 }
 
 // ---- Sessions ---------------------------------------------------------------------------

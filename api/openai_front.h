@@ -41,6 +41,16 @@
 // the engine decoded tokens, said so in `system_fingerprint`. `stop` sequences cut the
 // text after the fact (generation runs to EOS or max_tokens).
 //
+// Proxy mode (Options::upstreams; `serve --upstream URL[,URL...]`): the front still makes
+// sessions into workflows and the scheduler still orders and admits their LLM nodes, but
+// when a node is placed the request is forwarded unchanged to an upstream chosen with
+// session affinity (UpstreamClient, openai_upstream.h), and the upstream's answer —
+// streamed or whole — goes back unchanged (plus the x-switchyard headers). The front
+// reports the node's start and end (the service runs with llm_executor "reported"), takes
+// the tool calls of a whole answer for the wait nodes' names, and prompt sizes are
+// estimated (no tokenizer). The KV lives in the upstreams: Switchyard's KV decisions are
+// advisory there (/v1/cluster says so).
+//
 // Thread-safety: Handle() is called concurrently by the server threads; a session serves
 // one request at a time (a second one gets 409). Completion work runs on the scheduler's
 // thread (tokens) and on the front's own thread (appends, answers).
@@ -58,6 +68,7 @@
 #include <thread>
 
 #include "api/http.h"
+#include "api/openai_upstream.h"
 #include "api/service.h"
 #include "base/clock.h"
 
@@ -68,6 +79,10 @@ class OpenAiFront {
   struct Options {
     std::chrono::milliseconds session_idle_timeout{std::chrono::minutes(10)};
     int64_t default_max_tokens = 128;
+    // Proxy mode: upstream OpenAI servers ("http://host:port") and the bearer token sent
+    // to them. Empty: answers come from this server's engine.
+    std::vector<std::string> upstreams;
+    std::string upstream_api_key;
   };
   using Respond = std::function<void(HttpResponse)>;
 
@@ -85,6 +100,9 @@ class OpenAiFront {
   void Handle(const HttpRequest& req, const std::string& tenant, Respond respond);
   // The model id the front serves.
   std::string model_id() const;
+  // What answers (this server's engine, or upstreams) and whether KV placement is real.
+  std::string Describe() const;
+  bool proxy() const { return upstream_ != nullptr; }
   size_t sessions() const;
   // Ends sessions idle past the timeout (the front's thread does it every second).
   void SweepIdle();
@@ -101,6 +119,10 @@ class OpenAiFront {
   Status Prepare(const HttpRequest& req, const std::string& tenant, Call* c);
   std::vector<int32_t> Tokenize(const std::string& text) const;
   void Start(const CallPtr& c);
+  void Forward(const CallPtr& c);  // proxy mode, once the scheduler placed the node
+  std::string UpstreamAuth() const;  // the Authorization header sent upstream
+  void Forwarded(const CallPtr& c, HttpResponse r);
+  void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
   void OnToken(const CallPtr& c, int32_t token);
   void Finish(const CallPtr& c, const Status& st, int64_t output_tokens);
   void Answer(const CallPtr& c);
@@ -112,6 +134,7 @@ class OpenAiFront {
   Service* service_;
   const Clock* clock_;
   Options options_;
+  std::unique_ptr<UpstreamClient> upstream_;  // proxy mode
 
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, SessionPtr> sessions_;  // (tenant, id)

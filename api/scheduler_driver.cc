@@ -409,6 +409,13 @@ void SchedulerDriver::Watch(const std::string& wf, const std::string& node, Toke
   });
 }
 
+void SchedulerDriver::WatchPlacement(const std::string& wf, const std::string& node,
+                                     std::function<void(int)> fn) {
+  loop_->Post([this, key = wf + "/" + node, fn = std::move(fn)]() mutable {
+    placements_[key] = std::move(fn);
+  });
+}
+
 void SchedulerDriver::OnStep(const executors::StepReport& r) {
   for (const executors::SeqProgress& p : r.seqs) {  // time to first token, per node
     if (p.output_done != 1) continue;
@@ -437,6 +444,26 @@ void SchedulerDriver::OnStep(const executors::StepReport& r) {
 void SchedulerDriver::EndWatchers(const Event& e, const scheduler::Commands& out) {
   if (e.kind == EventKind::kLlmFinished && e.status.ok())
     inputs_.erase(e.workflow_id + "/" + e.node_id);  // a failed attempt may be retried
+  for (const Command& c : out.list) {
+    if (placements_.empty()) break;
+    bool place = c.kind == CommandKind::kPlace;
+    if (!place && c.kind != CommandKind::kFail && c.kind != CommandKind::kComplete) continue;
+    std::vector<std::string> keys;
+    if (place) {
+      keys.push_back(c.workflow_id + "/" + c.node_id);
+    } else {
+      const std::string prefix = c.workflow_id + "/";
+      for (const auto& [key, fn] : placements_)
+        if (key.compare(0, prefix.size(), prefix) == 0) keys.push_back(key);
+    }
+    for (const std::string& key : keys) {
+      auto it = placements_.find(key);
+      if (it == placements_.end()) continue;
+      auto fn = std::move(it->second);
+      placements_.erase(it);
+      fn(place ? c.worker : -1);
+    }
+  }
   if (watchers_.empty()) return;
   auto finish = [this](const std::string& key, Status st, int64_t tokens) {
     auto it = watchers_.find(key);
@@ -481,6 +508,16 @@ void SchedulerDriver::Append(const std::string& workflow_id, const v1::ProgramNo
 void SchedulerDriver::Close(const std::string& workflow_id) { runtime_->Close(workflow_id); }
 
 void SchedulerDriver::Cancel(const std::string& workflow_id) { runtime_->Cancel(workflow_id); }
+
+void SchedulerDriver::Fail(const std::string& workflow_id, const std::string& node_id,
+                           const std::string& reason) {
+  Event e;
+  e.kind = EventKind::kCancel;  // with a status: the core ends the workflow with `fail`
+  e.workflow_id = workflow_id;
+  e.node_id = node_id;
+  e.status = Status::Aborted(reason.empty() ? "workflow failed" : reason);
+  runtime_->Inject(std::move(e));
+}
 
 void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent& event) {
   NodeReport r{event.type(), event.error(), event.output_tokens()};
@@ -529,11 +566,11 @@ void SchedulerDriver::Sync(std::function<void()> fn) {
 }
 
 void SchedulerDriver::Record(const Command& c, Time now, std::vector<v1::Decision>* emitted) {
-  ++decisions_by_kind_[scheduler::CommandKindName(c.kind)];
+  ++decisions_by_kind_[scheduler::DecisionKindName(c)];  // "cancel" for a cancelled end
   if (c.workflow_id.empty()) return;
   v1::Decision d;
   d.set_time_ms(now.millis());
-  d.set_kind(scheduler::CommandKindName(c.kind));
+  d.set_kind(scheduler::DecisionKindName(c));
   d.set_node_id(c.node_id);
   if (!c.context.empty()) d.set_context(ContextName(c.context, c.workflow_id));
   if (c.kind == CommandKind::kDemote || c.kind == CommandKind::kPrefetch) {

@@ -137,6 +137,9 @@ class SchedulerDriver {
   void Append(const std::string& workflow_id, const v1::ProgramNode& node);
   void Close(const std::string& workflow_id);
   void Cancel(const std::string& workflow_id);
+  // The workflow failed in the service's durable graph (a node failed for good): the core
+  // stops it and ends it with `fail` naming `node_id` and `reason` (Cancel: `cancel`).
+  void Fail(const std::string& workflow_id, const std::string& node_id, const std::string& reason);
   // A tool or LLM report (already validated and durable).
   void Report(const std::string& workflow_id, const v1::NodeEvent& event);
 
@@ -184,6 +187,11 @@ class SchedulerDriver {
   };
   using TokenWatcher = std::function<void(const TokenEvent&)>;
   void Watch(const std::string& wf, const std::string& node, TokenWatcher watcher);
+  // Runs `fn` (on the scheduler's thread) when the core places the LLM node (a reported
+  // engine then runs it: the OpenAI front's proxy mode forwards it at that moment), or with
+  // -1 when its workflow ends first.
+  void WatchPlacement(const std::string& wf, const std::string& node,
+                      std::function<void(int worker)> fn);
 
  private:
   struct CtxView {
@@ -269,6 +277,7 @@ class SchedulerDriver {
   };
   std::unordered_map<std::string, NodeInput> inputs_;
   std::unordered_map<std::string, Watcher> watchers_;
+  std::unordered_map<std::string, std::function<void(int)>> placements_;
   void OnStep(const executors::StepReport& r);
   void EndWatchers(const scheduler::Event& e, const scheduler::Commands& out);
   uint64_t events_ = 0;

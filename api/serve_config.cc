@@ -1,5 +1,7 @@
 #include "api/serve_config.h"
 
+#include "api/openai_upstream.h"
+
 #include <algorithm>
 #include <charconv>
 #include <string_view>
@@ -174,6 +176,23 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
                                       static_cast<double>(config.session_idle_timeout_s())));
   if (config.session_idle_timeout_s() > 0)
     setup.api.openai.session_idle_timeout = std::chrono::seconds(config.session_idle_timeout_s());
+  setup.api.openai.upstreams = flags.upstreams;
+  if (setup.api.openai.upstreams.empty())
+    setup.api.openai.upstreams.assign(config.upstreams().begin(), config.upstreams().end());
+  setup.api.openai.upstream_api_key =
+      !flags.upstream_key.empty() ? flags.upstream_key : config.upstream_api_key();
+  if (!setup.api.openai.upstreams.empty()) {
+    UpstreamOptions uo;
+    uo.urls = setup.api.openai.upstreams;
+    auto client = UpstreamClient::Create(uo);  // checks every URL
+    if (!client.ok()) return client.status().Annotate("--upstream (upstreams)");
+    if (so.scheduler.simulated_llm && (!flags.engine.empty() || !config.engine().empty() ||
+                                       (!flags.llm.empty() && flags.llm != "reported")))
+      return Status::InvalidArgument(
+          "--upstream proxies LLM calls to the upstreams; --engine / --llm simulated run them "
+          "here: choose one");
+    so.scheduler.simulated_llm = false;  // the front reports the proxied calls
+  }
   if (config.max_inflight() > 0) setup.api.max_inflight = config.max_inflight();
   return setup;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "api/http_api.h"
 #include "api/http_server.h"
@@ -19,12 +20,14 @@ namespace switchyard::api {
 
 // Command-line values; an empty one leaves the config file's (or the default).
 struct ServeFlags {
-  std::string listen;       // --listen HOST:PORT
-  std::string data_dir;     // --data-dir DIR
-  std::string llm;          // --llm simulated|reported
-  std::string engine;       // --engine simulated|cpu
-  std::string model;        // --model FILE_OR_DIR (engine cpu)
-  int64_t kv_pool_mib = 0;  // --kv-pool-mib N (engine cpu; 0: the config's or 256)
+  std::string listen;                  // --listen HOST:PORT
+  std::string data_dir;                // --data-dir DIR
+  std::string llm;                     // --llm simulated|reported
+  std::string engine;                  // --engine simulated|cpu
+  std::string model;                   // --model FILE_OR_DIR (engine cpu)
+  int64_t kv_pool_mib = 0;             // --kv-pool-mib N (engine cpu; 0: the config's or 256)
+  std::vector<std::string> upstreams;  // --upstream URL[,URL...] (the OpenAI front's proxy)
+  std::string upstream_key;            // --upstream-key TOKEN
 };
 
 struct ServeSetup {

@@ -44,6 +44,15 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
       flags->engine = args[++i];
     else if (args[i] == "--model" && v)
       flags->model = args[++i];
+    else if (args[i] == "--upstream" && v) {
+      std::string list = args[++i];
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) flags->upstreams.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else if (args[i] == "--upstream-key" && v)
+      flags->upstream_key = args[++i];
     else if (args[i] == "--kv-pool-mib" && v) {
       const std::string& t = args[++i];
       char* end = nullptr;
@@ -58,7 +67,8 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
       std::fprintf(stderr,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                    "[--data-dir DIR] [--llm simulated|reported] [--engine simulated|cpu] "
-                   "[--model FILE_OR_DIR] [--kv-pool-mib N]\n");
+                   "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
+                   "[--upstream-key TOKEN]\n");
       return args[i] == "--help" ? 0 : 2;
     }
   }

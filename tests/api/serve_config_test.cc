@@ -79,6 +79,26 @@ TEST(ServeConfigTest, TheCpuEngineNeedsAModelAndTakesAPoolSize) {
             std::string::npos);
 }
 
+TEST(ServeConfigTest, UpstreamsMakeTheFrontAProxy) {
+  ServeFlags f;
+  f.upstreams = {"http://127.0.0.1:9001", "http://10.0.0.2:8000"};
+  f.upstream_key = "k";
+  auto s = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->api.openai.upstreams, f.upstreams);
+  EXPECT_EQ(s->api.openai.upstream_api_key, "k");
+  EXPECT_FALSE(s->service.scheduler.simulated_llm) << "the front reports the proxied calls";
+  f.upstreams = {"https://example.com"};
+  auto bad = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--upstream"), std::string::npos) << bad.status();
+  f.upstreams = {"http://127.0.0.1:9001"};
+  f.engine = "cpu";
+  f.model = "m.json";
+  EXPECT_NE(MakeServeSetup(v1::ServiceConfig{}, f).status().message().find("choose one"),
+            std::string::npos);
+}
+
 TEST(ServeConfigTest, ConfigValuesAreApplied) {
   auto s = MakeServeSetup(Parse(R"({"listen": "0.0.0.0:9000", "dataDir": "/tmp/sy",
       "threads": 4, "bodyLimitBytes": 4096, "maxInflight": 64, "disableSync": true,
