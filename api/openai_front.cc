@@ -185,8 +185,7 @@ void OpenAiFront::Handle(const HttpRequest& req, const std::string& tenant, Resp
   if (path == "/v1/models") {
     if (req.method != "GET") return respond(Error(405, "use GET", "invalid_request_error"));
     if (upstream_)
-      return upstream_->Forward(req, upstream_->Pick(""), UpstreamAuth(),
-                                std::move(respond));
+      return upstream_->Forward(req, upstream_->Pick(""), UpstreamAuth(), std::move(respond));
     return respond(Models());
   }
   if (path.substr(0, sizeof(kSessionsPath) - 1) == kSessionsPath) {

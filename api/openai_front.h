@@ -119,7 +119,7 @@ class OpenAiFront {
   Status Prepare(const HttpRequest& req, const std::string& tenant, Call* c);
   std::vector<int32_t> Tokenize(const std::string& text) const;
   void Start(const CallPtr& c);
-  void Forward(const CallPtr& c);  // proxy mode, once the scheduler placed the node
+  void Forward(const CallPtr& c);    // proxy mode, once the scheduler placed the node
   std::string UpstreamAuth() const;  // the Authorization header sent upstream
   void Forwarded(const CallPtr& c, HttpResponse r);
   void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
