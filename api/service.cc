@@ -146,10 +146,14 @@ Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
     case v1::TOOL_FAILED:
     case v1::LLM_FAILED: {
       std::string reason = ev.error().empty() ? "reported failed" : ev.error();
-      auto failed = wf->MarkFailed(*idx, reason);
-      if (!failed.ok()) return failed.status();
+      // The reporter's word first: retryable false (the default) fails the node for good.
       // A retryable node with attempts left is offered again (READY, attempt + 1); any
-      // other failure is terminal and fails the workflow (program_graph's rule).
+      // other failure is terminal and fails the workflow (program_graph's rule), and a
+      // side effect without an idempotency key is never retried whatever the flag says.
+      if (!ev.retryable()) reason += " (reported not retryable)";
+      auto failed = wf->MarkFailed(
+          *idx, reason, ev.retryable() ? pg::FailMode::kAllowRetry : pg::FailMode::kTerminal);
+      if (!failed.ok()) return failed.status();
       if (wf->CanRetry(*idx)) return wf->ResetForRetry(*idx);
       return Status::OK();
     }
@@ -286,6 +290,11 @@ Status Service::MutateLocked(const std::shared_ptr<Entry>& entry, const std::str
   fx.ended = !was_done && entry->graph->done();
   fx.ended_failed =
       rec.has_event() && entry->graph->done() && entry->graph->state() != v1::WORKFLOW_COMPLETED;
+  if (fx.ended_failed && entry->graph->state() == v1::WORKFLOW_FAILED) {
+    fx.failure = entry->graph->failure_reason();
+    auto idx = entry->graph->Find(rec.event().node_id());
+    if (idx && entry->graph->state(*idx) == v1::NODE_FAILED) fx.failed_node = rec.event().node_id();
+  }
   v1::IdempotencyEntry stored;
   if (idem) {
     stored.set_status(idem->status);

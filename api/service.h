@@ -23,9 +23,13 @@
 // Tenancy: every call names the caller's tenant; a workflow of another tenant is
 // reported as NotFound, never as PermissionDenied (its existence is not revealed).
 //
-// Retry of failed nodes follows program_graph's rule: a failed node that is retryable and
-// has attempts left becomes READY again (attempt + 1); otherwise the workflow fails with
-// the reason, and nothing with a side effect is ever re-run without an idempotency key.
+// Retry of failed nodes follows program_graph's rule: a node reported failed with
+// `retryable: true` that is retryable and has attempts left becomes READY again (attempt
+// + 1); otherwise (`retryable: false`, also when the field is absent) the node fails for
+// good and the workflow fails with the reason, and nothing with a side effect is ever
+// re-run without an idempotency key, whatever the flag says. The scheduler is then told
+// to fail the workflow too: its decisions end with `fail` (a cancelled workflow's with
+// `cancel`, a completed one's with `complete`).
 //
 // Scheduling: unless options.scheduler.enabled is false, the service drives a real
 // scheduler (SchedulerDriver: scheduler::Core through executors::Runtime on its own event
@@ -234,6 +238,8 @@ class Service {
   struct Effects {
     bool ended = false;         // it ended the workflow (live count)
     bool ended_failed = false;  // an event that ended it other than completed
+    std::string failed_node;    // ended_failed by a node's failure: the node and the
+    std::string failure;        // workflow's failure reason (the scheduler says `fail`)
   };
 
   Service(ServiceOptions options, const Clock* clock);

@@ -63,8 +63,12 @@ void Service::Forward(const std::string& id, const v1::WorkflowLogRecord& rec, c
     default:
       return;
   }
-  // The durable graph ended the workflow (a node failed for good): the scheduler stops too.
-  if (fx.ended_failed) driver_->Cancel(id);
+  // The durable graph ended the workflow (a node failed for good): the scheduler stops too,
+  // and ends it with `fail` (a cancel would read as the client's).
+  if (fx.ended_failed && !fx.failure.empty())
+    driver_->Fail(id, fx.failed_node, fx.failure);
+  else if (fx.ended_failed)
+    driver_->Cancel(id);
 }
 
 void Service::StartScheduler() {

@@ -1,14 +1,32 @@
 #include "program_graph/validation.h"
 
+#include <cstdio>
 #include <set>
 #include <string_view>
 
 namespace switchyard::program_graph {
 namespace {
 
+// A node is named by its id only when the id is one (never echoing control characters).
 std::string NodeName(const v1::ProgramNode& node, size_t position) {
-  if (node.id().empty()) return "node #" + std::to_string(position);
+  if (!IdProblem(node.id()).empty()) return "node #" + std::to_string(position);
   return "node '" + node.id() + "'";
+}
+
+bool IdChar(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == ':' || c == '-';
+}
+
+std::string Hex(unsigned char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02X", c);
+  return buf;
+}
+
+std::string CharAt(unsigned char c, size_t offset) {
+  return std::string(c < 0x80 ? "character " : "non-ASCII byte ") + Hex(c) + " at offset " +
+         std::to_string(offset);
 }
 
 Status Invalid(const std::string& who, std::string_view field, const std::string& problem) {
@@ -66,6 +84,8 @@ Status CheckCacheRefs(const std::string& who, const v1::ProgramNode& node, const
     const v1::CacheRef& ref = node.cache_refs(k);
     const std::string field = "cache_refs[" + std::to_string(k) + "]";
     if (ref.context().empty()) return Invalid(who, field + ".context", "empty context name");
+    if (std::string problem = IdProblem(ref.context()); !problem.empty())
+      return Invalid(who, field + ".context", problem);
     if (ref.mode() == v1::CacheRef::MODE_UNSPECIFIED || !v1::CacheRef::Mode_IsValid(ref.mode())) {
       return Invalid(
           who, field + ".mode",
@@ -82,7 +102,52 @@ Status CheckCacheRefs(const std::string& who, const v1::ProgramNode& node, const
 
 }  // namespace
 
+std::string IdProblem(std::string_view id) {
+  constexpr const char* kRule = " (ids are 1-128 bytes of A-Z a-z 0-9 . _ : -)";
+  if (id.empty()) return std::string("empty") + kRule;
+  if (id.size() > kMaxIdBytes) {
+    return std::to_string(id.size()) + " bytes exceed the limit " + std::to_string(kMaxIdBytes) +
+           kRule;
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    auto c = static_cast<unsigned char>(id[i]);
+    if (!IdChar(c)) return CharAt(c, i) + " is not allowed" + kRule;
+  }
+  return "";
+}
+
+std::string ToolNameProblem(std::string_view name) {
+  constexpr const char* kRule = " (tool names are 1-256 bytes of text without control characters)";
+  if (name.empty()) return std::string("empty") + kRule;
+  if (name.size() > kMaxToolNameBytes) {
+    return std::to_string(name.size()) + " bytes exceed the limit " +
+           std::to_string(kMaxToolNameBytes) + kRule;
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7F) return CharAt(c, i) + " is not allowed" + kRule;
+    // U+0080-U+009F (C1 controls) are 0xC2 0x80-0x9F in UTF-8.
+    if (c == 0xC2 && i + 1 < name.size()) {
+      auto next = static_cast<unsigned char>(name[i + 1]);
+      if (next >= 0x80 && next <= 0x9F) {
+        return "control character U+00" + Hex(next).substr(2) + " at offset " + std::to_string(i) +
+               " is not allowed" + kRule;
+      }
+    }
+  }
+  return "";
+}
+
 Status ValidateWorkflowHeader(const v1::Workflow& wf, Time now) {
+  // An id or tenant that is not an identifier is not echoed.
+  if (!wf.id().empty()) {
+    if (std::string problem = IdProblem(wf.id()); !problem.empty())
+      return Invalid("workflow", "id", problem);
+  }
+  if (!wf.tenant().empty()) {
+    if (std::string problem = IdProblem(wf.tenant()); !problem.empty())
+      return Invalid("workflow '" + wf.id() + "'", "tenant", problem);
+  }
   return CheckDeadline("workflow '" + wf.id() + "'", wf.deadline_ms(), now);
 }
 
@@ -90,13 +155,20 @@ Status ValidateNodeFields(const v1::ProgramNode& node, size_t position, const v1
                           const Limits& limits, Time now) {
   const std::string who = NodeName(node, position);
   if (node.id().empty()) return Invalid(who, "id", "empty node id");
+  if (std::string problem = IdProblem(node.id()); !problem.empty())
+    return Invalid(who, "id", problem);
   if (node.kind() != v1::LLM && node.kind() != v1::TOOL) {
     return Invalid(who, "kind", "unspecified (want LLM or TOOL)");
   }
   if (!node.tenant().empty() && node.tenant() != wf.tenant()) {
+    if (!IdProblem(node.tenant()).empty()) return Invalid(who, "tenant", IdProblem(node.tenant()));
     return Invalid(
         who, "tenant",
         "'" + node.tenant() + "' differs from the workflow tenant '" + wf.tenant() + "'");
+  }
+  if (!node.tool_name().empty()) {
+    if (std::string problem = ToolNameProblem(node.tool_name()); !problem.empty())
+      return Invalid(who, "tool_name", problem);
   }
   SY_RETURN_IF_ERROR(CheckDeadline(who, node.deadline_ms(), now));
   if (node.deadline_ms() != 0 && wf.deadline_ms() != 0 && node.deadline_ms() > wf.deadline_ms()) {
@@ -112,6 +184,10 @@ Status ValidateNodeFields(const v1::ProgramNode& node, size_t position, const v1
     return Invalid(who, "deps",
                    std::to_string(node.deps_size()) + " dependencies exceed the limit " +
                        std::to_string(limits.max_edges_per_node));
+  }
+  for (int k = 0; k < node.deps_size(); ++k) {
+    if (std::string problem = IdProblem(node.deps(k)); !problem.empty())
+      return Invalid(who, "deps[" + std::to_string(k) + "]", problem);
   }
   return Status::OK();
 }

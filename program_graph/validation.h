@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -32,13 +33,30 @@ struct Limits {
 // Deadlines beyond this (ms) cannot be represented in nanoseconds and are rejected.
 inline constexpr int64_t kMaxDeadlineMs = INT64_MAX / 1'000'000;
 
-// The workflow's own fields: deadline not negative, representable, not before `now`.
+// Identifiers (README.md "Identifiers"). Workflow, node and context ids and tenant names
+// are 1 to kMaxIdBytes bytes of [A-Za-z0-9._:-] (what the service generates, "wf_" + hex,
+// "llm-0", "main-2", fits). Tool names are labels shown to people, not keys: 1 to
+// kMaxToolNameBytes bytes of text, spaces and non-ASCII UTF-8 allowed, control characters
+// (U+0000-U+001F, U+007F-U+009F) not.
+inline constexpr size_t kMaxIdBytes = 128;
+inline constexpr size_t kMaxToolNameBytes = 256;
+
+// Why `id` is not a valid identifier ("" when it is), e.g. "character 0x07 at offset 1 is
+// not allowed (ids are 1-128 bytes of A-Z a-z 0-9 . _ : -)".
+std::string IdProblem(std::string_view id);
+
+// Why `name` is not a valid tool name ("" when it is).
+std::string ToolNameProblem(std::string_view name);
+
+// The workflow's own fields: id and tenant (identifiers when set; the service fills both),
+// deadline not negative, representable, not before `now`.
 Status ValidateWorkflowHeader(const v1::Workflow& wf, Time now);
 
-// One node's own fields against the workflow header and limits: non-empty id, kind set,
-// tenant, deadline (not negative, not after the workflow's, not before `now`), hints,
-// timeout, retry policy, cache ref fields (context name set, mode set, one ref per
-// context), and the number of deps. `position` names the node when its id is empty.
+// One node's own fields against the workflow header and limits: id (non-empty, an
+// identifier), kind set, tenant, tool name, deadline (not negative, not after the
+// workflow's, not before `now`), hints, timeout, retry policy, deps (identifiers, at most
+// max_edges_per_node), cache ref fields (context an identifier, mode set, one ref per
+// context). `position` names the node when its id is empty or not an identifier.
 Status ValidateNodeFields(const v1::ProgramNode& node, size_t position, const v1::Workflow& wf,
                           const Limits& limits, Time now);
 

@@ -73,7 +73,10 @@ void CoreState::Handle(const Event& e) {
     } else if (e.kind == EventKind::kWorkflowClosed) {
       Close(*wf);
     } else if (e.kind == EventKind::kCancel) {
-      CancelWorkflow(*wf, "cancelled");
+      if (e.status.ok())
+        CancelWorkflow(*wf);
+      else
+        FailWorkflow(*wf, e.node_id, e.status.message());
     } else {
       std::optional<program_graph::NodeIndex> found = wf->graph->Find(e.node_id);
       if (!found) {
@@ -193,7 +196,7 @@ void CoreState::Submit(const v1::Workflow& w) {
 void CoreState::Append(WfRec& wf, const v1::ProgramNode& spec) {
   Status st = wf.graph->Append({spec}, now);
   if (!st.ok()) {
-    CancelWorkflow(wf, "invalid append: " + st.message());
+    EndWorkflow(wf, CommandKind::kFail, spec.id(), "invalid append: " + st.message());
     return;
   }
   int idx = static_cast<int>(wf.graph->size()) - 1;
@@ -277,8 +280,17 @@ void CoreState::MaybeComplete(WfRec& wf) {
   EndWorkflow(wf, CommandKind::kComplete, "", "");
 }
 
-void CoreState::CancelWorkflow(WfRec& wf, const std::string& reason) {
-  EndWorkflow(wf, reason == "cancelled" ? CommandKind::kComplete : CommandKind::kFail, "", reason);
+void CoreState::CancelWorkflow(WfRec& wf) {
+  EndWorkflow(wf, CommandKind::kComplete, "", "cancelled");
+}
+
+void CoreState::FailWorkflow(WfRec& wf, const std::string& node, const std::string& why) {
+  // The program's view: the node failed for good (EndWorkflow stops what still runs).
+  if (std::optional<program_graph::NodeIndex> gi = wf.graph->Find(node)) {
+    if (wf.graph->state(*gi) == v1::NODE_READY) (void)wf.graph->MarkRunning(*gi);
+    (void)wf.graph->MarkFailed(*gi, why, program_graph::FailMode::kTerminal);
+  }
+  EndWorkflow(wf, CommandKind::kFail, node, why.empty() ? "failed outside the scheduler" : why);
 }
 
 // Stops everything the workflow still has going, frees its contexts and emits the end.

@@ -40,6 +40,10 @@ const char* CommandKindName(CommandKind k) {
   return kNames[static_cast<int>(k)];
 }
 
+const char* DecisionKindName(const Command& c) {
+  return IsCancel(c) ? "cancel" : CommandKindName(c.kind);
+}
+
 namespace {
 std::string Secs(Time t) {
   char buf[32];
@@ -55,7 +59,7 @@ std::string Transfer(const Command& c) {
 }  // namespace
 
 std::string ToString(const Command& c) {
-  std::string s = CommandKindName(c.kind);
+  std::string s = DecisionKindName(c);
   std::string node = c.workflow_id + "/" + c.node_id;
   switch (c.kind) {
     case CommandKind::kAdmit:

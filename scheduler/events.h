@@ -36,7 +36,9 @@ enum class EventKind : uint8_t {
   kPeerLost,           // worker
   kModelEpochChanged,  // model_id, epoch
   kDeadlineTick,       // time passed (the runtime posts one at Commands::wakeup)
-  kCancel,             // workflow_id
+  kCancel,  // workflow_id; status OK: the client cancelled it (ends with `cancel`); not OK:
+            // it failed outside the core (the service's durable graph: a node failed for
+            // good), node_id names the node and status.message() says why (ends with `fail`)
 };
 const char* EventKindName(EventKind k);
 
@@ -78,7 +80,7 @@ enum class CommandKind : uint8_t {
   kDiscard,   // drop context (recompute later if needed)
   kRetry,     // node will be re-admitted at not_before (attempt = next attempt number)
   kFail,      // workflow failed closed; reason says why (node = the node that caused it)
-  kComplete,  // workflow ended: completed or cancelled (reason empty or "cancelled")
+  kComplete,  // workflow ended: completed (reason empty) or cancelled (reason "cancelled")
 };
 const char* CommandKindName(CommandKind k);
 
@@ -101,7 +103,17 @@ struct Command {
   std::string reason;            // fail / discard / complete
 };
 
-// Canonical one-line rendering, e.g.
+// True for the kComplete that ends a cancelled workflow.
+inline bool IsCancel(const Command& c) {
+  return c.kind == CommandKind::kComplete && !c.reason.empty();
+}
+
+// The kind a client sees for a command (decisions in GET /v1/workflows/{id}, the embedded
+// command stream, decisionsByKind): CommandKindName, except "cancel" for the kComplete of
+// a cancelled workflow. A workflow therefore ends with "complete", "cancel" or "fail".
+const char* DecisionKindName(const Command& c);
+
+// Canonical one-line rendering (led by DecisionKindName), e.g.
 //   "demote wf1/main hbm@0->host@0 bytes=1048576 xfer=1 grant=1 prefetch_at=3.5s"
 std::string ToString(const Command& c);
 

@@ -201,7 +201,9 @@ struct CoreState {
   void OnSucceeded(WfRec& wf, int idx);
   void FailNode(WfRec& wf, int idx, const std::string& why);  // terminal, ends the workflow
   int StepsToUse(const CtxRec& c) const;                      // KVFlow steps-to-execution
-  void CancelWorkflow(WfRec& wf, const std::string& reason);
+  void CancelWorkflow(WfRec& wf);  // the client's cancel: ends with kComplete "cancelled"
+  // The workflow failed outside the core (kCancel with a status): ends with kFail.
+  void FailWorkflow(WfRec& wf, const std::string& node, const std::string& why);
   void EndWorkflow(WfRec& wf, CommandKind kind, const std::string& node, const std::string& why);
   void MaybeComplete(WfRec& wf);
   void RunTimers();

@@ -132,5 +132,32 @@ TEST_F(EmbeddedTest, ReportsBeforePlacementAreKeptAndRestartKeepsState) {
   EXPECT_EQ(e->Get("nope").status().code(), StatusCode::kNotFound);
 }
 
+// The command stream says how a workflow ended: "cancel" for a cancelled one, "fail" (naming
+// the node) for one whose node failed for good, never "complete".
+TEST_F(EmbeddedTest, CommandStreamEndsWithCancelOrFail) {
+  auto e = Open();
+  ASSERT_TRUE(e);
+  v1::Workflow w;
+  w.set_id("gone");
+  *w.add_nodes() = Llm("plan", {}, v1::CacheRef::CREATE);
+  ASSERT_TRUE(e->Submit(w).ok());
+  ASSERT_TRUE(Expect(*e, "place", "plan"));
+  ASSERT_TRUE(e->Cancel("gone", "user left").ok());
+  auto cancel = Expect(*e, "cancel", "");
+  ASSERT_TRUE(cancel);
+  EXPECT_EQ(cancel->workflow_id, "gone");
+
+  w.set_id("broken");
+  ASSERT_TRUE(e->Submit(w).ok());
+  ASSERT_TRUE(Expect(*e, "place", "plan"));
+  ASSERT_TRUE(e->LlmFailed("broken", "plan", "bad request", /*retryable=*/false).ok());
+  auto fail = Expect(*e, "fail", "plan");
+  ASSERT_TRUE(fail);
+  EXPECT_EQ(fail->workflow_id, "broken");
+  EXPECT_NE(fail->decision.reason().find("bad request"), std::string::npos)
+      << fail->decision.reason();
+  EXPECT_EQ(e->Get("broken")->state(), v1::WORKFLOW_FAILED);
+}
+
 }  // namespace
 }  // namespace switchyard::api

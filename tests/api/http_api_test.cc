@@ -176,6 +176,38 @@ TEST_F(HttpApiTest, BadRequestsNameTheField) {
   }
 }
 
+// Ids are 1-128 bytes of [A-Za-z0-9._:-]: a control character in a node id (submitted or
+// appended), a workflow id or a context is a 400 naming the field and the character, the
+// bad id is not echoed, and nothing is registered.
+TEST_F(HttpApiTest, IdsWithControlCharactersAre400NamingTheField) {
+  Start();
+  auto r = Call("POST", "/v1/workflows",
+                R"({"nodes":[{"id":"ok","kind":"LLM"},{"id":"a\u0007b","kind":"TOOL"}]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("\"code\":\"InvalidArgument\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("node #1: id: character 0x07 at offset 1 is not allowed"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(r.body.find("\\u0007"), std::string::npos) << "not echoed: " << r.body;
+  r = Call("POST", "/v1/workflows", R"({"id":"wf\nx","nodes":[{"id":"a","kind":"LLM"}]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("workflow: id: character 0x0A at offset 2"), std::string::npos) << r.body;
+  r = Call(
+      "POST", "/v1/workflows",
+      R"({"nodes":[{"id":"a","kind":"LLM","cacheRefs":[{"context":"ma\tin","mode":"CREATE"}]}]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("node 'a': cache_refs[0].context: character 0x09 at offset 2"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(Call("GET", "/v1/workflows").body.find("workflowId"), std::string::npos)
+      << "nothing registered";
+  std::string id = Submit();
+  r = Call("POST", "/v1/workflows/" + id + "/nodes",
+           R"({"nodes":[{"id":"next\u001b","kind":"LLM","deps":["grep"]}]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("node #2: id: character 0x1B at offset 4"), std::string::npos) << r.body;
+}
+
 // A body that is not UTF-8 gets a 400 whose error is itself valid UTF-8 JSON (the raw
 // bytes used to be echoed into the message).
 TEST_F(HttpApiTest, InvalidUtf8BodyGetsAValidJsonError) {

@@ -394,6 +394,51 @@ TEST_F(SchedulerServiceTest, RestartRestoresAndRefeedsWorkflows) {
   for (const auto& n : done.nodes()) EXPECT_EQ(n.attempts(), 1u) << n.id();
 }
 
+// A workflow's last decision says how it ended: "cancel" after DELETE of a running one,
+// "fail" (naming the node, with the reason) after a tool reported failed and not
+// retryable; neither ends with "complete", and the failure is not retried.
+TEST_F(SchedulerServiceTest, CancelledAndFailedWorkflowsEndWithCancelAndFail) {
+  Start();
+  auto last_is = [](const std::string& kind) {
+    return [kind](const v1::WorkflowStatus& s) {
+      return s.decisions_size() > 0 && s.decisions(s.decisions_size() - 1).kind() == kind;
+    };
+  };
+  std::string gone = kAgent, broken = kAgent;
+  gone.replace(gone.find("\"agent\""), 7, "\"gone\"");
+  broken.replace(broken.find("\"agent\""), 7, "\"broken\"");
+  for (const std::string* body : {&gone, &broken})
+    ASSERT_EQ(Call("POST", "/v1/workflows", *body).status, 201) << *body;
+  for (const char* id : {"gone", "broken"}) {
+    WaitFor(id, [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+    Event(id, "bash", "TOOL_STARTED");
+  }
+
+  ASSERT_EQ(Call("DELETE", "/v1/workflows/gone").status, 200);
+  auto cancelled = WaitFor("gone", last_is("cancel"));
+  EXPECT_EQ(cancelled.state(), v1::WORKFLOW_CANCELLED);
+  EXPECT_FALSE(Has(cancelled, "complete"));
+  EXPECT_FALSE(Has(cancelled, "fail"));
+
+  auto r = Call("POST", "/v1/workflows/broken/events",
+                R"({"nodeId":"bash","type":"TOOL_FAILED","error":"exit 2","retryable":false})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto failed = WaitFor("broken", last_is("fail"));
+  EXPECT_EQ(failed.state(), v1::WORKFLOW_FAILED);
+  const v1::Decision& end = failed.decisions(failed.decisions_size() - 1);
+  EXPECT_EQ(end.node_id(), "bash");
+  EXPECT_NE(end.reason().find("exit 2"), std::string::npos) << end.reason();
+  EXPECT_FALSE(Has(failed, "complete"));
+  EXPECT_FALSE(Has(failed, "retry"));
+  EXPECT_EQ(NodeState(failed, "bash"), "NODE_FAILED");
+  EXPECT_EQ(NodeState(failed, "llm-1"), "NODE_CANCELLED");
+
+  auto c = Cluster();
+  EXPECT_EQ(c.decisions_by_kind().count("cancel"), 1u);
+  EXPECT_GE(c.decisions_by_kind().at("fail"), 1u);
+  EXPECT_EQ(c.decisions_by_kind().count("complete"), 0u);
+}
+
 // The service config's link figures and policy reach the scheduler: /v1/cluster shows the
 // configured PCIe and NVMe bandwidths and the policy; a bad figure or policy is refused with
 // what is wrong named.

@@ -107,6 +107,7 @@ TEST_F(ServiceTest, RetryableFailureIsOfferedAgainSideEffectFailsClosed) {
   ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
   auto fail = Ev("plan", v1::LLM_FAILED);
   fail.set_error("engine OOM");
+  fail.set_retryable(true);
   ASSERT_TRUE(svc_->ReportEvent("acme", *id, fail).ok());
   auto st = svc_->Get("acme", *id);
   EXPECT_EQ(st->nodes(0).state(), v1::NODE_READY) << "idempotent LLM node is retried";
@@ -114,12 +115,76 @@ TEST_F(ServiceTest, RetryableFailureIsOfferedAgainSideEffectFailsClosed) {
   ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
   ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_FINISHED)).ok());
   ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED)).ok());
-  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_FAILED)).ok());
+  auto tool_fail = Ev("run", v1::TOOL_FAILED);
+  tool_fail.set_retryable(true);  // the reporter's word does not make a side effect safe
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, tool_fail).ok());
   st = svc_->Get("acme", *id);
   EXPECT_EQ(st->state(), v1::WORKFLOW_FAILED);
+  EXPECT_EQ(st->nodes(1).state(), v1::NODE_FAILED);
   EXPECT_EQ(st->nodes(1).attempts(), 1u) << "a side-effect node never runs twice";
   EXPECT_FALSE(st->failure_reason().empty());
   EXPECT_TRUE(svc_->ReportEvent("acme", *id, Ev("run", v1::TOOL_STARTED)).IsFailedPrecondition());
+}
+
+// retryable false (also the default when the field is absent) fails the node for good:
+// no retry although attempts are left, the workflow fails and its dependents are
+// cancelled; the same history replays to the same state.
+TEST_F(ServiceTest, NotRetryableFailureFailsTheWorkflow) {
+  auto id = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
+  auto fail = Ev("plan", v1::LLM_FAILED);
+  fail.set_error("prompt too long");
+  fail.set_retryable(false);
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, fail).ok());
+  for (bool reopened : {false, true}) {
+    SCOPED_TRACE(reopened ? "after reopen" : "live");
+    if (reopened) Reopen();
+    auto st = svc_->Get("acme", *id);
+    ASSERT_TRUE(st.ok()) << st.status();
+    EXPECT_EQ(st->state(), v1::WORKFLOW_FAILED);
+    EXPECT_EQ(st->nodes(0).state(), v1::NODE_FAILED);
+    EXPECT_EQ(st->nodes(0).attempts(), 1u) << "attempts were left, but no retry";
+    EXPECT_EQ(st->nodes(1).state(), v1::NODE_CANCELLED);
+    EXPECT_NE(st->failure_reason().find("prompt too long"), std::string::npos)
+        << st->failure_reason();
+    EXPECT_NE(st->failure_reason().find("not retryable"), std::string::npos)
+        << st->failure_reason();
+  }
+  EXPECT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).IsFailedPrecondition());
+
+  // A tool (no side effect) reported failed without the flag: the same.
+  auto id2 = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id2.ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id2, Ev("plan", v1::LLM_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id2, Ev("plan", v1::LLM_FINISHED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id2, Ev("run", v1::TOOL_STARTED)).ok());
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id2, Ev("run", v1::TOOL_FAILED)).ok());
+  auto st = svc_->Get("acme", *id2);
+  EXPECT_EQ(st->state(), v1::WORKFLOW_FAILED);
+  EXPECT_EQ(st->nodes(1).attempts(), 1u);
+}
+
+// retryable true retries while attempts are left (retry.maxAttempts, default 3), then fails.
+TEST_F(ServiceTest, RetryableFailureRetriesUntilAttemptsRunOut) {
+  auto id = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id.ok());
+  auto fail = Ev("plan", v1::LLM_FAILED);
+  fail.set_error("engine OOM");
+  fail.set_retryable(true);
+  for (uint32_t attempt = 1; attempt <= 3; ++attempt) {
+    ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok()) << attempt;
+    ASSERT_TRUE(svc_->ReportEvent("acme", *id, fail).ok()) << attempt;
+    auto st = svc_->Get("acme", *id);
+    if (attempt < 3) {
+      EXPECT_EQ(st->state(), v1::WORKFLOW_RUNNING) << attempt;
+      EXPECT_EQ(st->nodes(0).state(), v1::NODE_READY) << attempt;
+      EXPECT_EQ(st->nodes(0).attempts(), attempt + 1);
+    } else {
+      EXPECT_EQ(st->state(), v1::WORKFLOW_FAILED);
+      EXPECT_EQ(st->nodes(0).attempts(), 3u);
+    }
+  }
 }
 
 TEST_F(ServiceTest, BadAppendIsAtomic) {

@@ -206,6 +206,81 @@ TEST(ValidationTest, TimeoutAndRetryPolicy) {
   EXPECT_EQ(CreateError(MakeWorkflow({n})), "node 'a': retry.max_attempts: -2 is negative");
 }
 
+constexpr char kIdRule[] = " (ids are 1-128 bytes of A-Z a-z 0-9 . _ : -)";
+
+TEST(ValidationTest, IdProblemAcceptsTheDocumentedSetOnly) {
+  // What the service and the OpenAI front generate, and the rest of the set.
+  for (const char* ok : {"wf_0123456789abcdef", "llm-0", "bash-1", "main", "main-2", "a.b:c_d-E9"})
+    EXPECT_EQ(IdProblem(ok), "") << ok;
+  EXPECT_EQ(IdProblem(std::string(128, 'x')), "");
+  EXPECT_EQ(IdProblem(std::string(129, 'x')),
+            std::string("129 bytes exceed the limit 128") + kIdRule);
+  EXPECT_EQ(IdProblem(""), std::string("empty") + kIdRule);
+  EXPECT_EQ(IdProblem("a\ab"), std::string("character 0x07 at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ(IdProblem(std::string("a\0b", 3)),
+            std::string("character 0x00 at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ(IdProblem("a b"), std::string("character 0x20 at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ(IdProblem("a/b"), std::string("character 0x2F at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ(IdProblem("x\x7f"), std::string("character 0x7F at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ(IdProblem("caf\xc3\xa9"),
+            std::string("non-ASCII byte 0xC3 at offset 3 is not allowed") + kIdRule);
+}
+
+TEST(ValidationTest, ToolNamesAreTextWithoutControlCharacters) {
+  constexpr char kRule[] = " (tool names are 1-256 bytes of text without control characters)";
+  for (const char* ok : {"Bash", "web.search", "Web Search", "mcp__github__create_issue",
+                         "caf\xc3\xa9 \xe2\x86\x92 x"})
+    EXPECT_EQ(ToolNameProblem(ok), "") << ok;
+  EXPECT_EQ(ToolNameProblem(std::string(256, 't')), "");
+  EXPECT_EQ(ToolNameProblem(std::string(257, 't')),
+            std::string("257 bytes exceed the limit 256") + kRule);
+  EXPECT_EQ(ToolNameProblem("Ba\nsh"),
+            std::string("character 0x0A at offset 2 is not allowed") + kRule);
+  EXPECT_EQ(ToolNameProblem("x\x7f"),
+            std::string("character 0x7F at offset 1 is not allowed") + kRule);
+  EXPECT_EQ(ToolNameProblem("x\xc2\x85y"),
+            std::string("control character U+0085 at offset 1 is not allowed") + kRule);
+}
+
+TEST(ValidationTest, IdsOutsideTheSetAreRefusedNamingTheField) {
+  // A bad node id is not echoed: the node is named by its position.
+  EXPECT_EQ(CreateError(MakeWorkflow({Llm("a"), Llm("b"), Tool("a\ab")})),
+            std::string("node #2: id: character 0x07 at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ(CreateError(MakeWorkflow({Llm(std::string(129, 'n'))})),
+            std::string("node #0: id: 129 bytes exceed the limit 128") + kIdRule);
+  EXPECT_EQ(CreateError(MakeWorkflow({Llm("a"), Llm("b", {"a", "x\ty"})})),
+            std::string("node 'b': deps[1]: character 0x09 at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ(CreateError(MakeWorkflow({WithRef(Llm("a"), "ma\rin", v1::CacheRef::CREATE)})),
+            std::string("node 'a': cache_refs[0].context: character 0x0D at offset 2 is not "
+                        "allowed") +
+                kIdRule);
+  auto tool = Tool("t");
+  tool.set_tool_name("Bash\x1b[31m");
+  EXPECT_EQ(CreateError(MakeWorkflow({tool})),
+            "node 't': tool_name: character 0x1B at offset 4 is not allowed (tool names are "
+            "1-256 bytes of text without control characters)");
+  tool.set_tool_name("Web Search");
+  EXPECT_EQ(CreateError(MakeWorkflow({tool})), "OK");
+  auto wf = MakeWorkflow({Llm("a")});
+  wf.set_id("w\x01");
+  EXPECT_EQ(CreateError(wf),
+            std::string("workflow: id: character 0x01 at offset 1 is not allowed") + kIdRule);
+  wf.set_id("");
+  EXPECT_EQ(CreateError(wf), "OK") << "an empty workflow id is the service's to fill";
+  wf.set_id("w");
+  wf.set_tenant("ac me");
+  EXPECT_EQ(
+      CreateError(wf),
+      std::string("workflow 'w': tenant: character 0x20 at offset 2 is not allowed") + kIdRule);
+  // Appends are held to the same rule, atomically.
+  auto g = Workflow::Create(MakeWorkflow({Llm("a")}), Time{});
+  ASSERT_TRUE(g.ok());
+  Status st = (*g)->Append({Llm("b", {"a"}), Llm("c\n", {"b"})}, Time{});
+  EXPECT_EQ(st.message(),
+            std::string("node #2: id: character 0x0A at offset 1 is not allowed") + kIdRule);
+  EXPECT_EQ((*g)->size(), 1u);
+}
+
 TEST(ValidationTest, CycleTextFormat) {
   EXPECT_EQ(CycleText({"a", "b", "c"}), "cycle: a -> b -> c -> a");
 }

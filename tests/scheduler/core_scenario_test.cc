@@ -391,6 +391,55 @@ TEST(CoreScenario, ForgetDropsOnlyEndedWorkflows) {
   EXPECT_EQ(r.core.ignored_events(), ignored + 1);
 }
 
+// A workflow ends with the kind of its end: a client's cancel is "cancel" (not "complete"),
+// and a failure decided outside the core (kCancel carrying a status: the service's durable
+// graph failed a node for good) is "fail" naming the node; late reports change nothing.
+TEST(CoreScenario, CancelEndsWithCancelAndAnOutsideFailureWithFail) {
+  auto wf =
+      Wf("wf1", "a",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 1000, 100), Tool("t", {"a"}, "search", 100),
+          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 50, 100)});
+  auto until_tool = [&](Rig& r) {
+    r.Run({{0, Submit(wf), {"place wf1/a worker=0 recompute=0 done=0"}},
+           {0.5, LlmDone("wf1", "a", 100, Millis(500)), {"admit wf1/t"}},
+           {0.5, Of(EventKind::kToolStarted, "wf1", "t"), {"keep wf1/main"}}});
+  };
+  {
+    Rig r(Opts(1, 80'000'000'000, 4), {});
+    until_tool(r);
+    r.Run({{0.6,
+            Of(EventKind::kCancel, "wf1"),
+            {"discard wf1/main (workflow cancelled)", "cancel wf1 (cancelled)"}},
+           {0.7, ToolDone("wf1", "t"), {}}});
+    EXPECT_EQ(r.core.live_workflows(), 0u);
+  }
+  {
+    Rig r(Opts(1, 80'000'000'000, 4), {});
+    until_tool(r);
+    Event failed = Of(EventKind::kCancel, "wf1", "t");
+    failed.status = Status::Aborted("node 't' failed: exit 1 (reported not retryable)");
+    r.Run({{0.6,
+            failed,
+            {"discard wf1/main (workflow failed)",
+             "fail wf1 node=t: node 't' failed: exit 1 (reported not retryable)"}},
+           {0.7, ToolDone("wf1", "t", Status::Unavailable("exit 1")), {}}});
+    EXPECT_EQ(r.core.live_workflows(), 0u);
+  }
+}
+
+TEST(CoreScenario, DecisionKindsNameHowAWorkflowEnded) {
+  Command done{.kind = CommandKind::kComplete, .workflow_id = "wf1"};
+  EXPECT_STREQ(DecisionKindName(done), "complete");
+  EXPECT_FALSE(IsCancel(done));
+  Command cancelled{.kind = CommandKind::kComplete, .workflow_id = "wf1", .reason = "cancelled"};
+  EXPECT_STREQ(DecisionKindName(cancelled), "cancel");
+  EXPECT_TRUE(IsCancel(cancelled));
+  EXPECT_EQ(ToString(cancelled), "cancel wf1 (cancelled)");
+  Command failed{.kind = CommandKind::kFail, .workflow_id = "wf1", .reason = "x"};
+  EXPECT_STREQ(DecisionKindName(failed), "fail");
+  EXPECT_STREQ(CommandKindName(cancelled.kind), "complete") << "the command itself is unchanged";
+}
+
 TEST(CoreScenario, ModelEpochChangeRecomputesOnlyStaleContexts) {
   Rig r(Opts(1, 80'000'000'000, 4), {});
   auto wf = [](const std::string& id, const std::string& model) {
