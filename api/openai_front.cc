@@ -507,28 +507,12 @@ void OpenAiFront::Answer(const CallPtr& c) {
 
   // The session goes on: its context is the prompt and what the engine produced, and a
   // wait node per tool call (or one `client`) runs until its next request.
-  std::vector<v1::ProgramNode> waits;
-  if (c->session) {
-    Session& s = *c->session;
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.tokens = c->prompt;
-    s.tokens.insert(s.tokens.end(), output.begin(), output.end());
-    if (c->eos && tok) s.tokens.push_back(tok->eos_id());  // the context holds it too
-    std::vector<std::string> names;
-    for (const oa::ToolCall& call : resp.choice.tool_calls) names.push_back(call.name);
-    if (names.empty()) names.push_back("client");
-    for (size_t i = 0; i < names.size(); ++i) {
-      v1::ProgramNode w;
-      w.set_id(NodeIdOf(names[i], s.turn) + (i ? "-" + std::to_string(i) : ""));
-      w.set_kind(v1::TOOL);
-      w.set_tool_name(names[i]);
-      w.add_deps(c->node);
-      s.waits.push_back(w.id());
-      waits.push_back(std::move(w));
-    }
-    ++s.turn;
-    s.last_active = std::chrono::steady_clock::now();
-  }
+  std::vector<int32_t> context = c->prompt;
+  context.insert(context.end(), output.begin(), output.end());
+  if (c->eos && tok) context.push_back(tok->eos_id());  // the context holds it too
+  std::vector<std::string> names;
+  for (const oa::ToolCall& call : resp.choice.tool_calls) names.push_back(call.name);
+  std::vector<v1::ProgramNode> waits = NextTurn(c, std::move(context), std::move(names));
   auto respond = [this, c, resp]() {
     if (c->answered.exchange(true)) return;
     if (c->session) {
@@ -547,20 +531,7 @@ void OpenAiFront::Answer(const CallPtr& c) {
     c->stream->Write(oa::kDoneEvent);
     c->stream->Close();
   };
-  if (waits.empty()) return respond();
-  std::vector<std::string> ids;
-  for (const auto& w : waits) ids.push_back(w.id());
-  service_->AppendAsync(
-      c->tenant, c->wf, std::move(waits), nullptr, [this, c, ids, respond](const Status& st) {
-        if (!st.ok()) return Fail(c, st);
-        for (const std::string& id : ids) {
-          v1::NodeEvent e;
-          e.set_node_id(id);
-          e.set_type(v1::TOOL_STARTED);
-          service_->ReportEventAsync(c->tenant, c->wf, e, nullptr, [](const Status&) {});
-        }
-        service_->AfterDurable([respond](const Status&) { respond(); });
-      });
+  StartWaits(c, std::move(waits), respond);
 }
 
 void OpenAiFront::Fail(const CallPtr& c, const Status& st) {
@@ -653,24 +624,8 @@ void OpenAiFront::Ended(const CallPtr& c, int64_t output_tokens, std::vector<std
   done.set_type(v1::LLM_FINISHED);
   done.set_output_tokens(output_tokens);
   service_->ReportEventAsync(c->tenant, c->wf, done, nullptr, [](const Status&) {});
-  std::vector<v1::ProgramNode> waits;
-  if (c->session) {
-    Session& s = *c->session;
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.tokens = c->prompt;  // the answer's tokens are the upstream's: not known here
-    if (tools.empty()) tools.push_back("client");
-    for (size_t i = 0; i < tools.size(); ++i) {
-      v1::ProgramNode w;
-      w.set_id(NodeIdOf(tools[i], s.turn) + (i ? "-" + std::to_string(i) : ""));
-      w.set_kind(v1::TOOL);
-      w.set_tool_name(tools[i]);
-      w.add_deps(c->node);
-      s.waits.push_back(w.id());
-      waits.push_back(std::move(w));
-    }
-    ++s.turn;
-    s.last_active = std::chrono::steady_clock::now();
-  }
+  // The answer's tokens are the upstream's: not known here.
+  std::vector<v1::ProgramNode> waits = NextTurn(c, c->prompt, std::move(tools));
   auto respond = [this, c]() {
     if (c->session) {
       std::lock_guard<std::mutex> lock(c->session->mu);
@@ -679,11 +634,44 @@ void OpenAiFront::Ended(const CallPtr& c, int64_t output_tokens, std::vector<std
     if (c->answered.exchange(true)) return;
     c->respond(std::move(c->proxied));
   };
+  StartWaits(c, std::move(waits), respond);
+}
+
+// ---- Between turns -----------------------------------------------------------------------
+
+// The session goes on: its context is `context` (what the engine holds), and a wait node
+// per tool call (or one `client`) runs until its next request. Returns the wait nodes.
+std::vector<v1::ProgramNode> OpenAiFront::NextTurn(const CallPtr& c, std::vector<int32_t> context,
+                                                   std::vector<std::string> tools) {
+  std::vector<v1::ProgramNode> waits;
+  if (!c->session) return waits;
+  Session& s = *c->session;
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.tokens = std::move(context);
+  if (tools.empty()) tools.push_back("client");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    v1::ProgramNode w;
+    w.set_id(NodeIdOf(tools[i], s.turn) + (i ? "-" + std::to_string(i) : ""));
+    w.set_kind(v1::TOOL);
+    w.set_tool_name(tools[i]);
+    w.add_deps(c->node);
+    s.waits.push_back(w.id());
+    waits.push_back(std::move(w));
+  }
+  ++s.turn;
+  s.last_active = std::chrono::steady_clock::now();
+  return waits;
+}
+
+// Appends the wait nodes and starts them; `respond` runs once that is durable.
+void OpenAiFront::StartWaits(const CallPtr& c, std::vector<v1::ProgramNode> waits,
+                             std::function<void()> respond) {
   if (waits.empty()) return respond();
   std::vector<std::string> ids;
   for (const auto& w : waits) ids.push_back(w.id());
   service_->AppendAsync(
       c->tenant, c->wf, std::move(waits), nullptr, [this, c, ids, respond](const Status& st) {
+        if (!st.ok()) return Fail(c, st);
         for (const std::string& id : ids) {
           v1::NodeEvent e;
           e.set_node_id(id);

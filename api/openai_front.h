@@ -123,6 +123,10 @@ class OpenAiFront {
   std::string UpstreamAuth() const;  // the Authorization header sent upstream
   void Forwarded(const CallPtr& c, HttpResponse r);
   void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
+  std::vector<v1::ProgramNode> NextTurn(const CallPtr& c, std::vector<int32_t> context,
+                                        std::vector<std::string> tools);
+  void StartWaits(const CallPtr& c, std::vector<v1::ProgramNode> waits,
+                  std::function<void()> respond);
   void OnToken(const CallPtr& c, int32_t token);
   void Finish(const CallPtr& c, const Status& st, int64_t output_tokens);
   void Answer(const CallPtr& c);

@@ -47,6 +47,29 @@ void TieredKvMover::EvictAll(const std::vector<BlockId>& blocks) {
   for (BlockId b : blocks) (void)manager_->Evict(b);
 }
 
+// Writes block `index` of the move's context into `tier` from `data` and commits it.
+Result<BlockId> TieredKvMover::WriteBlock(const scheduler::Command& move, const std::string& tier,
+                                          uint32_t index, const void* data) {
+  const uint64_t bpb = manager_->layout().bytes_per_block();
+  kv_tiers::BlockSpec spec{.tenant = options_.tenant,
+                           .workflow_id = move.workflow_id,
+                           .context_id = move.context,
+                           .index = index,
+                           .num_tokens = manager_->layout().tokens_per_block(),
+                           .bytes = bpb};
+  SY_ASSIGN_OR_RETURN(BlockId id, manager_->Allocate(spec, tier));
+  Status st = manager_->BeginWrite(id);
+  if (st.ok()) st = manager_->WriteBytes(id, data, bpb);
+  if (st.ok()) st = manager_->FinishWrite(id);
+  if (st.ok()) st = manager_->Commit(id);
+  if (!st.ok()) {
+    (void)manager_->Evict(id);
+    return st.Annotate("writing block " + std::to_string(index) + " of " + move.context + " to " +
+                       tier);
+  }
+  return id;
+}
+
 // Writes the blocks the context lacks in `tier` (all of them when it lives elsewhere).
 Status TieredKvMover::Materialise(const scheduler::Command& move, const std::string& tier,
                                   Ctx& ctx) {
@@ -59,22 +82,8 @@ Status TieredKvMover::Materialise(const scheduler::Command& move, const std::str
   uint64_t want = (move.bytes + options_.bytes_scale - 1) / options_.bytes_scale;
   uint64_t have = ctx.blocks.size() * bpb;
   for (uint32_t i = static_cast<uint32_t>(ctx.blocks.size()); have < want; ++i) {
-    kv_tiers::BlockSpec spec{.tenant = options_.tenant,
-                             .workflow_id = move.workflow_id,
-                             .context_id = move.context,
-                             .index = i,
-                             .num_tokens = manager_->layout().tokens_per_block(),
-                             .bytes = bpb};
-    SY_ASSIGN_OR_RETURN(BlockId id, manager_->Allocate(spec, tier));
     std::vector<char> data = Fill(bpb, std::hash<std::string>{}(move.context) + i);
-    Status st = manager_->BeginWrite(id);
-    if (st.ok()) st = manager_->WriteBytes(id, data.data(), data.size());
-    if (st.ok()) st = manager_->FinishWrite(id);
-    if (st.ok()) st = manager_->Commit(id);
-    if (!st.ok()) {
-      (void)manager_->Evict(id);
-      return st.Annotate("materialising block " + std::to_string(i) + " of " + move.context);
-    }
+    SY_ASSIGN_OR_RETURN(BlockId id, WriteBlock(move, tier, i, data.data()));
     ctx.blocks.push_back(id);
     have += bpb;
   }
@@ -96,24 +105,11 @@ Status TieredKvMover::ExportToTier(const scheduler::Command& move, EngineKv* src
   ctx.blocks.clear();
   std::vector<BlockId> written;
   for (uint32_t i = 0; i < view.blocks.size(); ++i) {
-    kv_tiers::BlockSpec spec{.tenant = options_.tenant,
-                             .workflow_id = move.workflow_id,
-                             .context_id = move.context,
-                             .index = i,
-                             .num_tokens = manager_->layout().tokens_per_block(),
-                             .bytes = bpb};
-    Result<BlockId> id = manager_->Allocate(spec, tier);
-    Status st = id.status();
-    if (st.ok()) st = manager_->BeginWrite(*id);
-    if (st.ok()) st = manager_->WriteBytes(*id, view.blocks[i], bpb);
-    if (st.ok()) st = manager_->FinishWrite(*id);
-    if (st.ok()) st = manager_->Commit(*id);
-    if (!st.ok()) {
-      if (id.ok()) (void)manager_->Evict(*id);
+    Result<BlockId> id = WriteBlock(move, tier, i, view.blocks[i]);
+    if (!id.ok()) {
       EvictAll(written);
       ctxs_.erase(move.context);
-      return st.Annotate("writing block " + std::to_string(i) + " of " + move.context + " to " +
-                         tier);
+      return id.status();
     }
     written.push_back(*id);
   }

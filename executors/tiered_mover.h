@@ -86,6 +86,8 @@ class TieredKvMover final : public KvMover {
   void OnBlockDone(uint64_t transfer_id, const kv_tiers::TransferRecord& r);
   void Finish(uint64_t transfer_id);
   void EvictAll(const std::vector<BlockId>& blocks);
+  Result<BlockId> WriteBlock(const scheduler::Command& move, const std::string& tier,
+                             uint32_t index, const void* data);
   // The real-bytes path (see above); runs posted, after the runtime's Import.
   Status MoveReal(const scheduler::Command& move, EngineKv* src, EngineKv* dst);
   Status ExportToTier(const scheduler::Command& move, EngineKv* src, const std::string& tier);
