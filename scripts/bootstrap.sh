@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Switchyard builds against, idempotently: packages already
-# present are skipped, and `apt-get update` runs only when something is missing.
+# present are skipped, and `apt-get update` runs only when something is missing. Then the
+# pinned npm packages of the Node SDK test (tests/node/package-lock.json, `npm ci`) when
+# tests/node/node_modules/openai is missing. Node and npm: Debian's nodejs/npm, unless a
+# `node` / `npm` is already on PATH (e.g. NodeSource's nodejs, which bundles npm).
 # Usage: scripts/bootstrap.sh [--with-browser]   (--with-browser, or SY_WITH_BROWSER=1 in
 # the environment, adds Debian's chromium: the dashboard test runs it headless, and skips
 # without it)
@@ -25,6 +28,9 @@ PACKAGES=(
   iproute2                              # network-namespace integration tests
   python3                               # Python client and its tests
 )
+# The Node SDK test (tests/node/): Debian's nodejs and npm, where none is on PATH already.
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 with_browser=${SY_WITH_BROWSER:-0}
 for a in "$@"; do
   case "$a" in
@@ -45,13 +51,19 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "bootstrap: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "bootstrap: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+  echo "bootstrap: done"
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "bootstrap: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-  "${missing[@]}" >/dev/null
-echo "bootstrap: done"
+# The pinned npm packages of the Node SDK test (exactly package-lock.json's versions).
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [[ ! -d "$ROOT/tests/node/node_modules/openai" ]]; then
+  echo "bootstrap: npm ci in tests/node"
+  (cd "$ROOT/tests/node" && npm ci --no-audit --no-fund)
+fi
