@@ -314,6 +314,9 @@ void ReportMemory(const std::string& bin, double secs, Report* report) {
 }
 
 void ReportApi(const std::map<std::string, Measured>&, Report* report) {
+  // SY_BENCH_API_ONLY=NAME runs only that reporter of the suite (openai_proxy_bench.cc).
+  if (const char* only = std::getenv("SY_BENCH_API_ONLY"); only && std::string(only) != "api")
+    return;
   std::string bin = ServerBinary();
   if (!std::filesystem::exists(bin)) {
     std::fprintf(stderr,
