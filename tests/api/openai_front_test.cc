@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "api/http_api.h"
@@ -80,7 +81,10 @@ class OpenAiFrontTest : public ::testing::Test {
   json Chat(const json& body, const std::string& session = "", int expect = 200) {
     auto r = Post("/v1/chat/completions", body, session);
     EXPECT_EQ(r.status, expect) << r.body;
-    last_headers_ = r.headers;
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // several threads chat at once
+      last_headers_ = r.headers;
+    }
     return json::parse(r.body, nullptr, false);
   }
   json Get(const std::string& path) {
@@ -119,7 +123,8 @@ class OpenAiFrontTest : public ::testing::Test {
   std::unique_ptr<HttpApi> api_;
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
-  std::map<std::string, std::string> last_headers_;
+  std::mutex mu_;
+  std::map<std::string, std::string> last_headers_;  // of the latest Chat (single-threaded use)
 };
 
 TEST_F(OpenAiFrontTest, ModelsChatAndCompletions) {
