@@ -146,7 +146,8 @@ void Runtime::Execute(const Command& c) {
         release_after_.insert(c.transfer_id);
         mover_->Cancel(c.transfer_id);
       } else {
-        Release(c.context, -1);
+        // A shared prefix has a copy per worker: only the named one goes.
+        Release(c.context, scheduler::IsPrefixKey(c.context) ? c.src.worker : -1);
       }
       mover_->Discard(c.context);
       break;
@@ -225,13 +226,28 @@ void Runtime::StartLlm(const Command& c) {
     if (!sc.resident) rebuilt += sc.tokens;
     seq.contexts.push_back(std::move(sc));
   }
+  // Shared prefixes the contexts start with: read from this worker's copy, or computed into
+  // it first (the core created the copy at placement).
+  int64_t primary_prefix = 0;
+  for (int k = 0; k < n.cache_refs_size(); ++k) {
+    std::optional<scheduler::SharedPrefixView> p =
+        core_->ContextPrefix(scheduler::ContextKey(c.workflow_id, n.cache_refs(k).context()));
+    if (!p) continue;
+    if (k == 0) primary_prefix = p->tokens;
+    bool listed = false;
+    for (const SeqContext& sc : seq.contexts) listed = listed || sc.key == p->key;
+    if (listed) continue;
+    SeqContext sc{p->key, p->tokens, eng && eng->context_tokens(p->key) >= 0};
+    if (!sc.resident) rebuilt += sc.tokens;
+    seq.contexts.push_back(std::move(sc));
+  }
   seq.extends_primary = n.cache_refs_size() > 0 && n.cache_refs(0).mode() != v1::CacheRef::READ;
   const v1::Hints& h = n.hints();
   int64_t fresh = 0;
   if (n.cache_refs_size() == 0) {
     fresh = h.prompt_tokens();
   } else if (n.cache_refs(0).mode() == v1::CacheRef::CREATE) {
-    fresh = std::max(h.prompt_tokens(), h.extend_tokens());
+    fresh = std::max(h.prompt_tokens(), h.extend_tokens()) - primary_prefix;  // after the prefix
   } else if (n.cache_refs(0).mode() == v1::CacheRef::EXTEND) {
     fresh = h.extend_tokens();
   }

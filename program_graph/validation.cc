@@ -1,5 +1,6 @@
 #include "program_graph/validation.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <string_view>
@@ -78,6 +79,36 @@ Status CheckRetry(const std::string& who, const v1::RetryPolicy& r) {
   return Status::OK();
 }
 
+// A context starts with its shared prefix: only the ref creating it names one, with its
+// tokens, and the creating node's prompt holds them.
+Status CheckSharedPrefix(const std::string& who, const std::string& field,
+                         const v1::ProgramNode& node, int k) {
+  const v1::CacheRef& ref = node.cache_refs(k);
+  const int64_t tokens = ref.shared_prefix_tokens();
+  if (ref.shared_prefix().empty()) {
+    if (tokens > 0)
+      return Invalid(who, field + ".shared_prefix_tokens",
+                     std::to_string(tokens) + " tokens without a shared_prefix id");
+    return Status::OK();
+  }
+  if (std::string problem = IdProblem(ref.shared_prefix()); !problem.empty())
+    return Invalid(who, field + ".shared_prefix", problem);
+  if (ref.mode() != v1::CacheRef::CREATE)
+    return Invalid(who, field + ".shared_prefix",
+                   "'" + ref.shared_prefix() + "' on a ref that does not CREATE context '" +
+                       ref.context() + "' (a context starts with its prefix)");
+  if (tokens == 0)
+    return Invalid(who, field + ".shared_prefix_tokens",
+                   "missing (0) for shared prefix '" + ref.shared_prefix() + "'");
+  const v1::Hints& h = node.hints();
+  const int64_t prompt = std::max(h.prompt_tokens(), h.extend_tokens());
+  if (k == 0 && node.kind() == v1::LLM && tokens > prompt)
+    return Invalid(who, field + ".shared_prefix_tokens",
+                   std::to_string(tokens) + " exceed the node's prompt of " +
+                       std::to_string(prompt) + " tokens");
+  return Status::OK();
+}
+
 Status CheckCacheRefs(const std::string& who, const v1::ProgramNode& node, const Limits& limits) {
   std::set<std::string_view> seen;
   for (int k = 0; k < node.cache_refs_size(); ++k) {
@@ -96,6 +127,7 @@ Status CheckCacheRefs(const std::string& who, const v1::ProgramNode& node, const
     }
     SY_RETURN_IF_ERROR(CheckRange(who, field + ".shared_prefix_tokens", ref.shared_prefix_tokens(),
                                   limits.max_prompt_tokens));
+    SY_RETURN_IF_ERROR(CheckSharedPrefix(who, field, node, k));
   }
   return Status::OK();
 }

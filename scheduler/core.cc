@@ -121,6 +121,7 @@ void CoreState::Handle(const Event& e) {
                 c.bytes = BlockBytes(c.tokens);
                 grown_bytes = c.bytes - std::min(c.bytes, was);
               }
+              OnPrefixProgress(*wf, idx, INT64_MAX);  // its prefill is done
               TenantRec& t = Tenant(wf->tenant);
               t.service += e.model_time - n.charged;
               wf->plas += e.model_time;
@@ -218,7 +219,8 @@ void CoreState::AddNode(WfRec& wf, int idx) {
   } else {
     n.new_tokens = h.prompt_tokens();
   }
-  for (const v1::CacheRef& r : n.spec.cache_refs()) {
+  for (int k = 0; k < n.spec.cache_refs_size(); ++k) {
+    const v1::CacheRef& r = n.spec.cache_refs(k);
     std::string key = ContextKey(wf.id, r.context());
     if (!ctxs.count(key)) {
       CtxRec& c = ctxs[key];
@@ -228,6 +230,18 @@ void CoreState::AddNode(WfRec& wf, int idx) {
       c.wf = wf.id;
       c.model = n.spec.model_id();
       wf.contexts.push_back(key);
+      if (opt.share_prefixes && r.mode() == v1::CacheRef::CREATE && !r.shared_prefix().empty() &&
+          r.shared_prefix_tokens() > 0) {
+        // The context starts with the tenant's prefix: it holds only what follows, and the
+        // node creating it prefills only that when the prefix is resident where it runs.
+        int64_t tokens = r.shared_prefix_tokens();
+        if (k == 0) tokens = std::min(tokens, n.new_tokens);
+        if (tokens > 0) {
+          c.prefix = PrefixKey(wf.tenant, n.spec.model_id(), r.shared_prefix());
+          c.prefix_tokens = tokens;
+          if (k == 0) n.new_tokens -= tokens;
+        }
+      }
     }
   }
 }
@@ -318,7 +332,10 @@ void CoreState::EndWorkflow(WfRec& wf, CommandKind kind, const std::string& node
                                : why.empty()              ? "workflow ended"
                                                           : "workflow " + why);
     it->second.dead = true;
-    if (it->second.transfer == 0) ctxs.erase(it);
+    if (it->second.transfer == 0) {
+      DetachPrefix(it->second);
+      ctxs.erase(it);
+    }
   }
   wf.ended = true;
   Emit({.kind = kind, .workflow_id = wf.id, .node_id = node, .reason = why});
@@ -390,6 +407,19 @@ int64_t Core::ContextTokens(const std::string& key) const {
   auto it = s_->ctxs.find(key);
   return it == s_->ctxs.end() ? 0 : it->second.tokens;
 }
+
+std::optional<SharedPrefixView> Core::ContextPrefix(const std::string& key) const {
+  auto it = s_->ctxs.find(key);
+  if (it == s_->ctxs.end() || it->second.prefix.empty()) return std::nullopt;
+  return SharedPrefixView{it->second.prefix, it->second.prefix_tokens};
+}
+
+int64_t Core::PrefixTokensOn(const std::string& prefix_key, int worker) const {
+  auto it = s_->prefixes.find({prefix_key, worker});
+  return it == s_->prefixes.end() ? -1 : it->second.tokens;
+}
+
+const PrefixStats& Core::prefix_stats() const { return s_->prefix_stats; }
 
 Duration Core::TenantService(const std::string& tenant) const {
   auto it = s_->tenants.find(tenant);

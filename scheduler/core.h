@@ -50,9 +50,28 @@ struct CoreOptions {
   double retry_credit_per_second = 1.0;  // refill
   int64_t default_max_output_tokens = 256;
   int dispatch_tries = 16;  // candidates examined per dispatch pass
+  // Shared prefixes (CacheRef.shared_prefix): a context created with one holds only its own
+  // tokens; the prefix's blocks are held once per (tenant, model, prefix id) on each
+  // worker, referenced by the contexts there, and a node finding them resident prefills
+  // only what follows. false: the prefix is part of each context (computed every time).
+  bool share_prefixes = true;
   // Deadline-bound nodes whose latest start is within this horizon run first (EDF).
   Duration urgent_horizon = Seconds(1.0);
   DurationModel::Options durations;
+};
+
+// What shared prefixes saved so far (CoreOptions::share_prefixes).
+struct PrefixStats {
+  int64_t hit_tokens = 0;    // prefix tokens placed nodes found resident (not prefilled)
+  int64_t built_tokens = 0;  // prefix tokens computed into a new copy
+  uint64_t hits = 0, builds = 0, evictions = 0;
+};
+
+// A context's shared prefix as the engines see it: the key of its blocks in a worker's
+// pool (one per tenant, model and prefix id) and its tokens.
+struct SharedPrefixView {
+  std::string key;
+  int64_t tokens = 0;
 };
 
 namespace internal {
@@ -82,6 +101,11 @@ class Core {
   int64_t default_max_output_tokens() const { return options_.default_max_output_tokens; }
   std::optional<Location> ContextLocation(const std::string& context_key) const;
   int64_t ContextTokens(const std::string& context_key) const;
+  // The shared prefix the context starts with (none without one, or when sharing is off).
+  std::optional<SharedPrefixView> ContextPrefix(const std::string& context_key) const;
+  // Tokens of the copy of a shared prefix committed on `worker` (-1: none there).
+  int64_t PrefixTokensOn(const std::string& prefix_key, int worker) const;
+  const PrefixStats& prefix_stats() const;
   Duration TenantService(const std::string& tenant) const;
   size_t live_workflows() const;
   size_t queued_nodes() const;

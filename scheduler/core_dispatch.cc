@@ -23,6 +23,7 @@ Duration CoreState::EstimateRun(const WfRec& wf, const NodeRec& n) const {
     total += it->second.tokens;
     if (it->second.loc.tier == Tier::kNone) recompute += it->second.tokens;
   }
+  for (const auto& [key, tokens] : NodePrefixes(wf, n)) total += tokens;  // read, not computed
   int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
                                                        : opt.default_max_output_tokens;
   int64_t fresh = n.new_tokens - n.new_done;
@@ -195,11 +196,22 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
   int best = -1, any = -1;
   double best_cost = 0, any_cost = 0;
   uint64_t best_need = 0, any_need = 0;
+  const std::vector<std::pair<std::string, int64_t>> prefixes_read = NodePrefixes(wf, n);
   for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
     const WorkerRec& wr = workers[static_cast<size_t>(w)];
     if (!wr.alive || wr.running >= opt.max_num_seqs) continue;
     uint64_t need = growth + (wr.running > 0 ? watermark : 0);
     double cost_s = 0;
+    // A shared prefix resident here costs nothing; one still being computed here cannot be
+    // read yet; one absent is computed by this node (its blocks and its prefill).
+    bool building = false;
+    for (const auto& [pkey, ptokens] : prefixes_read) {
+      if (PrefixBuilding(pkey, w)) building = true;
+      if (prefixes.count({pkey, w})) continue;
+      need += BlockBytes(ptokens);
+      cost_s += ToSeconds(cost->PrefillTime(ptokens, 0));
+    }
+    if (building) continue;
     for (const std::string& key : keys) {
       const CtxRec& c = ctxs[key];
       if (c.tokens == 0 || (c.loc.worker == w && c.loc.tier != Tier::kHost &&
@@ -225,6 +237,7 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
   (void)out;
   uint64_t whole = growth + BlockBytes(1);
   for (const std::string& key : keys) whole += ctxs[key].bytes;
+  for (const auto& [pkey, ptokens] : prefixes_read) whole += BlockBytes(ptokens);
   if (best < 0) {
     if (whole > opt.hbm_bytes_per_worker) {
       Dequeue(wf, idx);
@@ -293,7 +306,25 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
     c.deferrals = 0;
     c.evict_pending = false;
   }
+  // The shared prefixes it reads: found resident here (not prefilled), or computed by this
+  // node first, as part of what it recomputes.
+  n.prefix_hit = 0;
+  n.builds_prefix = false;
+  for (const auto& [pkey, ptokens] : NodePrefixes(wf, n)) {
+    PrefixRec* p = FindPrefix(pkey, w);
+    if (p) {
+      n.prefix_hit += ptokens;
+      prefix_stats.hit_tokens += ptokens;
+      ++prefix_stats.hits;
+    } else {
+      p = &BuildPrefix(pkey, ptokens, w, wf, idx, n.spec.model_id(), epoch);
+      recompute += ptokens;
+      n.builds_prefix = true;
+    }
+    p->users++;
+  }
   std::vector<std::string> keys = NodeContexts(wf, n);
+  for (const std::string& key : keys) AttachPrefix(ctxs[key]);
   n.base_tokens = !keys.empty() && ExtendsPrimary(n) ? ctxs[keys[0]].tokens : 0;
   n.prog_prefill = 0;
   n.prog_out = n.out_done;
@@ -329,6 +360,7 @@ void CoreState::StopRunning(WfRec& wf, int idx) {
   wr.running--;
   wr.nodes.erase({wf.id, idx});
   n.reserved = 0;
+  ReleaseNodePrefixes(wf, idx);
   n.worker = -1;
   ++changes;
   for (const std::string& key : NodeContexts(wf, n)) {
@@ -398,13 +430,15 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
   }
   if (leaving >= need) return true;  // room is coming: wait for it
   need -= leaving;
-  uint64_t evictable = 0;
+  uint64_t evictable = IdlePrefixBytes(w);
   for (const Cand& cand : cands) evictable += cand.ctx->bytes;
   if (evictable < need) return false;  // would not make room: do not thrash
   std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
     return a.pri != b.pri ? a.pri < b.pri : a.ctx->key < b.ctx->key;
   });
-  uint64_t freed = 0;
+  // Shared prefixes no context references go first (like vLLM's free cached blocks): they
+  // are only a cache, recomputed by the next node that needs them.
+  uint64_t freed = EvictIdlePrefixes(w, need);
   for (const Cand& cand : cands) {
     if (freed >= need) break;
     CtxRec& c = *cand.ctx;
@@ -489,6 +523,7 @@ void CoreState::PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out
   int64_t own = std::clamp<int64_t>(tokens_done - recompute, 0, n.new_tokens - n.new_done);
   int64_t decoded = std::max<int64_t>(0, out_total - n.out_done);
   if (own < n.new_tokens - n.new_done) decoded = 0;  // decode starts after the prefill
+  OnPrefixProgress(wf, idx, tokens_done);            // a copy it completed stays
   StopRunning(wf, idx);
   if (extends && (own > 0 || decoded > 0)) {
     CtxRec& c = ctxs[keys[0]];
@@ -536,6 +571,7 @@ void CoreState::OnEngineReport(const Event& e) {
     n.reserved = res;
     n.prog_prefill = st.prefill_done;
     n.prog_out = st.output_done;
+    if (n.builds_prefix) OnPrefixProgress(*wf, idx, st.prefill_done);
     int64_t total_prefill = n.recompute_at_place + n.new_tokens - n.new_done;
     if (st.prefill_done < total_prefill) OnEngineStep(*wf, idx, st.prefill_done);
   }

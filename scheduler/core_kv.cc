@@ -41,6 +41,7 @@ void CoreState::SetLoc(CtxRec& c, const Location& l) {
   c.loc = l;
   if (HbmAccounted(l)) workers[static_cast<size_t>(l.worker)].resident.insert(&c);
   if (offload_tier(l)) workers[static_cast<size_t>(l.worker)].offloaded.insert(&c);
+  AttachPrefix(c);  // a context references its prefix's copy where its HBM blocks are
 }
 
 void CoreState::LoadAhead() {
@@ -114,7 +115,7 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   in.running_fraction = RunningFraction(w);
   in.queue_delay = queue_delay_ewma;
   in.wait_quantiles = std::move(q);
-  in.recompute = cost->PrefillTime(c.tokens, 0);
+  in.recompute = cost->PrefillTime(c.tokens, c.prefix_tokens);
   in.slack = slack;
   in.elapsed = c.wait_tool >= 0 ? now - c.wait_started : Duration(0);
   in.step_time = workers[static_cast<size_t>(w)].step_time;
@@ -309,6 +310,7 @@ void CoreState::OnTransferDone(uint64_t id, bool ok) {
     SetLoc(c, {});
   }
   if (c.dead) {
+    DetachPrefix(c);
     ctxs.erase(cit);
     return;
   }
@@ -419,6 +421,14 @@ void CoreState::OnPeerLost(int w) {
     }
   }
   // 2. Everything stored on the worker is gone: invalidate it (recompute on next use).
+  for (auto it = prefixes.begin(); it != prefixes.end();) {
+    if (it->first.second != w) {
+      ++it;
+      continue;
+    }
+    for (CtxRec* h : it->second.holders) h->prefix_worker = -1;
+    it = prefixes.erase(it);
+  }
   std::vector<std::string> lost;
   for (auto& [key, c] : ctxs)
     if (c.loc.worker == w && c.loc.tier != Tier::kNone) lost.push_back(key);
@@ -431,7 +441,10 @@ void CoreState::OnPeerLost(int w) {
     auto it = ctxs.find(key);
     if (it == ctxs.end()) continue;
     DiscardContext(it->second, "peer " + std::to_string(w) + " lost");
-    if (it->second.dead && it->second.transfer == 0) ctxs.erase(it);
+    if (it->second.dead && it->second.transfer == 0) {
+      DetachPrefix(it->second);
+      ctxs.erase(it);
+    }
   }
   workers[static_cast<size_t>(w)].used = 0;
   workers[static_cast<size_t>(w)].host_used = workers[static_cast<size_t>(w)].disk_used = 0;
@@ -481,6 +494,11 @@ void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
     DiscardContext(c,
                    "stale model epoch " + std::to_string(c.epoch) + " < " + std::to_string(epoch));
   }
+  std::vector<PrefixRec*> stale_prefixes;
+  for (auto& [id, p] : prefixes)
+    if (p.model == model && p.epoch < epoch) stale_prefixes.push_back(&p);
+  for (PrefixRec* p : stale_prefixes)
+    DropPrefix(*p, "stale model epoch " + std::to_string(p->epoch) + " < " + std::to_string(epoch));
 }
 
 }  // namespace switchyard::scheduler::internal

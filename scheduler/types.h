@@ -46,4 +46,13 @@ inline std::string ContextKey(const std::string& workflow, const std::string& co
   return workflow + "/" + context;
 }
 
+// Key of a tenant's shared prefix of one model: "~prefix/<tenant>/<model>/<id>". It names
+// the prefix's blocks in a worker's KV pool next to the contexts; '~' is not allowed in
+// workflow ids, so no context key can take this form.
+inline std::string PrefixKey(const std::string& tenant, const std::string& model,
+                             const std::string& id) {
+  return "~prefix/" + tenant + "/" + model + "/" + id;
+}
+inline bool IsPrefixKey(const std::string& key) { return key.rfind("~prefix/", 0) == 0; }
+
 }  // namespace switchyard::scheduler

@@ -12,10 +12,14 @@ namespace switchyard::replay {
 const char* const kReplayUsage =
     "usage: switchyard replay --trace T [--policy P[,P...]] [--cluster C] [--seed S]\n"
     "  [--rate R (re-synthesise Poisson arrivals, workflows/s)] [--out DIR] [--json]\n"
+    "  [--shared-prefix on|off|both] [--no-shared-prefix]\n"
     "  T: a Switchyard trace (JSON lines of TraceRecord; `switchyard convert` makes one).\n"
     "  P: switchyard, keep-during-tool, vllm-fcfs, infercept, continuum, autellix, kvflow\n"
     "     (default: all). C: a cluster JSON file or a name in bench/clusters/\n"
-    "     (default: h200x8-llama8b, built in).\n";
+    "     (default: h200x8-llama8b, built in).\n"
+    "  --shared-prefix: contexts reuse their tenant's resident shared prefixes (on, the\n"
+    "     default), compute their own (off, also --no-shared-prefix), or both, each policy\n"
+    "     replayed both ways (the runs without are named P/no-shared-prefix).\n";
 
 const char* const kSweepUsage =
     "usage: switchyard sweep --trace T [--rates R1,R2,...|auto] [--policy P[,P...]]\n"
@@ -129,30 +133,43 @@ Result<std::vector<std::string>> ParsePolicyList(const std::string& list) {
 
 Result<ReplayArgs> ParseReplayArgs(const std::vector<std::string>& args) {
   ReplayArgs r;
-  Status st = Walk(args, {"--trace", "--policy", "--cluster", "--seed", "--out", "--rate"},
-                   [&](const std::string& a, const std::string& v) -> Status {
-                     if (a == "-h" || a == "--help") {
-                       r.help = true;
-                     } else if (a == "--trace") {
-                       r.trace = v;
-                     } else if (a == "--policy") {
-                       SY_ASSIGN_OR_RETURN(r.policies, ParsePolicyList(v));
-                     } else if (a == "--cluster") {
-                       r.cluster = v;
-                     } else if (a == "--seed") {
-                       return Seed(v, &r.seed);
-                     } else if (a == "--out") {
-                       r.out = v;
-                     } else if (a == "--json") {
-                       r.json = true;
-                     } else if (a == "--rate") {
-                       if (!ParseNumber(v, &r.rate) || r.rate <= 0)
-                         return Bad("--rate needs a number > 0, not '" + v + "'");
-                     } else {
-                       return Bad("unexpected argument '" + a + "'");
-                     }
-                     return Status::OK();
-                   });
+  Status st = Walk(
+      args, {"--trace", "--policy", "--cluster", "--seed", "--out", "--rate", "--shared-prefix"},
+      [&](const std::string& a, const std::string& v) -> Status {
+        if (a == "-h" || a == "--help") {
+          r.help = true;
+        } else if (a == "--trace") {
+          r.trace = v;
+        } else if (a == "--policy") {
+          SY_ASSIGN_OR_RETURN(r.policies, ParsePolicyList(v));
+        } else if (a == "--cluster") {
+          r.cluster = v;
+        } else if (a == "--seed") {
+          return Seed(v, &r.seed);
+        } else if (a == "--out") {
+          r.out = v;
+        } else if (a == "--json") {
+          r.json = true;
+        } else if (a == "--rate") {
+          if (!ParseNumber(v, &r.rate) || r.rate <= 0)
+            return Bad("--rate needs a number > 0, not '" + v + "'");
+        } else if (a == "--shared-prefix") {
+          if (v == "on") {
+            r.shared_prefix_modes = {true};
+          } else if (v == "off") {
+            r.shared_prefix_modes = {false};
+          } else if (v == "both") {
+            r.shared_prefix_modes = {true, false};
+          } else {
+            return Bad("--shared-prefix needs on, off or both, not '" + v + "'");
+          }
+        } else if (a == "--no-shared-prefix") {
+          r.shared_prefix_modes = {false};
+        } else {
+          return Bad("unexpected argument '" + a + "'");
+        }
+        return Status::OK();
+      });
   if (!st.ok()) return st;
   if (r.help) return r;
   if (r.trace.empty()) return Bad("--trace is required");

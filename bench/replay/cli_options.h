@@ -22,6 +22,9 @@ struct ReplayArgs {
   std::string out;  // empty: no report files
   bool json = false;
   double rate = 0;  // > 0: re-synthesise Poisson arrivals at this rate (workflows/s)
+  // --shared-prefix on|off|both (--no-shared-prefix: off): replay with shared prefixes,
+  // without (every context computes its own), or each policy both ways, side by side.
+  std::vector<bool> shared_prefix_modes = {true};
   bool help = false;
 };
 

@@ -398,6 +398,7 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
     co.disk_bytes_per_worker = cluster.disk_bytes_per_node() / shape.workers_per_node;
   if (cluster.default_max_output_tokens() > 0)
     co.default_max_output_tokens = cluster.default_max_output_tokens();
+  co.share_prefixes = options.shared_prefixes;
   SY_ASSIGN_OR_RETURN(std::unique_ptr<executors::StepCostModel> step_cost,
                       MakeStepCost(cluster, options.cluster_dir));
   scheduler::Core core(co, policy.get(), env.get(), env.get(), &cost);
@@ -464,6 +465,10 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
   rt.SetOutputOracle([&](const std::string& wf, const v1::ProgramNode& n) -> int64_t {
     auto it = actual.find(Key(wf, n.id()));
     return it != actual.end() ? it->second->output_tokens() : 0;
+  });
+  rep.shared_prefixes = options.shared_prefixes;
+  rt.SetStepObserver([&rep](const executors::StepReport& s) {
+    rep.prefill_tokens += static_cast<uint64_t>(s.prefill_tokens);
   });
   if (options.check_ledger) rt.SetAfterCommands([&](Time now) { col.CheckLedger(now.seconds()); });
 
@@ -549,6 +554,11 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
     if (b > 0) rep.bytes_moved_by_link[t.link] = b;
   }
   rep.events_per_s = rep.wall_s > 0 ? static_cast<double>(rep.events) / rep.wall_s : 0;
+  const scheduler::PrefixStats& ps = core.prefix_stats();
+  rep.prefill_tokens_saved = static_cast<uint64_t>(ps.hit_tokens);
+  rep.prefix_hits = ps.hits;
+  rep.prefix_builds = ps.builds;
+  rep.prefix_evictions = ps.evictions;
   return FinishReport(trace, rt.outcomes(), col, options, &rep);
 }
 

@@ -43,6 +43,9 @@ struct ReplayOptions {
   // LoadCluster / ClusterFromArg already return it absolute (the cluster file's folder);
   // this is for clusters built in code.
   std::string cluster_dir;
+  // Shared prefixes (scheduler::CoreOptions::share_prefixes): false replays the same trace
+  // with every context computing and holding its prefix itself.
+  bool shared_prefixes = true;
 };
 
 // A time series sampled in equal buckets over [0, end_s].
@@ -77,6 +80,13 @@ struct PolicyReport {
   std::map<std::string, uint64_t> bytes_moved_by_link;   // link name -> bytes
   uint64_t transfers = 0;
   uint64_t recompute_tokens = 0;  // context tokens rebuilt by prefill (place recompute=)
+  // Prefill tokens the engines computed (every step's chunks: new tokens, recomputes and
+  // shared prefixes built), and the shared-prefix tokens placed nodes found resident
+  // instead (saved). shared_prefixes: the replay's ReplayOptions::shared_prefixes.
+  bool shared_prefixes = true;
+  uint64_t prefill_tokens = 0;
+  uint64_t prefill_tokens_saved = 0;
+  uint64_t prefix_hits = 0, prefix_builds = 0, prefix_evictions = 0;
   uint64_t preemptions = 0;
   uint64_t retries = 0;
   uint64_t demotions = 0, prefetches = 0, discards = 0, keeps = 0;

@@ -75,6 +75,12 @@ std::string Metrics(const PolicyReport& r) {
   s += ",\"bytes_moved_by_class\":" + Map(r.bytes_moved_by_class);
   s += ",\"transfers\":" + U(r.transfers);
   s += ",\"recompute_tokens\":" + U(r.recompute_tokens);
+  s += std::string(",\"shared_prefixes\":") + (r.shared_prefixes ? "true" : "false");
+  s += ",\"prefill_tokens\":" + U(r.prefill_tokens);
+  s += ",\"prefill_tokens_saved\":" + U(r.prefill_tokens_saved);
+  s += ",\"prefix_hits\":" + U(r.prefix_hits);
+  s += ",\"prefix_builds\":" + U(r.prefix_builds);
+  s += ",\"prefix_evictions\":" + U(r.prefix_evictions);
   s += ",\"preemptions\":" + U(r.preemptions);
   s += ",\"retries\":" + U(r.retries);
   s += ",\"demotions\":" + U(r.demotions);

@@ -5,6 +5,8 @@
 //   core_kv.cc        tool-wait decisions, transfers and their completion, prefetch timing,
 //                     peer loss and model-epoch invalidation
 //   core_retry.cc     failure classification, retry with backoff and credit, fail closed
+//   core_prefix.cc    shared prefixes: one worker's copy per (tenant, model, prefix id),
+//                     referenced by the contexts resident there that start with it
 // Not a public interface: only the core's .cc files include it.
 #pragma once
 
@@ -72,6 +74,8 @@ struct NodeRec {
   int64_t prog_out = 0;                 // output tokens decoded so far (out_done included)
   uint64_t place_seq = 0;               // admission order (the vLLM victim rule)
   std::vector<std::string> rebuilding;  // contexts this attempt recomputes from scratch
+  int64_t prefix_hit = 0;               // prefix tokens this attempt found resident
+  bool builds_prefix = false;           // this attempt computes a shared prefix copy
 };
 
 struct WfRec {
@@ -118,6 +122,33 @@ struct CtxRec {
   int failed_moves = 0;
   Time pinned_until{0};      // WaitDecision::pin_for of the last keep
   int prefetch_retries = 0;  // timed reloads waiting for room (OnPrefetchTimer)
+  // The tenant's shared prefix the context starts with (CoreOptions::share_prefixes): its
+  // key (PrefixKey) and tokens; `tokens` and `bytes` above are then the context's own,
+  // after the prefix. prefix_worker: the worker whose copy this context references (-1:
+  // none; a context references the copy on the worker whose HBM holds it).
+  std::string prefix;
+  int64_t prefix_tokens = 0;
+  int prefix_worker = -1;
+};
+
+// One worker's copy of a tenant's shared prefix: its blocks, committed in that worker's
+// HBM and charged there once, however many contexts start with it. `holders` are the
+// contexts resident on the worker that reference it; `users` the running nodes reading
+// it. With neither it is idle: kept (a later context may hit it) until EvictFor needs the
+// room. `builder` is the node computing it (its prefill has not covered it yet): no other
+// node reads it until then.
+struct PrefixRec {
+  std::string key;  // PrefixKey: also the engine's context key of these blocks
+  std::string model;
+  uint64_t epoch = 0;
+  int worker = -1;
+  int64_t tokens = 0;
+  uint64_t bytes = 0;
+  std::unordered_set<CtxRec*> holders;
+  int users = 0;
+  Time idle_since{0};
+  std::pair<std::string, int> builder{"", -1};  // (workflow, node index); node -1: built
+  bool idle() const { return holders.empty() && users == 0 && builder.second < 0; }
 };
 
 struct XferRec {
@@ -171,6 +202,7 @@ struct CoreState {
   std::unordered_map<std::string, WfRec> wfs;
   std::unordered_map<std::string, CtxRec> ctxs;
   std::map<uint64_t, XferRec> xfers;
+  std::map<std::pair<std::string, int>, PrefixRec> prefixes;  // (prefix key, worker)
   std::vector<WorkerRec> workers;
   std::map<std::string, TenantRec> tenants;
   std::set<std::tuple<Time, uint64_t, std::string, int>> urgent;  // latest_start index
@@ -183,6 +215,7 @@ struct CoreState {
   uint64_t next_seq = 1, next_xfer = 1, ignored = 0;
   uint64_t changes = 0;           // bumped whenever memory or a queue is freed (re-dispatch needed)
   uint64_t pool_preemptions = 0;  // nodes preempted because a KV pool ran out
+  PrefixStats prefix_stats;
   bool dispatch_next_report = false;  // a preempting step skipped its dispatch
   bool rekey_pending = false;         // a kRekey timer is set
   Commands* out = nullptr;
@@ -275,6 +308,30 @@ struct CoreState {
   void OnReevalTimer(CtxRec& c);
   void OnPeerLost(int worker);
   void OnEpochChanged(const std::string& model, uint64_t epoch);
+
+  // core_prefix.cc
+  // The prefixes a node reads (those of its contexts), without repeats.
+  std::vector<std::pair<std::string, int64_t>> NodePrefixes(const WfRec& wf,
+                                                            const NodeRec& n) const;
+  PrefixRec* FindPrefix(const std::string& key, int worker);
+  // The copy on `worker` a node may read now: committed, its builder done.
+  const PrefixRec* ReadyPrefix(const std::string& key, int worker) const;
+  bool PrefixBuilding(const std::string& key, int worker) const;
+  // Creates the copy on `worker`, built by node (wf, idx); charges its bytes there.
+  PrefixRec& BuildPrefix(const std::string& key, int64_t tokens, int worker, const WfRec& wf,
+                         int idx, const std::string& model, uint64_t epoch);
+  void AttachPrefix(CtxRec& c);  // references the copy where c is resident, if any
+  void DetachPrefix(CtxRec& c);
+  // Drops the copy (emits kDiscard of its key at its worker) and detaches its holders.
+  void DropPrefix(PrefixRec& p, const std::string& reason);
+  // The node stops running: its reads end; a copy it was still building is dropped.
+  void ReleaseNodePrefixes(WfRec& wf, int idx);
+  // Its prefill reached `prefill_done`: a copy it builds is complete once the prefill has
+  // covered what it recomputes (the engines compute rebuilt contexts first).
+  void OnPrefixProgress(WfRec& wf, int idx, int64_t prefill_done);
+  // Idle copies on `worker`, least recently used first, dropped until `need` is freed.
+  uint64_t EvictIdlePrefixes(int worker, uint64_t need);
+  uint64_t IdlePrefixBytes(int worker) const;
 
   // core_retry.cc
   void OnNodeFailed(WfRec& wf, int idx, const Status& st);

@@ -171,6 +171,35 @@ TEST(ValidationTest, CacheRefFields) {
             "node 'a': cache_refs[1].context: context 'main' referenced twice");
 }
 
+TEST(ValidationTest, SharedPrefixFields) {
+  auto with = [](v1::CacheRef::Mode mode, const std::string& id, int64_t tokens) {
+    auto a = WithRef(Llm("a"), "main", mode);
+    a.mutable_hints()->set_prompt_tokens(100);
+    a.mutable_cache_refs(0)->set_shared_prefix(id);
+    a.mutable_cache_refs(0)->set_shared_prefix_tokens(tokens);
+    return a;
+  };
+  EXPECT_EQ(CreateError(MakeWorkflow({with(v1::CacheRef::CREATE, "sys", 60)})), "OK");
+  EXPECT_EQ(CreateError(MakeWorkflow({with(v1::CacheRef::CREATE, "", 60)})),
+            "node 'a': cache_refs[0].shared_prefix_tokens: 60 tokens without a shared_prefix id");
+  EXPECT_EQ(CreateError(MakeWorkflow({with(v1::CacheRef::CREATE, "sys", 0)})),
+            "node 'a': cache_refs[0].shared_prefix_tokens: missing (0) for shared prefix 'sys'");
+  EXPECT_EQ(CreateError(MakeWorkflow({with(v1::CacheRef::CREATE, "sys", 101)})),
+            "node 'a': cache_refs[0].shared_prefix_tokens: 101 exceed the node's prompt of 100 "
+            "tokens");
+  EXPECT_EQ(CreateError(MakeWorkflow({with(v1::CacheRef::CREATE, "s y", 60)}))
+                .rfind("node 'a': cache_refs[0].shared_prefix: character 0x20 at offset 1", 0),
+            0u);
+  auto read = with(v1::CacheRef::READ, "sys", 60);
+  EXPECT_EQ(CreateError(MakeWorkflow({WithRef(Llm("c"), "main", v1::CacheRef::CREATE),
+                                      [&] {
+                                        read.add_deps("c");
+                                        return read;
+                                      }()})),
+            "node 'a': cache_refs[0].shared_prefix: 'sys' on a ref that does not CREATE context "
+            "'main' (a context starts with its prefix)");
+}
+
 TEST(ValidationTest, NodeLimit) {
   Limits limits;
   limits.max_nodes = 2;

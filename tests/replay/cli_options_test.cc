@@ -43,6 +43,23 @@ TEST(ReplayArgs, ErrorsNameTheFlag) {
   EXPECT_NE(Err(ParseReplayArgs({"--trace", "t", "--rate", "0"})).find("--rate"),
             std::string::npos);
   EXPECT_EQ(Err(ParseReplayArgs({"--trace", "t", "--bogus"})), "unexpected argument '--bogus'");
+  EXPECT_EQ(Err(ParseReplayArgs({"--trace", "t", "--shared-prefix", "maybe"})),
+            "--shared-prefix needs on, off or both, not 'maybe'");
+  EXPECT_EQ(Err(ParseReplayArgs({"--trace", "t", "--shared-prefix"})),
+            "--shared-prefix needs a value");
+}
+
+TEST(ReplayArgs, SharedPrefixModes) {
+  using Modes = std::vector<bool>;
+  EXPECT_EQ(ParseReplayArgs({"--trace", "t"})->shared_prefix_modes, Modes{true});
+  EXPECT_EQ(ParseReplayArgs({"--trace", "t", "--no-shared-prefix"})->shared_prefix_modes,
+            Modes{false});
+  EXPECT_EQ(ParseReplayArgs({"--trace", "t", "--shared-prefix", "off"})->shared_prefix_modes,
+            Modes{false});
+  EXPECT_EQ(ParseReplayArgs({"--trace", "t", "--shared-prefix", "on"})->shared_prefix_modes,
+            Modes{true});
+  EXPECT_EQ(ParseReplayArgs({"--trace", "t", "--shared-prefix", "both"})->shared_prefix_modes,
+            (Modes{true, false}));
 }
 
 TEST(SweepArgs, DefaultsValuesAndErrors) {
