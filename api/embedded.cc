@@ -1,5 +1,7 @@
 #include "api/embedded.h"
 
+#include "base/logging.h"
+
 namespace switchyard::api {
 
 Result<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options) {
@@ -11,6 +13,13 @@ Result<std::unique_ptr<Embedded>> Embedded::Open(EmbeddedOptions options) {
   so.scheduler = e->options_.scheduler;
   so.scheduler.enabled = true;
   so.scheduler.simulated_llm = !e->options_.engine_runs_llm;
+  if (e->options_.engine_factory) {
+    // The embedder's engines run LLM nodes and their step reports are the results; their
+    // registered KV moves as real bytes (no emulation scale).
+    so.scheduler.engine_factory = e->options_.engine_factory;
+    so.scheduler.simulated_llm = true;
+    so.scheduler.kv_bytes_scale = 1;
+  }
   SY_ASSIGN_OR_RETURN(e->service_, Service::Open(so, RealClock::Default()));
   Embedded* self = e.get();
   std::string tenant = e->options_.tenant;
@@ -66,6 +75,9 @@ Status Embedded::Append(const std::string& workflow_id, std::vector<v1::ProgramN
 }
 
 Status Embedded::Report(const std::string& workflow_id, v1::NodeEvent event) {
+  bool llm = event.type() == v1::LLM_STARTED || event.type() == v1::LLM_FINISHED ||
+             event.type() == v1::LLM_FAILED;
+  if (llm) SY_RETURN_IF_ERROR(CheckPlaced(workflow_id, event.node_id()));
   return service_->ReportEvent(options_.tenant, workflow_id, std::move(event));
 }
 
@@ -89,6 +101,42 @@ v1::NodeEvent LlmEvent(const std::string& node, v1::NodeEventType type) {
   return e;
 }
 }  // namespace
+
+Status Embedded::CheckPlaced(const std::string& workflow_id, const std::string& node_id) const {
+  if (options_.engine_factory)
+    return Status::FailedPrecondition(
+        "LLM result for node '" + node_id + "' of workflow '" + workflow_id +
+        "': the engines of EmbeddedOptions::engine_factory report through their step reports");
+  SchedulerDriver* d = service_->scheduler();
+  if (d && !d->config().simulated_llm && !d->Placed(workflow_id, node_id))
+    return Status::FailedPrecondition("LLM result for node '" + node_id + "' of workflow '" +
+                                      workflow_id +
+                                      "': the scheduler has not placed it on an engine (not "
+                                      "yet, preempted since, or already ended)");
+  return Status::OK();
+}
+
+Status Embedded::WorkerLost(int worker, const std::string& reason) {
+  SchedulerDriver* d = service_->scheduler();
+  if (!d) return Status::FailedPrecondition("WorkerLost: the scheduler is not running");
+  if (worker < 0 || worker >= d->config().workers)
+    return Status::InvalidArgument("WorkerLost: worker " + std::to_string(worker) +
+                                   " is outside [0, " + std::to_string(d->config().workers) + ")");
+  Log(LogLevel::kWarn, "worker lost (reported by the embedder)",
+      LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
+  d->PeerLost(worker);
+  return Status::OK();
+}
+
+Result<uint64_t> Embedded::BumpModelEpoch(const std::string& model_id) {
+  if (model_id.empty()) return Status::InvalidArgument("BumpModelEpoch: model_id is empty");
+  SchedulerDriver* d = service_->scheduler();
+  if (!d) return Status::FailedPrecondition("BumpModelEpoch: the scheduler is not running");
+  uint64_t epoch = d->BumpModelEpoch(model_id);
+  Log(LogLevel::kInfo, "model epoch bumped (reported by the embedder)",
+      LogKeys().With("model_id", model_id).With("model_epoch", std::to_string(epoch)));
+  return epoch;
+}
 
 Status Embedded::LlmStarted(const std::string& workflow_id, const std::string& node_id) {
   return Report(workflow_id, LlmEvent(node_id, v1::LLM_STARTED));

@@ -262,7 +262,14 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     return name;
   };
   mo.bytes_scale = scale;
-  if (!d->cpu_engines_.empty()) {
+  if (!d->engine_kv_.empty()) {  // the embedder's engines: their registered KV pools
+    mo.engine_kv = [d = d.get()](const Location& l) -> executors::EngineKv* {
+      bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
+      return pool && l.worker >= 0 && l.worker < static_cast<int>(d->engine_kv_.size())
+                 ? d->engine_kv_[l.worker]
+                 : nullptr;
+    };
+  } else if (!d->cpu_engines_.empty()) {
     mo.engine_kv = [d = d.get()](const Location& l) -> executors::EngineKv* {
       bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
       return pool && l.worker >= 0 && l.worker < static_cast<int>(d->cpu_engines_.size())
@@ -375,7 +382,15 @@ Status SchedulerDriver::MakeEngines(const executors::EngineLimits& limits) {
   }
   auto early = std::make_shared<ReportedEngine::EarlyReports>();
   for (int w = 0; w < c.workers; ++w) {
-    if (!c.simulated_llm) {
+    if (c.engine_factory) {  // the embedder's own engines
+      SY_ASSIGN_OR_RETURN(WorkerEngine we, c.engine_factory(loop_.get(), w, limits));
+      if (!we.engine)
+        return Status::InvalidArgument("engine factory returned no engine for worker " +
+                                       std::to_string(w));
+      if (we.kv) engine_kv_.resize(static_cast<size_t>(c.workers), nullptr);
+      if (we.kv) engine_kv_[static_cast<size_t>(w)] = we.kv;
+      engines_.push_back(std::move(we.engine));
+    } else if (!c.simulated_llm) {
       auto e = std::make_unique<ReportedEngine>(loop_.get(), w, limits, early);
       reported_.push_back(e.get());
       engines_.push_back(std::move(e));
@@ -536,6 +551,27 @@ void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent
   });
 }
 
+bool SchedulerDriver::Placed(const std::string& workflow_id, const std::string& node_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = placed_.find(workflow_id);
+  return it != placed_.end() && it->second.count(node_id) > 0;
+}
+
+void SchedulerDriver::PeerLost(int worker) { runtime_->PeerLost(worker); }
+
+uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
+  uint64_t epoch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    epoch = ++epochs_[model_id];
+  }
+  loop_->Post([this, model_id, epoch]() {
+    (void)blocks_->BumpModelEpoch();  // the tiers' blocks: stale copies are never read
+    runtime_->ModelEpochChanged(model_id, epoch);
+  });
+  return epoch;
+}
+
 void SchedulerDriver::Forget(const std::string& workflow_id) {
   loop_->Post([this, workflow_id]() {
     if (!core_->Forget(workflow_id)) return;  // still running in the core: keep its view
@@ -653,9 +689,17 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
       for (const auto& [key, v] : ctxs_)
         if (v.loc.worker == e.worker) touched.push_back(v.wf);
     }
+    if (e.kind == EventKind::kLlmFinished) {
+      auto p = placed_.find(e.workflow_id);
+      if (p != placed_.end()) p->second.erase(e.node_id);
+    }
     for (const Command& c : out.list) {
       Record(c, now, want);
       if (!c.workflow_id.empty()) touched.push_back(c.workflow_id);
+      if (c.kind == CommandKind::kPlace) placed_[c.workflow_id].insert(c.node_id);
+      if (c.kind == CommandKind::kPreempt) placed_[c.workflow_id].erase(c.node_id);
+      if (c.kind == CommandKind::kFail || c.kind == CommandKind::kComplete)
+        placed_.erase(c.workflow_id);
     }
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());

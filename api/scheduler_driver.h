@@ -43,10 +43,13 @@
 #include "proto/switchyard/v1/api.pb.h"
 #include "proto/switchyard/v1/model.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
+#include "executors/engine.h"
+#include "executors/engine_kv.h"
 #include "scheduler/events.h"
 
 namespace switchyard {
 class AsioEventLoop;
+class EventLoop;
 }  // namespace switchyard
 namespace switchyard::executors {
 struct EngineLimits;
@@ -77,6 +80,20 @@ namespace switchyard::api {
 
 class ReportedToolWaiter;
 class ReportedEngine;
+
+// An engine a serving stack supplies for one worker (api/embedded.h, the embedding API):
+// `engine` runs the worker's LLM nodes (owned by the driver from then on); `kv` is its KV
+// pool with real bytes (borrowed from the engine, e.g. an executors::RegisteredKvPool over
+// the stack's own memory): demotions and prefetches then copy those bytes under the
+// commit rule. Null `kv`: the engine's KV is accounting only and moves are emulated.
+struct WorkerEngine {
+  std::unique_ptr<executors::Engine> engine;
+  executors::EngineKv* kv = nullptr;
+};
+// Makes worker `worker`'s engine on the scheduler's loop (`loop`: the engine's EventLoop),
+// with the batch limits and KV pool size the core plans with (`limits`).
+using EngineFactory = std::function<Result<WorkerEngine>(EventLoop* loop, int worker,
+                                                         const executors::EngineLimits& limits)>;
 
 struct SchedulerConfig {
   bool enabled = true;
@@ -110,6 +127,10 @@ struct SchedulerConfig {
   double disk_bytes_per_s = 0, disk_latency_s = 0;
   std::map<std::string, double> tenant_weights;
   size_t max_decisions_per_workflow = 256;
+  // Set (the embedding API): the driver runs LLM nodes on these engines, one per worker,
+  // instead of `engine`'s (with simulated_llm true: the engines' step reports are the
+  // results).
+  EngineFactory engine_factory;
 };
 
 class SchedulerDriver {
@@ -142,6 +163,15 @@ class SchedulerDriver {
   void Fail(const std::string& workflow_id, const std::string& node_id, const std::string& reason);
   // A tool or LLM report (already validated and durable).
   void Report(const std::string& workflow_id, const v1::NodeEvent& event);
+  // Whether the core placed the LLM node on an engine and has not seen it end or be
+  // preempted since (the embedding API refuses results for nodes it never placed).
+  bool Placed(const std::string& workflow_id, const std::string& node_id) const;
+  // Worker `worker` is gone (its engine died): the core's failure sequence (invariant 5)
+  // for the nodes and contexts it held (executors::Runtime::PeerLost).
+  void PeerLost(int worker);
+  // The model's weights changed: every KV block of the older epoch is invalidated — the
+  // core's contexts and the tiers' blocks (invariant 4). Returns the new epoch.
+  uint64_t BumpModelEpoch(const std::string& model_id);
 
   // Drops everything kept about an ended workflow: the core's record and the mirror's
   // contexts and decisions (the service archived it). Runs on the loop after what was
@@ -257,12 +287,16 @@ class SchedulerDriver {
   // Each worker's HBM tier: an emulated arena, or its CPU engine's KV pool (real bytes).
   std::vector<kv_tiers::Tier*> hbm_view_;
   std::vector<ReportedEngine*> reported_;  // the same engines, when results are reported
+  std::vector<executors::EngineKv*> engine_kv_;  // engine_factory: each engine's KV pool
   std::unique_ptr<ReportedToolWaiter> tools_;
   std::unique_ptr<executors::TieredKvMover> mover_;
   std::unique_ptr<executors::Runtime> runtime_;
   std::thread thread_;
 
   mutable std::mutex mu_;                          // guards the mirror below
+  // Placed LLM nodes not ended since, by workflow (Placed()).
+  std::unordered_map<std::string, std::set<std::string>> placed_;
+  std::map<std::string, uint64_t> epochs_;         // BumpModelEpoch's, by model
   std::unordered_map<std::string, CtxView> ctxs_;  // looked up per event: hashed
   std::unordered_map<std::string, WfView> wfs_;
   std::map<uint64_t, XferView> xfers_;

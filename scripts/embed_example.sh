@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs Switchyard from a build dir into a temporary prefix, then configures, builds and
-# runs examples/embed (a separate CMake project using find_package(Switchyard CONFIG)).
-# Fails on any error. Usage: scripts/embed_example.sh [BUILD_DIR]   (default: build)
+# runs examples/embed (a separate CMake project using find_package(Switchyard CONFIG)): a
+# toy engine with its own KV memory registered through the embedding API, run through a
+# demotion and a prefetch (tiny-llama-2l, random weights). Fails on any error, and when
+# the engine's memory after the prefetch differs from before the demotion. Usage: scripts/embed_example.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-${BUILD_DIR:-build}}
@@ -31,5 +33,5 @@ cmake -S examples/embed -B "$TMP/build" -DCMAKE_PREFIX_PATH="$PREFIX" \
   cat "$TMP/configure.log"; exit 1; }
 cmake --build "$TMP/build" -j "$JOBS"
 echo "== running the example"
-"$TMP/build/embed_example" "$TMP/data"
+"$TMP/build/embed_example" "$TMP/data" "$PWD/configs/models/tiny-llama-2l.json"
 echo "embed_example: OK"

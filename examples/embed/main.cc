@@ -1,72 +1,190 @@
-// A toy "serving stack" embedding Switchyard through its C++ API (api/embedded.h).
+// A serving stack embedding Switchyard through its C++ API (api/embedded.h), with its own
+// engine (toy_engine.h): an executors::Engine computing a tiny Llama-architecture model
+// (random weights: the text is meaningless) whose KV cache lives in the engine's own
+// buffer, registered with Switchyard (executors::RegisteredKvPool).
 //
-// The agent side submits a small workflow (plan -> grep tool -> answer, all on one KV
-// context); the engine side takes the scheduler's commands from the queue, "runs" every
-// LLM node it is told to place (here: reports it finished at once) and prints every
-// command it receives. Exits 0 when the workflow completed, 1 otherwise.
+// The agent side submits plan (800 new tokens of context "main") -> bash tool (expected to
+// take 10 minutes) -> answer (extends "main"). While the tool runs, Switchyard demotes
+// "main" out of the engine's memory into its host tier; when the tool ends it prefetches
+// it back into freshly reserved blocks of that memory. The example checksums the context's
+// blocks in its own memory when the demotion is decided (before any byte moved) and again
+// when the answer is admitted (after the prefetch committed), prints both, and exits 0 only
+// when they match and the workflow completed (2 on a mismatch, 1 on any other failure).
+//
+// Usage: embed_example DATA_DIR MODEL_SHAPE_JSON (e.g. configs/models/tiny-llama-2l.json)
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "api/embedded.h"
+#include "executors/cpu/cpu_engine.h"  // ToModelConfig: the model as the scheduler sees it
+#include "toy_engine.h"
 
 using namespace switchyard;  // NOLINT
 
 namespace {
 
-v1::ProgramNode Llm(const std::string& id, const std::string& dep, v1::CacheRef::Mode mode,
-                    int prompt, int extend) {
+constexpr int64_t kPoolTokens = 1024;  // the engine's KV buffer: 1024 tokens
+
+v1::ProgramNode Llm(const std::string& id, const std::string& model, const std::string& dep,
+                    v1::CacheRef::Mode mode, int64_t tokens) {
   v1::ProgramNode n;
   n.set_id(id);
   n.set_kind(v1::LLM);
-  n.set_model_id("Llama-3.1-8B");
+  n.set_model_id(model);
   if (!dep.empty()) n.add_deps(dep);
   auto* r = n.add_cache_refs();
   r->set_context("main");
   r->set_mode(mode);
-  n.mutable_hints()->set_prompt_tokens(prompt);
-  n.mutable_hints()->set_extend_tokens(extend);
-  n.mutable_hints()->set_max_output_tokens(64);
+  n.mutable_hints()->set_prompt_tokens(tokens);
+  n.mutable_hints()->set_extend_tokens(tokens);
+  n.mutable_hints()->set_max_output_tokens(8);
   return n;
 }
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "embed_example: %s\n", s.ToString().c_str());
+int Fail(const std::string& what, const Status& s) {
+  std::fprintf(stderr, "embed_example: %s: %s\n", what.c_str(), s.ToString().c_str());
   return 1;
 }
+
+// What this CPU is to the scheduler's estimates (rough figures; they only rank choices).
+v1::GpuSpec ThisCpu() {
+  v1::GpuSpec g;
+  g.set_name("this cpu (rough figures)");
+  g.set_hbm_bytes(1ULL << 30);
+  g.set_hbm_bandwidth_bytes_per_s(1.0e10);
+  g.set_bf16_flops(2.0e9);
+  g.set_pcie_bandwidth_bytes_per_s(5.0e9);
+  g.set_nvlink_bandwidth_bytes_per_s(5.0e9);
+  g.set_nic_bandwidth_bits_per_s(1.0e10);
+  g.set_compute_efficiency(0.5);
+  g.set_memory_efficiency(0.5);
+  return g;
+}
+
+// Commands from the scheduler's thread to the main thread.
+class CommandQueue {
+ public:
+  void Push(api::EngineCommand c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    q_.push_back(std::move(c));
+    cv_.notify_one();
+  }
+  std::optional<api::EngineCommand> Pop(Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout),
+                      [this] { return !q_.empty(); }))
+      return std::nullopt;
+    api::EngineCommand c = std::move(q_.front());
+    q_.pop_front();
+    return c;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<api::EngineCommand> q_;
+};
+
+// Checksums taken on the scheduler's thread (the engine's thread).
+struct Checks {
+  std::mutex mu;
+  bool demoted = false, restored = false;
+  uint64_t before = 0, after = 0;
+  int64_t blocks = 0, blocks_after = 0;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir =
-      argc > 1 ? argv[1] : (std::filesystem::temp_directory_path() / "sy_embed").string();
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: embed_example DATA_DIR MODEL_SHAPE_JSON\n");
+    return 1;
+  }
+  const std::string dir = argv[1];
   std::filesystem::remove_all(dir);
+  auto model = executors::cpu::Model::Load(argv[2]);
+  if (!model.ok()) return Fail(std::string("loading ") + argv[2], model.status());
+  const executors::cpu::ModelShape& shape = (*model)->shape();
+  std::printf("model: %s\n", shape.Describe().c_str());
+  if (shape.random_weights)
+    std::printf("note: random weights, so the generated text is meaningless\n");
+
+  toy::ToyEngine* engine = nullptr;  // made on the scheduler's thread, owned by Switchyard
   api::EmbeddedOptions options;
   options.data_dir = dir;
   options.tenant = "engine-demo";
+  options.scheduler.workers = 1;
+  v1::ModelConfig mc = executors::cpu::ToModelConfig(shape);
+  mc.set_name(shape.name);  // the id the nodes name
+  options.scheduler.model_config = mc;
+  options.scheduler.gpu = ThisCpu();
+  options.scheduler.hbm_bytes_per_worker = uint64_t(kPoolTokens) * shape.kv_bytes_per_token();
+  options.scheduler.host_bytes = 64ULL << 20;
+  options.scheduler.disk_bytes = 64ULL << 20;
+  options.engine_factory = [&](EventLoop* loop, int worker,
+                               const executors::EngineLimits& limits) -> Result<api::WorkerEngine> {
+    auto runner = std::make_unique<toy::ToyRunner>(loop, model->get(), limits.pool_blocks,
+                                                   limits.block_tokens);
+    if (!runner->pool()) return runner->error();
+    api::WorkerEngine we;
+    we.kv = runner->pool();  // the engine's own memory, registered
+    auto e = std::make_unique<toy::ToyEngine>(loop, worker, limits, std::move(runner));
+    engine = e.get();
+    we.engine = std::move(e);
+    return we;
+  };
   auto sy = api::Embedded::Open(options);
-  if (!sy.ok()) return Fail(sy.status());
+  if (!sy.ok()) return Fail("opening Switchyard", sy.status());
   api::Embedded& e = **sy;
+  std::printf("engine: %s, KV buffer of %lld blocks (%llu bytes each) registered\n",
+              e.Cluster().model_executor().c_str(),
+              static_cast<long long>(engine->pool()->num_blocks()),
+              static_cast<unsigned long long>(engine->pool()->kv_block_bytes()));
+
+  CommandQueue queue;
+  Checks checks;
+  const std::string ctx = "demo/main";
+  e.OnCommand([&](const api::EngineCommand& c) {
+    // On the scheduler's thread, before the command is carried out: the engine's memory
+    // still holds the context when a demotion is decided.
+    const std::string& kind = c.decision.kind();
+    if (kind == "demote" && c.decision.context() == "main") {
+      std::lock_guard<std::mutex> lock(checks.mu);
+      checks.before = engine->Checksum(ctx, -1, &checks.blocks);
+      checks.demoted = true;
+    }
+    if (kind == "place" && c.decision.node_id() == "answer") {  // the prefetch committed
+      std::lock_guard<std::mutex> lock(checks.mu);
+      checks.after = engine->Checksum(ctx, checks.blocks, &checks.blocks_after);
+      checks.restored = engine->pool()->tokens(ctx) >= 0;
+    }
+    queue.Push(c);
+  });
 
   v1::Workflow w;
   w.set_id("demo");
-  *w.add_nodes() = Llm("plan", "", v1::CacheRef::CREATE, 4000, 4000);
-  v1::ProgramNode grep;
-  grep.set_id("grep");
-  grep.set_kind(v1::TOOL);
-  grep.set_tool_name("Grep");
-  grep.add_deps("plan");
-  grep.mutable_hints()->set_expected_duration_ms(40);
-  *w.add_nodes() = grep;
-  *w.add_nodes() = Llm("answer", "grep", v1::CacheRef::EXTEND, 4400, 400);
+  *w.add_nodes() = Llm("plan", shape.name, "", v1::CacheRef::CREATE, 800);
+  v1::ProgramNode bash;
+  bash.set_id("bash");
+  bash.set_kind(v1::TOOL);
+  bash.set_tool_name("Bash");
+  bash.add_deps("plan");
+  bash.mutable_hints()->set_expected_duration_ms(600000);
+  *w.add_nodes() = bash;
+  *w.add_nodes() = Llm("answer", shape.name, "bash", v1::CacheRef::EXTEND, 50);
   auto id = e.Submit(w);
-  if (!id.ok()) return Fail(id.status());
-  if (Status s = e.Close(*id); !s.ok()) return Fail(s);
-  std::printf("submitted workflow %s (plan -> grep -> answer)\n", id->c_str());
+  if (!id.ok()) return Fail("submit", id.status());
+  if (Status s = e.Close(*id); !s.ok()) return Fail("close", s);
+  std::printf("submitted workflow %s (plan -> bash -> answer)\n", id->c_str());
 
-  bool completed = false;
-  for (int idle = 0; idle < 100 && !completed;) {  // up to ~10 s without a command
-    auto c = e.NextCommand(Millis(100));
+  bool completed = false, tool_running = false;
+  for (int idle = 0; idle < 300 && !completed;) {  // up to ~30 s without a command
+    auto c = queue.Pop(Millis(100));
     if (!c) {
       ++idle;
       continue;
@@ -74,31 +192,56 @@ int main(int argc, char** argv) {
     idle = 0;
     std::printf("command: %s\n", c->decision.line().c_str());
     const std::string& kind = c->decision.kind();
-    const std::string& node = c->decision.node_id();
-    Status s;
-    if (kind == "place") {  // the engine runs the LLM call on the given worker
-      s = e.LlmStarted(c->workflow_id, node);
-      if (s.ok()) s = e.LlmFinished(c->workflow_id, node, 64);
-    } else if (kind == "admit") {  // the agent runs the tool and reports it
-      v1::NodeEvent ev;
-      ev.set_node_id(node);
+    v1::NodeEvent ev;
+    ev.set_node_id(c->decision.node_id());
+    if (kind == "admit") {  // the agent runs the tool; it ends once "main" has left
       ev.set_type(v1::TOOL_STARTED);
-      s = e.Report(c->workflow_id, ev);
+      if (Status s = e.Report(*id, ev); !s.ok()) return Fail("tool start", s);
+      tool_running = true;
+    } else if (kind == "demote" && tool_running) {
+      for (int i = 0; i < 500; ++i) {  // wait for the demotion to commit
+        auto st = e.Get(*id);
+        if (st.ok() && st->kv_size() > 0 && !st->kv(0).in_flight() && st->kv(0).tier() != "hbm")
+          break;
+        std::this_thread::sleep_for(Millis(10));
+      }
+      ev.set_node_id("bash");
       ev.set_type(v1::TOOL_FINISHED);
-      if (s.ok()) s = e.Report(c->workflow_id, ev);
-    } else if (kind == "complete" || kind == "fail") {
+      if (Status s = e.Report(*id, ev); !s.ok()) return Fail("tool end", s);
+      tool_running = false;
+    } else if (kind == "complete" || kind == "fail" || kind == "cancel") {
       completed = kind == "complete";
       break;
     }
-    if (!s.ok()) return Fail(s);
   }
   auto st = e.Get(*id);
-  if (!st.ok()) return Fail(st.status());
+  if (!st.ok()) return Fail("status", st.status());
   std::printf("workflow %s: %s, %d decisions\n", id->c_str(),
               v1::WorkflowState_Name(st->state()).c_str(), st->decisions_size());
-  for (const auto& kv : st->kv())
-    std::printf("context %s: %s@%d, %llu bytes\n", kv.context().c_str(), kv.tier().c_str(),
-                kv.worker(), static_cast<unsigned long long>(kv.bytes()));
+  bool prefetched = false;
+  for (const auto& d : st->decisions()) prefetched |= d.kind() == "prefetch";
+  std::lock_guard<std::mutex> lock(checks.mu);
+  std::printf("KV of %s before the demotion: %lld blocks, checksum %016llx\n", ctx.c_str(),
+              static_cast<long long>(checks.blocks),
+              static_cast<unsigned long long>(checks.before));
+  std::printf("KV of %s after the prefetch:  %lld blocks, checksum %016llx\n", ctx.c_str(),
+              static_cast<long long>(checks.blocks_after),
+              static_cast<unsigned long long>(checks.after));
   std::filesystem::remove_all(dir);
-  return completed && st->state() == v1::WORKFLOW_COMPLETED ? 0 : 1;
+  if (!completed || st->state() != v1::WORKFLOW_COMPLETED) {
+    std::fprintf(stderr, "embed_example: the workflow did not complete\n");
+    return 1;
+  }
+  if (!checks.demoted || !prefetched || !checks.restored) {
+    std::fprintf(stderr, "embed_example: no demotion and prefetch of %s happened\n", ctx.c_str());
+    return 1;
+  }
+  if (checks.before != checks.after || checks.blocks != checks.blocks_after) {
+    std::fprintf(stderr,
+                 "embed_example: MISMATCH: the engine's memory after the prefetch "
+                 "differs from before the demotion\n");
+    return 2;
+  }
+  std::printf("checksums match: the engine's own memory was restored bit for bit\n");
+  return 0;
 }

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/api/pattern_engine.h"
+
 #include <atomic>
 #include <filesystem>
+#include <thread>
 
 namespace switchyard::api {
 namespace {
@@ -110,7 +113,46 @@ TEST_F(EmbeddedTest, EngineReceivesCommandsAndReportsResults) {
   EXPECT_EQ(c.model_executor(), "engine (reported LLM results)");
 }
 
-TEST_F(EmbeddedTest, ReportsBeforePlacementAreKeptAndRestartKeepsState) {
+// A result for a node the scheduler has not placed is refused (FailedPrecondition naming
+// the node): here "b" is READY but waits for a sequence slot (max_num_seqs 1) behind "a".
+// Before the check, the service took it and marked "b" done without it ever running.
+TEST_F(EmbeddedTest, ResultsForUnplacedNodesAreRefused) {
+  EmbeddedOptions o;
+  o.data_dir = dir_;
+  o.durable = false;
+  o.scheduler.max_num_seqs = 1;
+  auto opened = Embedded::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Embedded& e = **opened;
+  v1::Workflow a, b;
+  a.set_id("a");
+  *a.add_nodes() = Llm("a", {}, v1::CacheRef::CREATE);
+  b.set_id("b");
+  *b.add_nodes() = Llm("b", {}, v1::CacheRef::CREATE);
+  ASSERT_TRUE(e.Submit(a).ok());
+  ASSERT_TRUE(Expect(e, "place", "a"));
+  ASSERT_TRUE(e.Submit(b).ok());
+  std::this_thread::sleep_for(Millis(100));  // the scheduler has seen "b" and queued it
+  Status st = e.LlmFinished("b", "b", 8);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("node 'b' of workflow 'b'"), std::string::npos) << st;
+  EXPECT_EQ(e.LlmStarted("b", "b").code(), StatusCode::kFailedPrecondition);
+  v1::NodeEvent ev;
+  ev.set_node_id("b");
+  ev.set_type(v1::LLM_FAILED);
+  EXPECT_EQ(e.Report("b", ev).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(e.Get("b")->nodes(0).state(), v1::NODE_READY);
+  // "a" was placed: its result is taken; then "b" is placed and its result too.
+  ASSERT_TRUE(e.LlmFinished("a", "a", 8).ok());
+  ASSERT_TRUE(Expect(e, "place", "b"));
+  ASSERT_TRUE(e.LlmFinished("b", "b", 8).ok());
+  // Once ended, a node is no longer placed: a second result is refused.
+  for (int i = 0; i < 100 && e.service().scheduler()->Placed("a", "a"); ++i)
+    std::this_thread::sleep_for(Millis(10));
+  EXPECT_EQ(e.LlmFinished("a", "a", 8).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(EmbeddedTest, RestartKeepsState) {
   {
     auto e = Open();
     ASSERT_TRUE(e);
@@ -118,8 +160,7 @@ TEST_F(EmbeddedTest, ReportsBeforePlacementAreKeptAndRestartKeepsState) {
     w.set_id("early");
     *w.add_nodes() = Llm("plan", {}, v1::CacheRef::CREATE);
     ASSERT_TRUE(e->Submit(w).ok());
-    // The engine reports at once, possibly before the scheduler placed the node.
-    ASSERT_TRUE(e->LlmStarted("early", "plan").ok());
+    ASSERT_TRUE(Expect(*e, "place", "plan"));
     ASSERT_TRUE(e->LlmFinished("early", "plan", 3).ok());
     ASSERT_TRUE(e->Close("early").ok());
     ASSERT_TRUE(Expect(*e, "complete", ""));
@@ -157,6 +198,224 @@ TEST_F(EmbeddedTest, CommandStreamEndsWithCancelOrFail) {
   EXPECT_NE(fail->decision.reason().find("bad request"), std::string::npos)
       << fail->decision.reason();
   EXPECT_EQ(e->Get("broken")->state(), v1::WORKFLOW_FAILED);
+}
+
+// ---- The serving stack's own engines (EmbeddedOptions::engine_factory) ------------------
+
+using testing::EngineProbe;
+using testing::PatternOptions;
+
+v1::ProgramNode PatternLlm(const std::string& id, const std::vector<std::string>& deps,
+                           v1::CacheRef::Mode mode, int64_t extend, int64_t max_output) {
+  v1::ProgramNode n = Llm(id, deps, mode);
+  n.set_model_id("pattern-model");
+  n.mutable_hints()->set_prompt_tokens(extend);
+  n.mutable_hints()->set_extend_tokens(extend);
+  n.mutable_hints()->set_max_output_tokens(max_output);
+  return n;
+}
+
+v1::ProgramNode Tool(const std::string& id, const std::string& dep, int64_t expected_ms) {
+  v1::ProgramNode t;
+  t.set_id(id);
+  t.set_kind(v1::TOOL);
+  t.set_tool_name("Bash");
+  t.add_deps(dep);
+  t.mutable_hints()->set_expected_duration_ms(expected_ms);
+  return t;
+}
+
+// plan (800 tokens of "main") -> bash (expected 10 min) -> answer, on a 1024-token pool.
+v1::Workflow ToolWaitWorkflow(const std::string& id) {
+  v1::Workflow w;
+  w.set_id(id);
+  *w.add_nodes() = PatternLlm("plan", {}, v1::CacheRef::CREATE, 800, 4);
+  *w.add_nodes() = Tool("bash", "plan", 600000);
+  *w.add_nodes() = PatternLlm("answer", {"bash"}, v1::CacheRef::EXTEND, 50, 4);
+  return w;
+}
+
+void ReportTool(Embedded& e, const std::string& wf, const std::string& node,
+                v1::NodeEventType type) {
+  v1::NodeEvent ev;
+  ev.set_node_id(node);
+  ev.set_type(type);
+  ASSERT_TRUE(e.Report(wf, ev).ok());
+}
+
+bool HasDecision(const v1::WorkflowStatus& s, const std::string& kind) {
+  for (const auto& d : s.decisions())
+    if (d.kind() == kind) return true;
+  return false;
+}
+
+// Waits until the context "main" of `wf` is in the host or disk tier, not moving.
+bool WaitDemoted(Embedded& e, const std::string& wf) {
+  for (int i = 0; i < 1000; ++i) {
+    auto st = e.Get(wf);
+    if (st.ok())
+      for (const auto& kv : st->kv())
+        if (kv.context() == "main" && !kv.in_flight() &&
+            (kv.tier() == "host" || kv.tier() == "disk"))
+          return true;
+    std::this_thread::sleep_for(Millis(10));
+  }
+  return false;
+}
+
+TEST_F(EmbeddedTest, EngineMemoryIsDemotedDuringAToolAndPrefetchedBack) {
+  EngineProbe probe;
+  auto opened = Embedded::Open(PatternOptions(dir_, &probe, 1024));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Embedded& e = **opened;
+  ASSERT_TRUE(e.Submit(ToolWaitWorkflow("tw")).ok());
+  ASSERT_TRUE(Expect(e, "admit", "bash"));
+  ReportTool(e, "tw", "bash", v1::TOOL_STARTED);
+  ASSERT_TRUE(WaitDemoted(e, "tw")) << "the scheduler never demoted main";
+  ReportTool(e, "tw", "bash", v1::TOOL_FINISHED);
+  ASSERT_TRUE(e.Close("tw").ok());
+  ASSERT_TRUE(Expect(e, "complete", ""));
+  auto st = e.Get("tw");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->state(), v1::WORKFLOW_COMPLETED);
+  EXPECT_TRUE(HasDecision(*st, "demote"));
+  EXPECT_TRUE(HasDecision(*st, "prefetch"));
+  std::lock_guard<std::mutex> lock(probe.mu);
+  ASSERT_TRUE(probe.exported.count("tw/main"));
+  ASSERT_TRUE(probe.imported.count("tw/main"));
+  const std::vector<char>& out = probe.exported["tw/main"];
+  const std::vector<char>& in = probe.imported["tw/main"];
+  ASSERT_GE(in.size(), out.size());
+  EXPECT_GE(out.size(), 800 * testing::kPatternTokenBytes);
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), in.begin()))
+      << "the engine's memory after the prefetch differs from what was demoted";
+  // The answer ran on the restored context: nothing was rebuilt.
+  bool found = false;
+  for (const auto& [w, spec] : probe.admitted) {
+    if (spec.key != "tw/answer") continue;
+    found = true;
+    ASSERT_FALSE(spec.contexts.empty());
+    EXPECT_TRUE(spec.contexts[0].resident);
+    EXPECT_EQ(spec.prefill_tokens, 50);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_NE(e.Cluster().model_executor().find("pattern engine"), std::string::npos);
+}
+
+// After a model epoch change the demoted copy is stale: the context is dropped and the
+// answer recomputes it instead of a prefetch bringing it back.
+TEST_F(EmbeddedTest, EpochBumpInvalidatesBlocksAndTheNextCallRecomputes) {
+  EngineProbe probe;
+  auto opened = Embedded::Open(PatternOptions(dir_, &probe, 1024));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Embedded& e = **opened;
+  ASSERT_TRUE(e.Submit(ToolWaitWorkflow("ep")).ok());
+  ASSERT_TRUE(Expect(e, "admit", "bash"));
+  ReportTool(e, "ep", "bash", v1::TOOL_STARTED);
+  ASSERT_TRUE(WaitDemoted(e, "ep"));
+  EXPECT_EQ(e.BumpModelEpoch("").status().code(), StatusCode::kInvalidArgument);
+  auto epoch = e.BumpModelEpoch("pattern-model");
+  ASSERT_TRUE(epoch.ok()) << epoch.status();
+  EXPECT_EQ(*epoch, 1u);
+  ASSERT_TRUE(Expect(e, "discard", ""));
+  ReportTool(e, "ep", "bash", v1::TOOL_FINISHED);
+  ASSERT_TRUE(e.Close("ep").ok());
+  ASSERT_TRUE(Expect(e, "complete", ""));
+  auto st = e.Get("ep");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->state(), v1::WORKFLOW_COMPLETED);
+  EXPECT_FALSE(HasDecision(*st, "prefetch"));
+  std::lock_guard<std::mutex> lock(probe.mu);
+  EXPECT_FALSE(probe.imported.count("ep/main"));
+  bool found = false;
+  for (const auto& [w, spec] : probe.admitted) {
+    if (spec.key != "ep/answer") continue;
+    found = true;
+    ASSERT_FALSE(spec.contexts.empty());
+    EXPECT_FALSE(spec.contexts[0].resident);
+    EXPECT_GE(spec.prefill_tokens, 800 + 50);  // the context rebuilt, then the new tokens
+  }
+  EXPECT_TRUE(found);
+}
+
+// The engines' step reports reach the runtime: first tokens are timed from them, and when
+// decodes exhaust the pool the core preempts a sequence (reported by the engine, not told).
+TEST_F(EmbeddedTest, StepReportsReachTheRuntimeAndExhaustionPreempts) {
+  EngineProbe probe;
+  auto opened = Embedded::Open(PatternOptions(dir_, &probe, 1024));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Embedded& e = **opened;
+  for (const char* id : {"s1", "s2"}) {
+    v1::Workflow w;
+    w.set_id(id);
+    *w.add_nodes() = PatternLlm("gen", {}, v1::CacheRef::CREATE, 300, 400);
+    ASSERT_TRUE(e.Submit(w).ok());
+    ASSERT_TRUE(e.Close(id).ok());
+  }
+  int completes = 0;
+  bool preempted = false;
+  for (int i = 0; i < 3000 && completes < 2; ++i) {
+    auto c = e.NextCommand(Millis(10));
+    if (!c) continue;
+    completes += c->decision.kind() == "complete";
+    preempted |= c->decision.kind() == "preempt";
+  }
+  EXPECT_EQ(completes, 2);
+  EXPECT_TRUE(preempted) << "700 tokens of output on a 1024-token pool never ran out";
+  for (const char* id : {"s1", "s2"}) {
+    auto st = e.Get(id);
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st->state(), v1::WORKFLOW_COMPLETED) << id;
+    EXPECT_GT(st->nodes(0).first_token_ms(), 0) << id << ": no step report reached the driver";
+  }
+  std::lock_guard<std::mutex> lock(probe.mu);
+  EXPECT_GE(probe.steps, 400);
+  // Results come from the step reports; an engine-side report is refused.
+  EXPECT_EQ(e.LlmFinished("s1", "gen", 1).code(), StatusCode::kFailedPrecondition);
+}
+
+// A worker that hangs is declared lost: its idempotent node is recomputed on the other
+// worker and its workflow completes; a side-effecting node fails its workflow closed and
+// never runs twice.
+TEST_F(EmbeddedTest, WorkerLossRecomputesElsewhereOrFailsClosed) {
+  EngineProbe probe;
+  auto opened = Embedded::Open(PatternOptions(dir_, &probe, 1024, /*workers=*/2));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Embedded& e = **opened;
+  EXPECT_EQ(e.WorkerLost(2, "no such worker").code(), StatusCode::kInvalidArgument);
+
+  probe.hold_next = true;
+  v1::Workflow w;
+  w.set_id("idem");
+  *w.add_nodes() = PatternLlm("gen", {}, v1::CacheRef::CREATE, 100, 4);
+  ASSERT_TRUE(e.Submit(w).ok());
+  ASSERT_TRUE(e.Close("idem").ok());
+  auto place = Expect(e, "place", "gen");
+  ASSERT_TRUE(place);
+  const int lost = place->decision.worker();
+  for (int i = 0; i < 500 && probe.hold_next; ++i) std::this_thread::sleep_for(Millis(10));
+  ASSERT_FALSE(probe.hold_next) << "the held step never ran";
+  ASSERT_TRUE(e.WorkerLost(lost, "test: engine hung").ok());
+  auto again = Expect(e, "place", "gen");
+  ASSERT_TRUE(again);
+  EXPECT_NE(again->decision.worker(), lost);
+  ASSERT_TRUE(Expect(e, "complete", ""));
+  EXPECT_EQ(e.Get("idem")->state(), v1::WORKFLOW_COMPLETED);
+
+  // The side effect: on the surviving worker, which is then lost too.
+  probe.hold_next = true;
+  w.set_id("effect");
+  w.mutable_nodes(0)->set_side_effect(true);
+  ASSERT_TRUE(e.Submit(w).ok());
+  place = Expect(e, "place", "gen");
+  ASSERT_TRUE(place);
+  for (int i = 0; i < 500 && probe.hold_next; ++i) std::this_thread::sleep_for(Millis(10));
+  ASSERT_TRUE(e.WorkerLost(place->decision.worker(), "test: engine hung").ok());
+  auto fail = Expect(e, "fail", "");
+  ASSERT_TRUE(fail);
+  EXPECT_EQ(fail->workflow_id, "effect");
+  EXPECT_EQ(e.Get("effect")->state(), v1::WORKFLOW_FAILED);
+  EXPECT_EQ(probe.Admissions("effect/gen"), 1);
 }
 
 }  // namespace
