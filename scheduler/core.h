@@ -62,9 +62,13 @@ struct CoreOptions {
 
 // What shared prefixes saved so far (CoreOptions::share_prefixes).
 struct PrefixStats {
-  int64_t hit_tokens = 0;    // prefix tokens placed nodes found resident (not prefilled)
+  // Prefix tokens placed nodes found resident and would otherwise have prefilled (the node
+  // creates its context, or rebuilds a discarded one): the prefill sharing saved.
+  int64_t hit_tokens = 0;
   int64_t built_tokens = 0;  // prefix tokens computed into a new copy
-  uint64_t hits = 0, builds = 0, evictions = 0;
+  uint64_t hits = 0;         // placements behind hit_tokens
+  uint64_t reads = 0;        // placements that read a resident copy (hits included)
+  uint64_t builds = 0, evictions = 0;
 };
 
 // A context's shared prefix as the engines see it: the key of its blocks in a worker's

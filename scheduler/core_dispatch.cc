@@ -314,8 +314,14 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
     PrefixRec* p = FindPrefix(pkey, w);
     if (p) {
       n.prefix_hit += ptokens;
-      prefix_stats.hit_tokens += ptokens;
-      ++prefix_stats.hits;
+      ++prefix_stats.reads;
+      // Saved: what the node would have prefilled were the prefix part of its context (it
+      // creates the context, or rebuilds a discarded one). A context that kept its blocks
+      // would not have computed it again anyway.
+      if (PrefixSaves(wf, n, pkey)) {
+        prefix_stats.hit_tokens += ptokens;
+        ++prefix_stats.hits;
+      }
     } else {
       p = &BuildPrefix(pkey, ptokens, w, wf, idx, n.spec.model_id(), epoch);
       recompute += ptokens;

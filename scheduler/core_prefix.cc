@@ -21,6 +21,17 @@ std::vector<std::pair<std::string, int64_t>> CoreState::NodePrefixes(const WfRec
   return out;
 }
 
+bool CoreState::PrefixSaves(const WfRec& wf, const NodeRec& n, const std::string& key) const {
+  for (const v1::CacheRef& r : n.spec.cache_refs()) {
+    std::string ctx = ContextKey(wf.id, r.context());
+    auto it = ctxs.find(ctx);
+    if (it == ctxs.end() || it->second.prefix != key) continue;
+    if (r.mode() == v1::CacheRef::CREATE && it->second.tokens == 0) return true;
+    if (std::find(n.rebuilding.begin(), n.rebuilding.end(), ctx) != n.rebuilding.end()) return true;
+  }
+  return false;
+}
+
 PrefixRec* CoreState::FindPrefix(const std::string& key, int worker) {
   auto it = prefixes.find({key, worker});
   return it == prefixes.end() ? nullptr : &it->second;

@@ -314,6 +314,10 @@ struct CoreState {
   std::vector<std::pair<std::string, int64_t>> NodePrefixes(const WfRec& wf,
                                                             const NodeRec& n) const;
   PrefixRec* FindPrefix(const std::string& key, int worker);
+  // A resident copy of `key` spares the node prefill: it creates a context starting with it
+  // or rebuilds a discarded one (else its context holds its own tokens only and the prefix
+  // would not have been computed again).
+  bool PrefixSaves(const WfRec& wf, const NodeRec& n, const std::string& key) const;
   // The copy on `worker` a node may read now: committed, its builder done.
   const PrefixRec* ReadyPrefix(const std::string& key, int worker) const;
   bool PrefixBuilding(const std::string& key, int worker) const;
