@@ -6,7 +6,8 @@ if(CMAKE_SCRIPT_MODE_FILE)
   file(READ "${IN}" hex HEX)
   string(LENGTH "${hex}" hex_len)
   math(EXPR size "${hex_len} / 2")
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  # As char literals: bytes above 0x7f (UTF-8 text) would narrow as int constants.
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," bytes "${hex}")
   file(WRITE "${OUT}.tmp"
        "// Generated from api/dashboard.html by api/dashboard.cmake. Do not edit.\n"
        "namespace switchyard::api {\n"

@@ -172,7 +172,7 @@ std::string OpenAiFront::model_id() const {
   if (upstream_) return "";  // the upstreams' models
   SchedulerDriver* d = service_->scheduler();
   if (!d) return "none";
-  return d->cpu_model() ? d->cpu_model()->shape().name : d->model_name();
+  return d->model_name();
 }
 
 size_t OpenAiFront::sessions() const {
@@ -239,7 +239,7 @@ Status OpenAiFront::Prepare(const HttpRequest& req, const std::string& tenant, C
   if (!upstream_ && !d->config().simulated_llm)
     return Status::Unavailable("this server's LLM nodes are run by an external engine");
   const oa::Request& r = c->req;
-  if (!upstream_ && r.model != model_id())
+  if (!upstream_ && (r.model.empty() || !d->ResolveModel(r.model).ok()))
     return Status::NotFound("model: '" + r.model + "' is not served here (this server serves '" +
                             model_id() + "')");
   const int64_t now_ms = clock_->Now().millis();

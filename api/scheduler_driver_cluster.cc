@@ -57,6 +57,8 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   out->set_workers(config_.workers);
   out->set_model_executor(model_executor_name());
+  out->set_model(config_.model_id);
+  for (const auto& a : config_.model_aliases) out->add_model_aliases(a);
   out->set_kv_mover(cpu_engines_.empty()
                         ? "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, "
                           "RocksDB disk) at 1/" +

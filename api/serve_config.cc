@@ -1,10 +1,13 @@
 #include "api/serve_config.h"
 
-#include "api/openai_upstream.h"
-
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <set>
 #include <string_view>
+
+#include "api/openai_upstream.h"
+#include "proto/json.h"
 
 namespace switchyard::api {
 
@@ -78,7 +81,10 @@ Status FillLinks(const v1::ServiceLinks& links, SchedulerConfig* s) {
 
 // The scheduler: model executor, workers, emulated HBM, policy, links, tenant weights.
 Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags, SchedulerConfig* s) {
-  std::string engine = !flags.engine.empty() ? flags.engine : config.engine();
+  const v1::ServedModel* served = config.models_size() > 0 ? &config.models(0) : nullptr;
+  std::string engine = !flags.engine.empty()                 ? flags.engine
+                       : served && !served->engine().empty() ? served->engine()
+                                                             : config.engine();
   if (engine.empty()) engine = "simulated";
   if (engine != "simulated" && engine != "cpu")
     return Status::InvalidArgument("--engine (engine) must be 'simulated' or 'cpu', got '" +
@@ -88,7 +94,9 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags, Sche
                                    " runs LLM nodes in the service; --llm reported hands them to "
                                    "an engine that reports: choose one");
   s->engine = engine;
-  s->model_path = !flags.model.empty() ? flags.model : config.model();
+  s->model_path = !flags.model.empty()                      ? flags.model
+                  : served && !served->checkpoint().empty() ? served->checkpoint()
+                                                            : config.model();
   if (flags.kv_pool_mib < 0) return Status::InvalidArgument("--kv-pool-mib must be > 0");
   SY_RETURN_IF_ERROR(CheckNotNegative("kv_pool_mib", static_cast<double>(config.kv_pool_mib())));
   int64_t mib = flags.kv_pool_mib > 0 ? flags.kv_pool_mib : config.kv_pool_mib();
@@ -104,6 +112,74 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags, Sche
   return Status::OK();
 }
 
+// A message from `inline_msg` or the JSON file `file` (not both); `field` names them.
+template <typename Msg>
+Status FillFrom(const std::string& file, const Msg& inline_msg, const std::string& field,
+                std::optional<Msg>* out) {
+  bool has_inline = inline_msg.ByteSizeLong() > 0;
+  if (!file.empty() && has_inline)
+    return Status::InvalidArgument(field + "File and " + field + " both set: choose one");
+  if (has_inline) *out = inline_msg;
+  if (file.empty()) return Status::OK();
+  SY_ASSIGN_OR_RETURN(std::string text, proto::ReadFile(file));
+  Msg m;
+  SY_RETURN_IF_ERROR(proto::ParseJson(text, &m, {.source = file}).Annotate(field + "File"));
+  *out = std::move(m);
+  return Status::OK();
+}
+
+// The served model (ServiceConfig.models): its id, aliases, and for the simulated engine
+// its shape and GPU. One model per process in this version.
+Status FillModels(const v1::ServiceConfig& config, SchedulerConfig* s) {
+  if (config.models_size() == 0) return Status::OK();
+  if (config.models_size() > 1) {
+    std::string ids;
+    for (const auto& m : config.models()) ids += (ids.empty() ? "'" : ", '") + m.id() + "'";
+    return Status::InvalidArgument(
+        "models: one model per `switchyard serve` process in this "
+        "version, got " +
+        std::to_string(config.models_size()) + " (" + ids + "); run one server per model");
+  }
+  const v1::ServedModel& m = config.models(0);
+  s->model_id = m.id();
+  std::set<std::string> names = {m.id()};
+  for (const auto& a : m.aliases()) {
+    if (a.empty() || !names.insert(a).second)
+      return Status::InvalidArgument("models[0].aliases: '" + a + "' is empty or repeated");
+    s->model_aliases.push_back(a);
+  }
+  if (s->engine == "cpu") {
+    if (!m.model_file().empty() || m.has_model() || !m.gpu_file().empty() || m.has_gpu())
+      return Status::InvalidArgument(
+          "models[0]: model/modelFile/gpu/gpuFile price the simulated engine; engine 'cpu' "
+          "takes its shape from models[0].checkpoint");
+    return Status::OK();
+  }
+  if (!m.checkpoint().empty())
+    return Status::InvalidArgument("models[0].checkpoint applies to engine 'cpu' only");
+  SY_RETURN_IF_ERROR(FillFrom(m.model_file(), m.model(), "models[0].model", &s->model_config));
+  return FillFrom(m.gpu_file(), m.gpu(), "models[0].gpu", &s->gpu);
+}
+
+// Tier sizes and per-tenant quotas (the scheduler's bytes).
+Status FillTiers(const v1::ServiceConfig& config, SchedulerConfig* s) {
+  SY_RETURN_IF_ERROR(CheckNotNegative("host_bytes", static_cast<double>(config.host_bytes())));
+  SY_RETURN_IF_ERROR(CheckNotNegative("disk_bytes", static_cast<double>(config.disk_bytes())));
+  s->host_bytes = static_cast<uint64_t>(config.host_bytes());
+  s->disk_bytes = static_cast<uint64_t>(config.disk_bytes());
+  for (const auto& t : config.tenants()) {
+    for (auto [v, f] : {std::pair{t.hbm_quota_bytes(), "tenants[].hbm_quota_bytes"},
+                        std::pair{t.host_quota_bytes(), "tenants[].host_quota_bytes"},
+                        std::pair{t.disk_quota_bytes(), "tenants[].disk_quota_bytes"}})
+      SY_RETURN_IF_ERROR(CheckNotNegative(f, static_cast<double>(v)));
+    if (t.hbm_quota_bytes() || t.host_quota_bytes() || t.disk_quota_bytes())
+      s->tenant_quotas[t.name()] = {static_cast<uint64_t>(t.hbm_quota_bytes()),
+                                    static_cast<uint64_t>(t.host_quota_bytes()),
+                                    static_cast<uint64_t>(t.disk_quota_bytes())};
+  }
+  return Status::OK();
+}
+
 Status FillScheduler(const v1::ServiceConfig& config, const ServeFlags& flags, SchedulerConfig* s) {
   std::string llm = flags.llm;
   if (llm.empty()) llm = config.llm_executor().empty() ? "simulated" : config.llm_executor();
@@ -113,6 +189,8 @@ Status FillScheduler(const v1::ServiceConfig& config, const ServeFlags& flags, S
   }
   s->simulated_llm = llm == "simulated";
   SY_RETURN_IF_ERROR(FillEngine(config, flags, s));
+  SY_RETURN_IF_ERROR(FillModels(config, s));
+  SY_RETURN_IF_ERROR(FillTiers(config, s));
   SY_RETURN_IF_ERROR(CheckNotNegative("workers", config.workers()));
   SY_RETURN_IF_ERROR(CheckNotNegative("hbm_bytes_per_worker", config.hbm_bytes_per_worker()));
   if (config.workers() > 0) s->workers = config.workers();

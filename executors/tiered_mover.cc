@@ -43,6 +43,11 @@ size_t TieredKvMover::BlocksOf(const std::string& context) const {
   return it == ctxs_.end() ? 0 : it->second.blocks.size();
 }
 
+std::string TieredKvMover::TenantOf(const std::string& workflow_id) const {
+  std::string t = options_.tenant_of ? options_.tenant_of(workflow_id) : std::string();
+  return t.empty() ? options_.tenant : t;
+}
+
 void TieredKvMover::EvictAll(const std::vector<BlockId>& blocks) {
   for (BlockId b : blocks) (void)manager_->Evict(b);
 }
@@ -51,7 +56,7 @@ void TieredKvMover::EvictAll(const std::vector<BlockId>& blocks) {
 Result<BlockId> TieredKvMover::WriteBlock(const scheduler::Command& move, const std::string& tier,
                                           uint32_t index, const void* data) {
   const uint64_t bpb = manager_->layout().bytes_per_block();
-  kv_tiers::BlockSpec spec{.tenant = options_.tenant,
+  kv_tiers::BlockSpec spec{.tenant = TenantOf(move.workflow_id),
                            .workflow_id = move.workflow_id,
                            .context_id = move.context,
                            .index = index,
@@ -135,7 +140,7 @@ Status TieredKvMover::ImportFromTier(const scheduler::Command& move, const std::
         move.context + ", " + tier + " holds " + std::to_string(ctx.blocks.size()));
   for (size_t i = 0; i < ctx.blocks.size(); ++i) {
     SY_ASSIGN_OR_RETURN(v1::KvBlockMeta meta, manager_->Meta(ctx.blocks[i]));
-    kv_tiers::ReadRequest rq{.tenant = options_.tenant,
+    kv_tiers::ReadRequest rq{.tenant = TenantOf(move.workflow_id),
                              .workflow_id = move.workflow_id,
                              .context_id = move.context,
                              .model_epoch = manager_->model_epoch(),

@@ -49,6 +49,9 @@ class TieredKvMover final : public KvMover {
     std::string tenant = "default";
     // The engine whose real KV pool a Location is (null: an emulated tier).
     std::function<EngineKv*(const scheduler::Location&)> engine_kv;
+    // The tenant a workflow's blocks are charged to (its tier quotas apply); unset or ""
+    // from it: `tenant`.
+    std::function<std::string(const std::string& workflow_id)> tenant_of;
   };
   TieredKvMover(EventLoop* loop, kv_tiers::BlockManager* manager, Options options);
   ~TieredKvMover() override;
@@ -86,6 +89,7 @@ class TieredKvMover final : public KvMover {
   void OnBlockDone(uint64_t transfer_id, const kv_tiers::TransferRecord& r);
   void Finish(uint64_t transfer_id);
   void EvictAll(const std::vector<BlockId>& blocks);
+  std::string TenantOf(const std::string& workflow_id) const;
   Result<BlockId> WriteBlock(const scheduler::Command& move, const std::string& tier,
                              uint32_t index, const void* data);
   // The real-bytes path (see above); runs posted, after the runtime's Import.

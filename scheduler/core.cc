@@ -446,4 +446,8 @@ size_t Core::queued_nodes() const { return s_->queued; }
 uint64_t Core::ignored_events() const { return s_->ignored; }
 const DurationModel& Core::durations() const { return s_->durations; }
 
+Status Core::RestoreDurations(const v1::LearnedDurations& saved) {
+  return s_->durations.Restore(saved);
+}
+
 }  // namespace switchyard::scheduler

@@ -115,6 +115,9 @@ class Core {
   size_t queued_nodes() const;
   uint64_t ignored_events() const;
   const DurationModel& durations() const;
+  // Replaces the learned tool durations with saved ones (a restart restoring what it learned);
+  // on error nothing changes.
+  Status RestoreDurations(const v1::LearnedDurations& saved);
 
  private:
   CoreOptions options_;

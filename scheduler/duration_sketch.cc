@@ -94,4 +94,75 @@ Duration DurationModel::Predict(const std::string& tenant, const std::string& to
   return options_.default_duration;
 }
 
+v1::DurationSketchState DurationSketch::ToProto() const {
+  v1::DurationSketchState p;
+  p.set_relative_accuracy(alpha_);
+  p.set_min_value(min_value_);
+  p.set_zero_count(zero_count_);
+  p.set_offset(offset_);
+  for (double c : counts_) p.add_counts(c);
+  p.set_count(count_);
+  return p;
+}
+
+Result<DurationSketch> DurationSketch::FromProto(const v1::DurationSketchState& p) {
+  if (!(p.relative_accuracy() > 0 && p.relative_accuracy() < 1))
+    return Status::InvalidArgument("duration sketch: relative_accuracy must be in (0, 1), got " +
+                                   std::to_string(p.relative_accuracy()));
+  if (!(p.min_value() > 0))
+    return Status::InvalidArgument("duration sketch: min_value must be > 0");
+  double total = p.zero_count();
+  for (double c : p.counts()) {
+    if (!(c >= 0)) return Status::InvalidArgument("duration sketch: a bucket count is negative");
+    total += c;
+  }
+  if (!(p.zero_count() >= 0) || std::abs(total - p.count()) > 1e-6 * std::max(1.0, total))
+    return Status::InvalidArgument("duration sketch: count " + std::to_string(p.count()) +
+                                   " is not the sum of its buckets (" + std::to_string(total) +
+                                   ")");
+  DurationSketch s(p.relative_accuracy(), p.min_value());
+  s.zero_count_ = p.zero_count();
+  s.offset_ = p.offset();
+  s.counts_.assign(p.counts().begin(), p.counts().end());
+  s.count_ = p.count();
+  return s;
+}
+
+v1::LearnedDurations DurationModel::Export() const {
+  v1::LearnedDurations out;
+  for (const auto& [key, sketch] : per_key_) {
+    auto* e = out.add_entries();
+    e->set_tenant(key.first);
+    e->set_tool(key.second);
+    *e->mutable_sketch() = sketch.ToProto();
+  }
+  for (const auto& [tool, sketch] : per_tool_) {
+    auto* e = out.add_entries();
+    e->set_tool(tool);
+    *e->mutable_sketch() = sketch.ToProto();
+  }
+  out.set_samples(samples_);
+  return out;
+}
+
+Status DurationModel::Restore(const v1::LearnedDurations& saved) {
+  std::map<std::pair<std::string, std::string>, DurationSketch> per_key;
+  std::map<std::string, DurationSketch> per_tool;
+  for (int i = 0; i < saved.entries_size(); ++i) {
+    const auto& e = saved.entries(i);
+    Result<DurationSketch> s = DurationSketch::FromProto(e.sketch());
+    if (!s.ok())
+      return s.status().Annotate("learned durations entry " + std::to_string(i) + " (tenant '" +
+                                 e.tenant() + "', tool '" + e.tool() + "')");
+    if (e.tenant().empty())
+      per_tool.insert_or_assign(e.tool(), std::move(*s));
+    else
+      per_key.insert_or_assign({e.tenant(), e.tool()}, std::move(*s));
+  }
+  per_key_ = std::move(per_key);
+  per_tool_ = std::move(per_tool);
+  samples_ = saved.samples();
+  return Status::OK();
+}
+
 }  // namespace switchyard::scheduler

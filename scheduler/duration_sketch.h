@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "base/time.h"
+#include "proto/switchyard/v1/service_state.pb.h"
 
 namespace switchyard::scheduler {
 
@@ -33,6 +35,11 @@ class DurationSketch {
   double relative_accuracy() const { return alpha_; }
   // Mean of the values as the sketch represents them (bucket representatives).
   std::optional<double> Mean() const;
+
+  // Its whole state, and back (InvalidArgument naming the field for a state no sketch
+  // could have: accuracy outside (0, 1), negative counts).
+  v1::DurationSketchState ToProto() const;
+  static Result<DurationSketch> FromProto(const v1::DurationSketchState& state);
 
  private:
   int BucketOf(double v) const;
@@ -69,6 +76,11 @@ class DurationModel {
   // Real samples seen of this tool (all tenants), and of every tool.
   double ToolSamples(const std::string& tool) const;
   double samples() const { return samples_; }
+
+  // Everything learned, for persisting (v1::LearnedDurations), and restoring it: Restore
+  // replaces what this model holds; an invalid entry fails it whole, naming the entry.
+  v1::LearnedDurations Export() const;
+  Status Restore(const v1::LearnedDurations& saved);
 
  private:
   Options options_;

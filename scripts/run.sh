@@ -60,7 +60,9 @@ SCALE_ARGS=()
 ENGINE_ARGS=()
 if [ "$ENGINE" = cpu ]; then
   # The CPU engine computes every token: the sessions' token counts x TOKEN_SCALE.
-  SCALE_ARGS=(--token-scale "$TOKEN_SCALE")
+  # Nodes name the served model (its shape file's "name"), which the server checks.
+  MODEL_ID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "$MODEL")
+  SCALE_ARGS=(--token-scale "$TOKEN_SCALE" --model "$MODEL_ID")
   ENGINE_ARGS=(--engine cpu --model "$MODEL" --kv-pool-mib "$KV_POOL_MIB")
   echo "   (token counts x$TOKEN_SCALE for the cpu engine: $MODEL, random weights)"
 fi

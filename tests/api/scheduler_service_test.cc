@@ -281,10 +281,10 @@ TEST_F(SchedulerServiceTest, CpuEngineDemotionCopiesTheEnginesRealKv) {
   });
   constexpr char kCpu[] =
       R"({"id":"cpu","nodes":[
-        {"id":"llm-0","kind":"LLM","modelId":"tiny","cacheRefs":[{"context":"main","mode":"CREATE"}],
+        {"id":"llm-0","kind":"LLM","modelId":"tiny-llama-2l","cacheRefs":[{"context":"main","mode":"CREATE"}],
          "hints":{"promptTokens":1500,"extendTokens":1500,"maxOutputTokens":4}},
         {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
-        {"id":"llm-1","kind":"LLM","modelId":"tiny","deps":["bash"],
+        {"id":"llm-1","kind":"LLM","modelId":"tiny-llama-2l","deps":["bash"],
          "cacheRefs":[{"context":"main","mode":"EXTEND"}],
          "hints":{"promptTokens":1600,"extendTokens":100,"maxOutputTokens":4}}]})";
   ASSERT_EQ(Call("POST", "/v1/workflows", kCpu).status, 201);
@@ -394,6 +394,32 @@ TEST_F(SchedulerServiceTest, RestartRestoresAndRefeedsWorkflows) {
   for (const auto& n : done.nodes()) EXPECT_EQ(n.attempts(), 1u) << n.id();
 }
 
+// Learned tool durations survive a restart: they are saved in the state store after tools
+// finish (and when the service stops) and restored before workflows are fed.
+TEST_F(SchedulerServiceTest, LearnedToolDurationsSurviveARestart) {
+  Start();
+  ASSERT_EQ(Call("POST", "/v1/workflows", kAgent).status, 201);
+  WaitFor("agent", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+  Event("agent", "bash", "TOOL_STARTED");
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  Event("agent", "bash", "TOOL_FINISHED");
+  ASSERT_EQ(Call("POST", "/v1/workflows/agent:close").status, 200);
+  WaitFor("agent", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
+  v1::LearnedDurations before = service_->scheduler()->LearnedDurations();
+  ASSERT_DOUBLE_EQ(before.samples(), 1.0) << before.DebugString();
+  Stop();
+
+  Start();
+  v1::LearnedDurations after = service_->scheduler()->LearnedDurations();
+  EXPECT_DOUBLE_EQ(after.samples(), 1.0);
+  ASSERT_EQ(after.entries_size(), before.entries_size());
+  for (int i = 0; i < after.entries_size(); ++i) {
+    EXPECT_EQ(after.entries(i).tool(), "Bash");
+    EXPECT_EQ(after.entries(i).sketch().SerializeAsString(),
+              before.entries(i).sketch().SerializeAsString());
+  }
+}
+
 // A workflow's last decision says how it ended: "cancel" after DELETE of a running one,
 // "fail" (naming the node, with the reason) after a tool reported failed and not
 // retryable; neither ends with "complete", and the failure is not retried.
@@ -458,6 +484,94 @@ TEST_F(SchedulerServiceTest, ConfiguredLinkFiguresAndPolicyReachTheScheduler) {
   EXPECT_DOUBLE_EQ(by_name["disk0"]->bandwidth_bytes_per_s(), 2e9);
   EXPECT_NEAR(by_name["disk0"]->alpha_s(), 80e-6, 1e-9);
   EXPECT_EQ(c.policy(), "switchyard:order=arrival");
+}
+
+// Nodes name the served model: an empty modelId runs on it, an alias is its id, and any
+// other name is refused with 400 naming the node's field and what is served.
+TEST_F(SchedulerServiceTest, ModelIdsAreResolvedOrRefusedByName) {
+  Start(1ULL << 30, 1, [](SchedulerConfig* c) {
+    c->model_id = "llama-8b";
+    c->model_aliases = {"meta-llama/Llama-3.1-8B-Instruct"};
+  });
+  constexpr char kWrong[] =
+      R"({"id":"wrong","nodes":[{"id":"a","kind":"LLM","modelId":"gpt-9",
+          "hints":{"promptTokens":10,"extendTokens":10,"maxOutputTokens":2}}]})";
+  auto r = Call("POST", "/v1/workflows", kWrong);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("nodes[0].modelId 'gpt-9' is not served here"), std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("llama-8b"), std::string::npos) << r.body;
+  constexpr char kOk[] =
+      R"({"id":"ok","nodes":[{"id":"a","kind":"LLM",
+          "hints":{"promptTokens":10,"extendTokens":10,"maxOutputTokens":2}},
+         {"id":"b","kind":"LLM","deps":["a"],"modelId":"meta-llama/Llama-3.1-8B-Instruct",
+          "hints":{"promptTokens":10,"extendTokens":10,"maxOutputTokens":2}}]})";
+  ASSERT_EQ(Call("POST", "/v1/workflows", kOk).status, 201);
+  auto appended = Call("POST", "/v1/workflows/ok/nodes",
+                       R"({"nodes":[{"id":"c","kind":"LLM","deps":["b"],"modelId":"nope",
+                           "hints":{"promptTokens":1,"extendTokens":1,"maxOutputTokens":1}}]})");
+  EXPECT_EQ(appended.status, 400) << appended.body;
+  EXPECT_NE(appended.body.find("nodes[0].modelId 'nope'"), std::string::npos) << appended.body;
+  ASSERT_EQ(Call("POST", "/v1/workflows/ok:close").status, 200);
+  auto done = WaitFor("ok", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
+  EXPECT_EQ(NodeState(done, "b"), "NODE_SUCCEEDED");
+  v1::ClusterState c = Cluster();
+  EXPECT_EQ(c.model(), "llama-8b");
+}
+
+// With no sizes configured the tiers come from the GPU and model, never from this machine:
+// HBM = 80 GB less Llama-3.1-8B's BF16 weights, host 64 GiB, disk 256 GiB.
+TEST_F(SchedulerServiceTest, DefaultTierSizesAreDocumentedFiguresNotTheMachines) {
+  Start(0, 1, [](SchedulerConfig* c) { c->host_bytes = c->disk_bytes = 0; });
+  v1::ClusterState c = Cluster();
+  const v1::TierState* hbm = TierOf(c, "hbm");
+  const v1::TierState* host = TierOf(c, "host");
+  const v1::TierState* disk = TierOf(c, "disk");
+  ASSERT_TRUE(hbm && host && disk) << *proto::ToJson(c);
+  EXPECT_EQ(hbm->capacity_bytes(), 80000000000ULL - 2 * 8030261248ULL);
+  EXPECT_EQ(host->capacity_bytes(), 64ULL << 30);
+  EXPECT_EQ(disk->capacity_bytes(), 256ULL << 30);
+}
+
+// A tenant's host and disk quotas are enforced on the tiers: with both below one context's
+// KV, the long wait cannot park "main" outside HBM (the moves are refused), and the
+// workflow still completes.
+TEST_F(SchedulerServiceTest, TenantTierQuotasKeepItsContextsOutOfFullTiers) {
+  Start(1280ULL << 20, 1, [](SchedulerConfig* c) {
+    c->tenant_quotas["t"] = {.hbm = 0, .host = 1ULL << 20, .disk = 1ULL << 20};
+  });
+  constexpr char kBig[] =
+      R"({"id":"big","nodes":[
+        {"id":"llm-0","kind":"LLM","cacheRefs":[{"context":"main","mode":"CREATE"}],
+         "hints":{"promptTokens":8000,"extendTokens":8000,"maxOutputTokens":4}},
+        {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
+        {"id":"llm-1","kind":"LLM","deps":["bash"],"cacheRefs":[{"context":"main","mode":"EXTEND"}],
+         "hints":{"promptTokens":8300,"extendTokens":300,"maxOutputTokens":4}}]})";
+  ASSERT_EQ(Call("POST", "/v1/workflows", kBig).status, 201);
+  WaitFor("big", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+  Event("big", "bash", "TOOL_STARTED");
+  // Wait until the scheduler has decided about "main" and nothing is in flight.
+  auto during = WaitFor("big", [](const auto& s) {
+    bool decided = false, settled = false;
+    for (const auto& d : s.decisions())
+      if (d.context() == "main" &&
+          (d.kind() == "keep" || d.kind() == "demote" || d.kind() == "discard"))
+        decided = true;
+    for (const auto& kv : s.kv())
+      if (kv.context() == "main" && !kv.in_flight()) settled = true;
+    return decided && settled;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  during = Get("big");
+  for (const auto& kv : during.kv())
+    EXPECT_TRUE(kv.tier() == "hbm" || kv.tier() == "none") << *proto::ToJson(during);
+  v1::ClusterState c = Cluster();
+  EXPECT_EQ(TierOf(c, "host")->used_bytes(), 0u);
+  EXPECT_EQ(TierOf(c, "disk")->used_bytes(), 0u);
+  Event("big", "bash", "TOOL_FINISHED");
+  ASSERT_EQ(Call("POST", "/v1/workflows/big:close").status, 200);
+  auto done = WaitFor("big", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
+  EXPECT_EQ(NodeState(done, "llm-1"), "NODE_SUCCEEDED");
 }
 
 TEST(SchedulerConfigTest, BadLinkFigureOrPolicyIsRefusedByName) {

@@ -130,6 +130,71 @@ TEST(ServeConfigTest, ConfigValuesAreApplied) {
   EXPECT_EQ(s->service.max_live_workflows_by_tenant.at("a"), 7);
 }
 
+// The models section: the served id and aliases, the simulated engine's model and GPU from
+// files (the shipped configs) or inline, and clear errors for what cannot be served.
+TEST(ServeConfigTest, TheModelsSectionNamesAndPricesTheServedModel) {
+  const std::string src = SY_SOURCE_DIR;
+  auto s = MakeServeSetup(Parse(R"({"models": [{"id": "llama-70b", "aliases": ["big"],
+      "modelFile": ")" + src + R"(/configs/models/llama-3.1-70b.json",
+      "gpuFile": ")" + src + R"(/configs/gpus/h200.json"}]})"),
+                          {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const SchedulerConfig& c = s->service.scheduler;
+  EXPECT_EQ(c.model_id, "llama-70b");
+  EXPECT_EQ(c.model_aliases, std::vector<std::string>{"big"});
+  ASSERT_TRUE(c.model_config && c.gpu);
+  EXPECT_EQ(c.model_config->num_layers(), 80u);
+  EXPECT_NE(c.gpu->name().find("H200"), std::string::npos) << c.gpu->name();
+  auto inline_model = MakeServeSetup(
+      Parse(R"({"models": [{"id": "m", "model": {"name": "x", "numLayers": 2}}]})"), {});
+  ASSERT_TRUE(inline_model.ok()) << inline_model.status().ToString();
+  EXPECT_EQ(inline_model->service.scheduler.model_config->num_layers(), 2u);
+  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a"}, {"id": "b"}]})").find("one model per"),
+            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(R"({"models": [{"id": "a", "modelFile": "/no/such.json"}]})").find("/no/such.json"),
+      std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a", "modelFile": "f", "model": {"numLayers": 1}}]})")
+                .find("both set"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a", "aliases": ["a"]}]})").find("repeated"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a", "engine": "cpu", "checkpoint": "c.json",
+                       "gpuFile": "g.json"}]})")
+                .find("engine 'cpu' takes its shape"),
+            std::string::npos);
+  // engine "cpu" from the models entry: its checkpoint is the model path.
+  auto cpu = MakeServeSetup(
+      Parse(R"({"models": [{"id": "tiny", "engine": "cpu", "checkpoint": "t.json"}]})"), {});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  EXPECT_EQ(cpu->service.scheduler.engine, "cpu");
+  EXPECT_EQ(cpu->service.scheduler.model_path, "t.json");
+}
+
+// Tier sizes and per-tenant quotas come from the config; nothing is taken from the machine.
+TEST(ServeConfigTest, TierSizesAndTenantQuotasAreExplicit) {
+  auto d = MakeServeSetup(v1::ServiceConfig{}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->service.scheduler.hbm_bytes_per_worker, 0u) << "0: from the GPU and model";
+  EXPECT_EQ(d->service.scheduler.host_bytes, 0u) << "0: SchedulerConfig::kDefaultHostBytes";
+  auto s = MakeServeSetup(Parse(R"({"hostBytes": "1000", "diskBytes": "2000", "tenants": [
+      {"name": "a", "token": "tok-a-0123456789abcdef", "hostQuotaBytes": "300",
+       "diskQuotaBytes": "400", "hbmQuotaBytes": "500"}]})"),
+                          {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const SchedulerConfig& c = s->service.scheduler;
+  EXPECT_EQ(c.host_bytes, 1000u);
+  EXPECT_EQ(c.disk_bytes, 2000u);
+  ASSERT_TRUE(c.tenant_quotas.count("a"));
+  EXPECT_EQ(c.tenant_quotas.at("a").host, 300u);
+  EXPECT_EQ(c.tenant_quotas.at("a").disk, 400u);
+  EXPECT_EQ(c.tenant_quotas.at("a").hbm, 500u);
+  EXPECT_NE(ErrorOf(R"({"hostBytes": "-1"})").find("host_bytes"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"tenants": [{"name": "a", "diskQuotaBytes": "-5"}]})")
+                .find("tenants[].disk_quota_bytes"),
+            std::string::npos);
+}
+
 TEST(ServeConfigTest, CommitDelayMinusOneCommitsAtOnce) {
   auto s = MakeServeSetup(Parse(R"({"commitDelayUs": -1})"), {});
   ASSERT_TRUE(s.ok()) << s.status().ToString();

@@ -67,5 +67,43 @@ TEST(DurationModel, HintSeedsThenSamplesTakeOver) {
   EXPECT_EQ(m.keys(), 1u);
 }
 
+// Export and Restore carry everything learned: the restored model predicts exactly what the
+// original does, for every key and for the across-tenant fallback, and through a byte round
+// trip (what the service stores).
+TEST(DurationModel, ExportRestoreRoundTripsEveryPrediction) {
+  DurationModel m;
+  for (int i = 0; i < 40; ++i) {
+    m.Observe("a", "build", Seconds(1.0 + 0.25 * i));
+    m.Observe("b", "grep", Seconds(0.02 * (i % 7)));
+  }
+  m.Observe("b", "build", Seconds(90));
+  v1::LearnedDurations saved;
+  ASSERT_TRUE(saved.ParseFromString(m.Export().SerializeAsString()));
+  DurationModel r;
+  ASSERT_TRUE(r.Restore(saved).ok());
+  EXPECT_EQ(r.keys(), m.keys());
+  EXPECT_DOUBLE_EQ(r.samples(), m.samples());
+  for (const char* tenant : {"a", "b", "c"})
+    for (const char* tool : {"build", "grep", "none"})
+      for (double q : {0.1, 0.5, 0.9, 0.99})
+        EXPECT_EQ(r.Predict(tenant, tool, q, Seconds(5)), m.Predict(tenant, tool, q, Seconds(5)))
+            << tenant << " " << tool << " q" << q;
+  EXPECT_DOUBLE_EQ(r.ToolSamples("build"), 41.0);
+}
+
+TEST(DurationModel, RestoreRefusesAStateNoSketchCouldHaveAndKeepsWhatItHad) {
+  DurationModel m;
+  for (int i = 0; i < 6; ++i) m.Observe("a", "build", Seconds(3));
+  v1::LearnedDurations bad = m.Export();
+  bad.mutable_entries(0)->mutable_sketch()->set_count(1e9);  // not the sum of its buckets
+  Status st = m.Restore(bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("entry 0 (tenant 'a', tool 'build')"), std::string::npos) << st;
+  bad = m.Export();
+  bad.mutable_entries(1)->mutable_sketch()->set_relative_accuracy(2);
+  EXPECT_NE(m.Restore(bad).message().find("relative_accuracy"), std::string::npos);
+  EXPECT_NEAR(ToSeconds(m.Predict("a", "build", 0.5, Duration(0))), 3.0, 0.05) << "unchanged";
+}
+
 }  // namespace
 }  // namespace switchyard::scheduler
