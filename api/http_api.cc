@@ -10,6 +10,8 @@
 
 #include "api/dashboard.h"
 #include "api/fast_json.h"
+#include "api/scheduler_driver_metrics.h"
+#include "api/service_metrics.h"
 #include "base/logging.h"
 #include "proto/json.h"
 
@@ -101,70 +103,23 @@ HttpApi::HttpApi(Service* service, Auth auth, const Clock* clock, HttpApiOptions
       options_(options),
       limiter_(clock),
       front_(std::make_unique<OpenAiFront>(service, clock, options.openai)) {
-  metrics_.Counter("switchyard_http_requests_total", "HTTP requests by route and status");
-  metrics_.Histogram("switchyard_http_request_seconds", "HTTP request latency by route",
-                     {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1});
-  metrics_.Gauge("switchyard_workflows", "workflows by state", [this] {
-    auto c = service_->counts();
-    return std::vector<std::pair<std::string, double>>{
-        {"state=\"running\"", double(c.running)},
-        {"state=\"completed\"", double(c.completed)},
-        {"state=\"failed\"", double(c.failed)},
-        {"state=\"cancelled\"", double(c.cancelled)}};
-  });
-  metrics_.Gauge("switchyard_workflows_memory",
-                 "workflows held whole in memory, and ended ones archived (remembered by id)",
-                 [this] {
-                   return std::vector<std::pair<std::string, double>>{
-                       {"where=\"memory\"", double(service_->in_memory())},
-                       {"where=\"archived\"", double(service_->archived())}};
-                 });
-  metrics_.Gauge("switchyard_archived_reads_total",
-                 "reads of archived workflows: from the stored snapshot, or by replaying history",
-                 [this] {
-                   auto c = service_->counts();
-                   return std::vector<std::pair<std::string, double>>{
-                       {"via=\"snapshot\"", double(c.archived_reads_snapshot)},
-                       {"via=\"replay\"", double(c.archived_reads_replay)}};
-                 });
-  metrics_.Gauge("switchyard_node_events_total", "node events applied (durable)", [this] {
-    return std::vector<std::pair<std::string, double>>{
-        {"", double(service_->counts().events_applied)}};
-  });
-  metrics_.Gauge("switchyard_store_group_commits", "durable group commits of the state store",
-                 [this] {
-                   auto st = service_->store_stats();
-                   return std::vector<std::pair<std::string, double>>{
-                       {"value=\"batches\"", double(st.batches)},
-                       {"value=\"records\"", double(st.records)},
-                       {"value=\"max_batch\"", double(st.max_batch)},
-                       {"value=\"delayed\"", double(st.delayed)},
-                       {"value=\"write_seconds\"", st.write_seconds},
-                       {"value=\"max_write_seconds\"", st.max_write_seconds},
-                       {"value=\"queued\"", double(st.queued)}};
-                 });
-  // Cumulative counts per upper bound, Prometheus-histogram style (le in seconds).
-  auto buckets = [](const auto& counts) {
-    std::vector<std::pair<std::string, double>> out;
-    double cum = 0;
-    for (size_t i = 0; i < counts.size(); ++i) {
-      cum += double(counts[i]);
-      char le[32] = "+Inf";  // the bound in seconds, shortest exact form ("0.0005", "0.1")
-      if (i < Store::kBucketsMs.size())
-        std::snprintf(le, sizeof(le), "%.10g", Store::kBucketsMs[i] / 1000);
-      out.push_back({std::string("le=\"") + le + "\"", cum});
-    }
-    return out;
-  };
-  metrics_.Gauge("switchyard_store_commit_seconds_bucket",
-                 "group commits by WriteBatch + WAL fsync time (cumulative)",
-                 [this, buckets] { return buckets(service_->store_stats().commit_ms); });
-  metrics_.Gauge("switchyard_store_record_seconds_bucket",
-                 "records by time from enqueue to durable: queue wait + commit (cumulative)",
-                 [this, buckets] { return buckets(service_->store_stats().record_ms); });
-  metrics_.Gauge("switchyard_http_inflight", "requests admitted, not yet answered", [this] {
-    return std::vector<std::pair<std::string, double>>{{"", double(inflight_.load())}};
-  });
+  // /metrics: the HTTP families here; the service's and the scheduler's read their figures
+  // at scrape time (service_metrics.h, scheduler_driver_metrics.h).
+  Status st =
+      metrics_.Counter("switchyard_http_requests_total", "HTTP requests by route and status");
+  if (st.ok())
+    st = metrics_.Histogram("switchyard_http_request_seconds", "HTTP request latency by route",
+                            {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1});
+  if (st.ok())
+    st = metrics_.Gauge("switchyard_http_inflight", "requests admitted, not yet answered", [this] {
+      return Metrics::Samples{{"", double(inflight_.load())}};
+    });
+  if (st.ok()) st = RegisterServiceMetrics(&metrics_, service_);
+  if (st.ok() && service_->scheduler())
+    st = RegisterSchedulerMetrics(&metrics_, service_->scheduler());
+  if (!st.ok())
+    Log(LogLevel::kError, "metrics families not registered",
+        LogKeys().With("error", st.ToString()));
 }
 
 HttpResponse HttpApi::ErrorFor(std::string_view path, int status, std::string_view code,

@@ -83,6 +83,7 @@
 #include <vector>
 
 #include "api/scheduler_driver.h"
+#include "api/service_metrics.h"
 #include "api/store.h"
 #include "base/clock.h"
 #include "base/ids.h"
@@ -210,6 +211,8 @@ class Service {
   void SetDecisionListener(DecisionListener listener);
   // The running scheduler, or null when disabled.
   SchedulerDriver* scheduler() const { return driver_.get(); }
+  // Per-tenant TTFT, JCT and tool-wait histograms of the durable records (/metrics).
+  const ServiceMetrics& latency_metrics() const { return latency_; }
 
  private:
   struct Entry {
@@ -314,13 +317,6 @@ class Service {
   mutable std::shared_mutex mu_;  // guards workflows_ and live_
   std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_;
   std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
-  // An LLM node's modelId as the served id (empty: the default model; an alias: its
-  // model); another name is InvalidArgument naming nodes[index].modelId.
-  Status ResolveModel(v1::ProgramNode* node, int index) const;
-  // The scheduler's learned tool durations in the state store ("meta/learned_durations").
-  static constexpr char kDurationsMeta[] = "learned_durations";
-  void SaveDurations(const v1::LearnedDurations& learned);  // the scheduler's thread
-  void RestoreDurations();                                  // at Open, before workflows
   std::deque<std::string> ended_;                  // ended, in memory, oldest end first
   std::unordered_map<std::string, Archived> archived_;
   std::deque<std::string> archive_order_;  // ids as archived (oldest first), for retention
@@ -334,6 +330,7 @@ class Service {
   std::atomic<bool> closing_{false};  // the destructor runs: the scheduler records nothing
   std::mutex listener_mu_;
   std::shared_ptr<DecisionListener> listener_;
+  ServiceMetrics latency_;                   // fed by OnCommitted
   std::unique_ptr<SchedulerDriver> driver_;  // last member: stopped first
 };
 

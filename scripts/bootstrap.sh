@@ -7,6 +7,9 @@
 # Usage: scripts/bootstrap.sh [--with-browser]   (--with-browser, or SY_WITH_BROWSER=1 in
 # the environment, adds Debian's chromium: the dashboard test runs it headless, and skips
 # without it)
+# Debian's prometheus is installed for its promtool only: its postinst would start (and,
+# under systemd, enable) the daemon, so the install runs behind a policy-rc.d that forbids
+# starting services, and under systemd the unit is stopped and disabled after it.
 set -euo pipefail
 
 PACKAGES=(
@@ -27,6 +30,7 @@ PACKAGES=(
   clang-format                          # style check
   iproute2                              # network-namespace integration tests
   python3                               # Python client and its tests
+  prometheus                            # promtool: the /metrics test checks the scrape
 )
 # The Node SDK test (tests/node/): Debian's nodejs and npm, where none is on PATH already.
 command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
@@ -56,8 +60,26 @@ else
   if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
   echo "bootstrap: installing ${missing[*]}"
   $SUDO apt-get update -qq
+  # No service may start from a postinst (prometheus): a temporary policy-rc.d says so to
+  # invoke-rc.d and deb-systemd-invoke, unless the machine has its own already.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\n# scripts/bootstrap.sh: no service starts during its install\nexit 101\n' |
+      $SUDO tee $policy >/dev/null
+    $SUDO chmod 755 $policy
+    own_policy=1
+    trap '$SUDO rm -f '"$policy" EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+  if [[ $own_policy == 1 ]]; then
+    $SUDO rm -f $policy
+    trap - EXIT
+  fi
+  if [[ " ${missing[*]} " == *" prometheus "* && -d /run/systemd/system ]]; then
+    $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
   echo "bootstrap: done"
 fi
 

@@ -13,6 +13,8 @@ JOBS=${JOBS:-$(nproc)}
 START=$(date +%s)
 
 scripts/bootstrap.sh --with-browser
+# The bootstrap installed promtool: the /metrics promtool check must run, never skip.
+export SY_REQUIRE_PROMTOOL=1
 
 step() { echo; echo "=== $* ($(( $(date +%s) - START ))s)"; }
 

@@ -364,19 +364,18 @@ void ReportApi(const std::map<std::string, Measured>&, Report* report) {
   double cpu3 = CpuSeconds(server.pid());
   std::string h_half = RunLoadgen(bin, server, "healthz", "", half, secs, kSustainConnections);
   double cpu4 = CpuSeconds(server.pid());
-  const std::string store = "switchyard_store_group_commits{value=";
   std::string m0 = HttpGet(server.port(), "/metrics");
   std::string e_half =
       RunLoadgen(bin, server, "events", server.token(), half, secs, kSustainConnections);
   std::string m1 = HttpGet(server.port(), "/metrics");
   double cpu5 = CpuSeconds(server.pid());
   const std::string at = " at " + std::to_string(static_cast<long>(half)) + "/s";
-  double batches =
-      MetricValue(m1, store + "\"batches\"}") - MetricValue(m0, store + "\"batches\"}");
-  double records =
-      MetricValue(m1, store + "\"records\"}") - MetricValue(m0, store + "\"records\"}");
-  double write_s =
-      MetricValue(m1, store + "\"write_seconds\"}") - MetricValue(m0, store + "\"write_seconds\"}");
+  auto delta = [&](const std::string& series) {
+    return MetricValue(m1, series) - MetricValue(m0, series);
+  };
+  double batches = delta("switchyard_store_commit_seconds_count");
+  double records = delta("switchyard_store_records_total");
+  double write_s = delta("switchyard_store_commit_seconds_sum");
   // At half load each wake-up finds fewer requests and each group commit fewer records than
   // at the sustained rate: the server's CPU per event is higher there.
   report->Add({"server_cpu_us_per_event_at_half_load",
