@@ -15,6 +15,7 @@
 
 #include "api/http_api.h"
 #include "api/http_server.h"
+#include "api/serve_config.h"
 #include "proto/json.h"
 #include "tests/api/http_test_client.h"
 
@@ -609,6 +610,19 @@ TEST(SchedulerConfigTest, ShippedExampleConfigParses) {
   EXPECT_TRUE(Auth::Create(cfg, dir).ok());
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+  // Its model and GPU files (relative to the repo root, where `serve` runs) load, and its
+  // tier quotas reach the scheduler.
+  std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(SY_SOURCE_DIR);
+  auto setup = MakeServeSetup(cfg, {});
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  const SchedulerConfig& sc = setup->service.scheduler;
+  EXPECT_EQ(sc.model_id, "Llama-3.1-8B");
+  ASSERT_TRUE(sc.model_config && sc.gpu);
+  EXPECT_EQ(sc.gpu->name(), "H100-SXM");
+  EXPECT_EQ(sc.host_bytes, 64ULL << 30);
+  EXPECT_EQ(sc.tenant_quotas.at("team-b").host, 16ULL << 30);
 }
 
 }  // namespace
