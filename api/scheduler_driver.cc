@@ -1,6 +1,5 @@
 #include "api/scheduler_driver.h"
 
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,7 +97,8 @@ v1::GpuSpec CpuSpec(uint64_t pool_bytes) {
   return g;
 }
 
-Result<executors::RooflineCostModel> DefaultCostModel() {
+// The embedded default GPU: an H100-SXM (configs/gpus/h100.json).
+v1::GpuSpec DefaultGpu() {
   v1::GpuSpec g;
   g.set_name("H100-SXM");
   g.set_hbm_bytes(80000000000ULL);
@@ -109,7 +109,19 @@ Result<executors::RooflineCostModel> DefaultCostModel() {
   g.set_nic_bandwidth_bits_per_s(4.0e11);
   g.set_compute_efficiency(0.6);
   g.set_memory_efficiency(0.8);
-  return executors::RooflineCostModel::Create(DefaultModel(), g);
+  return g;
+}
+
+// HBM left for KV on one worker: the GPU's HBM less its share of the model's BF16 weights.
+Result<uint64_t> KvHbmBytes(const v1::ModelConfig& m, const v1::GpuSpec& g) {
+  uint64_t tp = std::max<uint32_t>(1, m.tensor_parallel());
+  uint64_t weights = m.num_parameters() * 2 / tp;
+  if (g.hbm_bytes() <= weights)
+    return Status::InvalidArgument(
+        "models[0]: GPU '" + g.name() + "' has " + std::to_string(g.hbm_bytes()) +
+        " B of HBM, not more than model '" + m.name() + "''s BF16 weights (" +
+        std::to_string(weights) + " B per GPU); set hbmBytesPerWorker or a larger GPU");
+  return g.hbm_bytes() - weights;
 }
 
 // The BlockManager never evicts on its own: the scheduler decides what leaves a tier, and
@@ -130,17 +142,6 @@ class NoEviction final : public kv_tiers::EvictionPolicy {
 // to whole blocks, at most one block more than its scaled bytes.
 constexpr uint64_t kSlackBlocks = 64;
 
-uint64_t PhysicalMemory() {
-  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : (16ULL << 30);
-}
-
-uint64_t FreeDisk(const std::string& dir) {
-  struct statvfs s {};
-  if (::statvfs(dir.c_str(), &s) != 0) return 64ULL << 30;
-  return uint64_t(s.f_bavail) * uint64_t(s.f_frsize);
-}
-
 std::string ContextName(const std::string& key, const std::string& wf) {
   return key.size() > wf.size() ? key.substr(wf.size() + 1) : key;
 }
@@ -156,15 +157,16 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   if (config.workers < 1) return Status::InvalidArgument("scheduler.workers must be >= 1");
   std::unique_ptr<SchedulerDriver> d(new SchedulerDriver(std::move(config), std::move(callbacks)));
   SchedulerConfig& c = d->config_;
-  uint64_t ram = PhysicalMemory();
-  if (c.hbm_bytes_per_worker == 0)
-    c.hbm_bytes_per_worker = std::clamp<uint64_t>(ram / 2, 8ULL << 30, 64ULL << 30);
-  d->host_bytes_ = c.host_bytes ? c.host_bytes : ram / 4;
-  d->disk_bytes_ = c.disk_bytes ? c.disk_bytes : FreeDisk(data_dir) / 2;
   if (c.kv_bytes_scale == 0)
     return Status::InvalidArgument("scheduler.kv_bytes_scale must be >= 1");
-  v1::ModelConfig model = DefaultModel();
+  v1::ModelConfig model = c.model_config ? *c.model_config : DefaultModel();
   SY_RETURN_IF_ERROR(d->LoadModel(&model));
+  if (c.model_id.empty()) c.model_id = model.name();
+  if (c.hbm_bytes_per_worker == 0) {
+    SY_ASSIGN_OR_RETURN(c.hbm_bytes_per_worker, KvHbmBytes(d->cost_->model(), d->cost_->gpu()));
+  }
+  d->host_bytes_ = c.host_bytes ? c.host_bytes : SchedulerConfig::kDefaultHostBytes;
+  d->disk_bytes_ = c.disk_bytes ? c.disk_bytes : SchedulerConfig::kDefaultDiskBytes;
   auto policy = scheduler::CreatePolicy(c.policy);
   if (!policy.ok())
     return Status::InvalidArgument("scheduler policy: " + policy.status().message());
@@ -228,6 +230,7 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   for (auto& t : d->hbm_tiers_) SY_RETURN_IF_ERROR(d->blocks_->AddTier(t.get()));
   SY_RETURN_IF_ERROR(d->blocks_->AddTier(d->host_tier_.get()));
   SY_RETURN_IF_ERROR(d->blocks_->AddTier(d->disk_tier_.get()));
+  d->ApplyTenantQuotas(bpb);
 
   scheduler::CoreOptions co;
   co.workers = c.workers;
@@ -262,6 +265,10 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     return name;
   };
   mo.bytes_scale = scale;
+  mo.tenant_of = [d = d.get()](const std::string& wf) -> std::string {
+    auto it = d->tenant_of_.find(wf);
+    return it == d->tenant_of_.end() ? std::string() : it->second;
+  };
   if (!d->engine_kv_.empty()) {  // the embedder's engines: their registered KV pools
     mo.engine_kv = [d = d.get()](const Location& l) -> executors::EngineKv* {
       bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
@@ -330,6 +337,22 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   return d;
 }
 
+// Each tenant's quotas on the tiers, scaled like the tiers (whole blocks, at least one).
+void SchedulerDriver::ApplyTenantQuotas(uint64_t bytes_per_block) {
+  const uint64_t scale = config_.kv_bytes_scale, bpb = bytes_per_block;
+  auto scaled = [&](uint64_t b) {
+    return b == 0 ? 0 : std::max<uint64_t>(1, b / scale / bpb) * bpb;
+  };
+  for (const auto& [tenant, q] : config_.tenant_quotas) {
+    for (kv_tiers::Tier* hbm : hbm_view_) hbm->SetTenantQuota(tenant, scaled(q.hbm));
+    if (q.hbm && config_.engine == "cpu")
+      Log(LogLevel::kWarn, "tenant HBM quota not enforced on the cpu engines' own pools",
+          LogKeys().With("tenant", tenant));
+    host_tier_->SetTenantQuota(tenant, scaled(q.host));
+    disk_tier_->SetTenantQuota(tenant, scaled(q.disk));
+  }
+}
+
 SchedulerDriver::~SchedulerDriver() {
   if (loop_) loop_->Stop();
   if (thread_.joinable()) thread_.join();
@@ -358,6 +381,7 @@ Status SchedulerDriver::LoadModel(v1::ModelConfig* model) {
     cpu_model_ = std::move(*m);
     token_log_ = std::make_unique<executors::cpu::TokenLog>();
     *model = executors::cpu::ToModelConfig(cpu_model_->shape());
+    if (c.model_id.empty()) c.model_id = cpu_model_->shape().name;  // without "(random ...)"
     auto tok = executors::cpu::LoadTokenizer(c.model_path, cpu_model_->shape());
     if (!tok.ok()) return tok.status().Annotate("--model " + c.model_path);
     tokenizer_ = std::move(*tok);
@@ -368,7 +392,8 @@ Status SchedulerDriver::LoadModel(v1::ModelConfig* model) {
     cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
     return Status::OK();
   }
-  SY_ASSIGN_OR_RETURN(auto cost, DefaultCostModel());
+  SY_ASSIGN_OR_RETURN(auto cost,
+                      executors::RooflineCostModel::Create(*model, c.gpu ? *c.gpu : DefaultGpu()));
   cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
   return Status::OK();
 }
@@ -507,15 +532,27 @@ void SchedulerDriver::EndWatchers(const Event& e, const scheduler::Commands& out
   }
 }
 
-std::string SchedulerDriver::model_name() const {
-  return cpu_model_ ? cpu_model_->shape().name : cost_->model().name();
+std::string SchedulerDriver::model_name() const { return config_.model_id; }
+
+Result<std::string> SchedulerDriver::ResolveModel(const std::string& model_id) const {
+  if (model_id.empty() || model_id == config_.model_id) return config_.model_id;
+  for (const auto& a : config_.model_aliases)
+    if (model_id == a) return config_.model_id;
+  std::string served = "'" + config_.model_id + "'";
+  for (const auto& a : config_.model_aliases) served += ", '" + a + "'";
+  return Status::InvalidArgument("modelId '" + model_id +
+                                 "' is not served here (served: " + served + ")");
 }
 
 std::string SchedulerDriver::model_executor_name() const {
   return engines_.empty() ? std::string("none") : std::string(engines_.front()->name());
 }
 
-void SchedulerDriver::Submit(const v1::Workflow& workflow) { runtime_->Submit(workflow); }
+void SchedulerDriver::Submit(const v1::Workflow& workflow) {
+  // Posted before the runtime's own post, so the tenant is known before any move of it.
+  loop_->Post([this, id = workflow.id(), t = workflow.tenant()]() { tenant_of_[id] = t; });
+  runtime_->Submit(workflow);
+}
 
 void SchedulerDriver::Append(const std::string& workflow_id, const v1::ProgramNode& node) {
   runtime_->Append(workflow_id, node);
@@ -541,8 +578,9 @@ void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent
   loop_->Post([this, key, r = std::move(r)]() mutable {
     bool tool =
         r.type == v1::TOOL_STARTED || r.type == v1::TOOL_FINISHED || r.type == v1::TOOL_FAILED;
-    if (tool)
-      tools_->Report(key, std::move(r));
+    if (tool) tools_->Report(key, std::move(r));
+    if (r.type == v1::TOOL_FINISHED)
+      ScheduleDurationsSave();  // runs after the report
     else if (!reported_.empty()) {
       ReportedEngine* at = reported_.front();  // none running: kept for the placement
       for (ReportedEngine* e : reported_)
@@ -554,6 +592,35 @@ void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent
 
 bool SchedulerDriver::Placed(const std::string& workflow_id, const std::string& node_id) const {
   std::lock_guard<std::mutex> lock(mu_);
+  void SchedulerDriver::ScheduleDurationsSave() {
+    if (durations_save_pending_ || !callbacks_.durations_learned) return;
+    durations_save_pending_ = true;
+    loop_->PostAt(loop_->Now() + kDurationsSaveDelay, [this]() { SaveDurations(); });
+  }
+
+  void SchedulerDriver::SaveDurations() {
+    durations_save_pending_ = false;
+    if (callbacks_.durations_learned) callbacks_.durations_learned(core_->durations().Export());
+  }
+
+  void SchedulerDriver::SaveDurationsNow() {
+    Sync([this]() {
+      if (durations_save_pending_) SaveDurations();
+    });
+  }
+
+  Status SchedulerDriver::RestoreDurations(const v1::LearnedDurations& saved) {
+    Status st;
+    Sync([&]() { st = core_->RestoreDurations(saved); });
+    return st;
+  }
+
+  v1::LearnedDurations SchedulerDriver::LearnedDurations() {
+    v1::LearnedDurations d;
+    Sync([&]() { d = core_->durations().Export(); });
+    return d;
+  }
+
   auto it = placed_.find(workflow_id);
   return it != placed_.end() && it->second.count(node_id) > 0;
 }
@@ -578,6 +645,7 @@ void SchedulerDriver::Forget(const std::string& workflow_id) {
     if (!core_->Forget(workflow_id)) return;  // still running in the core: keep its view
     std::lock_guard<std::mutex> lock(mu_);
     auto it = wfs_.find(workflow_id);
+    tenant_of_.erase(workflow_id);
     if (it == wfs_.end()) return;
     for (const std::string& key : it->second.contexts) {
       ctxs_.erase(key);

@@ -11,7 +11,8 @@
 // context's blocks through a kv_tiers::BlockManager with an emulated-HBM arena per worker,
 // a host-memory arena and a RocksDB disk tier under <data-dir>/kv. The tiers are emulated
 // at 1/kv_bytes_scale of the scheduler's bytes (named so in logs and JSON), sized from the
-// config or this machine; the disk tier is wiped at start (restored workflows recompute).
+// config or documented defaults (never from this machine); the disk tier is wiped at start
+// (restored workflows recompute).
 //
 // The Service forwards every acknowledged mutation (submit, append, event, close, cancel)
 // here; the driver posts it to the loop. An observer on the loop keeps a mirror, under a
@@ -33,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -41,6 +43,7 @@
 
 #include "api/scheduler_driver_metrics.h"
 #include "base/result.h"
+#include "base/time.h"
 #include "executors/engine.h"
 #include "executors/engine_kv.h"
 #include "proto/switchyard/v1/api.pb.h"
@@ -108,12 +111,27 @@ struct SchedulerConfig {
   std::string engine = "simulated";
   std::string model_path;
   uint64_t kv_pool_bytes = 256ULL << 20;
+  // The served model (ServiceConfig.models): the id nodes name (empty: the model's own
+  // name) and other names accepted for it; engine "simulated": the model's shape and the
+  // GPU it is priced on (unset: Llama-3.1-8B on an H100-SXM, the embedded default).
+  std::string model_id;
+  std::vector<std::string> model_aliases;
+  std::optional<v1::ModelConfig> model_config;
+  std::optional<v1::GpuSpec> gpu;
   int workers = 1;
-  // 0: half of physical memory, clamped to [8 GiB, 64 GiB] (emulated: accounting only;
-  // 64 GiB is an 80 GB H100 less Llama-3.1-8B's weights).
+  // Tier sizes in the scheduler's bytes (the emulated tiers hold 1/kv_bytes_scale), never
+  // derived from this machine. HBM 0: the GPU's HBM less the model's weights (BF16,
+  // divided by tensor_parallel): 63.9 GB for Llama-3.1-8B on an 80 GB H100.
   uint64_t hbm_bytes_per_worker = 0;
-  uint64_t host_bytes = 0;  // 0: a quarter of physical memory (emulated)
-  uint64_t disk_bytes = 0;  // 0: half the free space of the data dir (emulated)
+  uint64_t host_bytes = 0;  // 0: kDefaultHostBytes
+  uint64_t disk_bytes = 0;  // 0: kDefaultDiskBytes
+  static constexpr uint64_t kDefaultHostBytes = 64ULL << 30;
+  static constexpr uint64_t kDefaultDiskBytes = 256ULL << 30;
+  // Per-tenant KV quotas in each tier (the scheduler's bytes; 0: none). HBM is per worker.
+  struct TierQuota {
+    uint64_t hbm = 0, host = 0, disk = 0;
+  };
+  std::map<std::string, TierQuota> tenant_quotas;
   // The kv_tiers tiers hold 1/kv_bytes_scale of each context's bytes (emulation: the
   // simulated model writes no KV and small machines cannot hold a GPU's worth), so the
   // emulated HBM arena of a worker is hbm_bytes_per_worker / kv_bytes_scale (+ slack).
@@ -148,6 +166,9 @@ class SchedulerDriver {
         workflow_failed;
     // Every decision, for an engine listener (embedding API).
     std::function<void(const std::string& wf, const v1::Decision&)> decision;
+    // The learned tool durations changed (saved at most every kDurationsSaveDelay after a
+    // tool finished, and on SaveDurationsNow()), for the service to persist.
+    std::function<void(const v1::LearnedDurations&)> durations_learned;
   };
 
   static Result<std::unique_ptr<SchedulerDriver>> Start(SchedulerConfig config,
@@ -155,6 +176,9 @@ class SchedulerDriver {
                                                         Callbacks callbacks);
   ~SchedulerDriver();
 
+  // Engine steps, transfers by link and the ready queue, for /metrics (thread-safe).
+  DriverMetrics& metrics() { return metrics_; }
+  const DriverMetrics& metrics() const { return metrics_; }
   void Submit(const v1::Workflow& workflow);
   void Append(const std::string& workflow_id, const v1::ProgramNode& node);
   void Close(const std::string& workflow_id);
@@ -187,11 +211,18 @@ class SchedulerDriver {
   // Runs `fn` on the loop and waits for it (tests; never call from a callback).
   void Sync(std::function<void()> fn = {});
   const SchedulerConfig& config() const { return config_; }
-  // Engine steps, transfers by link and the ready queue, for /metrics (thread-safe).
-  DriverMetrics& metrics() { return metrics_; }
-  const DriverMetrics& metrics() const { return metrics_; }
+  // Replaces the core's learned tool durations with saved ones (a restart); call before
+  // workflows are fed. On error nothing changes.
+  Status RestoreDurations(const v1::LearnedDurations& saved);
+  // Saves what was learned since the last save now (the owner calls it before it stops
+  // the store the callback writes to; never call from a callback).
+  void SaveDurationsNow();
+  // What the core has learned now (runs on the loop; never call from a callback).
+  v1::LearnedDurations LearnedDurations();
+  static constexpr Duration kDurationsSaveDelay = Seconds(1.0);
   std::string model_executor_name() const;
-  // The model the workers run (its config name; the CPU engine's shape name).
+  // The served model's id (ServedModel.id; default: its config name, the CPU engine's
+  // shape name).
   std::string model_name() const;
 
   // Engine "cpu": the model the workers run and its tokenizer (null for other engines).
@@ -199,6 +230,9 @@ class SchedulerDriver {
   const executors::cpu::Tokenizer* tokenizer() const { return tokenizer_.get(); }
   // What an LLM node needs beyond the workflow API's token counts (the OpenAI front):
   // its new tokens' ids and sampling. Set it before the node is appended.
+  // The served id of a node's modelId: empty (the default model) and aliases map to it;
+  // any other name is InvalidArgument naming it and what is served.
+  Result<std::string> ResolveModel(const std::string& model_id) const;
   struct NodeInput {
     std::vector<int32_t> prompt_token_ids;
     double temperature = 0.0, top_p = 1.0;
@@ -297,6 +331,11 @@ class SchedulerDriver {
   std::unique_ptr<executors::Runtime> runtime_;
   std::thread thread_;
 
+  std::map<std::string, std::string> tenant_of_;  // workflow -> tenant (loop thread only)
+  void ScheduleDurationsSave();                   // loop thread
+  void SaveDurations();                           // loop thread
+  bool durations_save_pending_ = false;
+  void ApplyTenantQuotas(uint64_t bytes_per_block);
   mutable std::mutex mu_;  // guards the mirror below
   // Placed LLM nodes not ended since, by workflow (Placed()).
   std::unordered_map<std::string, std::set<std::string>> placed_;

@@ -20,6 +20,7 @@ Service::Service(ServiceOptions options, const Clock* clock)
 
 Service::~Service() {
   // Complete what is queued (its callbacks forward to the scheduler), then stop both.
+  if (driver_) driver_->SaveDurationsNow();  // while the store still takes writes
   closing_ = true;
   if (store_) store_->Shutdown();
   driver_.reset();
@@ -53,15 +54,48 @@ Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clo
       std::shared_ptr<Entry> e = self->Lookup(wf);
       (*l)(e ? e->tenant : std::string(), wf, d);
     };
+    cb.durations_learned = [self](const v1::LearnedDurations& d) { self->SaveDurations(d); };
     SY_ASSIGN_OR_RETURN(
         svc->driver_,
         SchedulerDriver::Start(svc->options_.scheduler, svc->options_.data_dir, std::move(cb)));
+    svc->RestoreDurations();
     svc->StartScheduler();
   }
   return svc;
 }
 
 std::string Service::NewWorkflowId() { return ids_.NextString("wf"); }
+
+// Learned tool durations are advisory: a write that fails, or a saved value that cannot be
+// read back, is logged and the scheduler learns afresh.
+void Service::SaveDurations(const v1::LearnedDurations& learned) {
+  v1::LearnedDurations d = learned;
+  d.set_saved_ms(clock_->Now().millis());
+  Status st = store_->EnqueueMeta(kDurationsMeta, d.SerializeAsString());
+  if (!st.ok() && !closing_)
+    Log(LogLevel::kWarn, "learned tool durations not saved",
+        LogKeys().With("error", st.ToString()));
+}
+
+void Service::RestoreDurations() {
+  Result<std::optional<std::string>> saved = store_->GetMeta(kDurationsMeta);
+  Status st = saved.status();
+  v1::LearnedDurations d;
+  if (st.ok() && !*saved) return;  // nothing learned yet
+  if (st.ok() && !d.ParseFromString(**saved))
+    st = Status::DataLoss("the saved learned durations do not parse");
+  if (st.ok()) st = driver_->RestoreDurations(d);
+  if (!st.ok()) {
+    Log(LogLevel::kWarn, "learned tool durations not restored; learning afresh",
+        LogKeys().With("error", st.ToString()));
+    return;
+  }
+  Log(LogLevel::kInfo, "learned tool durations restored",
+      LogKeys()
+          .With("keys", std::to_string(d.entries_size()))
+          .With("samples", std::to_string(static_cast<int64_t>(d.samples())))
+          .With("saved_ms", std::to_string(d.saved_ms())));
+}
 
 Status Service::Recover() {
   // Recovery archives without storing snapshots: a workflow archived by an earlier run
@@ -386,6 +420,8 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
   const std::string id = workflow.id();
   auto recp = std::make_shared<v1::WorkflowLogRecord>();
   recp->set_time_ms(now.millis());
+  for (int i = 0; i < workflow.nodes_size(); ++i)
+    if (Status st = ResolveModel(workflow.mutable_nodes(i), i); !st.ok()) return done(st);
   *recp->mutable_submitted() = std::move(workflow);
   auto entry = std::make_shared<Entry>();
   Status st = ApplyRecord(entry.get(), *recp);  // validates the whole graph
@@ -443,6 +479,16 @@ Result<std::string> Service::Submit(const std::string& tenant, v1::Workflow work
   std::string id = workflow.id();
   SY_RETURN_IF_ERROR(
       Await([&](Done d) { SubmitAsync(tenant, std::move(workflow), idem, std::move(d)); }));
+  Status Service::ResolveModel(v1::ProgramNode * node, int index) const {
+    if (!driver_ || node->kind() != v1::LLM) return Status::OK();
+    Result<std::string> id = driver_->ResolveModel(node->model_id());
+    if (!id.ok())
+      return Status::InvalidArgument("nodes[" + std::to_string(index) + "]." +
+                                     id.status().message());
+    node->set_model_id(*id);
+    return Status::OK();
+  }
+
   return id;
 }
 
@@ -456,6 +502,8 @@ void Service::AppendAsync(const std::string& tenant, const std::string& workflow
   MutateAsync(tenant, workflow_id, std::move(rec), idem, std::move(done));
 }
 
+for (size_t i = 0; i < nodes.size(); ++i)
+  if (Status st = ResolveModel(&nodes[i], static_cast<int>(i)); !st.ok()) return done(st);
 Status Service::Append(const std::string& tenant, const std::string& workflow_id,
                        std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem) {
   return Await(

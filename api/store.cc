@@ -27,6 +27,7 @@ size_t Bucket(std::chrono::duration<double, std::milli> d) {
 
 std::string LogKey(const std::string& id, uint64_t seq) { return id + "/" + HexId(seq); }
 std::string SnapshotKey(const std::string& id) { return "archive/" + id; }
+std::string MetaKey(const std::string& name) { return "meta/" + name; }
 std::string IdemKey(const std::string& tenant, const std::string& key) {
   std::string k;
   k.reserve(tenant.size() + 1 + key.size());
@@ -206,6 +207,24 @@ Status Store::EnqueueSnapshot(const std::string& workflow_id, std::string snapsh
   return Push(std::move(op));
 }
 
+Status Store::EnqueueMeta(const std::string& name, std::string value, Done done) {
+  if (name.empty()) return Status::InvalidArgument("metadata name is empty");
+  Op op;
+  op.key = name;
+  op.value = std::move(value);
+  op.meta = true;
+  op.done = std::move(done);
+  return Push(std::move(op));
+}
+
+Result<std::optional<std::string>> Store::GetMeta(const std::string& name) const {
+  std::string value;
+  auto s = db_->Get(rocksdb::ReadOptions(), default_cf_, MetaKey(name), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, "metadata lookup of " + name);
+  return std::optional<std::string>(std::move(value));
+}
+
 void Store::Barrier(Done done) {
   Status refused;
   {
@@ -272,8 +291,8 @@ Status Store::WriteBatch(const std::vector<Op>& ops) {
       if (!s.ok()) return FromRocks(s, "cannot build write batch");
       continue;
     }
-    if (op.snapshot) {
-      auto s = batch.Put(default_cf_, SnapshotKey(op.key), op.value);
+    if (op.snapshot || op.meta) {
+      auto s = batch.Put(default_cf_, op.meta ? MetaKey(op.key) : SnapshotKey(op.key), op.value);
       if (!s.ok()) return FromRocks(s, "cannot build write batch");
       continue;
     }
@@ -317,7 +336,7 @@ void Store::Commit() {
       if (!st.ok() && failed_.ok()) failed_ = st;
       if (!failed_.ok()) st = failed_;  // a batch after a failure fails too
       for (const Op& op : ops) {
-        if (!op.key.empty() && op.erase == 0 && !op.snapshot) {
+        if (!op.key.empty() && op.erase == 0 && !op.snapshot && !op.meta) {
           ++records;
           ++stats_.record_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - op.enqueued))];
           stats_.record_seconds += std::chrono::duration<double>(t1 - op.enqueued).count();

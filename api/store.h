@@ -91,6 +91,12 @@ class Store {
   // point lookup instead of a scan of the workflow's history);
   // EnqueueErase deletes it with the records.
   [[nodiscard]] Status EnqueueSnapshot(const std::string& workflow_id, std::string snapshot);
+  // Queues service metadata `name` (e.g. the scheduler's learned tool durations) for the
+  // next group commit, in the default column family under "meta/<name>", replacing the
+  // previous value. `done` (optional) runs once it is durable or failed.
+  [[nodiscard]] Status EnqueueMeta(const std::string& name, std::string value, Done done = {});
+  // The durable value of metadata `name`, if any.
+  Result<std::optional<std::string>> GetMeta(const std::string& name) const;
   // `done` runs after everything enqueued before it is durable (OK) or failed.
   void Barrier(Done done);
   // Synchronous forms (never from a `done` callback).
@@ -141,6 +147,7 @@ class Store {
     uint64_t erase = 0;                // > 0: delete records 0..erase-1 of workflow `key`
     bool snapshot = false;             // `value` is workflow `key`'s snapshot
     std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
+    bool meta = false;                 // `value` is service metadata `key` ("meta/<key>")
     Done done;
     std::chrono::steady_clock::time_point enqueued;
   };
