@@ -414,14 +414,14 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
                                         "' does not match the caller's tenant"));
   }
   workflow.set_tenant(tenant);
+  for (int i = 0; i < workflow.nodes_size(); ++i)
+    if (Status st = ResolveModel(workflow.mutable_nodes(i), i); !st.ok()) return done(st);
   if (workflow.id().empty()) workflow.set_id(NewWorkflowId());
   Time now = clock_->Now();
   if (workflow.arrival_ms() == 0) workflow.set_arrival_ms(now.millis());
   const std::string id = workflow.id();
   auto recp = std::make_shared<v1::WorkflowLogRecord>();
   recp->set_time_ms(now.millis());
-  for (int i = 0; i < workflow.nodes_size(); ++i)
-    if (Status st = ResolveModel(workflow.mutable_nodes(i), i); !st.ok()) return done(st);
   *recp->mutable_submitted() = std::move(workflow);
   auto entry = std::make_shared<Entry>();
   Status st = ApplyRecord(entry.get(), *recp);  // validates the whole graph
@@ -473,22 +473,21 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
   done(st);
 }
 
+Status Service::ResolveModel(v1::ProgramNode* node, int index) const {
+  if (!driver_ || node->kind() != v1::LLM) return Status::OK();
+  Result<std::string> id = driver_->ResolveModel(node->model_id());
+  if (!id.ok())
+    return Status::InvalidArgument("nodes[" + std::to_string(index) + "]." + id.status().message());
+  node->set_model_id(*id);
+  return Status::OK();
+}
+
 Result<std::string> Service::Submit(const std::string& tenant, v1::Workflow workflow,
                                     const IdempotentAnswer* idem) {
   if (workflow.id().empty()) workflow.set_id(NewWorkflowId());
   std::string id = workflow.id();
   SY_RETURN_IF_ERROR(
       Await([&](Done d) { SubmitAsync(tenant, std::move(workflow), idem, std::move(d)); }));
-  Status Service::ResolveModel(v1::ProgramNode * node, int index) const {
-    if (!driver_ || node->kind() != v1::LLM) return Status::OK();
-    Result<std::string> id = driver_->ResolveModel(node->model_id());
-    if (!id.ok())
-      return Status::InvalidArgument("nodes[" + std::to_string(index) + "]." +
-                                     id.status().message());
-    node->set_model_id(*id);
-    return Status::OK();
-  }
-
   return id;
 }
 
@@ -496,14 +495,14 @@ void Service::AppendAsync(const std::string& tenant, const std::string& workflow
                           std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem,
                           Done done) {
   if (nodes.empty()) return done(Status::InvalidArgument("nodes is empty"));
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (Status st = ResolveModel(&nodes[i], static_cast<int>(i)); !st.ok()) return done(st);
   v1::WorkflowLogRecord rec;
   rec.set_time_ms(clock_->Now().millis());
   for (auto& n : nodes) *rec.mutable_appended()->add_nodes() = std::move(n);
   MutateAsync(tenant, workflow_id, std::move(rec), idem, std::move(done));
 }
 
-for (size_t i = 0; i < nodes.size(); ++i)
-  if (Status st = ResolveModel(&nodes[i], static_cast<int>(i)); !st.ok()) return done(st);
 Status Service::Append(const std::string& tenant, const std::string& workflow_id,
                        std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem) {
   return Await(
