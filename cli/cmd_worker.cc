@@ -1,14 +1,20 @@
 // `switchyard worker --listen HOST:PORT [--capacity BYTES] [--transport ucx]
-//                    [--credit-bytes BYTES] [--verify-offload BYTES]
+//                    [--credit-per-sender BYTES] [--credit-total BYTES]
+//                    [--verify-offload BYTES]
 //                    [--transport-param KEY=VALUE]... [--log-level LEVEL]`
 // Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
+// --credit-per-sender (alias --credit-bytes) / --credit-total: the receiver-granted credit
+// (docs/design.md invariant 7) it advertises in its hello ack and enforces on every put:
+// bytes accepted and not yet committed or rejected per sender (default 512M) and over all
+// senders together, the incast limit (default 2G); a put over either is refused with
+// reason `credit`.
 // --verify-offload: puts this large or larger are verified on a thread of their own; 0
 // verifies all on the transport's thread (default: 256K without TCP, 4M with TCP in
 // UCX_TLS; WorkerOptions::verify_offload_bytes).
 // --transport-param: a transport setting (TransportConfig::params), e.g. err_mode=none or
 // a UCX key without its UCX_ prefix (TLS=sm,self); repeatable.
-// Prints "listening on HOST:PORT communicator_epoch=N verify_offload_bytes=N" once ready
-// (port 0 picks one).
+// Prints "listening on HOST:PORT communicator_epoch=N verify_offload_bytes=N
+// credit_per_sender=N credit_total=N" once ready (port 0 picks one).
 // UCX_TLS in the environment selects UCX's transports (see kv_tiers/transport/README.md).
 #include <csignal>
 #include <cstdio>
@@ -34,7 +40,8 @@ void OnSignal(int) {
 int Usage(const std::string& why) {
   std::fprintf(stderr,
                "worker: %s\nusage: switchyard worker --listen HOST:PORT [--capacity BYTES] "
-               "[--transport ucx] [--credit-bytes BYTES] [--verify-offload BYTES] "
+               "[--transport ucx] [--credit-per-sender BYTES] [--credit-total BYTES] "
+               "[--verify-offload BYTES] "
                "[--transport-param KEY=VALUE]... [--log-level LEVEL]\n",
                why.c_str());
   return 2;
@@ -52,11 +59,13 @@ int RunWorker(const std::vector<std::string>& args) {
       options.listen = v;
     } else if (a == "--transport") {
       options.transport = v;
-    } else if (a == "--capacity" || a == "--credit-bytes" || a == "--verify-offload") {
+    } else if (a == "--capacity" || a == "--credit-bytes" || a == "--credit-per-sender" ||
+               a == "--credit-total" || a == "--verify-offload") {
       auto n = ParseByteSize(v);
       if (!n.ok()) return Usage(a + ": " + n.status().message());
       if (a == "--capacity") options.capacity_bytes = *n;
-      if (a == "--credit-bytes") options.max_inflight_bytes = *n;
+      if (a == "--credit-bytes" || a == "--credit-per-sender") options.max_inflight_bytes = *n;
+      if (a == "--credit-total") options.total_inflight_bytes = *n;
       if (a == "--verify-offload") options.verify_offload_bytes = *n;
     } else if (a == "--transport-param") {
       size_t eq = v.find('=');
@@ -80,18 +89,25 @@ int RunWorker(const std::vector<std::string>& args) {
   g_worker = worker->get();
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  std::printf("listening on %s communicator_epoch=%llu verify_offload_bytes=%llu\n",
-              (*worker)->address().c_str(),
-              static_cast<unsigned long long>((*worker)->communicator_epoch()),
-              static_cast<unsigned long long>((*worker)->verify_offload_bytes()));
+  std::printf(
+      "listening on %s communicator_epoch=%llu verify_offload_bytes=%llu credit_per_sender=%llu "
+      "credit_total=%llu\n",
+      (*worker)->address().c_str(),
+      static_cast<unsigned long long>((*worker)->communicator_epoch()),
+      static_cast<unsigned long long>((*worker)->verify_offload_bytes()),
+      static_cast<unsigned long long>((*worker)->credit_limits().per_sender_bytes),
+      static_cast<unsigned long long>((*worker)->credit_limits().total_bytes));
   std::fflush(stdout);
   (*worker)->Run();
   g_worker = nullptr;
   auto st = (*worker)->stats();
   std::printf(
-      "worker stopped: puts_committed=%llu puts_rejected=%llu puts_offloaded=%llu gets=%llu\n",
+      "worker stopped: puts_committed=%llu puts_rejected=%llu puts_refused_credit=%llu "
+      "max_credit_in_use=%llu puts_offloaded=%llu gets=%llu\n",
       static_cast<unsigned long long>(st.puts_committed),
       static_cast<unsigned long long>(st.puts_rejected),
+      static_cast<unsigned long long>(st.puts_refused_credit),
+      static_cast<unsigned long long>(st.max_credit_in_use_bytes),
       static_cast<unsigned long long>(st.puts_offloaded),
       static_cast<unsigned long long>(st.gets_served));
   return 0;

@@ -63,6 +63,7 @@ Result<TransferEvents> PendingPut::Wait() {
   events_.rejected = !ack->committed;
   events_.reason = ack->reason;
   events_.message = ack->message;
+  events_.credit_bytes_returned = ack->credit_bytes_returned;
   LogKeys keys;
   keys.transfer_id = std::to_string(events_.transfer_id);
   keys.communicator_epoch = c->communicator_epoch();
@@ -103,12 +104,22 @@ Status PeerClient::Handshake() {
   SY_ASSIGN_OR_RETURN(TransferHandle reply,
                       transport_->PostRecv({{buf.data(), buf.size()}},
                                            MakeTag(MsgType::kHelloAck, 0, xfer), kFullMask, o));
-  std::vector<uint8_t> hello = Encode(Hello{xfer});
+  std::vector<uint8_t> hello = Encode(Hello{options_.protocol_version, xfer});
   SY_ASSIGN_OR_RETURN(TransferHandle sent, SendControl(MsgType::kHello, xfer, &hello, o));
   auto deadline = Clock::now() + options_.ack_timeout;
   SY_RETURN_IF_ERROR(WaitAlive(sent, deadline).Annotate("hello to " + address_));
   SY_RETURN_IF_ERROR(WaitAlive(reply, deadline).Annotate("hello from " + address_));
-  SY_ASSIGN_OR_RETURN(hello_, DecodeHelloAck(std::span<const uint8_t>(buf.data(), reply.bytes())));
+  auto ack = DecodeHelloAck(std::span<const uint8_t>(buf.data(), reply.bytes()));
+  if (!ack.ok()) return ack.status().Annotate("hello from " + address_);
+  if (!ack->refused.empty()) {
+    return Status::FailedPrecondition("worker at " + address_ +
+                                      " refused the session: " + ack->refused);
+  }
+  if (ack->max_inflight_bytes == 0 || ack->max_inflight_transfers == 0) {
+    return Status::FailedPrecondition("worker at " + address_ + " granted no credit");
+  }
+  hello_ = std::move(*ack);
+  // The credit the worker grants this sender is the ledger's limit (invariant 7).
   net_budget::CreditLimits limits;
   limits.max_inflight_bytes = hello_.max_inflight_bytes;
   limits.max_inflight_transfers = hello_.max_inflight_transfers;
@@ -116,7 +127,10 @@ Status PeerClient::Handshake() {
   LogKeys keys;
   keys.communicator_epoch = hello_.communicator_epoch;
   keys.model_epoch = hello_.model_epoch;
-  Log(LogLevel::kInfo, "peer handshake", keys.With("peer", address_));
+  Log(LogLevel::kInfo, "peer handshake",
+      keys.With("peer", address_)
+          .With("credit_per_sender", std::to_string(hello_.max_inflight_bytes))
+          .With("credit_total", std::to_string(hello_.total_inflight_bytes)));
   return Status::OK();
 }
 

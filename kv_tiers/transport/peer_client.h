@@ -1,15 +1,21 @@
 // PeerClient: the sender/requester side of the peer protocol (peer_protocol.h) — moves
 // KV blocks to and from a `switchyard worker`'s host tier with the commit rule end to end.
 //
-// Connect() opens a transport connection and says hello; the worker answers with its
-// communicator epoch (its incarnation), model epoch and the credit it grants, which the
-// client records in a net_budget::CreditManager ledger for that destination. A put holds
-// credit for its bytes before anything is posted (invariant 7), sends header and bytes,
-// and completes only when the worker's ack arrives: committed, or rejected with a reason;
-// the credit is returned then. The caller's source buffers must stay untouched until
-// PendingPut::Wait() returns, and may be freed only if it reports committed (invariant 2);
-// after a failure (peer died, deadline) the sender still owns its blocks. A get receives
-// into caller buffers and reports success only after the reply's owner, epochs,
+// Connect() opens a transport connection and says hello (with the protocol version); the
+// worker answers with its version, communicator epoch (its incarnation), model epoch and
+// the credit it grants this sender (bytes and puts in flight) and all senders together;
+// a version mismatch or a refusal fails Connect with FailedPrecondition naming both
+// versions. The per-sender grant becomes the limits of a net_budget::CreditManager ledger
+// for that destination (no local guess). A put holds credit for its bytes before anything
+// is posted (invariant 7) — none left: PostPut fails fast with ResourceExhausted and
+// posts nothing —, sends header and bytes, and completes only when the worker's ack
+// arrives: committed, or rejected with a reason; the credit is returned then. The worker
+// enforces its own ledger too (receiver_credit.h): a put that would take it past its
+// total (incast) limit, which other senders share, is rejected with reason kCredit and a
+// message naming the limit, and may be retried once credit returns. The caller's source buffers
+// must stay untouched until PendingPut::Wait() returns, and may be freed only if it reports
+// committed (invariant 2); after a failure (peer died, deadline) the sender still owns its blocks.
+// A get receives into caller buffers and reports success only after the reply's owner, epochs,
 // generation, length and checksum have been validated; committing them into a local
 // table is the caller's step. Each transfer's events are recorded separately
 // (invariant 3): posted, transport complete (sender), receiver transport complete,
@@ -44,6 +50,9 @@ struct PeerClientOptions {
   Duration ack_timeout = std::chrono::seconds(10);  // default when options carry no deadline
   net_budget::CreditManager* credits = nullptr;     // null: the client keeps its own ledger
   std::string sender_name = "peer-client";
+  // The protocol version the hello announces; another than kProtocolVersion only to test
+  // that a worker refuses it.
+  uint32_t protocol_version = kProtocolVersion;
   // Link budgets (docs/design.md invariant 6), borrowed (must outlive the client). When set,
   // the data of every put and get runs under a grant on `budget_path` in the transfer's
   // traffic class: the caller's TransferOptions::grant if it passes one (checked against
@@ -96,6 +105,7 @@ struct TransferEvents {
   bool consumed = false;
   RejectReason reason = RejectReason::kNone;
   std::string message;
+  uint64_t credit_bytes_returned = 0;  // put: what the worker's ack says it returned
   std::chrono::steady_clock::time_point posted_at, transport_complete_at, acked_at;
 };
 
@@ -146,7 +156,9 @@ class PeerClient {
   // Tells the worker a new model epoch (it drops blocks of other epochs).
   Status SetModelEpoch(uint64_t epoch, const TransferOptions& options = {});
 
-  // Posts a put; ResourceExhausted (retryable) when no credit is left for the worker.
+  // Posts a put; ResourceExhausted (retryable, nothing posted) when no credit the worker
+  // granted this sender is left (bytes or puts in flight). A put whose length exceeds the
+  // per-sender grant could never be served: InvalidArgument.
   Result<PendingPut> PostPut(const PutRequest& request, const TransferOptions& options = {});
   Result<TransferEvents> Put(const PutRequest& request, const TransferOptions& options = {});
   // Gets committed blocks into spec.dst. OK with events.validated (bytes usable) or

@@ -126,6 +126,8 @@ std::string_view RejectReasonName(RejectReason r) {
       return "not_found";
     case RejectReason::kMalformed:
       return "malformed";
+    case RejectReason::kCredit:
+      return "credit";
   }
   return "unknown";
 }
@@ -164,7 +166,7 @@ Result<BlockHeader> DecodeBlockHeader(std::span<const uint8_t> in) {
     h.blocks.push_back(b);
   }
   SY_RETURN_IF_ERROR(r.Finish());
-  if (status > static_cast<uint8_t>(RejectReason::kMalformed)) {
+  if (status > static_cast<uint8_t>(RejectReason::kCredit)) {
     return Status::InvalidArgument("peer protocol: block header has unknown status");
   }
   h.status = static_cast<RejectReason>(status);
@@ -200,7 +202,8 @@ Result<GetRequest> DecodeGetRequest(std::span<const uint8_t> in) {
 std::vector<uint8_t> Encode(const Ack& a) {
   Writer w(MsgType::kAck);
   w.U64(a.transfer_id).U8(a.committed ? 1 : 0).U8(static_cast<uint8_t>(a.reason));
-  w.U32(a.credits_returned).U8(a.transport_complete ? 1 : 0).U8(a.validated ? 1 : 0);
+  w.U32(a.credits_returned).U64(a.credit_bytes_returned);
+  w.U8(a.transport_complete ? 1 : 0).U8(a.validated ? 1 : 0);
   w.Str(a.message);
   return w.Take();
 }
@@ -212,23 +215,57 @@ Result<Ack> DecodeAck(std::span<const uint8_t> in) {
   a.committed = r.U8("committed") != 0;
   uint8_t reason = r.U8("reason");
   a.credits_returned = r.U32("credits_returned");
+  a.credit_bytes_returned = r.U64("credit_bytes_returned");
   a.transport_complete = r.U8("transport_complete") != 0;
   a.validated = r.U8("validated") != 0;
   a.message = r.Str("message");
   SY_RETURN_IF_ERROR(r.Finish());
-  if (reason > static_cast<uint8_t>(RejectReason::kMalformed)) {
+  if (reason > static_cast<uint8_t>(RejectReason::kCredit)) {
     return Status::InvalidArgument("peer protocol: ack has unknown reason");
   }
   a.reason = static_cast<RejectReason>(reason);
   return a;
 }
 
+namespace {
+
+constexpr size_t kUnversionedHelloBytes = 9;      // type, incarnation
+constexpr size_t kUnversionedHelloAckBytes = 37;  // type, 4 x u64, u32
+
+Status VersionMismatch(const char* what, uint32_t theirs) {
+  return Status::FailedPrecondition(std::string("peer protocol version mismatch: the ") + what +
+                                    " speaks v" + std::to_string(theirs) + ", this side speaks v" +
+                                    std::to_string(kProtocolVersion));
+}
+
+}  // namespace
+
+Result<uint32_t> HelloVersion(std::span<const uint8_t> in) {
+  uint8_t type = PeekType(in);
+  if (type == static_cast<uint8_t>(MsgType::kHello) && in.size() == kUnversionedHelloBytes) {
+    return 1u;
+  }
+  if (type == static_cast<uint8_t>(MsgType::kHelloAck) && in.size() == kUnversionedHelloAckBytes) {
+    return 1u;
+  }
+  if (in.size() < 5) return Status::InvalidArgument("peer protocol: hello too short for a version");
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(in[1 + i]) << (8 * i);
+  return v;
+}
+
 std::vector<uint8_t> Encode(const Hello& h) {
-  return Writer(MsgType::kHello).U64(h.sender_incarnation).Take();
+  return Writer(MsgType::kHello).U32(h.protocol_version).U64(h.sender_incarnation).Take();
 }
 Result<Hello> DecodeHello(std::span<const uint8_t> in) {
+  if (PeekType(in) != static_cast<uint8_t>(MsgType::kHello)) {
+    return Status::InvalidArgument("peer protocol: malformed hello (message type)");
+  }
+  SY_ASSIGN_OR_RETURN(uint32_t version, HelloVersion(in));
+  if (version != kProtocolVersion) return VersionMismatch("sender", version);
   Reader r(in, MsgType::kHello, "hello");
   Hello h;
+  h.protocol_version = r.U32("protocol_version");
   h.sender_incarnation = r.U64("sender_incarnation");
   SY_RETURN_IF_ERROR(r.Finish());
   return h;
@@ -236,17 +273,26 @@ Result<Hello> DecodeHello(std::span<const uint8_t> in) {
 
 std::vector<uint8_t> Encode(const HelloAck& h) {
   Writer w(MsgType::kHelloAck);
+  w.U32(h.protocol_version).Str(h.refused);
   w.U64(h.communicator_epoch).U64(h.model_epoch).U64(h.capacity_bytes);
-  w.U64(h.max_inflight_bytes).U32(h.max_inflight_transfers);
+  w.U64(h.max_inflight_bytes).U64(h.total_inflight_bytes).U32(h.max_inflight_transfers);
   return w.Take();
 }
 Result<HelloAck> DecodeHelloAck(std::span<const uint8_t> in) {
+  if (PeekType(in) != static_cast<uint8_t>(MsgType::kHelloAck)) {
+    return Status::InvalidArgument("peer protocol: malformed hello ack (message type)");
+  }
+  SY_ASSIGN_OR_RETURN(uint32_t version, HelloVersion(in));
+  if (version != kProtocolVersion) return VersionMismatch("worker", version);
   Reader r(in, MsgType::kHelloAck, "hello ack");
   HelloAck h;
+  h.protocol_version = r.U32("protocol_version");
+  h.refused = r.Str("refused");
   h.communicator_epoch = r.U64("communicator_epoch");
   h.model_epoch = r.U64("model_epoch");
   h.capacity_bytes = r.U64("capacity_bytes");
   h.max_inflight_bytes = r.U64("max_inflight_bytes");
+  h.total_inflight_bytes = r.U64("total_inflight_bytes");
   h.max_inflight_transfers = r.U32("max_inflight_transfers");
   SY_RETURN_IF_ERROR(r.Finish());
   return h;

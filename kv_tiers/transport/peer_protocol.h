@@ -1,14 +1,19 @@
 // Peer protocol: the messages that move KV blocks between a process and a peer's host
 // tier over a Transport, and the receiver-side checks of the commit rule.
 //
-// A put is: the sender holds per-destination credit (net_budget/credit.h) -> sends a
-// BlockHeader (kPutHeader) and then the block bytes (kPutData, same transfer id) -> the
-// receiver checks length, each block's checksum (XXH3-64), communicator epoch, model
-// epoch, owner and generation -> commits into its block table or rejects -> sends an Ack carrying
-// the outcome, a reason and the credit it returns -> only then may the sender free its copy
-// (docs/design.md invariants 1, 2, 7). A get is the mirror image (kGetRequest, then a
-// kGetReply header and kGetData bytes, validated by the requester).
-// Wire headers carry a traffic class and a flow key, never raw user request ids
+// A session opens with a Hello (carrying the protocol version the sender speaks) and the
+// worker's HelloAck (its version, epochs, capacity and the credit it grants: bytes per
+// sender and in total, transfers per sender); a version mismatch is refused on both sides
+// with FailedPrecondition naming both versions.
+// A put is: the sender holds per-destination credit (net_budget/credit.h, limits from the
+// HelloAck) -> sends a BlockHeader (kPutHeader) and then the block bytes (kPutData, same
+// transfer id) -> the receiver charges the header against its own credit ledger
+// (receiver_credit.h; refused as kCredit when over a limit) and checks length, each block's
+// checksum (XXH3-64), communicator epoch, model epoch, owner and generation -> commits into its
+// block table or rejects -> sends an Ack carrying the outcome, a reason and the credit it returns
+// -> only then may the sender free its copy (docs/design.md invariants 1, 2, 7). A get is the
+// mirror image (kGetRequest, then a kGetReply header and kGetData bytes, validated by the
+// requester). Wire headers carry a traffic class and a flow key, never raw user request ids
 // (invariant 8); the owner (workflow id, context id) is what the commit rule checks.
 //
 // Tags (64 bits): [63..56] message type, [55..32] the sender's id at the receiver (from
@@ -53,6 +58,11 @@ constexpr Tag kTypeMask = 0xffull << 56;
 constexpr Tag kFullMask = ~0ull;
 constexpr uint32_t kMaxControlBytes = 64 * 1024;
 constexpr uint32_t kMaxBlocksPerTransfer = 4096;
+// The peer protocol's version, sent in Hello and HelloAck. 1: the unversioned layout
+// before receiver-granted credit (no version field; recognised by its length). 2: Hello
+// and HelloAck carry the version, HelloAck the per-sender and total credit, Ack the
+// credit bytes returned, RejectReason kCredit.
+constexpr uint32_t kProtocolVersion = 2;
 
 Tag MakeTag(MsgType type, uint64_t sender_id, uint64_t transfer_id);
 MsgType TagType(Tag tag);
@@ -70,6 +80,7 @@ enum class RejectReason : uint8_t {
   kCapacity,         // receiver tier full
   kNotFound,         // get: block not present
   kMalformed,        // header failed to decode or is inconsistent
+  kCredit,           // put refused: over the receiver's per-sender or total credit
 };
 std::string_view RejectReasonName(RejectReason r);
 
@@ -112,7 +123,8 @@ struct Ack {
   uint64_t transfer_id = 0;
   bool committed = false;
   RejectReason reason = RejectReason::kNone;
-  uint32_t credits_returned = 0;
+  uint32_t credits_returned = 0;       // transfer slots returned (1 for a put)
+  uint64_t credit_bytes_returned = 0;  // bytes of credit returned (the put's length)
   // Receiver-side events (invariant 3), each recorded separately.
   bool transport_complete = false;
   bool validated = false;
@@ -120,14 +132,18 @@ struct Ack {
 };
 
 struct Hello {
+  uint32_t protocol_version = kProtocolVersion;
   uint64_t sender_incarnation = 0;
 };
 struct HelloAck {
+  uint32_t protocol_version = kProtocolVersion;
+  std::string refused;              // non-empty: the worker refused the session, and why
   uint64_t communicator_epoch = 0;  // the worker's incarnation; changes on restart
   uint64_t model_epoch = 0;
   uint64_t capacity_bytes = 0;
-  uint64_t max_inflight_bytes = 0;  // credit the worker grants each sender
-  uint32_t max_inflight_transfers = 0;
+  uint64_t max_inflight_bytes = 0;      // credit the worker grants each sender (bytes)
+  uint64_t total_inflight_bytes = 0;    // its incast limit: all senders together
+  uint32_t max_inflight_transfers = 0;  // puts in flight per sender
 };
 struct SetEpoch {
   uint64_t transfer_id = 0;
@@ -145,7 +161,9 @@ std::vector<uint8_t> Encode(const Hello& h);
 std::vector<uint8_t> Encode(const HelloAck& h);
 std::vector<uint8_t> Encode(const SetEpoch& e);
 std::vector<uint8_t> Encode(const ProbeHeader& p);
-// Decoders check the leading message-type byte.
+// Decoders check the leading message-type byte. DecodeHello and DecodeHelloAck return
+// FailedPrecondition naming both versions when the message speaks another protocol
+// version (HelloVersion tells which).
 Result<BlockHeader> DecodeBlockHeader(std::span<const uint8_t> in);
 Result<GetRequest> DecodeGetRequest(std::span<const uint8_t> in);
 Result<Ack> DecodeAck(std::span<const uint8_t> in);
@@ -155,6 +173,10 @@ Result<SetEpoch> DecodeSetEpoch(std::span<const uint8_t> in);
 Result<ProbeHeader> DecodeProbeHeader(std::span<const uint8_t> in);
 // The type byte of an encoded message (0 when empty).
 uint8_t PeekType(std::span<const uint8_t> in);
+// The protocol version of an encoded Hello or HelloAck: the field after the type byte, or
+// 1 for the unversioned layouts (a 9-byte Hello, a 37-byte HelloAck). InvalidArgument when
+// too short to tell.
+Result<uint32_t> HelloVersion(std::span<const uint8_t> in);
 
 // XXH3-64 (seed 0) over the descriptors' bytes in order (host memory): a block's
 // checksum on the wire, equal to kv_tiers::BlockChecksum of the same bytes.

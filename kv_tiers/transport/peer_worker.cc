@@ -1,5 +1,6 @@
 #include "kv_tiers/transport/peer_worker.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -23,7 +24,9 @@ struct PendingPut {
   PeerId sender = 0;
   SharedBuffer buffer;                       // declared before `recv`: outlives the receive
   RejectReason early = RejectReason::kNone;  // rejected at header time: data discarded
+  std::string early_message;                 // why (a credit refusal names the limit)
   bool reserved = false;
+  bool charged = false;  // header.length charged to the sender's receiver credit
   TransferHandle recv;
 };
 
@@ -159,10 +162,21 @@ struct PeerWorker::Impl {
   std::shared_ptr<BufferPool> pool;
   mutable std::mutex stats_mu;
   WorkerStats stats;
+  std::unique_ptr<ReceiverCredit> credit;
 };
+
+namespace {
+
+ReceiverCreditLimits CreditLimitsOf(const WorkerOptions& o) {
+  return {std::min(o.max_inflight_bytes, o.total_inflight_bytes), o.total_inflight_bytes,
+          o.max_inflight_transfers};
+}
+
+}  // namespace
 
 PeerWorker::PeerWorker(const WorkerOptions& options, uint64_t epoch)
     : options_(options), store_(options.capacity_bytes, epoch), impl_(std::make_unique<Impl>()) {
+  impl_->credit = std::make_unique<ReceiverCredit>(CreditLimitsOf(options));
   // Keep up to the credit granted to one sender: what may be in flight at once.
   impl_->pool = std::make_shared<BufferPool>(options.max_inflight_bytes);
 }
@@ -175,6 +189,11 @@ PeerWorker::~PeerWorker() {
 
 Result<std::unique_ptr<PeerWorker>> PeerWorker::Start(const WorkerOptions& options) {
   if (options.capacity_bytes == 0) return Status::InvalidArgument("worker: capacity must be > 0");
+  if (options.max_inflight_bytes == 0 || options.total_inflight_bytes == 0 ||
+      options.max_inflight_transfers == 0) {
+    return Status::InvalidArgument(
+        "worker: credit per sender, credit total and transfers per sender must be > 0");
+  }
   std::unique_ptr<PeerWorker> w(new PeerWorker(options, RandomEpoch()));
   SY_ASSIGN_OR_RETURN(w->transport_, TransportRegistry::Global().Create(options.transport,
                                                                         options.transport_config));
@@ -187,9 +206,18 @@ Result<std::unique_ptr<PeerWorker>> PeerWorker::Start(const WorkerOptions& optio
 }
 
 WorkerStats PeerWorker::stats() const {
+  ReceiverCreditState c = impl_->credit->State();
   std::lock_guard<std::mutex> lock(impl_->stats_mu);
-  return impl_->stats;
+  WorkerStats s = impl_->stats;
+  s.puts_refused_credit = c.refused;
+  s.credit_in_use_bytes = c.in_use_bytes;
+  s.max_credit_in_use_bytes = c.max_in_use_bytes;
+  s.max_sender_credit_in_use_bytes = c.max_sender_in_use_bytes;
+  s.max_sender_credit_in_use_transfers = c.max_sender_in_use_transfers;
+  return s;
 }
+
+const ReceiverCreditLimits& PeerWorker::credit_limits() const { return impl_->credit->limits(); }
 
 namespace {
 
@@ -224,12 +252,13 @@ struct Loop {
   }
 
   void SendAck(PeerId to, uint64_t xfer, RejectReason reason, bool transport_ok, bool validated,
-               const std::string& message = "") {
+               const std::string& message = "", uint64_t credit_bytes = 0) {
     Ack a;
     a.transfer_id = xfer;
     a.committed = reason == RejectReason::kNone && validated;
     a.reason = reason;
     a.credits_returned = 1;
+    a.credit_bytes_returned = credit_bytes;
     a.transport_complete = transport_ok;
     a.validated = validated;
     a.message = message;
@@ -245,14 +274,25 @@ struct Loop {
   }
 
   void OnHello(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {
-    if (!DecodeHello(msg).ok()) return;
+    auto version = HelloVersion(msg);
     HelloAck a;
+    if (version.ok() && *version != kProtocolVersion) {  // say so, naming both versions
+      a.refused = "peer protocol version mismatch: the sender speaks v" + std::to_string(*version) +
+                  ", the worker speaks v" + std::to_string(kProtocolVersion);
+      Log(LogLevel::kWarn, "worker: hello refused",
+          LogKeys{}.With("peer", std::to_string(from)).With("error", a.refused));
+      Send(from, MsgType::kHelloAck, xfer, Encode(a));
+      return;
+    }
+    if (!DecodeHello(msg).ok()) return;  // malformed: nobody to answer
+    const ReceiverCreditLimits& credit = impl->credit->limits();
+    a.max_inflight_bytes = credit.per_sender_bytes;
+    a.total_inflight_bytes = credit.total_bytes;
+    a.max_inflight_transfers = credit.per_sender_transfers;
     auto lock = LockStore();
     a.communicator_epoch = store->communicator_epoch();
     a.model_epoch = store->model_epoch();
     a.capacity_bytes = store->capacity_bytes();
-    a.max_inflight_bytes = options->max_inflight_bytes;
-    a.max_inflight_transfers = options->max_inflight_transfers;
     Send(from, MsgType::kHelloAck, xfer, Encode(a));
   }
 
@@ -262,8 +302,12 @@ struct Loop {
     auto h = DecodeBlockHeader(msg);
     if (h.ok()) {
       p.header = std::move(*h);
+      // Receiver credit first (invariant 7): a put over a limit is refused before anything
+      // of it is staged.
+      p.early = impl->credit->Charge(from, p.header.length, &p.early_message);
+      p.charged = p.early == RejectReason::kNone;
       auto lock = LockStore();
-      p.early = store->CheckIdentity(p.header);
+      if (p.early == RejectReason::kNone) p.early = store->CheckIdentity(p.header);
       if (p.early == RejectReason::kNone) {
         p.reserved = store->Reserve(p.header.length);
         if (!p.reserved) p.early = RejectReason::kCapacity;
@@ -280,12 +324,23 @@ struct Loop {
     impl->puts.push_back(std::move(p));
   }
 
+  // Returns the put's receiver credit (committed, rejected or cancelled): the bytes
+  // returned, for the ack.
+  uint64_t ReturnCredit(PendingPut& p) {
+    if (!p.charged) return 0;
+    p.charged = false;
+    impl->credit->Return(p.sender, p.header.length);
+    return p.header.length;
+  }
+
   void FinishPut(PendingPut& p) {
     Status s = p.recv.wait();
+    if (options->finish_delay.count() > 0) std::this_thread::sleep_for(options->finish_delay);
     uint64_t xfer = p.header.transfer_id;
     if (s.IsCancelled()) {  // the sender failed: nobody to ack
       auto lock = LockStore();
       if (p.reserved) store->Unreserve(p.header.length);
+      ReturnCredit(p);
       Count(&WorkerStats::cancelled);
       return;
     }
@@ -317,7 +372,10 @@ struct Loop {
         .With("reason", std::string(RejectReasonName(reason)))
         .With("bytes", std::to_string(p.recv.bytes()));
     Log(LogLevel::kDebug, "worker: put", keys);
-    SendAck(p.sender, xfer, reason, s.ok() || p.early != RejectReason::kNone, validated);
+    // Credit back before the ack leaves: the sender frees its lease on the ack.
+    uint64_t returned = ReturnCredit(p);
+    SendAck(p.sender, xfer, reason, s.ok() || p.early != RejectReason::kNone, validated,
+            p.early_message, returned);
   }
 
   void OnGet(PeerId from, uint64_t xfer, std::span<const uint8_t> msg) {

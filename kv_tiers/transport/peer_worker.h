@@ -1,13 +1,16 @@
 // PeerWorker: a process-local host tier that serves peers over a Transport — the engine
 // of `switchyard worker --listen HOST:PORT`.
 //
-// It listens, answers each sender's hello with its communicator epoch (a fresh random
-// value per incarnation, so a restarted worker is recognised and what was in flight to
-// the old one is invalid), the model epoch and the credit it grants, then serves puts
-// (receive into staging, validate, commit into its PeerStore, ack with the returned
-// credit), gets (validated lookup, reply header, then the bytes with the source pinned
-// until the send completes), model-epoch changes and calibration probes. Transfers from a
-// sender whose connection failed are cancelled and their reservations released.
+// It listens, answers each sender's hello with its protocol version, communicator epoch
+// (a fresh random value per incarnation, so a restarted worker is recognised and what was
+// in flight to the old one is invalid), the model epoch and the credit it grants (bytes
+// per sender, bytes in total, puts per sender; a hello of another protocol version is
+// answered with a refusal naming both versions), then serves puts (charge the header
+// against its ReceiverCredit — refused with reason `credit` and the data discarded when
+// over a limit —, receive into staging, validate, commit into its PeerStore, return the
+// credit, ack with the credit returned), gets (validated lookup, reply header, then the bytes with
+// the source pinned until the send completes), model-epoch changes and calibration probes.
+// Transfers from a sender whose connection failed are cancelled and their reservations released.
 //
 // Ownership: the worker owns its transport and store. Thread-safety: Run() drives the
 // transport; large puts are hashed, committed and acked on a verifier thread that Run()
@@ -17,12 +20,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "kv_tiers/transport/peer_store.h"
+#include "kv_tiers/transport/receiver_credit.h"
 #include "kv_tiers/transport/transport.h"
 
 namespace switchyard::kv_tiers::transport {
@@ -32,7 +37,15 @@ struct WorkerOptions {
   uint64_t capacity_bytes = 1ull << 30;
   std::string transport = "ucx";
   TransportConfig transport_config;
-  uint64_t max_inflight_bytes = 512ull << 20;  // credit granted to each sender
+  // Receiver-granted credit (docs/design.md invariant 7), advertised in the hello ack and
+  // enforced on every put header: bytes accepted and not yet committed or rejected, per
+  // sender (`switchyard worker --credit-per-sender`) and over all senders together (the
+  // incast limit, `--credit-total`), and puts in flight per sender. A put over a limit is
+  // refused (reason `credit`), never buffered. The per-sender figure advertised is
+  // min(max_inflight_bytes, total_inflight_bytes). Defaults: 512 MiB per sender, 2 GiB in
+  // total (four senders at full credit), 64 puts per sender.
+  uint64_t max_inflight_bytes = 512ull << 20;
+  uint64_t total_inflight_bytes = 2ull << 30;
   uint32_t max_inflight_transfers = 64;
   // Puts of at least this many bytes are hashed, committed and acked on a verifier
   // thread, overlapping the next put's receive on the loop; smaller ones are finished on
@@ -44,6 +57,9 @@ struct WorkerOptions {
   // and the sender compete with a third busy thread) but speeds 64 MiB ones up by ~20 %
   // (an inline hash of 64 MiB stalls the socket for milliseconds).
   std::optional<uint64_t> verify_offload_bytes;
+  // Waited on the thread that finishes each put, before its checksum and commit: emulates
+  // a receiver slower than its senders (tests and benchmarks of credit under incast).
+  std::chrono::microseconds finish_delay{0};
 };
 
 constexpr uint64_t kVerifyOffloadNoSockets = 256ull << 10;
@@ -57,6 +73,14 @@ struct WorkerStats {
   uint64_t probes = 0;
   uint64_t cancelled = 0;       // transfers dropped because their sender failed
   uint64_t puts_offloaded = 0;  // puts finished on the verifier thread
+  // Receiver credit (ReceiverCreditState): puts refused for credit, bytes accepted and not
+  // yet committed or rejected now, and the highest such figures seen, in total and for any
+  // one sender.
+  uint64_t puts_refused_credit = 0;
+  uint64_t credit_in_use_bytes = 0;
+  uint64_t max_credit_in_use_bytes = 0;
+  uint64_t max_sender_credit_in_use_bytes = 0;
+  uint32_t max_sender_credit_in_use_transfers = 0;
 };
 
 class PeerWorker {
@@ -69,6 +93,8 @@ class PeerWorker {
   uint64_t communicator_epoch() const { return store_.communicator_epoch(); }
   // The verifier threshold in effect (WorkerOptions::verify_offload_bytes resolved).
   uint64_t verify_offload_bytes() const { return *options_.verify_offload_bytes; }
+  // The credit limits advertised in the hello ack and enforced on puts.
+  const ReceiverCreditLimits& credit_limits() const;
 
   // Serves until Stop() is called.
   void Run();

@@ -11,6 +11,7 @@ Status FromReject(RejectReason reason, const std::string& what, const std::strin
   if (!message.empty()) msg += " (" + message + ")";
   switch (reason) {
     case RejectReason::kCapacity:
+    case RejectReason::kCredit:  // over the worker's credit: retryable once it returns
       return Status::ResourceExhausted(msg);
     case RejectReason::kStaleCommEpoch:
       return Status::Unavailable(msg + "; the worker restarted", ErrorScope::kPeer);

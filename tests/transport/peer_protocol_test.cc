@@ -72,18 +72,71 @@ TEST(PeerProtocolTest, WrongTypeAndHugeCountsAreRejected) {
   EXPECT_NE(d.status().message().find("blocks"), std::string::npos);
 }
 
+// Hello and HelloAck of another version are refused naming both versions; the
+// unversioned layout of version 1 (no version field) is recognised by its length.
+TEST(PeerProtocolTest, HelloOfAnotherVersionIsRefusedNamingBoth) {
+  auto other = DecodeHello(Encode(Hello{kProtocolVersion + 1, 7}));
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(other.status().IsFailedPrecondition()) << other.status();
+  const std::string mine = "v" + std::to_string(kProtocolVersion);
+  const std::string theirs = "v" + std::to_string(kProtocolVersion + 1);
+  EXPECT_NE(other.status().message().find("sender speaks " + theirs), std::string::npos)
+      << other.status();
+  EXPECT_NE(other.status().message().find("this side speaks " + mine), std::string::npos);
+
+  std::vector<uint8_t> legacy_hello(9, 0);  // type + u64 incarnation, no version
+  legacy_hello[0] = static_cast<uint8_t>(MsgType::kHello);
+  EXPECT_EQ(HelloVersion(legacy_hello).value(), 1u);
+  auto old = DecodeHello(legacy_hello);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("sender speaks v1"), std::string::npos) << old.status();
+
+  std::vector<uint8_t> legacy_ack(37, 0);  // type + 4 x u64 + u32, no version
+  legacy_ack[0] = static_cast<uint8_t>(MsgType::kHelloAck);
+  auto old_ack = DecodeHelloAck(legacy_ack);
+  ASSERT_FALSE(old_ack.ok());
+  EXPECT_TRUE(old_ack.status().IsFailedPrecondition());
+  EXPECT_NE(old_ack.status().message().find("worker speaks v1"), std::string::npos)
+      << old_ack.status();
+  HelloAck newer;
+  newer.protocol_version = kProtocolVersion + 1;
+  auto newer_ack = DecodeHelloAck(Encode(newer));
+  ASSERT_FALSE(newer_ack.ok());
+  EXPECT_NE(newer_ack.status().message().find("worker speaks " + theirs), std::string::npos);
+  EXPECT_FALSE(HelloVersion(std::vector<uint8_t>{0x81, 2}).ok());  // too short to tell
+}
+
 TEST(PeerProtocolTest, SmallMessagesRoundTrip) {
-  Ack a{5, true, RejectReason::kNone, 1, true, true, "ok"};
+  Ack a{5, true, RejectReason::kNone, 1, 3 << 20, true, true, "ok"};
   auto ad = DecodeAck(Encode(a));
   ASSERT_TRUE(ad.ok());
   EXPECT_TRUE(ad->committed && ad->validated && ad->transport_complete);
   EXPECT_EQ(ad->credits_returned, 1u);
+  EXPECT_EQ(ad->credit_bytes_returned, 3u << 20);
   EXPECT_EQ(ad->message, "ok");
-  HelloAck h{11, 2, 1 << 20, 1 << 19, 8};
+  a.reason = RejectReason::kCredit;
+  auto refused = DecodeAck(Encode(a));
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->reason, RejectReason::kCredit);
+  EXPECT_EQ(RejectReasonName(refused->reason), "credit");
+  HelloAck h;
+  h.communicator_epoch = 11;
+  h.model_epoch = 2;
+  h.capacity_bytes = 1 << 20;
+  h.max_inflight_bytes = 1 << 19;
+  h.total_inflight_bytes = 3 << 19;
+  h.max_inflight_transfers = 8;
   auto hd = DecodeHelloAck(Encode(h));
-  ASSERT_TRUE(hd.ok());
+  ASSERT_TRUE(hd.ok()) << hd.status();
+  EXPECT_EQ(hd->protocol_version, kProtocolVersion);
+  EXPECT_TRUE(hd->refused.empty());
   EXPECT_EQ(hd->communicator_epoch, 11u);
+  EXPECT_EQ(hd->max_inflight_bytes, 1u << 19);
+  EXPECT_EQ(hd->total_inflight_bytes, 3u << 19);
   EXPECT_EQ(hd->max_inflight_transfers, 8u);
+  auto hello = DecodeHello(Encode(Hello{kProtocolVersion, 42}));
+  ASSERT_TRUE(hello.ok()) << hello.status();
+  EXPECT_EQ(hello->sender_incarnation, 42u);
   GetRequest g;
   g.transfer_id = 3;
   g.workflow_id = "w";
