@@ -1,0 +1,171 @@
+// EtcdProcess: a real single-member etcd on loopback for the cluster tests: a temporary
+// data dir, free client and peer ports, started with posix_spawn and waited for until
+// /v3/kv/range answers; killed (SIGKILL) and its directory removed by Kill() or the
+// destructor. EtcdUnavailableReason() says why the tests cannot run (no binary); the
+// tests skip then, unless SY_REQUIRE_ETCD is set, when they fail.
+//
+// Thread-safety: one owner thread.
+#pragma once
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/etcd_client.h"
+
+extern char** environ;
+
+namespace switchyard::cluster::testing {
+
+// $SY_ETCD_BIN, else `etcd` on PATH; "" when none.
+inline std::string FindEtcdBinary() {
+  if (const char* env = std::getenv("SY_ETCD_BIN"); env && *env) return env;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= dirs.size()) {
+    size_t colon = dirs.find(':', pos);
+    if (colon == std::string::npos) colon = dirs.size();
+    std::string candidate = dirs.substr(pos, colon - pos) + "/etcd";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    pos = colon + 1;
+  }
+  return "";
+}
+
+inline bool EtcdRequired() {
+  const char* v = std::getenv("SY_REQUIRE_ETCD");
+  return v && *v && std::string(v) != "0";
+}
+
+// A loopback port nobody listens on right now (etcd binds it a moment later).
+inline int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+class EtcdProcess {
+ public:
+  EtcdProcess() = default;
+  EtcdProcess(const EtcdProcess&) = delete;
+  EtcdProcess& operator=(const EtcdProcess&) = delete;
+  ~EtcdProcess() {
+    Kill();
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+
+  // Starts etcd (up to three tries, fresh ports each: another process may take a port
+  // between FreePort and etcd's bind). Returns "" on success, else what went wrong.
+  std::string Start() {
+    std::string binary = FindEtcdBinary();
+    if (binary.empty()) return "no etcd binary on PATH (Debian: apt-get install etcd-server)";
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sy-etcd-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return "mkdtemp failed";
+    dir_ = tmpl;
+    std::string last;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      last = TryStart(binary, attempt);
+      if (last.empty()) return "";
+      Kill();
+    }
+    return last;
+  }
+
+  // SIGKILL and reap; the data dir stays until destruction.
+  void Kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  const std::string& url() const { return url_; }
+  std::string log_path() const { return (std::filesystem::path(dir_) / "etcd.log").string(); }
+
+ private:
+  std::string TryStart(const std::string& binary, int attempt) {
+    int client = FreePort(), peer = FreePort();
+    if (client == 0 || peer == 0 || client == peer) return "no free loopback port";
+    url_ = "http://127.0.0.1:" + std::to_string(client);
+    std::string peer_url = "http://127.0.0.1:" + std::to_string(peer);
+    std::string data = (std::filesystem::path(dir_) / ("data" + std::to_string(attempt))).string();
+    std::vector<std::string> args = {binary,
+                                     "--name=sy-test",
+                                     "--data-dir=" + data,
+                                     "--listen-client-urls=" + url_,
+                                     "--advertise-client-urls=" + url_,
+                                     "--listen-peer-urls=" + peer_url,
+                                     "--initial-advertise-peer-urls=" + peer_url,
+                                     "--initial-cluster=sy-test=" + peer_url,
+                                     "--initial-cluster-state=new"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      pid_ = -1;
+      return "posix_spawn " + binary + " failed: " + std::to_string(rc);
+    }
+    auto etcd = EtcdClient::Create(url_, EtcdOptions{std::chrono::milliseconds(1000)});
+    if (!etcd.ok()) return etcd.status().ToString();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return "etcd exited during startup (see " + log_path() + ")";
+      }
+      if ((*etcd)->Range("/sy-test-probe").ok()) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return "etcd did not answer within 60 s (see " + log_path() + ")";
+  }
+
+  std::string dir_;
+  std::string url_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace switchyard::cluster::testing
+
+// In a test's SetUp: skips (or fails under SY_REQUIRE_ETCD) when `why` is non-empty.
+#define SY_REQUIRE_ETCD_OR_SKIP(why)                                                      \
+  do {                                                                                    \
+    if (!(why).empty()) {                                                                 \
+      if (::switchyard::cluster::testing::EtcdRequired()) {                               \
+        FAIL() << "SY_REQUIRE_ETCD is set but etcd cannot run: " << (why);                \
+      }                                                                                   \
+      GTEST_SKIP() << "etcd cannot run: " << (why) << " (set SY_REQUIRE_ETCD=1 to fail)"; \
+    }                                                                                     \
+  } while (0)
