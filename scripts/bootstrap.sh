@@ -7,9 +7,10 @@
 # Usage: scripts/bootstrap.sh [--with-browser]   (--with-browser, or SY_WITH_BROWSER=1 in
 # the environment, adds Debian's chromium: the dashboard test runs it headless, and skips
 # without it)
-# Debian's prometheus is installed for its promtool only: its postinst would start (and,
-# under systemd, enable) the daemon, so the install runs behind a policy-rc.d that forbids
-# starting services, and under systemd the unit is stopped and disabled after it.
+# Debian's prometheus is installed for its promtool only, and etcd-server for the cluster
+# tests, which start their own etcd on loopback: their postinsts would start (and, under
+# systemd, enable) the daemons, so the install runs behind a policy-rc.d that forbids
+# starting services, and under systemd the units are stopped and disabled after it.
 set -euo pipefail
 
 PACKAGES=(
@@ -31,6 +32,7 @@ PACKAGES=(
   iproute2                              # network-namespace integration tests
   python3                               # Python client and its tests
   prometheus                            # promtool: the /metrics test checks the scrape
+  etcd-server etcd-client               # membership across hosts: tests start a real etcd
 )
 # The Node SDK test (tests/node/): Debian's nodejs and npm, where none is on PATH already.
 command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
@@ -60,8 +62,8 @@ else
   if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
   echo "bootstrap: installing ${missing[*]}"
   $SUDO apt-get update -qq
-  # No service may start from a postinst (prometheus): a temporary policy-rc.d says so to
-  # invoke-rc.d and deb-systemd-invoke, unless the machine has its own already.
+  # No service may start from a postinst (prometheus, etcd-server): a temporary policy-rc.d
+  # says so to invoke-rc.d and deb-systemd-invoke, unless the machine has its own already.
   policy=/usr/sbin/policy-rc.d
   own_policy=0
   if [[ ! -e $policy ]]; then
@@ -79,6 +81,9 @@ else
   fi
   if [[ " ${missing[*]} " == *" prometheus "* && -d /run/systemd/system ]]; then
     $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+  if [[ " ${missing[*]} " == *" etcd-server "* && -d /run/systemd/system ]]; then
+    $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
   fi
   echo "bootstrap: done"
 fi

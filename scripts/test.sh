@@ -15,6 +15,8 @@ START=$(date +%s)
 scripts/bootstrap.sh --with-browser
 # The bootstrap installed promtool: the /metrics promtool check must run, never skip.
 export SY_REQUIRE_PROMTOOL=1
+# ... and etcd: the cluster tests (tests/cluster/) must start it, never skip.
+export SY_REQUIRE_ETCD=1
 
 step() { echo; echo "=== $* ($(( $(date +%s) - START ))s)"; }
 
