@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <future>
+#include <random>
 
 #include "api/dashboard.h"
 #include "api/fast_json.h"
 #include "api/scheduler_driver_metrics.h"
 #include "api/service_metrics.h"
+#include "base/ids.h"
 #include "base/logging.h"
 #include "proto/json.h"
 
@@ -91,7 +93,21 @@ const char* RouteName(const std::string& action) {
   if (action == "/nodes") return "/v1/workflows/{id}/nodes";
   if (action == "/events") return "/v1/workflows/{id}/events";
   if (action == ":close") return "/v1/workflows/{id}:close";
+  if (action == "/timeline") return "/v1/workflows/{id}/timeline";
   return "/v1/workflows/{id}/other";
+}
+
+// The request's id: the client's x-request-id when it is a safe token, else a new one.
+std::string RequestIdOf(const HttpRequest& req) {
+  std::string id = req.Header("x-request-id");
+  bool safe = !id.empty() && id.size() <= 128 &&
+              id.find_first_not_of(
+                  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                  "0123456789._:-") == std::string::npos;
+  if (safe) return id;
+  static const uint64_t base = std::random_device{}() * 0x9E3779B97F4A7C15ULL;
+  static std::atomic<uint64_t> next{0};
+  return "req_" + HexId(base + next.fetch_add(1, std::memory_order_relaxed));
 }
 
 }  // namespace
@@ -144,6 +160,8 @@ void HttpApi::HandleAsync(const HttpRequest& req, Respond respond) {
   auto call = std::make_shared<Call>();
   call->start = std::chrono::steady_clock::now();
   call->respond = std::move(respond);
+  call->request_id = RequestIdOf(req);
+  call->method = req.method;
   // Counted until answered: requests waiting for their group commit hold a slot.
   if (inflight_.fetch_add(1, std::memory_order_relaxed) >= options_.max_inflight) {
     HttpResponse r = ErrorFor(req.path(), 503, "Unavailable", "server overloaded; retry later");
@@ -162,6 +180,16 @@ void HttpApi::Finish(const CallPtr& call, HttpResponse resp) {
   metrics_.Inc("switchyard_http_requests_total",
                route_label + ",code=\"" + std::to_string(resp.status) + "\"");
   metrics_.Observe("switchyard_http_request_seconds", route_label, secs);
+  resp.headers["x-request-id"] = call->request_id;
+  if (LogEnabled(LogLevel::kDebug)) {
+    LogKeys keys;
+    keys.request_id = call->request_id;
+    keys.With("method", call->method)
+        .With("route", call->route)
+        .With("status", std::to_string(resp.status))
+        .With("latency_us", std::to_string(static_cast<int64_t>(secs * 1e6)));
+    Log(LogLevel::kDebug, "http request", keys);
+  }
   Respond respond = std::move(call->respond);
   respond(std::move(resp));
 }
@@ -288,16 +316,20 @@ void HttpApi::Workflows(const HttpRequest& req, const Principal& who, const Call
       Finish(call, st.ok() ? Json(200, *st) : ErrorOf(st.status()));
     });
   }
+  if (action == "/timeline" && req.method == "GET") {
+    auto t = service_->Timeline(who.tenant, id);
+    return Finish(call, t.ok() ? Json(200, *t) : ErrorOf(t.status()));
+  }
   if (action.empty() && req.method == "DELETE") return Mutation(req, who, id, "cancel", call);
   if (req.method == "POST" && (action == "/nodes" || action == "/events" || action == ":close")) {
     return Mutation(req, who, id, action, call);
   }
-  Finish(call,
-         JsonError(action.empty() || action == "/nodes" || action == "/events" || action == ":close"
-                       ? 405
-                       : 404,
-                   action.empty() ? "MethodNotAllowed" : "NotFound",
-                   "no " + req.method + " on " + std::string(path)));
+  Finish(call, JsonError(action.empty() || action == "/nodes" || action == "/events" ||
+                                 action == ":close" || action == "/timeline"
+                             ? 405
+                             : 404,
+                         action.empty() ? "MethodNotAllowed" : "NotFound",
+                         "no " + req.method + " on " + std::string(path)));
 }
 
 void HttpApi::Mutation(const HttpRequest& req, const Principal& who, const std::string& id,

@@ -15,6 +15,9 @@
 //     a different request gets 409;
 //   - errors as {"code","message","details"}: 400 naming the bad field, 401, 403, 404,
 //     409, 413, 429, 503.
+//   - request ids: every answer carries x-request-id (the client's when it is 1-128 of
+//     [A-Za-z0-9._:-], else "req_" + 16 hex digits made here); each request is logged at
+//     debug level with it, its route, status and latency.
 // Request bodies and tokens are never logged.
 //
 // HandleAsync() answers reads inline and mutations once durable (from the store's
@@ -67,6 +70,10 @@ class HttpApi {
     std::chrono::steady_clock::time_point start;
     const char* route = "other";
     Respond respond;
+    // The client's x-request-id when it is a safe token, else one made here; returned in
+    // the answer's x-request-id header and logged with the request (invariant 8).
+    std::string request_id;
+    std::string method;
   };
   using CallPtr = std::shared_ptr<Call>;
   void Finish(const CallPtr& call, HttpResponse resp);

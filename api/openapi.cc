@@ -31,6 +31,24 @@ const std::string& OpenApiDocument() {
                                   "nodeId": {"type": "string"}, "context": {"type": "string"}, "src": {"type": "string"}, "dst": {"type": "string"},
                                   "bytes": {"type": "string", "format": "uint64"}, "trafficClass": {"type": "string"}, "worker": {"type": "integer"},
                                   "reason": {"type": "string"}, "line": {"type": "string"}}},
+      "WorkflowTimeline": {"type": "object", "description": "switchyard.v1.WorkflowTimeline: node events with times (submitted, ready, admitted, placed, started, first_token, finished, failed, preempted, retry, tool_started, tool_finished, tool_failed) and the transfers the decisions caused, each with its four events in order (transport_completed, validated, committed, consumed) or the failed/cancelled event that ended it; times in microseconds since the Unix epoch",
+                           "properties": {"workflowId": {"type": "string"},
+                                          "nodeEvents": {"type": "array", "items": {"type": "object", "properties": {
+                                            "timeUs": {"type": "string", "format": "int64"}, "nodeId": {"type": "string"}, "event": {"type": "string"},
+                                            "worker": {"type": "integer"}, "detail": {"type": "string"}}}},
+                                          "transfers": {"type": "array", "items": {"type": "object", "properties": {
+                                            "transferId": {"type": "string", "format": "uint64", "description": "the decision's transferId"},
+                                            "kind": {"type": "string", "enum": ["demote", "prefetch"]}, "nodeId": {"type": "string"}, "context": {"type": "string"},
+                                            "decidedUs": {"type": "string", "format": "int64"}, "trafficClass": {"type": "string"},
+                                            "links": {"type": "array", "items": {"type": "string"}}, "bytes": {"type": "string", "format": "uint64"},
+                                            "srcTier": {"type": "string"}, "srcWorker": {"type": "integer"}, "dstTier": {"type": "string"}, "dstWorker": {"type": "integer"},
+                                            "events": {"type": "array", "items": {"type": "object", "properties": {
+                                              "event": {"type": "string", "enum": ["transport_completed", "validated", "committed", "consumed", "failed", "cancelled"]},
+                                              "timeUs": {"type": "string", "format": "int64"}, "detail": {"type": "string"}}}},
+                                            "outcome": {"type": "string", "enum": ["in_flight", "committed", "consumed", "failed", "cancelled"]},
+                                            "blocks": {"type": "integer"}, "movedBytes": {"type": "string", "format": "uint64"}}}},
+                                          "nodeEventsDropped": {"type": "string", "format": "uint64"}, "transfersDropped": {"type": "string", "format": "uint64"},
+                                          "archived": {"type": "boolean"}}},
       "ClusterState": {"type": "object", "description": "switchyard.v1.ClusterState: workflow counts, workers, model executor, kv mover, tiers with occupancy (tiers), links with budgets by traffic class (links), decisionsByKind, bytesMovedByTier; tenants with the admin token",
                        "properties": {"workflows": {"type": "object"}, "tiers": {"type": "array", "items": {"type": "object"}},
                                       "links": {"type": "array", "items": {"type": "object"}}, "decisionsByKind": {"type": "object"},
@@ -94,6 +112,12 @@ const std::string& OpenApiDocument() {
                             "default": {"$ref": "#/components/responses/Error"}}},
       "delete": {"summary": "cancel", "parameters": [{"$ref": "#/components/parameters/idem"}, {"name": "reason", "in": "query", "schema": {"type": "string"}}],
                  "responses": {"200": {"description": "accepted"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/workflows/{id}/timeline": {
+      "parameters": [{"$ref": "#/components/parameters/id"}],
+      "get": {"summary": "the workflow's node events over time and the KV transfers its decisions caused, with their four events (kept while the workflow is in memory; archived: empty with archived: true)",
+              "responses": {"200": {"description": "WorkflowTimeline", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WorkflowTimeline"}}}},
+                            "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/workflows/{id}/nodes": {
       "parameters": [{"$ref": "#/components/parameters/id"}],

@@ -464,8 +464,9 @@ void SchedulerDriver::OnStep(const executors::StepReport& r) {
     if (slash == std::string::npos) continue;
     std::lock_guard<std::mutex> lock(mu_);
     auto wf = wfs_.find(p.key.substr(0, slash));
-    if (wf != wfs_.end())
-      wf->second.first_token_ms.emplace(p.key.substr(slash + 1), r.end.millis());
+    if (wf != wfs_.end() &&
+        wf->second.first_token_ms.emplace(p.key.substr(slash + 1), r.end.millis()).second)
+      wf->second.timeline.OnFirstToken(p.key.substr(slash + 1), r.end);
   }
   if (watchers_.empty()) return;
   for (const executors::SeqProgress& p : r.seqs) {
@@ -696,6 +697,7 @@ void SchedulerDriver::Record(const Command& c, Time now, std::vector<v1::Decisio
   d.set_worker(c.worker);
   d.set_reason(c.reason);
   d.set_line(scheduler::ToString(c));
+  NoteDecision(c, d, now);
   WfView& w = wfs_[c.workflow_id];
   if (emitted) emitted->push_back(d);
   w.decisions.push_back(std::move(d));
@@ -734,6 +736,7 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++events_;
+    NoteEvent(e, now);
     auto add_contexts = [&](const std::string& wf, const v1::ProgramNode& n) {
       for (const v1::CacheRef& r : n.cache_refs())
         wfs_[wf].contexts.insert(scheduler::ContextKey(wf, r.context()));
@@ -752,6 +755,7 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
         if (e.kind == EventKind::kTransferCompleted)
           bytes_moved_by_tier_[scheduler::TierName(x->second.dst.tier)] += x->second.bytes;
         touched.push_back(x->second.wf);
+        EndTransfer(e, x->second, now);
         xfers_.erase(x);
       }
       metrics_.OnTransferEnded(e.transfer_id, x->second.links, x->second.cls, x->second.bytes,

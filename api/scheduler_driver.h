@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "api/scheduler_driver_metrics.h"
+#include "api/timeline_recorder.h"
 #include "base/result.h"
 #include "base/time.h"
 #include "executors/engine.h"
@@ -207,6 +208,9 @@ class SchedulerDriver {
 
   // Adds KV placement and decisions of a workflow to its status.
   void Fill(const std::string& workflow_id, v1::WorkflowStatus* status) const;
+  // The workflow's timeline: node events and the transfers its decisions caused
+  // (timeline_recorder.h). False when the mirror does not hold the workflow.
+  bool FillTimeline(const std::string& workflow_id, v1::WorkflowTimeline* out) const;
   void FillCluster(v1::ClusterState* cluster) const;
   // Runs `fn` on the loop and waits for it (tests; never call from a callback).
   void Sync(std::function<void()> fn = {});
@@ -276,6 +280,7 @@ class SchedulerDriver {
     std::map<std::string, int64_t> first_token_ms;  // by node
     std::deque<v1::Decision> decisions;
     uint64_t dropped = 0;
+    TimelineRecorder timeline;
   };
   struct XferView {
     std::string ctx, wf;
@@ -289,6 +294,12 @@ class SchedulerDriver {
   void Observe(const scheduler::Event& e, const scheduler::Commands& out, Time now);
   void Refresh(const std::string& wf);  // loop thread, mu_ held
   void Record(const scheduler::Command& c, Time now, std::vector<v1::Decision>* emitted);
+  // The timeline and the decision / transfer log lines (scheduler_driver_timeline.cc;
+  // loop thread, mu_ held).
+  TimelineRecorder& TimelineOf(WfView& w) const;
+  void NoteEvent(const scheduler::Event& e, Time now);
+  void NoteDecision(const scheduler::Command& c, const v1::Decision& d, Time now);
+  void EndTransfer(const scheduler::Event& e, const XferView& x, Time now);
   std::vector<uint32_t> LinksOf(const scheduler::Location& src,
                                 const scheduler::Location& dst) const;
   std::string TierName(const scheduler::Location& l) const;

@@ -167,6 +167,11 @@ class Service {
   Store::Stats store_stats() const { return store_->stats(); }
 
   Result<v1::WorkflowStatus> Get(const std::string& tenant, const std::string& workflow_id) const;
+  // The workflow's timeline from the scheduler's mirror (scheduler_driver.h FillTimeline):
+  // empty without a scheduler, `archived` and empty once archived. NotFound for an unknown
+  // workflow or another tenant's.
+  Result<v1::WorkflowTimeline> Timeline(const std::string& tenant,
+                                        const std::string& workflow_id) const;
   // One page of a tenant's workflows, live and archived, ordered by (arrival, id).
   struct ListQuery {
     std::optional<v1::WorkflowState> state;  // only workflows in this state

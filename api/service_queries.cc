@@ -78,6 +78,22 @@ Result<v1::WorkflowStatus> Service::Get(const std::string& tenant,
   return f.get();
 }
 
+Result<v1::WorkflowTimeline> Service::Timeline(const std::string& tenant,
+                                               const std::string& workflow_id) const {
+  v1::WorkflowTimeline t;
+  t.set_workflow_id(workflow_id);
+  auto entry = Find(tenant, workflow_id);
+  if (!entry.ok()) {
+    if (entry.status().code() != StatusCode::kNotFound) return entry.status();
+    if (!ReadSnapshot(tenant, workflow_id))
+      SY_RETURN_IF_ERROR(ReadArchived(tenant, workflow_id).status());
+    t.set_archived(true);
+    return t;
+  }
+  if (driver_) (void)driver_->FillTimeline(workflow_id, &t);
+  return t;
+}
+
 namespace {
 
 // A list page token: "<arrival ms in hex>.<workflow id>" of the last workflow listed.

@@ -212,4 +212,8 @@ void Log(LogLevel level, std::string_view msg, const LogKeys& keys) {
   logger->log(ToSpd(level), "{}", line);
 }
 
+bool LogEnabled(LogLevel level) { return Logger()->should_log(ToSpd(level)); }
+
+void FlushLogs() { Logger()->flush(); }
+
 }  // namespace switchyard

@@ -50,6 +50,10 @@ void InitLogging(const LogOptions& options);
 bool ParseLogLevel(std::string_view text, LogLevel* out);
 
 void Log(LogLevel level, std::string_view msg, const LogKeys& keys = {});
+// Whether a line at `level` would be written (skip building costly keys when not).
+bool LogEnabled(LogLevel level);
+// Writes out what the sink buffered (a file sink flushes on its own only from warn up).
+void FlushLogs();
 
 // Renders one line in the given format without the timestamp (for tests and sinks).
 std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view msg,

@@ -202,9 +202,17 @@ void TieredKvMover::Move(const scheduler::Command& move, std::function<void(Stat
       auto it = moves_.find(id);
       if (it == moves_.end()) return;
       Status st = it->second.failure;  // cancelled meanwhile
+      const uint64_t before = bytes_moved_;
       if (st.ok()) st = MoveReal(move, src_kv, dst_kv);
       InFlight m = std::move(it->second);
       moves_.erase(it);
+      if (st.ok()) {  // copied, validated and committed in this one step
+        m.times.transport_completed = m.times.validated = loop_->Now();
+        m.times.bytes = bytes_moved_ - before;
+        const uint64_t bpb = manager_->layout().bytes_per_block();
+        m.times.blocks = static_cast<uint32_t>(bpb ? m.times.bytes / bpb : 0);
+      }
+      Keep(id, m);
       auto c = ctxs_.find(move.context);
       if (c != ctxs_.end()) {
         c->second.moving = false;
@@ -251,9 +259,16 @@ void TieredKvMover::OnBlockDone(uint64_t id, const kv_tiers::TransferRecord& r) 
   auto it = moves_.find(id);
   if (it == moves_.end()) return;
   InFlight& m = it->second;
+  auto later = [](std::optional<Time>& into, const std::optional<Time>& t) {
+    if (t && (!into || *into < *t)) into = t;
+  };
+  later(m.times.transport_completed, r.transport_completed_at);
+  later(m.times.validated, r.validated_at);
   if (r.state == v1::COMMITTED) {
     m.committed.push_back(r.destination);
     bytes_moved_ += r.bytes;
+    m.times.blocks++;
+    m.times.bytes += r.bytes;
   } else if (m.failure.ok()) {
     m.failure = r.status.ok() ? Status::Aborted("block transfer ended " +
                                                 std::string(v1::CompletionState_Name(r.state)))
@@ -277,8 +292,33 @@ void TieredKvMover::Finish(uint64_t id) {
     EvictAll(m.committed);  // all or nothing: the sources stay where they were
     if (m.failure.ok()) m.failure = Status::Aborted("not every block of the context moved");
   }
+  Keep(id, m);
   if (ctx.discard_after) Discard(m.context);
   m.done(m.failure);
+}
+
+void TieredKvMover::Keep(uint64_t id, const InFlight& m) {
+  done_[id] = Done{m.times, m.transfers};
+  done_order_.push_back(id);
+  while (done_order_.size() > kKeptMoves) {
+    done_.erase(done_order_.front());
+    done_order_.pop_front();
+  }
+}
+
+std::optional<TieredKvMover::MoveTimes> TieredKvMover::TimesOf(uint64_t transfer_id) const {
+  auto it = done_.find(transfer_id);
+  if (it == done_.end()) return std::nullopt;
+  return it->second.times;
+}
+
+bool TieredKvMover::MarkConsumed(uint64_t transfer_id) {
+  auto it = done_.find(transfer_id);
+  if (it == done_.end()) return false;
+  // The manager may have dropped a block's record meanwhile: its copy is consumed anyway.
+  for (TransferId t : it->second.transfers) (void)manager_->MarkConsumed(t);
+  done_.erase(it);  // its place in done_order_ goes when it comes up
+  return true;
 }
 
 bool TieredKvMover::Cancel(uint64_t transfer_id) {

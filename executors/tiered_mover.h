@@ -28,11 +28,14 @@
 // loop thread only (BlockManager completions are posted there).
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/time.h"
 #include "executors/engine_kv.h"
 #include "executors/simulated.h"
 #include "kv_tiers/block_manager.h"
@@ -68,6 +71,22 @@ class TieredKvMover final : public KvMover {
   const std::map<std::string, uint64_t>& real_bytes_by_destination() const { return real_by_dst_; }
   size_t in_flight() const { return moves_.size(); }
 
+  // What kv_tiers recorded of a finished move (invariant 3's first two events): the last
+  // block's transport completion and validation (unset when no block got there; the
+  // real-bytes path copies, validates and commits in one step, at one time), how many
+  // blocks and bytes it committed. Kept for the last kKeptMoves moves, failed ones too.
+  struct MoveTimes {
+    std::optional<Time> transport_completed, validated;
+    uint32_t blocks = 0;
+    uint64_t bytes = 0;
+  };
+  static constexpr size_t kKeptMoves = 4096;
+  std::optional<MoveTimes> TimesOf(uint64_t transfer_id) const;
+  // Invariant 3's fourth event: the node that read the move's data finished. Marks each
+  // block transfer of the move consumed (BlockManager::MarkConsumed) and forgets the move;
+  // false when it is not kept (unknown, or older than kKeptMoves moves).
+  bool MarkConsumed(uint64_t transfer_id);
+
  private:
   struct Ctx {
     std::string tier;
@@ -82,6 +101,7 @@ class TieredKvMover final : public KvMover {
     std::vector<TransferId> transfers;
     std::vector<BlockId> committed;  // destination blocks that committed
     size_t pending = 0;
+    MoveTimes times;
     Status failure;
     std::function<void(Status)> done;
   };
@@ -89,6 +109,7 @@ class TieredKvMover final : public KvMover {
   void OnBlockDone(uint64_t transfer_id, const kv_tiers::TransferRecord& r);
   void Finish(uint64_t transfer_id);
   void EvictAll(const std::vector<BlockId>& blocks);
+  void Keep(uint64_t transfer_id, const InFlight& m);  // into done_ (bounded)
   std::string TenantOf(const std::string& workflow_id) const;
   Result<BlockId> WriteBlock(const scheduler::Command& move, const std::string& tier,
                              uint32_t index, const void* data);
@@ -102,6 +123,12 @@ class TieredKvMover final : public KvMover {
   Options options_;
   std::map<std::string, Ctx> ctxs_;
   std::map<uint64_t, InFlight> moves_;
+  struct Done {
+    MoveTimes times;
+    std::vector<TransferId> transfers;
+  };
+  std::map<uint64_t, Done> done_;
+  std::deque<uint64_t> done_order_;
   uint64_t bytes_moved_ = 0;
   std::map<std::string, uint64_t> real_by_dst_;
 };

@@ -136,6 +136,37 @@ TEST_F(TieredMoverTest, AFailedBlockLeavesTheSourcesAndExposesNothing) {
   EXPECT_EQ(CommittedIn("host"), 0u);  // the blocks that did arrive were evicted again
 }
 
+// Invariant 3: a finished move keeps what kv_tiers recorded of its block transfers (the
+// last block's transport completion and validation, blocks and bytes committed) until the
+// consuming node's end marks them consumed; a failed move keeps what got that far.
+TEST_F(TieredMoverTest, FinishedMoveKeepsItsEventsUntilConsumed) {
+  Build();
+  EXPECT_FALSE(mover_->TimesOf(1).has_value());
+  ASSERT_TRUE(RunMove(Demote(3 * 4096)).ok());
+  auto t = mover_->TimesOf(1);
+  ASSERT_TRUE(t.has_value());
+  ASSERT_TRUE(t->transport_completed.has_value());
+  ASSERT_TRUE(t->validated.has_value());
+  EXPECT_LE(*t->transport_completed, *t->validated);
+  EXPECT_EQ(t->blocks, 3u);
+  EXPECT_EQ(t->bytes, 3 * 4096u);
+  EXPECT_TRUE(mover_->MarkConsumed(1));
+  EXPECT_FALSE(mover_->MarkConsumed(1));  // forgotten once consumed
+  EXPECT_FALSE(mover_->TimesOf(1).has_value());
+  EXPECT_FALSE(mover_->MarkConsumed(99));
+}
+
+TEST_F(TieredMoverTest, FailedMoveKeepsTheEventsItReached) {
+  kv_tiers::FaultSpec fault;
+  fault.fail_after = 2;
+  Build(&fault);
+  ASSERT_FALSE(RunMove(Demote(4 * 4096)).ok());
+  auto t = mover_->TimesOf(1);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_LT(t->blocks, 4u);
+  EXPECT_TRUE(t->transport_completed.has_value());  // the first blocks did arrive
+}
+
 TEST_F(TieredMoverTest, UnknownTierFailsOnTheLoopNotInline) {
   Build();
   Command c = Demote(4096);
