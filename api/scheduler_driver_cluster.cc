@@ -100,6 +100,15 @@ void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
       auto* t = out->add_tiers();
       t->set_tier(tier);
       t->set_worker(w);
+      const kv_tiers::Tier* quota_tier = t_name == "hbm"    ? hbm_view_[w]
+                                         : t_name == "host" ? host_tier_.get()
+                                                            : disk_tier_.get();
+      for (const auto& [tenant, q] : config_.tenant_quotas) {
+        if (uint64_t quota = quota_tier->tenant_quota(tenant); quota > 0) {
+          (*t->mutable_tenant_quota_bytes())[tenant] = quota * scale;
+          (*t->mutable_tenant_used_bytes())[tenant] = quota_tier->tenant_used_bytes(tenant) * scale;
+        }
+      }
       int n = 0;
       for (int k = 0; k < config_.workers; ++k)
         if (t_name == "hbm" ? k == w : true) n += contexts[{t_name, k}];

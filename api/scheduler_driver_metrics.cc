@@ -72,6 +72,26 @@ Status RegisterTiers(Metrics* m, const std::shared_ptr<ClusterSnapshot>& snap) {
   SY_RETURN_IF_ERROR(m->Gauge("switchyard_tier_used_bytes",
                               "KV bytes held in a tier (scheduler bytes; HBM per worker)",
                               per_tier(&v1::TierState::used_bytes)));
+  auto per_tenant =
+      [snap](const google::protobuf::Map<std::string, uint64_t>& (v1::TierState::*field)() const) {
+        return [snap, field] {
+          Metrics::Samples out;
+          auto c = snap->Get();
+          for (const v1::TierState& t : c->tiers())
+            for (const auto& [tenant, v] : (t.*field)())
+              out.push_back({Metrics::Labels({{"tier", t.tier()},
+                                              {"worker", std::to_string(t.worker())},
+                                              {"tenant", tenant}}),
+                             double(v)});
+          return out;
+        };
+      };
+  SY_RETURN_IF_ERROR(m->Gauge("switchyard_tier_tenant_used_bytes",
+                              "KV bytes a tenant with a quota holds in a tier (scheduler bytes)",
+                              per_tenant(&v1::TierState::tenant_used_bytes)));
+  SY_RETURN_IF_ERROR(m->Gauge("switchyard_tier_tenant_quota_bytes",
+                              "a tenant's quota on a tier (scheduler bytes, whole blocks)",
+                              per_tenant(&v1::TierState::tenant_quota_bytes)));
   SY_RETURN_IF_ERROR(m->Gauge("switchyard_tier_capacity_bytes",
                               "capacity of a tier (scheduler bytes; HBM per worker)",
                               per_tier(&v1::TierState::capacity_bytes)));

@@ -569,6 +569,15 @@ TEST_F(SchedulerServiceTest, TenantTierQuotasKeepItsContextsOutOfFullTiers) {
   v1::ClusterState c = Cluster();
   EXPECT_EQ(TierOf(c, "host")->used_bytes(), 0u);
   EXPECT_EQ(TierOf(c, "disk")->used_bytes(), 0u);
+  // /v1/cluster shows each quota'd tenant's use and quota: 1 MiB rounds up to one 2 MiB
+  // emulated block (16 tokens of Llama-3.1-8B at 1/256), reported x256.
+  for (const char* tier : {"host", "disk"}) {
+    const auto& quota = TierOf(c, tier)->tenant_quota_bytes();
+    ASSERT_TRUE(quota.count("t")) << *proto::ToJson(c);
+    EXPECT_EQ(quota.at("t"), (2ULL << 20) * 256) << tier;
+    EXPECT_EQ(TierOf(c, tier)->tenant_used_bytes().at("t"), 0u) << tier;
+  }
+  EXPECT_TRUE(TierOf(c, "hbm")->tenant_quota_bytes().empty()) << "no HBM quota was set";
   Event("big", "bash", "TOOL_FINISHED");
   ASSERT_EQ(Call("POST", "/v1/workflows/big:close").status, 200);
   auto done = WaitFor("big", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
