@@ -244,6 +244,9 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   co.admission_watermark = 0.01;
   co.tenant_weights = c.tenant_weights;
   co.use_peer = c.workers > 1;
+  // The CPU engine attends within each context of a sequence, so a context could not read
+  // a shared prefix held as a context of its own: sharing is off there (exact outputs).
+  co.share_prefixes = c.engine != "cpu";
   d->core_ = std::make_unique<scheduler::Core>(co, d->policy_.get(), d->env_.get(), d->env_.get(),
                                                d->cost_.get());
   executors::EngineLimits limits;
@@ -579,9 +582,9 @@ void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent
   loop_->Post([this, key, r = std::move(r)]() mutable {
     bool tool =
         r.type == v1::TOOL_STARTED || r.type == v1::TOOL_FINISHED || r.type == v1::TOOL_FAILED;
-    if (tool) tools_->Report(key, std::move(r));
-    if (r.type == v1::TOOL_FINISHED)
-      ScheduleDurationsSave();  // runs after the report
+    if (r.type == v1::TOOL_FINISHED) ScheduleDurationsSave();  // runs after the report
+    if (tool)
+      tools_->Report(key, std::move(r));
     else if (!reported_.empty()) {
       ReportedEngine* at = reported_.front();  // none running: kept for the placement
       for (ReportedEngine* e : reported_)
@@ -591,37 +594,37 @@ void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent
   });
 }
 
+void SchedulerDriver::ScheduleDurationsSave() {
+  if (durations_save_pending_ || !callbacks_.durations_learned) return;
+  durations_save_pending_ = true;
+  loop_->PostAt(loop_->Now() + kDurationsSaveDelay, [this]() { SaveDurations(); });
+}
+
+void SchedulerDriver::SaveDurations() {
+  durations_save_pending_ = false;
+  if (callbacks_.durations_learned) callbacks_.durations_learned(core_->durations().Export());
+}
+
+void SchedulerDriver::SaveDurationsNow() {
+  Sync([this]() {
+    if (durations_save_pending_) SaveDurations();
+  });
+}
+
+Status SchedulerDriver::RestoreDurations(const v1::LearnedDurations& saved) {
+  Status st;
+  Sync([&]() { st = core_->RestoreDurations(saved); });
+  return st;
+}
+
+v1::LearnedDurations SchedulerDriver::LearnedDurations() {
+  v1::LearnedDurations d;
+  Sync([&]() { d = core_->durations().Export(); });
+  return d;
+}
+
 bool SchedulerDriver::Placed(const std::string& workflow_id, const std::string& node_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  void SchedulerDriver::ScheduleDurationsSave() {
-    if (durations_save_pending_ || !callbacks_.durations_learned) return;
-    durations_save_pending_ = true;
-    loop_->PostAt(loop_->Now() + kDurationsSaveDelay, [this]() { SaveDurations(); });
-  }
-
-  void SchedulerDriver::SaveDurations() {
-    durations_save_pending_ = false;
-    if (callbacks_.durations_learned) callbacks_.durations_learned(core_->durations().Export());
-  }
-
-  void SchedulerDriver::SaveDurationsNow() {
-    Sync([this]() {
-      if (durations_save_pending_) SaveDurations();
-    });
-  }
-
-  Status SchedulerDriver::RestoreDurations(const v1::LearnedDurations& saved) {
-    Status st;
-    Sync([&]() { st = core_->RestoreDurations(saved); });
-    return st;
-  }
-
-  v1::LearnedDurations SchedulerDriver::LearnedDurations() {
-    v1::LearnedDurations d;
-    Sync([&]() { d = core_->durations().Export(); });
-    return d;
-  }
-
   auto it = placed_.find(workflow_id);
   return it != placed_.end() && it->second.count(node_id) > 0;
 }
@@ -644,9 +647,9 @@ uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
 void SchedulerDriver::Forget(const std::string& workflow_id) {
   loop_->Post([this, workflow_id]() {
     if (!core_->Forget(workflow_id)) return;  // still running in the core: keep its view
+    tenant_of_.erase(workflow_id);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = wfs_.find(workflow_id);
-    tenant_of_.erase(workflow_id);
     if (it == wfs_.end()) return;
     for (const std::string& key : it->second.contexts) {
       ctxs_.erase(key);
@@ -755,11 +758,11 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
         if (e.kind == EventKind::kTransferCompleted)
           bytes_moved_by_tier_[scheduler::TierName(x->second.dst.tier)] += x->second.bytes;
         touched.push_back(x->second.wf);
+        metrics_.OnTransferEnded(e.transfer_id, x->second.links, x->second.cls, x->second.bytes,
+                                 e.kind == EventKind::kTransferCompleted, now);
         EndTransfer(e, x->second, now);
         xfers_.erase(x);
       }
-      metrics_.OnTransferEnded(e.transfer_id, x->second.links, x->second.cls, x->second.bytes,
-                               e.kind == EventKind::kTransferCompleted, now);
     }
     if (e.kind == EventKind::kPeerLost) {
       for (const auto& [key, v] : ctxs_)
