@@ -1,9 +1,12 @@
 #include "kv_tiers/arena_tier.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/logging.h"
+#include "kv_tiers/prefix_hash.h"
 
 namespace switchyard::kv_tiers {
 namespace {
@@ -133,6 +136,20 @@ Status ArenaTier::Write(std::span<const BlockWrite> writes) {
     SY_RETURN_IF_ERROR(backend_.copy_in(Data(w.extent), w.src, w.bytes));
   }
   return Status::OK();
+}
+
+Result<std::optional<uint64_t>> ArenaTier::WriteChecksummed(const BlockWrite& w) {
+  if (backend_.caps.device_memory) return Tier::WriteChecksummed(w);
+  SY_RETURN_IF_ERROR(CheckLive(w.extent, w.bytes));
+  auto* dst = static_cast<std::byte*>(Data(w.extent));
+  const auto* src = static_cast<const std::byte*>(w.src);
+  BlockChecksummer sum;
+  for (uint64_t off = 0; off < w.bytes; off += BlockChecksummer::kChunkBytes) {
+    uint64_t n = std::min<uint64_t>(BlockChecksummer::kChunkBytes, w.bytes - off);
+    SY_RETURN_IF_ERROR(backend_.copy_in(dst + off, src + off, n));
+    sum.Update(dst + off, n);
+  }
+  return std::optional<uint64_t>(sum.Digest());
 }
 
 Status ArenaTier::Read(std::span<const BlockRead> reads) {

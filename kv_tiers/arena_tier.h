@@ -48,6 +48,9 @@ class ArenaTier final : public Tier {
   Status Free(const Extent& extent) override;
   void* Data(const Extent& extent) override;
   Status Write(std::span<const BlockWrite> writes) override;
+  // Host memory: copies in chunks and hashes each right after it lands (see
+  // BlockChecksummer); device memory: the default.
+  Result<std::optional<uint64_t>> WriteChecksummed(const BlockWrite& write) override;
   Status Read(std::span<const BlockRead> reads) override;
 
   uint64_t num_slots() const { return num_slots_; }

@@ -35,4 +35,22 @@ uint64_t BlockChecksum(const void* data, size_t bytes) {
 #endif
 }
 
+BlockChecksummer::BlockChecksummer() : state_(XXH3_createState()) {
+  XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+BlockChecksummer::~BlockChecksummer() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void BlockChecksummer::Update(const void* data, size_t bytes) {
+#if defined(__x86_64__)
+  XXH3_64bits_update_dispatch(static_cast<XXH3_state_t*>(state_), data, bytes);
+#else
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data, bytes);
+#endif
+}
+
+uint64_t BlockChecksummer::Digest() const {
+  return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_));
+}
+
 }  // namespace switchyard::kv_tiers

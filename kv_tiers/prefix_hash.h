@@ -31,4 +31,21 @@ std::vector<uint64_t> PrefixHashes(std::span<const TokenId> tokens, uint32_t tok
 // XXH3-64 of block bytes (seed 0): the checksum verified at validation.
 uint64_t BlockChecksum(const void* data, size_t bytes);
 
+// BlockChecksum of a block given in consecutive pieces: Update() with each, then Digest()
+// equals BlockChecksum of the whole. Lets a writer hash each chunk right after copying it,
+// while it is still in cache (one pass over memory instead of a copy and then a hash).
+class BlockChecksummer {
+ public:
+  static constexpr size_t kChunkBytes = 32 << 10;  // a copy chunk that stays in L1/L2
+  BlockChecksummer();
+  ~BlockChecksummer();
+  BlockChecksummer(const BlockChecksummer&) = delete;
+  BlockChecksummer& operator=(const BlockChecksummer&) = delete;
+  void Update(const void* data, size_t bytes);
+  uint64_t Digest() const;
+
+ private:
+  void* state_;  // XXH3_state_t
+};
+
 }  // namespace switchyard::kv_tiers

@@ -21,6 +21,11 @@ std::string_view TierKindName(TierKind kind) {
 
 Tier::Tier(const TierOptions& options) : options_(options) {}
 
+Result<std::optional<uint64_t>> Tier::WriteChecksummed(const BlockWrite& write) {
+  SY_RETURN_IF_ERROR(Write(std::span<const BlockWrite>(&write, 1)));
+  return std::optional<uint64_t>();
+}
+
 Status Tier::PersistMeta(const Extent&, const v1::KvBlockMeta&) {
   return Status::NotSupported("tier " + name() + " does not persist block metadata");
 }

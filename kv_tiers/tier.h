@@ -107,6 +107,10 @@ class Tier {
 
   // Block I/O; memory tiers copy, the disk tier uses WriteBatch / Get.
   virtual Status Write(std::span<const BlockWrite> writes) = 0;
+  // Writes one block and returns BlockChecksum of the bytes now stored, when the tier can
+  // hash them as it copies (host-addressable arenas); nullopt when it cannot (the caller
+  // then hashes the stored bytes itself). The default is Write() and nullopt.
+  virtual Result<std::optional<uint64_t>> WriteChecksummed(const BlockWrite& write);
   virtual Status Read(std::span<const BlockRead> reads) = 0;
 
   // Persistent tiers: store / list block metadata next to the bytes (NotSupported

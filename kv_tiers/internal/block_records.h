@@ -1,6 +1,7 @@
 // BlockManager internals shared by block_manager.cc and block_manager_moves.cc.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "kv_tiers/block_manager.h"
@@ -16,6 +17,9 @@ struct BlockManager::Record {
   int move_pins = 0;   // in-flight moves reading (source) or writing (destination) it
   int refs = 1;        // users of a shared prefix block (1 for a private block)
   bool stale = false;  // invalidated while pinned: freed when the last pin goes
+  // BlockChecksum of the bytes as WriteBytes stored them (the tier hashed them as it copied);
+  // cleared by anything else that may write them (WritableBytes).
+  std::optional<uint64_t> written_checksum;
 
   v1::BlockState state() const { return meta.state(); }
   bool pinned() const { return readers > 0 || move_pins > 0; }

@@ -114,6 +114,23 @@ TEST_F(ManagerTest, CorruptedBytesNeverCommit) {
   EXPECT_EQ(ReadAll(id, Reader("c")), data);
 }
 
+// The checksum the tier computed while WriteBytes copied is dropped once the caller takes
+// the writable bytes: FinishWrite then hashes what is stored, so a change made through the
+// span is what gets validated.
+TEST_F(ManagerTest, FinishWriteHashesWhatIsStoredAfterWritableBytes) {
+  auto id = mgr_->Allocate(Spec("c", 0), "host").value();
+  auto data = Pattern(4096, 7);
+  ASSERT_TRUE(mgr_->BeginWrite(id).ok());
+  ASSERT_TRUE(mgr_->WriteBytes(id, data.data(), data.size()).ok());
+  auto span = mgr_->WritableBytes(id);
+  ASSERT_TRUE(span.ok()) << span.status();
+  (*span)[9] = std::byte{0x5a};
+  data[9] = 0x5a;
+  ASSERT_TRUE(mgr_->FinishWrite(id, BlockChecksum(data.data(), data.size())).ok());
+  ASSERT_TRUE(mgr_->Commit(id).ok());
+  EXPECT_EQ(ReadAll(id, Reader("c")), data);
+}
+
 TEST_F(ManagerTest, EpochBumpInvalidatesEveryOldBlock) {
   BlockId a = Committed(Spec("a", 0));
   BlockId b = Committed(Spec("b", 0), "host");

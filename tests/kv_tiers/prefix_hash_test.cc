@@ -28,6 +28,22 @@ TEST(PrefixHash, SharedPrefixSharesHashesAndDivergesAfter) {
   EXPECT_NE(ChainedBlockHash(kPrefixRootHash, c), ChainedBlockHash(ha[0], c));
 }
 
+// The streaming checksum over any split of a block equals the one-shot BlockChecksum
+// (writers hash each chunk as it lands and FinishWrite trusts the digest).
+TEST(PrefixHash, StreamingChecksumEqualsOneShotForAnySplit) {
+  std::vector<char> v(3 * BlockChecksummer::kChunkBytes + 4099);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>(i * 131 + (i >> 7));
+  for (size_t size : {size_t{0}, size_t{1}, size_t{240}, BlockChecksummer::kChunkBytes - 1,
+                      BlockChecksummer::kChunkBytes, v.size()}) {
+    for (size_t piece : {size_t{1} << 20, BlockChecksummer::kChunkBytes, size_t{4093}}) {
+      BlockChecksummer s;
+      for (size_t off = 0; off < size; off += piece)
+        s.Update(v.data() + off, std::min(piece, size - off));
+      EXPECT_EQ(s.Digest(), BlockChecksum(v.data(), size)) << size << " in pieces of " << piece;
+    }
+  }
+}
+
 TEST(PrefixHash, ChecksumDetectsAFlippedByte) {
   std::vector<char> v(4096, 3);
   uint64_t a = BlockChecksum(v.data(), v.size());
