@@ -25,6 +25,7 @@
 #include "kv_tiers/eviction.h"
 #include "kv_tiers/local_mover.h"
 #include "scheduler/core.h"
+#include "scheduler/link_file.h"
 #include "scheduler/net_budget_env.h"
 #include "scheduler/policy.h"
 
@@ -59,24 +60,30 @@ v1::ModelConfig DefaultModel() {
 }
 
 // The configured link figures over ClusterShape's defaults; a negative figure is an error
-// naming its config field (0 keeps the default).
-Status ApplyLinkFigures(const SchedulerConfig& c, scheduler::ClusterShape* s) {
+// naming its config field (0 keeps the default). `origins` gets the field of each figure
+// configured.
+Status ApplyLinkFigures(const SchedulerConfig& c, scheduler::ClusterShape* s,
+                        scheduler::ShapeFigureOrigins* origins) {
   struct Figure {
     double value;
     const char* field;
     double* into;
+    std::string* origin;
   };
+  scheduler::ShapeFigureOrigins& o = *origins;
   for (const Figure& f :
-       {Figure{c.pcie_bytes_per_s, "links.pcieBytesPerS", &s->pcie_bytes_per_s},
-        Figure{c.pcie_latency_s, "links.pcieLatencyUs", &s->pcie_latency_s},
-        Figure{c.nvlink_bytes_per_s, "links.nvlinkBytesPerS", &s->nvlink_bytes_per_s},
-        Figure{c.nvlink_latency_s, "links.nvlinkLatencyUs", &s->nvlink_latency_s},
-        Figure{c.disk_bytes_per_s, "links.diskBytesPerS", &s->disk_bytes_per_s},
-        Figure{c.disk_latency_s, "links.diskLatencyUs", &s->disk_latency_s}}) {
+       {Figure{c.pcie_bytes_per_s, "links.pcieBytesPerS", &s->pcie_bytes_per_s, &o.pcie_bandwidth},
+        Figure{c.pcie_latency_s, "links.pcieLatencyUs", &s->pcie_latency_s, &o.pcie_latency},
+        Figure{c.nvlink_bytes_per_s, "links.nvlinkBytesPerS", &s->nvlink_bytes_per_s,
+               &o.nvlink_bandwidth},
+        Figure{c.nvlink_latency_s, "links.nvlinkLatencyUs", &s->nvlink_latency_s,
+               &o.nvlink_latency},
+        Figure{c.disk_bytes_per_s, "links.diskBytesPerS", &s->disk_bytes_per_s, &o.disk_bandwidth},
+        Figure{c.disk_latency_s, "links.diskLatencyUs", &s->disk_latency_s, &o.disk_latency}}) {
     if (!(f.value >= 0) || !std::isfinite(f.value))
       return Status::InvalidArgument(std::string("service config ") + f.field +
                                      " must be a finite figure >= 0 (0 keeps the default)");
-    if (f.value > 0) *f.into = f.value;
+    if (f.value > 0) *f.into = f.value, *f.origin = f.field;
   }
   return Status::OK();
 }
@@ -178,11 +185,16 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   scheduler::ClusterShape shape;
   shape.name = "loopback (one emulated node)";
   shape.workers_per_node = c.workers;
-  SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &shape));
+  scheduler::ShapeFigureOrigins origins;
+  SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &shape, &origins));
   SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(shape));
   SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
   d->device_of_ = scheduler::ClusterLocationMap(shape);
   SY_ASSIGN_OR_RETURN(d->env_, scheduler::NetBudgetEnvironment::Create(
+  // Every link's name and figure source; measured figures over the configured ones.
+  SY_RETURN_IF_ERROR(scheduler::LabelClusterLinks(shape, origins, &topo_proto));
+  if (!c.link_file_path.empty())
+    SY_RETURN_IF_ERROR(scheduler::ApplyLinkFile(c.link_file, c.link_file_path, &topo_proto));
                                    std::move(topo), d->device_of_, d->loop_.get()));
 
   // Emulated tiers: an HBM arena per worker, a host arena, RocksDB under <data-dir>/kv

@@ -48,6 +48,7 @@
 #include "executors/engine.h"
 #include "executors/engine_kv.h"
 #include "proto/switchyard/v1/api.pb.h"
+#include "proto/switchyard/v1/link_file.pb.h"
 #include "proto/switchyard/v1/model.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
 #include "scheduler/events.h"
@@ -145,6 +146,11 @@ struct SchedulerConfig {
   double pcie_bytes_per_s = 0, pcie_latency_s = 0;
   double nvlink_bytes_per_s = 0, nvlink_latency_s = 0;
   double disk_bytes_per_s = 0, disk_latency_s = 0;
+  // Measured link figures (`serve --links FILE`, config linksFile; scheduler/link_file.h)
+  // over those: every link named gets its calibration. link_file_path names the file in
+  // errors; empty: no link file.
+  v1::LinkFile link_file;
+  std::string link_file_path;
   std::map<std::string, double> tenant_weights;
   size_t max_decisions_per_workflow = 256;
   // Set (the embedding API): the driver runs LLM nodes on these engines, one per worker,

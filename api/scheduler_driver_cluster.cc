@@ -10,6 +10,7 @@
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
 #include "kv_tiers/disk_tier.h"
+#include "scheduler/link_file.h"
 #include "scheduler/net_budget_env.h"
 #include "scheduler/policy.h"
 
@@ -185,7 +186,10 @@ void SchedulerDriver::FillLinks(v1::ClusterState* out) const {
     // NVMe of node 0, "nvlink1": worker 1 <-> NVSwitch); the topology id otherwise.
     auto w = worker_of.find(a.id);
     if (w == worker_of.end()) w = worker_of.find(b.id);
-    if (disk)
+    auto named = link.attributes.find(scheduler::kLinkNameAttribute);
+    if (named != link.attributes.end())
+      l->set_name(named->second);  // scheduler/link_file.h's name
+    else if (disk)
       l->set_name("disk0");
     else if (w != worker_of.end() && (kind == "pcie" || kind == "nvlink"))
       l->set_name(kind + std::to_string(w->second));
@@ -194,6 +198,8 @@ void SchedulerDriver::FillLinks(v1::ClusterState* out) const {
     l->set_kind(kind);
     l->set_bandwidth_bytes_per_s(link.bandwidth_bytes_per_s.value_or(0));
     l->set_alpha_s(link.latency_s.value_or(0));
+    auto source = link.attributes.find(scheduler::kFigureSourceAttribute);
+    if (source != link.attributes.end()) l->set_figure_source(source->second);
     auto act = active.find(i);
     FillLinkClasses(i, env_->budgets(), act == active.end() ? nullptr : &act->second, l);
   }

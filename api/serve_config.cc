@@ -8,6 +8,7 @@
 
 #include "api/openai_upstream.h"
 #include "proto/json.h"
+#include "scheduler/link_file.h"
 
 namespace switchyard::api {
 
@@ -76,6 +77,19 @@ Status FillLinks(const v1::ServiceLinks& links, SchedulerConfig* s) {
   s->nvlink_latency_s = links.nvlink_latency_us() * 1e-6;
   s->disk_bytes_per_s = links.disk_bytes_per_s();
   s->disk_latency_s = links.disk_latency_us() * 1e-6;
+  return Status::OK();
+}
+
+// The link file's measured figures (--links wins over linksFile); a malformed file is an
+// error naming the file and the field. Whether each link it names exists is checked when
+// the topology is built (SchedulerDriver::Create).
+Status FillLinkFile(const v1::ServiceConfig& config, const ServeFlags& flags, SchedulerConfig* s) {
+  std::string path = !flags.links.empty() ? flags.links : config.links_file();
+  if (path.empty()) return Status::OK();
+  auto file = scheduler::LoadLinkFile(path);
+  if (!file.ok()) return file.status().Annotate("--links (linksFile)");
+  s->link_file = std::move(*file);
+  s->link_file_path = path;
   return Status::OK();
 }
 
@@ -199,6 +213,7 @@ Status FillScheduler(const v1::ServiceConfig& config, const ServeFlags& flags, S
   }
   if (!config.policy().empty()) s->policy = config.policy();
   SY_RETURN_IF_ERROR(FillLinks(config.links(), s));
+  SY_RETURN_IF_ERROR(FillLinkFile(config, flags, s));
   for (const auto& t : config.tenants()) {
     if (t.weight() > 0) s->tenant_weights[t.name()] = t.weight();
   }

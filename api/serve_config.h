@@ -28,6 +28,7 @@ struct ServeFlags {
   int64_t kv_pool_mib = 0;             // --kv-pool-mib N (engine cpu; 0: the config's or 256)
   std::vector<std::string> upstreams;  // --upstream URL[,URL...] (the OpenAI front's proxy)
   std::string upstream_key;            // --upstream-key TOKEN
+  std::string links;                   // --links FILE (a link file; config linksFile)
 };
 
 struct ServeSetup {

@@ -1,8 +1,12 @@
 // `switchyard calibrate --peer HOST:PORT [--transport ucx] [--min 4K] [--max 256M]
-//                       [--iters N] [--out FILE] [--label TEXT]`
+//                       [--iters N] [--out FILE] [--label TEXT]
+//                       [--link NAME --links-out FILE]`
 // Sweeps message sizes through the real transport against a `switchyard worker`, prints
 // P50/P95/P99 per size and the alpha-beta fit, and stores the fit (a v1::LinkCalibration
-// as JSON) in FILE for the planner. The default --max is 256M to keep a run short here;
+// as JSON) in FILE for the planner. With --links-out, the fit is also added to a link
+// file (v1::LinkFile, scheduler/link_file.h) as the figures of the serve topology link
+// NAME ("pcie0", "disk0", "nvlink1", ...), replacing an earlier entry for it; `switchyard
+// serve --links FILE` loads them. The default --max is 256M to keep a run short here;
 // pass --max 1G for the full 4 KiB..1 GiB sweep.
 //
 // `switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE
@@ -15,6 +19,8 @@
 
 #include "cli/command.h"
 #include "kv_tiers/transport/calibrate.h"
+#include "proto/json.h"
+#include "scheduler/link_file.h"
 #if SWITCHYARD_HAVE_CPU_CALIBRATE
 #include "executors/cpu_calibrate/calibrate.h"
 #include "executors/step_cost.h"
@@ -150,9 +156,26 @@ int Usage(const std::string& why) {
       stderr,
       "calibrate: %s\nusage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
       "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n"
+      "         [--link NAME --links-out FILE]\n"
       "       switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE\n",
       why.c_str());
   return 2;
+}
+
+// The fit (`calibration_json`, CalibrationJson's) as link `link` of the link file `path`.
+switchyard::Status StoreInLinkFile(const std::string& path, const std::string& link,
+                                   const std::string& label, const tx::CalibrateOptions& options,
+                                   const std::string& calibration_json) {
+  switchyard::v1::MeasuredLink m;
+  SY_RETURN_IF_ERROR(switchyard::proto::ParseJson(calibration_json, m.mutable_calibration()));
+  m.set_link(link);
+  m.set_label(label);
+  m.set_transport(options.transport);
+  m.set_peer(options.peer);
+  m.set_min_bytes(options.min_bytes);
+  m.set_max_bytes(options.max_bytes);
+  m.set_iters(options.iters);
+  return switchyard::scheduler::AddToLinkFile(path, m);
 }
 
 int RunCalibrate(const std::vector<std::string>& args) {
@@ -166,7 +189,7 @@ int RunCalibrate(const std::vector<std::string>& args) {
 #endif
   }
   tx::CalibrateOptions options;
-  std::string out, label;
+  std::string out, label, link, links_out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (i + 1 >= args.size()) return Usage("missing value after " + a);
@@ -188,11 +211,17 @@ int RunCalibrate(const std::vector<std::string>& args) {
       out = v;
     } else if (a == "--label") {
       label = v;
+    } else if (a == "--link") {
+      link = v;
+    } else if (a == "--links-out") {
+      links_out = v;
     } else {
       return Usage("unknown option " + a);
     }
   }
   if (options.peer.empty()) return Usage("--peer is required");
+  if (link.empty() != links_out.empty())
+    return Usage("--link NAME and --links-out FILE go together (the link file names each link)");
   if (label.empty()) {
     const char* tls = std::getenv("UCX_TLS");
     label = options.transport + "/" + (tls ? tls : "auto");
@@ -225,8 +254,13 @@ int RunCalibrate(const std::vector<std::string>& args) {
       return 1;
     }
     std::printf("stored fit in %s\n", out.c_str());
-  } else {
+  } else if (links_out.empty()) {
     std::printf("%s\n", json->c_str());
+  }
+  if (!links_out.empty()) {
+    switchyard::Status st = StoreInLinkFile(links_out, link, label, options, *json);
+    if (!st.ok()) return std::fprintf(stderr, "calibrate: %s\n", st.ToString().c_str()), 1;
+    std::printf("stored link %s in %s\n", link.c_str(), links_out.c_str());
   }
   return 0;
 }

@@ -4,7 +4,8 @@
 // scheduler: one simulated worker, emulated HBM/host/disk tiers sized from the machine,
 // loopback topology, LLM nodes on the simulated engine (--engine cpu --model F: on the
 // reference CPU engine, computed for real; --llm reported: an engine or the clients report
-// LLM results). Stops on SIGINT/SIGTERM.
+// LLM results; --links FILE: the figures `switchyard calibrate --links-out` measured, on the
+// links it names). Stops on SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,8 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
       }
     } else if (args[i] == "--upstream-key" && v)
       flags->upstream_key = args[++i];
+    else if (args[i] == "--links" && v)
+      flags->links = args[++i];
     else if (args[i] == "--kv-pool-mib" && v) {
       const std::string& t = args[++i];
       char* end = nullptr;
@@ -68,7 +71,7 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                    "[--data-dir DIR] [--llm simulated|reported] [--engine simulated|cpu] "
                    "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
-                   "[--upstream-key TOKEN]\n");
+                   "[--upstream-key TOKEN] [--links FILE]\n");
       return args[i] == "--help" ? 0 : 2;
     }
   }

@@ -3,6 +3,10 @@
 #include "api/serve_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "proto/json.h"
 
@@ -250,6 +254,44 @@ TEST(ServeConfigTest, BadValuesNameTheSettingAndTheValue) {
   ServeFlags f;
   f.llm = "gpu";
   EXPECT_NE(ErrorOf("{}", f).find("got 'gpu'"), std::string::npos);
+}
+
+// --links FILE (config linksFile) loads a link file into the scheduler's config; the flag
+// wins; a malformed file is refused naming the setting, the file and the field.
+TEST(ServeConfigTest, ALinkFileIsLoadedFromTheFlagOrTheConfig) {
+  std::string dir = ::testing::TempDir() + "/sy_serve_links_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& link) {
+    std::string path = dir + "/" + name;
+    std::ofstream(path) << R"({"links": [{"link": ")" << link
+                        << R"(", "calibration": {"alphaS": 2e-05, "betaSPerByte": 1e-10}}]})";
+    return path;
+  };
+  std::string from_config = write("config.json", "disk0"), from_flag = write("flag.json", "pcie0");
+  auto c = MakeServeSetup(Parse(R"({"linksFile": ")" + from_config + R"("})"), {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->service.scheduler.link_file_path, from_config);
+  ASSERT_EQ(c->service.scheduler.link_file.links_size(), 1);
+  EXPECT_EQ(c->service.scheduler.link_file.links(0).link(), "disk0");
+  EXPECT_DOUBLE_EQ(c->service.scheduler.link_file.links(0).calibration().alpha_s(), 2e-5);
+  ServeFlags f;
+  f.links = from_flag;
+  auto w = MakeServeSetup(Parse(R"({"linksFile": ")" + from_config + R"("})"), f);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->service.scheduler.link_file_path, from_flag);
+  EXPECT_EQ(w->service.scheduler.link_file.links(0).link(), "pcie0");
+  EXPECT_TRUE(MakeServeSetup(v1::ServiceConfig{}, {})->service.scheduler.link_file_path.empty());
+
+  std::string bad = dir + "/bad.json";
+  std::ofstream(bad) << R"({"links": [{"link": "pcie0", "calibration": {"betaSPerByte": -1}}]})";
+  f.links = bad;
+  std::string e = ErrorOf("{}", f);
+  EXPECT_NE(e.find("--links (linksFile)"), std::string::npos) << e;
+  EXPECT_NE(e.find(bad + ": links[0].calibration.betaSPerByte must be > 0"), std::string::npos)
+      << e;
+  f.links = dir + "/absent.json";
+  EXPECT_NE(ErrorOf("{}", f).find("absent.json"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
