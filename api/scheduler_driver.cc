@@ -155,6 +155,9 @@ std::string ContextName(const std::string& key, const std::string& wf) {
 
 }  // namespace
 
+v1::ModelConfig EmbeddedDefaultModel() { return DefaultModel(); }
+v1::GpuSpec EmbeddedDefaultGpu() { return DefaultGpu(); }
+
 SchedulerDriver::SchedulerDriver(SchedulerConfig config, Callbacks callbacks)
     : config_(std::move(config)), callbacks_(std::move(callbacks)) {}
 
@@ -424,13 +427,14 @@ Status SchedulerDriver::MakeEngines(const executors::EngineLimits& limits) {
   for (int w = 0; w < c.workers; ++w) {
     if (c.engine_factory) {  // the embedder's own engines
       SY_ASSIGN_OR_RETURN(WorkerEngine we, c.engine_factory(loop_.get(), w, limits));
-      if (!we.engine)
-        return Status::InvalidArgument("engine factory returned no engine for worker " +
-                                       std::to_string(w));
       if (we.kv) engine_kv_.resize(static_cast<size_t>(c.workers), nullptr);
       if (we.kv) engine_kv_[static_cast<size_t>(w)] = we.kv;
-      engines_.push_back(std::move(we.engine));
-    } else if (!c.simulated_llm) {
+      if (we.engine) {
+        engines_.push_back(std::move(we.engine));
+        continue;
+      }  // no engine: the driver's own for this worker (below)
+    }
+    if (!c.simulated_llm) {
       auto e = std::make_unique<ReportedEngine>(loop_.get(), w, limits, early);
       reported_.push_back(e.get());
       engines_.push_back(std::move(e));

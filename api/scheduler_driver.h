@@ -156,8 +156,17 @@ struct SchedulerConfig {
   // Set (the embedding API): the driver runs LLM nodes on these engines, one per worker,
   // instead of `engine`'s (with simulated_llm true: the engines' step reports are the
   // results).
+  // A factory that returns no engine for a worker leaves it the driver's own (serve's
+  // local workers beside joined ones, workers/serve_join.h).
   EngineFactory engine_factory;
+  // Set: completes FillCluster's answer, called last (serve's joined workers).
+  std::function<void(v1::ClusterState*)> fill_cluster;
 };
+
+// The embedded defaults the driver prices with when SchedulerConfig names no model / GPU:
+// Llama-3.1-8B on an H100-SXM (what a joined simulated worker is told to price).
+v1::ModelConfig EmbeddedDefaultModel();
+v1::GpuSpec EmbeddedDefaultGpu();
 
 class SchedulerDriver {
  public:

@@ -78,6 +78,7 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   for (const auto& [k, n] : real_bytes_moved_) (*out->mutable_real_bytes_moved())[k] = n;
   for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
   for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
+  if (config_.fill_cluster) config_.fill_cluster(out);  // last: it reads the tiers above
 }
 
 void SchedulerDriver::FillTiers(v1::ClusterState* out) const {

@@ -5,7 +5,9 @@
 // loopback topology, LLM nodes on the simulated engine (--engine cpu --model F: on the
 // reference CPU engine, computed for real; --llm reported: an engine or the clients report
 // LLM results; --links FILE: the figures `switchyard calibrate --links-out` measured, on the
-// links it names). Stops on SIGINT/SIGTERM.
+// links it names; --remote-workers N [--control-listen HOST:PORT] [--local-workers N]: N
+// more workers, each a `switchyard worker --join` process, waited for before serving —
+// cli/serve_workers.h). Stops on SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include "api/serve_config.h"
 #include "base/logging.h"
 #include "cli/command.h"
+#include "cli/serve_workers.h"
 #include "proto/json.h"
 
 namespace {
@@ -71,7 +74,9 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                    "[--data-dir DIR] [--llm simulated|reported] [--engine simulated|cpu] "
                    "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
-                   "[--upstream-key TOKEN] [--links FILE]\n");
+                   "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
+                   "[--remote-workers N] [--control-listen HOST:PORT] [--join-timeout-s S] "
+                   "[--heartbeat-ms MS]\n");
       return args[i] == "--help" ? 0 : 2;
     }
   }
@@ -108,7 +113,10 @@ void PrintBanner(const api::ServeSetup& setup, uint16_t port, api::Service& serv
   std::fflush(stdout);
 }
 
-int RunServe(const std::vector<std::string>& args) {
+int RunServe(const std::vector<std::string>& all_args) {
+  std::vector<std::string> args = all_args;
+  cli::ServeWorkerFlags worker_flags;  // --local-workers, --remote-workers, ... (serve_workers.h)
+  if (int rc = cli::TakeServeWorkerFlags(&args, &worker_flags); rc >= 0) return rc;
   api::ServeFlags flags;
   std::string config_path;
   if (int rc = ParseServeArgs(args, &flags, &config_path); rc >= 0) return rc;
@@ -119,8 +127,12 @@ int RunServe(const std::vector<std::string>& args) {
   }
   auto setup = api::MakeServeSetup(config, flags);
   if (!setup.ok()) return Fail(setup.status());
+  // Joined workers first: the scheduler's worker count covers them (workers/serve_join.h).
+  auto joined = cli::SetUpServeWorkers(worker_flags, &setup->service.scheduler);
+  if (!joined.ok()) return Fail(joined.status());
   auto service = api::Service::Open(setup->service, RealClock::Default());
   if (!service.ok()) return Fail(service.status());
+  cli::WorkersAttached attached(joined->get(), (*service)->scheduler());
   auto auth = api::Auth::Create(config, setup->data_dir);
   if (!auth.ok()) return Fail(auth.status());
   api::HttpApi api(service->get(), std::move(*auth), RealClock::Default(), setup->api);

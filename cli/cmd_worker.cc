@@ -3,6 +3,8 @@
 //                    [--verify-offload BYTES]
 //                    [--transport-param KEY=VALUE]... [--log-level LEVEL]`
 // Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
+// `switchyard worker --join HOST:PORT --engine simulated ...`: instead an engine joined to
+// a running serve (cli/worker_join.cc).
 // --credit-per-sender (alias --credit-bytes) / --credit-total: the receiver-granted credit
 // (docs/design.md invariant 7) it advertises in its hello ack and enforces on every put:
 // bytes accepted and not yet committed or rejected per sender (default 512M) and over all
@@ -23,6 +25,11 @@
 #include "cli/command.h"
 #include "kv_tiers/transport/calibrate.h"
 #include "kv_tiers/transport/peer_worker.h"
+
+namespace switchyard::cli {
+bool WantsJoin(const std::vector<std::string>& args);       // cli/worker_join.cc
+int RunJoinedWorker(const std::vector<std::string>& args);  // cli/worker_join.cc
+}  // namespace switchyard::cli
 
 namespace {
 
@@ -48,6 +55,8 @@ int Usage(const std::string& why) {
 }
 
 int RunWorker(const std::vector<std::string>& args) {
+  // --join: an engine joined to a running serve (cli/worker_join.cc).
+  if (switchyard::cli::WantsJoin(args)) return switchyard::cli::RunJoinedWorker(args);
   WorkerOptions options;
   options.listen.clear();
   switchyard::LogOptions log;

@@ -1,0 +1,43 @@
+// `switchyard serve` flags for joined workers (workers/serve_join.h):
+//   --local-workers N      workers serve runs itself (default: the config's, 1)
+//   --remote-workers N     workers to wait for over the control connection (default 0)
+//   --control-listen H:P   where workers join (default 127.0.0.1:8471; port 0: any)
+//   --join-timeout-s S     how long to wait for all of them (default 60)
+//   --heartbeat-ms MS      heartbeat interval both ways (default 1000; lost after 3)
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/scheduler_driver.h"
+#include "workers/join_server.h"
+#include "workers/serve_join.h"
+
+namespace switchyard::cli {
+
+struct ServeWorkerFlags {
+  workers::ServeJoinOptions join;
+  bool local_set = false;
+};
+
+// Removes the flags above from `args` into `out`; -1 to go on, else an exit code (a bad
+// value, printed).
+int TakeServeWorkerFlags(std::vector<std::string>* args, ServeWorkerFlags* out);
+// With --remote-workers N > 0: listens, prints "control listening on H:P, waiting for N
+// worker(s)", waits and sets `config` (null server when no workers join).
+Result<std::unique_ptr<workers::JoinServer>> SetUpServeWorkers(ServeWorkerFlags flags,
+                                                               api::SchedulerConfig* config);
+
+// Wires joined workers' losses to the driver while alive; unwires on destruction (declare
+// it after the service, so it goes first).
+class WorkersAttached {
+ public:
+  WorkersAttached(workers::JoinServer* join, api::SchedulerDriver* driver);
+  ~WorkersAttached();
+
+ private:
+  workers::JoinServer* join_;
+};
+
+}  // namespace switchyard::cli

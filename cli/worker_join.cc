@@ -1,0 +1,102 @@
+// `switchyard worker --join HOST:PORT --engine simulated [--id ID] [--kv-pool-bytes BYTES]
+//                    [--protocol-version N] [--connect-timeout-s S] [--log-level LEVEL]`:
+// an engine in its own process, joined to a running `switchyard serve --remote-workers N
+// --control-listen HOST:PORT` over the worker control protocol (workers/worker_agent.h).
+// Prints "joined HOST:PORT as worker INDEX (id ID, protocol version V)" once welcomed, then
+// runs the steps serve sends until serve says bye (exit 0), serve is lost (exit 1) or
+// SIGINT/SIGTERM (exit 0). A refusal (e.g. a protocol version mismatch) prints serve's
+// reason and exits 3. --protocol-version: what the hello claims (tests of the refusal).
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/logging.h"
+#include "kv_tiers/transport/calibrate.h"
+#include "workers/worker_agent.h"
+
+namespace switchyard::cli {
+
+namespace {
+
+int JoinUsage(const std::string& why) {
+  std::fprintf(stderr,
+               "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated "
+               "[--id ID] [--kv-pool-bytes BYTES] [--protocol-version N] "
+               "[--connect-timeout-s S] [--log-level LEVEL]\n",
+               why.c_str());
+  return 2;
+}
+
+}  // namespace
+
+bool WantsJoin(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--join") return true;
+  return false;
+}
+
+int RunJoinedWorker(const std::vector<std::string>& args) {
+  workers::AgentOptions o;
+  LogOptions log;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (i + 1 >= args.size()) return JoinUsage("missing value after " + a);
+    const std::string& v = args[++i];
+    if (a == "--join") {
+      o.join = v;
+    } else if (a == "--engine") {
+      o.engine = v;
+    } else if (a == "--id") {
+      o.worker_id = v;
+    } else if (a == "--model") {
+      o.model = v;
+    } else if (a == "--kv-pool-bytes") {
+      auto n = kv_tiers::transport::ParseByteSize(v);
+      if (!n.ok()) return JoinUsage(a + ": " + n.status().message());
+      o.kv_pool_capacity_bytes = *n;
+    } else if (a == "--protocol-version") {
+      o.protocol_version = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+      if (o.protocol_version == 0) return JoinUsage("--protocol-version needs N >= 1");
+    } else if (a == "--connect-timeout-s") {
+      o.connect_timeout = Seconds(std::atof(v.c_str()));
+    } else if (a == "--log-level") {
+      if (!ParseLogLevel(v, &log.level)) return JoinUsage("bad --log-level " + v);
+    } else {
+      return JoinUsage("unknown option " + a + " (with --join)");
+    }
+  }
+  InitLogging(log);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  auto agent = workers::WorkerAgent::Join(o);
+  if (!agent.ok()) {
+    std::fprintf(stderr, "worker: %s\n", agent.status().ToString().c_str());
+    return agent.status().IsFailedPrecondition() ? 3 : 1;
+  }
+  std::printf("joined %s as worker %d (id %s, protocol version %u)\n", o.join.c_str(),
+              (*agent)->welcome().worker_index(), (*agent)->worker_id().c_str(),
+              (*agent)->welcome().protocol_version());
+  std::fflush(stdout);
+  workers::WorkerAgent* ag = agent->get();
+  std::thread signals([set, ag]() {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig != 0) ag->Stop();
+  });
+  Status st = ag->Run();
+  std::printf("worker stopped: %s steps_run=%llu\n", st.ok() ? "ok" : st.ToString().c_str(),
+              static_cast<unsigned long long>(ag->steps_run()));
+  std::fflush(stdout);
+  // The signal thread still waits: end the process without joining it.
+  std::_Exit(st.ok() ? 0 : 1);
+}
+
+}  // namespace switchyard::cli

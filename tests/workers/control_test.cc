@@ -1,0 +1,270 @@
+// The worker control protocol in one process: handshake, refusal of a version mismatch,
+// a RemoteEngine's sequences run by a WorkerAgent's steps, and loss (closed connection,
+// missed heartbeats) failing what was in flight.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "api/scheduler_driver.h"
+#include "base/asio_event_loop.h"
+#include "workers/control_conn.h"
+#include "workers/join_server.h"
+#include "workers/remote_engine.h"
+#include "workers/worker_agent.h"
+
+namespace switchyard::workers {
+namespace {
+
+bool WaitUntil(const std::function<bool()>& pred, double seconds = 60) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+JoinOptions Options(int expect) {
+  JoinOptions o;
+  o.expect = expect;
+  o.timeout = Seconds(60);
+  o.first_index = 2;
+  o.heartbeat = Millis(200);
+  o.model = api::EmbeddedDefaultModel();
+  o.gpu = api::EmbeddedDefaultGpu();
+  return o;
+}
+
+// A worker agent joining `address` on its own thread; Run() until stopped.
+struct AgentThread {
+  explicit AgentThread(const std::string& address, uint32_t version = 0) {
+    th = std::thread([this, address, version]() {
+      AgentOptions o;
+      o.join = address;
+      o.worker_id = "agent-1";
+      o.kv_pool_capacity_bytes = 1 << 30;
+      o.protocol_version = version;
+      auto a = WorkerAgent::Join(o);
+      {
+        std::lock_guard<std::mutex> l(mu);
+        join_status = a.status();
+        if (a.ok()) agent = std::move(*a);
+        joined = true;
+      }
+      if (agent) run_status = agent->Run();
+    });
+  }
+  ~AgentThread() { Stop(); }
+  void Stop() {
+    if (!th.joinable()) return;
+    WaitUntil([this] { return joined.load(); });
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (agent) agent->Stop();
+    }
+    th.join();
+  }
+  std::thread th;
+  std::mutex mu;
+  std::atomic<bool> joined{false};
+  Status join_status, run_status;
+  std::unique_ptr<WorkerAgent> agent;
+};
+
+TEST(WorkerControl, HandshakeWelcomesWithIndexAndListsTheWorker) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  AgentThread agent((*js)->address());
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  ASSERT_TRUE(WaitUntil([&] { return agent.joined.load(); }));
+  ASSERT_TRUE(agent.join_status.ok()) << agent.join_status;
+  EXPECT_EQ(agent.agent->welcome().worker_index(), 2);
+  EXPECT_EQ(agent.agent->welcome().protocol_version(), kProtocolVersion);
+  std::vector<v1::JoinedWorker> list = (*js)->Snapshot();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].id(), "agent-1");
+  EXPECT_EQ(list[0].engine(), "simulated");
+  EXPECT_EQ(list[0].state(), "alive");
+  EXPECT_EQ(list[0].kv_pool_capacity_bytes(), 1u << 30);
+  EXPECT_EQ(list[0].worker_index(), 2);
+  EXPECT_GT(list[0].last_heartbeat_ms(), 0);
+}
+
+TEST(WorkerControl, VersionMismatchIsRefusedNamingBothVersions) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  AgentThread agent((*js)->address(), 99);
+  JoinOptions o = Options(1);
+  o.timeout = Seconds(3);
+  Status st = (*js)->AwaitWorkers(o);
+  EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st;
+  EXPECT_NE(st.message().find("joined 0 of 1"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("version 99"), std::string::npos) << st;
+  ASSERT_TRUE(WaitUntil([&] { return agent.joined.load(); }));
+  EXPECT_TRUE(agent.join_status.IsFailedPrecondition()) << agent.join_status;
+  EXPECT_NE(agent.join_status.message().find("protocol version 99"), std::string::npos);
+  EXPECT_NE(agent.join_status.message().find("version " + std::to_string(kProtocolVersion)),
+            std::string::npos)
+      << agent.join_status;
+  EXPECT_EQ((*js)->size(), 0u);
+}
+
+// A RemoteEngine on its own loop thread, over a joined agent.
+struct EngineRig {
+  explicit EngineRig(RemoteWorker* rw) {
+    executors::EngineLimits l;
+    l.pool_blocks = 4096;
+    engine = MakeRemoteEngine(&loop, 2, l, rw);
+    engine->SetListener([this](const executors::StepReport& r) {
+      std::lock_guard<std::mutex> g(mu);
+      ++steps;
+      for (const auto& p : r.seqs)
+        if (p.finished) finished[p.key] = p;
+    });
+    th = std::thread([this] { loop.Run(); });
+  }
+  ~EngineRig() {
+    Sync([this] { engine.reset(); });
+    loop.Stop();
+    th.join();
+  }
+  void Sync(std::function<void()> fn) {
+    std::atomic<bool> done{false};
+    loop.Post([&] {
+      fn();
+      done = true;
+    });
+    WaitUntil([&] { return done.load(); });
+  }
+  Status Admit(const std::string& key, int64_t prefill, int64_t out) {
+    executors::SequenceSpec s;
+    s.key = key;
+    s.contexts.push_back({"wf/" + key + "-ctx", 0, false});
+    s.prefill_tokens = prefill;
+    s.max_output_tokens = out;
+    Status st;
+    Sync([&] { st = engine->Admit(s); });
+    return st;
+  }
+  std::optional<executors::SeqProgress> Finished(const std::string& key) {
+    std::lock_guard<std::mutex> g(mu);
+    auto it = finished.find(key);
+    if (it == finished.end()) return std::nullopt;
+    return it->second;
+  }
+  AsioEventLoop loop;
+  std::unique_ptr<executors::BatchingEngine> engine;
+  std::thread th;
+  std::mutex mu;
+  int steps = 0;
+  std::map<std::string, executors::SeqProgress> finished;
+};
+
+TEST(WorkerControl, RemoteEngineRunsSequencesOnTheWorkersSteps) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  AgentThread agent((*js)->address());
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  EngineRig rig((*js)->worker(0));
+  EXPECT_NE(std::string(rig.engine->name()).find("remote simulated engine (worker agent-1)"),
+            std::string::npos);
+  ASSERT_TRUE(rig.Admit("a", 300, 8).ok());
+  ASSERT_TRUE(rig.Admit("b", 40, 3).ok());
+  ASSERT_TRUE(WaitUntil([&] { return rig.Finished("a") && rig.Finished("b"); }));
+  EXPECT_TRUE(rig.Finished("a")->status.ok()) << rig.Finished("a")->status;
+  EXPECT_EQ(rig.Finished("a")->output_done, 8);
+  EXPECT_EQ(rig.Finished("b")->output_done, 3);
+  ASSERT_TRUE(WaitUntil([&] { return agent.joined.load() && agent.agent; }));
+  // Every step the engine reported ran on the worker (one StepDone each).
+  int steps = 0;
+  rig.Sync([&] { steps = rig.steps; });
+  EXPECT_GE(agent.agent->steps_run(), static_cast<uint64_t>(steps));
+  EXPECT_GE(steps, 8);
+}
+
+TEST(WorkerControl, ClosedConnectionLosesTheWorkerAndFailsTheStepInFlight) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  AgentThread agent((*js)->address());
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  std::atomic<int> lost_index{-1};
+  (*js)->SetLossHandler([&](int index, const Status&) { lost_index = index; });
+  {
+    EngineRig rig((*js)->worker(0));
+    ASSERT_TRUE(rig.Admit("long", 100, 1000000).ok());
+    ASSERT_TRUE(WaitUntil([&] {
+      int s = 0;
+      rig.Sync([&] { s = rig.steps; });
+      return s >= 3;
+    }));
+    agent.Stop();  // the worker's process ends: its connection closes
+    ASSERT_TRUE(WaitUntil([&] { return rig.Finished("long").has_value(); }));
+    executors::SeqProgress p = *rig.Finished("long");
+    EXPECT_TRUE(p.status.IsUnavailable()) << p.status;
+    EXPECT_EQ(p.status.scope(), ErrorScope::kPeer);
+    EXPECT_NE(p.status.message().find("agent-1"), std::string::npos) << p.status;
+    EXPECT_EQ(lost_index.load(), 2);
+    // Later steps fail at once too: nothing waits on a lost worker.
+    ASSERT_TRUE(rig.Admit("after", 10, 5).ok());
+    ASSERT_TRUE(WaitUntil([&] { return rig.Finished("after").has_value(); }));
+    EXPECT_FALSE(rig.Finished("after")->status.ok());
+  }
+  std::vector<v1::JoinedWorker> list = (*js)->Snapshot();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].state(), "lost");
+}
+
+TEST(WorkerControl, SilentWorkerIsLostAfterMissedHeartbeats) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  // A hand-made worker: hello, then silence (no heartbeats).
+  std::unique_ptr<ControlConn> raw;
+  std::thread client([&] {
+    auto c = ControlConn::Connect((*js)->address(), Seconds(30));
+    ASSERT_TRUE(c.ok()) << c.status();
+    v1::WorkerControl h;
+    h.mutable_hello()->set_protocol_version(kProtocolVersion);
+    h.mutable_hello()->set_worker_id("silent");
+    h.mutable_hello()->set_engine("simulated");
+    ASSERT_TRUE((*c)->Send(h).ok());
+    auto w = (*c)->ReadOne(Seconds(30));
+    ASSERT_TRUE(w.ok() && w->has_welcome());
+    raw = std::move(*c);
+  });
+  JoinOptions o = Options(1);
+  o.heartbeat = Millis(100);
+  ASSERT_TRUE((*js)->AwaitWorkers(o).ok());
+  client.join();
+  std::mutex mu;
+  std::string why;
+  (*js)->SetLossHandler([&](int, const Status& st) {
+    std::lock_guard<std::mutex> l(mu);
+    why = st.message();
+  });
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_NE(why.find("missed heartbeats"), std::string::npos) << why;
+  EXPECT_NE(why.find("silent"), std::string::npos) << why;
+}
+
+TEST(WorkerControl, OversizedFrameEndsTheConnection) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  ControlConn conn(sv[0], "pair");
+  unsigned char hdr[4] = {0xff, 0xff, 0xff, 0xff};
+  ASSERT_EQ(::write(sv[1], hdr, 4), 4);
+  auto m = conn.ReadOne(Seconds(10));
+  EXPECT_TRUE(m.status().IsDataLoss()) << m.status();
+  ::close(sv[1]);
+}
+
+}  // namespace
+}  // namespace switchyard::workers

@@ -1,0 +1,376 @@
+// One scheduler, two workers in their own processes: an in-process Service whose scheduler
+// has no local worker and two `switchyard worker --join` processes (the binary under
+// SY_BINARY_DIR) on loopback. Workflows run their LLM nodes on the joined workers; a
+// SIGKILLed worker is marked lost and every workflow still ends, with its side-effect tool
+// run once.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/http_api.h"
+#include "api/service.h"
+#include "proto/json.h"
+#include "workers/serve_join.h"
+
+namespace switchyard::workers {
+namespace {
+
+constexpr char kToken[] = "joined-tenant-token-0123456789";
+constexpr char kAdmin[] = "joined-admin-token-0123456789";
+
+std::string Binary() { return std::string(SY_BINARY_DIR) + "/bin/switchyard"; }
+
+class JoinedCluster {
+ public:
+  explicit JoinedCluster(const std::string& name)
+      : dir_(::testing::TempDir() + "/sy_" + name + "_" + std::to_string(::getpid())) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  ~JoinedCluster() {
+    Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  // Stops the service (its bye ends the workers) and reaps the workers: their waitpid
+  // statuses by id.
+  std::map<std::string, int> Stop() {
+    if (join_) join_->SetLossHandler({});
+    api_.reset();
+    service_.reset();
+    join_.reset();
+    for (auto& [id, pid] : pids_) exit_[id] = Reap(pid);
+    pids_.clear();
+    return exit_;
+  }
+
+  // Starts the service, waiting for `n` workers it starts itself.
+  bool Start(int n) {
+    api::ServiceOptions so;
+    so.data_dir = dir_ + "/data";
+    so.sync_writes = false;
+    so.scheduler.hbm_bytes_per_worker = 4ULL << 30;
+    so.scheduler.host_bytes = 4ULL << 30;
+    so.scheduler.disk_bytes = 4ULL << 30;
+    so.scheduler.kv_bytes_scale = 256;
+    ServeJoinOptions jo;
+    jo.listen = "127.0.0.1:0";
+    jo.local_workers = 0;
+    jo.remote_workers = n;
+    jo.join_timeout = Seconds(120);
+    jo.heartbeat = Millis(500);
+    jo.listening = [this, n](const std::string& address) {
+      for (int i = 0; i < n; ++i) Spawn("w" + std::to_string(i), address);
+    };
+    auto join = JoinRemoteWorkers(jo, &so.scheduler);
+    EXPECT_TRUE(join.ok()) << join.status();
+    if (!join.ok()) return false;
+    join_ = std::move(*join);
+    auto svc = api::Service::Open(so, RealClock::Default());
+    EXPECT_TRUE(svc.ok()) << svc.status();
+    if (!svc.ok()) return false;
+    service_ = std::move(*svc);
+    Attach(join_.get(), service_->scheduler());
+    v1::ServiceConfig cfg;
+    auto* t = cfg.add_tenants();
+    t->set_name("t");
+    t->set_token(kToken);
+    cfg.set_admin_token(kAdmin);
+    api_ = std::make_unique<api::HttpApi>(service_.get(), *api::Auth::Create(cfg, dir_),
+                                          RealClock::Default());
+    return true;
+  }
+
+  api::HttpResponse Call(const std::string& method, const std::string& target,
+                         const std::string& body = "", const char* token = kToken) {
+    api::HttpRequest req;
+    req.method = method;
+    req.target = target;
+    req.body = body;
+    req.headers["authorization"] = std::string("Bearer ") + token;
+    return api_->Handle(req);
+  }
+  template <typename Msg>
+  Msg Get(const std::string& target, const char* token = kToken) {
+    api::HttpResponse r = Call("GET", target, "", token);
+    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
+    Msg m;
+    EXPECT_TRUE(proto::ParseJson(r.body, &m).ok()) << r.body;
+    return m;
+  }
+  v1::ClusterState Cluster() { return Get<v1::ClusterState>("/v1/cluster", kAdmin); }
+
+  // A workflow: llm-0 creates "main" (`out` output tokens), a side-effect tool, llm-1
+  // extends main; closed at once.
+  void Submit(const std::string& id, int out) {
+    std::ostringstream w;
+    w << R"({"id":")" << id << R"(","nodes":[
+      {"id":"llm-0","kind":"LLM","modelId":"Llama-3.1-8B","cacheRefs":[{"context":"main","mode":"CREATE"}],
+       "hints":{"promptTokens":600,"extendTokens":600,"maxOutputTokens":)"
+      << out << R"(}},
+      {"id":"side","kind":"TOOL","toolName":"Write","sideEffect":true,"deps":["llm-0"]},
+      {"id":"llm-1","kind":"LLM","modelId":"Llama-3.1-8B","deps":["side"],
+       "cacheRefs":[{"context":"main","mode":"EXTEND"}],
+       "hints":{"promptTokens":)"
+      << 700 + out << R"(,"extendTokens":100,"maxOutputTokens":8}}]})";
+    api::HttpResponse r = Call("POST", "/v1/workflows", w.str());
+    ASSERT_EQ(r.status, 201) << r.body;
+    ASSERT_EQ(Call("POST", "/v1/workflows/" + id + ":close").status, 200);
+  }
+
+  // Runs every ready tool once (the test is the tool runner) until all workflows ended or
+  // `seconds` passed; the final statuses.
+  std::map<std::string, v1::WorkflowStatus> Drive(const std::vector<std::string>& ids,
+                                                  double seconds) {
+    std::map<std::string, v1::WorkflowStatus> st;
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      bool all = true;
+      for (const std::string& id : ids) {
+        v1::WorkflowStatus s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
+        st[id] = s;
+        if (Ended(s)) continue;
+        all = false;
+        for (const auto& n : s.nodes()) {
+          if (n.kind() != v1::TOOL || n.state() != v1::NODE_READY) continue;
+          if (!tools_started_.insert(id + "/" + n.id()).second) continue;
+          Event(id, n.id(), "TOOL_STARTED");
+          Event(id, n.id(), "TOOL_FINISHED");
+        }
+      }
+      if (all) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return st;
+  }
+  static bool Ended(const v1::WorkflowStatus& s) {
+    return s.state() == v1::WORKFLOW_COMPLETED || s.state() == v1::WORKFLOW_FAILED ||
+           s.state() == v1::WORKFLOW_CANCELLED;
+  }
+  void Event(const std::string& id, const std::string& node, const std::string& type) {
+    api::HttpResponse r = Call("POST", "/v1/workflows/" + id + "/events",
+                               R"({"nodeId":")" + node + R"(","type":")" + type + R"("})");
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+
+  pid_t pid(const std::string& id) const { return pids_.at(id); }
+  std::string Log(const std::string& id) const {
+    std::ifstream f(dir_ + "/" + id + ".log");
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+
+ private:
+  void Spawn(const std::string& id, const std::string& address) {
+    std::string bin = Binary();
+    std::string log = dir_ + "/" + id + ".log";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      FILE* f = std::freopen(log.c_str(), "w", stdout);
+      (void)f;
+      ::dup2(STDOUT_FILENO, STDERR_FILENO);
+      ::execl(bin.c_str(), bin.c_str(), "worker", "--join", address.c_str(), "--engine",
+              "simulated", "--id", id.c_str(), "--kv-pool-bytes", "1G",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    pids_[id] = pid;
+  }
+  static int Reap(pid_t pid) {
+    for (int i = 0; i < 600; ++i) {  // up to 30 s
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return status;
+  }
+
+  std::string dir_;
+  std::unique_ptr<JoinServer> join_;
+  std::unique_ptr<api::Service> service_;
+  std::unique_ptr<api::HttpApi> api_;
+  std::map<std::string, pid_t> pids_;
+  std::map<std::string, int> exit_;
+  std::set<std::string> tools_started_;
+};
+
+#define SKIP_WITHOUT_BINARY()                            \
+  if (!std::filesystem::exists(Binary()))                \
+  GTEST_SKIP() << "no switchyard binary at " << Binary() \
+               << " (build the `switchyard` target: these tests start its worker)"
+
+TEST(JoinedWorkers, WorkflowsRunTheirLlmNodesOnTwoJoinedWorkers) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_run");
+  {
+    ASSERT_TRUE(c.Start(2));
+    v1::ClusterState cl = c.Cluster();
+    EXPECT_EQ(cl.workers(), 2);
+    ASSERT_EQ(cl.joined_workers_size(), 2);
+    std::set<std::string> ids;
+    for (const auto& w : cl.joined_workers()) {
+      ids.insert(w.id());
+      EXPECT_EQ(w.state(), "alive");
+      EXPECT_EQ(w.engine(), "simulated");
+      EXPECT_EQ(w.kv_pool_capacity_bytes(), 1ULL << 30);
+    }
+    EXPECT_EQ(ids, (std::set<std::string>{"w0", "w1"}));
+    for (const auto& e : cl.worker_engines())
+      EXPECT_NE(e.engine().find("remote simulated engine"), std::string::npos) << e.engine();
+    std::vector<std::string> wfs;
+    for (int i = 0; i < 4; ++i) {
+      wfs.push_back("run-" + std::to_string(i));
+      c.Submit(wfs.back(), 16);
+    }
+    auto st = c.Drive(wfs, 240);
+    for (const auto& [id, s] : st)
+      EXPECT_EQ(s.state(), v1::WORKFLOW_COMPLETED) << id << ": " << *proto::ToJson(s);
+  }
+  // Serve's bye ends both workers (exit 0); the steps ran in them.
+  std::map<std::string, int> exits = c.Stop();
+  uint64_t steps = 0;
+  for (const char* id : {"w0", "w1"}) {
+    ASSERT_TRUE(exits.count(id));
+    EXPECT_TRUE(WIFEXITED(exits[id]) && WEXITSTATUS(exits[id]) == 0) << id << ": " << c.Log(id);
+    std::string log = c.Log(id);
+    size_t at = log.find("steps_run=");
+    ASSERT_NE(at, std::string::npos) << log;
+    steps += std::stoull(log.substr(at + 10));
+  }
+  EXPECT_GT(steps, 16u);
+}
+
+TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_kill");
+  ASSERT_TRUE(c.Start(2));
+  std::vector<std::string> wfs;
+  for (int i = 0; i < 6; ++i) {
+    wfs.push_back("kill-" + std::to_string(i));
+    c.Submit(wfs.back(), 600);
+  }
+  // Wait until LLM nodes run, then kill the worker running the most of them (the worker of
+  // a running node: its latest place decision).
+  int victim = -1;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (victim < 0 && std::chrono::steady_clock::now() < end) {
+    std::map<int, int> running;
+    for (const std::string& id : wfs) {
+      v1::WorkflowStatus s = c.Get<v1::WorkflowStatus>("/v1/workflows/" + id);
+      for (const auto& n : s.nodes()) {
+        if (n.kind() != v1::LLM || n.state() != v1::NODE_RUNNING) continue;
+        int worker = -1;
+        for (const auto& d : s.decisions())
+          if (d.kind() == "place" && d.node_id() == n.id()) worker = d.worker();
+        if (worker >= 0) ++running[worker];
+      }
+    }
+    int most = 0;
+    for (const auto& [w, k] : running)
+      if (k > most) most = k, victim = w;
+    if (victim < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(victim, 0) << "no LLM node was seen running";
+  std::string victim_id;
+  v1::ClusterState at_kill = c.Cluster();
+  for (const auto& w : at_kill.joined_workers())
+    if (w.worker_index() == victim) victim_id = w.id();
+  ASSERT_EQ(::kill(c.pid(victim_id), SIGKILL), 0);
+
+  // Marked lost (the closed connection; missed heartbeats at the latest).
+  bool lost = false;
+  for (int i = 0; i < 3000 && !lost; ++i) {
+    v1::ClusterState now = c.Cluster();
+    for (const auto& w : now.joined_workers())
+      if (w.id() == victim_id && w.state() == "lost") lost = true;
+    if (!lost) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(lost) << victim_id << " never marked lost";
+
+  auto st = c.Drive(wfs, 300);
+  int completed = 0, recomputed = 0, failed_by_loss = 0;
+  std::string all;
+  for (const auto& [id, s] : st) {
+    all += *proto::ToJson(s) + "\n";
+    ASSERT_TRUE(JoinedCluster::Ended(s)) << id << " did not end: " << *proto::ToJson(s);
+    if (s.state() == v1::WORKFLOW_COMPLETED) ++completed;
+    if (s.state() == v1::WORKFLOW_FAILED) {
+      EXPECT_FALSE(s.failure_reason().empty()) << id;
+      if (s.failure_reason().find("lost") != std::string::npos) ++failed_by_loss;
+    }
+    int side_admits = 0;
+    std::map<std::string, bool> retried_after_loss;  // LLM node -> placed elsewhere since
+    for (const auto& d : s.decisions()) {
+      if (d.kind() == "admit" && d.node_id() == "side") ++side_admits;
+      if (d.kind() == "retry" && d.reason().find("lost") != std::string::npos)
+        retried_after_loss[d.node_id()] = false;
+      if (d.kind() == "place" && retried_after_loss.count(d.node_id())) {
+        EXPECT_NE(d.worker(), victim) << id << ": placed on the lost worker again";
+        retried_after_loss[d.node_id()] = true;
+      }
+    }
+    for (const auto& [node, placed] : retried_after_loss) recomputed += placed;
+    EXPECT_LE(side_admits, 1) << id << ": the side-effect tool was started twice";
+    for (const auto& n : s.nodes())
+      if (n.id() == "side") EXPECT_LE(n.attempts(), 1u) << id << ": side effect ran twice";
+  }
+  // The killed worker ran LLM nodes: they were retried on the other worker (recomputing
+  // their context there), or their workflow failed naming the loss.
+  EXPECT_GT(recomputed + failed_by_loss, 0) << "victim " << victim_id << "\n" << all;
+  EXPECT_GT(completed, 0);
+}
+
+TEST(JoinedWorkers, BinaryWorkerWithAnotherProtocolVersionIsRefusedByName) {
+  SKIP_WITHOUT_BINARY();
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  std::string out = ::testing::TempDir() + "/sy_refused_" + std::to_string(::getpid()) + ".log";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(out.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    std::string bin = Binary();
+    ::execl(bin.c_str(), bin.c_str(), "worker", "--join", (*js)->address().c_str(), "--engine",
+            "simulated", "--protocol-version", "7", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  JoinOptions o;
+  o.expect = 1;
+  o.timeout = Seconds(60);
+  o.max_refusals = 1;  // give up at the first refusal
+  Status st = (*js)->AwaitWorkers(o);
+  EXPECT_TRUE(st.IsFailedPrecondition()) << st;
+  EXPECT_NE(st.message().find("version 7"), std::string::npos) << st;
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  std::ifstream f(out);
+  std::stringstream s;
+  s << f.rdbuf();
+  EXPECT_NE(s.str().find("protocol version mismatch: worker speaks worker control protocol "
+                         "version 7, serve speaks version 1"),
+            std::string::npos)
+      << s.str();
+  std::filesystem::remove(out);
+}
+
+}  // namespace
+}  // namespace switchyard::workers

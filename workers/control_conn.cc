@@ -1,0 +1,255 @@
+// ControlConn (control_conn.h): framed protobuf messages over a POSIX TCP socket.
+#include "workers/control_conn.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace switchyard::workers {
+namespace {
+
+Status Errno(const std::string& what) {
+  return Status::Unavailable(what + ": " + std::strerror(errno), ErrorScope::kPeer);
+}
+
+// Reads exactly `n` bytes; Unavailable on EOF or error.
+Status ReadFull(int fd, char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::recv(fd, buf + got, n - got, 0);
+    if (r == 0) return Status::Unavailable("connection closed by peer", ErrorScope::kPeer);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Errno("read");
+    }
+    got += static_cast<size_t>(r);
+  }
+  return Status::OK();
+}
+
+Status WriteFull(int fd, const char* buf, size_t n) {
+  size_t put = 0;
+  while (put < n) {
+    ssize_t w = ::send(fd, buf + put, n - put, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Errno("write");
+    }
+    put += static_cast<size_t>(w);
+  }
+  return Status::OK();
+}
+
+Result<v1::WorkerControl> ReadFrame(int fd) {
+  unsigned char hdr[4];
+  SY_RETURN_IF_ERROR(ReadFull(fd, reinterpret_cast<char*>(hdr), 4));
+  uint32_t n = (uint32_t{hdr[0]} << 24) | (uint32_t{hdr[1]} << 16) | (uint32_t{hdr[2]} << 8) |
+               uint32_t{hdr[3]};
+  if (n == 0 || n > kMaxFrameBytes)
+    return Status::DataLoss("control frame of " + std::to_string(n) + " bytes (1.." +
+                                std::to_string(kMaxFrameBytes) + " allowed)",
+                            ErrorScope::kPeer);
+  std::string body(n, '\0');
+  SY_RETURN_IF_ERROR(ReadFull(fd, body.data(), n));
+  v1::WorkerControl m;
+  if (!m.ParseFromString(body))
+    return Status::DataLoss("control frame does not parse as WorkerControl", ErrorScope::kPeer);
+  return m;
+}
+
+}  // namespace
+
+int64_t UnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port) {
+  size_t colon = host_port.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == host_port.size())
+    return Status::InvalidArgument("'" + host_port + "': want HOST:PORT");
+  const std::string p = host_port.substr(colon + 1);
+  char* end = nullptr;
+  long v = std::strtol(p.c_str(), &end, 10);
+  if (*end != '\0' || v < 0 || v > 65535)
+    return Status::InvalidArgument("'" + host_port + "': port '" + p + "' is not 0..65535");
+  *host = host_port.substr(0, colon);
+  *port = static_cast<uint16_t>(v);
+  return Status::OK();
+}
+
+Result<std::unique_ptr<ControlConn>> ControlConn::Connect(const std::string& host_port,
+                                                          Duration timeout) {
+  std::string host;
+  uint16_t port = 0;
+  SY_RETURN_IF_ERROR(SplitHostPort(host_port, &host, &port));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0)
+    return Status::Unavailable("resolve " + host_port + ": " + ::gai_strerror(rc),
+                               ErrorScope::kPeer);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  Status last = Status::Unavailable("connect " + host_port + ": no address", ErrorScope::kPeer);
+  // Retries until the deadline: serve may still be starting its listener.
+  while (true) {
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        ::freeaddrinfo(res);
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        return std::make_unique<ControlConn>(fd, host_port);
+      }
+      last = Errno("connect " + host_port);
+      ::close(fd);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::freeaddrinfo(res);
+  return last;
+}
+
+ControlConn::ControlConn(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {
+  last_heard_ms_ = UnixMillis();
+}
+
+ControlConn::~ControlConn() {
+  Close();
+  ::close(fd_);
+}
+
+Result<v1::WorkerControl> ControlConn::ReadOne(Duration timeout) {
+  pollfd p{fd_, POLLIN, 0};
+  int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+  int rc;
+  do {
+    rc = ::poll(&p, 1, ms);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) return Errno("poll " + peer_);
+  if (rc == 0)
+    return Status::DeadlineExceeded("no control message from " + peer_ + " within " +
+                                    std::to_string(ms) + " ms");
+  auto m = ReadFrame(fd_);
+  if (m.ok()) last_heard_ms_ = UnixMillis();
+  return m;
+}
+
+void ControlConn::Start(OnMessage on_message, OnLost on_lost, Duration heartbeat, int misses) {
+  on_message_ = std::move(on_message);
+  on_lost_ = std::move(on_lost);
+  last_heard_ms_ = UnixMillis();
+  reader_ = std::thread([this] { ReadLoop(); });
+  heartbeat_ = std::thread([this, heartbeat, misses] { HeartbeatLoop(heartbeat, misses); });
+}
+
+Status ControlConn::Send(const v1::WorkerControl& m) {
+  if (lost_ || closed_) return Status::Unavailable("control connection to " + peer_ + " is down");
+  std::string body = m.SerializeAsString();
+  std::string frame(4, '\0');
+  uint32_t n = static_cast<uint32_t>(body.size());
+  frame[0] = static_cast<char>(n >> 24);
+  frame[1] = static_cast<char>(n >> 16);
+  frame[2] = static_cast<char>(n >> 8);
+  frame[3] = static_cast<char>(n);
+  frame += body;
+  Status st;
+  {
+    std::lock_guard<std::mutex> l(send_mu_);
+    st = WriteFull(fd_, frame.data(), frame.size());
+  }
+  if (!st.ok()) Lose(st);
+  return st;
+}
+
+void ControlConn::ReadLoop() {
+  // Reads until the connection ends, also after Close began (Finish drains what the peer
+  // still sends: closing with unread data would reset the connection and lose the bye).
+  while (!lost_) {
+    auto m = ReadFrame(fd_);
+    if (!m.ok()) {
+      Lose(m.status());
+      return;
+    }
+    last_heard_ms_ = UnixMillis();
+    if (on_message_ && !closed_) on_message_(*m);
+  }
+}
+
+void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
+  finishing_ = true;  // no on_lost from here on
+  (void)Send(last);
+  closed_ = true;
+  ::shutdown(fd_, SHUT_WR);
+  auto end = std::chrono::steady_clock::now() + wait;
+  while (!lost_ && reader_.joinable() && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Close();
+}
+
+void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
+  const int64_t interval_ms = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat).count());
+  std::unique_lock<std::mutex> l(mu_);
+  while (!lost_ && !closed_) {
+    cv_.wait_for(l, std::chrono::milliseconds(interval_ms));
+    if (lost_ || closed_) return;
+    int64_t silent = UnixMillis() - last_heard_ms_.load();
+    if (silent > interval_ms * misses) {
+      l.unlock();
+      Lose(Status::Unavailable("missed heartbeats from " + peer_ + ": nothing heard for " +
+                                   std::to_string(silent) + " ms (" + std::to_string(misses) +
+                                   " x " + std::to_string(interval_ms) + " ms)",
+                               ErrorScope::kPeer));
+      return;
+    }
+    v1::WorkerControl hb;
+    hb.mutable_heartbeat()->set_sent_unix_ms(UnixMillis());
+    l.unlock();
+    (void)Send(hb);
+    l.lock();
+  }
+}
+
+void ControlConn::Lose(const Status& why) {
+  if (lost_.exchange(true)) return;
+  ::shutdown(fd_, SHUT_RDWR);  // wakes the reader
+  cv_.notify_all();
+  if (!closed_ && !finishing_ && on_lost_) on_lost_(why);
+}
+
+void ControlConn::Close() {
+  closed_ = true;
+  ::shutdown(fd_, SHUT_RDWR);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    cv_.notify_all();
+  }
+  auto self = std::this_thread::get_id();
+  if (reader_.joinable()) {
+    if (reader_.get_id() == self)
+      reader_.detach();
+    else
+      reader_.join();
+  }
+  if (heartbeat_.joinable()) {
+    if (heartbeat_.get_id() == self)
+      heartbeat_.detach();
+    else
+      heartbeat_.join();
+  }
+}
+
+}  // namespace switchyard::workers

@@ -1,0 +1,88 @@
+// ControlConn: one worker control connection (proto/switchyard/v1/worker_control.proto).
+//
+// Framing: plain TCP (POSIX sockets, TCP_NODELAY); every message is a 4-byte big-endian
+// length N (1 <= N <= kMaxFrameBytes) followed by N bytes of one serialized
+// v1::WorkerControl. A longer or empty frame, or bytes that do not parse, end the
+// connection (DataLoss).
+//
+// Two phases. Handshake: ReadOne / Send on the caller's thread. Started: a reader thread
+// delivers every message to `on_message` (heartbeats included), and a heartbeat thread
+// sends a WorkerHeartbeat every `heartbeat` and declares the peer lost when nothing was
+// heard for `misses` intervals. A lost peer (closed connection, read or write error, missed
+// heartbeats) is reported once to `on_lost`, from one of the connection's threads, unless
+// Close() came first. Close() ends both threads and the socket; the destructor closes.
+//
+// Thread-safety: Send, Close, last_heard_ms and lost are thread-safe; ReadOne and Start are
+// called once each, before any concurrent use.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "base/time.h"
+#include "proto/switchyard/v1/worker_control.pb.h"
+
+namespace switchyard::workers {
+
+inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
+
+// Splits "HOST:PORT" (PORT 0..65535); InvalidArgument naming the text otherwise.
+Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port);
+
+class ControlConn {
+ public:
+  using OnMessage = std::function<void(const v1::WorkerControl&)>;
+  using OnLost = std::function<void(const Status&)>;
+
+  // Connects to HOST:PORT (numeric or a name resolved with getaddrinfo) within `timeout`.
+  static Result<std::unique_ptr<ControlConn>> Connect(const std::string& host_port,
+                                                      Duration timeout);
+  // Takes an accepted socket; `peer` names it in messages.
+  ControlConn(int fd, std::string peer);
+  ~ControlConn();
+  ControlConn(const ControlConn&) = delete;
+  ControlConn& operator=(const ControlConn&) = delete;
+
+  // Handshake phase: the next message within `timeout` (DeadlineExceeded, or the error).
+  Result<v1::WorkerControl> ReadOne(Duration timeout);
+  void Start(OnMessage on_message, OnLost on_lost, Duration heartbeat, int misses);
+  // Sends one message (Unavailable once the connection is lost or closed).
+  Status Send(const v1::WorkerControl& m);
+  void Close();
+  // Sends `last` (a bye), then waits up to `wait` for the peer to close before Close(), so
+  // that `last` arrives (no reset for unread data).
+  void Finish(const v1::WorkerControl& last, Duration wait);
+
+  const std::string& peer() const { return peer_; }
+  int64_t last_heard_ms() const { return last_heard_ms_.load(); }
+  bool lost() const { return lost_.load(); }
+
+ private:
+  void ReadLoop();
+  void HeartbeatLoop(Duration heartbeat, int misses);
+  void Lose(const Status& why);
+
+  int fd_;
+  std::string peer_;
+  std::mutex send_mu_;
+  OnMessage on_message_;
+  OnLost on_lost_;
+  std::atomic<bool> lost_{false}, closed_{false}, finishing_{false};
+  std::atomic<int64_t> last_heard_ms_{0};
+  std::mutex mu_;  // guards the wait of the heartbeat thread
+  std::condition_variable cv_;
+  std::thread reader_, heartbeat_;
+};
+
+// Unix time in milliseconds (the heartbeat clock).
+int64_t UnixMillis();
+
+}  // namespace switchyard::workers

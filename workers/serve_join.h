@@ -1,0 +1,42 @@
+// JoinRemoteWorkers: `switchyard serve --remote-workers N` — serve's scheduler covers its
+// local workers plus N workers that join over the worker control protocol.
+//
+// Design (this increment; docs/design.md "Cluster"): membership is fixed at start. Before
+// the service opens, serve listens on the control address, waits until N workers joined
+// (JoinServer::AwaitWorkers: a timeout fails serve with how many joined and why any was
+// refused), then sets the scheduler's worker count to local + N and its engine_factory:
+// workers 0..local-1 keep the driver's own engine (the factory returns none for them),
+// workers local..local+N-1 get a RemoteEngine (workers/remote_engine.h) over their
+// connection, in join order. Once the service runs, Attach wires each worker's loss to
+// SchedulerDriver::PeerLost (a loss before that is delivered then).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "api/scheduler_driver.h"
+#include "base/result.h"
+#include "workers/join_server.h"
+
+namespace switchyard::workers {
+
+struct ServeJoinOptions {
+  std::string listen = "127.0.0.1:0";  // --control-listen HOST:PORT
+  int local_workers = 1;               // --local-workers N
+  int remote_workers = 0;              // --remote-workers N
+  Duration join_timeout = Seconds(60);
+  Duration heartbeat = Seconds(1);
+  int heartbeat_misses = 3;
+  // Called once the listener is bound (the address actually bound), before waiting.
+  std::function<void(const std::string& address)> listening;
+};
+
+// Listens, waits for the workers and sets `config` as above (config->model_config and gpu
+// name the model sent in the welcome; unset: the embedded defaults).
+Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& options,
+                                                      api::SchedulerConfig* config);
+// Sends each joined worker's loss to driver->PeerLost (driver outlives `join`'s workers'
+// connections: the caller destroys the service before... the join server after it).
+void Attach(JoinServer* join, api::SchedulerDriver* driver);
+
+}  // namespace switchyard::workers

@@ -1,0 +1,134 @@
+// WorkerAgent (worker_agent.h).
+#include "workers/worker_agent.h"
+
+#include <unistd.h>
+
+#include <deque>
+
+#include "base/logging.h"
+#include "executors/simulated_engine.h"
+#include "workers/control_msgs.h"
+#include "workers/join_server.h"
+
+namespace switchyard::workers {
+
+Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
+  if (o.engine != "simulated")
+    return Status::InvalidArgument("--engine " + o.engine +
+                                   ": a joined worker runs engine simulated (for now)");
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  std::unique_ptr<WorkerAgent> a(new WorkerAgent());
+  a->id_ = o.worker_id.empty() ? std::string(host) + "-" + std::to_string(::getpid()) : o.worker_id;
+  SY_ASSIGN_OR_RETURN(a->conn_, ControlConn::Connect(o.join, o.connect_timeout));
+  v1::WorkerControl h;
+  v1::WorkerHello* hello = h.mutable_hello();
+  hello->set_protocol_version(o.protocol_version ? o.protocol_version : kProtocolVersion);
+  hello->set_worker_id(a->id_);
+  hello->set_engine(o.engine);
+  hello->set_model(o.model);
+  hello->set_kv_pool_capacity_bytes(o.kv_pool_capacity_bytes);
+  hello->set_epoch(static_cast<uint64_t>(UnixMillis()));
+  hello->set_host(host);
+  SY_RETURN_IF_ERROR(a->conn_->Send(h));
+  SY_ASSIGN_OR_RETURN(v1::WorkerControl answer, a->conn_->ReadOne(Seconds(30)));
+  if (answer.has_refusal())
+    return Status::FailedPrecondition("refused by serve at " + o.join + ": " +
+                                      answer.refusal().reason());
+  if (!answer.has_welcome())
+    return Status::InvalidArgument("serve at " + o.join + " answered the hello without a welcome");
+  a->welcome_ = answer.welcome();
+  SY_ASSIGN_OR_RETURN(auto cost,
+                      executors::RooflineStepCost::Create(a->welcome_.model(), a->welcome_.gpu()));
+  a->cost_ = std::make_unique<executors::RooflineStepCost>(std::move(cost));
+  a->runner_ = std::make_unique<executors::CostStepRunner>(&a->loop_, a->cost_.get());
+  return a;
+}
+
+WorkerAgent::~WorkerAgent() {
+  if (runner_) runner_->Stop();
+  if (conn_) conn_->Close();
+}
+
+Status WorkerAgent::Run() {
+  Duration hb = Millis(std::max<uint32_t>(1, welcome_.heartbeat_interval_ms()));
+  int misses = static_cast<int>(std::max<uint32_t>(1, welcome_.heartbeat_misses()));
+  conn_->Start([this](const v1::WorkerControl& m) { loop_.Post([this, m]() { Handle(m); }); },
+               [this](const Status& why) {
+                 {
+                   std::lock_guard<std::mutex> l(mu_);
+                   if (end_.ok()) end_ = why;
+                 }
+                 loop_.Stop();
+               },
+               hb, misses);
+  // A loss or Stop before Run started would be undone by Run: check again from inside.
+  loop_.Post([this]() {
+    if (conn_->lost() || stop_requested_) loop_.Stop();
+  });
+  loop_.Run();
+  runner_->Stop();
+  conn_->Close();
+  if (bye_ || stop_requested_) return Status::OK();
+  std::lock_guard<std::mutex> l(mu_);
+  return end_;
+}
+
+void WorkerAgent::Stop() {
+  stop_requested_ = true;
+  loop_.Stop();
+}
+
+void WorkerAgent::Handle(const v1::WorkerControl& m) {
+  switch (m.body_case()) {
+    case v1::WorkerControl::kSeqAdmit: {
+      const v1::SeqAdmit& a = m.seq_admit();
+      (void)runner_->OnAdmit(FromAdmit(a), a.primary(), a.fresh_from());
+      break;
+    }
+    case v1::WorkerControl::kContextResize:
+      runner_->OnResize(m.context_resize().context(), m.context_resize().tokens());
+      break;
+    case v1::WorkerControl::kTokenEmitted:
+      runner_->OnEmitted(m.token_emitted().primary(), m.token_emitted().position(),
+                         m.token_emitted().token());
+      break;
+    case v1::WorkerControl::kSeqLeave:
+      runner_->OnLeave(m.seq_leave().seq());
+      break;
+    case v1::WorkerControl::kRunStep:
+      RunStep(m.run_step());
+      break;
+    case v1::WorkerControl::kBye:
+      Log(LogLevel::kInfo, "serve said bye", LogKeys().With("reason", m.bye().reason()));
+      bye_ = true;
+      loop_.Stop();
+      break;
+    default:
+      break;  // heartbeats (liveness only) and messages for serve
+  }
+}
+
+void WorkerAgent::RunStep(const v1::RunStep& m) {
+  struct Step {
+    uint64_t id = 0;
+    std::deque<std::string> strings;
+    std::vector<executors::StepItem> items;
+    Time start{0};
+  };
+  auto st = std::make_shared<Step>();
+  st->id = m.step_id();
+  st->items = ItemsOf(m, &st->strings);
+  st->start = loop_.Now();
+  runner_->Run(ShapeOf(m), &st->items, [this, st]() {
+    v1::WorkerControl d;
+    v1::StepDone* done = d.mutable_step_done();
+    done->set_step_id(st->id);
+    for (const executors::StepItem& it : st->items) ToItemResult(it, done->add_items());
+    done->set_worker_time_ns((loop_.Now() - st->start).count());
+    ++steps_;
+    (void)conn_->Send(d);
+  });
+}
+
+}  // namespace switchyard::workers
