@@ -41,6 +41,20 @@ TEST(Dashboard, PageLoadsNothingFromElsewhere) {
   }
 }
 
+TEST(Dashboard, HasChartsTimelineAndFormatters) {
+  std::string html(DashboardHtml());
+  // Charts over time, the selected workflow's timeline (its own route), the formatters
+  // (tests/browser/test_dashboard.py checks them rendered in Chromium).
+  for (const char* s : {"id=\"chart-tiers\"", "id=\"chart-links\"", "id=\"chart-queue\"",
+                        "id=\"timeline\"", "\"/timeline\"", "fmtBytes", "fmtRate", "fmtDuration",
+                        "fmtPercent", "\"tl-row tl-\"", "CHART_SAMPLES"}) {
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+  }
+  // Plain SVG drawn by the page itself: no chart library, no canvas from elsewhere.
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_NE(html.find("http://www.w3.org/2000/svg"), std::string::npos);  // the SVG namespace
+}
+
 TEST(Dashboard, ServedWithoutAuthWithRestrictivePolicy) {
   testing::InProcessApi env("dashboard", "tok-dashboard-000000000000");
   for (const char* target : {"/", "/index.html", "/?x=1"}) {

@@ -8,11 +8,19 @@ http://127.0.0.1:PORT/#token=... in `chromium --headless --dump-dom` and checks 
     line is an uncaught error, a CSP violation or a failed load) and no script error
     (<body data-errors="0">, empty error box);
   - the page got its data (<body data-loaded="1">) and the DOM shows the server's data:
-    the workflow id, its node states and the cluster counts.
+    the workflow id, its node states and the cluster counts;
+  - numbers are formatted for people: the page's text has no long raw floats and no raw
+    byte counts, and shows sizes in KiB/MiB/GiB, rates in GB/s, durations and percents;
+  - the charts over time (tier occupancy, link use by class, queue depth) have lines with
+    a point per poll (several polls ran);
+  - the timeline of a workflow (selected with #workflow=) whose context was demoted during
+    a tool wait (small HBM: --config with hbmBytesPerWorker) and prefetched for the next
+    call has a row per node and a row per transfer.
 Exit 77 (ctest SKIP_RETURN_CODE) when chromium or the server binary is missing.
 Environment: SWITCHYARD_BIN (required), CHROMIUM (default: chromium on PATH).
 """
 
+import html
 import json
 import os
 import re
@@ -54,8 +62,13 @@ def start_server(binary, workdir):
     port = free_port()
     data_dir = os.path.join(workdir, "data")
     log = open(os.path.join(workdir, "server.log"), "w")
+    # A small HBM (1.25 GiB per worker): the "big" workflow's long tool wait demotes.
+    config = os.path.join(workdir, "serve.json")
+    with open(config, "w") as f:
+        json.dump({"hbmBytesPerWorker": str(1280 << 20)}, f)
     proc = subprocess.Popen(
-        [binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data_dir],
+        [binary, "serve", "--config", config, "--listen", f"127.0.0.1:{port}",
+         "--data-dir", data_dir],
         stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     token_file = os.path.join(data_dir, "tokens", "default")
@@ -82,10 +95,68 @@ def run_chromium(chromium, url, workdir):
            "--enable-logging=stderr", "--v=0",
            # Run the page's timers and fetches for 5 s of virtual time before dumping
            # the DOM (virtual time does not advance while a fetch is pending).
-           "--virtual-time-budget=5000", "--dump-dom", url]
+           "--virtual-time-budget=7000", "--dump-dom", url]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
                        env=dict(os.environ, HOME=workdir))
     return r.returncode, r.stdout, r.stderr
+
+
+BIG = {"id": "big", "nodes": [
+    {"id": "llm-0", "kind": "LLM", "modelId": "Llama-3.1-8B",
+     "cacheRefs": [{"context": "main", "mode": "CREATE"}],
+     "hints": {"promptTokens": 8000, "extendTokens": 8000, "maxOutputTokens": 4}},
+    {"id": "bash", "kind": "TOOL", "toolName": "Bash", "deps": ["llm-0"],
+     "hints": {"expectedDurationMs": 600000}},
+    {"id": "llm-1", "kind": "LLM", "modelId": "Llama-3.1-8B", "deps": ["bash"],
+     "cacheRefs": [{"context": "main", "mode": "EXTEND"}],
+     "hints": {"promptTokens": 8300, "extendTokens": 300, "maxOutputTokens": 4}}]}
+
+
+def wait_for(base, token, wf_id, pred, what):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        s = json.loads(call(base, "GET", f"/v1/workflows/{wf_id}", token)[2])
+        if pred(s):
+            return s
+        time.sleep(0.02)
+    raise RuntimeError(f"workflow {wf_id}: timed out waiting for {what}")
+
+
+def node_state(s, node):
+    return next((n.get("state") for n in s.get("nodes", []) if n.get("id") == node), None)
+
+
+def run_big(base, token):
+    """Runs "big" through a demotion during its tool wait and a prefetch; its timeline."""
+    call(base, "POST", "/v1/workflows", token, BIG)
+    wait_for(base, token, "big", lambda s: node_state(s, "llm-0") == "NODE_SUCCEEDED",
+             "llm-0 to succeed")
+    call(base, "POST", "/v1/workflows/big/events", token, {"nodeId": "bash", "type": "TOOL_STARTED"})
+    wait_for(base, token, "big",
+             lambda s: any(k.get("context") == "main" and not k.get("inFlight")
+                           and k.get("tier") not in (None, "hbm") for k in s.get("kv", [])),
+             "main to leave HBM")
+    call(base, "POST", "/v1/workflows/big/events", token, {"nodeId": "bash", "type": "TOOL_FINISHED"})
+    call(base, "POST", "/v1/workflows/big:close", token, {})
+    detail = wait_for(base, token, "big", lambda s: s.get("state") == "WORKFLOW_COMPLETED",
+                      "completion")
+    timeline = json.loads(call(base, "GET", "/v1/workflows/big/timeline", token)[2])
+    return detail, timeline
+
+
+def page_text(dom):
+    """The text a user reads: the DOM without scripts, styles and tags."""
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S | re.I)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def chart_points(dom, chart_id):
+    """The most points of a line in the chart `chart_id` (0 when it has none)."""
+    at = dom.find(f'id="{chart_id}"')
+    if at < 0:
+        return 0
+    seg = dom[at:dom.find("</figure>", at)]
+    return max([int(n) for n in re.findall(r'<polyline[^>]*data-n="(\d+)"', seg)] or [0])
 
 
 def main():
@@ -117,10 +188,10 @@ def main():
         wf_id = json.loads(body)["workflowId"]
         call(base, "POST", f"/v1/workflows/{wf_id}/events", token,
              {"nodeId": "fetch", "type": "TOOL_STARTED"})
+        detail, timeline = run_big(base, token)
         cluster = json.loads(call(base, "GET", "/v1/cluster", token)[2])
-        detail = json.loads(call(base, "GET", f"/v1/workflows/{wf_id}", token)[2])
 
-        rc, dom, err = run_chromium(chromium, f"{base}/#token={token}", workdir)
+        rc, dom, err = run_chromium(chromium, f"{base}/#token={token}&workflow=big", workdir)
         if rc != 0:
             failures.append(f"chromium exited with {rc}: {err[-2000:]}")
         console = [l for l in err.splitlines() if ":CONSOLE" in l]
@@ -134,7 +205,8 @@ def main():
             "node 'fetch' shown RUNNING": r"fetch: RUNNING",
             "node 'answer' shown PENDING": r"answer: PENDING",
             "workflow state shown": r">RUNNING<",
-            "cluster count of workflows": r'id="stat-total"><b>1</b>',
+            "cluster count of workflows": (r'id="stat-total"><b>'
+                                           + str(cluster["workflows"]["total"]) + "</b>"),
             "token kept out of the page": None,
         }
         # Whatever the server reports beyond that (tiers, links, KV, decisions) is shown.
@@ -147,6 +219,30 @@ def main():
         for d in detail.get("decisions", [])[-5:]:
             if d.get("kind"):
                 checks[f"decision '{d['kind']}' shown"] = ">" + re.escape(d["kind"]) + "<"
+        # The timeline of "big": a row per node, a row per transfer (demote and prefetch).
+        for n in ("llm-0", "bash", "llm-1"):
+            checks[f"timeline row of node {n}"] = r'<g class="tl-row tl-node" data-node="' + n + '"'
+        moves = timeline.get("transfers", [])
+        if len(moves) < 2:
+            failures.append("the API timeline of big has fewer than 2 transfers: " + json.dumps(timeline))
+        for x in moves:
+            checks[f"timeline row of transfer {x['transferId']} ({x.get('kind')})"] = (
+                r'<g class="tl-row tl-transfer" data-transfer="' + str(x["transferId"]) + '"')
+        # Formatted numbers.
+        checks["a size in KiB/MiB/GiB"] = r"\d (KiB|MiB|GiB)\b"
+        checks["a rate in GB/s"] = r"\d GB/s"
+        checks["a duration in us/ms"] = r"\d (µs|ms)\b"
+        checks["a percentage"] = r"\d %"
+        text = page_text(dom)
+        for what, pattern in (("a long raw float", r"\d+\.\d{5,}"),
+                              ("a raw count of 7+ digits", r"(?<![\w.])\d{7,}(?!\w)")):
+            hits = re.findall(pattern, text)
+            if hits:
+                failures.append(f"page text has {what}: {hits[:5]}")
+        for chart in ("chart-tiers", "chart-links", "chart-queue"):
+            n = chart_points(dom, chart)
+            if n < 2:
+                failures.append(f"{chart}: a line with {n} points (want >= 2 after several polls)")
         for what, pattern in checks.items():
             ok = token not in dom if pattern is None else re.search(pattern, dom) is not None
             if not ok:
