@@ -53,15 +53,19 @@ WorkerAgent::~WorkerAgent() {
 Status WorkerAgent::Run() {
   Duration hb = Millis(std::max<uint32_t>(1, welcome_.heartbeat_interval_ms()));
   int misses = static_cast<int>(std::max<uint32_t>(1, welcome_.heartbeat_misses()));
-  conn_->Start([this](const v1::WorkerControl& m) { loop_.Post([this, m]() { Handle(m); }); },
-               [this](const Status& why) {
-                 {
-                   std::lock_guard<std::mutex> l(mu_);
-                   if (end_.ok()) end_ = why;
-                 }
-                 loop_.Stop();
-               },
-               hb, misses);
+  conn_->Start(
+      [this](const v1::WorkerControl& m) {
+        if (m.has_bye()) bye_ = true;  // here: serve's close may end the loop before Handle
+        loop_.Post([this, m]() { Handle(m); });
+      },
+      [this](const Status& why) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          if (end_.ok()) end_ = why;
+        }
+        loop_.Stop();
+      },
+      hb, misses);
   // A loss or Stop before Run started would be undone by Run: check again from inside.
   loop_.Post([this]() {
     if (conn_->lost() || stop_requested_) loop_.Stop();
@@ -101,7 +105,6 @@ void WorkerAgent::Handle(const v1::WorkerControl& m) {
       break;
     case v1::WorkerControl::kBye:
       Log(LogLevel::kInfo, "serve said bye", LogKeys().With("reason", m.bye().reason()));
-      bye_ = true;
       loop_.Stop();
       break;
     default:

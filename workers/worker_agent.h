@@ -64,7 +64,7 @@ class WorkerAgent {
   Status end_;  // why Run returns
   std::atomic<uint64_t> steps_{0};
   std::atomic<bool> stop_requested_{false};
-  bool bye_ = false;  // loop thread (read after the loop ended)
+  std::atomic<bool> bye_{false};  // serve said bye (set on the connection's reader)
 };
 
 }  // namespace switchyard::workers
