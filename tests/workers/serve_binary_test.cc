@@ -1,0 +1,196 @@
+// `switchyard serve --local-workers 1 --remote-workers 1 --control-listen ...` and one
+// `switchyard worker --join` process, both the real binary over loopback: the joined worker
+// is listed, runs LLM nodes, and once stopped (SIGSTOP: its connection stays open, nothing
+// more is heard) is marked lost after missed heartbeats while every workflow completes on
+// serve's own worker.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/json.h"
+#include "proto/switchyard/v1/api.pb.h"
+#include "proto/switchyard/v1/service_state.pb.h"
+#include "tests/api/http_test_client.h"
+
+namespace switchyard::workers {
+namespace {
+
+using api::testing::Request;
+
+std::string Binary() { return std::string(SY_BINARY_DIR) + "/bin/switchyard"; }
+
+uint16_t FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Waits for `pid` up to `seconds`; SIGKILL after. Its waitpid status.
+int Reap(pid_t pid, double seconds) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// Kills what is still running when the test returns early (a failed ASSERT).
+struct KillOnExit {
+  std::vector<pid_t> pids;
+  ~KillOnExit() {
+    for (pid_t p : pids) {
+      ::kill(p, SIGKILL);
+      ::waitpid(p, nullptr, 0);
+    }
+  }
+};
+
+TEST(ServeBinary, JoinedWorkerRunsNodesAndAStoppedOneIsLostAfterMissedHeartbeats) {
+  if (!std::filesystem::exists(Binary()))
+    GTEST_SKIP() << "no switchyard binary at " << Binary() << " (build the `switchyard` target)";
+  std::string dir = ::testing::TempDir() + "/sy_serve_join_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  uint16_t http = FreePort(), control = FreePort();
+  std::string control_addr = "127.0.0.1:" + std::to_string(control);
+  pid_t serve =
+      Spawn({Binary(), "serve", "--listen", "127.0.0.1:" + std::to_string(http), "--data-dir",
+             dir + "/data", "--local-workers", "1", "--remote-workers", "1", "--control-listen",
+             control_addr, "--heartbeat-ms", "300", "--join-timeout-s", "120"},
+            dir + "/serve.log");
+  pid_t worker = Spawn({Binary(), "worker", "--join", control_addr, "--engine", "simulated", "--id",
+                        "sw", "--connect-timeout-s", "60"},
+                       dir + "/worker.log");
+  KillOnExit guard{{serve, worker}};
+  bool up = false;
+  for (int i = 0; i < 1200 && !up; ++i) {  // up to 60 s (serve waits for the join first)
+    up = Request(http, "GET", "/healthz").status == 200;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << Slurp(dir + "/serve.log") << Slurp(dir + "/worker.log");
+  std::string token = Slurp(dir + "/data/tokens/default");
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  std::map<std::string, std::string> auth = {{"Authorization", "Bearer " + token}};
+  auto cluster = [&]() {
+    v1::ClusterState c;
+    auto r = Request(http, "GET", "/v1/cluster", "", auth);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(proto::ParseJson(r.body, &c).ok()) << r.body;
+    return c;
+  };
+  v1::ClusterState c = cluster();
+  EXPECT_EQ(c.workers(), 2);
+  ASSERT_EQ(c.joined_workers_size(), 2) << *proto::ToJson(c);
+  EXPECT_EQ(c.joined_workers(0).id(), "local-0");
+  EXPECT_EQ(c.joined_workers(1).id(), "sw");
+  EXPECT_EQ(c.joined_workers(1).worker_index(), 1);
+  EXPECT_EQ(c.joined_workers(1).state(), "alive");
+
+  // Workflows with long LLM nodes until one is placed on the joined worker (index 1).
+  std::vector<std::string> wfs;
+  auto status = [&](const std::string& id) {
+    v1::WorkflowStatus s;
+    auto r = Request(http, "GET", "/v1/workflows/" + id, "", auth);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(proto::ParseJson(r.body, &s).ok()) << r.body;
+    return s;
+  };
+  bool on_remote = false;
+  for (int i = 0; i < 8 && !on_remote; ++i) {
+    std::string id = "sb-" + std::to_string(i);
+    wfs.push_back(id);
+    std::string body = R"({"id":")" + id + R"(","nodes":[{"id":"llm-0","kind":"LLM",
+      "cacheRefs":[{"context":"main","mode":"CREATE"}],
+      "hints":{"promptTokens":500,"extendTokens":500,"maxOutputTokens":800}}]})";
+    ASSERT_EQ(Request(http, "POST", "/v1/workflows", body, auth).status, 201);
+    ASSERT_EQ(Request(http, "POST", "/v1/workflows/" + id + ":close", "", auth).status, 200);
+    for (int k = 0; k < 200 && !on_remote; ++k) {
+      v1::WorkflowStatus s = status(id);
+      for (const auto& d : s.decisions())
+        if (d.kind() == "place" && d.worker() == 1) on_remote = true;
+      if (!on_remote) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ASSERT_TRUE(on_remote) << "no LLM node was placed on the joined worker";
+
+  ASSERT_EQ(::kill(worker, SIGSTOP), 0);  // alive but silent
+  std::string reason;
+  for (int i = 0; i < 3000 && reason.empty(); ++i) {  // up to ~30 s
+    v1::ClusterState now = cluster();
+    for (const auto& w : now.joined_workers())
+      if (w.id() == "sw" && w.state() == "lost") reason = w.lost_reason();
+    if (reason.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(reason.find("missed heartbeats"), std::string::npos) << reason;
+
+  bool all_done = false;
+  for (int i = 0; i < 6000 && !all_done; ++i) {  // up to ~2 min
+    all_done = true;
+    for (const std::string& id : wfs) {
+      v1::WorkflowStatus s = status(id);
+      all_done = all_done && s.state() == v1::WORKFLOW_COMPLETED;
+    }
+    if (!all_done) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(all_done);
+  for (const std::string& id : wfs) {
+    v1::WorkflowStatus s = status(id);
+    EXPECT_EQ(s.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(s);
+  }
+
+  // Resumed, the worker finds its connection gone and exits 1.
+  ::kill(worker, SIGCONT);
+  int ws = Reap(worker, 60);
+  guard.pids = {serve};
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 1) << ws << ": " << Slurp(dir + "/worker.log");
+  ::kill(serve, SIGTERM);
+  int ss = Reap(serve, 60);
+  guard.pids.clear();
+  EXPECT_TRUE(WIFEXITED(ss) && WEXITSTATUS(ss) == 0) << Slurp(dir + "/serve.log");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace switchyard::workers
