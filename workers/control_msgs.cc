@@ -99,9 +99,12 @@ void ToItemResult(const executors::StepItem& item, v1::ControlItemResult* m) {
 void FromItemResult(const v1::ControlItemResult& m, executors::StepItem* item) {
   item->token = m.token();
   item->eos = m.eos();
-  item->status = m.status_code() == 0
+  // A code this build does not know (a newer worker) reads as Internal.
+  const int32_t code = m.status_code();
+  const bool known = code > 0 && code <= static_cast<int32_t>(StatusCode::kUnauthenticated);
+  item->status = code == 0
                      ? Status::OK()
-                     : Status(static_cast<StatusCode>(m.status_code()),
+                     : Status(known ? static_cast<StatusCode>(code) : StatusCode::kInternal,
                               "on the worker: " + m.status_message(), false, ErrorScope::kPeer);
 }
 

@@ -16,6 +16,7 @@
 #include "api/scheduler_driver.h"
 #include "base/asio_event_loop.h"
 #include "workers/control_conn.h"
+#include "workers/control_msgs.h"
 #include "workers/join_server.h"
 #include "workers/remote_engine.h"
 #include "workers/worker_agent.h"
@@ -264,6 +265,88 @@ TEST(WorkerControl, OversizedFrameEndsTheConnection) {
   auto m = conn.ReadOne(Seconds(10));
   EXPECT_TRUE(m.status().IsDataLoss()) << m.status();
   ::close(sv[1]);
+}
+
+TEST(WorkerControl, StepRunnerCallsSurviveTheWire) {
+  executors::SequenceSpec spec;
+  spec.key = "wf/n1";
+  spec.contexts = {{"wf/main", 120, true}, {"wf/side", 30, false}};
+  spec.extends_primary = true;
+  spec.prefill_tokens = 70;
+  spec.output_done = 2;
+  spec.max_output_tokens = 64;
+  spec.prompt_token_ids = {5, 6, 7};
+  spec.temperature = 0.5;
+  spec.sampling_seed = 42;
+  spec.token_mask = 1;
+  v1::SeqAdmit a;
+  ToAdmit(spec, "wf/main", 150, &a);
+  v1::SeqAdmit parsed;
+  ASSERT_TRUE(parsed.ParseFromString(a.SerializeAsString()));
+  executors::SequenceSpec back = FromAdmit(parsed);
+  EXPECT_EQ(parsed.primary(), "wf/main");
+  EXPECT_EQ(parsed.fresh_from(), 150);
+  EXPECT_EQ(back.key, spec.key);
+  ASSERT_EQ(back.contexts.size(), 2u);
+  EXPECT_EQ(back.contexts[1].key, "wf/side");
+  EXPECT_EQ(back.contexts[1].tokens, 30);
+  EXPECT_FALSE(back.contexts[1].resident);
+  EXPECT_EQ(back.prefill_tokens, 70);
+  EXPECT_EQ(back.output_done, 2);
+  EXPECT_EQ(back.max_output_tokens, 64);
+  EXPECT_EQ(back.prompt_token_ids, spec.prompt_token_ids);
+  EXPECT_EQ(back.temperature, 0.5);
+  EXPECT_EQ(back.sampling_seed, 42u);
+  EXPECT_EQ(back.token_mask, 1);
+
+  std::string seq = "wf/n1", primary = "wf/main", side = "wf/side";
+  executors::StepItem item;
+  item.seq = &seq;
+  item.primary = &primary;
+  item.spans = {{&side, 0, 30}, {&primary, 120, 160}};
+  item.emits = true;
+  item.emit_position = 160;
+  executors::StepShape shape;
+  shape.prefill_tokens = 70;
+  shape.prefill_attention = 1234.5;
+  shape.decode_seqs = 3;
+  shape.kv_tokens_read = 999;
+  v1::RunStep rs;
+  ToRunStep(7, shape, {item}, &rs);
+  std::deque<std::string> strings;
+  std::vector<executors::StepItem> items = ItemsOf(rs, &strings);
+  executors::StepShape sh = ShapeOf(rs);
+  EXPECT_EQ(rs.step_id(), 7u);
+  EXPECT_EQ(sh.prefill_tokens, 70);
+  EXPECT_EQ(sh.prefill_attention, 1234.5);
+  EXPECT_EQ(sh.decode_seqs, 3);
+  EXPECT_EQ(sh.kv_tokens_read, 999);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(*items[0].seq, seq);
+  ASSERT_EQ(items[0].spans.size(), 2u);
+  EXPECT_EQ(*items[0].spans[1].context, primary);
+  EXPECT_EQ(items[0].spans[1].from, 120);
+  EXPECT_EQ(items[0].spans[1].to, 160);
+  EXPECT_TRUE(items[0].emits);
+  EXPECT_EQ(items[0].emit_position, 160);
+
+  items[0].token = 11;
+  items[0].eos = true;
+  items[0].status = Status::ResourceExhausted("pool");
+  v1::ControlItemResult r;
+  ToItemResult(items[0], &r);
+  executors::StepItem got;
+  FromItemResult(r, &got);
+  EXPECT_EQ(got.token, 11);
+  EXPECT_TRUE(got.eos);
+  EXPECT_TRUE(got.status.IsResourceExhausted()) << got.status;
+  EXPECT_NE(got.status.message().find("pool"), std::string::npos);
+  r.set_status_code(9999);  // a code this build does not know
+  FromItemResult(r, &got);
+  EXPECT_EQ(got.status.code(), StatusCode::kInternal);
+  r.set_status_code(0);
+  FromItemResult(r, &got);
+  EXPECT_TRUE(got.status.ok());
 }
 
 }  // namespace

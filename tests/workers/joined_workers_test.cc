@@ -70,7 +70,7 @@ class JoinedCluster {
     jo.local_workers = 0;
     jo.remote_workers = n;
     jo.join_timeout = Seconds(120);
-    jo.heartbeat = Millis(500);
+    jo.heartbeat = Seconds(1);  // lost after 3 s of silence (a loaded VM stalls)
     jo.listening = [this, n](const std::string& address) {
       for (int i = 0; i < n; ++i) Spawn("w" + std::to_string(i), address);
     };

@@ -98,7 +98,7 @@ TEST(ServeBinary, JoinedWorkerRunsNodesAndAStoppedOneIsLostAfterMissedHeartbeats
   pid_t serve =
       Spawn({Binary(), "serve", "--listen", "127.0.0.1:" + std::to_string(http), "--data-dir",
              dir + "/data", "--local-workers", "1", "--remote-workers", "1", "--control-listen",
-             control_addr, "--heartbeat-ms", "300", "--join-timeout-s", "120"},
+             control_addr, "--heartbeat-ms", "500", "--join-timeout-s", "120"},
             dir + "/serve.log");
   pid_t worker = Spawn({Binary(), "worker", "--join", control_addr, "--engine", "simulated", "--id",
                         "sw", "--connect-timeout-s", "60"},
