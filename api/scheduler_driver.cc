@@ -692,6 +692,7 @@ void SchedulerDriver::Sync(std::function<void()> fn) {
 
 void SchedulerDriver::Record(const Command& c, Time now, std::vector<v1::Decision>* emitted) {
   ++decisions_by_kind_[scheduler::DecisionKindName(c)];  // "cancel" for a cancelled end
+  metrics_.OnCommand(c);
   if (c.workflow_id.empty()) return;
   v1::Decision d;
   d.set_time_ms(now.millis());

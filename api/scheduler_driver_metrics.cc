@@ -176,6 +176,23 @@ Status RegisterDecisions(Metrics* m, const std::shared_ptr<ClusterSnapshot>& sna
       "switchyard_scheduler_events_total", "events the scheduler core handled", [snap] {
         return Metrics::Samples{{"", double(snap->Get()->scheduler_events())}};
       }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_kv_tier_hits_total",
+      "contexts whose KV was found kept in a tier below HBM and brought back (prefetches)", [dm] {
+        Metrics::Samples out;
+        for (const auto& [tier, n] : dm->kv_reuse().hits_by_tier)
+          out.push_back({Metrics::Label("tier", tier), double(n)});
+        return out;
+      }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_kv_misses_total",
+      "LLM placements that first recompute KV that was discarded, evicted or lost", [dm] {
+        return Metrics::Samples{{"", double(dm->kv_reuse().misses)}};
+      }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_kv_recomputed_tokens_total", "tokens those placements recomputed", [dm] {
+        return Metrics::Samples{{"", double(dm->kv_reuse().recomputed_tokens)}};
+      }));
   return m->Gauge("switchyard_scheduler_queued_nodes",
                   "LLM nodes ready and waiting for a worker (all workers)", [dm] {
                     return Metrics::Samples{{"", double(dm->queued_nodes())}};
@@ -259,6 +276,21 @@ void DriverMetrics::SetQueuedNodes(size_t n) {
 std::map<std::pair<uint32_t, int>, uint64_t> DriverMetrics::link_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return link_bytes_;
+}
+
+void DriverMetrics::OnCommand(const scheduler::Command& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (c.kind == scheduler::CommandKind::kPrefetch) {
+    ++kv_reuse_.hits_by_tier[scheduler::TierName(c.src.tier)];
+  } else if (c.kind == scheduler::CommandKind::kPlace && c.recompute_tokens > 0) {
+    ++kv_reuse_.misses;
+    kv_reuse_.recomputed_tokens += static_cast<uint64_t>(c.recompute_tokens);
+  }
+}
+
+DriverMetrics::KvReuse DriverMetrics::kv_reuse() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kv_reuse_;
 }
 
 size_t DriverMetrics::queued_nodes() const {

@@ -28,6 +28,7 @@
 
 #include "api/metrics.h"
 #include "base/time.h"
+#include "scheduler/events.h"
 
 namespace switchyard::executors {
 struct StepReport;
@@ -48,6 +49,11 @@ class DriverMetrics {
   void OnTransferEnded(uint64_t transfer_id, const std::vector<uint32_t>& links, int cls,
                        uint64_t bytes, bool completed, Time now);
   void SetQueuedNodes(size_t n);
+  // KV reuse, from the scheduler's commands: a prefetch is a hit in its source tier (the
+  // context's KV was kept there and comes back instead of being recomputed); a placement
+  // that must first recompute tokens of its contexts is a miss (their KV was discarded,
+  // evicted or lost), counted with those tokens.
+  void OnCommand(const scheduler::Command& c);
 
   // When the node "wf/node" produced its first token (loop clock, ms), once: the entry is
   // dropped. nullopt for a node whose engine computes no tokens (or one long forgotten).
@@ -61,6 +67,11 @@ class DriverMetrics {
   // Bytes of completed transfers by (link index, traffic class index).
   std::map<std::pair<uint32_t, int>, uint64_t> link_bytes() const;
   size_t queued_nodes() const;
+  struct KvReuse {
+    std::map<std::string, uint64_t> hits_by_tier;  // prefetch source tier -> prefetches
+    uint64_t misses = 0, recomputed_tokens = 0;
+  };
+  KvReuse kv_reuse() const;
 
   static constexpr size_t kMaxFirstTokens = 4096;  // nodes remembered for TakeFirstTokenMs
 
@@ -72,6 +83,7 @@ class DriverMetrics {
   std::unordered_map<std::string, int64_t> first_token_ms_;
   std::deque<std::string> first_token_order_;  // oldest first, for the bound
   size_t queued_nodes_ = 0;
+  KvReuse kv_reuse_;
 };
 
 // Adds the scheduler's families (tiers, links, transfers, decisions, queue, engine steps)

@@ -314,6 +314,13 @@ class Service {
   static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e);
   // An idempotency answer past options_.idempotency_retention_s.
   bool Expired(const v1::IdempotencyEntry& e) const;
+  // An LLM node's modelId as the served id (empty: the default model; an alias: its
+  // model); another name is InvalidArgument naming nodes[index].modelId.
+  Status ResolveModel(v1::ProgramNode* node, int index) const;
+  // The scheduler's learned tool durations in the state store ("meta/learned_durations").
+  static constexpr char kDurationsMeta[] = "learned_durations";
+  void SaveDurations(const v1::LearnedDurations& learned);  // the scheduler's thread
+  void RestoreDurations();                                  // at Open, before workflows
 
   ServiceOptions options_;
   const Clock* clock_;
@@ -322,14 +329,7 @@ class Service {
   mutable std::shared_mutex mu_;  // guards workflows_ and live_
   std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_;
   std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
-  // An LLM node's modelId as the served id (empty: the default model; an alias: its
-  // model); another name is InvalidArgument naming nodes[index].modelId.
-  Status ResolveModel(v1::ProgramNode* node, int index) const;
-  // The scheduler's learned tool durations in the state store ("meta/learned_durations").
-  static constexpr char kDurationsMeta[] = "learned_durations";
-  void SaveDurations(const v1::LearnedDurations& learned);  // the scheduler's thread
-  void RestoreDurations();                                  // at Open, before workflows
-  std::deque<std::string> ended_;                           // ended, in memory, oldest end first
+  std::deque<std::string> ended_;                  // ended, in memory, oldest end first
   std::unordered_map<std::string, Archived> archived_;
   std::deque<std::string> archive_order_;  // ids as archived (oldest first), for retention
   int64_t last_sweep_ms_ = 0;

@@ -146,8 +146,8 @@ class Store {
     std::string key, value;            // empty key: a barrier
     uint64_t erase = 0;                // > 0: delete records 0..erase-1 of workflow `key`
     bool snapshot = false;             // `value` is workflow `key`'s snapshot
-    std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
     bool meta = false;                 // `value` is service metadata `key` ("meta/<key>")
+    std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
     Done done;
     std::chrono::steady_clock::time_point enqueued;
   };

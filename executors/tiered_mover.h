@@ -49,12 +49,12 @@ class TieredKvMover final : public KvMover {
     // tier in this process).
     std::function<Result<std::string>(const scheduler::Location&)> tier_of;
     uint64_t bytes_scale = 1;  // emulated bytes = ceil(bytes / bytes_scale)
-    std::string tenant = "default";
-    // The engine whose real KV pool a Location is (null: an emulated tier).
-    std::function<EngineKv*(const scheduler::Location&)> engine_kv;
     // The tenant a workflow's blocks are charged to (its tier quotas apply); unset or ""
     // from it: `tenant`.
     std::function<std::string(const std::string& workflow_id)> tenant_of;
+    std::string tenant = "default";
+    // The engine whose real KV pool a Location is (null: an emulated tier).
+    std::function<EngineKv*(const scheduler::Location&)> engine_kv;
   };
   TieredKvMover(EventLoop* loop, kv_tiers::BlockManager* manager, Options options);
   ~TieredKvMover() override;

@@ -192,6 +192,9 @@ TEST_F(MetricsPromtoolTest, FamiliesAreTypedAndCarrySamples) {
       {"switchyard_transfer_seconds", "histogram"},
       {"switchyard_decisions_total", "counter"},
       {"switchyard_scheduler_queued_nodes", "gauge"},
+      {"switchyard_kv_tier_hits_total", "counter"},
+      {"switchyard_kv_misses_total", "counter"},
+      {"switchyard_kv_recomputed_tokens_total", "counter"},
       {"switchyard_engine_step_seconds", "histogram"},
       {"switchyard_engine_step_batch_size", "histogram"},
       {"switchyard_engine_step_tokens", "histogram"},
@@ -209,6 +212,8 @@ TEST_F(MetricsPromtoolTest, FamiliesAreTypedAndCarrySamples) {
   EXPECT_GT(Value(m, "switchyard_decisions_total{kind=\"place\",policy=\""), 1) << m;
   EXPECT_GE(Value(m, "switchyard_link_moved_bytes_total{link=\"pcie0\","), 8004.0 * 131072) << m;
   EXPECT_GT(Value(m, "switchyard_transfer_seconds_count{class="), 0) << m;
+  // The demoted context came back by a prefetch: a hit in the tier it was kept in.
+  EXPECT_GE(Value(m, "switchyard_kv_tier_hits_total{tier="), 1) << m;
   EXPECT_EQ(Value(m, "switchyard_tool_wait_seconds_count{tenant=\"t\"}"), 1) << m;
   EXPECT_EQ(Value(m, "switchyard_llm_ttft_seconds_count{tenant=\"t\"}"), 2) << m;
   EXPECT_EQ(Value(m, "switchyard_workflow_seconds_count{tenant=\"t\",state=\"completed\"}"), 1)

@@ -96,6 +96,29 @@ TEST(DriverMetricsTest, TransfersCountBytesPerLinkAndTheirTime) {
   EXPECT_EQ((m.link_bytes()[{1, 0}]), 10u);
 }
 
+// A prefetch is a hit in its source tier; a placement that recomputes tokens is a miss
+// (with its tokens); other commands count as neither.
+TEST(DriverMetricsTest, KvHitsAndMissesFromCommands) {
+  using scheduler::Command;
+  using scheduler::CommandKind;
+  DriverMetrics m;
+  Command prefetch{.kind = CommandKind::kPrefetch};
+  prefetch.src = {scheduler::Tier::kHost, 0};
+  m.OnCommand(prefetch);
+  prefetch.src = {scheduler::Tier::kDisk, 0};
+  m.OnCommand(prefetch);
+  m.OnCommand(prefetch);
+  Command place{.kind = CommandKind::kPlace, .worker = 0};
+  m.OnCommand(place);  // nothing to recompute: neither
+  place.recompute_tokens = 1500;
+  m.OnCommand(place);
+  m.OnCommand(Command{.kind = CommandKind::kDemote});
+  DriverMetrics::KvReuse r = m.kv_reuse();
+  EXPECT_EQ(r.hits_by_tier, (std::map<std::string, uint64_t>{{"disk", 2}, {"host", 1}}));
+  EXPECT_EQ(r.misses, 1u);
+  EXPECT_EQ(r.recomputed_tokens, 1500u);
+}
+
 TEST(DriverMetricsTest, QueuedNodesIsTheLatest) {
   DriverMetrics m;
   m.SetQueuedNodes(5);
