@@ -151,6 +151,8 @@ void ControlConn::Start(OnMessage on_message, OnLost on_lost, Duration heartbeat
   on_message_ = std::move(on_message);
   on_lost_ = std::move(on_lost);
   last_heard_ms_ = UnixMillis();
+  started_ = true;
+  writer_ = std::thread([this] { WriteLoop(); });
   reader_ = std::thread([this] { ReadLoop(); });
   heartbeat_ = std::thread([this, heartbeat, misses] { HeartbeatLoop(heartbeat, misses); });
 }
@@ -165,13 +167,53 @@ Status ControlConn::Send(const v1::WorkerControl& m) {
   frame[2] = static_cast<char>(n >> 8);
   frame[3] = static_cast<char>(n);
   frame += body;
-  Status st;
-  {
-    std::lock_guard<std::mutex> l(send_mu_);
-    st = WriteFull(fd_, frame.data(), frame.size());
+  if (!started_) {  // the handshake: on the caller's thread
+    Status st = WriteFull(fd_, frame.data(), frame.size());
+    if (!st.ok()) Lose(st);
+    return st;
   }
-  if (!st.ok()) Lose(st);
-  return st;
+  bool over = false;
+  {
+    std::lock_guard<std::mutex> l(q_mu_);
+    if (queued_bytes_ + frame.size() > kMaxQueuedBytes) {
+      over = true;
+    } else {
+      queued_bytes_ += frame.size();
+      queue_.push_back(std::move(frame));
+    }
+  }
+  if (over) {
+    Status st = Status::Unavailable("control connection to " + peer_ + ": over " +
+                                        std::to_string(kMaxQueuedBytes) + " bytes queued unsent",
+                                    ErrorScope::kPeer);
+    Lose(st);
+    return st;
+  }
+  q_cv_.notify_one();
+  return Status::OK();
+}
+
+void ControlConn::WriteLoop() {
+  std::unique_lock<std::mutex> l(q_mu_);
+  while (true) {
+    q_cv_.wait(l, [this] { return !queue_.empty() || lost_ || closed_; });
+    if (lost_ || queue_.empty()) break;
+    std::string frame = std::move(queue_.front());
+    queue_.pop_front();
+    l.unlock();
+    Status st = WriteFull(fd_, frame.data(), frame.size());
+    l.lock();
+    queued_bytes_ -= frame.size();
+    if (!st.ok()) {
+      l.unlock();
+      Lose(st);
+      l.lock();
+      break;
+    }
+    if (queue_.empty()) drained_cv_.notify_all();
+  }
+  writer_done_ = true;
+  drained_cv_.notify_all();
 }
 
 void ControlConn::ReadLoop() {
@@ -191,9 +233,13 @@ void ControlConn::ReadLoop() {
 void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
   finishing_ = true;  // no on_lost from here on
   (void)Send(last);
+  auto end = std::chrono::steady_clock::now() + wait;
+  {
+    std::unique_lock<std::mutex> l(q_mu_);
+    drained_cv_.wait_until(l, end, [this] { return queue_.empty() || writer_done_ || !started_; });
+  }
   closed_ = true;
   ::shutdown(fd_, SHUT_WR);
-  auto end = std::chrono::steady_clock::now() + wait;
   while (!lost_ && reader_.joinable() && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   Close();
@@ -227,6 +273,10 @@ void ControlConn::Lose(const Status& why) {
   if (lost_.exchange(true)) return;
   ::shutdown(fd_, SHUT_RDWR);  // wakes the reader
   cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(q_mu_);  // (under the lock: the writer cannot miss it)
+  }
+  q_cv_.notify_all();
   if (!closed_ && !finishing_ && on_lost_) on_lost_(why);
 }
 
@@ -236,6 +286,16 @@ void ControlConn::Close() {
   {
     std::lock_guard<std::mutex> l(mu_);
     cv_.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> l(q_mu_);
+    q_cv_.notify_all();
+  }
+  if (writer_.joinable()) {
+    if (writer_.get_id() == std::this_thread::get_id())
+      writer_.detach();
+    else
+      writer_.join();
   }
   auto self = std::this_thread::get_id();
   if (reader_.joinable()) {

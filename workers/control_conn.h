@@ -5,12 +5,14 @@
 // v1::WorkerControl. A longer or empty frame, or bytes that do not parse, end the
 // connection (DataLoss).
 //
-// Two phases. Handshake: ReadOne / Send on the caller's thread. Started: a reader thread
-// delivers every message to `on_message` (heartbeats included), and a heartbeat thread
-// sends a WorkerHeartbeat every `heartbeat` and declares the peer lost when nothing was
+// Two phases. Handshake: ReadOne / Send on the caller's thread. Started: Send only queues
+// the frame and a writer thread writes it (in order; a stalled peer never blocks the
+// sender — the scheduler's loop —, and more than kMaxQueuedBytes unsent loses the peer);
+// a reader thread delivers every message to `on_message` (heartbeats included), and a heartbeat
+// thread sends a WorkerHeartbeat every `heartbeat` and declares the peer lost when nothing was
 // heard for `misses` intervals. A lost peer (closed connection, read or write error, missed
 // heartbeats) is reported once to `on_lost`, from one of the connection's threads, unless
-// Close() came first. Close() ends both threads and the socket; the destructor closes.
+// Close() came first. Close() ends its threads and the socket; the destructor closes.
 //
 // Thread-safety: Send, Close, last_heard_ms and lost are thread-safe; ReadOne and Start are
 // called once each, before any concurrent use.
@@ -19,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -33,6 +36,8 @@
 namespace switchyard::workers {
 
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
+// Bytes a started connection may hold queued unsent before the peer counts as lost.
+inline constexpr size_t kMaxQueuedBytes = 256u << 20;
 
 // Splits "HOST:PORT" (PORT 0..65535); InvalidArgument naming the text otherwise.
 Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port);
@@ -67,19 +72,26 @@ class ControlConn {
 
  private:
   void ReadLoop();
+  void WriteLoop();
   void HeartbeatLoop(Duration heartbeat, int misses);
   void Lose(const Status& why);
 
   int fd_;
   std::string peer_;
-  std::mutex send_mu_;
+  // Started: frames wait here for the writer thread (a stalled peer never blocks Send).
+  std::mutex q_mu_;
+  std::condition_variable q_cv_, drained_cv_;
+  std::deque<std::string> queue_;
+  size_t queued_bytes_ = 0;
+  bool writer_done_ = false;
+  std::atomic<bool> started_{false};
   OnMessage on_message_;
   OnLost on_lost_;
   std::atomic<bool> lost_{false}, closed_{false}, finishing_{false};
   std::atomic<int64_t> last_heard_ms_{0};
   std::mutex mu_;  // guards the wait of the heartbeat thread
   std::condition_variable cv_;
-  std::thread reader_, heartbeat_;
+  std::thread reader_, heartbeat_, writer_;
 };
 
 // Unix time in milliseconds (the heartbeat clock).

@@ -267,6 +267,27 @@ TEST(WorkerControl, OversizedFrameEndsTheConnection) {
   ::close(sv[1]);
 }
 
+TEST(WorkerControl, SendNeverBlocksOnAPeerThatDoesNotRead) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  auto conn = std::make_unique<ControlConn>(sv[0], "pair");
+  conn->Start([](const v1::WorkerControl&) {}, [](const Status&) {}, Seconds(30), 3);
+  // 16 MiB of frames: far more than the socket buffers hold while sv[1] is never read.
+  v1::WorkerControl m;
+  m.mutable_seq_leave()->set_seq(std::string(64 << 10, 'x'));
+  std::atomic<bool> sent{false};
+  std::thread sender([&] {
+    for (int i = 0; i < 256; ++i) EXPECT_TRUE(conn->Send(m).ok());
+    sent = true;
+  });
+  EXPECT_TRUE(WaitUntil([&] { return sent.load(); }, 60)) << "Send blocked on the peer";
+  conn->Close();  // unblocks the writer if it still waits on the socket
+  sender.join();
+  EXPECT_FALSE(conn->Send(m).ok());  // closed
+  conn.reset();
+  ::close(sv[1]);
+}
+
 TEST(WorkerControl, StepRunnerCallsSurviveTheWire) {
   executors::SequenceSpec spec;
   spec.key = "wf/n1";
