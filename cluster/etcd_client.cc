@@ -155,46 +155,20 @@ Result<std::string> EtcdClient::Post(std::string_view path, const std::string& b
   const std::string where = "etcd " + endpoint_.url + " " + std::string(path);
   internal::Deadline deadline = std::chrono::steady_clock::now() + options_.timeout;
   asio::io_context ioc;
-  tcp::resolver resolver(ioc);
-  beast::tcp_stream stream(ioc);
+  tcp::socket socket(ioc);
+  SY_RETURN_IF_ERROR(internal::ConnectAndPost(ioc, socket, endpoint_, path, body, deadline, where));
   bool timed_out = false;
   auto close = [&] {
-    resolver.cancel();
     beast::error_code ignored;
-    stream.socket().close(ignored);
+    socket.close(ignored);
   };
-  tcp::resolver::results_type addrs;
-  beast::error_code ec = internal::RunStep(
-      ioc, deadline,
-      [&](auto h) {
-        resolver.async_resolve(endpoint_.host, endpoint_.port,
-                               [&addrs, h](beast::error_code e, tcp::resolver::results_type r) {
-                                 addrs = std::move(r);
-                                 h(e);
-                               });
-      },
-      close, &timed_out);
-  if (ec || timed_out) return internal::TransportError(where, "resolve", ec, timed_out);
-  ec = internal::RunStep(
-      ioc, deadline, [&](auto h) { stream.async_connect(addrs, h); }, close, &timed_out);
-  if (ec || timed_out) return internal::TransportError(where, "connect", ec, timed_out);
-
-  http::request<http::string_body> req{http::verb::post, std::string(path), 11};
-  req.set(http::field::host, endpoint_.authority);
-  req.set(http::field::content_type, "application/json");
-  req.body() = body;
-  req.prepare_payload();
-  ec = internal::RunStep(
-      ioc, deadline, [&](auto h) { http::async_write(stream, req, h); }, close, &timed_out);
-  if (ec || timed_out) return internal::TransportError(where, "write", ec, timed_out);
-
   beast::flat_buffer buffer;
   http::response<http::string_body> res;
-  ec = internal::RunStep(
-      ioc, deadline, [&](auto h) { http::async_read(stream, buffer, res, h); }, close, &timed_out);
+  beast::error_code ec = internal::RunStep(
+      ioc, deadline, [&](auto h) { http::async_read(socket, buffer, res, h); }, close, &timed_out);
   if (ec || timed_out) return internal::TransportError(where, "read", ec, timed_out);
   beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
   int status = static_cast<int>(res.result_int());
   if (status != 200) return internal::EtcdError(where, status, res.body());
   // A 200 can still carry an error object (a stream's first message, some gateways).

@@ -71,39 +71,8 @@ class StreamWatch : public EtcdWatch {
 
 Status StreamWatch::Open(const EtcdEndpoint& ep, const std::string& body,
                          internal::Deadline deadline) {
-  tcp::resolver resolver(ioc_);
-  bool timed_out = false;
-  auto close = [&] {
-    resolver.cancel();
-    beast::error_code ignored;
-    socket_.close(ignored);
-  };
-  tcp::resolver::results_type addrs;
-  beast::error_code ec = internal::RunStep(
-      ioc_, deadline,
-      [&](auto h) {
-        resolver.async_resolve(ep.host, ep.port,
-                               [&addrs, h](beast::error_code e, tcp::resolver::results_type r) {
-                                 addrs = std::move(r);
-                                 h(e);
-                               });
-      },
-      close, &timed_out);
-  if (ec || timed_out) return internal::TransportError(where_, "resolve", ec, timed_out);
-  ec = internal::RunStep(
-      ioc_, deadline,
-      [&](auto h) { asio::async_connect(socket_, addrs, [h](auto e, auto&&) { h(e); }); }, close,
-      &timed_out);
-  if (ec || timed_out) return internal::TransportError(where_, "connect", ec, timed_out);
-  http::request<http::string_body> req{http::verb::post, "/v3/watch", 11};
-  req.set(http::field::host, ep.authority);
-  req.set(http::field::content_type, "application/json");
-  req.body() = body;
-  req.prepare_payload();
-  ec = internal::RunStep(
-      ioc_, deadline, [&](auto h) { http::async_write(socket_, req, h); }, close, &timed_out);
-  if (ec || timed_out) return internal::TransportError(where_, "write", ec, timed_out);
-
+  SY_RETURN_IF_ERROR(
+      internal::ConnectAndPost(ioc_, socket_, ep, "/v3/watch", body, deadline, where_));
   thread_ = std::thread([this] { Run(); });
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_.wait_until(lock, deadline, [this] { return created_ || open_failure_; })) {

@@ -1,5 +1,7 @@
 #include "cluster/internal/etcd_wire.h"
 
+#include <boost/asio/connect.hpp>
+#include <boost/beast/http.hpp>
 #include <charconv>
 
 namespace switchyard::cluster::internal {
@@ -110,6 +112,48 @@ Status TransportError(const std::string& where, std::string_view step,
   std::string what = timed_out ? "timed out" : ec.message();
   return Status::Unavailable(where + ": " + std::string(step) + " failed: " + what,
                              ErrorScope::kPeer);
+}
+
+Status ConnectAndPost(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket& socket,
+                      const EtcdEndpoint& ep, std::string_view path, const std::string& body,
+                      Deadline deadline, const std::string& where) {
+  namespace asio = boost::asio;
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  using tcp = asio::ip::tcp;
+  tcp::resolver resolver(ioc);
+  bool timed_out = false;
+  auto close = [&] {
+    resolver.cancel();
+    beast::error_code ignored;
+    socket.close(ignored);
+  };
+  tcp::resolver::results_type addrs;
+  beast::error_code ec = RunStep(
+      ioc, deadline,
+      [&](auto h) {
+        resolver.async_resolve(ep.host, ep.port,
+                               [&addrs, h](beast::error_code e, tcp::resolver::results_type r) {
+                                 addrs = std::move(r);
+                                 h(e);
+                               });
+      },
+      close, &timed_out);
+  if (ec || timed_out) return TransportError(where, "resolve", ec, timed_out);
+  ec = RunStep(
+      ioc, deadline,
+      [&](auto h) { asio::async_connect(socket, addrs, [h](auto e, auto&&) { h(e); }); }, close,
+      &timed_out);
+  if (ec || timed_out) return TransportError(where, "connect", ec, timed_out);
+  http::request<http::string_body> req{http::verb::post, std::string(path), 11};
+  req.set(http::field::host, ep.authority);
+  req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  req.prepare_payload();
+  ec = RunStep(
+      ioc, deadline, [&](auto h) { http::async_write(socket, req, h); }, close, &timed_out);
+  if (ec || timed_out) return TransportError(where, "write", ec, timed_out);
+  return Status::OK();
 }
 
 }  // namespace switchyard::cluster::internal

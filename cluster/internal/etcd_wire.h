@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/error.hpp>
 #include <chrono>
 #include <cstdint>
@@ -59,5 +60,12 @@ boost::beast::error_code RunStep(boost::asio::io_context& ioc, Deadline deadline
   }
   return result;
 }
+
+// Resolves `ep` and connects `socket` to it, then writes one JSON POST of `body` to `path`,
+// each step bounded by `deadline` on `ioc` (a timed-out step closes the socket). Errors
+// are TransportError naming `where` and the step (resolve, connect, write).
+Status ConnectAndPost(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket& socket,
+                      const EtcdEndpoint& ep, std::string_view path, const std::string& body,
+                      Deadline deadline, const std::string& where);
 
 }  // namespace switchyard::cluster::internal
