@@ -4,8 +4,9 @@
 // --control-listen HOST:PORT` over the worker control protocol (workers/worker_agent.h).
 // Prints "joined HOST:PORT as worker INDEX (id ID, protocol version V)" once welcomed, then
 // runs the steps serve sends until serve says bye (exit 0), serve is lost (exit 1) or
-// SIGINT/SIGTERM (exit 0). A refusal (e.g. a protocol version mismatch) prints serve's
-// reason and exits 3. --protocol-version: what the hello claims (tests of the refusal).
+// SIGINT/SIGTERM (it says bye first; exit 0). A refusal (e.g. a protocol version
+// mismatch) prints serve's reason and exits 3. --protocol-version: what the hello claims
+// (tests of the refusal).
 #include <pthread.h>
 
 #include <csignal>

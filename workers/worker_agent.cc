@@ -72,6 +72,11 @@ Status WorkerAgent::Run() {
   });
   loop_.Run();
   runner_->Stop();
+  if (stop_requested_ && !bye_ && !conn_->lost()) {  // leaving on our own: say so
+    v1::WorkerControl bye;
+    bye.mutable_bye()->set_reason("worker " + id_ + " stopping");
+    conn_->Finish(bye, Seconds(2));
+  }
   conn_->Close();
   if (bye_ || stop_requested_) return Status::OK();
   std::lock_guard<std::mutex> l(mu_);

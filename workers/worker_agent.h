@@ -9,8 +9,9 @@
 // forwards (workers/remote_engine.h) goes, in order, to this process's runner — for engine
 // "simulated" a CostStepRunner pricing each step with the roofline of the model and GPU the
 // welcome named (the step really takes that long here) — and each RunStep is answered with
-// one StepDone. Run returns OK when serve said bye or Stop was called, Unavailable when
-// serve was lost (closed connection, missed heartbeats).
+// one StepDone. Run returns OK when serve said bye or Stop was called (the worker then says
+// bye itself: serve marks it lost as "worker left"), Unavailable when serve was lost
+// (closed connection, missed heartbeats).
 //
 // Thread-safety: Stop is thread-safe; Run is called once.
 #pragma once

@@ -191,7 +191,7 @@ TEST(WorkerControl, RemoteEngineRunsSequencesOnTheWorkersSteps) {
   EXPECT_GE(steps, 8);
 }
 
-TEST(WorkerControl, ClosedConnectionLosesTheWorkerAndFailsTheStepInFlight) {
+TEST(WorkerControl, StoppedWorkerIsLostAndTheStepInFlightFails) {
   auto js = JoinServer::Listen("127.0.0.1:0");
   ASSERT_TRUE(js.ok()) << js.status();
   AgentThread agent((*js)->address());
@@ -206,12 +206,14 @@ TEST(WorkerControl, ClosedConnectionLosesTheWorkerAndFailsTheStepInFlight) {
       rig.Sync([&] { s = rig.steps; });
       return s >= 3;
     }));
-    agent.Stop();  // the worker's process ends: its connection closes
+    agent.Stop();  // the worker stops: it says bye and closes
     ASSERT_TRUE(WaitUntil([&] { return rig.Finished("long").has_value(); }));
     executors::SeqProgress p = *rig.Finished("long");
     EXPECT_TRUE(p.status.IsUnavailable()) << p.status;
     EXPECT_EQ(p.status.scope(), ErrorScope::kPeer);
     EXPECT_NE(p.status.message().find("agent-1"), std::string::npos) << p.status;
+    EXPECT_NE(p.status.message().find("worker left: worker agent-1 stopping"), std::string::npos)
+        << p.status;
     EXPECT_EQ(lost_index.load(), 2);
     // Later steps fail at once too: nothing waits on a lost worker.
     ASSERT_TRUE(rig.Admit("after", 10, 5).ok());
