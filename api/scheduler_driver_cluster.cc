@@ -59,6 +59,7 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   out->set_workers(config_.workers);
   out->set_model_executor(model_executor_name());
   out->set_model(config_.model_id);
+  out->set_queued_nodes(metrics_.queued_nodes());
   for (const auto& a : config_.model_aliases) out->add_model_aliases(a);
   out->set_kv_mover(cpu_engines_.empty()
                         ? "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, "
