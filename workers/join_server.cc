@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -163,6 +164,11 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
   if (!first->has_hello()) return Status::InvalidArgument("first message is not a hello");
   const v1::WorkerHello& hello = first->hello();
   std::string why = CheckHello(hello, o.protocol_version);
+  if (why.empty() && !hello.model().empty() && !o.served_models.empty() &&
+      std::find(o.served_models.begin(), o.served_models.end(), hello.model()) ==
+          o.served_models.end())
+    why = "model mismatch: worker runs model '" + hello.model() + "', serve serves '" +
+          o.served_models.front() + "'";
   {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& w : workers_)

@@ -6,7 +6,8 @@
 // to expect, AwaitWorkers accepts until that many joined (or fails with DeadlineExceeded
 // naming how many joined, of how many, at which address, and why any was refused), and the
 // listener then closes. A hello whose protocol_version differs from serve's is refused
-// with a WorkerRefusal naming both versions; so is a worker id already joined. Each worker
+// with a WorkerRefusal naming both versions; so is a worker id already joined, and a hello
+// naming a model serve does not serve (naming both). Each worker
 // gets the scheduler index first_index + (join order).
 //
 // Loss (invariant 5, "detect"): a closed connection, a read/write error or silence for
@@ -86,6 +87,9 @@ struct JoinOptions {
   v1::GpuSpec gpu;
   uint32_t protocol_version = kProtocolVersion;
   int max_refusals = 0;  // > 0: give up (FailedPrecondition) after this many refusals
+  // The served model's id and aliases: a hello naming another model is refused (empty
+  // list, or a hello without a model: not checked).
+  std::vector<std::string> served_models;
 };
 
 class JoinServer {

@@ -25,6 +25,8 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   jo.heartbeat_misses = o.heartbeat_misses;
   jo.model = config->model_config ? *config->model_config : api::EmbeddedDefaultModel();
   jo.gpu = config->gpu ? *config->gpu : api::EmbeddedDefaultGpu();
+  jo.served_models.push_back(config->model_id.empty() ? jo.model.name() : config->model_id);
+  for (const std::string& a : config->model_aliases) jo.served_models.push_back(a);
   SY_RETURN_IF_ERROR(join->AwaitWorkers(jo).Annotate("--remote-workers"));
   config->workers = o.local_workers + o.remote_workers;
   JoinServer* js = join.get();

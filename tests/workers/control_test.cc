@@ -46,13 +46,14 @@ JoinOptions Options(int expect) {
 
 // A worker agent joining `address` on its own thread; Run() until stopped.
 struct AgentThread {
-  explicit AgentThread(const std::string& address, uint32_t version = 0) {
-    th = std::thread([this, address, version]() {
+  explicit AgentThread(const std::string& address, uint32_t version = 0, std::string model = "") {
+    th = std::thread([this, address, version, model]() {
       AgentOptions o;
       o.join = address;
       o.worker_id = "agent-1";
       o.kv_pool_capacity_bytes = 1 << 30;
       o.protocol_version = version;
+      o.model = model;
       auto a = WorkerAgent::Join(o);
       {
         std::lock_guard<std::mutex> l(mu);
@@ -116,6 +117,28 @@ TEST(WorkerControl, VersionMismatchIsRefusedNamingBothVersions) {
             std::string::npos)
       << agent.join_status;
   EXPECT_EQ((*js)->size(), 0u);
+}
+
+TEST(WorkerControl, AWorkerOfAnotherModelIsRefusedNamingBoth) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  AgentThread other((*js)->address(), 0, "Mistral-7B");
+  JoinOptions o = Options(1);
+  o.served_models = {"Llama-3.1-8B", "llama"};
+  o.max_refusals = 1;
+  Status st = (*js)->AwaitWorkers(o);
+  EXPECT_TRUE(st.IsFailedPrecondition()) << st;
+  ASSERT_TRUE(WaitUntil([&] { return other.joined.load(); }));
+  EXPECT_NE(other.join_status.message().find(
+                "model mismatch: worker runs model 'Mistral-7B', serve serves 'Llama-3.1-8B'"),
+            std::string::npos)
+      << other.join_status;
+  // An alias of the served model joins.
+  auto js2 = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js2.ok());
+  AgentThread ok((*js2)->address(), 0, "llama");
+  o.max_refusals = 0;
+  EXPECT_TRUE((*js2)->AwaitWorkers(o).ok());
 }
 
 // A RemoteEngine on its own loop thread, over a joined agent.
