@@ -248,6 +248,23 @@ TEST(WorkerControl, StoppedWorkerIsLostAndTheStepInFlightFails) {
   EXPECT_EQ(list[0].state(), "lost");
 }
 
+TEST(WorkerControl, ALossBeforeTheServiceStartsIsDeliveredLater) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  AgentThread agent((*js)->address());
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  agent.Stop();  // gone before anyone listens for losses
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  std::atomic<int> lost_index{-1};
+  (*js)->SetLossHandler([&](int index, const Status&) { lost_index = index; });
+  EXPECT_EQ(lost_index.load(), 2);
+  // An engine made for it now fails its steps at once.
+  EngineRig rig((*js)->worker(0));
+  ASSERT_TRUE(rig.Admit("late", 10, 4).ok());
+  ASSERT_TRUE(WaitUntil([&] { return rig.Finished("late").has_value(); }));
+  EXPECT_TRUE(rig.Finished("late")->status.IsUnavailable()) << rig.Finished("late")->status;
+}
+
 TEST(WorkerControl, SilentWorkerIsLostAfterMissedHeartbeats) {
   auto js = JoinServer::Listen("127.0.0.1:0");
   ASSERT_TRUE(js.ok()) << js.status();
