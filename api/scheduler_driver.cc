@@ -191,13 +191,13 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   scheduler::ShapeFigureOrigins origins;
   SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &shape, &origins));
   SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(shape));
-  SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
-  d->device_of_ = scheduler::ClusterLocationMap(shape);
-  SY_ASSIGN_OR_RETURN(d->env_, scheduler::NetBudgetEnvironment::Create(
   // Every link's name and figure source; measured figures over the configured ones.
   SY_RETURN_IF_ERROR(scheduler::LabelClusterLinks(shape, origins, &topo_proto));
   if (!c.link_file_path.empty())
     SY_RETURN_IF_ERROR(scheduler::ApplyLinkFile(c.link_file, c.link_file_path, &topo_proto));
+  SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
+  d->device_of_ = scheduler::ClusterLocationMap(shape);
+  SY_ASSIGN_OR_RETURN(d->env_, scheduler::NetBudgetEnvironment::Create(
                                    std::move(topo), d->device_of_, d->loop_.get()));
 
   // Emulated tiers: an HBM arena per worker, a host arena, RocksDB under <data-dir>/kv

@@ -192,9 +192,6 @@ class SchedulerDriver {
                                                         Callbacks callbacks);
   ~SchedulerDriver();
 
-  // Engine steps, transfers by link and the ready queue, for /metrics (thread-safe).
-  DriverMetrics& metrics() { return metrics_; }
-  const DriverMetrics& metrics() const { return metrics_; }
   void Submit(const v1::Workflow& workflow);
   void Append(const std::string& workflow_id, const v1::ProgramNode& node);
   void Close(const std::string& workflow_id);
@@ -227,9 +224,6 @@ class SchedulerDriver {
   // (timeline_recorder.h). False when the mirror does not hold the workflow.
   bool FillTimeline(const std::string& workflow_id, v1::WorkflowTimeline* out) const;
   void FillCluster(v1::ClusterState* cluster) const;
-  // Runs `fn` on the loop and waits for it (tests; never call from a callback).
-  void Sync(std::function<void()> fn = {});
-  const SchedulerConfig& config() const { return config_; }
   // Replaces the core's learned tool durations with saved ones (a restart); call before
   // workflows are fed. On error nothing changes.
   Status RestoreDurations(const v1::LearnedDurations& saved);
@@ -239,19 +233,25 @@ class SchedulerDriver {
   // What the core has learned now (runs on the loop; never call from a callback).
   v1::LearnedDurations LearnedDurations();
   static constexpr Duration kDurationsSaveDelay = Seconds(1.0);
+  // Runs `fn` on the loop and waits for it (tests; never call from a callback).
+  void Sync(std::function<void()> fn = {});
+  const SchedulerConfig& config() const { return config_; }
+  // Engine steps, transfers by link and the ready queue, for /metrics (thread-safe).
+  DriverMetrics& metrics() { return metrics_; }
+  const DriverMetrics& metrics() const { return metrics_; }
   std::string model_executor_name() const;
   // The served model's id (ServedModel.id; default: its config name, the CPU engine's
   // shape name).
   std::string model_name() const;
+  // The served id of a node's modelId: empty (the default model) and aliases map to it;
+  // any other name is InvalidArgument naming it and what is served.
+  Result<std::string> ResolveModel(const std::string& model_id) const;
 
   // Engine "cpu": the model the workers run and its tokenizer (null for other engines).
   const executors::cpu::Model* cpu_model() const { return cpu_model_.get(); }
   const executors::cpu::Tokenizer* tokenizer() const { return tokenizer_.get(); }
   // What an LLM node needs beyond the workflow API's token counts (the OpenAI front):
   // its new tokens' ids and sampling. Set it before the node is appended.
-  // The served id of a node's modelId: empty (the default model) and aliases map to it;
-  // any other name is InvalidArgument naming it and what is served.
-  Result<std::string> ResolveModel(const std::string& model_id) const;
   struct NodeInput {
     std::vector<int32_t> prompt_token_ids;
     double temperature = 0.0, top_p = 1.0;
