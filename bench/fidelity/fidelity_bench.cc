@@ -66,9 +66,10 @@ Status Prepare(const Setup& s) {
                          .status());
   return RunCommand(s.bin + " convert --from agent-sessions " + s.src +
                         "/tests/fixtures/agent_sessions_sample.jsonl -o " + s.dir +
-                        "/trace.jsonl --model tiny-llama-4l --token-scale " + Num(s.token_scale) + " --time-scale " +
-                        Num(s.time_scale) + " --deadline none --tenants 1 --seed 1 --rate " +
-                        Num(s.rate) + " --repeat " + std::to_string(s.repeat),
+                        "/trace.jsonl --model tiny-llama-4l --token-scale " + Num(s.token_scale) +
+                        " --time-scale " + Num(s.time_scale) +
+                        " --deadline none --tenants 1 --seed 1 --rate " + Num(s.rate) +
+                        " --repeat " + std::to_string(s.repeat),
                     s.log)
       .status();
 }
