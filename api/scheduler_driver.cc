@@ -175,8 +175,16 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   if (c.hbm_bytes_per_worker == 0) {
     SY_ASSIGN_OR_RETURN(c.hbm_bytes_per_worker, KvHbmBytes(d->cost_->model(), d->cost_->gpu()));
   }
-  d->host_bytes_ = c.host_bytes ? c.host_bytes : SchedulerConfig::kDefaultHostBytes;
-  d->disk_bytes_ = c.disk_bytes ? c.disk_bytes : SchedulerConfig::kDefaultDiskBytes;
+  // Real bytes (the CPU engine, an embedder's engines: scale 1) live in this process's
+  // memory and disk, so their defaults follow the pools, capped (see SchedulerConfig).
+  const bool real = c.kv_bytes_scale == 1;
+  const uint64_t pools = c.hbm_bytes_per_worker * uint64_t(std::max(1, c.workers));
+  d->host_bytes_ = c.host_bytes ? c.host_bytes
+                   : real       ? std::min(8 * pools, SchedulerConfig::kRealHostBytesCap)
+                                : SchedulerConfig::kDefaultHostBytes;
+  d->disk_bytes_ = c.disk_bytes ? c.disk_bytes
+                   : real       ? std::min(32 * pools, SchedulerConfig::kRealDiskBytesCap)
+                                : SchedulerConfig::kDefaultDiskBytes;
   auto policy = scheduler::CreatePolicy(c.policy);
   if (!policy.ok())
     return Status::InvalidArgument("scheduler policy: " + policy.status().message());

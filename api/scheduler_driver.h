@@ -129,6 +129,11 @@ struct SchedulerConfig {
   uint64_t disk_bytes = 0;  // 0: kDefaultDiskBytes
   static constexpr uint64_t kDefaultHostBytes = 64ULL << 30;
   static constexpr uint64_t kDefaultDiskBytes = 256ULL << 30;
+  // With real bytes (kv_bytes_scale 1: the CPU engine, an embedder's engines) the tiers
+  // hold the bytes themselves: host defaults to 8x the workers' HBM (the engines' pools),
+  // disk to 32x, capped at these.
+  static constexpr uint64_t kRealHostBytesCap = 4ULL << 30;
+  static constexpr uint64_t kRealDiskBytesCap = 64ULL << 30;
   // Per-tenant KV quotas in each tier (the scheduler's bytes; 0: none). HBM is per worker.
   struct TierQuota {
     uint64_t hbm = 0, host = 0, disk = 0;

@@ -534,6 +534,21 @@ TEST_F(SchedulerServiceTest, DefaultTierSizesAreDocumentedFiguresNotTheMachines)
   EXPECT_EQ(disk->capacity_bytes(), 256ULL << 30);
 }
 
+// Real bytes (the CPU engine) live in this process: unset host and disk tiers default to
+// 8x and 32x the workers' KV pools (capped), not to the emulated tiers' 64 and 256 GiB.
+TEST_F(SchedulerServiceTest, RealByteTiersDefaultToMultiplesOfThePools) {
+  Start(0, 1, [](SchedulerConfig* c) {
+    c->engine = "cpu";
+    c->model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+    c->kv_pool_bytes = 1ULL << 20;
+    c->host_bytes = c->disk_bytes = 0;
+  });
+  v1::ClusterState c = Cluster();
+  ASSERT_TRUE(TierOf(c, "host") && TierOf(c, "disk")) << *proto::ToJson(c);
+  EXPECT_EQ(TierOf(c, "host")->capacity_bytes(), 8ULL << 20);
+  EXPECT_EQ(TierOf(c, "disk")->capacity_bytes(), 32ULL << 20);
+}
+
 // A tenant's host and disk quotas are enforced on the tiers: with both below one context's
 // KV, the long wait cannot park "main" outside HBM (the moves are refused), and the
 // workflow still completes.
