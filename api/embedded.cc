@@ -124,7 +124,8 @@ Status Embedded::WorkerLost(int worker, const std::string& reason) {
                                    " is outside [0, " + std::to_string(d->config().workers) + ")");
   Log(LogLevel::kWarn, "worker lost (reported by the embedder)",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
-  d->PeerLost(worker);
+  d->PeerLost(worker,
+              reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
   return Status::OK();
 }
 

@@ -233,6 +233,7 @@ void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
       return Finish(call, std::move(r));
     }
   }
+  if (path.substr(0, 11) == "/v1/models/") return BumpEpoch(req, *who, call);
   if (OpenAiFront::Serves(path)) {
     call->route = path.substr(0, 13) == "/v1/sessions/" ? "/v1/sessions" : "openai";
     if (who->admin)
@@ -402,6 +403,29 @@ void HttpApi::Mutation(const HttpRequest& req, const Principal& who, const std::
   if (action == ":close")
     return service_->CloseAsync(who.tenant, id, idem, reply(200, answer.body));
   service_->CancelAsync(who.tenant, id, req.Query("reason"), idem, reply(200, answer.body));
+}
+
+// POST /v1/models/{model}:bump-epoch (admin token): the failure sequence's model-epoch
+// path (Service::BumpModelEpoch).
+void HttpApi::BumpEpoch(const HttpRequest& req, const Principal& who, const CallPtr& call) {
+  call->route = "/v1/models:bump-epoch";
+  std::string_view rest = req.path().substr(11);
+  constexpr std::string_view kVerb = ":bump-epoch";
+  if (rest.size() <= kVerb.size() || rest.substr(rest.size() - kVerb.size()) != kVerb)
+    return Finish(
+        call, JsonError(404, "NotFound", "no such endpoint (POST /v1/models/{model}:bump-epoch)"));
+  if (req.method != "POST") return Finish(call, JsonError(405, "MethodNotAllowed", "use POST"));
+  if (!who.admin)
+    return Finish(call,
+                  JsonError(403, "PermissionDenied",
+                            "bump-epoch changes every tenant's KV: it needs the admin token"));
+  std::string model(rest.substr(0, rest.size() - kVerb.size()));
+  auto bumped = service_->BumpModelEpoch(model);
+  if (!bumped.ok()) return Finish(call, ErrorOf(bumped.status()));
+  v1::ModelEpoch out;
+  out.set_model(bumped->first);
+  out.set_model_epoch(bumped->second);
+  Finish(call, Json(200, out));
 }
 
 HttpResponse HttpApi::Cluster(const Principal& who) const {

@@ -221,10 +221,16 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     return o;
   };
   for (int w = 0; w < c.workers && c.engine != "cpu"; ++w) {
-    kv_tiers::ArenaBackend b = kv_tiers::EmulatedHbmBackend();
-    b.name += "-w" + std::to_string(w);
-    SY_ASSIGN_OR_RETURN(auto hbm,
-                        kv_tiers::ArenaTier::Create(tier_options(c.hbm_bytes_per_worker), b));
+    std::unique_ptr<kv_tiers::Tier> hbm;
+    if (c.hbm_tier_factory) {
+      SY_ASSIGN_OR_RETURN(hbm, c.hbm_tier_factory(w, tier_options(c.hbm_bytes_per_worker)));
+    }
+    if (!hbm) {
+      kv_tiers::ArenaBackend b = kv_tiers::EmulatedHbmBackend();
+      b.name += "-w" + std::to_string(w);
+      SY_ASSIGN_OR_RETURN(hbm,
+                          kv_tiers::ArenaTier::Create(tier_options(c.hbm_bytes_per_worker), b));
+    }
     d->hbm_view_.push_back(hbm.get());
     d->hbm_tiers_.push_back(std::move(hbm));
   }
@@ -246,6 +252,8 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   kv_tiers::MoverSet movers;
   movers.Add(std::make_shared<kv_tiers::LocalMover>(menv), 10);
   movers.Add(std::make_shared<kv_tiers::DiskMover>(menv), 5);
+  // A joined worker's KV store (hbm_tier_factory's remote tiers) <-> the host tier.
+  if (c.hbm_tier_factory) movers.Add(std::make_shared<kv_tiers::PeerMover>(menv), 5);
   kv_tiers::BlockManagerOptions bo;
   bo.reclaim_on_high_watermark = false;
   d->blocks_ = std::make_unique<kv_tiers::BlockManager>(
@@ -653,7 +661,13 @@ bool SchedulerDriver::Placed(const std::string& workflow_id, const std::string& 
   return it != placed_.end() && it->second.count(node_id) > 0;
 }
 
-void SchedulerDriver::PeerLost(int worker) { runtime_->PeerLost(worker); }
+void SchedulerDriver::PeerLost(int worker, std::string reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    loss_reason_[worker] = reason.empty() ? std::string("lost") : std::move(reason);
+  }
+  runtime_->PeerLost(worker);
+}
 
 uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
   uint64_t epoch;
@@ -761,6 +775,7 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
   std::vector<std::string> touched;  // usually one workflow: deduplicated below
   std::vector<v1::Decision> emitted;
   std::vector<v1::Decision>* want = callbacks_.decision ? &emitted : nullptr;
+  std::vector<std::pair<std::string, v1::WorkerLoss>> losses;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++events_;
@@ -790,8 +805,8 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
       }
     }
     if (e.kind == EventKind::kPeerLost) {
-      for (const auto& [key, v] : ctxs_)
-        if (v.loc.worker == e.worker) touched.push_back(v.wf);
+      losses = NoteWorkerLoss(e, out, now);
+      for (const auto& [wf, loss] : losses) touched.push_back(wf);
     }
     if (e.kind == EventKind::kLlmFinished) {
       auto p = placed_.find(e.workflow_id);
@@ -800,7 +815,7 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     for (const Command& c : out.list) {
       Record(c, now, want);
       if (!c.workflow_id.empty()) touched.push_back(c.workflow_id);
-      if (c.kind == CommandKind::kPlace) placed_[c.workflow_id].insert(c.node_id);
+      if (c.kind == CommandKind::kPlace) placed_[c.workflow_id][c.node_id] = c.worker;
       if (c.kind == CommandKind::kPreempt) placed_[c.workflow_id].erase(c.node_id);
       if (c.kind == CommandKind::kFail || c.kind == CommandKind::kComplete)
         placed_.erase(c.workflow_id);
@@ -812,7 +827,10 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     metrics_.SetQueuedNodes(core_->queued_nodes());
     if (!cpu_engines_.empty()) real_bytes_moved_ = mover_->real_bytes_by_destination();
   }
-  // Callbacks run without the mirror lock (they write durable state).
+  // Callbacks run without the mirror lock (they write durable state); a loss's evidence
+  // first, before the failures it caused.
+  if (callbacks_.worker_lost)
+    for (const auto& [wf, loss] : losses) callbacks_.worker_lost(wf, loss);
   bool simulated = reported_.empty();
   if (simulated && e.kind == EventKind::kLlmFinished && callbacks_.llm_done)
     callbacks_.llm_done(e.workflow_id, e.node_id, e.status, e.output_tokens);

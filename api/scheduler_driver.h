@@ -74,6 +74,7 @@ class NetBudgetEnvironment;
 namespace switchyard::kv_tiers {
 class Tier;
 class BlockManager;
+struct TierOptions;
 }  // namespace switchyard::kv_tiers
 namespace switchyard::executors::cpu {
 class Model;
@@ -166,6 +167,12 @@ struct SchedulerConfig {
   EngineFactory engine_factory;
   // Set: completes FillCluster's answer, called last (serve's joined workers).
   std::function<void(v1::ClusterState*)> fill_cluster;
+  // Set: worker w's HBM tier (its KV pool's blocks) when they live outside this process —
+  // serve's joined workers: each one's KV store, reached over the peer protocol (UCX). It
+  // gets the tier's slot size and capacity; null for a worker whose pool stays an emulated
+  // arena in this process.
+  std::function<Result<std::unique_ptr<kv_tiers::Tier>>(int worker, const kv_tiers::TierOptions&)>
+      hbm_tier_factory;
 };
 
 // The embedded defaults the driver prices with when SchedulerConfig names no model / GPU:
@@ -190,6 +197,9 @@ class SchedulerDriver {
     // The learned tool durations changed (saved at most every kDurationsSaveDelay after a
     // tool finished, and on SaveDurationsNow()), for the service to persist.
     std::function<void(const v1::LearnedDurations&)> durations_learned;
+    // A worker was lost while it held some of the workflow: the evidence, for the service
+    // to record durably (called before the decisions the loss caused are reported).
+    std::function<void(const std::string& wf, const v1::WorkerLoss&)> worker_lost;
   };
 
   static Result<std::unique_ptr<SchedulerDriver>> Start(SchedulerConfig config,
@@ -210,8 +220,9 @@ class SchedulerDriver {
   // preempted since (the embedding API refuses results for nodes it never placed).
   bool Placed(const std::string& workflow_id, const std::string& node_id) const;
   // Worker `worker` is gone (its engine died): the core's failure sequence (invariant 5)
-  // for the nodes and contexts it held (executors::Runtime::PeerLost).
-  void PeerLost(int worker);
+  // for the nodes and contexts it held (executors::Runtime::PeerLost). Each workflow it
+  // held some of gets a v1::WorkerLoss (Callbacks::worker_lost) naming `reason`.
+  void PeerLost(int worker, std::string reason = "");
   // The model's weights changed: every KV block of the older epoch is invalidated — the
   // core's contexts and the tiers' blocks (invariant 4). Returns the new epoch.
   uint64_t BumpModelEpoch(const std::string& model_id);
@@ -320,6 +331,12 @@ class SchedulerDriver {
   void NoteEvent(const scheduler::Event& e, Time now);
   void NoteDecision(const scheduler::Command& c, const v1::Decision& d, Time now);
   void EndTransfer(const scheduler::Event& e, const XferView& x, Time now);
+  // A kPeerLost (scheduler_driver_loss.cc; mu_ held, before the commands are recorded):
+  // the evidence per workflow the worker held some of; the transfers to or from it end
+  // failed in the mirror (the core already dropped them).
+  std::vector<std::pair<std::string, v1::WorkerLoss>> NoteWorkerLoss(const scheduler::Event& e,
+                                                                     const scheduler::Commands& out,
+                                                                     Time now);
   std::vector<uint32_t> LinksOf(const scheduler::Location& src,
                                 const scheduler::Location& dst) const;
   std::string TierName(const scheduler::Location& l) const;
@@ -368,8 +385,9 @@ class SchedulerDriver {
   bool durations_save_pending_ = false;
   void ApplyTenantQuotas(uint64_t bytes_per_block);
   mutable std::mutex mu_;  // guards the mirror below
-  // Placed LLM nodes not ended since, by workflow (Placed()).
-  std::unordered_map<std::string, std::set<std::string>> placed_;
+  // Placed LLM nodes not ended since, with their worker, by workflow (Placed()).
+  std::unordered_map<std::string, std::map<std::string, int>> placed_;
+  std::map<int, std::string> loss_reason_;         // PeerLost's reason until its event is observed
   std::map<std::string, uint64_t> epochs_;         // BumpModelEpoch's, by model
   std::unordered_map<std::string, CtxView> ctxs_;  // looked up per event: hashed
   std::unordered_map<std::string, WfView> wfs_;

@@ -59,6 +59,7 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   out->set_workers(config_.workers);
   out->set_model_executor(model_executor_name());
   out->set_model(config_.model_id);
+  if (auto e = epochs_.find(config_.model_id); e != epochs_.end()) out->set_model_epoch(e->second);
   out->set_queued_nodes(metrics_.queued_nodes());
   for (const auto& a : config_.model_aliases) out->add_model_aliases(a);
   out->set_kv_mover(cpu_engines_.empty()
@@ -121,9 +122,15 @@ void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
         t->set_capacity_bytes(config_.hbm_bytes_per_worker);
         auto h = hbm_used_.find(w);
         t->set_used_bytes(h == hbm_used_.end() ? 0 : h->second);
+        const bool remote = arena.name().rfind("peer:", 0) == 0;  // a joined worker's store
         t->set_backing(cpu_engines_.empty()
-                           ? "emulated HBM (used: scheduler accounting, committed + reserved; "
-                             "blocks of moved contexts in " +
+                           ? std::string(remote ? "emulated HBM of a joined worker (used: "
+                                                  "scheduler accounting; blocks of moved "
+                                                  "contexts in its KV store over the peer "
+                                                  "protocol, "
+                                                : "emulated HBM (used: scheduler accounting, "
+                                                  "committed + reserved; blocks of moved "
+                                                  "contexts in ") +
                                  scaled(arena) + ")"
                            : "real bytes: kv_tiers '" + arena.name() + "' holds " +
                                  std::to_string(arena.used_bytes()) + " of " +

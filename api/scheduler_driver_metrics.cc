@@ -19,6 +19,10 @@ const std::vector<double> kTokenBounds = {1, 4, 16, 64, 256, 1024, 2048, 4096, 8
 const std::vector<double> kTransferBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                              0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 
+// A move's wait for its link budget: none (granted at once) to a class in debt for seconds.
+const std::vector<double> kGrantWaitBounds = {0,   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                              0.1, 0.25,  0.5,    1,     2.5,  5,     10};
+
 std::string ClassName(int cls) {
   return scheduler::TrafficClassName(
       static_cast<scheduler::TrafficClass>(static_cast<size_t>(cls) % net_budget::kNumClasses));
@@ -156,6 +160,11 @@ Status RegisterLinks(Metrics* m, const std::shared_ptr<ClusterSnapshot>& snap,
                          l.bandwidth_bytes_per_s()});
         return out;
       }));
+  SY_RETURN_IF_ERROR(m->HistogramCallback(
+      "switchyard_link_grant_wait_seconds",
+      "time a KV move waited for its link budget before its grant (0: granted at the first "
+      "ask), by traffic class",
+      kGrantWaitBounds, SeriesOf(&dm->grant_wait_seconds())));
   return m->HistogramCallback(
       "switchyard_transfer_seconds",
       "KV transfers from grant to end (completed or failed), by traffic class and outcome",
@@ -199,6 +208,53 @@ Status RegisterDecisions(Metrics* m, const std::shared_ptr<ClusterSnapshot>& sna
                   });
 }
 
+// The credit of each joined worker's KV store (invariant 7): what it granted serve and
+// what is in flight against it, on serve's ledger (sender) and on the worker's (receiver,
+// all senders, as of its last heartbeat).
+Metrics::GaugeFn PerKvStore(std::shared_ptr<ClusterSnapshot> snap,
+                            std::function<void(const v1::JoinedWorker&, Metrics::Samples*)> add) {
+  return [snap, add] {
+    Metrics::Samples out;
+    auto c = snap->Get();
+    for (const v1::JoinedWorker& w : c->joined_workers())
+      if (!w.kv_address().empty()) add(w, &out);
+    return out;
+  };
+}
+
+std::string WorkerLabels(const v1::JoinedWorker& w, const char* side = nullptr) {
+  std::string l = Metrics::Labels({{"worker", std::to_string(w.worker_index())}, {"id", w.id()}});
+  if (side) l += "," + Metrics::Label("side", side);
+  return l;
+}
+
+Status RegisterCredits(Metrics* m, const std::shared_ptr<ClusterSnapshot>& snap) {
+  SY_RETURN_IF_ERROR(
+      m->Gauge("switchyard_credit_granted_bytes",
+               "credit a joined worker's KV store grants each sender (per_sender) and all senders "
+               "together (total: its incast limit)",
+               PerKvStore(snap, [](const v1::JoinedWorker& w, Metrics::Samples* out) {
+                 out->push_back({WorkerLabels(w) + "," + Metrics::Label("scope", "per_sender"),
+                                 double(w.kv().credit_per_sender_bytes())});
+                 out->push_back({WorkerLabels(w) + "," + Metrics::Label("scope", "total"),
+                                 double(w.kv().credit_total_bytes())});
+               })));
+  SY_RETURN_IF_ERROR(m->Gauge(
+      "switchyard_credit_in_use_bytes",
+      "bytes posted to a joined worker's KV store and not yet committed or rejected: serve's "
+      "ledger (side=sender) and the worker's, all senders (side=receiver)",
+      PerKvStore(snap, [](const v1::JoinedWorker& w, Metrics::Samples* out) {
+        out->push_back({WorkerLabels(w, "sender"), double(w.sender_credit_in_use_bytes())});
+        out->push_back({WorkerLabels(w, "receiver"), double(w.kv().credit_in_use_bytes())});
+      })));
+  return m->CounterCallback(
+      "switchyard_credit_refused_puts_total",
+      "puts a joined worker's KV store refused for credit (never buffered), since it started",
+      PerKvStore(snap, [](const v1::JoinedWorker& w, Metrics::Samples* out) {
+        out->push_back({WorkerLabels(w), double(w.kv().puts_refused_credit())});
+      }));
+}
+
 Status RegisterEngines(Metrics* m, const DriverMetrics* dm) {
   SY_RETURN_IF_ERROR(m->HistogramCallback("switchyard_engine_step_seconds",
                                           "engine step time, by worker", kStepSecondsBounds,
@@ -217,7 +273,8 @@ DriverMetrics::DriverMetrics()
     : step_seconds_(kStepSecondsBounds),
       step_batch_(kBatchBounds),
       step_tokens_(kTokenBounds),
-      transfer_seconds_(kTransferBounds) {}
+      transfer_seconds_(kTransferBounds),
+      grant_wait_seconds_(kGrantWaitBounds) {}
 
 void DriverMetrics::OnStep(const executors::StepReport& r) {
   const std::string worker = Metrics::Label("worker", std::to_string(r.worker));
@@ -279,6 +336,10 @@ std::map<std::pair<uint32_t, int>, uint64_t> DriverMetrics::link_bytes() const {
 }
 
 void DriverMetrics::OnCommand(const scheduler::Command& c) {
+  if (c.grant.valid())
+    grant_wait_seconds_.Observe(
+        Metrics::Label("class", scheduler::TrafficClassName(c.grant.traffic_class)),
+        std::max(0.0, ToSeconds(c.grant_wait)));
   std::lock_guard<std::mutex> lock(mu_);
   if (c.kind == scheduler::CommandKind::kPrefetch) {
     ++kv_reuse_.hits_by_tier[scheduler::TierName(c.src.tier)];
@@ -310,6 +371,7 @@ Status RegisterSchedulerMetrics(Metrics* m, const SchedulerDriver* driver) {
   SY_RETURN_IF_ERROR(RegisterTiers(m, snap));
   SY_RETURN_IF_ERROR(RegisterLinks(m, snap, dm));
   SY_RETURN_IF_ERROR(RegisterDecisions(m, snap, dm));
+  SY_RETURN_IF_ERROR(RegisterCredits(m, snap));
   return RegisterEngines(m, dm);
 }
 

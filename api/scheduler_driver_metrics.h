@@ -53,6 +53,7 @@ class DriverMetrics {
   // context's KV was kept there and comes back instead of being recomputed); a placement
   // that must first recompute tokens of its contexts is a miss (their KV was discarded,
   // evicted or lost), counted with those tokens.
+  // Every grant's wait for its link budget (the grant-wait histogram).
   void OnCommand(const scheduler::Command& c);
 
   // When the node "wf/node" produced its first token (loop clock, ms), once: the entry is
@@ -64,6 +65,8 @@ class DriverMetrics {
   const HistogramSeries& step_batch_size() const { return step_batch_; }
   const HistogramSeries& step_tokens() const { return step_tokens_; }
   const HistogramSeries& transfer_seconds() const { return transfer_seconds_; }
+  // Each grant's wait for its link budget (Command::grant_wait), by traffic class.
+  const HistogramSeries& grant_wait_seconds() const { return grant_wait_seconds_; }
   // Bytes of completed transfers by (link index, traffic class index).
   std::map<std::pair<uint32_t, int>, uint64_t> link_bytes() const;
   size_t queued_nodes() const;
@@ -76,7 +79,7 @@ class DriverMetrics {
   static constexpr size_t kMaxFirstTokens = 4096;  // nodes remembered for TakeFirstTokenMs
 
  private:
-  HistogramSeries step_seconds_, step_batch_, step_tokens_, transfer_seconds_;
+  HistogramSeries step_seconds_, step_batch_, step_tokens_, transfer_seconds_, grant_wait_seconds_;
   mutable std::mutex mu_;
   std::map<std::pair<uint32_t, int>, uint64_t> link_bytes_;
   std::unordered_map<uint64_t, Time> issued_;  // transfers in flight: when granted

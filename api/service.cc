@@ -54,6 +54,9 @@ Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clo
       std::shared_ptr<Entry> e = self->Lookup(wf);
       (*l)(e ? e->tenant : std::string(), wf, d);
     };
+    cb.worker_lost = [self](const std::string& wf, const v1::WorkerLoss& loss) {
+      self->RecordWorkerLoss(wf, loss);
+    };
     cb.durations_learned = [self](const v1::LearnedDurations& d) { self->SaveDurations(d); };
     SY_ASSIGN_OR_RETURN(
         svc->driver_,
@@ -248,6 +251,9 @@ Status Service::ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const {
       e->graph->Cancel(reason);
       return Status::OK();
     }
+    case v1::WorkflowLogRecord::kWorkerLost:
+      e->losses.push_back(rec.worker_lost());
+      return Status::OK();
     case v1::WorkflowLogRecord::ENTRY_NOT_SET:
       break;
   }
@@ -480,6 +486,16 @@ Status Service::ResolveModel(v1::ProgramNode* node, int index) const {
     return Status::InvalidArgument("nodes[" + std::to_string(index) + "]." + id.status().message());
   node->set_model_id(*id);
   return Status::OK();
+}
+
+Result<std::pair<std::string, uint64_t>> Service::BumpModelEpoch(const std::string& model) {
+  if (!driver_) return Status::FailedPrecondition("no scheduler runs in this server");
+  if (model.empty()) return Status::InvalidArgument("model: empty");
+  SY_ASSIGN_OR_RETURN(std::string id, driver_->ResolveModel(model));
+  uint64_t epoch = driver_->BumpModelEpoch(id);
+  Log(LogLevel::kInfo, "model epoch bumped (admin request)",
+      LogKeys().With("model_id", id).With("model_epoch", std::to_string(epoch)));
+  return std::make_pair(id, epoch);
 }
 
 Result<std::string> Service::Submit(const std::string& tenant, v1::Workflow workflow,

@@ -216,6 +216,12 @@ class Service {
   void SetDecisionListener(DecisionListener listener);
   // The running scheduler, or null when disabled.
   SchedulerDriver* scheduler() const { return driver_.get(); }
+  // A model-epoch change (new weights under the same id, POST
+  // /v1/models/{model}:bump-epoch): every tier's blocks of the old epoch become unreadable
+  // and each context of the model recomputes on its next call. `model` may be an alias.
+  // Returns the served id and its new epoch; InvalidArgument naming an unknown model,
+  // FailedPrecondition without a scheduler.
+  Result<std::pair<std::string, uint64_t>> BumpModelEpoch(const std::string& model);
   // Per-tenant TTFT, JCT and tool-wait histograms of the durable records (/metrics).
   const ServiceMetrics& latency_metrics() const { return latency_; }
 
@@ -232,6 +238,7 @@ class Service {
     bool restored = false;  // read back from the archive (no KV view or decisions)
     // Per node: when its current attempt started and ended (ms; 0: not yet).
     std::unordered_map<std::string, std::pair<int64_t, int64_t>> times;
+    std::vector<v1::WorkerLoss> losses;  // its durable failure records, oldest first
   };
   // What is remembered of an archived workflow.
   struct Archived {
@@ -317,6 +324,9 @@ class Service {
   // An LLM node's modelId as the served id (empty: the default model; an alias: its
   // model); another name is InvalidArgument naming nodes[index].modelId.
   Status ResolveModel(v1::ProgramNode* node, int index) const;
+  // The scheduler's evidence of a lost worker (SchedulerDriver::Callbacks::worker_lost),
+  // appended to the workflow's log.
+  void RecordWorkerLoss(const std::string& id, const v1::WorkerLoss& loss);
   // The scheduler's learned tool durations in the state store ("meta/learned_durations").
   static constexpr char kDurationsMeta[] = "learned_durations";
   void SaveDurations(const v1::LearnedDurations& learned);  // the scheduler's thread

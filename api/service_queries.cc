@@ -40,6 +40,7 @@ v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
     }
     for (auto& c : g.ContextsOf(i)) n->add_contexts(c);
   }
+  for (const v1::WorkerLoss& l : e.losses) *s.add_worker_losses() = l;
   return s;
 }
 

@@ -187,6 +187,21 @@ void Service::RecordSchedulerFailure(const std::string& id, const std::string& n
         LogKeys().With("workflow", id).With("error", s.ToString()));
 }
 
+void Service::RecordWorkerLoss(const std::string& id, const v1::WorkerLoss& loss) {
+  if (closing_) return;
+  std::shared_ptr<Entry> e = Lookup(id);
+  if (!e) return;
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (!e->graph) return;
+  v1::WorkflowLogRecord rec;
+  rec.set_time_ms(clock_->Now().millis());
+  *rec.mutable_worker_lost() = loss;
+  Status s = RecordInternal(id, e, std::move(rec));
+  if (!s.ok())
+    Log(LogLevel::kWarn, "could not record a worker loss",
+        LogKeys().With("workflow", id).With("error", s.ToString()));
+}
+
 v1::ClusterState Service::Cluster() const {
   v1::ClusterState out;
   Counts c = counts();

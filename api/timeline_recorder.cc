@@ -191,6 +191,11 @@ void TimelineRecorder::OnTransferEnd(uint64_t transfer_id, const Status& st,
   }
 }
 
+const v1::TimelineTransfer* TimelineRecorder::FindTransfer(uint64_t transfer_id) const {
+  auto it = transfers_.find(transfer_id);
+  return it == transfers_.end() ? nullptr : &it->second;
+}
+
 void TimelineRecorder::Fill(v1::WorkflowTimeline* out) const {
   for (const v1::TimelineNodeEvent& e : events_) *out->add_node_events() = e;
   for (uint64_t id : transfer_order_) {

@@ -72,6 +72,8 @@ class TimelineRecorder {
   void OnTransferEnd(uint64_t transfer_id, const Status& st, const MoverTimes& times, Time now);
 
   void Fill(v1::WorkflowTimeline* out) const;
+  // The transfer as recorded so far; null when unknown (or dropped by the bound).
+  const v1::TimelineTransfer* FindTransfer(uint64_t transfer_id) const;
   size_t node_events() const { return events_.size(); }
   size_t transfers() const { return transfers_.size(); }
 

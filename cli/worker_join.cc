@@ -1,7 +1,13 @@
 // `switchyard worker --join HOST:PORT --engine simulated [--id ID] [--kv-pool-bytes BYTES]
+//                    [--kv-listen HOST:PORT|none] [--kv-capacity BYTES]
+//                    [--credit-per-sender BYTES] [--credit-total BYTES]
+//                    [--kv-transport-param KEY=VALUE]...
 //                    [--protocol-version N] [--connect-timeout-s S] [--log-level LEVEL]`:
 // an engine in its own process, joined to a running `switchyard serve --remote-workers N
-// --control-listen HOST:PORT` over the worker control protocol (workers/worker_agent.h).
+// --control-listen HOST:PORT` over the worker control protocol (workers/worker_agent.h),
+// with its KV store (the pool's blocks, moved by serve over UCX under the credit this
+// worker grants) on --kv-listen (default: this host's address on the control connection,
+// any port; `none`: no store, serve keeps the blocks). The joined line names the store.
 // Prints "joined HOST:PORT as worker INDEX (id ID, protocol version V)" once welcomed, then
 // runs the steps serve sends until serve says bye (exit 0), serve is lost (exit 1) or
 // SIGINT/SIGTERM (it says bye first; exit 0). A refusal (e.g. a protocol version
@@ -27,7 +33,9 @@ namespace {
 int JoinUsage(const std::string& why) {
   std::fprintf(stderr,
                "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated "
-               "[--id ID] [--kv-pool-bytes BYTES] [--protocol-version N] "
+               "[--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
+               "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
+               "[--kv-transport-param KEY=VALUE]... [--protocol-version N] "
                "[--connect-timeout-s S] [--log-level LEVEL]\n",
                why.c_str());
   return 2;
@@ -56,10 +64,21 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
       o.worker_id = v;
     } else if (a == "--model") {
       o.model = v;
-    } else if (a == "--kv-pool-bytes") {
+    } else if (a == "--kv-pool-bytes" || a == "--kv-capacity" || a == "--credit-per-sender" ||
+               a == "--credit-total") {
       auto n = kv_tiers::transport::ParseByteSize(v);
       if (!n.ok()) return JoinUsage(a + ": " + n.status().message());
-      o.kv_pool_capacity_bytes = *n;
+      if (a == "--kv-pool-bytes") o.kv_pool_capacity_bytes = *n;
+      if (a == "--kv-capacity") o.kv_capacity_bytes = *n;
+      if (a == "--credit-per-sender") o.credit_per_sender_bytes = *n;
+      if (a == "--credit-total") o.credit_total_bytes = *n;
+    } else if (a == "--kv-listen") {
+      o.kv_listen = v;
+    } else if (a == "--kv-transport-param") {
+      size_t eq = v.find('=');
+      if (eq == 0 || eq == std::string::npos)
+        return JoinUsage("--kv-transport-param '" + v + "': want KEY=VALUE");
+      o.kv_transport_params[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--protocol-version") {
       o.protocol_version = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
       if (o.protocol_version == 0) return JoinUsage("--protocol-version needs N >= 1");
@@ -82,9 +101,10 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
     std::fprintf(stderr, "worker: %s\n", agent.status().ToString().c_str());
     return agent.status().IsFailedPrecondition() ? 3 : 1;
   }
-  std::printf("joined %s as worker %d (id %s, protocol version %u)\n", o.join.c_str(),
+  std::string kv = (*agent)->kv_address();
+  std::printf("joined %s as worker %d (id %s, protocol version %u, kv store %s)\n", o.join.c_str(),
               (*agent)->welcome().worker_index(), (*agent)->worker_id().c_str(),
-              (*agent)->welcome().protocol_version());
+              (*agent)->welcome().protocol_version(), kv.empty() ? "none" : kv.c_str());
   std::fflush(stdout);
   workers::WorkerAgent* ag = agent->get();
   std::thread signals([set, ag]() {

@@ -304,6 +304,7 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
     c.prefetch_at = c.reeval_at = Time::Max();
     c.wait_tool = -1;
     c.deferrals = 0;
+    c.grant_refused_since = Time::Max();  // the move is no longer wanted
     c.evict_pending = false;
   }
   // The shared prefixes it reads: found resident here (not prefilled), or computed by this

@@ -171,6 +171,7 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     d = policy->OnWait(in);
   }
   c.deferrals = 0;
+  c.grant_refused_since = Time::Max();  // the move is no longer wanted
   if (d.action == WaitAction::kDiscard) {
     DiscardContext(c, reason == WaitReason::kEviction ? "evicted: " + d.why : d.why);
     return;
@@ -260,8 +261,12 @@ bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, Command
   Result<Grant> g = grants->Acquire(c.loc, dst, c.bytes, cls, now);
   if (!g.ok()) {
     if (refused_grant) *refused_grant = true;
+    if (c.grant_refused_since == Time::Max()) c.grant_refused_since = now;
     return false;
   }
+  Duration waited =
+      c.grant_refused_since == Time::Max() ? Duration(0) : now - c.grant_refused_since;
+  c.grant_refused_since = Time::Max();
   uint64_t id = next_xfer++;
   xfers[id] = XferRec{c.key, c.loc, dst, c.bytes, g->id, false};
   c.transfer = id;
@@ -273,7 +278,8 @@ bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, Command
               .dst = dst,
               .bytes = c.bytes,
               .transfer_id = id,
-              .grant = *g};
+              .grant = *g,
+              .grant_wait = waited};
   if (kind == CommandKind::kDemote && prefetch_at != Time::Max()) {
     cmd.not_before = prefetch_at;
     c.prefetch_at = prefetch_at;
@@ -382,6 +388,7 @@ void CoreState::OnReevalTimer(CtxRec& c) {
   c.evict_pending = false;
   if (c.users > 0 || c.transfer != 0 || c.loc.tier != Tier::kHbm) {
     c.deferrals = 0;
+    c.grant_refused_since = Time::Max();  // the move is no longer wanted
     return;
   }
   if (evict) {

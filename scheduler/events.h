@@ -94,7 +94,10 @@ struct Command {
   Location dst;
   uint64_t bytes = 0;
   uint64_t transfer_id = 0;
-  Grant grant;                   // transfers: never invalid (invariant 6)
+  Grant grant;  // transfers: never invalid (invariant 6)
+  // Transfers: how long the move waited for its link budget before this grant (the time
+  // since the budget first refused it; 0 when granted at the first ask).
+  Duration grant_wait{0};
   int64_t recompute_tokens = 0;  // place: tokens to prefill before the node's own extend
   int64_t prefill_done = 0;      // place: prefill tokens already computed (resumed node)
   int64_t output_done = 0;       // place: output tokens decoded by earlier attempts

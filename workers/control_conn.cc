@@ -1,6 +1,7 @@
 // ControlConn (control_conn.h): framed protobuf messages over a POSIX TCP socket.
 #include "workers/control_conn.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -245,6 +246,19 @@ void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
   Close();
 }
 
+std::string ControlConn::LocalHost() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  char buf[INET6_ADDRSTRLEN] = {0};
+  const void* addr =
+      ss.ss_family == AF_INET6
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr);
+  if (!::inet_ntop(ss.ss_family, addr, buf, sizeof(buf))) return "";
+  return buf;
+}
+
 void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
   const int64_t interval_ms = std::max<int64_t>(
       1, std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat).count());
@@ -264,6 +278,7 @@ void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
     v1::WorkerControl hb;
     hb.mutable_heartbeat()->set_sent_unix_ms(UnixMillis());
     l.unlock();
+    if (fill_) fill_(hb.mutable_heartbeat());
     (void)Send(hb);
     l.lock();
   }

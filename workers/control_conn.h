@@ -46,6 +46,9 @@ class ControlConn {
  public:
   using OnMessage = std::function<void(const v1::WorkerControl&)>;
   using OnLost = std::function<void(const Status&)>;
+  // Adds to each heartbeat this side sends (e.g. a worker's KV figures); called on the
+  // heartbeat thread.
+  using HeartbeatFill = std::function<void(v1::WorkerHeartbeat*)>;
 
   // Connects to HOST:PORT (numeric or a name resolved with getaddrinfo) within `timeout`.
   static Result<std::unique_ptr<ControlConn>> Connect(const std::string& host_port,
@@ -59,6 +62,11 @@ class ControlConn {
   // Handshake phase: the next message within `timeout` (DeadlineExceeded, or the error).
   Result<v1::WorkerControl> ReadOne(Duration timeout);
   void Start(OnMessage on_message, OnLost on_lost, Duration heartbeat, int misses);
+  // Before Start.
+  void SetHeartbeatFill(HeartbeatFill fill) { fill_ = std::move(fill); }
+  // The numeric address of this end of the connection ("" if unknown): where the peer
+  // reached this host, so also where it can reach a listener bound to it.
+  std::string LocalHost() const;
   // Sends one message (Unavailable once the connection is lost or closed).
   Status Send(const v1::WorkerControl& m);
   void Close();
@@ -87,6 +95,7 @@ class ControlConn {
   std::atomic<bool> started_{false};
   OnMessage on_message_;
   OnLost on_lost_;
+  HeartbeatFill fill_;
   std::atomic<bool> lost_{false}, closed_{false}, finishing_{false};
   std::atomic<int64_t> last_heard_ms_{0};
   std::mutex mu_;  // guards the wait of the heartbeat thread

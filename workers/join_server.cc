@@ -55,7 +55,13 @@ void RemoteWorker::SetLossHandler(std::function<void(int, const Status&)> fn) {
 }
 
 void RemoteWorker::OnMessage(const v1::WorkerControl& m) {
-  if (m.has_heartbeat()) return;  // liveness only (ControlConn counts it)
+  if (m.has_heartbeat()) {  // liveness (ControlConn counts it) and the KV store's figures
+    if (m.heartbeat().has_kv()) {
+      std::lock_guard<std::mutex> l(mu_);
+      kv_ = m.heartbeat().kv();
+    }
+    return;
+  }
   if (m.has_bye()) {
     OnLost(Status::Unavailable("worker left: " + m.bye().reason(), ErrorScope::kPeer));
     return;
@@ -117,6 +123,8 @@ v1::JoinedWorker RemoteWorker::Snapshot() const {
   w.set_state(lost_ ? "lost" : "alive");
   w.set_lost_reason(lost_reason_);
   w.set_kv_pool_used_bytes(pool_used_bytes_);
+  w.set_kv_address(hello_.kv_address());
+  if (kv_.capacity_bytes() > 0) *w.mutable_kv() = kv_;
   return w;
 }
 

@@ -75,6 +75,7 @@ class RemoteWorker {
   bool lost_ = false, loss_delivered_ = false;
   std::string lost_reason_;
   uint64_t pool_used_bytes_ = 0;
+  v1::WorkerKvStats kv_;  // its KV store, as of the last heartbeat
 };
 
 struct JoinOptions {

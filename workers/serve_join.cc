@@ -1,9 +1,53 @@
 // JoinRemoteWorkers (serve_join.h).
 #include "workers/serve_join.h"
 
+#include <mutex>
+
+#include "kv_tiers/tier.h"
+#include "kv_tiers/transport/remote_host_tier.h"
 #include "workers/remote_engine.h"
 
 namespace switchyard::workers {
+
+namespace {
+
+namespace tx = kv_tiers::transport;
+
+// The joined workers' KV stores as the driver's HBM tiers: connected when the driver
+// starts, read by the cluster listing (the sender's credit ledger) while it runs.
+struct RemoteKv {
+  std::mutex mu;
+  std::map<int, tx::RemoteHostTier*> tiers;  // owned by the driver
+};
+
+Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
+                                                       const kv_tiers::TierOptions& o,
+                                                       RemoteKv* kv) {
+  const v1::WorkerHello& h = rw->hello();
+  if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
+  tx::PeerClientOptions client;
+  client.transport = h.kv_transport().empty() ? std::string("ucx") : h.kv_transport();
+  for (const auto& [k, v] : h.kv_transport_params()) client.transport_config.params[k] = v;
+  client.sender_name = "serve";
+  client.ack_timeout = Seconds(5);  // a stopped worker fails the move, then is declared lost
+  tx::RemoteHostTierOptions ro;
+  ro.context = "hbm-w" + std::to_string(w);
+  ro.peer_id = static_cast<PeerId>(w);
+  const kv_tiers::TierOptions& to = o;
+  auto tier = tx::RemoteHostTier::Connect(h.kv_address(), to, client, ro);
+  if (!tier.ok())
+    return tier.status().Annotate("worker " + h.worker_id() + "'s KV store at " + h.kv_address());
+  if ((*tier)->client().hello().capacity_bytes < to.capacity_bytes)
+    return Status::FailedPrecondition(
+        "worker " + h.worker_id() + "'s KV store holds " +
+        std::to_string((*tier)->client().hello().capacity_bytes) + " bytes; its KV pool needs " +
+        std::to_string(to.capacity_bytes) + " here (raise the worker's --kv-capacity)");
+  std::lock_guard<std::mutex> l(kv->mu);
+  kv->tiers[w] = tier->get();
+  return std::unique_ptr<kv_tiers::Tier>(std::move(*tier));
+}
+
+}  // namespace
 
 Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
                                                       api::SchedulerConfig* config) {
@@ -41,7 +85,16 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
     we.engine = MakeRemoteEngine(loop, w, limits, rw);
     return we;
   };
-  config->fill_cluster = [js, local](v1::ClusterState* out) {
+  auto kv = std::make_shared<RemoteKv>();
+  config->hbm_tier_factory =
+      [js, local, kv](int w,
+                      const kv_tiers::TierOptions& o) -> Result<std::unique_ptr<kv_tiers::Tier>> {
+    if (w < local) return std::unique_ptr<kv_tiers::Tier>();
+    RemoteWorker* rw = js->worker(static_cast<size_t>(w - local));
+    if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
+    return ConnectKvStore(rw, w, o, kv.get());
+  };
+  config->fill_cluster = [js, local, kv](v1::ClusterState* out) {
     for (int w = 0; w < local; ++w) {
       v1::JoinedWorker* l = out->add_joined_workers();
       l->set_id("local-" + std::to_string(w));
@@ -50,7 +103,17 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
       l->set_state("alive");
       l->set_worker_index(w);
     }
-    for (v1::JoinedWorker& w : js->Snapshot()) *out->add_joined_workers() = std::move(w);
+    for (v1::JoinedWorker& w : js->Snapshot()) {
+      std::lock_guard<std::mutex> l(kv->mu);
+      auto t = kv->tiers.find(w.worker_index());
+      if (t != kv->tiers.end()) {  // serve's ledger of the credit the worker granted it
+        tx::PeerClient& c = t->second->client();
+        w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
+        if (auto st = c.credits()->State(c.address()); st.ok())
+          w.set_sender_credit_in_use_bytes(st->inflight_bytes);
+      }
+      *out->add_joined_workers() = std::move(w);
+    }
     // Pool use: the scheduler's committed KV in each worker's HBM (the listing's tiers).
     for (v1::JoinedWorker& w : *out->mutable_joined_workers())
       for (const v1::TierState& t : out->tiers())
@@ -63,7 +126,8 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
 }
 
 void Attach(JoinServer* join, api::SchedulerDriver* driver) {
-  join->SetLossHandler([driver](int index, const Status&) { driver->PeerLost(index); });
+  join->SetLossHandler(
+      [driver](int index, const Status& why) { driver->PeerLost(index, why.message()); });
 }
 
 }  // namespace switchyard::workers

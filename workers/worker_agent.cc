@@ -19,8 +19,12 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   std::unique_ptr<WorkerAgent> a(new WorkerAgent());
+  a->kv_capacity_ = o.kv_capacity_bytes;
   a->id_ = o.worker_id.empty() ? std::string(host) + "-" + std::to_string(::getpid()) : o.worker_id;
   SY_ASSIGN_OR_RETURN(a->conn_, ControlConn::Connect(o.join, o.connect_timeout));
+  if (o.kv_listen != "none") {
+    SY_RETURN_IF_ERROR(a->StartKvStore(o).Annotate("KV store"));
+  }
   v1::WorkerControl h;
   v1::WorkerHello* hello = h.mutable_hello();
   hello->set_protocol_version(o.protocol_version ? o.protocol_version : kProtocolVersion);
@@ -30,6 +34,11 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   hello->set_kv_pool_capacity_bytes(o.kv_pool_capacity_bytes);
   hello->set_epoch(static_cast<uint64_t>(UnixMillis()));
   hello->set_host(host);
+  if (a->kv_) {
+    hello->set_kv_address(a->kv_->address());
+    hello->set_kv_transport(o.kv_transport);
+    for (const auto& [k, v] : o.kv_transport_params) (*hello->mutable_kv_transport_params())[k] = v;
+  }
   SY_RETURN_IF_ERROR(a->conn_->Send(h));
   SY_ASSIGN_OR_RETURN(v1::WorkerControl answer, a->conn_->ReadOne(Seconds(30)));
   if (answer.has_refusal())
@@ -45,14 +54,52 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   return a;
 }
 
+Status WorkerAgent::StartKvStore(const AgentOptions& o) {
+  kv_tiers::transport::WorkerOptions wo;
+  wo.listen = o.kv_listen;
+  if (wo.listen.empty()) {
+    std::string local = conn_->LocalHost();
+    if (local.empty()) return Status::Unavailable("no local address on the control connection");
+    wo.listen = (local.find(':') != std::string::npos ? "[" + local + "]" : local) + ":0";
+  }
+  wo.capacity_bytes = o.kv_capacity_bytes;
+  wo.transport = o.kv_transport;
+  wo.transport_config.params = o.kv_transport_params;
+  if (o.credit_per_sender_bytes) wo.max_inflight_bytes = o.credit_per_sender_bytes;
+  if (o.credit_total_bytes) wo.total_inflight_bytes = o.credit_total_bytes;
+  SY_ASSIGN_OR_RETURN(kv_, kv_tiers::transport::PeerWorker::Start(wo));
+  kv_thread_ = std::thread([w = kv_.get()]() { w->Run(); });
+  return Status::OK();
+}
+
+std::string WorkerAgent::kv_address() const { return kv_ ? kv_->address() : std::string(); }
+
+void WorkerAgent::FillHeartbeat(v1::WorkerHeartbeat* hb) const {
+  if (!kv_) return;
+  kv_tiers::transport::WorkerStats s = kv_->stats();
+  v1::WorkerKvStats* k = hb->mutable_kv();
+  k->set_capacity_bytes(kv_capacity_);
+  k->set_credit_per_sender_bytes(kv_->credit_limits().per_sender_bytes);
+  k->set_credit_total_bytes(kv_->credit_limits().total_bytes);
+  k->set_credit_in_use_bytes(s.credit_in_use_bytes);
+  k->set_max_credit_in_use_bytes(s.max_credit_in_use_bytes);
+  k->set_puts_committed(s.puts_committed);
+  k->set_puts_rejected(s.puts_rejected);
+  k->set_puts_refused_credit(s.puts_refused_credit);
+  k->set_gets_served(s.gets_served);
+}
+
 WorkerAgent::~WorkerAgent() {
   if (runner_) runner_->Stop();
   if (conn_) conn_->Close();
+  if (kv_) kv_->Stop();
+  if (kv_thread_.joinable()) kv_thread_.join();
 }
 
 Status WorkerAgent::Run() {
   Duration hb = Millis(std::max<uint32_t>(1, welcome_.heartbeat_interval_ms()));
   int misses = static_cast<int>(std::max<uint32_t>(1, welcome_.heartbeat_misses()));
+  conn_->SetHeartbeatFill([this](v1::WorkerHeartbeat* hb) { FillHeartbeat(hb); });
   conn_->Start(
       [this](const v1::WorkerControl& m) {
         if (m.has_bye()) bye_ = true;  // here: serve's close may end the loop before Handle

@@ -13,18 +13,28 @@
 // bye itself: serve marks it lost as "worker left"), Unavailable when serve was lost
 // (closed connection, missed heartbeats).
 //
+// KV store: unless kv_listen is "none", the worker also runs a kv_tiers PeerWorker (the
+// peer protocol of `switchyard worker --listen`: receiver-granted credit, validation, the
+// commit rule) on its own thread, bound to kv_listen (default: the address this host has
+// on the control connection, any port), and names it in the hello; serve's mover then
+// keeps this worker's KV pool blocks there, moving them over UCX. Every heartbeat carries
+// the store's figures (capacity, credit granted and in use, puts refused for credit).
+//
 // Thread-safety: Stop is thread-safe; Run is called once.
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "base/asio_event_loop.h"
 #include "base/result.h"
 #include "base/time.h"
 #include "executors/step_cost.h"
 #include "executors/step_runner.h"
+#include "kv_tiers/transport/peer_worker.h"
 #include "workers/control_conn.h"
 
 namespace switchyard::workers {
@@ -37,6 +47,12 @@ struct AgentOptions {
   uint64_t kv_pool_capacity_bytes = 0;  // advertised (listed by serve)
   uint32_t protocol_version = 0;        // 0: kProtocolVersion (tests set others)
   Duration connect_timeout = Seconds(30);
+  // The KV store (see above). Credit 0: the PeerWorker's defaults.
+  std::string kv_listen;  // HOST:PORT; "": the control connection's local host, port 0
+  uint64_t kv_capacity_bytes = 2ull << 30;
+  std::string kv_transport = "ucx";
+  std::map<std::string, std::string> kv_transport_params = {{"TLS", "tcp"}};
+  uint64_t credit_per_sender_bytes = 0, credit_total_bytes = 0;
 };
 
 class WorkerAgent {
@@ -49,6 +65,8 @@ class WorkerAgent {
   Status Run();
   void Stop();
   uint64_t steps_run() const { return steps_.load(); }
+  // The KV store's address ("" when none).
+  std::string kv_address() const;
 
  private:
   WorkerAgent() = default;
@@ -57,7 +75,13 @@ class WorkerAgent {
 
   std::string id_;
   v1::WorkerWelcome welcome_;
+  Status StartKvStore(const AgentOptions& o);
+  void FillHeartbeat(v1::WorkerHeartbeat* hb) const;
+
   std::unique_ptr<ControlConn> conn_;
+  std::unique_ptr<kv_tiers::transport::PeerWorker> kv_;
+  std::thread kv_thread_;
+  uint64_t kv_capacity_ = 0;
   AsioEventLoop loop_;
   std::unique_ptr<executors::StepCostModel> cost_;
   std::unique_ptr<executors::StepRunner> runner_;

@@ -116,7 +116,8 @@ struct CtxRec {
   // A demotion the policy chose but the link budget refused for now (its class is in debt
   // from earlier moves): retried at reeval_at instead of falling back to discard.
   int deferrals = 0;
-  bool evict_pending = false;  // the deferred demotion was an eviction
+  Time grant_refused_since = Time::Max();  // first refused grant of the move still wanted
+  bool evict_pending = false;              // the deferred demotion was an eviction
   // Moves out of HBM that failed in a row (the tier refused the blocks): after a few, no
   // more are tried until one succeeds, so a refusing tier cannot cause endless retries.
   int failed_moves = 0;

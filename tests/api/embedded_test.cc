@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/json.h"
 #include "tests/api/pattern_engine.h"
 
 #include <atomic>
@@ -416,6 +417,30 @@ TEST_F(EmbeddedTest, WorkerLossRecomputesElsewhereOrFailsClosed) {
   EXPECT_EQ(fail->workflow_id, "effect");
   EXPECT_EQ(e.Get("effect")->state(), v1::WORKFLOW_FAILED);
   EXPECT_EQ(probe.Admissions("effect/gen"), 1);
+
+  // Each loss left its evidence in the workflow's durable log, read back after a restart.
+  auto check = [&](Embedded& emb, const std::string& id, const char* action) {
+    auto st = emb.Get(id);
+    ASSERT_TRUE(st.ok()) << st.status();
+    ASSERT_EQ(st->worker_losses_size(), 1) << *proto::ToJson(*st);
+    const v1::WorkerLoss& l = st->worker_losses(0);
+    EXPECT_NE(l.reason().find("test: engine hung"), std::string::npos) << l.reason();
+    EXPECT_GT(l.time_ms(), 0);
+    ASSERT_EQ(l.nodes_size(), 1);
+    EXPECT_EQ(l.nodes(0), "gen");
+    bool acted = false;
+    for (const std::string& a : l.actions()) acted |= a.rfind(action, 0) == 0;
+    EXPECT_TRUE(acted) << id << ": no '" << action << "' among " << *proto::ToJson(l);
+  };
+  check(e, "idem", "retry");
+  check(e, "effect", "fail");
+  EXPECT_EQ(e.Get("idem")->worker_losses(0).worker(), lost);
+  opened->reset();
+  EngineProbe again_probe;
+  auto reopened = Embedded::Open(PatternOptions(dir_, &again_probe, 1024, 2));
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  check(**reopened, "idem", "retry");
+  check(**reopened, "effect", "fail");
 }
 
 }  // namespace

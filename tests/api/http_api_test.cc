@@ -151,6 +151,33 @@ TEST_F(HttpApiTest, AuthErrors) {
       << "tenant detail is for the admin token only";
 }
 
+// POST /v1/models/{model}:bump-epoch: admin only, POST only, names an unknown model, and
+// the new epoch is what /v1/cluster reports.
+TEST_F(HttpApiTest, BumpEpochIsAdminOnlyAndCounts) {
+  Start();
+  v1::ClusterState c;
+  ASSERT_TRUE(proto::ParseJson(Call("GET", "/v1/cluster", "", kAdmin).body, &c).ok());
+  ASSERT_FALSE(c.model().empty());
+  EXPECT_EQ(c.model_epoch(), 0u);
+  const std::string target = "/v1/models/" + c.model() + ":bump-epoch";
+  EXPECT_EQ(Call("POST", target).status, 403) << "a tenant token may not bump the epoch";
+  EXPECT_EQ(Call("GET", target, "", kAdmin).status, 405);
+  EXPECT_EQ(Call("POST", "/v1/models/" + c.model(), "", kAdmin).status, 404);
+  auto unknown = Call("POST", "/v1/models/no-such-model:bump-epoch", "", kAdmin);
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(unknown.body.find("no-such-model"), std::string::npos) << unknown.body;
+  for (uint64_t want = 1; want <= 2; ++want) {
+    auto r = Call("POST", target, "", kAdmin);
+    ASSERT_EQ(r.status, 200) << r.body;
+    v1::ModelEpoch e;
+    ASSERT_TRUE(proto::ParseJson(r.body, &e).ok()) << r.body;
+    EXPECT_EQ(e.model(), c.model());
+    EXPECT_EQ(e.model_epoch(), want);
+  }
+  ASSERT_TRUE(proto::ParseJson(Call("GET", "/v1/cluster", "", kAdmin).body, &c).ok());
+  EXPECT_EQ(c.model_epoch(), 2u);
+}
+
 TEST_F(HttpApiTest, BadRequestsNameTheField) {
   Start();
   auto r = Call("POST", "/v1/workflows", R"({"nodes":[{"id":"a","kind":"LLM","colour":"red"}]})");

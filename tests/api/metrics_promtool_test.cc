@@ -190,6 +190,11 @@ TEST_F(MetricsPromtoolTest, FamiliesAreTypedAndCarrySamples) {
       {"switchyard_link_granted_bytes_total", "counter"},
       {"switchyard_link_grants_in_flight", "gauge"},
       {"switchyard_transfer_seconds", "histogram"},
+      {"switchyard_link_grant_wait_seconds", "histogram"},
+      // Declared here, sampled where workers with KV stores joined (tests/workers).
+      {"switchyard_credit_granted_bytes", "gauge"},
+      {"switchyard_credit_in_use_bytes", "gauge"},
+      {"switchyard_credit_refused_puts_total", "counter"},
       {"switchyard_decisions_total", "counter"},
       {"switchyard_scheduler_queued_nodes", "gauge"},
       {"switchyard_kv_tier_hits_total", "counter"},
@@ -212,6 +217,10 @@ TEST_F(MetricsPromtoolTest, FamiliesAreTypedAndCarrySamples) {
   EXPECT_GT(Value(m, "switchyard_decisions_total{kind=\"place\",policy=\""), 1) << m;
   EXPECT_GE(Value(m, "switchyard_link_moved_bytes_total{link=\"pcie0\","), 8004.0 * 131072) << m;
   EXPECT_GT(Value(m, "switchyard_transfer_seconds_count{class="), 0) << m;
+  // Every grant observed its wait for the link budget: the demotion's (background) and
+  // the prefetch's (latency).
+  EXPECT_GE(Value(m, "switchyard_link_grant_wait_seconds_count{class=\"background\"}"), 1) << m;
+  EXPECT_GE(Value(m, "switchyard_link_grant_wait_seconds_count{class=\"latency\"}"), 1) << m;
   // The demoted context came back by a prefetch: a hit in the tier it was kept in.
   EXPECT_GE(Value(m, "switchyard_kv_tier_hits_total{tier="), 1) << m;
   EXPECT_EQ(Value(m, "switchyard_tool_wait_seconds_count{tenant=\"t\"}"), 1) << m;

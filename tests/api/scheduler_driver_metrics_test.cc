@@ -119,6 +119,27 @@ TEST(DriverMetricsTest, KvHitsAndMissesFromCommands) {
   EXPECT_EQ(r.recomputed_tokens, 1500u);
 }
 
+// Each granted move observes how long it waited for its link budget, by class; commands
+// without a grant observe nothing.
+TEST(DriverMetricsTest, GrantWaitIsObservedPerClass) {
+  using scheduler::Command;
+  using scheduler::CommandKind;
+  DriverMetrics m;
+  Command demote{.kind = CommandKind::kDemote};
+  demote.grant = {.id = 1, .traffic_class = scheduler::TrafficClass::kBackground, .bytes = 8};
+  m.OnCommand(demote);  // granted at the first ask
+  demote.grant.id = 2;
+  demote.grant_wait = Millis(300);
+  m.OnCommand(demote);
+  m.OnCommand(Command{.kind = CommandKind::kPlace, .worker = 0});
+  std::vector<std::pair<std::string, HistogramValue>> keep;
+  const HistogramValue* bg = Series(m.grant_wait_seconds(), "class=\"background\"", &keep);
+  ASSERT_NE(bg, nullptr) << (keep.empty() ? "none" : keep[0].first);
+  EXPECT_EQ(bg->count, 2u);
+  EXPECT_NEAR(bg->sum, 0.3, 1e-9);
+  EXPECT_EQ(keep.size(), 1u) << "the placement has no grant";
+}
+
 TEST(DriverMetricsTest, QueuedNodesIsTheLatest) {
   DriverMetrics m;
   m.SetQueuedNodes(5);

@@ -202,10 +202,13 @@ TEST(CoreScenario, DemotionRefusedByTheLinkBudgetIsRetriedNotDiscarded) {
          {0, Submit(agent("wf2")), {"place wf2/a worker=0 recompute=0 done=0"}},
          {0, Submit(big("wf3")), {}},
          {0, Submit(big("wf4")), {}}});
+  std::vector<Duration> waits;  // grant_wait of each demotion, in order
   auto run = [&](double t, const Event& e) {
     Commands c = r.core.handle(e, Time::FromSeconds(t));
     std::string all;
     for (const std::string& s : ToStrings(c)) all += s + "\n";
+    for (const Command& cmd : c.list)
+      if (cmd.kind == CommandKind::kDemote) waits.push_back(cmd.grant_wait);
     return all;
   };
   run(1, LlmDone("wf1", "a", 100, Millis(200)));
@@ -222,6 +225,11 @@ TEST(CoreScenario, DemotionRefusedByTheLinkBudgetIsRetriedNotDiscarded) {
   std::string later = run(2, Tick());
   EXPECT_NE(later.find("demote wf2/main hbm@0->host@0"), std::string::npos) << later;
   EXPECT_LE(r.core.hbm_used(0), r.core.hbm_capacity());
+  // The first move was granted at once; the second waited from its refusal (t=1) to its
+  // grant (t=2): what the grant-wait histogram reports.
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_EQ(waits[0], Duration(0));
+  EXPECT_EQ(waits[1], Millis(1000));
 }
 
 TEST(CoreScenario, TightDeadlineVerifierPreemptsLongPrefillAtChunkBoundary) {

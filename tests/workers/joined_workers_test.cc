@@ -57,11 +57,11 @@ class JoinedCluster {
   }
 
   // Starts the service, waiting for `n` workers it starts itself.
-  bool Start(int n) {
+  bool Start(int n, uint64_t hbm_bytes = 4ULL << 30) {
     api::ServiceOptions so;
     so.data_dir = dir_ + "/data";
     so.sync_writes = false;
-    so.scheduler.hbm_bytes_per_worker = 4ULL << 30;
+    so.scheduler.hbm_bytes_per_worker = hbm_bytes;
     so.scheduler.host_bytes = 4ULL << 30;
     so.scheduler.disk_bytes = 4ULL << 30;
     so.scheduler.kv_bytes_scale = 256;
@@ -256,6 +256,89 @@ TEST(JoinedWorkers, WorkflowsRunTheirLlmNodesOnTwoJoinedWorkers) {
   EXPECT_GT(steps, 16u);
 }
 
+// A joined worker's KV pool lives in its own process: its KV store (a PeerWorker beside
+// its engine) holds the pool's blocks. A demotion during a tool wait gets them over UCX
+// into serve's host tier, and the prefetch after the tool puts them back, under the credit
+// the worker granted serve (its hello) and enforces (its heartbeats report what it did).
+TEST(JoinedWorkers, KvMovesBetweenTheWorkersStoreAndServeUnderItsCredit) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_kv");
+  ASSERT_TRUE(c.Start(1, 1280ULL << 20));  // 8000 tokens (1 GiB of KV) fill most of it
+  v1::ClusterState before = c.Cluster();
+  ASSERT_EQ(before.joined_workers_size(), 1);
+  const v1::JoinedWorker w = before.joined_workers(0);
+  ASSERT_FALSE(w.kv_address().empty()) << *proto::ToJson(w);
+  EXPECT_GT(w.sender_credit_bytes(), 0u) << "the worker's hello granted serve no credit";
+  ASSERT_GE(before.tiers_size(), 1);
+  EXPECT_NE(before.tiers(0).backing().find("peer:" + w.kv_address()), std::string::npos)
+      << before.tiers(0).backing();
+  ASSERT_EQ(c.Call("POST", "/v1/workflows", R"({"id":"kv","nodes":[
+        {"id":"llm-0","kind":"LLM","modelId":"Llama-3.1-8B","cacheRefs":[{"context":"main","mode":"CREATE"}],
+         "hints":{"promptTokens":8000,"extendTokens":8000,"maxOutputTokens":4}},
+        {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
+        {"id":"llm-1","kind":"LLM","modelId":"Llama-3.1-8B","deps":["bash"],
+         "cacheRefs":[{"context":"main","mode":"EXTEND"}],
+         "hints":{"promptTokens":8300,"extendTokens":300,"maxOutputTokens":4}}]})")
+                .status,
+            201);
+  ASSERT_EQ(c.Call("POST", "/v1/workflows/kv:close").status, 200);
+  auto wait_for = [&](const std::function<bool(const v1::WorkflowStatus&)>& pred) {
+    v1::WorkflowStatus s;
+    for (int i = 0; i < 6000; ++i) {
+      s = c.Get<v1::WorkflowStatus>("/v1/workflows/kv");
+      if (pred(s)) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << "timed out: " << *proto::ToJson(s);
+    return s;
+  };
+  wait_for([](const v1::WorkflowStatus& s) {
+    for (const auto& n : s.nodes())
+      if (n.id() == "llm-0") return n.state() == v1::NODE_SUCCEEDED;
+    return false;
+  });
+  c.Event("kv", "bash", "TOOL_STARTED");
+  wait_for([](const v1::WorkflowStatus& s) {
+    for (const auto& kv : s.kv())
+      if (kv.context() == "main" && !kv.in_flight() && (kv.tier() == "host" || kv.tier() == "disk"))
+        return true;
+    return false;
+  });
+  c.Event("kv", "bash", "TOOL_FINISHED");
+  v1::WorkflowStatus done =
+      wait_for([](const v1::WorkflowStatus& s) { return JoinedCluster::Ended(s); });
+  ASSERT_EQ(done.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(done);
+  bool prefetched = false;
+  for (const auto& d : done.decisions()) prefetched |= d.kind() == "prefetch";
+  // The store's figures arrive with the next heartbeat (1 s).
+  v1::WorkerKvStats kv;
+  for (int i = 0; i < 500; ++i) {
+    v1::ClusterState cl = c.Cluster();
+    kv = cl.joined_workers(0).kv();
+    if (kv.gets_served() > 0 && (!prefetched || kv.puts_committed() > 2)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // 1/256 of 1 GiB in 2 MiB blocks: the 2 blocks written into the store (the emulated KV
+  // the engine would have left there), read out by the demotion, and written back by the
+  // prefetch.
+  EXPECT_GE(kv.gets_served(), 2u) << *proto::ToJson(kv);
+  EXPECT_GE(kv.puts_committed(), prefetched ? 4u : 2u) << *proto::ToJson(kv);
+  EXPECT_EQ(kv.puts_refused_credit(), 0u);
+  EXPECT_GT(kv.credit_per_sender_bytes(), 0u);
+  EXPECT_GT(kv.max_credit_in_use_bytes(), 0u);
+  EXPECT_GT(kv.capacity_bytes(), 0u);
+  // The credit families an operator scrapes.
+  std::string m = c.Call("GET", "/metrics").body;
+  const std::string per_sender =
+      "switchyard_credit_granted_bytes{worker=\"0\",id=\"w0\",scope=\"per_sender\"} " +
+      std::to_string(kv.credit_per_sender_bytes());
+  EXPECT_NE(m.find(per_sender), std::string::npos) << per_sender << " not in\n" << m;
+  EXPECT_NE(m.find("switchyard_credit_in_use_bytes{worker=\"0\",id=\"w0\",side=\"sender\"}"),
+            std::string::npos);
+  EXPECT_NE(m.find("switchyard_credit_refused_puts_total{worker=\"0\",id=\"w0\"} 0"),
+            std::string::npos);
+}
+
 TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
   SKIP_WITHOUT_BINARY();
   JoinedCluster c("joined_kill");
@@ -326,6 +409,16 @@ TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
       }
     }
     for (const auto& [node, placed] : retried_after_loss) recomputed += placed;
+    // A node retried or failed by the loss: its workflow's log has the failure record,
+    // naming the victim, why it was lost, the node and what the scheduler did.
+    if (!retried_after_loss.empty() || s.failure_reason().find("lost") != std::string::npos) {
+      ASSERT_GE(s.worker_losses_size(), 1) << id << ": no failure record\n" << *proto::ToJson(s);
+      const v1::WorkerLoss& l = s.worker_losses(0);
+      EXPECT_EQ(l.worker(), victim) << id;
+      EXPECT_FALSE(l.reason().empty()) << id;
+      EXPECT_GT(l.nodes_size() + l.contexts_size() + l.transfers_size(), 0) << id;
+      EXPECT_GT(l.actions_size(), 0) << id;
+    }
     EXPECT_LE(side_admits, 1) << id << ": the side-effect tool was started twice";
     for (const auto& n : s.nodes())
       if (n.id() == "side") EXPECT_LE(n.attempts(), 1u) << id << ": side effect ran twice";
