@@ -253,7 +253,11 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   movers.Add(std::make_shared<kv_tiers::LocalMover>(menv), 10);
   movers.Add(std::make_shared<kv_tiers::DiskMover>(menv), 5);
   // A joined worker's KV store (hbm_tier_factory's remote tiers) <-> the host tier.
-  if (c.hbm_tier_factory) movers.Add(std::make_shared<kv_tiers::PeerMover>(menv), 5);
+  // and between two of them (a peer move) or one and the disk tier (staged here).
+  if (c.hbm_tier_factory) {
+    movers.Add(std::make_shared<kv_tiers::PeerMover>(menv), 5);
+    movers.Add(std::make_shared<kv_tiers::RelayMover>(menv), 1);
+  }
   kv_tiers::BlockManagerOptions bo;
   bo.reclaim_on_high_watermark = false;
   d->blocks_ = std::make_unique<kv_tiers::BlockManager>(

@@ -76,7 +76,7 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
                    "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
                    "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
                    "[--remote-workers N] [--control-listen HOST:PORT] [--join-timeout-s S] "
-                   "[--heartbeat-ms MS]\n");
+                   "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
       return args[i] == "--help" ? 0 : 2;
     }
   }

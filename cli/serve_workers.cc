@@ -23,7 +23,8 @@ int TakeServeWorkerFlags(std::vector<std::string>* args, ServeWorkerFlags* out) 
   for (size_t i = 0; i < args->size(); ++i) {
     const std::string& a = (*args)[i];
     bool ours = a == "--local-workers" || a == "--remote-workers" || a == "--control-listen" ||
-                a == "--join-timeout-s" || a == "--heartbeat-ms";
+                a == "--join-timeout-s" || a == "--heartbeat-ms" || a == "--etcd" ||
+                a == "--cluster";
     if (!ours) {
       rest.push_back(a);
       continue;
@@ -34,8 +35,10 @@ int TakeServeWorkerFlags(std::vector<std::string>* args, ServeWorkerFlags* out) 
     }
     const std::string& v = (*args)[++i];
     long long n = 0;
-    if (a == "--control-listen") {
-      out->join.listen = v;
+    if (a == "--control-listen" || a == "--etcd" || a == "--cluster") {
+      (a == "--control-listen" ? out->join.listen
+       : a == "--etcd"         ? out->join.etcd_url
+                               : out->join.cluster) = v;
       continue;
     }
     if (!WholeNumber(v, a == "--join-timeout-s" || a == "--heartbeat-ms" ? 1 : 0, &n)) {

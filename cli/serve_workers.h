@@ -4,6 +4,8 @@
 //   --control-listen H:P   where workers join (default 127.0.0.1:8471; port 0: any)
 //   --join-timeout-s S     how long to wait for all of them (default 60)
 //   --heartbeat-ms MS      heartbeat interval both ways (default 1000; lost after 3)
+//   --etcd URL             also watch the workers' etcd registrations (a key gone: lost)
+//   --cluster NAME         the cluster's key prefix in etcd (default "default")
 #pragma once
 
 #include <memory>

@@ -2,12 +2,15 @@
 //                    [--kv-listen HOST:PORT|none] [--kv-capacity BYTES]
 //                    [--credit-per-sender BYTES] [--credit-total BYTES]
 //                    [--kv-transport-param KEY=VALUE]...
+//                    [--etcd URL [--cluster NAME] [--lease-ttl-s S]]
 //                    [--protocol-version N] [--connect-timeout-s S] [--log-level LEVEL]`:
 // an engine in its own process, joined to a running `switchyard serve --remote-workers N
 // --control-listen HOST:PORT` over the worker control protocol (workers/worker_agent.h),
 // with its KV store (the pool's blocks, moved by serve over UCX under the credit this
 // worker grants) on --kv-listen (default: this host's address on the control connection,
 // any port; `none`: no store, serve keeps the blocks). The joined line names the store.
+// --etcd: registers /switchyard/<cluster>/workers/<id> under a lease (TTL --lease-ttl-s,
+// default 5) that serve --etcd watches.
 // Prints "joined HOST:PORT as worker INDEX (id ID, protocol version V)" once welcomed, then
 // runs the steps serve sends until serve says bye (exit 0), serve is lost (exit 1) or
 // SIGINT/SIGTERM (it says bye first; exit 0). A refusal (e.g. a protocol version
@@ -35,7 +38,8 @@ int JoinUsage(const std::string& why) {
                "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated "
                "[--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
                "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
-               "[--kv-transport-param KEY=VALUE]... [--protocol-version N] "
+               "[--kv-transport-param KEY=VALUE]... [--etcd URL [--cluster NAME] "
+               "[--lease-ttl-s S]] [--protocol-version N] "
                "[--connect-timeout-s S] [--log-level LEVEL]\n",
                why.c_str());
   return 2;
@@ -74,6 +78,14 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
       if (a == "--credit-total") o.credit_total_bytes = *n;
     } else if (a == "--kv-listen") {
       o.kv_listen = v;
+    } else if (a == "--etcd") {
+      o.etcd_url = v;
+    } else if (a == "--cluster") {
+      o.cluster = v;
+    } else if (a == "--lease-ttl-s") {
+      long ttl = std::strtol(v.c_str(), nullptr, 10);
+      if (ttl < 1) return JoinUsage("--lease-ttl-s needs S >= 1");
+      o.lease_ttl = std::chrono::seconds(ttl);
     } else if (a == "--kv-transport-param") {
       size_t eq = v.find('=');
       if (eq == 0 || eq == std::string::npos)

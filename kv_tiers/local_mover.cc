@@ -194,4 +194,40 @@ Result<MoveHandle> PeerMover::Submit(MoveRequest request, MoveCallback on_comple
                        std::move(on_complete));
 }
 
+RelayMover::RelayMover(const MoverEnv& env) : env_(env), pool_(std::make_unique<WorkerPool>(1)) {}
+
+bool RelayMover::Supports(const Tier& src, const Tier& dst) const {
+  auto far = [](const Tier& t) { return t.capabilities().remote || t.capabilities().persistent; };
+  return far(src) && far(dst) && &src != &dst;
+}
+
+Result<MoveHandle> RelayMover::Submit(MoveRequest request, MoveCallback on_complete) {
+  SY_RETURN_IF_ERROR(ValidateMoveRequest(request, "relay"));
+  if (!Supports(*request.src, *request.dst)) {
+    return Status::NotSupported("relay mover: cannot copy " + request.src->name() + " -> " +
+                                request.dst->name());
+  }
+  auto state = std::make_shared<MoveState>();
+  MoveHandle handle(state);
+  pool_->Submit([state, loop = env_.loop, req = std::move(request), cb = std::move(on_complete)] {
+    Status st;
+    std::vector<char> staging;
+    for (const auto& s : req.segments) {
+      if (state->cancel_requested()) {
+        st = Status::Cancelled("relay mover: move cancelled");
+        break;
+      }
+      staging.resize(s.bytes);
+      BlockRead r{s.src, staging.data(), s.bytes};
+      st = req.src->Read(std::span<const BlockRead>(&r, 1));
+      if (!st.ok()) break;
+      BlockWrite w{s.dst, staging.data(), s.bytes, s.checksum};
+      st = req.dst->Write(std::span<const BlockWrite>(&w, 1));
+      if (!st.ok()) break;
+    }
+    FinishMove(loop, state, cb, std::move(st));
+  });
+  return handle;
+}
+
 }  // namespace switchyard::kv_tiers

@@ -57,6 +57,24 @@ class PeerMover final : public Mover {
   std::unique_ptr<WorkerPool> pool_;
 };
 
+// RelayMover ("relay"): copies between two tiers that are each reached only through block
+// I/O (remote or persistent, e.g. two peers' host tiers, or a peer and the RocksDB tier)
+// by staging each block in this process: Read() it out of the source (validated), then
+// Write() it into the destination with the source's checksum, on its own worker thread.
+// Every byte crosses this host (twice the traffic of a direct peer-to-peer copy); the
+// BlockManager validates and commits the destination as for any move.
+class RelayMover final : public Mover {
+ public:
+  explicit RelayMover(const MoverEnv& env);
+  std::string name() const override { return "relay"; }
+  bool Supports(const Tier& src, const Tier& dst) const override;
+  Result<MoveHandle> Submit(MoveRequest request, MoveCallback on_complete) override;
+
+ private:
+  MoverEnv env_;
+  std::unique_ptr<WorkerPool> pool_;
+};
+
 // Checks a request against its tiers: non-null tiers, at least one segment, each
 // segment's bytes within both extents. Shared by movers.
 Status ValidateMoveRequest(const MoveRequest& request, const std::string& mover);

@@ -109,6 +109,11 @@ void RemoteWorker::SetPoolUsedBytes(uint64_t bytes) {
   pool_used_bytes_ = bytes;
 }
 
+void RemoteWorker::MarkLost(const Status& why) {
+  OnLost(why);
+  conn_->Close();
+}
+
 v1::JoinedWorker RemoteWorker::Snapshot() const {
   v1::JoinedWorker w;
   w.set_id(hello_.worker_id());
@@ -157,6 +162,12 @@ Result<std::unique_ptr<JoinServer>> JoinServer::Listen(const std::string& host_p
 }
 
 JoinServer::~JoinServer() {
+  std::vector<std::shared_ptr<void>> held;  // first: their callbacks reach the workers
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    held.swap(held_);
+  }
+  held.clear();
   if (fd_ >= 0) ::close(fd_);
   std::vector<std::unique_ptr<RemoteWorker>> workers;
   {
@@ -274,6 +285,18 @@ void JoinServer::SetLossHandler(std::function<void(int, const Status&)> fn) {
     for (auto& w : workers_) ws.push_back(w.get());
   }
   for (RemoteWorker* w : ws) w->SetLossHandler(fn);
+}
+
+RemoteWorker* JoinServer::Find(const std::string& worker_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& w : workers_)
+    if (w->hello().worker_id() == worker_id) return w.get();
+  return nullptr;
+}
+
+void JoinServer::Hold(std::shared_ptr<void> thing) {
+  std::lock_guard<std::mutex> l(mu_);
+  held_.push_back(std::move(thing));
 }
 
 std::vector<v1::JoinedWorker> JoinServer::Snapshot() const {

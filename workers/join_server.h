@@ -54,6 +54,9 @@ class RemoteWorker {
   Status Send(const v1::WorkerControl& m) { return conn_->Send(m); }
   // Ends the connection without a loss (serve is stopping): sends bye, closes.
   void Shutdown(const std::string& reason);
+  // Declares the worker lost for a reason found elsewhere (its etcd lease expired): the
+  // same sequence as a closed connection; the connection is closed. Once.
+  void MarkLost(const Status& why);
 
   int index() const { return index_; }
   const v1::WorkerHello& hello() const { return hello_; }
@@ -109,6 +112,11 @@ class JoinServer {
   std::vector<v1::JoinedWorker> Snapshot() const;
   // Refusals AwaitWorkers sent ("peer: reason"), for messages and tests.
   std::vector<std::string> refusals() const;
+  // The joined worker whose hello named `worker_id` (null: none).
+  RemoteWorker* Find(const std::string& worker_id) const;
+  // Keeps `thing` alive as long as the server, destroyed before the workers (serve's etcd
+  // membership watcher, whose callback marks them lost).
+  void Hold(std::shared_ptr<void> thing);
 
  private:
   JoinServer(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
@@ -120,6 +128,7 @@ class JoinServer {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<RemoteWorker>> workers_;
   std::vector<std::string> refusals_;
+  std::vector<std::shared_ptr<void>> held_;  // last: destroyed first
 };
 
 // The refusal of `hello` by a serve speaking `serve_version` (empty: accepted).

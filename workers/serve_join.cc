@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "base/logging.h"
+#include "cluster/membership.h"
 #include "kv_tiers/tier.h"
 #include "kv_tiers/transport/remote_host_tier.h"
 #include "workers/remote_engine.h"
@@ -34,17 +36,50 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
   ro.context = "hbm-w" + std::to_string(w);
   ro.peer_id = static_cast<PeerId>(w);
   const kv_tiers::TierOptions& to = o;
+  // Refused (InvalidArgument) when the store holds less than the pool needs here.
   auto tier = tx::RemoteHostTier::Connect(h.kv_address(), to, client, ro);
   if (!tier.ok())
-    return tier.status().Annotate("worker " + h.worker_id() + "'s KV store at " + h.kv_address());
-  if ((*tier)->client().hello().capacity_bytes < to.capacity_bytes)
-    return Status::FailedPrecondition(
-        "worker " + h.worker_id() + "'s KV store holds " +
-        std::to_string((*tier)->client().hello().capacity_bytes) + " bytes; its KV pool needs " +
-        std::to_string(to.capacity_bytes) + " here (raise the worker's --kv-capacity)");
+    return tier.status().Annotate("worker " + h.worker_id() + "'s KV store at " + h.kv_address() +
+                                  " (its --kv-capacity must hold the pool's blocks)");
   std::lock_guard<std::mutex> l(kv->mu);
   kv->tiers[w] = tier->get();
   return std::unique_ptr<kv_tiers::Tier>(std::move(*tier));
+}
+
+// A joined worker whose etcd key goes is lost; one that registers (again, a new epoch) is
+// logged: membership is fixed at start in this version, so it is not admitted.
+Status WatchMembership(const ServeJoinOptions& o, JoinServer* js) {
+  SY_ASSIGN_OR_RETURN(std::shared_ptr<cluster::EtcdClient> etcd,
+                      cluster::EtcdClient::Create(o.etcd_url));
+  auto on_event = [js, url = o.etcd_url](const cluster::MembershipEvent& e) {
+    RemoteWorker* rw = js->Find(e.worker.worker_id);
+    if (e.kind == cluster::MembershipEvent::Kind::kLost) {
+      if (!rw || rw->lost()) return;
+      rw->MarkLost(Status::Unavailable("its etcd key at " + url +
+                                           " is gone (lease expired or revoked; epoch " +
+                                           std::to_string(e.worker.epoch) + ")",
+                                       ErrorScope::kPeer));
+      return;
+    }
+    if (!rw || rw->lost())
+      Log(LogLevel::kInfo,
+          "etcd lists a worker that is not joined (not admitted: membership is fixed at start)",
+          LogKeys()
+              .With("worker", e.worker.worker_id)
+              .With("epoch", std::to_string(e.worker.epoch)));
+  };
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<cluster::MembershipWatcher> w,
+                      cluster::MembershipWatcher::Start(etcd, o.cluster, on_event));
+  // A joined worker not registered at all is not covered by etcd: say so.
+  auto members = w->Members();
+  for (size_t i = 0; i < js->size(); ++i) {
+    const std::string& id = js->worker(i)->hello().worker_id();
+    if (!members.count(id))
+      Log(LogLevel::kWarn, "joined worker not registered in etcd (only its connection is watched)",
+          LogKeys().With("worker", id).With("cluster", o.cluster));
+  }
+  js->Hold(std::shared_ptr<cluster::MembershipWatcher>(std::move(w)));
+  return Status::OK();
 }
 
 }  // namespace
@@ -72,6 +107,7 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   jo.served_models.push_back(config->model_id.empty() ? jo.model.name() : config->model_id);
   for (const std::string& a : config->model_aliases) jo.served_models.push_back(a);
   SY_RETURN_IF_ERROR(join->AwaitWorkers(jo).Annotate("--remote-workers"));
+  if (!o.etcd_url.empty()) SY_RETURN_IF_ERROR(WatchMembership(o, join.get()).Annotate("--etcd"));
   config->workers = o.local_workers + o.remote_workers;
   JoinServer* js = join.get();
   const int local = o.local_workers;

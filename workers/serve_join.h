@@ -29,6 +29,12 @@ struct ServeJoinOptions {
   int heartbeat_misses = 3;
   // Called once the listener is bound (the address actually bound), before waiting.
   std::function<void(const std::string& address)> listening;
+  // Membership in etcd (--etcd URL, --cluster NAME): once the workers joined, serve
+  // watches /switchyard/<cluster>/workers/; a joined worker whose key goes (its lease
+  // expired: killed, hung or partitioned longer than the TTL; or revoked) is lost, as if
+  // its connection had closed. Empty: the control connection alone decides.
+  std::string etcd_url;
+  std::string cluster = "default";
 };
 
 // Listens, waits for the workers and sets `config` as above (config->model_config and gpu

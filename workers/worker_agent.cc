@@ -25,6 +25,20 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   if (o.kv_listen != "none") {
     SY_RETURN_IF_ERROR(a->StartKvStore(o).Annotate("KV store"));
   }
+  if (!o.etcd_url.empty()) {
+    SY_ASSIGN_OR_RETURN(std::shared_ptr<cluster::EtcdClient> etcd,
+                        cluster::EtcdClient::Create(o.etcd_url));
+    cluster::WorkerInfo info;
+    info.worker_id = a->id_;
+    info.host = host;
+    info.control_address = o.join;
+    info.engine = o.engine;
+    info.model = o.model;
+    info.started_unix_ms = UnixMillis();
+    cluster::RegistrationOptions ro;
+    ro.ttl = o.lease_ttl;
+    SY_ASSIGN_OR_RETURN(a->registration_, cluster::Registration::Start(etcd, o.cluster, info, ro));
+  }
   v1::WorkerControl h;
   v1::WorkerHello* hello = h.mutable_hello();
   hello->set_protocol_version(o.protocol_version ? o.protocol_version : kProtocolVersion);
@@ -125,6 +139,7 @@ Status WorkerAgent::Run() {
     conn_->Finish(bye, Seconds(2));
   }
   conn_->Close();
+  if (registration_) (void)registration_->Stop();  // leaving: the key goes at once
   if (bye_ || stop_requested_) return Status::OK();
   std::lock_guard<std::mutex> l(mu_);
   return end_;

@@ -19,6 +19,7 @@
 // on the control connection, any port), and names it in the hello; serve's mover then
 // keeps this worker's KV pool blocks there, moving them over UCX. Every heartbeat carries
 // the store's figures (capacity, credit granted and in use, puts refused for credit).
+// With etcd_url, the worker also registers in etcd (see AgentOptions).
 //
 // Thread-safety: Stop is thread-safe; Run is called once.
 #pragma once
@@ -32,6 +33,7 @@
 #include "base/asio_event_loop.h"
 #include "base/result.h"
 #include "base/time.h"
+#include "cluster/membership.h"
 #include "executors/step_cost.h"
 #include "executors/step_runner.h"
 #include "kv_tiers/transport/peer_worker.h"
@@ -53,6 +55,12 @@ struct AgentOptions {
   std::string kv_transport = "ucx";
   std::map<std::string, std::string> kv_transport_params = {{"TLS", "tcp"}};
   uint64_t credit_per_sender_bytes = 0, credit_total_bytes = 0;
+  // Membership in etcd (cluster/membership.h): registers /switchyard/<cluster>/workers/<id>
+  // under a lease of lease_ttl, kept alive from a thread, before the hello; revoked when
+  // the worker stops on purpose (a killed worker's key expires with its lease).
+  std::string etcd_url;
+  std::string cluster = "default";
+  std::chrono::seconds lease_ttl{5};
 };
 
 class WorkerAgent {
@@ -80,6 +88,7 @@ class WorkerAgent {
 
   std::unique_ptr<ControlConn> conn_;
   std::unique_ptr<kv_tiers::transport::PeerWorker> kv_;
+  std::unique_ptr<cluster::Registration> registration_;
   std::thread kv_thread_;
   uint64_t kv_capacity_ = 0;
   AsioEventLoop loop_;

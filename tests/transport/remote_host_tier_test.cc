@@ -151,12 +151,14 @@ struct ManagerWithPeer {
     MoverSet movers;
     movers.Add(std::make_shared<LocalMover>(env), 10);
     movers.Add(std::make_shared<PeerMover>(env), 4);
+    movers.Add(std::make_shared<RelayMover>(env), 1);
     BlockManagerOptions mo;
     mo.reclaim_on_high_watermark = false;
     mgr = std::make_unique<BlockManager>(kv_tiers::testing::SmallLayout(), &loop, std::move(movers),
                                          nullptr, mo);
     added = mgr->AddTier(host.get()).ok() && mgr->AddTier(peer).ok();
   }
+  bool AddPeer(Tier* other) { return mgr->AddTier(other).ok(); }
   // Commits a host block of (workflow "wf", context "ctx") holding `data`, flips one of
   // its stored bits when `corrupt` (after its checksum was stored), moves it to the peer
   // tier demoting, and waits for the transfer's final state.
@@ -248,6 +250,39 @@ TEST_F(RemoteHostTierTest, BlockManagerMoveOfACorruptedSourceIsRefusedAtTheWorke
   EXPECT_NE(rec.status.ToString().find("bad_checksum"), std::string::npos) << rec.status;
   EXPECT_EQ(m.host->used_bytes(), kBlock);  // the source was not demoted
   EXPECT_EQ(tier_->used_bytes(), 0u);
+}
+
+// Between two workers' host tiers (two peers): the relay mover stages each block here,
+// the destination worker verifies it against the source's checksum, and the move commits
+// with the commit rule (the source copy is freed only after).
+TEST_F(RemoteHostTierTest, BlockManagerMovesBlocksPeerToPeerThroughTheRelay) {
+  Worker other;
+  ASSERT_TRUE(other.Start(4));
+  TierOptions o;
+  o.capacity_bytes = 4 * kBlock;
+  o.slot_bytes = kBlock;
+  auto b = RemoteHostTier::Connect(other.address(), o, TcpClient());
+  ASSERT_TRUE(b.ok()) << b.status();
+  ManagerWithPeer m(tier_.get());
+  ASSERT_TRUE(m.added && m.AddPeer(b->get()));
+  auto data = kv_tiers::testing::Pattern(kBlock, 11);
+  auto out = m.CommitAndDemote(data, tier_.get());
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->state, v1::COMMITTED) << out->status;
+  auto moved = m.mgr->Move(out->destination, (*b)->name(), MoveOptions{}, /*demote=*/true);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  TransferRecord rec = m.Await(*moved);
+  ASSERT_EQ(rec.state, v1::COMMITTED) << rec.status;
+  EXPECT_EQ(tier_->used_bytes(), 0u);  // demoted: the first peer's copy is freed
+  EXPECT_EQ((*b)->used_bytes(), kBlock);
+  EXPECT_EQ(tier_->gets_posted(), 1u);
+  EXPECT_EQ((*b)->puts_posted(), 1u);
+  ReadRequest reader{"t", "wf", "ctx", m.mgr->model_epoch(), 1};
+  std::vector<char> got(kBlock);
+  auto lease = m.mgr->Read(rec.destination, reader);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(lease->CopyTo(got.data(), got.size()).ok());
+  EXPECT_EQ(got, data);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "api/http_api.h"
 #include "api/service.h"
 #include "proto/json.h"
+#include "tests/cluster/etcd_process.h"
 #include "workers/serve_join.h"
 
 namespace switchyard::workers {
@@ -57,7 +58,11 @@ class JoinedCluster {
   }
 
   // Starts the service, waiting for `n` workers it starts itself.
-  bool Start(int n, uint64_t hbm_bytes = 4ULL << 30) {
+  // `tweak` adjusts serve's join options; worker_args are added to each worker's command.
+  bool Start(int n, uint64_t hbm_bytes = 4ULL << 30,
+             std::function<void(ServeJoinOptions*)> tweak = {},
+             std::vector<std::string> worker_args = {}) {
+    worker_args_ = std::move(worker_args);
     api::ServiceOptions so;
     so.data_dir = dir_ + "/data";
     so.sync_writes = false;
@@ -74,6 +79,7 @@ class JoinedCluster {
     jo.listening = [this, n](const std::string& address) {
       for (int i = 0; i < n; ++i) Spawn("w" + std::to_string(i), address);
     };
+    if (tweak) tweak(&jo);
     auto join = JoinRemoteWorkers(jo, &so.scheduler);
     EXPECT_TRUE(join.ok()) << join.status();
     if (!join.ok()) return false;
@@ -177,14 +183,18 @@ class JoinedCluster {
   void Spawn(const std::string& id, const std::string& address) {
     std::string bin = Binary();
     std::string log = dir_ + "/" + id + ".log";
+    std::vector<std::string> args = {bin,         "worker", "--join", address,           "--engine",
+                                     "simulated", "--id",   id,       "--kv-pool-bytes", "1G"};
+    args.insert(args.end(), worker_args_.begin(), worker_args_.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_t pid = ::fork();
     if (pid == 0) {
       FILE* f = std::freopen(log.c_str(), "w", stdout);
       (void)f;
       ::dup2(STDOUT_FILENO, STDERR_FILENO);
-      ::execl(bin.c_str(), bin.c_str(), "worker", "--join", address.c_str(), "--engine",
-              "simulated", "--id", id.c_str(), "--kv-pool-bytes", "1G",
-              static_cast<char*>(nullptr));
+      ::execv(bin.c_str(), argv.data());
       ::_exit(127);
     }
     pids_[id] = pid;
@@ -208,6 +218,7 @@ class JoinedCluster {
   std::map<std::string, pid_t> pids_;
   std::map<std::string, int> exit_;
   std::set<std::string> tools_started_;
+  std::vector<std::string> worker_args_;
 };
 
 #define SKIP_WITHOUT_BINARY()                            \
@@ -427,6 +438,42 @@ TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
   // their context there), or their workflow failed naming the loss.
   EXPECT_GT(recomputed + failed_by_loss, 0) << "victim " << victim_id << "\n" << all;
   EXPECT_GT(completed, 0);
+}
+
+// Membership in etcd (a real etcd on loopback, started here): the worker registers under a
+// 2 s lease; stopped (SIGSTOP: its keep-alives stop, its connection stays open and the
+// control heartbeats are 30 s apart), it is marked lost when the lease expires, naming
+// etcd, well before the connection could tell.
+TEST(JoinedWorkers, AWorkerWhoseEtcdLeaseExpiresIsLostWithinItsTtl) {
+  SKIP_WITHOUT_BINARY();
+  cluster::testing::EtcdProcess etcd;
+  std::string why = etcd.Start();
+  SY_REQUIRE_ETCD_OR_SKIP(why);
+  JoinedCluster c("joined_etcd");
+  ASSERT_TRUE(c.Start(1, 4ULL << 30,
+                      [&](ServeJoinOptions* o) {
+                        o->etcd_url = etcd.url();
+                        o->cluster = "t1";
+                        o->heartbeat = Seconds(30);
+                      },
+                      {"--etcd", etcd.url(), "--cluster", "t1", "--lease-ttl-s", "2"}));
+  ASSERT_EQ(c.Cluster().joined_workers(0).state(), "alive");
+  ASSERT_EQ(::kill(c.pid("w0"), SIGSTOP), 0);
+  auto stopped = std::chrono::steady_clock::now();
+  v1::JoinedWorker w;
+  for (int i = 0; i < 1500; ++i) {
+    w = c.Cluster().joined_workers(0);
+    if (w.state() == "lost") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  ::kill(c.pid("w0"), SIGCONT);
+  ASSERT_EQ(w.state(), "lost") << *proto::ToJson(w);
+  EXPECT_NE(w.lost_reason().find("etcd"), std::string::npos) << w.lost_reason();
+  // The lease's TTL (2 s; etcd may keep a lease up to its TTL after the last keep-alive,
+  // sent every TTL/3) plus the watch's delivery.
+  EXPECT_LT(secs, 2.0 + 3.0) << w.lost_reason();
+  ::kill(c.pid("w0"), SIGKILL);
 }
 
 TEST(JoinedWorkers, BinaryWorkerWithAnotherProtocolVersionIsRefusedByName) {
