@@ -1,0 +1,224 @@
+// workers: the failure sequence with real processes, timed. An in-process service whose
+// scheduler has two `switchyard worker --join` processes (the binary beside this one, on
+// loopback) runs workflows with long decodes; while LLM nodes run on both, one worker is
+// SIGKILLed. Measured from the kill: until serve marks it lost (its control connection
+// closed), and until every LLM node that ran on it has been placed again on the other
+// worker (recomputing its context there). Median of three trials; no baseline (ratio
+// null): the figure is a property of this system (detection + the core's reaction).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/service.h"
+#include "base/logging.h"
+#include "bench/common/report.h"
+#include "workers/serve_join.h"
+
+namespace switchyard::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kWorkflows = 8;
+
+std::string SwitchyardBinary() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("switchyard") : (self.parent_path() / "switchyard").string();
+}
+
+pid_t SpawnWorker(const std::string& bin, const std::string& id, const std::string& address,
+                  const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    ::execl(bin.c_str(), bin.c_str(), "worker", "--join", address.c_str(), "--engine", "simulated",
+            "--id", id.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+void Reap(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+v1::Workflow LongDecode(const std::string& id) {
+  v1::Workflow w;
+  w.set_id(id);
+  v1::ProgramNode* n = w.add_nodes();
+  n->set_id("gen");
+  n->set_kind(v1::LLM);
+  v1::CacheRef* r = n->add_cache_refs();
+  r->set_context("main");
+  r->set_mode(v1::CacheRef::CREATE);
+  n->mutable_hints()->set_prompt_tokens(2000);
+  n->mutable_hints()->set_extend_tokens(2000);
+  n->mutable_hints()->set_max_output_tokens(4000);  // tens of seconds of decode
+  return w;
+}
+
+// The worker of each running LLM node's latest placement (node key "wf/node").
+std::map<std::string, int> Placements(api::Service& svc, const std::vector<std::string>& ids) {
+  std::map<std::string, int> out;
+  for (const std::string& id : ids) {
+    auto s = svc.Get("bench", id);
+    if (!s.ok()) continue;
+    for (const auto& d : s->decisions())
+      if (d.kind() == "place") out[id + "/" + d.node_id()] = d.worker();
+    for (const auto& n : s->nodes())
+      if (n.state() != v1::NODE_RUNNING) out.erase(id + "/" + n.id());
+  }
+  return out;
+}
+
+struct Trial {
+  double lost_s = -1, rescheduled_s = -1;
+  size_t affected = 0;
+  std::string error;
+};
+
+Trial RunTrial(int t) {
+  Trial out;
+  std::string dir = std::filesystem::temp_directory_path().string() + "/sy_failover_" +
+                    std::to_string(::getpid()) + "_" + std::to_string(t);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string bin = SwitchyardBinary();
+  std::map<std::string, pid_t> pids;  // by worker id
+  api::ServiceOptions so;
+  so.data_dir = dir + "/data";
+  so.sync_writes = false;
+  so.scheduler.kv_bytes_scale = 256;
+  workers::ServeJoinOptions jo;
+  jo.local_workers = 0;
+  jo.remote_workers = 2;
+  jo.join_timeout = Seconds(60);
+  jo.listening = [&](const std::string& address) {
+    for (int i = 0; i < 2; ++i) {
+      std::string id = "w" + std::to_string(i);
+      pids[id] = SpawnWorker(bin, id, address, dir + "/" + id + ".log");
+    }
+  };
+  {
+    auto join = workers::JoinRemoteWorkers(jo, &so.scheduler);
+    if (!join.ok()) {
+      out.error = join.status().ToString() + " (binary " + bin + ")";
+    } else {
+      auto svc = api::Service::Open(so, RealClock::Default());
+      if (!svc.ok()) {
+        out.error = svc.status().ToString();
+      } else {
+        workers::Attach(join->get(), (*svc)->scheduler());
+        std::vector<std::string> ids;
+        for (int i = 0; i < kWorkflows; ++i) {
+          ids.push_back("f" + std::to_string(i));
+          (void)(*svc)->Submit("bench", LongDecode(ids.back()));
+          (void)(*svc)->Close("bench", ids.back());
+        }
+        // Wait until both workers run LLM nodes, then kill worker 1.
+        std::map<std::string, int> before;
+        for (int i = 0; i < 3000; ++i) {
+          before = Placements(**svc, ids);
+          std::set<int> busy;
+          for (const auto& [k, w] : before) busy.insert(w);
+          if (busy.size() == 2) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        const int victim = 1;  // the scheduler's index: the second worker to join
+        const std::string victim_id = (*join)->worker(victim)->hello().worker_id();
+        std::set<std::string> affected;
+        for (const auto& [k, w] : before)
+          if (w == victim) affected.insert(k);
+        out.affected = affected.size();
+        auto t0 = Clock::now();
+        ::kill(pids.at(victim_id), SIGKILL);
+        auto deadline = t0 + std::chrono::seconds(30);
+        while (Clock::now() < deadline && (out.lost_s < 0 || out.rescheduled_s < 0)) {
+          double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (out.lost_s < 0 && (*join)->worker(victim)->lost()) out.lost_s = secs;
+          if (out.rescheduled_s < 0 && out.lost_s >= 0) {
+            std::map<std::string, int> now = Placements(**svc, ids);
+            bool all = true;
+            for (const std::string& k : affected) {
+              auto it = now.find(k);
+              all = all && it != now.end() && it->second != victim;
+            }
+            if (all) out.rescheduled_s = secs;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (affected.empty()) out.error = "no LLM node ran on the victim";
+        (*join)->SetLossHandler({});
+        svc->reset();
+      }
+      join->reset();
+    }
+  }
+  for (const auto& [id, p] : pids) Reap(p);
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void ReportFailover(const std::map<std::string, Measured>&, Report* report) {
+  LogOptions quiet;
+  quiet.level = LogLevel::kError;
+  InitLogging(quiet);
+  std::vector<double> lost, resched;
+  std::string spread;
+  for (int t = 0; t < 3; ++t) {
+    Trial r = RunTrial(t);
+    if (!r.error.empty() || r.lost_s < 0 || r.rescheduled_s < 0) {
+      std::fprintf(stderr, "failover trial %d: %s\n", t,
+                   r.error.empty() ? "timed out after 30 s" : r.error.c_str());
+      continue;
+    }
+    lost.push_back(r.lost_s);
+    resched.push_back(r.rescheduled_s);
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%.3f/%.3f s (%zu nodes)", spread.empty() ? "" : ", ",
+                  r.lost_s, r.rescheduled_s, r.affected);
+    spread += buf;
+  }
+  if (lost.empty()) return;
+  report->Add({.name = "sigkill_to_worker_lost",
+               .value = Median(lost),
+               .unit = "s",
+               .higher_is_better = false,
+               .note = "median of " + std::to_string(lost.size()) +
+                       " trials; lost/rescheduled per trial: " + spread});
+  report->Add({.name = "sigkill_to_every_affected_node_rescheduled",
+               .value = Median(resched),
+               .unit = "s",
+               .higher_is_better = false,
+               .note = "every LLM node running on the killed worker placed on the other one"});
+}
+
+}  // namespace
+}  // namespace switchyard::bench
+
+SY_BENCH_REPORT(failover, switchyard::bench::ReportFailover);
