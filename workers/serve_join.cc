@@ -40,7 +40,9 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
   auto tier = tx::RemoteHostTier::Connect(h.kv_address(), to, client, ro);
   if (!tier.ok())
     return tier.status().Annotate("worker " + h.worker_id() + "'s KV store at " + h.kv_address() +
-                                  " (its --kv-capacity must hold the pool's blocks)");
+                                  (tier.status().IsInvalidArgument()
+                                       ? " (its --kv-capacity must hold the pool's blocks)"
+                                       : ""));
   std::lock_guard<std::mutex> l(kv->mu);
   kv->tiers[w] = tier->get();
   return std::unique_ptr<kv_tiers::Tier>(std::move(*tier));
