@@ -8,8 +8,10 @@
 // puts, every block validated against its checksum. Skipped with the reason where
 // namespaces are not permitted (not root, no `ip`, `ip netns add` refused).
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -30,14 +32,17 @@
 #include "proto/switchyard/v1/api.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
 #include "tests/api/http_test_client.h"
+#include "tests/workers/processes.h"
 
 namespace switchyard::workers {
 namespace {
 
-using api::testing::Request;
+using api::testing::ClientResponse;
+using testing::Binary;
+using testing::KillOnExit;
+using testing::Slurp;
+using testing::Spawn;
 constexpr int kWorkers = 3;
-
-std::string Binary() { return std::string(SY_BINARY_DIR) + "/bin/switchyard"; }
 
 int Shell(const std::string& cmd, std::string* out = nullptr) {
   FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
@@ -50,32 +55,16 @@ int Shell(const std::string& cmd, std::string* out = nullptr) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// Namespace k: "sy-<pid>-w<k>", veth "syr<n><k>" (root, 10.<k+201>.<n>.1/30) <->
-// "syw<n><k>" (inside, 10.<k+201>.<n>.2), n = pid % 250.
+// A hub namespace "sy-<pid>-s" for serve and one "sy-<pid>-w<k>" per worker, worker k
+// joined to the hub by veth "syr<n><k>" (hub side, 10.<k+201>.<n>.1/30) <-> "syw<n><k>"
+// (worker side, .2), n = pid % 250. Nothing is added to this machine's own namespace, so
+// processes of other tests (their UCX lists every interface it sees) never meet these
+// links, nor their removal.
 class Namespaces {
  public:
   Namespaces() : n_(static_cast<int>(::getpid() % 250)) {}
   ~Namespaces() {
-    for (int k = 0; k < created_; ++k) Shell("ip netns del " + Name(k));
+    for (const std::string& name : created_) Shell("ip netns del " + name);
   }
   static std::string Unsupported() {
     if (::geteuid() != 0) return "not root (creating network namespaces needs CAP_SYS_ADMIN)";
@@ -85,22 +74,24 @@ class Namespaces {
   // "" on success; else the failing step. *not_permitted: a refusal of the kernel's.
   std::string Create(bool* not_permitted) {
     std::string out;
+    *not_permitted = true;
+    for (const std::string& name : All()) {
+      Shell("ip netns del " + name);  // a stale one from a killed run with this pid
+      if (Shell("ip netns add " + name, &out) != 0) return "ip netns add: " + out;
+      created_.push_back(name);
+      if (Shell("ip -n " + name + " link set lo up", &out) != 0) return "lo up: " + out;
+    }
     for (int k = 0; k < kWorkers; ++k) {
-      Shell("ip netns del " + Name(k));  // a stale one from a killed run with this pid
-      *not_permitted = true;
-      if (Shell("ip netns add " + Name(k), &out) != 0) return "ip netns add: " + out;
-      ++created_;
-      const std::string root = RootIf(k), inner = InnerIf(k);
+      const std::string hub = Hub(), w = Name(k), h_if = HubIf(k), w_if = WorkerIf(k);
       const std::string steps[] = {
-          "ip link add " + root + " type veth peer name " + inner + " netns " + Name(k),
-          "ip addr add " + RootAddr(k) + "/30 dev " + root,
-          "ip -n " + Name(k) + " addr add " + InnerAddr(k) + "/30 dev " + inner,
-          "ip link set " + root + " up",
-          "ip -n " + Name(k) + " link set lo up",
-          "ip -n " + Name(k) + " link set " + inner + " up",
-          // The root namespace is this host's router: UCX's wireup may name any of the
-          // root's addresses (those of the other links too), as on a routed network.
-          "ip -n " + Name(k) + " route add default via " + RootAddr(k),
+          "ip link add " + h_if + " netns " + hub + " type veth peer name " + w_if + " netns " + w,
+          "ip -n " + hub + " addr add " + HubAddr(k) + "/30 dev " + h_if,
+          "ip -n " + w + " addr add " + WorkerAddr(k) + "/30 dev " + w_if,
+          "ip -n " + hub + " link set " + h_if + " up",
+          "ip -n " + w + " link set " + w_if + " up",
+          // The hub routes between the links: UCX's wireup may name any of serve's
+          // addresses (those of the other links too), as on a routed network.
+          "ip -n " + w + " route add default via " + HubAddr(k),
       };
       for (const std::string& s : steps) {
         if (Shell(s, &out) != 0) {
@@ -114,59 +105,56 @@ class Namespaces {
   }
   bool WaitForCarrier(std::chrono::seconds bound) {
     auto until = std::chrono::steady_clock::now() + bound;
+    auto up = [](const std::string& ns, const std::string& dev) {
+      std::string s;
+      Shell("ip netns exec " + ns + " cat /sys/class/net/" + dev + "/operstate", &s);
+      return s.rfind("up", 0) == 0;
+    };
     while (std::chrono::steady_clock::now() < until) {
       bool all = true;
-      for (int k = 0; k < kWorkers && all; ++k) {
-        std::string a, b;
-        Shell("cat /sys/class/net/" + RootIf(k) + "/operstate", &a);
-        Shell("ip netns exec " + Name(k) + " cat /sys/class/net/" + InnerIf(k) + "/operstate", &b);
-        all = a.rfind("up", 0) == 0 && b.rfind("up", 0) == 0;
-      }
+      for (int k = 0; k < kWorkers && all; ++k)
+        all = up(Hub(), HubIf(k)) && up(Name(k), WorkerIf(k));
       if (all) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
   }
+  std::string Hub() const { return "sy-" + std::to_string(::getpid()) + "-s"; }
   std::string Name(int k) const {
     return "sy-" + std::to_string(::getpid()) + "-w" + std::to_string(k);
   }
-  std::string RootIf(int k) const { return "syr" + std::to_string(n_) + std::to_string(k); }
-  std::string InnerIf(int k) const { return "syw" + std::to_string(n_) + std::to_string(k); }
-  std::string RootAddr(int k) const { return Net(k) + ".1"; }
-  std::string InnerAddr(int k) const { return Net(k) + ".2"; }
+  std::string HubIf(int k) const { return "syr" + std::to_string(n_) + std::to_string(k); }
+  std::string WorkerIf(int k) const { return "syw" + std::to_string(n_) + std::to_string(k); }
+  std::string HubAddr(int k) const { return Net(k) + ".1"; }
+  std::string WorkerAddr(int k) const { return Net(k) + ".2"; }
 
  private:
+  std::vector<std::string> All() const {
+    std::vector<std::string> v = {Hub()};
+    for (int k = 0; k < kWorkers; ++k) v.push_back(Name(k));
+    return v;
+  }
   std::string Net(int k) const {  // the first three octets
     return "10." + std::to_string(201 + k) + "." + std::to_string(n_);
   }
   int n_;
-  int created_ = 0;
+  std::vector<std::string> created_;
 };
 
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    (void)f;
-    ::dup2(STDOUT_FILENO, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
+// Runs `fn` on a thread that entered network namespace `ns` (a thread's own sockets are
+// created there; the rest of the process stays where it was). A default value when the
+// namespace cannot be entered.
+template <typename F>
+auto InNamespace(const std::string& ns, F fn) -> decltype(fn()) {
+  decltype(fn()) out{};
+  std::thread t([&] {
+    int fd = ::open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && ::setns(fd, CLONE_NEWNET) == 0) out = fn();
+    if (fd >= 0) ::close(fd);
+  });
+  t.join();
+  return out;
 }
-
-struct Reaper {
-  std::vector<pid_t> pids;
-  ~Reaper() {
-    for (pid_t p : pids) {
-      ::kill(p, SIGKILL);
-      ::waitpid(p, nullptr, 0);
-    }
-  }
-};
 
 TEST(NetnsCluster, ThreeWorkersOnThreeHostsKeepTheirKvAndMoveItOverTheirLinks) {
   if (!std::filesystem::exists(Binary()))
@@ -186,18 +174,42 @@ TEST(NetnsCluster, ThreeWorkersOnThreeHostsKeepTheirKvAndMoveItOverTheirLinks) {
     std::ofstream cfg(dir + "/config.json");
     cfg << R"({"hbmBytesPerWorker": 1342177280})";  // 8000 tokens of KV fill most of it
   }
-  uint16_t http = FreePort(), control = FreePort();
-  Reaper reaper;
-  reaper.pids.push_back(
-      Spawn({Binary(), "serve", "--config", dir + "/config.json", "--listen",
-             "127.0.0.1:" + std::to_string(http), "--data-dir", dir + "/data", "--local-workers",
-             "0", "--remote-workers", std::to_string(kWorkers), "--control-listen",
-             "0.0.0.0:" + std::to_string(control), "--join-timeout-s", "120"},
-            dir + "/serve.log"));
+  // serve's HTTP port is in the hub: every request goes from a thread that entered it.
+  auto Request = [&ns](uint16_t port, const std::string& method, const std::string& target,
+                       const std::string& body = "",
+                       const std::map<std::string, std::string>& headers = {}) {
+    return InNamespace(ns.Hub(), [&]() -> ClientResponse {
+      return api::testing::Request(port, method, target, body, headers);
+    });
+  };
+  // Fresh namespaces: nothing listens in the hub yet.
+  const uint16_t http = 20000 + ::getpid() % 20000, control = http + 1;
+  KillOnExit reaper;
+  reaper.pids.push_back(Spawn({"ip",
+                               "netns",
+                               "exec",
+                               ns.Hub(),
+                               Binary(),
+                               "serve",
+                               "--config",
+                               dir + "/config.json",
+                               "--listen",
+                               "127.0.0.1:" + std::to_string(http),
+                               "--data-dir",
+                               dir + "/data",
+                               "--local-workers",
+                               "0",
+                               "--remote-workers",
+                               std::to_string(kWorkers),
+                               "--control-listen",
+                               "0.0.0.0:" + std::to_string(control),
+                               "--join-timeout-s",
+                               "120"},
+                              dir + "/serve.log"));
   for (int k = 0; k < kWorkers; ++k)
     reaper.pids.push_back(
         Spawn({"ip", "netns", "exec", ns.Name(k), Binary(), "worker", "--join",
-               ns.RootAddr(k) + ":" + std::to_string(control), "--engine", "simulated", "--id",
+               ns.HubAddr(k) + ":" + std::to_string(control), "--engine", "simulated", "--id",
                "h" + std::to_string(k), "--connect-timeout-s", "60"},
               dir + "/worker" + std::to_string(k) + ".log"));
   auto logs = [&] {
@@ -227,7 +239,7 @@ TEST(NetnsCluster, ThreeWorkersOnThreeHostsKeepTheirKvAndMoveItOverTheirLinks) {
   for (const auto& w : c.joined_workers()) {
     int k = w.id().back() - '0';
     // Each store listens on its own host's address: its blocks cross that veth link.
-    EXPECT_EQ(w.kv_address().rfind(ns.InnerAddr(k) + ":", 0), 0u) << *proto::ToJson(w);
+    EXPECT_EQ(w.kv_address().rfind(ns.WorkerAddr(k) + ":", 0), 0u) << *proto::ToJson(w);
   }
 
   // Two workflows per worker: a big context, a long tool, the context extended after it.

@@ -20,72 +20,18 @@
 #include "proto/switchyard/v1/api.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
 #include "tests/api/http_test_client.h"
+#include "tests/workers/processes.h"
 
 namespace switchyard::workers {
 namespace {
 
 using api::testing::Request;
-
-std::string Binary() { return std::string(SY_BINARY_DIR) + "/bin/switchyard"; }
-
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    (void)f;
-    ::dup2(STDOUT_FILENO, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Waits for `pid` up to `seconds`; SIGKILL after. Its waitpid status.
-int Reap(pid_t pid, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
-}
-
-// Kills what is still running when the test returns early (a failed ASSERT).
-struct KillOnExit {
-  std::vector<pid_t> pids;
-  ~KillOnExit() {
-    for (pid_t p : pids) {
-      ::kill(p, SIGKILL);
-      ::waitpid(p, nullptr, 0);
-    }
-  }
-};
+using testing::Binary;
+using testing::FreePort;
+using testing::KillOnExit;
+using testing::Reap;
+using testing::Slurp;
+using testing::Spawn;
 
 TEST(ServeBinary, JoinedWorkerRunsNodesAndAStoppedOneIsLostAfterMissedHeartbeats) {
   if (!std::filesystem::exists(Binary()))
