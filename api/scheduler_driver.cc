@@ -303,6 +303,9 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     return name;
   };
   mo.bytes_scale = scale;
+  // Joined workers' stores: the fill is staged in the host arena and moved there off the
+  // scheduler's thread.
+  if (c.hbm_tier_factory) mo.fill_staging_tier = d->host_tier_->name();
   mo.tenant_of = [d = d.get()](const std::string& wf) -> std::string {
     auto it = d->tenant_of_.find(wf);
     return it == d->tenant_of_.end() ? std::string() : it->second;

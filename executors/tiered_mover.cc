@@ -75,6 +75,76 @@ Result<BlockId> TieredKvMover::WriteBlock(const scheduler::Command& move, const 
   return id;
 }
 
+uint32_t TieredKvMover::MissingBlocks(const scheduler::Command& move, const std::string& tier,
+                                      const Ctx& ctx) const {
+  uint64_t bpb = manager_->layout().bytes_per_block();
+  uint64_t want = (move.bytes + options_.bytes_scale - 1) / options_.bytes_scale;
+  uint64_t have = ctx.tier == tier ? ctx.blocks.size() * bpb : 0;
+  return have >= want ? 0 : static_cast<uint32_t>((want - have + bpb - 1) / bpb);
+}
+
+void TieredKvMover::StageFill(const scheduler::Command& move, const std::string& tier,
+                              std::function<void(Status)> done) {
+  Ctx& ctx = ctxs_[move.context];
+  if (ctx.tier != tier) {
+    EvictAll(ctx.blocks);
+    ctx.blocks.clear();
+    ctx.tier = tier;
+  }
+  ctx.moving = true;
+  struct Staged {
+    std::vector<BlockId> placed;  // by position, in `tier` once committed
+    size_t pending = 0;
+    Status failure;
+  };
+  auto fill = std::make_shared<Staged>();
+  const uint32_t first = static_cast<uint32_t>(ctx.blocks.size());
+  const uint32_t n = MissingBlocks(move, tier, ctx);
+  fill->placed.assign(n, BlockId{});
+  auto finish = [this, move, fill, done]() {
+    Ctx& c = ctxs_[move.context];
+    c.moving = false;
+    if (!fill->failure.ok()) {
+      for (BlockId b : fill->placed)
+        if (b.valid()) (void)manager_->Evict(b);
+      return done(fill->failure.Annotate("staging the emulated KV of " + move.context));
+    }
+    c.blocks.insert(c.blocks.end(), fill->placed.begin(), fill->placed.end());
+    if (c.discard_after) {
+      Discard(move.context);
+      return done(Status::Cancelled(move.context + " was discarded while it was staged"));
+    }
+    Move(move, done);  // nothing is missing now: the move itself
+  };
+  kv_tiers::MoveOptions opts{.traffic_class = ToProtoClass(move.grant.traffic_class)};
+  const uint64_t bpb = manager_->layout().bytes_per_block();
+  for (uint32_t k = 0; k < n; ++k) {
+    std::vector<char> data = Fill(bpb, std::hash<std::string>{}(move.context) + first + k);
+    Result<BlockId> staged = WriteBlock(move, options_.fill_staging_tier, first + k, data.data());
+    fill->pending++;  // before the Move: its completion is never counted early
+    Result<TransferId> t =
+        staged.ok() ? manager_->Move(*staged, tier, opts, /*demote=*/true,
+                                     [fill, k, finish](const kv_tiers::TransferRecord& r) {
+                                       if (r.state == v1::COMMITTED)
+                                         fill->placed[k] = r.destination;
+                                       else if (fill->failure.ok())
+                                         fill->failure =
+                                             r.status.ok()
+                                                 ? Status::Aborted("a staged block did not commit")
+                                                 : r.status;
+                                       if (--fill->pending == 0) finish();
+                                     })
+                    : Result<TransferId>(staged.status());
+    if (!t.ok()) {
+      fill->pending--;
+      if (staged.ok()) (void)manager_->Evict(*staged);
+      if (fill->failure.ok()) fill->failure = t.status();
+      break;
+    }
+  }
+  if (fill->pending == 0) loop_->Post(finish);
+}
+
 // Writes the blocks the context lacks in `tier` (all of them when it lives elsewhere).
 Status TieredKvMover::Materialise(const scheduler::Command& move, const std::string& tier,
                                   Ctx& ctx) {
@@ -231,6 +301,11 @@ void TieredKvMover::Move(const scheduler::Command& move, std::function<void(Stat
   Ctx& ctx = ctxs_[move.context];
   if (ctx.moving) {
     return fail(Status::FailedPrecondition("context " + move.context + " is already moving"));
+  }
+  if (!options_.fill_staging_tier.empty() && *src != options_.fill_staging_tier &&
+      MissingBlocks(move, *src, ctx) > 0) {
+    kv_tiers::Tier* t = manager_->tier(*src);
+    if (t && !t->capabilities().addressable) return StageFill(move, *src, std::move(done));
   }
   Status st = Materialise(move, *src, ctx);
   if (!st.ok()) return fail(st);

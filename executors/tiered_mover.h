@@ -55,6 +55,12 @@ class TieredKvMover final : public KvMover {
     std::string tenant = "default";
     // The engine whose real KV pool a Location is (null: an emulated tier).
     std::function<EngineKv*(const scheduler::Location&)> engine_kv;
+    // Set: the emulated fill of a context whose blocks live in a tier reached only
+    // through block I/O (a joined worker's KV store, RocksDB) is written here first, a
+    // host-addressable tier, and moved there by the BlockManager's movers on their
+    // threads, so the scheduler's thread never waits on that tier; then the move runs.
+    // Empty: the fill is written straight into the tier, on the calling thread.
+    std::string fill_staging_tier;
   };
   TieredKvMover(EventLoop* loop, kv_tiers::BlockManager* manager, Options options);
   ~TieredKvMover() override;
@@ -106,6 +112,12 @@ class TieredKvMover final : public KvMover {
     std::function<void(Status)> done;
   };
   Status Materialise(const scheduler::Command& move, const std::string& tier, Ctx& ctx);
+  // Blocks of the emulated fill `ctx` lacks in `tier` (0 for real bytes).
+  uint32_t MissingBlocks(const scheduler::Command& move, const std::string& tier,
+                         const Ctx& ctx) const;
+  // The staged fill (Options::fill_staging_tier) of `tier`, then Move(move, done) again.
+  void StageFill(const scheduler::Command& move, const std::string& tier,
+                 std::function<void(Status)> done);
   void OnBlockDone(uint64_t transfer_id, const kv_tiers::TransferRecord& r);
   void Finish(uint64_t transfer_id);
   void EvictAll(const std::vector<BlockId>& blocks);

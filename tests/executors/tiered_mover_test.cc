@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/virtual_event_loop.h"
@@ -10,7 +13,9 @@
 #include "executors/runtime.h"
 #include "executors/simulated_engine.h"
 #include "executors/step_cost.h"
+#include "kv_tiers/disk_tier.h"
 #include "kv_tiers/fault_injection.h"
+#include "kv_tiers/faulty_tier.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/tier_registry.h"
 #include "scheduler/simulated_fabric.h"
@@ -270,6 +275,80 @@ TEST_F(TieredMoverTest, RuntimeDemotesThroughKvTiersDuringALongTool) {
   EXPECT_EQ(rt.outcomes().at("wf").kind, CommandKind::kComplete) << rt.outcomes().at("wf").reason;
   EXPECT_GE(demotes, 1);
   EXPECT_GT(mover_->bytes_moved(), 0u);
+}
+
+}  // namespace
+}  // namespace switchyard::executors
+
+namespace switchyard::executors {
+namespace {
+
+// A context whose blocks live in a tier reached only through block I/O (here RocksDB; in
+// serve a joined worker's KV store): with a staging tier, the emulated fill is written
+// into the host arena and moved into that tier by the disk mover's thread, so no write of
+// the far tier runs on the scheduler's (here: this) thread; the move then runs. (The
+// BlockManager's validation of a block moved into RocksDB reads it back on the loop, as
+// for every disk move; a joined worker's store verifies writes itself: nothing is read.)
+TEST(TieredMoverStaging, TheFillOfAFarTierIsStagedOffTheCallersThread) {
+  VirtualEventLoop loop;
+  kv_tiers::TierOptions o;
+  o.slot_bytes = 4096;
+  o.capacity_bytes = 64 * 4096;
+  auto host = kv_tiers::TierRegistry::Global().CreateNamed("host", o).value();
+  kv_tiers::TierOptions d = o;
+  d.path = ::testing::TempDir() + "/sy_staging_" + std::to_string(::getpid());
+  std::filesystem::remove_all(d.path);
+  std::mutex mu;
+  std::set<std::thread::id> far_threads;
+  kv_tiers::FaultSpec spec;  // no faults: the wait only records the calling thread
+  spec.delay = std::chrono::microseconds(1);
+  auto far = std::make_unique<kv_tiers::FaultyTier>(
+      kv_tiers::DiskTier::Open(d, {}).value(), spec, kv_tiers::kFaultWrite, [&](Duration) {
+        std::lock_guard<std::mutex> l(mu);
+        far_threads.insert(std::this_thread::get_id());
+      });
+  ASSERT_FALSE(far->capabilities().addressable);
+  kv_tiers::MoverEnv env;
+  env.loop = &loop;
+  kv_tiers::MoverSet movers;
+  movers.Add(std::make_shared<kv_tiers::LocalMover>(env), 10);
+  movers.Add(std::make_shared<kv_tiers::DiskMover>(env), 5);
+  kv_tiers::BlockManagerOptions bo;
+  bo.reclaim_on_high_watermark = false;
+  kv_tiers::BlockManager mgr(SmallLayout(), &loop, std::move(movers), nullptr, bo);
+  ASSERT_TRUE(mgr.AddTier(host.get()).ok());
+  ASSERT_TRUE(mgr.AddTier(far.get()).ok());
+  const std::string far_name = far->name();
+  TieredKvMover::Options mo;
+  mo.tier_of = [far_name](const Location& l) -> Result<std::string> {
+    return l.tier == Tier::kHbm ? far_name : std::string("host");
+  };
+  mo.fill_staging_tier = "host";
+  TieredKvMover mover(&loop, &mgr, mo);
+  Command demote{.kind = CommandKind::kDemote,
+                 .workflow_id = "wf",
+                 .context = "wf/main",
+                 .src = {Tier::kHbm, 0},
+                 .dst = {Tier::kHost, 0},
+                 .bytes = 3 * 4096,
+                 .transfer_id = 1};
+  std::optional<Status> result;
+  mover.Move(demote, [&](Status st) { result = st; });
+  EXPECT_TRUE(far_threads.empty()) << "the far tier was written on the caller's thread";
+  auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!result && std::chrono::steady_clock::now() < limit)
+    if (loop.Run() == 0) std::this_thread::yield();
+  ASSERT_TRUE(result.has_value());
+  ASSERT_TRUE(result->ok()) << *result;
+  EXPECT_EQ(mover.TierOf("wf/main"), "host");
+  EXPECT_EQ(mover.BlocksOf("wf/main"), 3u);
+  EXPECT_EQ(mover.bytes_moved(), 3 * 4096u);  // the move's bytes; the staging is not counted
+  EXPECT_EQ(far->used_bytes(), 0u);           // demoted: the far copies are gone
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_FALSE(far_threads.empty()) << "the fill never reached the far tier";
+  EXPECT_EQ(far_threads.count(std::this_thread::get_id()), 0u)
+      << "a far-tier write ran on the caller's thread";
+  std::filesystem::remove_all(d.path);
 }
 
 }  // namespace
