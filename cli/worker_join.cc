@@ -78,6 +78,8 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
       if (a == "--credit-total") o.credit_total_bytes = *n;
     } else if (a == "--kv-listen") {
       o.kv_listen = v;
+    } else if (a == "--kv-finish-delay-ms") {  // tests: a slow receiver
+      o.kv_finish_delay = std::chrono::milliseconds(std::strtol(v.c_str(), nullptr, 10));
     } else if (a == "--etcd") {
       o.etcd_url = v;
     } else if (a == "--cluster") {

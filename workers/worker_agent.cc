@@ -81,6 +81,7 @@ Status WorkerAgent::StartKvStore(const AgentOptions& o) {
   wo.transport_config.params = o.kv_transport_params;
   if (o.credit_per_sender_bytes) wo.max_inflight_bytes = o.credit_per_sender_bytes;
   if (o.credit_total_bytes) wo.total_inflight_bytes = o.credit_total_bytes;
+  wo.finish_delay = o.kv_finish_delay;
   SY_ASSIGN_OR_RETURN(kv_, kv_tiers::transport::PeerWorker::Start(wo));
   kv_thread_ = std::thread([w = kv_.get()]() { w->Run(); });
   return Status::OK();

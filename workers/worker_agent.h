@@ -55,6 +55,9 @@ struct AgentOptions {
   std::string kv_transport = "ucx";
   std::map<std::string, std::string> kv_transport_params = {{"TLS", "tcp"}};
   uint64_t credit_per_sender_bytes = 0, credit_total_bytes = 0;
+  // Tests: each put the store takes waits this long before its commit (a slow receiver,
+  // so that a transfer is in flight when the test acts).
+  std::chrono::milliseconds kv_finish_delay{0};
   // Membership in etcd (cluster/membership.h): registers /switchyard/<cluster>/workers/<id>
   // under a lease of lease_ttl, kept alive from a thread, before the hello; revoked when
   // the worker stops on purpose (a killed worker's key expires with its lease).

@@ -136,6 +136,43 @@ class JoinedCluster {
     ASSERT_EQ(Call("POST", "/v1/workflows/" + id + ":close").status, 200);
   }
 
+  // A workflow whose context ("main", 8000 tokens) outlives a long tool: llm-0, the tool
+  // "bash" (started and finished by the test), llm-1 extending main; closed at once.
+  void SubmitBig(const std::string& id) {
+    std::string body = R"({"id":")" + id + R"(","nodes":[
+        {"id":"llm-0","kind":"LLM","modelId":"Llama-3.1-8B","cacheRefs":[{"context":"main","mode":"CREATE"}],
+         "hints":{"promptTokens":8000,"extendTokens":8000,"maxOutputTokens":4}},
+        {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
+        {"id":"llm-1","kind":"LLM","modelId":"Llama-3.1-8B","deps":["bash"],
+         "cacheRefs":[{"context":"main","mode":"EXTEND"}],
+         "hints":{"promptTokens":8300,"extendTokens":300,"maxOutputTokens":4}}]})";
+    ASSERT_EQ(Call("POST", "/v1/workflows", body).status, 201);
+    ASSERT_EQ(Call("POST", "/v1/workflows/" + id + ":close").status, 200);
+  }
+  // Polls the workflow until `pred` holds (60 s at most: a test failure then).
+  v1::WorkflowStatus WaitFor(const std::string& id,
+                             const std::function<bool(const v1::WorkflowStatus&)>& pred) {
+    v1::WorkflowStatus s;
+    for (int i = 0; i < 6000; ++i) {
+      s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
+      if (pred(s)) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << "timed out: " << *proto::ToJson(s);
+    return s;
+  }
+  static bool NodeDone(const v1::WorkflowStatus& s, const std::string& node) {
+    for (const auto& n : s.nodes())
+      if (n.id() == node) return n.state() == v1::NODE_SUCCEEDED;
+    return false;
+  }
+  static bool Demoted(const v1::WorkflowStatus& s) {
+    for (const auto& kv : s.kv())
+      if (kv.context() == "main" && !kv.in_flight() && (kv.tier() == "host" || kv.tier() == "disk"))
+        return true;
+    return false;
+  }
+
   // Runs every ready tool once (the test is the tool runner) until all workflows ended or
   // `seconds` passed; the final statuses.
   std::map<std::string, v1::WorkflowStatus> Drive(const std::vector<std::string>& ids,
@@ -283,41 +320,12 @@ TEST(JoinedWorkers, KvMovesBetweenTheWorkersStoreAndServeUnderItsCredit) {
   ASSERT_GE(before.tiers_size(), 1);
   EXPECT_NE(before.tiers(0).backing().find("peer:" + w.kv_address()), std::string::npos)
       << before.tiers(0).backing();
-  ASSERT_EQ(c.Call("POST", "/v1/workflows", R"({"id":"kv","nodes":[
-        {"id":"llm-0","kind":"LLM","modelId":"Llama-3.1-8B","cacheRefs":[{"context":"main","mode":"CREATE"}],
-         "hints":{"promptTokens":8000,"extendTokens":8000,"maxOutputTokens":4}},
-        {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
-        {"id":"llm-1","kind":"LLM","modelId":"Llama-3.1-8B","deps":["bash"],
-         "cacheRefs":[{"context":"main","mode":"EXTEND"}],
-         "hints":{"promptTokens":8300,"extendTokens":300,"maxOutputTokens":4}}]})")
-                .status,
-            201);
-  ASSERT_EQ(c.Call("POST", "/v1/workflows/kv:close").status, 200);
-  auto wait_for = [&](const std::function<bool(const v1::WorkflowStatus&)>& pred) {
-    v1::WorkflowStatus s;
-    for (int i = 0; i < 6000; ++i) {
-      s = c.Get<v1::WorkflowStatus>("/v1/workflows/kv");
-      if (pred(s)) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "timed out: " << *proto::ToJson(s);
-    return s;
-  };
-  wait_for([](const v1::WorkflowStatus& s) {
-    for (const auto& n : s.nodes())
-      if (n.id() == "llm-0") return n.state() == v1::NODE_SUCCEEDED;
-    return false;
-  });
+  c.SubmitBig("kv");
+  c.WaitFor("kv", [](const v1::WorkflowStatus& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
   c.Event("kv", "bash", "TOOL_STARTED");
-  wait_for([](const v1::WorkflowStatus& s) {
-    for (const auto& kv : s.kv())
-      if (kv.context() == "main" && !kv.in_flight() && (kv.tier() == "host" || kv.tier() == "disk"))
-        return true;
-    return false;
-  });
+  c.WaitFor("kv", JoinedCluster::Demoted);
   c.Event("kv", "bash", "TOOL_FINISHED");
-  v1::WorkflowStatus done =
-      wait_for([](const v1::WorkflowStatus& s) { return JoinedCluster::Ended(s); });
+  v1::WorkflowStatus done = c.WaitFor("kv", JoinedCluster::Ended);
   ASSERT_EQ(done.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(done);
   bool prefetched = false;
   for (const auto& d : done.decisions()) prefetched |= d.kind() == "prefetch";
@@ -348,6 +356,59 @@ TEST(JoinedWorkers, KvMovesBetweenTheWorkersStoreAndServeUnderItsCredit) {
             std::string::npos);
   EXPECT_NE(m.find("switchyard_credit_refused_puts_total{worker=\"0\",id=\"w0\"} 0"),
             std::string::npos);
+}
+
+// A worker SIGKILLed while a move into its KV store is in flight (the store is slow: each
+// put waits 300 ms before its commit; with two workers the demotion during the tool goes
+// to the other worker's store, staged through serve): the workflow's failure record names
+// that transfer, ended failed, with no commit; the context is never read half-moved (it
+// stayed at its source, or is recomputed) and the workflow completes off the lost worker.
+TEST(JoinedWorkers, SigkillDuringAMoveIsRecordedAndTheWorkflowEndsElsewhere) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_midxfer");
+  ASSERT_TRUE(c.Start(2, 1280ULL << 20, {}, {"--kv-finish-delay-ms", "300"}));
+  c.SubmitBig("mx");
+  c.WaitFor("mx", [](const v1::WorkflowStatus& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
+  c.Event("mx", "bash", "TOOL_STARTED");
+  // The first move into a worker's store (its HBM or, as a peer, its store).
+  int dst = -1;
+  uint64_t xfer = 0;
+  c.WaitFor("mx", [&](const v1::WorkflowStatus& s) {
+    for (const auto& d : s.decisions()) {
+      if (d.kind() != "demote" && d.kind() != "prefetch") continue;
+      for (const char* tier : {"hbm@", "peer@"})
+        if (d.dst().rfind(tier, 0) == 0) {
+          dst = std::stoi(d.dst().substr(std::string(tier).size()));
+          xfer = d.transfer_id();
+        }
+      if (dst >= 0) break;
+    }
+    return dst >= 0;
+  });
+  ASSERT_GE(dst, 0);
+  std::string victim;
+  const v1::ClusterState at_kill = c.Cluster();
+  for (const auto& w : at_kill.joined_workers())
+    if (w.worker_index() == dst) victim = w.id();
+  ASSERT_FALSE(victim.empty());
+  ASSERT_EQ(::kill(c.pid(victim), SIGKILL), 0);
+  c.WaitFor("mx", [](const v1::WorkflowStatus& s) { return s.worker_losses_size() > 0; });
+  c.Event("mx", "bash", "TOOL_FINISHED");
+  v1::WorkflowStatus done = c.WaitFor("mx", JoinedCluster::Ended);
+  ASSERT_EQ(done.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(done);
+  ASSERT_GE(done.worker_losses_size(), 1) << *proto::ToJson(done);
+  const v1::WorkerLoss& loss = done.worker_losses(0);
+  EXPECT_EQ(loss.worker(), dst);
+  const v1::TimelineTransfer* t = nullptr;
+  for (const auto& x : loss.transfers())
+    if (x.transfer_id() == xfer) t = &x;
+  ASSERT_NE(t, nullptr) << "the move in flight is not in the record: " << *proto::ToJson(loss);
+  EXPECT_EQ(t->outcome(), "failed") << *proto::ToJson(*t);
+  bool committed = false;
+  for (const auto& ev : t->events()) committed |= ev.event() == "committed";
+  EXPECT_FALSE(committed) << "a transfer to the lost worker shows a commit";
+  for (const auto& d : done.decisions())
+    if (d.kind() == "place" && d.node_id() == "llm-1") EXPECT_NE(d.worker(), dst) << d.line();
 }
 
 TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
