@@ -24,6 +24,7 @@
 #include "api/service.h"
 #include "proto/json.h"
 #include "tests/cluster/etcd_process.h"
+#include "tests/workers/processes.h"
 #include "workers/serve_join.h"
 
 namespace switchyard::workers {
@@ -32,7 +33,7 @@ namespace {
 constexpr char kToken[] = "joined-tenant-token-0123456789";
 constexpr char kAdmin[] = "joined-admin-token-0123456789";
 
-std::string Binary() { return std::string(SY_BINARY_DIR) + "/bin/switchyard"; }
+using testing::Binary;
 
 class JoinedCluster {
  public:
@@ -52,7 +53,7 @@ class JoinedCluster {
     api_.reset();
     service_.reset();
     join_.reset();
-    for (auto& [id, pid] : pids_) exit_[id] = Reap(pid);
+    for (auto& [id, pid] : pids_) exit_[id] = testing::Reap(pid, 30);
     pids_.clear();
     return exit_;
   }
@@ -209,12 +210,7 @@ class JoinedCluster {
   }
 
   pid_t pid(const std::string& id) const { return pids_.at(id); }
-  std::string Log(const std::string& id) const {
-    std::ifstream f(dir_ + "/" + id + ".log");
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-  }
+  std::string Log(const std::string& id) const { return testing::Slurp(dir_ + "/" + id + ".log"); }
 
  private:
   void Spawn(const std::string& id, const std::string& address) {
@@ -223,29 +219,8 @@ class JoinedCluster {
     std::vector<std::string> args = {bin,         "worker", "--join", address,           "--engine",
                                      "simulated", "--id",   id,       "--kv-pool-bytes", "1G"};
     args.insert(args.end(), worker_args_.begin(), worker_args_.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      FILE* f = std::freopen(log.c_str(), "w", stdout);
-      (void)f;
-      ::dup2(STDOUT_FILENO, STDERR_FILENO);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
+    pid_t pid = testing::Spawn(args, log);
     pids_[id] = pid;
-  }
-  static int Reap(pid_t pid) {
-    for (int i = 0; i < 600; ++i) {  // up to 30 s
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return status;
   }
 
   std::string dir_;
