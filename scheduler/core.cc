@@ -11,6 +11,10 @@ CoreState::CoreState(CoreOptions o, const Policy* p, const TransferPlanner* pl, 
                      const ComputeCostModel* c)
     : opt(std::move(o)), policy(p), planner(pl), grants(g), cost(c), durations(opt.durations) {
   workers.resize(static_cast<size_t>(std::max(1, opt.workers)));
+  // Per-worker lists shorter or longer than the workers: the last entry stands for the rest.
+  if (!opt.worker_models.empty()) opt.worker_models.resize(workers.size(), opt.worker_models.back());
+  if (!opt.worker_hbm_bytes.empty())
+    opt.worker_hbm_bytes.resize(workers.size(), opt.worker_hbm_bytes.back());
 }
 
 WfRec* CoreState::FindWf(const std::string& id) {
@@ -118,7 +122,7 @@ void CoreState::Handle(const Event& e) {
                 CtxRec& c = ctxs[cs[0]];
                 c.tokens += grown;
                 uint64_t was = c.bytes;
-                c.bytes = BlockBytes(c.tokens);
+                c.bytes = BlockBytes(c.tokens, c.model);
                 grown_bytes = c.bytes - std::min(c.bytes, was);
               }
               OnPrefixProgress(*wf, idx, INT64_MAX);  // its prefill is done
@@ -390,6 +394,11 @@ Commands Core::handle(const Event& event, Time now) {
   s_->Handle(event);
   s_->out = nullptr;
   return out;
+}
+
+uint64_t Core::hbm_capacity(int worker) const {
+  if (worker < 0 || worker >= static_cast<int>(s_->workers.size())) return 0;
+  return s_->Cap(worker);
 }
 
 uint64_t Core::hbm_used(int worker) const {

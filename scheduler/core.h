@@ -31,6 +31,17 @@ namespace switchyard::scheduler {
 struct CoreOptions {
   int workers = 1;
   uint64_t hbm_bytes_per_worker = 64ULL << 30;  // KV capacity per worker
+  // More than one model (a service whose config serves several): worker_models[w] is the
+  // model worker w runs (size `workers`). A node runs only on a worker of its model_id;
+  // its contexts' KV stays on that model's workers (their HBM, host and disk tiers, and
+  // peers of the same model). Empty: every worker runs every model.
+  std::vector<std::string> worker_models;
+  // The cost (prefill, decode, KV bytes per token) of each model named here; any other
+  // model is priced by the cost the core was built with.
+  std::map<std::string, const ComputeCostModel*> model_costs;
+  // KV capacity of each worker when they differ (size `workers`, e.g. models on different
+  // GPUs); empty: hbm_bytes_per_worker for all.
+  std::vector<uint64_t> worker_hbm_bytes;
   // LLM nodes running at once on a worker (the engine's max_num_seqs). Memory, not this
   // cap, is what normally bounds a worker: nodes are admitted by free KV blocks.
   int max_num_seqs = 256;
@@ -101,6 +112,7 @@ class Core {
   const Policy& policy() const { return *policy_; }
   uint64_t hbm_used(int worker) const;
   uint64_t hbm_capacity() const { return options_.hbm_bytes_per_worker; }
+  uint64_t hbm_capacity(int worker) const;  // CoreOptions::worker_hbm_bytes where set
   const CoreOptions& options() const { return options_; }
   int64_t default_max_output_tokens() const { return options_.default_max_output_tokens; }
   std::optional<Location> ContextLocation(const std::string& context_key) const;

@@ -27,8 +27,9 @@ Duration CoreState::EstimateRun(const WfRec& wf, const NodeRec& n) const {
   int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
                                                        : opt.default_max_output_tokens;
   int64_t fresh = n.new_tokens - n.new_done;
-  return cost->PrefillTime(recompute + fresh, total - recompute) +
-         cost->DecodeTime(out, total + fresh);
+  const ComputeCostModel& cost = CostOf(n.spec.model_id());
+  return cost.PrefillTime(recompute + fresh, total - recompute) +
+         cost.DecodeTime(out, total + fresh);
 }
 
 bool CoreState::ContextsResident(const WfRec& wf, const NodeRec& n) const {
@@ -88,7 +89,7 @@ void CoreState::Enqueue(WfRec& wf, int idx) {
     n.latest_start = dl - n.est_run;
     urgent.insert({n.latest_start, n.qkey.seq, wf.id, idx});
   }
-  uint64_t bpt = BytesPerToken();
+  uint64_t bpt = BytesPerToken(n.spec.model_id());
   n.demand = static_cast<uint64_t>(n.new_tokens - n.new_done) * bpt;
   for (const std::string& key : NodeContexts(wf, n)) {
     const CtxRec& c = ctxs[key];
@@ -191,15 +192,20 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
   // Admission by free KV blocks: the prefill's blocks now (the engine allocates them at
   // admission), the decode's as it goes; the watermark keeps room for running decodes.
   uint64_t growth = Growth(wf, n, n.out_done);
-  uint64_t watermark = static_cast<uint64_t>(opt.admission_watermark *
-                                             static_cast<double>(opt.hbm_bytes_per_worker));
+  const std::string& model = n.spec.model_id();
+  const ComputeCostModel& cost = CostOf(model);
   int best = -1, any = -1;
+  uint64_t cap = 0;  // the largest KV capacity of a worker of the node's model
   double best_cost = 0, any_cost = 0;
   uint64_t best_need = 0, any_need = 0;
   const std::vector<std::pair<std::string, int64_t>> prefixes_read = NodePrefixes(wf, n);
   for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
     const WorkerRec& wr = workers[static_cast<size_t>(w)];
+    if (!Serves(w, model)) continue;
+    cap = std::max(cap, Cap(w));
     if (!wr.alive || wr.running >= opt.max_num_seqs) continue;
+    uint64_t watermark =
+        static_cast<uint64_t>(opt.admission_watermark * static_cast<double>(Cap(w)));
     uint64_t need = growth + (wr.running > 0 ? watermark : 0);
     double cost_s = 0;
     // A shared prefix resident here costs nothing; one still being computed here cannot be
@@ -208,8 +214,8 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
     for (const auto& [pkey, ptokens] : prefixes_read) {
       if (PrefixBuilding(pkey, w)) building = true;
       if (prefixes.count({pkey, w})) continue;
-      need += BlockBytes(ptokens);
-      cost_s += ToSeconds(cost->PrefillTime(ptokens, 0));
+      need += BlockBytes(ptokens, model);
+      cost_s += ToSeconds(cost.PrefillTime(ptokens, 0));
     }
     if (building) continue;
     for (const std::string& key : keys) {
@@ -218,7 +224,7 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
                             c.loc.tier != Tier::kDisk && c.loc.tier != Tier::kNone))
         continue;
       need += c.bytes;
-      double rc = ToSeconds(cost->PrefillTime(c.tokens, 0));
+      double rc = ToSeconds(cost.PrefillTime(c.tokens, 0));
       if (c.loc.tier == Tier::kNone) {
         cost_s += rc;
       } else {
@@ -235,16 +241,20 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
   // The node's prefill with all its contexts and one block to decode into on one worker
   // (the output cap is not required to fit: most calls end well before it).
   (void)out;
-  uint64_t whole = growth + BlockBytes(1);
+  uint64_t whole = growth + BlockBytes(1, model);
   for (const std::string& key : keys) whole += ctxs[key].bytes;
-  for (const auto& [pkey, ptokens] : prefixes_read) whole += BlockBytes(ptokens);
+  for (const auto& [pkey, ptokens] : prefixes_read) whole += BlockBytes(ptokens, model);
   if (best < 0) {
-    if (whole > opt.hbm_bytes_per_worker) {
+    if (cap == 0) {  // no worker runs its model (the service refuses such nodes first)
+      Dequeue(wf, idx);
+      FailNode(wf, idx, "node '" + n.spec.id() + "': no worker runs model '" + model + "'");
+      return false;
+    }
+    if (whole > cap) {
       Dequeue(wf, idx);
       FailNode(wf, idx,
                "node '" + n.spec.id() + "' needs " + std::to_string(whole) +
-                   " bytes of HBM, more than a worker's capacity of " +
-                   std::to_string(opt.hbm_bytes_per_worker));
+                   " bytes of HBM, more than a worker's capacity of " + std::to_string(cap));
       return false;
     }
     // Discards free HBM at once: try again now (no later event may come to trigger it).
@@ -266,7 +276,7 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
     }
     Location dst{Tier::kHbm, best};
     TransferEstimate e = planner->Estimate(c.loc, dst, c.bytes, TrafficClass::kLatency);
-    Duration rc = cost->PrefillTime(c.tokens, 0);
+    Duration rc = cost.PrefillTime(c.tokens, 0);
     if (e.reachable && e.duration < rc) {
       StartTransfer(c, dst, TrafficClass::kLatency, CommandKind::kPrefetch, Time::Max());
       waiting = true;  // placed when the move commits (or retried if no grant yet)
@@ -468,8 +478,9 @@ uint64_t CoreState::Growth(const WfRec& wf, const NodeRec& n, int64_t out_total)
 
 uint64_t CoreState::GrowthFrom(const NodeRec& n, int64_t base, int64_t out_total) const {
   int64_t own = n.new_tokens - n.new_done + std::max<int64_t>(0, out_total - n.out_done);
-  if (!ExtendsPrimary(n)) return BlockBytes(own);
-  return BlockBytes(base + own) - BlockBytes(base);
+  const std::string& model = n.spec.model_id();
+  if (!ExtendsPrimary(n)) return BlockBytes(own, model);
+  return BlockBytes(base + own, model) - BlockBytes(base, model);
 }
 
 void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
@@ -536,7 +547,7 @@ void CoreState::PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out
     CtxRec& c = ctxs[keys[0]];
     c.tokens += own + decoded;
     uint64_t was = c.bytes;
-    c.bytes = BlockBytes(c.tokens);
+    c.bytes = BlockBytes(c.tokens, c.model);
     Hold(c.loc, static_cast<int64_t>(c.bytes - std::min(c.bytes, was)));
     n.new_done += own;
     n.out_done += decoded;
@@ -587,7 +598,7 @@ void CoreState::OnEngineReport(const Event& e) {
 
 void CoreState::OnPoolExhausted(int w, size_t needing) {
   WorkerRec& wr = workers[static_cast<size_t>(w)];
-  uint64_t need = static_cast<uint64_t>(needing) * BlockBytes(1);
+  uint64_t need = static_cast<uint64_t>(needing) * BlockBytes(1, ModelOf(w));
   if (Free(w) >= need) return;  // freed since the step (a later event got here first)
   // Idle contexts go first (vLLM reuses its cached free blocks before preempting)...
   if (EvictFor(w, need - Free(w), {})) return;
@@ -619,7 +630,7 @@ void CoreState::OnPoolExhausted(int w, size_t needing) {
       StopRunning(wf, idx);
       FailNode(wf, idx,
                "node '" + n.spec.id() + "' needs more KV than a worker's pool holds (" +
-                   std::to_string(opt.hbm_bytes_per_worker) + " bytes) after " +
+                   std::to_string(Cap(w)) + " bytes) after " +
                    std::to_string(n.prog_out) + " output tokens");
       return;
     }

@@ -108,14 +108,14 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   in.reason = reason;
   in.bytes = c.bytes;
   in.tokens = c.tokens;
-  double cap = static_cast<double>(opt.hbm_bytes_per_worker);
+  double cap = static_cast<double>(std::max<uint64_t>(1, Cap(w)));
   in.hbm_fraction = static_cast<double>(c.bytes) / cap;
   in.hbm_pressure = Pressure(w);
   in.hbm_occupancy = std::min(1.0, static_cast<double>(workers[static_cast<size_t>(w)].used) / cap);
   in.running_fraction = RunningFraction(w);
   in.queue_delay = queue_delay_ewma;
   in.wait_quantiles = std::move(q);
-  in.recompute = cost->PrefillTime(c.tokens, c.prefix_tokens);
+  in.recompute = CostOf(c.model).PrefillTime(c.tokens, c.prefix_tokens);
   in.slack = slack;
   in.elapsed = c.wait_tool >= 0 ? now - c.wait_started : Duration(0);
   in.step_time = workers[static_cast<size_t>(w)].step_time;
@@ -145,7 +145,8 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     constexpr size_t kPeerOptions = 4;
     std::vector<std::pair<uint64_t, int>> peers;
     for (int x = 0; x < static_cast<int>(workers.size()); ++x)
-      if (x != w && workers[static_cast<size_t>(x)].alive && Free(x) >= c.bytes)
+      if (x != w && workers[static_cast<size_t>(x)].alive && Serves(x, c.model) &&
+          Free(x) >= c.bytes)
         peers.push_back({Free(x), x});
     size_t k = std::min(kPeerOptions, peers.size());
     std::partial_sort(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(k), peers.end(),
@@ -213,7 +214,8 @@ bool CoreState::DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in,
 
 double CoreState::BatchHeadroom(int w) const {
   // Decode time of one step alone is the weights' read; each running context adds its KV.
-  double weights = ToSeconds(cost->DecodeTime(1, 0));
+  const ComputeCostModel& cost = CostOf(ModelOf(w));
+  double weights = ToSeconds(cost.DecodeTime(1, 0));
   if (!(weights > 0)) return -1;
   int64_t tokens = 0;
   const WorkerRec& wr = workers[static_cast<size_t>(w)];
@@ -223,7 +225,7 @@ double CoreState::BatchHeadroom(int w) const {
     const NodeRec& n = wit->second.nodes[static_cast<size_t>(idx)];
     tokens += n.base_tokens + n.new_tokens;
   }
-  double kv = ToSeconds(cost->DecodeTime(1, tokens)) - weights;
+  double kv = ToSeconds(cost.DecodeTime(1, tokens)) - weights;
   return weights / (weights + std::max(0.0, kv));
 }
 
@@ -251,7 +253,8 @@ double CoreState::RunningFraction(int w) const {
         held += cit->second.bytes;
     }
   }
-  return std::min(1.0, static_cast<double>(held) / static_cast<double>(opt.hbm_bytes_per_worker));
+  return std::min(1.0,
+                  static_cast<double>(held) / static_cast<double>(std::max<uint64_t>(1, Cap(w))));
 }
 
 bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind,

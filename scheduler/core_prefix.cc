@@ -57,7 +57,7 @@ PrefixRec& CoreState::BuildPrefix(const std::string& key, int64_t tokens, int wo
   p.epoch = epoch;
   p.worker = worker;
   p.tokens = tokens;
-  p.bytes = BlockBytes(tokens);
+  p.bytes = BlockBytes(tokens, model);
   p.builder = {wf.id, idx};
   Hold({Tier::kHbm, worker}, static_cast<int64_t>(p.bytes));
   prefix_stats.built_tokens += tokens;

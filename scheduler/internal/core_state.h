@@ -245,11 +245,33 @@ struct CoreState {
   WfRec* FindWf(const std::string& id);
   TenantRec& Tenant(const std::string& name);
   Time NodeDeadline(const WfRec& wf, const NodeRec& n) const;
-  uint64_t BytesPerToken() const { return cost->KvBytesPerToken(); }
-  // Bytes of the whole KV blocks that `tokens` tokens occupy.
-  uint64_t BlockBytes(int64_t tokens) const {
+  // The cost of `model` (CoreOptions::model_costs; else the core's own).
+  const ComputeCostModel& CostOf(const std::string& model) const {
+    auto it = opt.model_costs.find(model);
+    return it == opt.model_costs.end() || !it->second ? *cost : *it->second;
+  }
+  // The model worker `w` runs ("" when every worker runs every model).
+  const std::string& ModelOf(int w) const {
+    static const std::string kAny;
+    return opt.worker_models.empty() ? kAny : opt.worker_models[static_cast<size_t>(w)];
+  }
+  // Worker `w` runs `model` (and may hold its KV).
+  bool Serves(int w, const std::string& model) const {
+    return opt.worker_models.empty() || opt.worker_models[static_cast<size_t>(w)] == model;
+  }
+  uint64_t BytesPerToken(const std::string& model) const {
+    return CostOf(model).KvBytesPerToken();
+  }
+  // Bytes of the whole KV blocks that `tokens` tokens of `model` occupy.
+  uint64_t BlockBytes(int64_t tokens, const std::string& model) const {
     int64_t b = std::max<int64_t>(1, opt.kv_block_tokens);
-    return tokens <= 0 ? 0 : static_cast<uint64_t>((tokens + b - 1) / b * b) * BytesPerToken();
+    return tokens <= 0 ? 0
+                       : static_cast<uint64_t>((tokens + b - 1) / b * b) * BytesPerToken(model);
+  }
+  // KV capacity of worker `w` (CoreOptions::worker_hbm_bytes, else hbm_bytes_per_worker).
+  uint64_t Cap(int w) const {
+    return opt.worker_hbm_bytes.empty() ? opt.hbm_bytes_per_worker
+                                        : opt.worker_hbm_bytes[static_cast<size_t>(w)];
   }
   // HBM a running node holds beyond its contexts' committed blocks, once it has decoded
   // `out_total` output tokens (its whole prefill is allocated at admission).
@@ -280,7 +302,10 @@ struct CoreState {
   Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;
   double Pressure(int worker) const;
   bool ContextsResident(const WfRec& wf, const NodeRec& n) const;  // all committed in HBM
-  uint64_t Free(int w) const { return opt.hbm_bytes_per_worker - workers[w].used; }
+  uint64_t Free(int w) const {
+    uint64_t cap = Cap(w), used = workers[static_cast<size_t>(w)].used;
+    return used >= cap ? 0 : cap - used;
+  }
 
   // core_kv.cc
   void OnToolStarted(WfRec& wf, int idx);

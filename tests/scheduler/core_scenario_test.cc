@@ -506,5 +506,63 @@ TEST(CoreScenario, WeightedTenantsShareServiceTwoToOneUnderSaturation) {
   EXPECT_NEAR(static_cast<double>(placed["gold"]) / placed["silver"], 2.0, 0.2);
 }
 
+// Several models (CoreOptions::worker_models): a node runs only on a worker of its model,
+// priced and sized by that model's cost; a model no worker runs fails the node.
+TEST(CoreScenario, EachModelRunsOnItsOwnWorkersAtItsOwnCost) {
+  CoreOptions o = Opts(3, 80'000'000'000, 4);
+  o.worker_models = {"a", "b", "b"};
+  o.worker_hbm_bytes = {80'000'000'000, 40'000'000'000, 40'000'000'000};
+  FixedRateCost cost_b(65536);
+  o.model_costs = {{"b", &cost_b}};
+  Rig r(o, {});
+  auto one = [](const std::string& id, const std::string& model, int64_t tokens = 1000) {
+    return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, tokens, 100, model)});
+  };
+  r.Run({{0, Submit(one("w1", "b")), {"place w1/x worker=1 recompute=0 done=0"}},
+         {0, Submit(one("w2", "a")), {"place w2/x worker=0 recompute=0 done=0"}},
+         {0, Submit(one("w3", "b")), {"place w3/x worker=2 recompute=0 done=0"}},
+         {0,
+          Submit(one("w4", "zzz")),
+          {"fail w4 node=x: node 'x': no worker runs model 'zzz'"}}});
+  EXPECT_EQ(r.core.hbm_used(1), 1000u * 65536) << "model b's bytes per token";
+  EXPECT_EQ(r.core.hbm_used(0), 1000u * 131072) << "the core's own cost prices model a";
+  EXPECT_EQ(r.core.hbm_capacity(1), 40'000'000'000u);
+  // 700k tokens of model b (45.9 GB, and a block to decode into) fit no worker of b (40 GB),
+  // though worker 0 has 80 GB.
+  r.Run({{0,
+          Submit(one("w5", "b", 700'000)),
+          {"fail w5 node=x: node 'x' needs 45875265536 bytes of HBM, more than a worker's capacity "
+           "of 40000000000"}}});
+}
+
+// A context's KV is demoted to a peer only of its own model: worker 1 has the most free
+// HBM and the fastest link but runs another model, so the context goes to worker 2.
+TEST(CoreScenario, PeerDemotionStaysWithinTheContextsModel) {
+  CoreOptions o = Opts(3, 80'000'000'000, 1);
+  o.worker_models = {"m", "x", "m"};
+  Rig r(o, {}, 327680);
+  r.fabric.SetPeerBandwidth(0, 1, 900e9);
+  r.fabric.SetPeerBandwidth(0, 2, 900e9);
+  auto wf1 =
+      Wf("wf1", "a",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 122000, 100), Tool("t", {"a"}, "shell", 2000),
+          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)});
+  auto big = [](const std::string& id) {
+    return Wf(id, "c", {Llm("z", {}, "c", v1::CacheRef::CREATE, 150000, 256)});
+  };
+  r.Run({{0, Submit(wf1), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0,
+          Submit(Wf("wf2", "b", {Llm("y", {}, "c", v1::CacheRef::CREATE, 1000, 1000)})),
+          {"place wf2/y worker=2 recompute=0 done=0"}},
+         {0, Submit(big("wf3")), {}},
+         {0, Submit(big("wf4")), {}},
+         {4, LlmDone("wf1", "a", 100, Seconds(3.1)), {"admit wf1/t"}}});
+  Commands c = r.core.handle(Of(EventKind::kToolStarted, "wf1", "t"), Time::FromSeconds(4));
+  ASSERT_EQ(c.list.size(), 1u) << ::testing::PrintToString(ToStrings(c));
+  EXPECT_EQ(c.list[0].kind, CommandKind::kDemote);
+  EXPECT_EQ(c.list[0].dst.tier, Tier::kPeer) << ToString(c.list[0]);
+  EXPECT_EQ(c.list[0].dst.worker, 2) << ToString(c.list[0]);
+}
+
 }  // namespace
 }  // namespace switchyard::scheduler
