@@ -12,7 +12,8 @@ CoreState::CoreState(CoreOptions o, const Policy* p, const TransferPlanner* pl, 
     : opt(std::move(o)), policy(p), planner(pl), grants(g), cost(c), durations(opt.durations) {
   workers.resize(static_cast<size_t>(std::max(1, opt.workers)));
   // Per-worker lists shorter or longer than the workers: the last entry stands for the rest.
-  if (!opt.worker_models.empty()) opt.worker_models.resize(workers.size(), opt.worker_models.back());
+  if (!opt.worker_models.empty())
+    opt.worker_models.resize(workers.size(), opt.worker_models.back());
   if (!opt.worker_hbm_bytes.empty())
     opt.worker_hbm_bytes.resize(workers.size(), opt.worker_hbm_bytes.back());
 }

@@ -630,8 +630,8 @@ void CoreState::OnPoolExhausted(int w, size_t needing) {
       StopRunning(wf, idx);
       FailNode(wf, idx,
                "node '" + n.spec.id() + "' needs more KV than a worker's pool holds (" +
-                   std::to_string(Cap(w)) + " bytes) after " +
-                   std::to_string(n.prog_out) + " output tokens");
+                   std::to_string(Cap(w)) + " bytes) after " + std::to_string(n.prog_out) +
+                   " output tokens");
       return;
     }
     ++pool_preemptions;

@@ -259,14 +259,11 @@ struct CoreState {
   bool Serves(int w, const std::string& model) const {
     return opt.worker_models.empty() || opt.worker_models[static_cast<size_t>(w)] == model;
   }
-  uint64_t BytesPerToken(const std::string& model) const {
-    return CostOf(model).KvBytesPerToken();
-  }
+  uint64_t BytesPerToken(const std::string& model) const { return CostOf(model).KvBytesPerToken(); }
   // Bytes of the whole KV blocks that `tokens` tokens of `model` occupy.
   uint64_t BlockBytes(int64_t tokens, const std::string& model) const {
     int64_t b = std::max<int64_t>(1, opt.kv_block_tokens);
-    return tokens <= 0 ? 0
-                       : static_cast<uint64_t>((tokens + b - 1) / b * b) * BytesPerToken(model);
+    return tokens <= 0 ? 0 : static_cast<uint64_t>((tokens + b - 1) / b * b) * BytesPerToken(model);
   }
   // KV capacity of worker `w` (CoreOptions::worker_hbm_bytes, else hbm_bytes_per_worker).
   uint64_t Cap(int w) const {

@@ -521,9 +521,7 @@ TEST(CoreScenario, EachModelRunsOnItsOwnWorkersAtItsOwnCost) {
   r.Run({{0, Submit(one("w1", "b")), {"place w1/x worker=1 recompute=0 done=0"}},
          {0, Submit(one("w2", "a")), {"place w2/x worker=0 recompute=0 done=0"}},
          {0, Submit(one("w3", "b")), {"place w3/x worker=2 recompute=0 done=0"}},
-         {0,
-          Submit(one("w4", "zzz")),
-          {"fail w4 node=x: node 'x': no worker runs model 'zzz'"}}});
+         {0, Submit(one("w4", "zzz")), {"fail w4 node=x: node 'x': no worker runs model 'zzz'"}}});
   EXPECT_EQ(r.core.hbm_used(1), 1000u * 65536) << "model b's bytes per token";
   EXPECT_EQ(r.core.hbm_used(0), 1000u * 131072) << "the core's own cost prices model a";
   EXPECT_EQ(r.core.hbm_capacity(1), 40'000'000'000u);
