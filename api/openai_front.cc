@@ -21,6 +21,7 @@ struct OpenAiFront::Session {
   std::string tenant, id, workflow_id;
   int turn = 0, generation = 0;
   std::string context = "main";
+  std::string model;               // the served model its context's KV belongs to
   std::vector<int32_t> tokens;     // the context as the engine holds it: prompt + output
   std::vector<std::string> waits;  // wait nodes running since the last answer
   std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
@@ -33,6 +34,7 @@ struct OpenAiFront::Call {
   oa::Request req;
   SessionPtr session;  // null: a one-node workflow
   std::string wf, node, context;
+  std::string model;  // the served id the request's model names (proxy mode: "")
   bool first = true, create = true;
   std::vector<int32_t> prompt, fresh;  // the whole prompt's ids; the new ones
   int64_t cached = 0, max_tokens = 0, deadline_ms = 0;
@@ -198,7 +200,9 @@ void OpenAiFront::Handle(const HttpRequest& req, const std::string& tenant, Resp
 }
 
 HttpResponse OpenAiFront::Models() const {
-  return Json(200, oa::ModelsJson({model_id()}, clock_->Now().millis() / 1000, "switchyard"));
+  SchedulerDriver* d = service_->scheduler();
+  std::vector<std::string> ids = d ? d->model_ids() : std::vector<std::string>{model_id()};
+  return Json(200, oa::ModelsJson(ids, clock_->Now().millis() / 1000, "switchyard"));
 }
 
 void OpenAiFront::DeleteSession(const std::string& tenant, const std::string& id, Respond respond) {
@@ -219,9 +223,10 @@ void OpenAiFront::DeleteSession(const std::string& tenant, const std::string& id
   respond(Json(200, j.dump()));
 }
 
-std::vector<int32_t> OpenAiFront::Tokenize(const std::string& text) const {
+std::vector<int32_t> OpenAiFront::Tokenize(const std::string& text,
+                                           const std::string& model) const {
   SchedulerDriver* d = service_->scheduler();
-  const executors::cpu::Tokenizer* tok = d ? d->tokenizer() : nullptr;
+  const executors::cpu::Tokenizer* tok = d ? d->tokenizer(model) : nullptr;
   if (!tok) return PseudoTokens(text);
   auto ids = tok->Encode(text);
   if (!ids.ok()) return {};
@@ -239,9 +244,17 @@ Status OpenAiFront::Prepare(const HttpRequest& req, const std::string& tenant, C
   if (!upstream_ && !d->config().simulated_llm)
     return Status::Unavailable("this server's LLM nodes are run by an external engine");
   const oa::Request& r = c->req;
-  if (!upstream_ && (r.model.empty() || !d->ResolveModel(r.model).ok()))
-    return Status::NotFound("model: '" + r.model + "' is not served here (this server serves '" +
-                            model_id() + "')");
+  if (!upstream_) {
+    Result<std::string> served =
+        r.model.empty() ? Status::InvalidArgument("empty") : d->ResolveModel(r.model);
+    if (!served.ok()) {
+      std::string ids;
+      for (const std::string& id : d->model_ids()) ids += (ids.empty() ? "'" : ", '") + id + "'";
+      return Status::NotFound("model: '" + r.model + "' is not served here (this server serves " +
+                              ids + ")");
+    }
+    c->model = *served;
+  }
   const int64_t now_ms = clock_->Now().millis();
   if (std::string v = req.Header("x-switchyard-deadline"); !v.empty()) {
     SY_ASSIGN_OR_RETURN(c->deadline_ms, oa::ParseDeadline(v, now_ms));
@@ -265,10 +278,10 @@ Status OpenAiFront::Prepare(const HttpRequest& req, const std::string& tenant, C
         c->tool = t;
     c->arg_name = ArgumentName(*c->tool);
   }
-  c->prompt = Tokenize(text);  // a forced call's prefix is added once the id is known
+  c->prompt = Tokenize(text, c->model);  // a forced call's prefix is added once the id is known
   if (c->prompt.empty() && !text.empty())
     return Status::InvalidArgument("messages: the text could not be tokenized");
-  if (const executors::cpu::Model* m = d->cpu_model()) {
+  if (const executors::cpu::Model* m = upstream_ ? nullptr : d->cpu_model(c->model)) {
     int64_t need = static_cast<int64_t>(c->prompt.size()) + c->max_tokens + 64;
     if (need > m->shape().max_positions)
       return Status::InvalidArgument(
@@ -317,6 +330,14 @@ void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bo
       return c->respond(Error(409, "session '" + sid + "' is answering another request",
                               "invalid_request_error", "session_busy"));
     }
+    if (!s.model.empty() && s.model != c->model) {
+      return c->respond(Error(400,
+                              "session '" + sid + "' runs model '" + s.model +
+                                  "' (its context's KV is that model's); this request names '" +
+                                  c->req.model + "'",
+                              "invalid_request_error", "model_mismatch"));
+    }
+    s.model = c->model;
     s.busy = true;
     s.last_active = std::chrono::steady_clock::now();
     c->first = s.workflow_id.empty();
@@ -332,9 +353,10 @@ void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bo
   if (c->tool) {
     c->call_id = "call_" + Short(c->wf) + "_" + std::to_string(turn);
     std::vector<int32_t> more =
-        Tokenize(ForcedPrefix(c->call_id, c->tool->name, c->arg_name));  // BOS first: drop it
+        Tokenize(ForcedPrefix(c->call_id, c->tool->name, c->arg_name), c->model);  // BOS first
     SchedulerDriver* d = service_->scheduler();
-    size_t skip = d && d->tokenizer() && d->tokenizer()->bos_id() >= 0 ? 1 : 0;
+    const executors::cpu::Tokenizer* tok = d ? d->tokenizer(c->model) : nullptr;
+    size_t skip = tok && tok->bos_id() >= 0 ? 1 : 0;  // drop the BOS
     c->prompt.insert(c->prompt.end(), more.begin() + std::min(skip, more.size()), more.end());
   }
   if (c->session) {
@@ -359,12 +381,12 @@ void OpenAiFront::Start(const CallPtr& c) {
   const oa::Request& r = c->req;
   c->head.id = (r.chat ? "chatcmpl-" : "cmpl-") + c->wf + "-" + c->node;
   c->head.created = clock_->Now().millis() / 1000;
-  c->head.model = model_id();
+  c->head.model = upstream_ ? model_id() : c->model;
   c->head.chat = r.chat;
-  c->head.system_fingerprint =
-      d->cpu_model() ? std::string("switchyard-cpu-engine") +
-                           (d->cpu_model()->shape().random_weights ? "-random-weights" : "")
-                     : "switchyard-simulated-engine-placeholder-text";
+  const executors::cpu::Model* cm = d->cpu_model(c->model);
+  c->head.system_fingerprint = cm ? std::string("switchyard-cpu-engine") +
+                                        (cm->shape().random_weights ? "-random-weights" : "")
+                                  : "switchyard-simulated-engine-placeholder-text";
   if (upstream_) {
     d->WatchPlacement(c->wf, c->node, [this, c](int worker) {
       Post([this, c, worker]() {
@@ -393,7 +415,7 @@ void OpenAiFront::Start(const CallPtr& c) {
   v1::ProgramNode n;
   n.set_id(c->node);
   n.set_kind(v1::LLM);
-  n.set_model_id(model_id());
+  n.set_model_id(upstream_ ? model_id() : c->model);
   auto* ref = n.add_cache_refs();
   ref->set_context(c->context);
   ref->set_mode(c->create ? v1::CacheRef::CREATE : v1::CacheRef::EXTEND);
@@ -438,7 +460,7 @@ void OpenAiFront::Start(const CallPtr& c) {
 
 void OpenAiFront::OnToken(const CallPtr& c, int32_t token) {
   SchedulerDriver* d = service_->scheduler();
-  const executors::cpu::Tokenizer* tok = d->tokenizer();
+  const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
   std::lock_guard<std::mutex> lock(c->mu);
   if (c->stopped) return;
   if (tok && token == tok->eos_id() && !c->tool) {
@@ -464,7 +486,7 @@ void OpenAiFront::OnToken(const CallPtr& c, int32_t token) {
 void OpenAiFront::Finish(const CallPtr& c, const Status& st, int64_t output_tokens) {
   Post([this, c, st, output_tokens]() {
     if (!st.ok()) return Fail(c, st);
-    if (!service_->scheduler()->tokenizer()) {  // the simulated engine: a placeholder
+    if (!service_->scheduler()->tokenizer(c->model)) {  // simulated engine: a placeholder
       std::lock_guard<std::mutex> lock(c->mu);
       c->output.assign(static_cast<size_t>(std::max<int64_t>(0, output_tokens)), 0);
     }
@@ -474,7 +496,7 @@ void OpenAiFront::Finish(const CallPtr& c, const Status& st, int64_t output_toke
 
 void OpenAiFront::Answer(const CallPtr& c) {
   SchedulerDriver* d = service_->scheduler();
-  const executors::cpu::Tokenizer* tok = d->tokenizer();
+  const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
   oa::Response resp = c->head;
   std::vector<int32_t> output;
   {

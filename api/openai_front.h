@@ -117,7 +117,9 @@ class OpenAiFront {
   HttpResponse Models() const;
   void DeleteSession(const std::string& tenant, const std::string& id, Respond respond);
   Status Prepare(const HttpRequest& req, const std::string& tenant, Call* c);
-  std::vector<int32_t> Tokenize(const std::string& text) const;
+  // The prompt's token ids for served model `model` (its tokenizer; pseudo tokens for a
+  // simulated engine's).
+  std::vector<int32_t> Tokenize(const std::string& text, const std::string& model) const;
   void Start(const CallPtr& c);
   void Forward(const CallPtr& c);    // proxy mode, once the scheduler placed the node
   std::string UpstreamAuth() const;  // the Authorization header sent upstream

@@ -82,7 +82,7 @@ const std::string& OpenApiDocument() {
     "/v1/completions": {"post": {"summary": "OpenAI-compatible (legacy) text completion",
                                  "responses": {"200": {"description": "an OpenAI text_completion, or text/event-stream chunks"},
                                                "default": {"description": "an OpenAI error"}}}},
-    "/v1/models": {"get": {"summary": "the model the OpenAI-compatible front serves (the upstreams' in proxy mode)",
+    "/v1/models": {"get": {"summary": "the models the OpenAI-compatible front serves (the upstreams' in proxy mode)",
                            "responses": {"200": {"description": "{object: list, data: [{id, object: model, created, owned_by}]}"}}}},
     "/v1/sessions/{id}": {"delete": {"summary": "ends an OpenAI-front session: its waits end, its workflow closes, its KV is freed",
                                      "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],

@@ -40,25 +40,6 @@ using scheduler::Tier;
 
 namespace {
 
-// Embedded default model: Llama-3.1-8B (configs/models/llama-3.1-8b.json) on an H100-SXM
-// (configs/gpus/h100.json), priced by the roofline of executors/model_cost.h; the KV
-// layout of the emulated tiers is the same model's.
-v1::ModelConfig DefaultModel() {
-  v1::ModelConfig m;
-  m.set_name("Llama-3.1-8B");
-  m.set_num_layers(32);
-  m.set_num_kv_heads(8);
-  m.set_head_dim(128);
-  m.set_kv_dtype(v1::BF16);
-  m.set_hidden_size(4096);
-  m.set_num_attention_heads(32);
-  m.set_intermediate_size(14336);
-  m.set_vocab_size(128256);
-  m.set_num_parameters(8030261248ULL);
-  m.set_tensor_parallel(1);
-  return m;
-}
-
 // The configured link figures over ClusterShape's defaults; a negative figure is an error
 // naming its config field (0 keeps the default). `origins` gets the field of each figure
 // configured.
@@ -88,75 +69,11 @@ Status ApplyLinkFigures(const SchedulerConfig& c, scheduler::ClusterShape* s,
   return Status::OK();
 }
 
-// What the core's estimates assume of this machine's CPU when the CPU engine runs the
-// model (rough figures of a 2-core VM: the core only ranks choices with them).
-v1::GpuSpec CpuSpec(uint64_t pool_bytes) {
-  v1::GpuSpec g;
-  g.set_name("cpu (this machine, rough figures for the scheduler's estimates)");
-  g.set_hbm_bytes(pool_bytes);
-  g.set_hbm_bandwidth_bytes_per_s(1.0e10);
-  g.set_bf16_flops(5.0e10);
-  g.set_pcie_bandwidth_bytes_per_s(5.0e9);
-  g.set_nvlink_bandwidth_bytes_per_s(5.0e9);
-  g.set_nic_bandwidth_bits_per_s(1.0e10);
-  g.set_compute_efficiency(0.5);
-  g.set_memory_efficiency(0.5);
-  return g;
-}
-
-// The embedded default GPU: an H100-SXM (configs/gpus/h100.json).
-v1::GpuSpec DefaultGpu() {
-  v1::GpuSpec g;
-  g.set_name("H100-SXM");
-  g.set_hbm_bytes(80000000000ULL);
-  g.set_hbm_bandwidth_bytes_per_s(3.35e12);
-  g.set_bf16_flops(9.89e14);
-  g.set_pcie_bandwidth_bytes_per_s(5.0e10);
-  g.set_nvlink_bandwidth_bytes_per_s(9.0e11);
-  g.set_nic_bandwidth_bits_per_s(4.0e11);
-  g.set_compute_efficiency(0.6);
-  g.set_memory_efficiency(0.8);
-  return g;
-}
-
-// HBM left for KV on one worker: the GPU's HBM less its share of the model's BF16 weights.
-Result<uint64_t> KvHbmBytes(const v1::ModelConfig& m, const v1::GpuSpec& g) {
-  uint64_t tp = std::max<uint32_t>(1, m.tensor_parallel());
-  uint64_t weights = m.num_parameters() * 2 / tp;
-  if (g.hbm_bytes() <= weights)
-    return Status::InvalidArgument(
-        "models[0]: GPU '" + g.name() + "' has " + std::to_string(g.hbm_bytes()) +
-        " B of HBM, not more than model '" + m.name() + "''s BF16 weights (" +
-        std::to_string(weights) + " B per GPU); set hbmBytesPerWorker or a larger GPU");
-  return g.hbm_bytes() - weights;
-}
-
-// The BlockManager never evicts on its own: the scheduler decides what leaves a tier, and
-// a block evicted behind the TieredKvMover's back would fail that context's next move. A
-// full emulated tier fails the move instead (the core handles the failure).
-class NoEviction final : public kv_tiers::EvictionPolicy {
- public:
-  void Insert(const kv_tiers::EvictionCandidate&) override {}
-  void Touch(BlockId) override {}
-  void Remove(BlockId) override {}
-  std::vector<BlockId> PickVictims(const std::string&, const std::string&, uint64_t) override {
-    return {};
-  }
-  void SetPriorityFn(kv_tiers::PriorityFn) override {}
-};
-
-// Slots an emulated tier gets beyond its scaled capacity: each context's copy is rounded up
-// to whole blocks, at most one block more than its scaled bytes.
-constexpr uint64_t kSlackBlocks = 64;
-
 std::string ContextName(const std::string& key, const std::string& wf) {
   return key.size() > wf.size() ? key.substr(wf.size() + 1) : key;
 }
 
 }  // namespace
-
-v1::ModelConfig EmbeddedDefaultModel() { return DefaultModel(); }
-v1::GpuSpec EmbeddedDefaultGpu() { return DefaultGpu(); }
 
 SchedulerDriver::SchedulerDriver(SchedulerConfig config, Callbacks callbacks)
     : config_(std::move(config)), callbacks_(std::move(callbacks)) {}
@@ -169,22 +86,27 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   SchedulerConfig& c = d->config_;
   if (c.kv_bytes_scale == 0)
     return Status::InvalidArgument("scheduler.kv_bytes_scale must be >= 1");
-  v1::ModelConfig model = c.model_config ? *c.model_config : DefaultModel();
-  SY_RETURN_IF_ERROR(d->LoadModel(&model));
-  if (c.model_id.empty()) c.model_id = model.name();
-  if (c.hbm_bytes_per_worker == 0) {
-    SY_ASSIGN_OR_RETURN(c.hbm_bytes_per_worker, KvHbmBytes(d->cost_->model(), d->cost_->gpu()));
-  }
+  SY_RETURN_IF_ERROR(d->MakeGroups());
+  const int total = d->total_workers();
   // Real bytes (the CPU engine, an embedder's engines: scale 1) live in this process's
   // memory and disk, so their defaults follow the pools, capped (see SchedulerConfig).
-  const bool real = c.kv_bytes_scale == 1;
-  const uint64_t pools = c.hbm_bytes_per_worker * uint64_t(std::max(1, c.workers));
+  bool real = false;
+  uint64_t pools = 0;
+  for (const auto& g : d->groups_) {
+    real |= g->kv_bytes_scale == 1;
+    pools += g->spec.hbm_bytes_per_worker * uint64_t(g->spec.workers);
+  }
   d->host_bytes_ = c.host_bytes ? c.host_bytes
                    : real       ? std::min(8 * pools, SchedulerConfig::kRealHostBytesCap)
                                 : SchedulerConfig::kDefaultHostBytes;
   d->disk_bytes_ = c.disk_bytes ? c.disk_bytes
                    : real       ? std::min(32 * pools, SchedulerConfig::kRealDiskBytesCap)
                                 : SchedulerConfig::kDefaultDiskBytes;
+  // Each model's part of the host and disk tiers: its share of the workers.
+  for (auto& g : d->groups_) {
+    g->host_bytes = std::max<uint64_t>(1, d->host_bytes_ / uint64_t(total) * g->spec.workers);
+    g->disk_bytes = std::max<uint64_t>(1, d->disk_bytes_ / uint64_t(total) * g->spec.workers);
+  }
   auto policy = scheduler::CreatePolicy(c.policy);
   if (!policy.ok())
     return Status::InvalidArgument("scheduler policy: " + policy.status().message());
@@ -195,7 +117,7 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   // host memory and NVMe (the documented default figures of scheduler::ClusterShape).
   scheduler::ClusterShape shape;
   shape.name = "loopback (one emulated node)";
-  shape.workers_per_node = c.workers;
+  shape.workers_per_node = total;
   scheduler::ShapeFigureOrigins origins;
   SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &shape, &origins));
   SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(shape));
@@ -208,124 +130,45 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   SY_ASSIGN_OR_RETURN(d->env_, scheduler::NetBudgetEnvironment::Create(
                                    std::move(topo), d->device_of_, d->loop_.get()));
 
-  // Emulated tiers: an HBM arena per worker, a host arena, RocksDB under <data-dir>/kv
-  // (engine "cpu": the engines' pools instead of the HBM arenas, and real bytes, scale 1).
-  SY_ASSIGN_OR_RETURN(kv_tiers::KvLayout layout,
-                      kv_tiers::KvLayout::FromModelConfig(
-                          model, static_cast<uint32_t>(std::max<int64_t>(1, c.kv_block_tokens))));
-  uint64_t bpb = layout.bytes_per_block(), scale = c.kv_bytes_scale;
-  auto tier_options = [&](uint64_t bytes) {
-    kv_tiers::TierOptions o;
-    o.slot_bytes = bpb;
-    o.capacity_bytes = ((bytes / scale + bpb - 1) / bpb + kSlackBlocks) * bpb;
-    return o;
-  };
-  for (int w = 0; w < c.workers && c.engine != "cpu"; ++w) {
-    std::unique_ptr<kv_tiers::Tier> hbm;
-    if (c.hbm_tier_factory) {
-      SY_ASSIGN_OR_RETURN(hbm, c.hbm_tier_factory(w, tier_options(c.hbm_bytes_per_worker)));
-    }
-    if (!hbm) {
-      kv_tiers::ArenaBackend b = kv_tiers::EmulatedHbmBackend();
-      b.name += "-w" + std::to_string(w);
-      SY_ASSIGN_OR_RETURN(hbm,
-                          kv_tiers::ArenaTier::Create(tier_options(c.hbm_bytes_per_worker), b));
-    }
-    d->hbm_view_.push_back(hbm.get());
-    d->hbm_tiers_.push_back(std::move(hbm));
-  }
-  SY_ASSIGN_OR_RETURN(d->host_tier_, kv_tiers::ArenaTier::Create(tier_options(d->host_bytes_),
-                                                                 kv_tiers::HostBackend()));
+  // Each model's tiers: an HBM arena per worker (engine "cpu": the engines' pools, real
+  // bytes), a host arena, RocksDB under <data-dir>/kv (later models: kv-m<i>).
+  d->hbm_view_.assign(static_cast<size_t>(total), nullptr);
   std::string kv_dir = data_dir + "/kv";
-  std::error_code ec;
-  std::filesystem::remove_all(kv_dir, ec);  // emulated KV does not survive a restart
-  if (ec) return Status::Internal("cannot clear " + kv_dir + ": " + ec.message());
-  kv_tiers::TierOptions disk_opts = tier_options(d->disk_bytes_);
-  disk_opts.path = kv_dir;
-  kv_tiers::DiskTierTuning tuning;
-  tuning.write_buffer_bytes = 8ULL << 20;
-  tuning.block_cache_bytes = 8ULL << 20;
-  SY_ASSIGN_OR_RETURN(d->disk_tier_, kv_tiers::DiskTier::Open(disk_opts, tuning));
-  kv_tiers::MoverEnv menv;
-  menv.loop = d->loop_.get();
-  menv.worker_threads = 1;
-  kv_tiers::MoverSet movers;
-  movers.Add(std::make_shared<kv_tiers::LocalMover>(menv), 10);
-  movers.Add(std::make_shared<kv_tiers::DiskMover>(menv), 5);
-  // A joined worker's KV store (hbm_tier_factory's remote tiers) <-> the host tier.
-  // and between two of them (a peer move) or one and the disk tier (staged here).
-  if (c.hbm_tier_factory) {
-    movers.Add(std::make_shared<kv_tiers::PeerMover>(menv), 5);
-    movers.Add(std::make_shared<kv_tiers::RelayMover>(menv), 1);
-  }
-  kv_tiers::BlockManagerOptions bo;
-  bo.reclaim_on_high_watermark = false;
-  d->blocks_ = std::make_unique<kv_tiers::BlockManager>(
-      std::move(layout), d->loop_.get(), std::move(movers), std::make_unique<NoEviction>(), bo);
-  for (auto& t : d->hbm_tiers_) SY_RETURN_IF_ERROR(d->blocks_->AddTier(t.get()));
-  SY_RETURN_IF_ERROR(d->blocks_->AddTier(d->host_tier_.get()));
-  SY_RETURN_IF_ERROR(d->blocks_->AddTier(d->disk_tier_.get()));
-  d->ApplyTenantQuotas(bpb);
+  for (size_t i = 0; i < d->groups_.size(); ++i)
+    SY_RETURN_IF_ERROR(d->MakeGroupTiers(*d->groups_[i],
+                                         i == 0 ? kv_dir : data_dir + "/kv-m" + std::to_string(i)));
 
   scheduler::CoreOptions co;
-  co.workers = c.workers;
+  co.workers = total;
   co.hbm_bytes_per_worker = c.hbm_bytes_per_worker;
-  // The host and disk tiers are shared by the workers: each gets an equal part, so a
+  // The host and disk tiers are shared by a model's workers: each gets an equal part, so a
   // demotion is never sent to a tier that cannot take it.
-  co.host_bytes_per_worker = std::max<uint64_t>(1, d->host_bytes_ / uint64_t(c.workers));
-  co.disk_bytes_per_worker = std::max<uint64_t>(1, d->disk_bytes_ / uint64_t(c.workers));
+  co.host_bytes_per_worker = std::max<uint64_t>(1, d->host_bytes_ / uint64_t(total));
+  co.disk_bytes_per_worker = std::max<uint64_t>(1, d->disk_bytes_ / uint64_t(total));
+  if (d->groups_.size() > 1) {
+    for (const auto& g : d->groups_) {
+      co.model_costs[g->spec.id] = g->cost.get();
+      for (int w = 0; w < g->spec.workers; ++w) {
+        co.worker_models.push_back(g->spec.id);
+        co.worker_hbm_bytes.push_back(g->spec.hbm_bytes_per_worker);
+      }
+    }
+  }
   co.max_num_seqs = c.max_num_seqs;
   co.kv_block_tokens = c.kv_block_tokens;
   co.admission_watermark = 0.01;
   co.tenant_weights = c.tenant_weights;
-  co.use_peer = c.workers > 1;
+  co.use_peer = total > 1;
   // The CPU engine attends within each context of a sequence, so a context could not read
   // a shared prefix held as a context of its own: sharing is off there (exact outputs).
-  co.share_prefixes = c.engine != "cpu";
+  co.share_prefixes = !d->any_cpu_;
   d->core_ = std::make_unique<scheduler::Core>(co, d->policy_.get(), d->env_.get(), d->env_.get(),
-                                               d->cost_.get());
-  executors::EngineLimits limits;
-  limits.max_num_seqs = c.max_num_seqs;
-  limits.max_num_batched_tokens = c.max_num_batched_tokens;
-  limits.block_tokens = c.kv_block_tokens;
-  limits.pool_blocks =
-      static_cast<int64_t>(c.hbm_bytes_per_worker / (static_cast<uint64_t>(c.kv_block_tokens) *
-                                                     d->cost_->KvBytesPerToken()));
-  SY_RETURN_IF_ERROR(d->MakeEngines(limits));
+                                               d->groups_[0]->cost.get());
+  SY_RETURN_IF_ERROR(d->MakeEngines());
   std::vector<executors::Engine*> engines;
   for (auto& e : d->engines_) engines.push_back(e.get());
   d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_.get());
-  executors::TieredKvMover::Options mo;
-  mo.tier_of = [d = d.get()](const Location& l) -> Result<std::string> {
-    std::string name = d->TierName(l);
-    if (name.empty())
-      return Status::NotFound("no emulated tier for " + scheduler::LocationString(l));
-    return name;
-  };
-  mo.bytes_scale = scale;
-  // Joined workers' stores: the fill is staged in the host arena and moved there off the
-  // scheduler's thread.
-  if (c.hbm_tier_factory) mo.fill_staging_tier = d->host_tier_->name();
-  mo.tenant_of = [d = d.get()](const std::string& wf) -> std::string {
-    auto it = d->tenant_of_.find(wf);
-    return it == d->tenant_of_.end() ? std::string() : it->second;
-  };
-  if (!d->engine_kv_.empty()) {  // the embedder's engines: their registered KV pools
-    mo.engine_kv = [d = d.get()](const Location& l) -> executors::EngineKv* {
-      bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
-      return pool && l.worker >= 0 && l.worker < static_cast<int>(d->engine_kv_.size())
-                 ? d->engine_kv_[l.worker]
-                 : nullptr;
-    };
-  } else if (!d->cpu_engines_.empty()) {
-    mo.engine_kv = [d = d.get()](const Location& l) -> executors::EngineKv* {
-      bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
-      return pool && l.worker >= 0 && l.worker < static_cast<int>(d->cpu_engines_.size())
-                 ? d->cpu_engines_[l.worker]
-                 : nullptr;
-    };
-  }
-  d->mover_ = std::make_unique<executors::TieredKvMover>(d->loop_.get(), d->blocks_.get(), mo);
+  SY_RETURN_IF_ERROR(d->MakeMover());
   d->runtime_ = std::make_unique<executors::Runtime>(d->loop_.get(), d->core_.get(), engines,
                                                      d->tools_.get(), d->mover_.get());
   SchedulerDriver* self = d.get();
@@ -360,122 +203,41 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   });
   // Returns once the loop runs: a Stop() before Run() would be undone by Run()'s restart.
   d->Sync();
+  std::string models;
+  for (const auto& g : d->groups_)
+    models += (models.empty() ? "" : ", ") + g->spec.id + " x" + std::to_string(g->spec.workers) +
+              " (" + g->spec.engine + ")";
+  bool all_cpu = true;
+  for (const auto& g : d->groups_) all_cpu = all_cpu && g->spec.engine == "cpu";
+  const std::string emulated =
+      "emulated kv_tiers (1/" + std::to_string(c.kv_bytes_scale) + " of the bytes)";
   Log(LogLevel::kInfo, "scheduler started",
       LogKeys()
-          .With("workers", std::to_string(c.workers))
+          .With("workers", std::to_string(total))
+          .With("models", models)
           .With("policy", std::string(d->policy_->name()))
           .With("model_executor", d->model_executor_name())
-          .With("kv_mover", c.engine == "cpu"
-                                ? std::string("tiered kv mover: the cpu engines' real KV blocks "
-                                              "through kv_tiers")
-                                : "tiered kv mover over emulated kv_tiers (1/" +
-                                      std::to_string(c.kv_bytes_scale) + " of the bytes)")
+          .With("kv_mover", all_cpu       ? std::string("tiered kv mover: the cpu engines' real "
+                                                              "KV blocks through kv_tiers")
+                            : d->any_cpu_ ? "tiered kv mover: real KV blocks for cpu models, " +
+                                                emulated + " for simulated ones"
+                                          : "tiered kv mover over " + emulated)
           .With("planner", "net_budget over a loopback topology")
-          .With("hbm_bytes_per_worker", std::to_string(c.hbm_bytes_per_worker))
+          .With("hbm_bytes_per_worker",
+                std::to_string(c.hbm_bytes_per_worker))  // the first model's
           .With("host_bytes", std::to_string(d->host_bytes_))
           .With("disk_bytes", std::to_string(d->disk_bytes_))
           .With("kv_dir", kv_dir));
   return d;
 }
 
-// Each tenant's quotas on the tiers, scaled like the tiers (whole blocks, at least one).
-void SchedulerDriver::ApplyTenantQuotas(uint64_t bytes_per_block) {
-  const uint64_t scale = config_.kv_bytes_scale, bpb = bytes_per_block;
-  auto scaled = [&](uint64_t b) {
-    return b == 0 ? 0 : std::max<uint64_t>(1, b / scale / bpb) * bpb;
-  };
-  for (const auto& [tenant, q] : config_.tenant_quotas) {
-    for (kv_tiers::Tier* hbm : hbm_view_) hbm->SetTenantQuota(tenant, scaled(q.hbm));
-    if (q.hbm && config_.engine == "cpu")
-      Log(LogLevel::kWarn, "tenant HBM quota not enforced on the cpu engines' own pools",
-          LogKeys().With("tenant", tenant));
-    host_tier_->SetTenantQuota(tenant, scaled(q.host));
-    disk_tier_->SetTenantQuota(tenant, scaled(q.disk));
-  }
-}
-
 SchedulerDriver::~SchedulerDriver() {
   if (loop_) loop_->Stop();
   if (thread_.joinable()) thread_.join();
   runtime_.reset();  // before the executors it borrows
-}
-
-// The byte tokenizer's output sets (NodeInput::token_mask): kTextMask, printable ASCII,
-// newline, tab and EOS (valid UTF-8 a client echoes unchanged); kJsonStringMask, printable
-// ASCII but '"' and '\\' (text a JSON string holds unescaped: generated tool arguments).
-static std::vector<std::vector<bool>> ByteTextMasks(const executors::cpu::Model& m) {
-  const int64_t vocab = m.shape().vocab_size;
-  std::vector<bool> text(vocab, false);
-  for (int t = 32; t < 127 && t < vocab; ++t) text[t] = true;
-  if (vocab > '\n') text['\n'] = text['\t'] = true;
-  std::vector<bool> json = text;
-  if (vocab > '\\') json['\n'] = json['\t'] = json['"'] = json['\\'] = false;
-  if (m.shape().eos_id >= 0 && m.shape().eos_id < vocab) text[m.shape().eos_id] = true;
-  return {text, json};
-}
-
-Status SchedulerDriver::LoadModel(v1::ModelConfig* model) {
-  SchedulerConfig& c = config_;
-  if (c.engine == "cpu") {
-    auto m = executors::cpu::Model::Load(c.model_path);
-    if (!m.ok()) return m.status().Annotate("--model " + c.model_path);
-    cpu_model_ = std::move(*m);
-    token_log_ = std::make_unique<executors::cpu::TokenLog>();
-    *model = executors::cpu::ToModelConfig(cpu_model_->shape());
-    if (c.model_id.empty()) c.model_id = cpu_model_->shape().name;  // without "(random ...)"
-    auto tok = executors::cpu::LoadTokenizer(c.model_path, cpu_model_->shape());
-    if (!tok.ok()) return tok.status().Annotate("--model " + c.model_path);
-    tokenizer_ = std::move(*tok);
-    c.kv_bytes_scale = 1;  // real bytes
-    c.hbm_bytes_per_worker = c.kv_pool_bytes;
-    SY_ASSIGN_OR_RETURN(auto cost,
-                        executors::RooflineCostModel::Create(*model, CpuSpec(c.kv_pool_bytes)));
-    cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
-    return Status::OK();
-  }
-  SY_ASSIGN_OR_RETURN(auto cost,
-                      executors::RooflineCostModel::Create(*model, c.gpu ? *c.gpu : DefaultGpu()));
-  cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
-  return Status::OK();
-}
-
-Status SchedulerDriver::MakeEngines(const executors::EngineLimits& limits) {
-  const SchedulerConfig& c = config_;
-  if (c.simulated_llm && c.engine != "cpu") {
-    SY_ASSIGN_OR_RETURN(executors::RooflineStepCost step,
-                        executors::RooflineStepCost::Create(cost_->model(), cost_->gpu()));
-    step_cost_ = std::make_unique<executors::RooflineStepCost>(std::move(step));
-  }
-  auto early = std::make_shared<ReportedEngine::EarlyReports>();
-  for (int w = 0; w < c.workers; ++w) {
-    if (c.engine_factory) {  // the embedder's own engines
-      SY_ASSIGN_OR_RETURN(WorkerEngine we, c.engine_factory(loop_.get(), w, limits));
-      if (we.kv) engine_kv_.resize(static_cast<size_t>(c.workers), nullptr);
-      if (we.kv) engine_kv_[static_cast<size_t>(w)] = we.kv;
-      if (we.engine) {
-        engines_.push_back(std::move(we.engine));
-        continue;
-      }  // no engine: the driver's own for this worker (below)
-    }
-    if (!c.simulated_llm) {
-      auto e = std::make_unique<ReportedEngine>(loop_.get(), w, limits, early);
-      reported_.push_back(e.get());
-      engines_.push_back(std::move(e));
-    } else if (c.engine == "cpu") {
-      executors::cpu::CpuEngine::Options o;
-      o.model = cpu_model_.get();
-      o.tokens = token_log_.get();
-      if (tokenizer_ && tokenizer_->name() == "byte") o.token_masks = ByteTextMasks(*cpu_model_);
-      SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop_.get(), w, limits, o));
-      cpu_engines_.push_back(e.get());
-      hbm_view_.push_back(&e->pool());
-      engines_.push_back(std::move(e));
-    } else {
-      engines_.push_back(std::make_unique<executors::SimulatedEngine>(
-          loop_.get(), w, limits, step_cost_.get(), executors::SimulatedEngine::Options{}));
-    }
-  }
-  return Status::OK();
+  mover_.reset();
+  for (auto& g : groups_) g->mover.reset();   // before the block managers they move through
+  for (auto& g : groups_) g->blocks.reset();  // before the tiers they hold
 }
 
 void SchedulerDriver::SetNodeInput(const std::string& wf, const std::string& node,
@@ -575,20 +337,14 @@ void SchedulerDriver::EndWatchers(const Event& e, const scheduler::Commands& out
   }
 }
 
-std::string SchedulerDriver::model_name() const { return config_.model_id; }
-
-Result<std::string> SchedulerDriver::ResolveModel(const std::string& model_id) const {
-  if (model_id.empty() || model_id == config_.model_id) return config_.model_id;
-  for (const auto& a : config_.model_aliases)
-    if (model_id == a) return config_.model_id;
-  std::string served = "'" + config_.model_id + "'";
-  for (const auto& a : config_.model_aliases) served += ", '" + a + "'";
-  return Status::InvalidArgument("modelId '" + model_id +
-                                 "' is not served here (served: " + served + ")");
-}
-
 std::string SchedulerDriver::model_executor_name() const {
-  return engines_.empty() ? std::string("none") : std::string(engines_.front()->name());
+  // Distinct engine names in worker order ("simulated engine, cpu engine" with two models).
+  std::string out;
+  for (const auto& e : engines_) {
+    std::string name(e->name());
+    if (out.find(name) == std::string::npos) out += (out.empty() ? "" : ", ") + name;
+  }
+  return out.empty() ? std::string("none") : out;
 }
 
 void SchedulerDriver::Submit(const v1::Workflow& workflow) {
@@ -683,7 +439,8 @@ uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
     epoch = ++epochs_[model_id];
   }
   loop_->Post([this, model_id, epoch]() {
-    (void)blocks_->BumpModelEpoch();  // the tiers' blocks: stale copies are never read
+    // The model's tiers' blocks: stale copies are never read.
+    if (const Group* g = FindGroup(model_id)) (void)g->blocks->BumpModelEpoch();
     runtime_->ModelEpochChanged(model_id, epoch);
   });
   return epoch;
@@ -698,7 +455,8 @@ void SchedulerDriver::Forget(const std::string& workflow_id) {
     if (it == wfs_.end()) return;
     for (const std::string& key : it->second.contexts) {
       ctxs_.erase(key);
-      if (token_log_) token_log_->Forget(key);
+      for (const auto& g : groups_)
+        if (g->token_log) g->token_log->Forget(key);
     }
     wfs_.erase(it);
   });
@@ -767,7 +525,9 @@ void SchedulerDriver::Refresh(const std::string& wf) {
     v.known = loc.has_value();
     v.loc = loc.value_or(Location{});
     v.tokens = core_->ContextTokens(key);
-    v.bytes = uint64_t(std::max<int64_t>(0, v.tokens)) * cost_->KvBytesPerToken();
+    const Group& g =
+        v.loc.worker >= 0 && v.loc.worker < total_workers() ? GroupOf(v.loc.worker) : *groups_[0];
+    v.bytes = uint64_t(std::max<int64_t>(0, v.tokens)) * g.cost->KvBytesPerToken();
     v.in_flight = false;
     for (const auto& [id, x] : xfers_) {
       if (x.ctx == key) {
@@ -830,9 +590,13 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (const std::string& wf : touched) Refresh(wf);
-    for (int w = 0; w < config_.workers; ++w) hbm_used_[w] = core_->hbm_used(w);
+    for (int w = 0; w < total_workers(); ++w) hbm_used_[w] = core_->hbm_used(w);
     metrics_.SetQueuedNodes(core_->queued_nodes());
-    if (!cpu_engines_.empty()) real_bytes_moved_ = mover_->real_bytes_by_destination();
+    if (any_cpu_) {
+      real_bytes_moved_.clear();
+      for (const auto& g : groups_)
+        for (const auto& [k, n] : g->mover->real_bytes_by_destination()) real_bytes_moved_[k] += n;
+    }
   }
   // Callbacks run without the mirror lock (they write durable state); a loss's evidence
   // first, before the failures it caused.
@@ -886,13 +650,13 @@ std::string SchedulerDriver::TierName(const Location& l) const {
   switch (l.tier) {
     case Tier::kHbm:
     case Tier::kPeer:  // another worker's HBM, in this process
-      return l.worker >= 0 && l.worker < static_cast<int>(hbm_view_.size())
+      return l.worker >= 0 && l.worker < static_cast<int>(hbm_view_.size()) && hbm_view_[l.worker]
                  ? hbm_view_[l.worker]->name()
                  : "";
-    case Tier::kHost:
-      return host_tier_->name();
+    case Tier::kHost:  // the tiers of the worker's model
+      return l.worker >= 0 && l.worker < total_workers() ? GroupOf(l.worker).host_tier->name() : "";
     case Tier::kDisk:
-      return disk_tier_->name();
+      return l.worker >= 0 && l.worker < total_workers() ? GroupOf(l.worker).disk_tier->name() : "";
     default:
       return "";
   }

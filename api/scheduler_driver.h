@@ -63,6 +63,7 @@ struct StepReport;
 class Runtime;
 class Engine;
 class StepCostModel;
+class KvMover;
 class TieredKvMover;
 class RooflineCostModel;
 }  // namespace switchyard::executors
@@ -102,6 +103,20 @@ struct WorkerEngine {
 using EngineFactory = std::function<Result<WorkerEngine>(EventLoop* loop, int worker,
                                                          const executors::EngineLimits& limits)>;
 
+// A model served beside the first (SchedulerConfig::extra_models): the same fields as the
+// first model's in SchedulerConfig, for its own workers.
+struct ServedModelSpec {
+  std::string id;  // empty: the model's own name
+  std::vector<std::string> aliases;
+  std::string engine = "simulated";  // "simulated" or "cpu" (as SchedulerConfig::engine)
+  std::string model_path;            // engine "cpu"
+  uint64_t kv_pool_bytes = 256ULL << 20;
+  std::optional<v1::ModelConfig> model_config;  // engine "simulated" (unset: the default)
+  std::optional<v1::GpuSpec> gpu;
+  int workers = 1;
+  uint64_t hbm_bytes_per_worker = 0;  // 0: the GPU's HBM less the weights
+};
+
 struct SchedulerConfig {
   bool enabled = true;
   // true: the service runs LLM nodes on its own engine (`engine`); false: an engine
@@ -121,7 +136,12 @@ struct SchedulerConfig {
   std::vector<std::string> model_aliases;
   std::optional<v1::ModelConfig> model_config;
   std::optional<v1::GpuSpec> gpu;
-  int workers = 1;
+  int workers = 1;  // the first model's workers (0 .. workers-1)
+  // Models served beside the first, each on its own workers, numbered after the previous
+  // model's. Each has its own engine, cost, KV layout and KV tiers (its part of the host and
+  // disk bytes, by its share of the workers). A node runs only on its model's workers. The
+  // factories below (embedder's engines, joined workers) apply to the first model's workers.
+  std::vector<ServedModelSpec> extra_models;
   // Tier sizes in the scheduler's bytes (the emulated tiers hold 1/kv_bytes_scale), never
   // derived from this machine. HBM 0: the GPU's HBM less the model's weights (BF16,
   // divided by tensor_parallel): 63.9 GB for Llama-3.1-8B on an 80 GB H100.
@@ -263,9 +283,12 @@ class SchedulerDriver {
   // any other name is InvalidArgument naming it and what is served.
   Result<std::string> ResolveModel(const std::string& model_id) const;
 
-  // Engine "cpu": the model the workers run and its tokenizer (null for other engines).
-  const executors::cpu::Model* cpu_model() const { return cpu_model_.get(); }
-  const executors::cpu::Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // Engine "cpu": the model a served model's workers run and its tokenizer (null for other
+  // engines); `model_id` a served id or alias, empty: the default model.
+  const executors::cpu::Model* cpu_model(const std::string& model_id = "") const;
+  const executors::cpu::Tokenizer* tokenizer(const std::string& model_id = "") const;
+  // Every served model's id, the default first.
+  std::vector<std::string> model_ids() const;
   // What an LLM node needs beyond the workflow API's token counts (the OpenAI front):
   // its new tokens' ids and sampling. Set it before the node is appended.
   struct NodeInput {
@@ -345,37 +368,69 @@ class SchedulerDriver {
   void FillTiers(v1::ClusterState* out) const;
   void FillLinks(v1::ClusterState* out) const;
   void FillEngines(v1::ClusterState* out) const;
-  // Parts of Start: the model the core estimates with (and the tiers' KV layout), and the
-  // workers' engines.
-  Status LoadModel(v1::ModelConfig* model);
-  Status MakeEngines(const executors::EngineLimits& limits);
+  struct Group;
+  void FillWorkerTiers(int w, const Group& g, uint64_t scale, bool real,
+                       std::map<std::pair<std::string, int>, int>& contexts,
+                       v1::ClusterState* out) const;
+  // One served model (scheduler_driver_models.cc): its workers, what prices and runs them,
+  // and the tiers its KV lives in — a KV layout of its own (models' blocks differ in
+  // size), so a BlockManager, host arena, disk tier and mover of its own. Models share the
+  // links, the core and the policy.
+  struct Group {
+    ServedModelSpec spec;  // spec.id resolved (the model's own name when it was empty)
+    int first = 0;         // its workers: first .. first + spec.workers - 1
+    uint64_t kv_bytes_scale = 64;
+    uint64_t host_bytes = 0, disk_bytes = 0;  // its part of the tiers (scheduler bytes)
+    v1::ModelConfig model;
+    std::unique_ptr<executors::RooflineCostModel> cost;
+    std::unique_ptr<executors::StepCostModel> step_cost;
+    // engine "cpu": the model and the token ids of every context (outlive the engines).
+    std::unique_ptr<executors::cpu::Model> cpu_model;
+    std::unique_ptr<executors::cpu::TokenLog> token_log;
+    std::unique_ptr<executors::cpu::Tokenizer> tokenizer;
+    std::unique_ptr<kv_tiers::Tier> host_tier, disk_tier;
+    std::unique_ptr<kv_tiers::BlockManager> blocks;
+    std::unique_ptr<executors::TieredKvMover> mover;
+    Group();
+    ~Group();
+    bool cpu() const { return spec.engine == "cpu"; }
+    bool Has(int w) const { return w >= first && w < first + spec.workers; }
+  };
+  // Parts of Start (scheduler_driver_models.cc): each model's group — its cost (and its
+  // KV layout), tiers, block manager and engines — and the mover that routes each move to
+  // the group of its workers.
+  Status MakeGroups();
+  Status LoadModel(Group& g);
+  Status MakeGroupTiers(Group& g, const std::string& kv_dir);
+  Status MakeEngines();  // every worker's, in order
+  Status MakeMover();
+  executors::EngineLimits LimitsOf(const Group& g) const;
+  Group& GroupOf(int worker) const;                           // worker in range
+  const Group* FindGroup(const std::string& model_id) const;  // served id or alias
+  int total_workers() const { return static_cast<int>(group_of_.size()); }
 
   SchedulerConfig config_;
   Callbacks callbacks_;
   uint64_t host_bytes_ = 0, disk_bytes_ = 0;
   // Declared first, destroyed last: the budgets, movers and BlockManager post to it.
   std::unique_ptr<AsioEventLoop> loop_;
-  std::unique_ptr<executors::RooflineCostModel> cost_;
+  std::vector<std::unique_ptr<Group>> groups_;  // the first is the default model's
+  std::vector<int> group_of_;                   // worker -> its group
   std::function<Result<std::string>(const scheduler::Location&)> device_of_;
   std::unique_ptr<scheduler::NetBudgetEnvironment> env_;
-  std::vector<std::unique_ptr<kv_tiers::Tier>> hbm_tiers_;  // one per worker
-  std::unique_ptr<kv_tiers::Tier> host_tier_, disk_tier_;
-  std::unique_ptr<kv_tiers::BlockManager> blocks_;
+  std::vector<std::unique_ptr<kv_tiers::Tier>> hbm_tiers_;  // the emulated HBM arenas
   std::unique_ptr<scheduler::Policy> policy_;
   std::unique_ptr<scheduler::Core> core_;
-  std::unique_ptr<executors::StepCostModel> step_cost_;
-  // engine "cpu": the model and the token ids of every context (outlive the engines).
-  std::unique_ptr<executors::cpu::Model> cpu_model_;
-  std::unique_ptr<executors::cpu::TokenLog> token_log_;
-  std::unique_ptr<executors::cpu::Tokenizer> tokenizer_;
   std::vector<std::unique_ptr<executors::Engine>> engines_;  // one per worker
-  std::vector<executors::cpu::CpuEngine*> cpu_engines_;      // the same engines, engine "cpu"
+  // The same engines where a worker's is a CPU engine (else null), one per worker.
+  std::vector<executors::cpu::CpuEngine*> cpu_engines_;
+  bool any_cpu_ = false;
   // Each worker's HBM tier: an emulated arena, or its CPU engine's KV pool (real bytes).
   std::vector<kv_tiers::Tier*> hbm_view_;
   std::vector<ReportedEngine*> reported_;        // the same engines, when results are reported
   std::vector<executors::EngineKv*> engine_kv_;  // engine_factory: each engine's KV pool
   std::unique_ptr<ReportedToolWaiter> tools_;
-  std::unique_ptr<executors::TieredKvMover> mover_;
+  std::unique_ptr<executors::KvMover> mover_;  // routes each move to its group's mover
   std::unique_ptr<executors::Runtime> runtime_;
   std::thread thread_;
 
@@ -383,7 +438,7 @@ class SchedulerDriver {
   void ScheduleDurationsSave();                   // loop thread
   void SaveDurations();                           // loop thread
   bool durations_save_pending_ = false;
-  void ApplyTenantQuotas(uint64_t bytes_per_block);
+  void ApplyTenantQuotas(Group& g);
   mutable std::mutex mu_;  // guards the mirror below
   // Placed LLM nodes not ended since, with their worker, by workflow (Placed()).
   std::unordered_map<std::string, std::map<std::string, int>> placed_;

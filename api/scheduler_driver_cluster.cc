@@ -56,13 +56,13 @@ void FillLinkClasses(net_budget::LinkIndex i, const net_budget::LinkBudgets& bud
 void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   const uint64_t scale = config_.kv_bytes_scale;
   std::lock_guard<std::mutex> lock(mu_);
-  out->set_workers(config_.workers);
+  out->set_workers(total_workers());
   out->set_model_executor(model_executor_name());
   out->set_model(config_.model_id);
   if (auto e = epochs_.find(config_.model_id); e != epochs_.end()) out->set_model_epoch(e->second);
   out->set_queued_nodes(metrics_.queued_nodes());
   for (const auto& a : config_.model_aliases) out->add_model_aliases(a);
-  out->set_kv_mover(cpu_engines_.empty()
+  out->set_kv_mover(!any_cpu_
                         ? "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, "
                           "RocksDB disk) at 1/" +
                               std::to_string(scale) + " of the KV bytes"
@@ -73,6 +73,19 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
       "net_budget planner and link budgets (loopback topology: " + env_->topology().name() + ")");
   out->set_policy(std::string(policy_->name()));
   out->set_hbm_capacity_bytes_per_worker(config_.hbm_bytes_per_worker);
+  for (const auto& g : groups_) {
+    v1::ServedModelState* m = out->add_models();
+    m->set_id(g->spec.id);
+    for (const auto& a : g->spec.aliases) m->add_aliases(a);
+    m->set_engine(!config_.simulated_llm ? "reported" : g->spec.engine);
+    m->set_first_worker(g->first);
+    m->set_workers(g->spec.workers);
+    m->set_kv_bytes_per_token(g->cost->KvBytesPerToken());
+    m->set_hbm_capacity_bytes_per_worker(g->spec.hbm_bytes_per_worker);
+    if (auto e = epochs_.find(g->spec.id); e != epochs_.end()) m->set_model_epoch(e->second);
+    m->set_host_capacity_bytes(g->host_bytes);
+    m->set_disk_capacity_bytes(g->disk_bytes);
+  }
   out->set_scheduler_events(events_);
   FillTiers(out);
   FillLinks(out);
@@ -84,29 +97,40 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
 }
 
 void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
-  const uint64_t scale = config_.kv_bytes_scale;
   std::map<std::pair<std::string, int>, int> contexts;  // (tier, worker)
   for (const auto& [key, v] : ctxs_) {
     if (!v.known || v.loc.tier == Tier::kNone) continue;
     ++contexts[{scheduler::TierName(v.loc.tier), v.loc.worker}];
   }
   // Tier occupancy: the kv_tiers tiers' own accounting (thread-safe), in scheduler bytes
-  // (emulated bytes x scale). Host and disk are node-wide tiers, listed under worker 0.
+  // (emulated bytes x scale). Host and disk are node-wide tiers, one per model, listed
+  // under the model's first worker.
+  for (int w = 0; w < total_workers(); ++w) {
+    const Group& g = GroupOf(w);
+    const uint64_t scale = g.kv_bytes_scale;
+    const bool real = g.cpu();
+    FillWorkerTiers(w, g, scale, real, contexts, out);
+  }
+}
+
+void SchedulerDriver::FillWorkerTiers(int w, const Group& g, uint64_t scale, bool real,
+                                      std::map<std::pair<std::string, int>, int>& contexts,
+                                      v1::ClusterState* out) const {
   auto scaled = [scale](const kv_tiers::Tier& t) {
     std::string s = std::to_string(scale);
     return "kv_tiers '" + t.name() + "': " + std::to_string(t.used_bytes()) + " of " +
            std::to_string(t.capacity_bytes()) + " B held at 1/" + s + " scale";
   };
-  for (int w = 0; w < config_.workers; ++w) {
+  {
     for (const char* tier : {"hbm", "host", "disk"}) {
       std::string t_name = tier;
-      if (t_name != "hbm" && w > 0) continue;
+      if (t_name != "hbm" && w > g.first) continue;
       auto* t = out->add_tiers();
       t->set_tier(tier);
       t->set_worker(w);
       const kv_tiers::Tier* quota_tier = t_name == "hbm"    ? hbm_view_[w]
-                                         : t_name == "host" ? host_tier_.get()
-                                                            : disk_tier_.get();
+                                         : t_name == "host" ? g.host_tier.get()
+                                                            : g.disk_tier.get();
       for (const auto& [tenant, q] : config_.tenant_quotas) {
         if (uint64_t quota = quota_tier->tenant_quota(tenant); quota > 0) {
           (*t->mutable_tenant_quota_bytes())[tenant] = quota * scale;
@@ -114,33 +138,32 @@ void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
         }
       }
       int n = 0;
-      for (int k = 0; k < config_.workers; ++k)
+      for (int k = g.first; k < g.first + g.spec.workers; ++k)
         if (t_name == "hbm" ? k == w : true) n += contexts[{t_name, k}];
       t->set_contexts(n);
       if (t_name == "hbm") {
         const kv_tiers::Tier& arena = *hbm_view_[w];
-        t->set_capacity_bytes(config_.hbm_bytes_per_worker);
+        t->set_capacity_bytes(g.spec.hbm_bytes_per_worker);
         auto h = hbm_used_.find(w);
         t->set_used_bytes(h == hbm_used_.end() ? 0 : h->second);
         const bool remote = arena.name().rfind("peer:", 0) == 0;  // a joined worker's store
-        t->set_backing(cpu_engines_.empty()
-                           ? std::string(remote ? "emulated HBM of a joined worker (used: "
-                                                  "scheduler accounting; blocks of moved "
-                                                  "contexts in its KV store over the peer "
-                                                  "protocol, "
-                                                : "emulated HBM (used: scheduler accounting, "
-                                                  "committed + reserved; blocks of moved "
-                                                  "contexts in ") +
-                                 scaled(arena) + ")"
-                           : "real bytes: kv_tiers '" + arena.name() + "' holds " +
-                                 std::to_string(arena.used_bytes()) + " of " +
-                                 std::to_string(arena.capacity_bytes()) +
-                                 " B (used: scheduler accounting)");
+        t->set_backing(!g.cpu() ? std::string(remote ? "emulated HBM of a joined worker (used: "
+                                                       "scheduler accounting; blocks of moved "
+                                                       "contexts in its KV store over the peer "
+                                                       "protocol, "
+                                                     : "emulated HBM (used: scheduler accounting, "
+                                                       "committed + reserved; blocks of moved "
+                                                       "contexts in ") +
+                                      scaled(arena) + ")"
+                                : "real bytes: kv_tiers '" + arena.name() + "' holds " +
+                                      std::to_string(arena.used_bytes()) + " of " +
+                                      std::to_string(arena.capacity_bytes()) +
+                                      " B (used: scheduler accounting)");
       } else {
-        const kv_tiers::Tier& kt = t_name == "host" ? *host_tier_ : *disk_tier_;
-        t->set_capacity_bytes(t_name == "host" ? host_bytes_ : disk_bytes_);
+        const kv_tiers::Tier& kt = t_name == "host" ? *g.host_tier : *g.disk_tier;
+        t->set_capacity_bytes(t_name == "host" ? g.host_bytes : g.disk_bytes);
         t->set_used_bytes(kt.used_bytes() * scale);
-        if (!cpu_engines_.empty())
+        if (real)
           t->set_backing((t_name == "host" ? "host memory tier, real bytes (kv_tiers '"
                                            : "disk tier, RocksDB, real bytes (kv_tiers '") +
                          kt.name() + "': " + std::to_string(kt.used_bytes()) + " of " +
@@ -156,13 +179,15 @@ void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
 }
 
 void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
-  for (int w = 0; w < config_.workers; ++w) {
+  for (int w = 0; w < total_workers(); ++w) {
+    const Group& g = GroupOf(w);
     auto* e = out->add_worker_engines();
     e->set_worker(w);
+    e->set_model_id(g.spec.id);
     e->set_engine(w < static_cast<int>(engines_.size()) ? std::string(engines_[w]->name()) : "");
-    e->set_kv_bytes_per_token(cost_->KvBytesPerToken());
-    if (cpu_model_) {
-      const executors::cpu::ModelShape& s = cpu_model_->shape();
+    e->set_kv_bytes_per_token(g.cost->KvBytesPerToken());
+    if (g.cpu_model) {
+      const executors::cpu::ModelShape& s = g.cpu_model->shape();
       e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));
       e->set_random_weights(s.random_weights);
       const kv_tiers::Tier& pool = *hbm_view_[w];  // thread-safe accounting
@@ -170,7 +195,7 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
       e->set_kv_pool_capacity_bytes(pool.capacity_bytes());
       e->set_kv_pool_used_bytes(pool.used_bytes());
     } else {
-      e->set_model(cost_->model().name() + " (no weights: step times from a cost model)");
+      e->set_model(g.cost->model().name() + " (no weights: step times from a cost model)");
     }
   }
 }
@@ -181,7 +206,7 @@ void SchedulerDriver::FillLinks(v1::ClusterState* out) const {
   for (const auto& [id, x] : xfers_)
     for (uint32_t l : x.links) ++active[l][static_cast<size_t>(x.cls) % net_budget::kNumClasses];
   std::map<std::string, int> worker_of;  // device id -> worker
-  for (int k = 0; k < config_.workers; ++k) {
+  for (int k = 0; k < total_workers(); ++k) {
     auto dev = device_of_(Location{Tier::kHbm, k});
     if (dev.ok()) worker_of[*dev] = k;
   }

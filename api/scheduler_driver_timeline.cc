@@ -30,7 +30,9 @@ void SchedulerDriver::NoteEvent(const Event& e, Time now) {
   if (e.workflow_id.empty()) return;
   auto it = wfs_.find(e.workflow_id);  // never recreates a forgotten workflow
   if (it == wfs_.end()) return;
-  for (uint64_t id : TimelineOf(it->second).OnEvent(e, now)) (void)mover_->MarkConsumed(id);
+  for (uint64_t id : TimelineOf(it->second).OnEvent(e, now))
+    for (const auto& g : groups_)
+      if (g->mover->MarkConsumed(id)) break;
 }
 
 void SchedulerDriver::NoteDecision(const Command& c, const v1::Decision& d, Time now) {
@@ -48,7 +50,9 @@ void SchedulerDriver::NoteDecision(const Command& c, const v1::Decision& d, Time
   keys.workflow_id = c.workflow_id;
   keys.node_id = std::move(node);
   if (c.transfer_id != 0) keys.transfer_id = std::to_string(c.transfer_id);
-  keys.model_epoch = blocks_->model_epoch();
+  int w = c.worker >= 0 ? c.worker : c.src.worker;
+  keys.model_epoch =
+      (w >= 0 && w < total_workers() ? GroupOf(w) : *groups_[0]).blocks->model_epoch();
   keys.With("kind", d.kind());
   if (!d.context().empty()) keys.With("context", d.context());
   keys.With("line", d.line());
@@ -57,7 +61,9 @@ void SchedulerDriver::NoteDecision(const Command& c, const v1::Decision& d, Time
 
 void SchedulerDriver::EndTransfer(const Event& e, const XferView& x, Time now) {
   MoverTimes times;
-  if (auto m = mover_->TimesOf(e.transfer_id)) {
+  const Group& g =
+      x.src.worker >= 0 && x.src.worker < total_workers() ? GroupOf(x.src.worker) : *groups_[0];
+  if (auto m = g.mover->TimesOf(e.transfer_id)) {
     times.transport_completed = m->transport_completed;
     times.validated = m->validated;
     times.blocks = m->blocks;
@@ -72,7 +78,7 @@ void SchedulerDriver::EndTransfer(const Event& e, const XferView& x, Time now) {
   LogKeys keys;
   keys.workflow_id = x.wf;
   keys.transfer_id = std::to_string(e.transfer_id);
-  keys.model_epoch = blocks_->model_epoch();
+  keys.model_epoch = g.blocks->model_epoch();
   keys.With("context", x.ctx.size() > x.wf.size() ? x.ctx.substr(x.wf.size() + 1) : x.ctx)
       .With("src", scheduler::LocationString(x.src))
       .With("dst", scheduler::LocationString(x.dst))

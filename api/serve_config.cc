@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -15,7 +16,7 @@ namespace switchyard::api {
 namespace {
 
 // "name must be 0 or more, got -3" for a negative value.
-Status CheckNotNegative(const char* name, double value) {
+Status CheckNotNegative(const std::string& name, double value) {
   if (value >= 0) return Status::OK();
   std::string shown = std::to_string(value);
   if (value == static_cast<double>(static_cast<int64_t>(value))) {
@@ -142,37 +143,117 @@ Status FillFrom(const std::string& file, const Msg& inline_msg, const std::strin
   return Status::OK();
 }
 
-// The served model (ServiceConfig.models): its id, aliases, and for the simulated engine
-// its shape and GPU. One model per process in this version.
-Status FillModels(const v1::ServiceConfig& config, SchedulerConfig* s) {
-  if (config.models_size() == 0) return Status::OK();
-  if (config.models_size() > 1) {
-    std::string ids;
-    for (const auto& m : config.models()) ids += (ids.empty() ? "'" : ", '") + m.id() + "'";
-    return Status::InvalidArgument(
-        "models: one model per `switchyard serve` process in this "
-        "version, got " +
-        std::to_string(config.models_size()) + " (" + ids + "); run one server per model");
-  }
-  const v1::ServedModel& m = config.models(0);
-  s->model_id = m.id();
-  std::set<std::string> names = {m.id()};
-  for (const auto& a : m.aliases()) {
-    if (a.empty() || !names.insert(a).second)
-      return Status::InvalidArgument("models[0].aliases: '" + a + "' is empty or repeated");
-    s->model_aliases.push_back(a);
-  }
-  if (s->engine == "cpu") {
+// One served model's shape: engine "cpu" takes it from the checkpoint, "simulated" from
+// model/modelFile and gpu/gpuFile. `field` names the entry ("models[1]").
+template <typename Spec>
+Status FillModelShape(const v1::ServedModel& m, const std::string& engine, const std::string& field,
+                      Spec* s) {
+  if (engine == "cpu") {
     if (!m.model_file().empty() || m.has_model() || !m.gpu_file().empty() || m.has_gpu())
       return Status::InvalidArgument(
-          "models[0]: model/modelFile/gpu/gpuFile price the simulated engine; engine 'cpu' "
-          "takes its shape from models[0].checkpoint");
+          field +
+          ": model/modelFile/gpu/gpuFile price the simulated engine; engine 'cpu' "
+          "takes its shape from " +
+          field + ".checkpoint");
     return Status::OK();
   }
   if (!m.checkpoint().empty())
-    return Status::InvalidArgument("models[0].checkpoint applies to engine 'cpu' only");
-  SY_RETURN_IF_ERROR(FillFrom(m.model_file(), m.model(), "models[0].model", &s->model_config));
-  return FillFrom(m.gpu_file(), m.gpu(), "models[0].gpu", &s->gpu);
+    return Status::InvalidArgument(field + ".checkpoint applies to engine 'cpu' only");
+  SY_RETURN_IF_ERROR(FillFrom(m.model_file(), m.model(), field + ".model", &s->model_config));
+  return FillFrom(m.gpu_file(), m.gpu(), field + ".gpu", &s->gpu);
+}
+
+// A served model after the first (models[i], i >= 1): its own workers, engine and shape.
+Status FillExtraModel(const v1::ServiceConfig& config, const SchedulerConfig& s, int i,
+                      ServedModelSpec* out) {
+  const v1::ServedModel& m = config.models(i);
+  const std::string field = "models[" + std::to_string(i) + "]";
+  if (m.id().empty())
+    return Status::InvalidArgument(field + ".id is required (models after the first)");
+  out->id = m.id();
+  out->aliases.assign(m.aliases().begin(), m.aliases().end());
+  out->engine = !m.engine().empty()        ? m.engine()
+                : !config.engine().empty() ? config.engine()
+                                           : "simulated";
+  if (out->engine != "simulated" && out->engine != "cpu")
+    return Status::InvalidArgument(field + ".engine must be 'simulated' or 'cpu', got '" +
+                                   out->engine + "'");
+  if (out->engine == "cpu" && !s.simulated_llm)
+    return Status::InvalidArgument(field +
+                                   ".engine 'cpu' runs LLM nodes in the service; "
+                                   "llmExecutor 'reported' hands them to an engine that "
+                                   "reports: choose one");
+  SY_RETURN_IF_ERROR(CheckNotNegative(field + ".workers", m.workers()));
+  SY_RETURN_IF_ERROR(CheckNotNegative(field + ".hbm_bytes_per_worker",
+                                      static_cast<double>(m.hbm_bytes_per_worker())));
+  SY_RETURN_IF_ERROR(
+      CheckNotNegative(field + ".kv_pool_mib", static_cast<double>(m.kv_pool_mib())));
+  out->workers = m.workers() > 0 ? m.workers() : 1;
+  out->hbm_bytes_per_worker = static_cast<uint64_t>(m.hbm_bytes_per_worker());
+  if (out->engine == "cpu") {
+    if (m.checkpoint().empty())
+      return Status::InvalidArgument(field + ": engine 'cpu' needs " + field +
+                                     ".checkpoint: a shape file such as "
+                                     "configs/models/tiny-llama-4l.json (random weights) or a "
+                                     "Llama checkpoint directory");
+    out->model_path = m.checkpoint();
+    int64_t mib = m.kv_pool_mib() > 0 ? m.kv_pool_mib() : config.kv_pool_mib();
+    out->kv_pool_bytes = static_cast<uint64_t>(mib > 0 ? mib : 256) << 20;
+  } else if (m.kv_pool_mib() > 0) {
+    return Status::InvalidArgument(field + ".kv_pool_mib applies to engine 'cpu' only");
+  }
+  return FillModelShape(m, out->engine, field, out);
+}
+
+// The served models (ServiceConfig.models): the first one's id, aliases, and for the
+// simulated engine its shape and GPU, into SchedulerConfig's own fields; the others into
+// extra_models, each on its own workers. Names (ids and aliases) are unique across models.
+Status FillModels(const v1::ServiceConfig& config, const ServeFlags& flags, SchedulerConfig* s) {
+  if (config.models_size() == 0) return Status::OK();
+  std::map<std::string, int> names;
+  for (int i = 0; i < config.models_size(); ++i) {
+    const v1::ServedModel& m = config.models(i);
+    std::vector<std::string> own = {m.id()};
+    own.insert(own.end(), m.aliases().begin(), m.aliases().end());
+    for (size_t k = 0; k < own.size(); ++k) {
+      const std::string& n = own[k];
+      if (n.empty() && k == 0) continue;  // the first model's id defaults to its name
+      std::string field = "models[" + std::to_string(i) + "]" +
+                          (k == 0 ? ".id" : ".aliases[" + std::to_string(k - 1) + "]");
+      if (n.empty()) return Status::InvalidArgument(field + " is empty");
+      auto [it, fresh] = names.emplace(n, i);
+      if (!fresh)
+        return Status::InvalidArgument(field + ": '" + n + "' is repeated (also models[" +
+                                       std::to_string(it->second) + "])");
+    }
+  }
+  const v1::ServedModel& m = config.models(0);
+  s->model_id = m.id();
+  s->model_aliases.assign(m.aliases().begin(), m.aliases().end());
+  SY_RETURN_IF_ERROR(CheckNotNegative("models[0].workers", m.workers()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("models[0].hbm_bytes_per_worker",
+                                      static_cast<double>(m.hbm_bytes_per_worker())));
+  if (m.workers() > 0 && config.workers() > 0 && m.workers() != config.workers())
+    return Status::InvalidArgument("models[0].workers (" + std::to_string(m.workers()) +
+                                   ") and workers (" + std::to_string(config.workers()) +
+                                   ") disagree: set one");
+  if (m.workers() > 0) s->workers = m.workers();
+  if (m.hbm_bytes_per_worker() > 0)
+    s->hbm_bytes_per_worker = static_cast<uint64_t>(m.hbm_bytes_per_worker());
+  SY_RETURN_IF_ERROR(
+      CheckNotNegative("models[0].kv_pool_mib", static_cast<double>(m.kv_pool_mib())));
+  if (m.kv_pool_mib() > 0) {
+    if (s->engine != "cpu")
+      return Status::InvalidArgument("models[0].kv_pool_mib applies to engine 'cpu' only");
+    if (flags.kv_pool_mib <= 0) s->kv_pool_bytes = static_cast<uint64_t>(m.kv_pool_mib()) << 20;
+  }
+  SY_RETURN_IF_ERROR(FillModelShape(m, s->engine, "models[0]", s));
+  for (int i = 1; i < config.models_size(); ++i) {
+    ServedModelSpec extra;
+    SY_RETURN_IF_ERROR(FillExtraModel(config, *s, i, &extra));
+    s->extra_models.push_back(std::move(extra));
+  }
+  return Status::OK();
 }
 
 // Tier sizes and per-tenant quotas (the scheduler's bytes).
@@ -203,12 +284,12 @@ Status FillScheduler(const v1::ServiceConfig& config, const ServeFlags& flags, S
   }
   s->simulated_llm = llm == "simulated";
   SY_RETURN_IF_ERROR(FillEngine(config, flags, s));
-  SY_RETURN_IF_ERROR(FillModels(config, s));
+  SY_RETURN_IF_ERROR(FillModels(config, flags, s));
   SY_RETURN_IF_ERROR(FillTiers(config, s));
   SY_RETURN_IF_ERROR(CheckNotNegative("workers", config.workers()));
   SY_RETURN_IF_ERROR(CheckNotNegative("hbm_bytes_per_worker", config.hbm_bytes_per_worker()));
   if (config.workers() > 0) s->workers = config.workers();
-  if (config.hbm_bytes_per_worker() > 0) {
+  if (config.hbm_bytes_per_worker() > 0 && s->hbm_bytes_per_worker == 0) {
     s->hbm_bytes_per_worker = static_cast<uint64_t>(config.hbm_bytes_per_worker());
   }
   if (!config.policy().empty()) s->policy = config.policy();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 #include <random>
 
 #include "base/ids.h"
@@ -199,6 +200,34 @@ Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
   }
 }
 
+namespace {
+
+// A context's KV belongs to one model: every LLM node that references it runs that model.
+// `known` holds the workflow's nodes so far; each of `added` is checked against them and
+// the ones before it (the error names the field of `added`).
+template <typename Nodes>
+Status CheckContextModels(std::vector<const v1::ProgramNode*> known, const Nodes& added) {
+  std::map<std::string, const v1::ProgramNode*> owner;  // context -> first LLM node using it
+  auto note = [&](const v1::ProgramNode& n, int index) -> Status {
+    if (n.kind() != v1::LLM) return Status::OK();
+    for (int j = 0; j < n.cache_refs_size(); ++j) {
+      auto [it, fresh] = owner.emplace(n.cache_refs(j).context(), &n);
+      if (fresh || it->second->model_id() == n.model_id()) continue;
+      return Status::InvalidArgument(
+          "nodes[" + std::to_string(index) + "].cacheRefs[" + std::to_string(j) + "]: context '" +
+          it->first + "' holds model '" + it->second->model_id() + "''s KV (node '" +
+          it->second->id() + "'); node '" + n.id() + "' runs model '" + n.model_id() + "'");
+    }
+    return Status::OK();
+  };
+  for (const v1::ProgramNode* n : known) SY_RETURN_IF_ERROR(note(*n, -1));
+  int i = 0;
+  for (const v1::ProgramNode& n : added) SY_RETURN_IF_ERROR(note(n, i++));
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Service::ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const {
   Time now = Time::FromMillis(rec.time_ms());
   e->last_ms = std::max(e->last_ms, rec.time_ms());
@@ -324,6 +353,12 @@ void Service::MutateAsync(const std::string& tenant, const std::string& id,
 Status Service::MutateLocked(const std::shared_ptr<Entry>& entry, const std::string& id,
                              v1::WorkflowLogRecord rec, const IdempotentAnswer* idem, Done done) {
   if (!entry->graph) return Status::NotFound("no workflow '" + id + "'");
+  if (driver_ && rec.has_appended()) {
+    std::vector<const v1::ProgramNode*> known;
+    for (size_t i = 0; i < entry->graph->size(); ++i)
+      known.push_back(&entry->graph->node(static_cast<pg::NodeIndex>(i)));
+    SY_RETURN_IF_ERROR(CheckContextModels(std::move(known), rec.appended().nodes()));
+  }
   bool was_done = entry->graph->done();
   SY_RETURN_IF_ERROR(ApplyRecord(entry.get(), rec));  // validates; changes only on success
   Effects fx;
@@ -422,6 +457,8 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
   workflow.set_tenant(tenant);
   for (int i = 0; i < workflow.nodes_size(); ++i)
     if (Status st = ResolveModel(workflow.mutable_nodes(i), i); !st.ok()) return done(st);
+  if (driver_)
+    if (Status st = CheckContextModels({}, workflow.nodes()); !st.ok()) return done(st);
   if (workflow.id().empty()) workflow.set_id(NewWorkflowId());
   Time now = clock_->Now();
   if (workflow.arrival_ms() == 0) workflow.set_arrival_ms(now.millis());

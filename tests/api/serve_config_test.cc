@@ -153,8 +153,35 @@ TEST(ServeConfigTest, TheModelsSectionNamesAndPricesTheServedModel) {
       Parse(R"({"models": [{"id": "m", "model": {"name": "x", "numLayers": 2}}]})"), {});
   ASSERT_TRUE(inline_model.ok()) << inline_model.status().ToString();
   EXPECT_EQ(inline_model->service.scheduler.model_config->num_layers(), 2u);
-  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a"}, {"id": "b"}]})").find("one model per"),
+  // Several models: each after the first on its own workers, names unique across them.
+  auto two = MakeServeSetup(Parse(R"({"workers": 2, "models": [{"id": "a"},
+      {"id": "b", "aliases": ["bee"], "workers": 3, "hbmBytesPerWorker": "4096",
+       "model": {"name": "y", "numLayers": 4}}]})"),
+                            {});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->service.scheduler.workers, 2);
+  ASSERT_EQ(two->service.scheduler.extra_models.size(), 1u);
+  const ServedModelSpec& b = two->service.scheduler.extra_models[0];
+  EXPECT_EQ(b.id, "b");
+  EXPECT_EQ(b.aliases, std::vector<std::string>{"bee"});
+  EXPECT_EQ(b.workers, 3);
+  EXPECT_EQ(b.hbm_bytes_per_worker, 4096u);
+  EXPECT_EQ(b.engine, "simulated");
+  ASSERT_TRUE(b.model_config);
+  EXPECT_EQ(b.model_config->num_layers(), 4u);
+  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a"}, {"id": "b", "aliases": ["a"]}]})")
+                .find("models[1].aliases[0]: 'a' is repeated (also models[0])"),
             std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a"}, {"aliases": ["x"]}]})").find("models[1].id is"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"workers": 2, "models": [{"id": "a", "workers": 3}]})").find("disagree"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"models": [{"id": "a"}, {"id": "b", "engine": "cpu"}]})")
+                .find("models[1]: engine 'cpu' needs models[1].checkpoint"),
+            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(R"({"models": [{"id": "a"}, {"id": "b", "workers": -1}]})").find("models[1].workers"),
+      std::string::npos);
   EXPECT_NE(
       ErrorOf(R"({"models": [{"id": "a", "modelFile": "/no/such.json"}]})").find("/no/such.json"),
       std::string::npos);
