@@ -129,6 +129,17 @@ Status Embedded::WorkerLost(int worker, const std::string& reason) {
   return Status::OK();
 }
 
+Status Embedded::WorkerJoined(int worker, const std::string& reason) {
+  SchedulerDriver* d = service_->scheduler();
+  if (!d) return Status::FailedPrecondition("WorkerJoined: the scheduler is not running");
+  if (worker < 0 || worker >= d->config().workers)
+    return Status::InvalidArgument("WorkerJoined: worker " + std::to_string(worker) +
+                                   " is outside [0, " + std::to_string(d->config().workers) + ")");
+  d->PeerJoined(
+      worker, reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
+  return Status::OK();
+}
+
 Result<uint64_t> Embedded::BumpModelEpoch(const std::string& model_id) {
   if (model_id.empty()) return Status::InvalidArgument("BumpModelEpoch: model_id is empty");
   SchedulerDriver* d = service_->scheduler();

@@ -27,7 +27,8 @@
 // (LlmStarted/LlmFinished/LlmFailed or an LLM event through Report).
 // Cluster events: WorkerLost(worker, reason) runs the failure sequence for that worker
 // (its running nodes are recomputed elsewhere when they may be retried; a side-effecting
-// node that cannot be shown safe fails its workflow closed); BumpModelEpoch(model)
+// node that cannot be shown safe fails its workflow closed); WorkerJoined(worker, reason)
+// brings it back empty (a restarted engine); BumpModelEpoch(model)
 // invalidates every KV block of the older epoch (later uses recompute).
 //
 // Ownership: Embedded owns its Service (and, through it, the engines a factory made).
@@ -95,6 +96,9 @@ class Embedded {
 
   // Cluster side. InvalidArgument for a worker outside [0, workers).
   Status WorkerLost(int worker, const std::string& reason);
+  // A worker WorkerLost reported is back, empty: its engine's Reset() runs (the engine
+  // must implement it, or the worker stays lost) and the scheduler places on it again.
+  Status WorkerJoined(int worker, const std::string& reason);
   // The model's new epoch (the first bump gives 1). InvalidArgument for an empty id.
   Result<uint64_t> BumpModelEpoch(const std::string& model_id);
 

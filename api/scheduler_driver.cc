@@ -432,6 +432,12 @@ void SchedulerDriver::PeerLost(int worker, std::string reason) {
   runtime_->PeerLost(worker);
 }
 
+void SchedulerDriver::PeerJoined(int worker, std::string reason) {
+  Log(LogLevel::kInfo, "worker rejoined",
+      LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
+  runtime_->PeerJoined(worker);
+}
+
 uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
   uint64_t epoch;
   {

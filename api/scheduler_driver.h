@@ -243,6 +243,10 @@ class SchedulerDriver {
   // for the nodes and contexts it held (executors::Runtime::PeerLost). Each workflow it
   // held some of gets a v1::WorkerLoss (Callbacks::worker_lost) naming `reason`.
   void PeerLost(int worker, std::string reason = "");
+  // A lost worker is back as a new incarnation: its engine starts over empty
+  // (executors::Engine::Reset; an engine that cannot keeps the worker lost) and the core
+  // places on it again (executors::Runtime::PeerJoined). `reason` is logged.
+  void PeerJoined(int worker, std::string reason = "");
   // The model's weights changed: every KV block of the older epoch is invalidated — the
   // core's contexts and the tiers' blocks (invariant 4). Returns the new epoch.
   uint64_t BumpModelEpoch(const std::string& model_id);

@@ -258,6 +258,15 @@ Status BatchingEngine::Release(const std::string& context) {
   return Status::OK();
 }
 
+Status BatchingEngine::Reset() {
+  if (!seqs_.empty())
+    return Status::FailedPrecondition(Who() + ": reset with " + std::to_string(seqs_.size()) +
+                                      " running sequence(s)");
+  contexts_.clear();
+  blocks_used_ = 0;
+  return Status::OK();
+}
+
 // ---- Steps -------------------------------------------------------------------------------
 
 void BatchingEngine::Wake() {

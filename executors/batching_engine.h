@@ -105,6 +105,7 @@ class BatchingEngine : public Engine {
   Result<SeqProgress> Preempt(const std::string& key) override;
   Status Import(const std::string& context, int64_t tokens) override;
   Status Release(const std::string& context) override;
+  Status Reset() override;
 
   int64_t blocks_used() const override { return blocks_used_; }
   int64_t context_tokens(const std::string& context) const override;

@@ -132,6 +132,14 @@ class Engine {
   virtual int64_t blocks_used() const = 0;
   virtual int64_t context_tokens(const std::string& context) const = 0;  // -1: not held
   virtual size_t running() const = 0;
+
+  // Drops every context and block: the worker came back as a new incarnation (a new
+  // process) after a loss, so nothing this engine held is there any more. Called with no
+  // running sequence (the loss preempted them; FailedPrecondition otherwise). The default
+  // refuses (NotSupported): an engine that cannot start over keeps its worker lost.
+  virtual Status Reset() {
+    return Status::NotSupported(std::string(name()) + " cannot start over after a loss");
+  }
 };
 
 // Blocks for `tokens` tokens (ceil).

@@ -1,5 +1,7 @@
 #include "executors/runtime.h"
 
+#include "base/logging.h"
+
 namespace switchyard::executors {
 
 using scheduler::Command;
@@ -70,6 +72,29 @@ void Runtime::PeerLost(int worker) {
     running_on_.erase(worker);
     Event e;
     e.kind = EventKind::kPeerLost;
+    e.worker = worker;
+    Feed(e);
+  });
+}
+
+void Runtime::PeerJoined(int worker) {
+  loop_->Post([this, worker]() {
+    if (Engine* eng = engine(worker)) {
+      Status st = eng->Reset();
+      if (!st.ok()) {
+        Log(LogLevel::kWarn, "worker not rejoined: its engine cannot start over",
+            LogKeys().With("worker", std::to_string(worker)).With("error", st.ToString()));
+        return;
+      }
+    }
+    // Moves of the lost incarnation that are still out: their end must not free the new
+    // incarnation's blocks (a context of the same key may be there by then).
+    for (auto& [id, c] : moves_) {
+      if (c.src.worker == worker) c.src.tier = scheduler::Tier::kNone;
+      if (c.dst.worker == worker) c.dst.tier = scheduler::Tier::kNone;
+    }
+    Event e;
+    e.kind = EventKind::kPeerJoined;
     e.worker = worker;
     Feed(e);
   });

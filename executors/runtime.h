@@ -55,6 +55,9 @@ class Runtime {
   void Cancel(const std::string& workflow_id);
   // Membership and model changes, and any other event (e.g. from a real engine).
   void PeerLost(int worker);
+  // A lost worker is back (its engine is empty: a new process, or the lost one's sequences
+  // and blocks were all dropped at the loss): the core places on it again.
+  void PeerJoined(int worker);
   void ModelEpochChanged(const std::string& model_id, uint64_t epoch);
   void Inject(scheduler::Event e);
 

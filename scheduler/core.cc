@@ -67,6 +67,8 @@ void CoreState::Handle(const Event& e) {
     OnTransferDone(e.transfer_id, e.kind == EventKind::kTransferCompleted);
   } else if (e.kind == EventKind::kPeerLost) {
     OnPeerLost(e.worker);
+  } else if (e.kind == EventKind::kPeerJoined) {
+    OnPeerJoined(e.worker);
   } else if (e.kind == EventKind::kModelEpochChanged) {
     OnEpochChanged(e.model_id, e.epoch);
   } else if (e.kind != EventKind::kDeadlineTick) {
@@ -400,6 +402,11 @@ Commands Core::handle(const Event& event, Time now) {
 uint64_t Core::hbm_capacity(int worker) const {
   if (worker < 0 || worker >= static_cast<int>(s_->workers.size())) return 0;
   return s_->Cap(worker);
+}
+
+bool Core::alive(int worker) const {
+  return worker >= 0 && worker < static_cast<int>(s_->workers.size()) &&
+         s_->workers[static_cast<size_t>(worker)].alive;
 }
 
 uint64_t Core::hbm_used(int worker) const {

@@ -111,6 +111,8 @@ class Core {
   // Introspection (tests, metrics, property checks).
   const Policy& policy() const { return *policy_; }
   uint64_t hbm_used(int worker) const;
+  // false from kPeerLost of the worker until its kPeerJoined (out of range: false).
+  bool alive(int worker) const;
   uint64_t hbm_capacity() const { return options_.hbm_bytes_per_worker; }
   uint64_t hbm_capacity(int worker) const;  // CoreOptions::worker_hbm_bytes where set
   const CoreOptions& options() const { return options_; }

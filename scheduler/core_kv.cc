@@ -467,6 +467,15 @@ void CoreState::OnPeerLost(int w) {
   }
 }
 
+void CoreState::OnPeerJoined(int w) {
+  if (w < 0 || w >= static_cast<int>(workers.size()) || workers[static_cast<size_t>(w)].alive)
+    return;
+  // OnPeerLost left it empty; a new incarnation starts from nothing of the old one's.
+  WorkerRec& r = workers[static_cast<size_t>(w)];
+  r = WorkerRec{};
+  r.alive = true;
+}
+
 void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
   uint64_t& cur = model_epoch[model];
   if (epoch <= cur) return;

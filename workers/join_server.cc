@@ -31,13 +31,33 @@ std::string CheckHello(const v1::WorkerHello& hello, uint32_t serve_version) {
 // --- RemoteWorker ---
 
 RemoteWorker::RemoteWorker(std::unique_ptr<ControlConn> conn, v1::WorkerHello hello, int index)
-    : conn_(std::move(conn)), hello_(std::move(hello)), index_(index) {}
+    : index_(index), conn_(std::move(conn)), hello_(std::move(hello)) {}
 
-RemoteWorker::~RemoteWorker() { conn_->Close(); }
+RemoteWorker::~RemoteWorker() {
+  conn_->Close();
+  for (auto& c : retired_) c->Close();
+}
 
 void RemoteWorker::Start(Duration heartbeat, int misses) {
-  conn_->Start([this](const v1::WorkerControl& m) { OnMessage(m); },
-               [this](const Status& why) { OnLost(why); }, heartbeat, misses);
+  StartConn(Conn(), 0, heartbeat, misses);
+}
+
+void RemoteWorker::StartConn(const std::shared_ptr<ControlConn>& conn, uint64_t gen,
+                             Duration heartbeat, int misses) {
+  conn->Start([this, gen](const v1::WorkerControl& m) { OnMessage(gen, m); },
+              [this, gen](const Status& why) { OnLost(gen, why); }, heartbeat, misses);
+}
+
+std::shared_ptr<ControlConn> RemoteWorker::Conn() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return conn_;
+}
+
+Status RemoteWorker::Send(const v1::WorkerControl& m) { return Conn()->Send(m); }
+
+v1::WorkerHello RemoteWorker::hello() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return hello_;
 }
 
 void RemoteWorker::SetSink(Sink sink) {
@@ -54,30 +74,46 @@ void RemoteWorker::SetLossHandler(std::function<void(int, const Status&)> fn) {
   }
 }
 
-void RemoteWorker::OnMessage(const v1::WorkerControl& m) {
+void RemoteWorker::SetRejoinHandler(std::function<void(int)> fn) {
+  std::function<void(int)> deliver;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    rejoin_handler_ = std::move(fn);
+    if (rejoin_pending_ && rejoin_handler_ && !lost_) {
+      rejoin_pending_ = false;
+      deliver = rejoin_handler_;
+    }
+  }
+  if (deliver) deliver(index_);
+}
+
+void RemoteWorker::OnMessage(uint64_t gen, const v1::WorkerControl& m) {
   if (m.has_heartbeat()) {  // liveness (ControlConn counts it) and the KV store's figures
     if (m.heartbeat().has_kv()) {
       std::lock_guard<std::mutex> l(mu_);
-      kv_ = m.heartbeat().kv();
+      if (gen == gen_) kv_ = m.heartbeat().kv();
     }
     return;
   }
   if (m.has_bye()) {
-    OnLost(Status::Unavailable("worker left: " + m.bye().reason(), ErrorScope::kPeer));
+    OnLost(gen, Status::Unavailable("worker left: " + m.bye().reason(), ErrorScope::kPeer));
     return;
   }
   std::lock_guard<std::mutex> l(mu_);
-  if (sink_.on_message) sink_.on_message(m);
+  if (gen == gen_ && sink_.on_message) sink_.on_message(m);
 }
 
-void RemoteWorker::OnLost(const Status& why) {
+void RemoteWorker::OnLost(uint64_t gen, const Status& why) {
   std::lock_guard<std::mutex> l(mu_);
-  if (lost_) return;
+  if (lost_ || gen != gen_) return;  // once per incarnation; a retired one's end is old news
   lost_ = true;
   lost_reason_ = "worker " + hello_.worker_id() + " (index " + std::to_string(index_) +
                  ") lost: " + why.message();
   Log(LogLevel::kWarn, "joined worker lost",
-      LogKeys().With("worker", hello_.worker_id()).With("reason", why.message()));
+      LogKeys()
+          .With("worker", hello_.worker_id())
+          .With("epoch", std::to_string(hello_.epoch()))
+          .With("reason", why.message()));
   Status st = Status::Unavailable(lost_reason_, ErrorScope::kPeer);
   // The scheduler first (it stops posting and fails the nodes peer-scoped), then the
   // engine's step in flight.
@@ -88,15 +124,66 @@ void RemoteWorker::OnLost(const Status& why) {
   if (sink_.on_lost) sink_.on_lost(st);
 }
 
+std::string RemoteWorker::CheckRejoin(const v1::WorkerHello& hello) const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!lost_) return "worker id '" + hello.worker_id() + "' already joined";
+  if (hello.epoch() <= hello_.epoch())
+    return "worker '" + hello.worker_id() + "' rejoins with epoch " +
+           std::to_string(hello.epoch()) + ", not after its lost incarnation's epoch " +
+           std::to_string(hello_.epoch()) + " (a stale incarnation)";
+  return "";
+}
+
+Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello hello,
+                            Duration heartbeat, int misses) {
+  std::string why = CheckRejoin(hello);
+  if (!why.empty()) return Status::FailedPrecondition(why);
+  std::shared_ptr<ControlConn> fresh(std::move(conn));
+  uint64_t gen;
+  std::shared_ptr<ControlConn> old;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    old = conn_;
+    retired_.push_back(conn_);
+    conn_ = fresh;
+    hello_ = std::move(hello);
+    gen = ++gen_;
+    lost_ = loss_delivered_ = false;
+    kv_ = {};
+    pool_used_bytes_ = 0;
+  }
+  old->Close();  // it is lost already; its late callbacks carry the old gen
+  StartConn(fresh, gen, heartbeat, misses);
+  v1::WorkerHello now = this->hello();
+  Log(LogLevel::kInfo, "joined worker rejoined",
+      LogKeys()
+          .With("worker", now.worker_id())
+          .With("index", std::to_string(index_))
+          .With("epoch", std::to_string(now.epoch()))
+          .With("host", now.host()));
+  std::function<void()> on_rejoined;
+  std::function<void(int)> handler;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    on_rejoined = sink_.on_rejoined;
+    handler = rejoin_handler_;
+    rejoin_pending_ = !handler;
+  }
+  if (on_rejoined) on_rejoined();  // the engine first, then the scheduler places on it
+  if (handler) handler(index_);
+  return Status::OK();
+}
+
 void RemoteWorker::Shutdown(const std::string& reason) {
   {
     std::lock_guard<std::mutex> l(mu_);
     sink_ = {};
     loss_handler_ = nullptr;
+    rejoin_handler_ = nullptr;
   }
   v1::WorkerControl bye;
   bye.mutable_bye()->set_reason(reason);
-  conn_->Finish(bye, Seconds(2));
+  Conn()->Finish(bye, Seconds(2));
 }
 
 bool RemoteWorker::lost() const {
@@ -110,25 +197,35 @@ void RemoteWorker::SetPoolUsedBytes(uint64_t bytes) {
 }
 
 void RemoteWorker::MarkLost(const Status& why) {
-  OnLost(why);
-  conn_->Close();
+  uint64_t gen;
+  std::shared_ptr<ControlConn> conn;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gen = gen_;
+    conn = conn_;
+  }
+  OnLost(gen, why);
+  conn->Close();
 }
 
 v1::JoinedWorker RemoteWorker::Snapshot() const {
   v1::JoinedWorker w;
+  std::shared_ptr<ControlConn> conn = Conn();
+  std::lock_guard<std::mutex> l(mu_);
   w.set_id(hello_.worker_id());
   w.set_host(hello_.host());
   w.set_engine(hello_.engine());
   w.set_model(hello_.model());
   w.set_kv_pool_capacity_bytes(hello_.kv_pool_capacity_bytes());
   w.set_worker_index(index_);
-  w.set_address(conn_->peer());
-  w.set_last_heartbeat_ms(conn_->last_heard_ms());
-  std::lock_guard<std::mutex> l(mu_);
+  w.set_address(conn->peer());
+  w.set_last_heartbeat_ms(conn->last_heard_ms());
   w.set_state(lost_ ? "lost" : "alive");
   w.set_lost_reason(lost_reason_);
   w.set_kv_pool_used_bytes(pool_used_bytes_);
   w.set_kv_address(hello_.kv_address());
+  w.set_epoch(hello_.epoch());
+  w.set_joins(static_cast<uint32_t>(gen_ + 1));
   if (kv_.capacity_bytes() > 0) *w.mutable_kv() = kv_;
   return w;
 }
@@ -162,6 +259,8 @@ Result<std::unique_ptr<JoinServer>> JoinServer::Listen(const std::string& host_p
 }
 
 JoinServer::~JoinServer() {
+  stop_ = true;
+  if (rejoin_thread_.joinable()) rejoin_thread_.join();
   std::vector<std::shared_ptr<void>> held;  // first: their callbacks reach the workers
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -177,7 +276,17 @@ JoinServer::~JoinServer() {
   for (auto& w : workers) w->Shutdown("serve stopping");
 }
 
-Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOptions& o) {
+void JoinServer::Refuse(ControlConn* conn, const v1::WorkerHello& hello, const JoinOptions& o,
+                        const std::string& why) {
+  v1::WorkerControl r;
+  r.mutable_refusal()->set_reason(why);
+  r.mutable_refusal()->set_serve_protocol_version(o.protocol_version);
+  r.mutable_refusal()->set_worker_protocol_version(hello.protocol_version());
+  (void)conn->Send(r);
+}
+
+Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOptions& o,
+                             bool members_only) {
   auto first = conn->ReadOne(Seconds(10));
   if (!first.ok()) return first.status();
   if (!first->has_hello()) return Status::InvalidArgument("first message is not a hello");
@@ -188,21 +297,18 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
           o.served_models.end())
     why = "model mismatch: worker runs model '" + hello.model() + "', serve serves '" +
           o.served_models.front() + "'";
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto& w : workers_)
-      if (why.empty() && w->hello().worker_id() == hello.worker_id())
-        why = "worker id '" + hello.worker_id() + "' already joined";
+  RemoteWorker* member = why.empty() ? Find(hello.worker_id()) : nullptr;
+  if (member) {
+    why = member->CheckRejoin(hello);
+  } else if (why.empty() && members_only) {
+    why = "worker id '" + hello.worker_id() +
+          "' is not a member (membership is fixed at start; a lost member may rejoin)";
   }
   if (!why.empty()) {
-    v1::WorkerControl r;
-    r.mutable_refusal()->set_reason(why);
-    r.mutable_refusal()->set_serve_protocol_version(o.protocol_version);
-    r.mutable_refusal()->set_worker_protocol_version(hello.protocol_version());
-    (void)conn->Send(r);
+    Refuse(conn.get(), hello, o, why);
     return Status::FailedPrecondition(why);
   }
-  int index = o.first_index + static_cast<int>(size());
+  int index = member ? member->index() : o.first_index + static_cast<int>(size());
   v1::WorkerControl w;
   v1::WorkerWelcome* wel = w.mutable_welcome();
   wel->set_protocol_version(o.protocol_version);
@@ -214,6 +320,7 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
   *wel->mutable_gpu() = o.gpu;
   wel->set_serve_epoch(static_cast<uint64_t>(UnixMillis()));
   SY_RETURN_IF_ERROR(conn->Send(w));
+  if (member) return member->Rejoin(std::move(conn), hello, o.heartbeat, o.heartbeat_misses);
   auto rw = std::make_unique<RemoteWorker>(std::move(conn), hello, index);
   rw->Start(o.heartbeat, o.heartbeat_misses);
   Log(LogLevel::kInfo, "worker joined",
@@ -221,10 +328,34 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
           .With("worker", hello.worker_id())
           .With("index", std::to_string(index))
           .With("engine", hello.engine())
+          .With("epoch", std::to_string(hello.epoch()))
           .With("host", hello.host()));
   std::lock_guard<std::mutex> l(mu_);
   workers_.push_back(std::move(rw));
   return Status::OK();
+}
+
+Status JoinServer::AcceptOne(const JoinOptions& o, bool members_only, Duration wait) {
+  pollfd p{fd_, POLLIN, 0};
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
+  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, ms))) <= 0) return Status::OK();
+  sockaddr_in peer{};
+  socklen_t len = sizeof(peer);
+  int cfd = ::accept(fd_, reinterpret_cast<sockaddr*>(&peer), &len);
+  if (cfd < 0) return Status::OK();
+  int one = 1;
+  ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  char ip[INET_ADDRSTRLEN] = {0};
+  ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
+  std::string name = std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port));
+  Status st = Handshake(std::make_unique<ControlConn>(cfd, name), o, members_only);
+  if (!st.ok()) {
+    Log(LogLevel::kWarn, "worker join refused",
+        LogKeys().With("peer", name).With("reason", st.message()));
+    std::lock_guard<std::mutex> l(mu_);
+    refusals_.push_back(name + ": " + st.message());
+  }
+  return st;
 }
 
 Status JoinServer::AwaitWorkers(const JoinOptions& o) {
@@ -239,33 +370,40 @@ Status JoinServer::AwaitWorkers(const JoinOptions& o) {
       for (const std::string& r : refusals()) msg += "; refused " + r;
       return Status::DeadlineExceeded(msg);
     }
-    pollfd p{fd_, POLLIN, 0};
-    int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 200)));
-    if (rc <= 0) continue;
-    sockaddr_in peer{};
-    socklen_t len = sizeof(peer);
-    int cfd = ::accept(fd_, reinterpret_cast<sockaddr*>(&peer), &len);
-    if (cfd < 0) continue;
-    int one = 1;
-    ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    char ip[INET_ADDRSTRLEN] = {0};
-    ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
-    std::string name = std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port));
-    Status st = Handshake(std::make_unique<ControlConn>(cfd, name), o);
-    if (!st.ok()) {
-      Log(LogLevel::kWarn, "worker join refused",
-          LogKeys().With("peer", name).With("reason", st.message()));
-      std::lock_guard<std::mutex> l(mu_);
-      refusals_.push_back(name + ": " + st.message());
-      if (o.max_refusals > 0 && static_cast<int>(refusals_.size()) >= o.max_refusals)
-        return Status::FailedPrecondition("joined " + std::to_string(workers_.size()) + " of " +
-                                          std::to_string(o.expect) + " workers at " + address_ +
-                                          "; refused " + refusals_.back());
-    }
+    Status st = AcceptOne(o, false, std::min<Duration>(left, Millis(200)));
+    std::lock_guard<std::mutex> l(mu_);
+    if (!st.ok() && o.max_refusals > 0 && static_cast<int>(refusals_.size()) >= o.max_refusals)
+      return Status::FailedPrecondition("joined " + std::to_string(workers_.size()) + " of " +
+                                        std::to_string(o.expect) + " workers at " + address_ +
+                                        "; refused " + refusals_.back());
   }
-  ::close(fd_);  // membership is fixed from here on
-  fd_ = -1;
+  if (!o.accept_rejoins) {
+    ::close(fd_);  // membership is fixed from here on
+    fd_ = -1;
+    return Status::OK();
+  }
+  options_ = o;
+  rejoin_thread_ = std::thread([this] { RejoinLoop(); });
   return Status::OK();
+}
+
+void JoinServer::RejoinLoop() {
+  while (!stop_) (void)AcceptOne(options_, true, Millis(200));
+}
+
+std::function<void(int)> JoinServer::rejoin_handler() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return rejoin_handler_;
+}
+
+void JoinServer::SetRejoinHandler(std::function<void(int)> fn) {
+  std::vector<RemoteWorker*> ws;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    rejoin_handler_ = fn;
+    for (auto& w : workers_) ws.push_back(w.get());
+  }
+  for (RemoteWorker* w : ws) w->SetRejoinHandler(fn);
 }
 
 size_t JoinServer::size() const {

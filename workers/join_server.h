@@ -2,13 +2,20 @@
 // JoinServer listens for `switchyard worker --join` processes and welcomes them;
 // RemoteWorker is one joined worker's connection, state and liveness.
 //
-// Membership is fixed when serve starts (this increment): serve is told how many workers
-// to expect, AwaitWorkers accepts until that many joined (or fails with DeadlineExceeded
-// naming how many joined, of how many, at which address, and why any was refused), and the
-// listener then closes. A hello whose protocol_version differs from serve's is refused
-// with a WorkerRefusal naming both versions; so is a worker id already joined, and a hello
-// naming a model serve does not serve (naming both). Each worker
-// gets the scheduler index first_index + (join order).
+// Membership is fixed when serve starts: serve is told how many workers to expect, and
+// AwaitWorkers accepts until that many joined (or fails with DeadlineExceeded naming how
+// many joined, of how many, at which address, and why any was refused). A hello whose
+// protocol_version differs from serve's is refused with a WorkerRefusal naming both
+// versions; so is a worker id already joined and alive, and a hello naming a model serve
+// does not serve (naming both). Each worker gets the scheduler index first_index + (join
+// order).
+//
+// Rejoin: after AwaitWorkers the listener stays open for members that come back. A hello
+// naming a lost member's id with a larger epoch (a restarted process) is welcomed under
+// the member's scheduler index: RemoteWorker::Rejoin swaps in its connection and hello,
+// the sink's on_rejoined runs (the RemoteEngine takes steps again), then the rejoin
+// handler (serve: reconnects the worker's KV store, then SchedulerDriver::PeerJoined). A
+// stale epoch, a member that is alive, or an id that is not a member is refused by name.
 //
 // Loss (invariant 5, "detect"): a closed connection, a read/write error or silence for
 // `heartbeat_misses` heartbeat intervals marks the worker lost, once: first the loss
@@ -19,11 +26,13 @@
 // Thread-safety: every method is thread-safe; handlers run on the connection's threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/result.h"
@@ -42,6 +51,7 @@ class RemoteWorker {
   struct Sink {
     std::function<void(const v1::WorkerControl&)> on_message;  // not heartbeats
     std::function<void(const Status&)> on_lost;
+    std::function<void()> on_rejoined;  // a new incarnation took over (same index)
   };
   RemoteWorker(std::unique_ptr<ControlConn> conn, v1::WorkerHello hello, int index);
   ~RemoteWorker();
@@ -51,30 +61,47 @@ class RemoteWorker {
   // Returns after any call into the previous sink has ended.
   void SetSink(Sink sink);
   void SetLossHandler(std::function<void(int index, const Status&)> fn);
-  Status Send(const v1::WorkerControl& m) { return conn_->Send(m); }
+  // `fn(index)`: a new incarnation rejoined (after the sink's on_rejoined).
+  void SetRejoinHandler(std::function<void(int index)> fn);
+  Status Send(const v1::WorkerControl& m);
   // Ends the connection without a loss (serve is stopping): sends bye, closes.
   void Shutdown(const std::string& reason);
   // Declares the worker lost for a reason found elsewhere (its etcd lease expired): the
   // same sequence as a closed connection; the connection is closed. Once.
   void MarkLost(const Status& why);
+  // Why `hello` cannot take this worker over (empty: it can): the worker is alive, or the
+  // hello's epoch is not after the lost incarnation's.
+  std::string CheckRejoin(const v1::WorkerHello& hello) const;
+  // A new incarnation (`hello`, welcomed on `conn`) takes over after a loss; see the header
+  // comment. FailedPrecondition when CheckRejoin refuses it.
+  Status Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello hello, Duration heartbeat,
+                int misses);
 
   int index() const { return index_; }
-  const v1::WorkerHello& hello() const { return hello_; }
+  v1::WorkerHello hello() const;  // the incarnation's now (a rejoin replaces it)
   bool lost() const;
   v1::JoinedWorker Snapshot() const;
   // The engine's pool use, for the listing (the RemoteEngine sets it).
   void SetPoolUsedBytes(uint64_t bytes);
 
  private:
-  void OnMessage(const v1::WorkerControl& m);
-  void OnLost(const Status& why);
+  // Callbacks of incarnation `gen`'s connection (ignored once another took over).
+  void StartConn(const std::shared_ptr<ControlConn>& conn, uint64_t gen, Duration heartbeat,
+                 int misses);
+  void OnMessage(uint64_t gen, const v1::WorkerControl& m);
+  void OnLost(uint64_t gen, const Status& why);
+  std::shared_ptr<ControlConn> Conn() const;
 
-  std::unique_ptr<ControlConn> conn_;
-  const v1::WorkerHello hello_;
   const int index_;
   mutable std::mutex mu_;
+  std::shared_ptr<ControlConn> conn_;                  // the incarnation's now
+  std::vector<std::shared_ptr<ControlConn>> retired_;  // earlier ones (closed)
+  v1::WorkerHello hello_;
+  uint64_t gen_ = 0;  // incarnations so far, less one
   Sink sink_;
   std::function<void(int, const Status&)> loss_handler_;
+  std::function<void(int)> rejoin_handler_;
+  bool rejoin_pending_ = false;  // rejoined before a handler was set: delivered then
   bool lost_ = false, loss_delivered_ = false;
   std::string lost_reason_;
   uint64_t pool_used_bytes_ = 0;
@@ -87,6 +114,7 @@ struct JoinOptions {
   int first_index = 0;              // the first joined worker's scheduler index
   Duration heartbeat = Seconds(1);  // interval, both ways
   int heartbeat_misses = 3;         // silence for this many intervals: lost
+  bool accept_rejoins = true;       // false: the listener closes once all joined
   v1::ModelConfig model;            // sent in the welcome (the served model)
   v1::GpuSpec gpu;
   uint32_t protocol_version = kProtocolVersion;
@@ -109,6 +137,9 @@ class JoinServer {
   RemoteWorker* worker(size_t i) const;  // join order
   // `fn(index, why)`: a joined worker was lost (index: its scheduler index).
   void SetLossHandler(std::function<void(int index, const Status&)> fn);
+  // `fn(index)`: a lost member rejoined (see the header comment).
+  void SetRejoinHandler(std::function<void(int index)> fn);
+  std::function<void(int)> rejoin_handler() const;
   std::vector<v1::JoinedWorker> Snapshot() const;
   // Refusals AwaitWorkers sent ("peer: reason"), for messages and tests.
   std::vector<std::string> refusals() const;
@@ -120,12 +151,22 @@ class JoinServer {
 
  private:
   JoinServer(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
-  // One accepted connection: welcomed (OK, appended) or refused (the reason).
-  Status Handshake(std::unique_ptr<ControlConn> conn, const JoinOptions& o);
+  // One accepted connection: welcomed (OK: appended, or a member rejoined) or refused
+  // (the reason). `members_only`: after AwaitWorkers, only rejoins.
+  Status Handshake(std::unique_ptr<ControlConn> conn, const JoinOptions& o, bool members_only);
+  // Accepts one connection within `wait`: the handshake's status (OK when none came).
+  Status AcceptOne(const JoinOptions& o, bool members_only, Duration wait);
+  void Refuse(ControlConn* conn, const v1::WorkerHello& hello, const JoinOptions& o,
+              const std::string& why);
+  void RejoinLoop();
 
   int fd_;
   std::string address_;
+  JoinOptions options_;  // AwaitWorkers' (the rejoin loop's)
+  std::atomic<bool> stop_{false};
+  std::thread rejoin_thread_;
   mutable std::mutex mu_;
+  std::function<void(int)> rejoin_handler_;
   std::vector<std::unique_ptr<RemoteWorker>> workers_;
   std::vector<std::string> refusals_;
   std::vector<std::shared_ptr<void>> held_;  // last: destroyed first

@@ -33,6 +33,8 @@ class RemoteStepRunner final : public executors::StepRunner {
         FailPending(*st);
       });
     };
+    // A new incarnation: steps go to it again (posted before the scheduler hears of it).
+    sink.on_rejoined = [st]() { st->loop->Post([st]() { st->lost = Status::OK(); }); };
     remote_->SetSink(std::move(sink));
     if (remote_->lost())
       state_->lost =

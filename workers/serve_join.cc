@@ -16,22 +16,28 @@ namespace {
 namespace tx = kv_tiers::transport;
 
 // The joined workers' KV stores as the driver's HBM tiers: connected when the driver
-// starts, read by the cluster listing (the sender's credit ledger) while it runs.
+// starts, read by the cluster listing (the sender's credit ledger) while it runs, and
+// reconnected when a worker rejoins.
 struct RemoteKv {
   std::mutex mu;
   std::map<int, tx::RemoteHostTier*> tiers;  // owned by the driver
 };
 
-Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
-                                                       const kv_tiers::TierOptions& o,
-                                                       RemoteKv* kv) {
-  const v1::WorkerHello& h = rw->hello();
-  if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
+tx::PeerClientOptions KvClientOptions(const v1::WorkerHello& h) {
   tx::PeerClientOptions client;
   client.transport = h.kv_transport().empty() ? std::string("ucx") : h.kv_transport();
   for (const auto& [k, v] : h.kv_transport_params()) client.transport_config.params[k] = v;
   client.sender_name = "serve";
   client.ack_timeout = Seconds(5);  // a stopped worker fails the move, then is declared lost
+  return client;
+}
+
+Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
+                                                       const kv_tiers::TierOptions& o,
+                                                       RemoteKv* kv) {
+  const v1::WorkerHello h = rw->hello();
+  if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
+  tx::PeerClientOptions client = KvClientOptions(h);
   tx::RemoteHostTierOptions ro;
   ro.context = "hbm-w" + std::to_string(w);
   ro.peer_id = static_cast<PeerId>(w);
@@ -48,8 +54,29 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
   return std::unique_ptr<kv_tiers::Tier>(std::move(*tier));
 }
 
-// A joined worker whose etcd key goes is lost; one that registers (again, a new epoch) is
-// logged: membership is fixed at start in this version, so it is not admitted.
+// A rejoined worker (RemoteWorker::Rejoin, a new incarnation under the same index): its
+// KV store is a new process, so the HBM tier is pointed at it (the blocks of the lost one
+// were dropped with its contexts). A store that cannot be reached or is too small loses
+// the worker again, with that reason. Attach then tells the scheduler.
+void ReconnectKvStore(JoinServer* js, int local, RemoteKv* kv, int index) {
+  RemoteWorker* rw = js->worker(static_cast<size_t>(index - local));
+  if (!rw) return;
+  const v1::WorkerHello h = rw->hello();
+  std::lock_guard<std::mutex> l(kv->mu);
+  auto t = kv->tiers.find(index);
+  if (t == kv->tiers.end()) return;  // serve holds this worker's pool blocks itself
+  Status st = h.kv_address().empty() ? Status::FailedPrecondition(
+                                           "it rejoined without a KV store, and its pool's "
+                                           "blocks are kept in one")
+                                     : t->second->Reconnect(h.kv_address(), KvClientOptions(h));
+  if (!st.ok())
+    rw->MarkLost(Status::Unavailable("rejoined, but its KV store at '" + h.kv_address() +
+                                         "' cannot hold the pool: " + st.ToString(),
+                                     ErrorScope::kPeer));
+}
+
+// A joined worker whose etcd key goes is lost; one that registers again (a new epoch) is
+// logged: it is admitted by its hello on the control connection (a rejoin), not by etcd.
 Status WatchMembership(const ServeJoinOptions& o, JoinServer* js) {
   SY_ASSIGN_OR_RETURN(std::shared_ptr<cluster::EtcdClient> etcd,
                       cluster::EtcdClient::Create(o.etcd_url));
@@ -65,7 +92,7 @@ Status WatchMembership(const ServeJoinOptions& o, JoinServer* js) {
     }
     if (!rw || rw->lost())
       Log(LogLevel::kInfo,
-          "etcd lists a worker that is not joined (not admitted: membership is fixed at start)",
+          "etcd lists a worker that is not joined (admitted when its hello rejoins)",
           LogKeys()
               .With("worker", e.worker.worker_id)
               .With("epoch", std::to_string(e.worker.epoch)));
@@ -75,7 +102,7 @@ Status WatchMembership(const ServeJoinOptions& o, JoinServer* js) {
   // A joined worker not registered at all is not covered by etcd: say so.
   auto members = w->Members();
   for (size_t i = 0; i < js->size(); ++i) {
-    const std::string& id = js->worker(i)->hello().worker_id();
+    const std::string id = js->worker(i)->hello().worker_id();
     if (!members.count(id))
       Log(LogLevel::kWarn, "joined worker not registered in etcd (only its connection is watched)",
           LogKeys().With("worker", id).With("cluster", o.cluster));
@@ -124,6 +151,9 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
     return we;
   };
   auto kv = std::make_shared<RemoteKv>();
+  join->Hold(kv);
+  join->SetRejoinHandler(
+      [js, local, kv = kv.get()](int index) { ReconnectKvStore(js, local, kv, index); });
   config->hbm_tier_factory =
       [js, local, kv](int w,
                       const kv_tiers::TierOptions& o) -> Result<std::unique_ptr<kv_tiers::Tier>> {
@@ -145,7 +175,8 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
       std::lock_guard<std::mutex> l(kv->mu);
       auto t = kv->tiers.find(w.worker_index());
       if (t != kv->tiers.end()) {  // serve's ledger of the credit the worker granted it
-        tx::PeerClient& c = t->second->client();
+        std::shared_ptr<tx::PeerClient> client = t->second->client();
+        tx::PeerClient& c = *client;
         w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
         if (auto st = c.credits()->State(c.address()); st.ok())
           w.set_sender_credit_in_use_bytes(st->inflight_bytes);
@@ -166,6 +197,19 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
 void Attach(JoinServer* join, api::SchedulerDriver* driver) {
   join->SetLossHandler(
       [driver](int index, const Status& why) { driver->PeerLost(index, why.message()); });
+  // A rejoin: its KV store first (JoinRemoteWorkers' handler), then the scheduler, unless
+  // that lost it again.
+  std::function<void(int)> reconnect = join->rejoin_handler();
+  join->SetRejoinHandler([join, driver, reconnect](int index) {
+    if (reconnect) reconnect(index);
+    RemoteWorker* rw = nullptr;
+    for (size_t i = 0; i < join->size() && !rw; ++i)
+      if (join->worker(i)->index() == index) rw = join->worker(i);
+    if (!rw || rw->lost()) return;
+    const v1::WorkerHello h = rw->hello();
+    driver->PeerJoined(
+        index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")");
+  });
 }
 
 }  // namespace switchyard::workers

@@ -1,14 +1,15 @@
 // JoinRemoteWorkers: `switchyard serve --remote-workers N` — serve's scheduler covers its
 // local workers plus N workers that join over the worker control protocol.
 //
-// Design (this increment; docs/design.md "Cluster"): membership is fixed at start. Before
+// Design (docs/design.md "Cluster"): the members are fixed at start (a lost one may rejoin). Before
 // the service opens, serve listens on the control address, waits until N workers joined
 // (JoinServer::AwaitWorkers: a timeout fails serve with how many joined and why any was
 // refused), then sets the scheduler's worker count to local + N and its engine_factory:
 // workers 0..local-1 keep the driver's own engine (the factory returns none for them),
 // workers local..local+N-1 get a RemoteEngine (workers/remote_engine.h) over their
 // connection, in join order. Once the service runs, Attach wires each worker's loss to
-// SchedulerDriver::PeerLost (a loss before that is delivered then).
+// SchedulerDriver::PeerLost (a loss before that is delivered then), and a lost worker's
+// rejoin (join_server.h) to its KV store's reconnection, then SchedulerDriver::PeerJoined.
 #pragma once
 
 #include <memory>

@@ -26,7 +26,32 @@ Status FromReject(RejectReason reason, const std::string& what, const std::strin
 
 RemoteHostTier::RemoteHostTier(const TierOptions& tier_options, std::unique_ptr<PeerClient> client,
                                RemoteHostTierOptions options)
-    : PeerTier(tier_options), client_(std::move(client)), options_(std::move(options)) {}
+    : PeerTier(tier_options),
+      name_("peer:" + client->address()),
+      client_(std::move(client)),
+      options_(std::move(options)) {}
+
+std::shared_ptr<PeerClient> RemoteHostTier::Client() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return client_;
+}
+
+uint64_t RemoteHostTier::incarnation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return incarnation_;
+}
+
+Status RemoteHostTier::Reconnect(const std::string& address, const PeerClientOptions& client) {
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<PeerClient> c, PeerClient::Connect(address, client));
+  if (capacity_bytes() > c->hello().capacity_bytes)
+    return Status::InvalidArgument("peer tier: capacity " + std::to_string(capacity_bytes()) +
+                                   " B exceeds the worker's " +
+                                   std::to_string(c->hello().capacity_bytes) + " B at " + address);
+  std::lock_guard<std::mutex> lock(mu_);
+  client_ = std::move(c);
+  ++incarnation_;
+  return Status::OK();
+}
 
 Result<std::unique_ptr<RemoteHostTier>> RemoteHostTier::Connect(const std::string& address,
                                                                 const TierOptions& tier_options,
@@ -59,7 +84,7 @@ Result<Extent> RemoteHostTier::Allocate(const std::string& tenant, uint64_t byte
   SY_RETURN_IF_ERROR(Charge(tenant, bytes));
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t slot = next_slot_++;
-  slots_[slot] = Slot{tenant, bytes, 0, {}};
+  slots_[slot] = Slot{tenant, bytes, 0, {}, incarnation_};
   return Extent{slot, bytes};
 }
 
@@ -84,23 +109,36 @@ Status RemoteHostTier::Free(const Extent& extent) {
     slots_.erase(extent.slot);
   }
   Uncharge(slot.tenant, slot.bytes);
-  if (slot.generation == 0) return Status::OK();  // nothing was ever committed there
-  return client_->Free(slot.tenant, options_.context, {extent.slot}, options_.transfer)
+  std::shared_ptr<PeerClient> client;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Nothing committed there, or only at an earlier incarnation: nothing to drop.
+    if (slot.generation == 0 || slot.incarnation != incarnation_) return Status::OK();
+    client = client_;
+  }
+  return client->Free(slot.tenant, options_.context, {extent.slot}, options_.transfer)
       .Annotate("peer tier: freeing slot " + std::to_string(extent.slot));
 }
 
 Status RemoteHostTier::Write(std::span<const BlockWrite> writes) {
   for (const auto& w : writes) {
     SY_ASSIGN_OR_RETURN(Slot slot, Lookup(w.extent, w.bytes));
+    std::shared_ptr<PeerClient> client;
+    uint64_t incarnation;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      client = client_;
+      incarnation = incarnation_;
+    }
     PutRequest req;
     req.workflow_id = slot.tenant;
     req.context_id = options_.context;
-    req.model_epoch = client_->model_epoch();
+    req.model_epoch = client->model_epoch();
     req.generation = slot.generation + 1;  // a rewrite supersedes the committed copy
     req.blocks.push_back({w.extent.slot, w.src, w.bytes, w.checksum});
     const std::string what = "peer tier: put of slot " + std::to_string(w.extent.slot);
     puts_.fetch_add(1, std::memory_order_relaxed);
-    auto ev = client_->Put(req, options_.transfer);
+    auto ev = client->Put(req, options_.transfer);
     if (!ev.ok()) return ev.status().Annotate(what);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -109,6 +147,7 @@ Status RemoteHostTier::Write(std::span<const BlockWrite> writes) {
         it->second.last = *ev;
         if (ev->committed) {
           it->second.generation = req.generation;
+          it->second.incarnation = incarnation;
           it->second.bytes = std::max(it->second.bytes, w.bytes);
         }
       }
@@ -125,10 +164,18 @@ Status RemoteHostTier::Read(std::span<const BlockRead> reads) {
     if (slot.generation == 0) {
       return Status::DataLoss(what + ": no bytes stored", ErrorScope::kBlock);
     }
+    std::shared_ptr<PeerClient> client;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (slot.incarnation != incarnation_)
+        return Status::DataLoss(what + ": stored at an earlier incarnation of the worker",
+                                ErrorScope::kBlock);
+      client = client_;
+    }
     GetSpec spec;
     spec.workflow_id = slot.tenant;
     spec.context_id = options_.context;
-    spec.model_epoch = client_->model_epoch();
+    spec.model_epoch = client->model_epoch();
     spec.generation = slot.generation;
     spec.block_ids = {r.extent.slot};
     // The worker sends the whole block; a shorter read lands in a staging buffer.
@@ -140,7 +187,7 @@ Status RemoteHostTier::Read(std::span<const BlockRead> reads) {
     }
     spec.dst = {{dst, slot.bytes}};
     gets_.fetch_add(1, std::memory_order_relaxed);
-    auto ev = client_->Get(spec, options_.transfer);
+    auto ev = client->Get(spec, options_.transfer);
     if (!ev.ok()) return ev.status().Annotate(what);
     {
       std::lock_guard<std::mutex> lock(mu_);

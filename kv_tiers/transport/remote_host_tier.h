@@ -17,8 +17,14 @@
 // accounted here (capacity_bytes should not exceed the worker's); the worker enforces its
 // own capacity too (a put it cannot hold is rejected with `capacity`).
 //
+// A worker that restarts comes back as a new process with an empty store: Reconnect points
+// the tier at it. Slots allocated before stay allocated (their owner frees them) but hold
+// nothing there: a read of one is DataLoss (block scope), its free drops only the
+// accounting, and a new write of it commits at the new worker as usual.
+//
 // Ownership: the tier owns its PeerClient (and through it the connection).
-// Thread-safety: as Tier; slot bookkeeping is under a mutex, transfers run unlocked.
+// Thread-safety: as Tier; slot bookkeeping is under a mutex, transfers run unlocked (on
+// the client current when they started: a reconnect does not cut one short).
 #pragma once
 
 #include <atomic>
@@ -46,10 +52,12 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
                                                          const PeerClientOptions& client = {},
                                                          RemoteHostTierOptions options = {});
 
-  std::string name() const override { return "peer:" + client_->address(); }
+  // "peer:<address at Connect>": fixed for the tier's life (the block manager knows the
+  // tier by it), also after a Reconnect to another address; endpoint() is the current one.
+  std::string name() const override { return name_; }
   TierCapabilities capabilities() const override;
   switchyard::PeerId peer() const override { return options_.peer_id; }
-  std::string endpoint() const override { return client_->address(); }
+  std::string endpoint() const override { return Client()->address(); }
   TierKind remote_kind() const override { return v1::TIER_HOST; }
 
   Result<Extent> Allocate(const std::string& tenant, uint64_t bytes) override;
@@ -57,7 +65,13 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
   Status Write(std::span<const BlockWrite> writes) override;
   Status Read(std::span<const BlockRead> reads) override;
 
-  PeerClient& client() { return *client_; }
+  // The worker's client now (a reconnect replaces it).
+  std::shared_ptr<PeerClient> client() const { return Client(); }
+  // A new incarnation of the worker listens at `address` (see above). InvalidArgument when
+  // it holds less than this tier's capacity; the connect's error otherwise. On an error
+  // the tier keeps its current client.
+  Status Reconnect(const std::string& address, const PeerClientOptions& client);
+  uint64_t incarnation() const;  // 0, then +1 per Reconnect
   // The events of the last transfer of `slot` (tests and metrics: invariant 3).
   Result<TransferEvents> LastEvents(uint64_t slot) const;
   // Puts and gets posted so far (each Write/Read block is one).
@@ -72,10 +86,14 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
     uint64_t bytes = 0;
     uint64_t generation = 0;  // of the committed copy at the worker; 0: never written
     TransferEvents last;
+    uint64_t incarnation = 0;  // of the worker that holds the committed copy
   };
   Result<Slot> Lookup(const Extent& extent, uint64_t bytes) const;
+  std::shared_ptr<PeerClient> Client() const;
 
-  std::unique_ptr<PeerClient> client_;
+  const std::string name_;
+  std::shared_ptr<PeerClient> client_;  // under mu_
+  uint64_t incarnation_ = 0;            // under mu_
   RemoteHostTierOptions options_;
   mutable std::mutex mu_;
   std::map<uint64_t, Slot> slots_;

@@ -330,6 +330,8 @@ struct CoreState {
   void LoadAhead();  // Policy::LoadAheadSteps
   void OnReevalTimer(CtxRec& c);
   void OnPeerLost(int worker);
+  // A lost worker is back, empty (a new incarnation: nothing of the lost one is trusted).
+  void OnPeerJoined(int worker);
   void OnEpochChanged(const std::string& model, uint64_t epoch);
 
   // core_prefix.cc

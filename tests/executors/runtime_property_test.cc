@@ -276,11 +276,13 @@ std::string RunSeed(uint64_t seed) {
                ? h.I(1, static_cast<int>(std::max<int64_t>(1, n.hints().max_output_tokens())))
                : 0;
   });
-  std::set<int> lost;
+  std::set<int> lost, rejoined;
   uint64_t block_bytes = static_cast<uint64_t>(limits.block_tokens) * cost.KvBytesPerToken();
   rt.SetAfterCommands([&](Time now) {
     for (int w = 0; w < workers; ++w) {
-      if (lost.count(w) || !h.failure.empty()) continue;
+      // A lost worker's engine keeps what it held until it rejoins (Reset: empty again).
+      bool gone = lost.count(w) && !rejoined.count(w);
+      if (gone || !core.alive(w) || !h.failure.empty()) continue;
       uint64_t held =
           static_cast<uint64_t>(engines[static_cast<size_t>(w)]->blocks_used()) * block_bytes;
       if (held != core.hbm_used(w) && std::getenv("SY_LEDGER_DEBUG"))
@@ -327,11 +329,20 @@ std::string RunSeed(uint64_t seed) {
     if (h.U() < 0.05)
       loop.PostAt(Time::FromMillis(h.I(0, 8000)), [&rt, id = w.id()]() { rt.Cancel(id); });
   }
-  if (workers > 1 && h.U() < 0.3)
-    loop.PostAt(Time::FromMillis(h.I(0, 6000)), [&rt, &lost, w = h.I(0, workers - 1)]() {
+  if (workers > 1 && h.U() < 0.3) {
+    Time at = Time::FromMillis(h.I(0, 6000));
+    int w = h.I(0, workers - 1);
+    loop.PostAt(at, [&rt, &lost, w]() {
       lost.insert(w);
       rt.PeerLost(w);
     });
+    // Half the time it comes back (a new incarnation, empty) and is placed on again.
+    if (h.U() < 0.5)
+      loop.PostAt(at + Millis(h.I(0, 3000)), [&rt, &rejoined, w]() {
+        rejoined.insert(w);
+        rt.PeerJoined(w);
+      });
+  }
   if (h.U() < 0.3)
     loop.PostAt(Time::FromMillis(h.I(0, 6000)), [&rt]() { rt.ModelEpochChanged("m1", 7); });
   loop.RunUntil(Time::FromSeconds(3600));
@@ -352,7 +363,8 @@ std::string RunSeed(uint64_t seed) {
     return "grants leaked";
   for (int w = 0; w < workers; ++w) {
     if (core.hbm_used(w) != 0) return "HBM still held at the end on worker " + std::to_string(w);
-    if (!lost.count(w) && engines[static_cast<size_t>(w)]->blocks_used() != 0)
+    if ((!lost.count(w) || rejoined.count(w)) &&
+        engines[static_cast<size_t>(w)]->blocks_used() != 0)
       return "engine blocks still held at the end on worker " + std::to_string(w);
   }
   return "";

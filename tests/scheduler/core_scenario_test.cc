@@ -562,5 +562,30 @@ TEST(CoreScenario, PeerDemotionStaysWithinTheContextsModel) {
   EXPECT_EQ(c.list[0].dst.worker, 2) << ToString(c.list[0]);
 }
 
+// A lost worker is placed on again once it rejoins (a new incarnation, empty); a join of
+// a worker that is alive, or out of range, changes nothing.
+TEST(CoreScenario, ALostWorkerIsPlacedOnAgainWhenItRejoins) {
+  Rig r(Opts(2, 80'000'000'000, 1), {});
+  auto one = [](const std::string& id) {
+    return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 1000, 100)});
+  };
+  Event lost = Of(EventKind::kPeerLost, "");
+  lost.worker = 1;
+  Event joined = Of(EventKind::kPeerJoined, "");
+  joined.worker = 1;
+  Event stray = joined;
+  stray.worker = 7;
+  r.Run({{0, lost, {}},
+         {0, Submit(one("w1")), {"place w1/x worker=0 recompute=0 done=0"}},
+         {0, Submit(one("w2")), {}}});
+  EXPECT_FALSE(r.core.alive(1));
+  EXPECT_EQ(r.core.queued_nodes(), 1u) << "worker 0 is busy and worker 1 is lost";
+  r.Run({{1, stray, {}}, {1, joined, {"place w2/x worker=1 recompute=0 done=0"}}});
+  EXPECT_TRUE(r.core.alive(1));
+  EXPECT_EQ(r.core.hbm_used(1), 1000u * 131072);
+  r.Run({{2, joined, {}}, {2, Submit(one("w3")), {}}});
+  EXPECT_EQ(r.core.hbm_used(1), 1000u * 131072) << "a second join does not reset it";
+}
+
 }  // namespace
 }  // namespace switchyard::scheduler

@@ -126,6 +126,38 @@ TEST_F(RemoteHostTierTest, WriteWithTheBlocksChecksumIsVerifiedByTheWorker) {
   EXPECT_EQ(ReadBlock(e).value(), a);
 }
 
+// The worker restarts (a new process, an empty store): Reconnect points the tier at it.
+// A block committed at the old one reads as DataLoss, never as the new worker's bytes;
+// its free drops the accounting only; a rewrite and a new block commit at the new worker.
+TEST_F(RemoteHostTierTest, AReconnectToANewWorkerNeverServesTheOldOnesBlocks) {
+  Extent old_block = tier_->Allocate("tenant-a", kBlock).value();
+  Extent kept = tier_->Allocate("tenant-a", kBlock).value();
+  auto a = kv_tiers::testing::Pattern(kBlock, 7), b = kv_tiers::testing::Pattern(kBlock, 8);
+  ASSERT_TRUE(WriteBlock(old_block, a).ok());
+  ASSERT_TRUE(WriteBlock(kept, a).ok());
+  Worker second;
+  ASSERT_TRUE(second.Start(4));
+  PeerClientOptions small = TcpClient();
+  Worker tiny;
+  ASSERT_TRUE(tiny.Start(1));
+  Status refused = tier_->Reconnect(tiny.address(), small);
+  EXPECT_TRUE(refused.IsInvalidArgument()) << refused;
+  EXPECT_EQ(tier_->incarnation(), 0u) << "a refused reconnect keeps the current worker";
+  ASSERT_TRUE(tier_->Reconnect(second.address(), TcpClient()).ok());
+  EXPECT_EQ(tier_->incarnation(), 1u);
+  EXPECT_EQ(tier_->endpoint(), second.address());
+  EXPECT_EQ(tier_->name(), "peer:" + worker_.address()) << "the name it is known by";
+  auto lost = ReadBlock(old_block);
+  EXPECT_TRUE(lost.status().IsDataLoss()) << lost.status();
+  EXPECT_NE(lost.status().message().find("earlier incarnation"), std::string::npos);
+  EXPECT_TRUE(tier_->Free(old_block).ok());
+  ASSERT_TRUE(WriteBlock(kept, b).ok());
+  EXPECT_EQ(ReadBlock(kept).value(), b);
+  Extent fresh = tier_->Allocate("tenant-a", kBlock).value();
+  ASSERT_TRUE(WriteBlock(fresh, a).ok());
+  EXPECT_EQ(ReadBlock(fresh).value(), a);
+}
+
 TEST_F(RemoteHostTierTest, FreeReleasesTheWorkersCapacity) {
   // The worker holds 4 blocks: without the remote free the second round would be refused.
   auto data = kv_tiers::testing::Pattern(kBlock, 3);

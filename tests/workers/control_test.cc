@@ -265,6 +265,106 @@ TEST(WorkerControl, ALossBeforeTheServiceStartsIsDeliveredLater) {
   EXPECT_TRUE(rig.Finished("late")->status.IsUnavailable()) << rig.Finished("late")->status;
 }
 
+// A hand-made worker's hello (`id`, `epoch`) at `address`: the connection (started, with
+// heartbeats, when welcomed) and serve's answer.
+struct HandWorker {
+  std::unique_ptr<ControlConn> conn;
+  v1::WorkerControl answer;
+};
+HandWorker HelloAs(const std::string& address, const std::string& id, uint64_t epoch) {
+  HandWorker w;
+  auto c = ControlConn::Connect(address, Seconds(30));
+  EXPECT_TRUE(c.ok()) << c.status();
+  if (!c.ok()) return w;
+  v1::WorkerControl h;
+  h.mutable_hello()->set_protocol_version(kProtocolVersion);
+  h.mutable_hello()->set_worker_id(id);
+  h.mutable_hello()->set_engine("simulated");
+  h.mutable_hello()->set_epoch(epoch);
+  EXPECT_TRUE((*c)->Send(h).ok());
+  auto a = (*c)->ReadOne(Seconds(30));
+  EXPECT_TRUE(a.ok()) << a.status();
+  if (a.ok()) w.answer = *a;
+  w.conn = std::move(*c);
+  if (w.answer.has_welcome())
+    w.conn->Start([](const v1::WorkerControl&) {}, [](const Status&) {}, Millis(100), 1000);
+  return w;
+}
+
+// After the start, only a lost member may come back, with a larger epoch, under its own
+// index; an alive member's id, a stale epoch and a stranger are refused by name.
+TEST(WorkerControl, ALostMemberRejoinsUnderItsIndexWithALargerEpoch) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  HandWorker first;
+  std::thread client([&] { first = HelloAs((*js)->address(), "w", 10); });
+  JoinOptions o = Options(1);
+  o.heartbeat = Millis(100);
+  ASSERT_TRUE((*js)->AwaitWorkers(o).ok());
+  client.join();
+  ASSERT_TRUE(first.answer.has_welcome());
+  std::atomic<int> rejoined{-1};
+  (*js)->SetRejoinHandler([&](int index) { rejoined = index; });
+  auto refused = [&](uint64_t epoch, const std::string& id) {
+    HandWorker w = HelloAs((*js)->address(), id, epoch);
+    EXPECT_TRUE(w.answer.has_refusal()) << id << " " << epoch;
+    return w.answer.refusal().reason();
+  };
+  EXPECT_NE(refused(1, "stranger").find("worker id 'stranger' is not a member"), std::string::npos);
+  EXPECT_NE(refused(11, "w").find("worker id 'w' already joined"), std::string::npos);
+  first.conn->Close();
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  EXPECT_NE(refused(10, "w").find("epoch 10, not after its lost incarnation's epoch 10"),
+            std::string::npos);
+  HandWorker again = HelloAs((*js)->address(), "w", 12);
+  ASSERT_TRUE(again.answer.has_welcome()) << again.answer.DebugString();
+  EXPECT_EQ(again.answer.welcome().worker_index(), 2);
+  ASSERT_TRUE(WaitUntil([&] { return rejoined.load() == 2; }));
+  v1::JoinedWorker listed = (*js)->Snapshot()[0];
+  EXPECT_EQ(listed.state(), "alive");
+  EXPECT_EQ(listed.epoch(), 12u);
+  EXPECT_EQ(listed.joins(), 2u);
+  EXPECT_NE(listed.lost_reason().find("lost"), std::string::npos) << "the last loss's reason";
+  EXPECT_EQ((*js)->size(), 1u);
+  // Lost again: the new incarnation's loss is delivered once, as the first's was.
+  std::atomic<int> losses{0};
+  (*js)->SetLossHandler([&](int, const Status&) { ++losses; });
+  again.conn->Close();
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(losses.load(), 1);
+}
+
+// An engine made for a worker before its loss takes steps again once it rejoins.
+TEST(WorkerControl, AnEngineTakesStepsAgainAfterItsWorkerRejoins) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  auto agent = std::make_unique<AgentThread>((*js)->address());
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  EngineRig rig((*js)->worker(0));
+  ASSERT_TRUE(rig.Admit("before", 50, 3).ok());
+  ASSERT_TRUE(WaitUntil([&] { return rig.Finished("before").has_value(); }));
+  EXPECT_TRUE(rig.Finished("before")->status.ok());
+  agent->Stop();
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  ASSERT_TRUE(rig.Admit("while-lost", 10, 2).ok());
+  ASSERT_TRUE(WaitUntil([&] { return rig.Finished("while-lost").has_value(); }));
+  EXPECT_TRUE(rig.Finished("while-lost")->status.IsUnavailable());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a later epoch (ms)
+  std::atomic<bool> rejoined{false};  // called after the engine heard of the rejoin
+  (*js)->SetRejoinHandler([&](int) { rejoined = true; });
+  agent = std::make_unique<AgentThread>((*js)->address());  // the same id, restarted
+  ASSERT_TRUE(WaitUntil([&] { return rejoined.load(); }));
+  EXPECT_EQ((*js)->Snapshot()[0].joins(), 2u);
+  ASSERT_TRUE(WaitUntil([&] { return agent->joined.load(); }));
+  ASSERT_TRUE(agent->join_status.ok()) << agent->join_status;
+  EXPECT_EQ(agent->agent->welcome().worker_index(), 2);
+  ASSERT_TRUE(rig.Admit("after", 50, 4).ok());
+  ASSERT_TRUE(WaitUntil([&] { return rig.Finished("after").has_value(); }));
+  EXPECT_TRUE(rig.Finished("after")->status.ok()) << rig.Finished("after")->status;
+  EXPECT_EQ(rig.Finished("after")->output_done, 4);
+}
+
 TEST(WorkerControl, SilentWorkerIsLostAfterMissedHeartbeats) {
   auto js = JoinServer::Listen("127.0.0.1:0");
   ASSERT_TRUE(js.ok()) << js.status();

@@ -78,6 +78,7 @@ class JoinedCluster {
     jo.join_timeout = Seconds(120);
     jo.heartbeat = Seconds(1);  // lost after 3 s of silence (a loaded VM stalls)
     jo.listening = [this, n](const std::string& address) {
+      address_ = address;
       for (int i = 0; i < n; ++i) Spawn("w" + std::to_string(i), address);
     };
     if (tweak) tweak(&jo);
@@ -210,6 +211,28 @@ class JoinedCluster {
   }
 
   pid_t pid(const std::string& id) const { return pids_.at(id); }
+  // SIGKILLs worker `id` and reaps it.
+  void Kill(const std::string& id) {
+    ASSERT_EQ(::kill(pids_.at(id), SIGKILL), 0);
+    testing::Reap(pids_.at(id), 30);
+    pids_.erase(id);
+  }
+  // Starts worker `id` again (a new process: a new epoch), joining the same serve.
+  void Respawn(const std::string& id) { Spawn(id, address_); }
+  // Polls /v1/cluster until worker `id`'s listing satisfies `pred` (30 s at most).
+  v1::JoinedWorker WaitWorker(const std::string& id,
+                              const std::function<bool(const v1::JoinedWorker&)>& pred) {
+    v1::JoinedWorker last;
+    for (int i = 0; i < 3000; ++i) {
+      const v1::ClusterState c = Cluster();
+      for (const auto& w : c.joined_workers())
+        if (w.id() == id) last = w;
+      if (pred(last)) return last;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << "worker " << id << " never got there: " << *proto::ToJson(last);
+    return last;
+  }
   std::string Log(const std::string& id) const { return testing::Slurp(dir_ + "/" + id + ".log"); }
 
  private:
@@ -224,6 +247,7 @@ class JoinedCluster {
   }
 
   std::string dir_;
+  std::string address_;  // serve's control address
   std::unique_ptr<JoinServer> join_;
   std::unique_ptr<api::Service> service_;
   std::unique_ptr<api::HttpApi> api_;
@@ -476,6 +500,44 @@ TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
   EXPECT_GT(completed, 0);
 }
 
+// A SIGKILLed worker restarted with the same id rejoins as a new incarnation (a larger
+// epoch) under its scheduler index: what was queued while it was lost runs on it, and its
+// new KV store holds a context demoted to serve's host tier and prefetched back.
+TEST(JoinedWorkers, AKilledWorkerRestartsRejoinsAndRunsWorkflowsAgain) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_rejoin");
+  ASSERT_TRUE(c.Start(1, 1280ULL << 20));
+  c.Submit("before", 4);
+  ASSERT_EQ(c.Drive({"before"}, 120)["before"].state(), v1::WORKFLOW_COMPLETED);
+  v1::JoinedWorker first = c.Cluster().joined_workers(0);
+  EXPECT_EQ(first.joins(), 1u);
+  c.Kill("w0");
+  c.WaitWorker("w0", [](const auto& w) { return w.state() == "lost"; });
+  c.Submit("during", 4);  // no worker: it waits
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(c.Get<v1::WorkflowStatus>("/v1/workflows/during").state(), v1::WORKFLOW_RUNNING);
+  c.Respawn("w0");
+  v1::JoinedWorker back = c.WaitWorker("w0", [](const auto& w) { return w.joins() == 2; });
+  EXPECT_EQ(back.state(), "alive") << *proto::ToJson(back);
+  EXPECT_GT(back.epoch(), first.epoch());
+  EXPECT_EQ(back.worker_index(), first.worker_index());
+  EXPECT_NE(back.kv_address(), first.kv_address()) << "the new process's KV store";
+  auto during = c.Drive({"during"}, 120)["during"];
+  ASSERT_EQ(during.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(during);
+  // A demotion out of the new incarnation's store and a prefetch back into it.
+  c.SubmitBig("big");
+  c.WaitFor("big", [](const auto& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
+  c.Event("big", "bash", "TOOL_STARTED");
+  auto demoted = c.WaitFor("big", JoinedCluster::Demoted);
+  ASSERT_TRUE(JoinedCluster::Demoted(demoted)) << *proto::ToJson(demoted);
+  c.Event("big", "bash", "TOOL_FINISHED");
+  auto big = c.WaitFor("big", [](const auto& s) { return JoinedCluster::Ended(s); });
+  EXPECT_EQ(big.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(big);
+  // The demotion read main's blocks from the new store (its heartbeats carry the figures).
+  v1::JoinedWorker now = c.WaitWorker("w0", [](const auto& w) { return w.kv().gets_served() > 0; });
+  EXPECT_GT(now.kv().puts_committed(), 0u) << *proto::ToJson(now);
+}
+
 // Membership in etcd (a real etcd on loopback, started here): the worker registers under a
 // 2 s lease; stopped (SIGSTOP: its keep-alives stop, its connection stays open and the
 // control heartbeats are 30 s apart), it is marked lost when the lease expires, naming
@@ -509,7 +571,15 @@ TEST(JoinedWorkers, AWorkerWhoseEtcdLeaseExpiresIsLostWithinItsTtl) {
   // The lease's TTL (2 s; etcd may keep a lease up to its TTL after the last keep-alive,
   // sent every TTL/3) plus the watch's delivery.
   EXPECT_LT(secs, 2.0 + 3.0) << w.lost_reason();
-  ::kill(c.pid("w0"), SIGKILL);
+  // It returns (a new process: it registers under a new epoch and says hello): admitted
+  // again under its index, and a workflow runs on it.
+  c.Kill("w0");
+  c.Respawn("w0");
+  v1::JoinedWorker back = c.WaitWorker("w0", [](const auto& x) { return x.joins() == 2; });
+  EXPECT_EQ(back.state(), "alive") << *proto::ToJson(back);
+  EXPECT_GT(back.epoch(), w.epoch());
+  c.Submit("after-etcd", 4);
+  EXPECT_EQ(c.Drive({"after-etcd"}, 120)["after-etcd"].state(), v1::WORKFLOW_COMPLETED);
 }
 
 TEST(JoinedWorkers, BinaryWorkerWithAnotherProtocolVersionIsRefusedByName) {
