@@ -69,6 +69,8 @@ void CoreState::Handle(const Event& e) {
     OnPeerLost(e.worker);
   } else if (e.kind == EventKind::kPeerJoined) {
     OnPeerJoined(e.worker);
+  } else if (e.kind == EventKind::kDrainWorker || e.kind == EventKind::kUndrainWorker) {
+    OnDrain(e.worker, e.kind == EventKind::kDrainWorker);
   } else if (e.kind == EventKind::kModelEpochChanged) {
     OnEpochChanged(e.model_id, e.epoch);
   } else if (e.kind != EventKind::kDeadlineTick) {
@@ -173,6 +175,7 @@ void CoreState::Handle(const Event& e) {
       }
     }
   }
+  DrainStep();
   Dispatch();
   out->wakeup = timers.empty() ? Time::Max() : std::max(now, timers.begin()->at);
 }
@@ -408,6 +411,12 @@ bool Core::alive(int worker) const {
   return worker >= 0 && worker < static_cast<int>(s_->workers.size()) &&
          s_->workers[static_cast<size_t>(worker)].alive;
 }
+
+bool Core::draining(int worker) const {
+  return alive(worker) && s_->workers[static_cast<size_t>(worker)].draining;
+}
+
+bool Core::drained(int worker) const { return s_->Drained(worker); }
 
 uint64_t Core::hbm_used(int worker) const {
   if (worker < 0 || worker >= static_cast<int>(s_->workers.size())) return 0;

@@ -113,6 +113,10 @@ class Core {
   uint64_t hbm_used(int worker) const;
   // false from kPeerLost of the worker until its kPeerJoined (out of range: false).
   bool alive(int worker) const;
+  // Between kDrainWorker and kUndrainWorker (or a loss); drained: draining, and nothing
+  // runs there, is committed in its HBM or moves to or from it.
+  bool draining(int worker) const;
+  bool drained(int worker) const;
   uint64_t hbm_capacity() const { return options_.hbm_bytes_per_worker; }
   uint64_t hbm_capacity(int worker) const;  // CoreOptions::worker_hbm_bytes where set
   const CoreOptions& options() const { return options_; }

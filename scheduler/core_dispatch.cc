@@ -156,7 +156,8 @@ void CoreState::Dispatch() {
   std::set<std::pair<std::string, int>> skipped;
   for (int tries = 0; tries < opt.dispatch_tries && queued > skipped.size(); ++tries) {
     bool free_slot = false;
-    for (const WorkerRec& w : workers) free_slot |= w.alive && w.running < opt.max_num_seqs;
+    for (const WorkerRec& w : workers)
+      free_slot |= w.alive && !w.draining && w.running < opt.max_num_seqs;
     if (!free_slot) return;
     const QKey* k = PickNext(skipped);
     if (!k) return;
@@ -203,7 +204,7 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
     const WorkerRec& wr = workers[static_cast<size_t>(w)];
     if (!Serves(w, model)) continue;
     cap = std::max(cap, Cap(w));
-    if (!wr.alive || wr.running >= opt.max_num_seqs) continue;
+    if (!wr.alive || wr.draining || wr.running >= opt.max_num_seqs) continue;
     uint64_t watermark =
         static_cast<uint64_t>(opt.admission_watermark * static_cast<double>(Cap(w)));
     uint64_t need = growth + (wr.running > 0 ? watermark : 0);
@@ -502,7 +503,7 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
     if (it != ctxs.end() && it->second.loc.tier != Tier::kHbm) u_need += it->second.bytes;
   }
   for (size_t w = 0; w < workers.size(); ++w)
-    if (workers[w].alive && workers[w].running < opt.max_num_seqs &&
+    if (Placeable(static_cast<int>(w)) && workers[w].running < opt.max_num_seqs &&
         Free(static_cast<int>(w)) >= u_need)
       return;
   Duration wait = Duration::max();

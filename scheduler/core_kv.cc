@@ -63,8 +63,8 @@ void CoreState::LoadAhead() {
   });
   for (const Cand& cand : cands) {
     CtxRec& c = *cand.ctx;
-    int home = c.home >= 0 && workers[static_cast<size_t>(c.home)].alive ? c.home : c.loc.worker;
-    if (home < 0 || !workers[static_cast<size_t>(home)].alive) continue;
+    int home = c.home >= 0 && Placeable(c.home) ? c.home : c.loc.worker;
+    if (home < 0 || !Placeable(home)) continue;
     if (Free(home) < c.bytes) return;  // stops at the first that does not fit
     StartTransfer(c, {Tier::kHbm, home}, TrafficClass::kBackground, CommandKind::kPrefetch,
                   Time::Max());
@@ -145,7 +145,7 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     constexpr size_t kPeerOptions = 4;
     std::vector<std::pair<uint64_t, int>> peers;
     for (int x = 0; x < static_cast<int>(workers.size()); ++x)
-      if (x != w && workers[static_cast<size_t>(x)].alive && Serves(x, c.model) &&
+      if (x != w && Placeable(x) && Serves(x, c.model) &&
           Free(x) >= c.bytes)
         peers.push_back({Free(x), x});
     size_t k = std::min(kPeerOptions, peers.size());
@@ -363,8 +363,8 @@ void CoreState::OnPrefetchTimer(CtxRec& c) {
   WfRec* wf = FindWf(c.wf);
   if (!wf || c.wait_tool < 0) return;
   if (wf->nodes[static_cast<size_t>(c.wait_tool)].state != NState::kRunning) return;
-  int home = c.home >= 0 && workers[static_cast<size_t>(c.home)].alive ? c.home : c.loc.worker;
-  if (home < 0 || !workers[static_cast<size_t>(home)].alive) return;
+  int home = c.home >= 0 && Placeable(c.home) ? c.home : c.loc.worker;
+  if (home < 0 || !Placeable(home)) return;
   // A timed reload has the first claim on memory over idle contexts used later: without
   // room now it evicts them (farthest next use first), and while the bytes it freed are
   // still leaving it looks again shortly. If there is no room or budget even so, the
@@ -396,7 +396,7 @@ void CoreState::OnReevalTimer(CtxRec& c) {
   }
   if (evict) {
     // A deferred eviction: still wanted while nodes wait for memory.
-    if (queued > 0)
+    if (queued > 0 || workers[static_cast<size_t>(c.loc.worker)].draining)
       DecideWait(c, WaitReason::kEviction, std::vector<Duration>(5, Seconds(1.0)), Duration::max());
     return;
   }
@@ -472,8 +472,41 @@ void CoreState::OnPeerJoined(int w) {
     return;
   // OnPeerLost left it empty; a new incarnation starts from nothing of the old one's.
   WorkerRec& r = workers[static_cast<size_t>(w)];
-  r = WorkerRec{};
+  r = WorkerRec{};  // also not draining: a new incarnation is in service
   r.alive = true;
+}
+
+void CoreState::OnDrain(int w, bool on) {
+  if (w < 0 || w >= static_cast<int>(workers.size())) return;
+  workers[static_cast<size_t>(w)].draining = on && workers[static_cast<size_t>(w)].alive;
+}
+
+void CoreState::DrainStep() {
+  for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
+    const WorkerRec& r = workers[static_cast<size_t>(w)];
+    if (!r.draining || r.resident.empty()) continue;
+    std::vector<CtxRec*> idle;
+    for (CtxRec* c : r.resident)
+      if (c->users == 0 && c->transfer == 0 && !c->evict_pending && !c->dead) idle.push_back(c);
+    std::sort(idle.begin(), idle.end(),
+              [](const CtxRec* a, const CtxRec* b) { return a->key < b->key; });
+    for (CtxRec* c : idle)
+      if (c->loc.tier == Tier::kHbm && c->loc.worker == w && c->transfer == 0)
+        DecideWait(*c, WaitReason::kEviction, std::vector<Duration>(5, Seconds(1.0)),
+                   Duration::max());
+  }
+}
+
+bool CoreState::Drained(int w) const {
+  if (w < 0 || w >= static_cast<int>(workers.size())) return false;
+  const WorkerRec& r = workers[static_cast<size_t>(w)];
+  if (!r.draining || r.running > 0 || !r.resident.empty()) return false;
+  auto here = [w](const Location& l) {
+    return l.worker == w && (l.tier == Tier::kHbm || l.tier == Tier::kPeer);
+  };
+  for (const auto& [id, x] : xfers)
+    if (here(x.src) || here(x.dst)) return false;
+  return true;
 }
 
 void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {

@@ -40,6 +40,8 @@ enum class EventKind : uint8_t {
                 // it failed outside the core (the service's durable graph: a node failed for
                 // good), node_id names the node and status.message() says why (ends with `fail`)
   kPeerJoined,  // worker: a lost worker is back (a new incarnation, empty): placed on again
+  kDrainWorker,    // worker: no new placements; its idle contexts move off (drained: empty)
+  kUndrainWorker,  // worker: placed on again
 };
 const char* EventKindName(EventKind k);
 

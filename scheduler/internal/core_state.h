@@ -165,6 +165,7 @@ struct WorkerRec {
   uint64_t host_used = 0, disk_used = 0;  // held in its host and disk offload tiers
   int running = 0;
   bool alive = true;
+  bool draining = false;                        // no new placements; contexts move off
   Duration step_time{0};                        // the engine's last reported step (0: none yet)
   std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
   std::unordered_set<CtxRec*> resident;         // contexts committed in this HBM
@@ -332,6 +333,17 @@ struct CoreState {
   void OnPeerLost(int worker);
   // A lost worker is back, empty (a new incarnation: nothing of the lost one is trusted).
   void OnPeerJoined(int worker);
+  // Draining (`on`) or back in service. A draining worker takes no placement, no peer
+  // demotion and no prefetch; DrainStep moves its idle contexts off (the policy's eviction
+  // choice: another tier, a peer, or discard) until it is drained (Drained).
+  void OnDrain(int worker, bool on);
+  void DrainStep();
+  bool Drained(int worker) const;
+  // Alive and not draining: may be given work.
+  bool Placeable(int w) const {
+    const WorkerRec& r = workers[static_cast<size_t>(w)];
+    return r.alive && !r.draining;
+  }
   void OnEpochChanged(const std::string& model, uint64_t epoch);
 
   // core_prefix.cc
