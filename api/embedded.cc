@@ -140,6 +140,13 @@ Status Embedded::WorkerJoined(int worker, const std::string& reason) {
   return Status::OK();
 }
 
+Result<bool> Embedded::DrainWorker(int worker, bool on) {
+  SchedulerDriver* d = service_->scheduler();
+  if (!d) return Status::FailedPrecondition("DrainWorker: the scheduler is not running");
+  SY_ASSIGN_OR_RETURN(SchedulerDriver::WorkerDrainState st, d->DrainWorker(worker, on));
+  return st.drained;
+}
+
 Result<uint64_t> Embedded::BumpModelEpoch(const std::string& model_id) {
   if (model_id.empty()) return Status::InvalidArgument("BumpModelEpoch: model_id is empty");
   SchedulerDriver* d = service_->scheduler();

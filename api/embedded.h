@@ -28,7 +28,8 @@
 // Cluster events: WorkerLost(worker, reason) runs the failure sequence for that worker
 // (its running nodes are recomputed elsewhere when they may be retried; a side-effecting
 // node that cannot be shown safe fails its workflow closed); WorkerJoined(worker, reason)
-// brings it back empty (a restarted engine); BumpModelEpoch(model)
+// brings it back empty (a restarted engine); DrainWorker(worker, on) takes it out of
+// service before a planned stop, or puts it back; BumpModelEpoch(model)
 // invalidates every KV block of the older epoch (later uses recompute).
 //
 // Ownership: Embedded owns its Service (and, through it, the engines a factory made).
@@ -99,6 +100,11 @@ class Embedded {
   // A worker WorkerLost reported is back, empty: its engine's Reset() runs (the engine
   // must implement it, or the worker stays lost) and the scheduler places on it again.
   Status WorkerJoined(int worker, const std::string& reason);
+  // Takes the worker out of service (`on`: nothing new placed on it, its idle contexts
+  // moved off; running calls finish) or puts it back. Returns whether it is drained
+  // (empty) as of the change; Cluster() lists its state as it goes. FailedPrecondition
+  // for a lost worker.
+  Result<bool> DrainWorker(int worker, bool on);
   // The model's new epoch (the first bump gives 1). InvalidArgument for an empty id.
   Result<uint64_t> BumpModelEpoch(const std::string& model_id);
 

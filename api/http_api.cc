@@ -234,6 +234,7 @@ void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
     }
   }
   if (path.substr(0, 11) == "/v1/models/") return BumpEpoch(req, *who, call);
+  if (path.substr(0, 12) == "/v1/workers/") return Drain(req, *who, call);
   if (OpenAiFront::Serves(path)) {
     call->route = path.substr(0, 13) == "/v1/sessions/" ? "/v1/sessions" : "openai";
     if (who->admin)
@@ -425,6 +426,42 @@ void HttpApi::BumpEpoch(const HttpRequest& req, const Principal& who, const Call
   v1::ModelEpoch out;
   out.set_model(bumped->first);
   out.set_model_epoch(bumped->second);
+  Finish(call, Json(200, out));
+}
+
+// POST /v1/workers/{worker}:drain | :undrain (admin token): takes a worker out of service
+// (nothing new placed on it, its idle contexts moved off) or puts it back
+// (SchedulerDriver::DrainWorker). {worker} is the scheduler's worker number.
+void HttpApi::Drain(const HttpRequest& req, const Principal& who, const CallPtr& call) {
+  call->route = "/v1/workers:drain";
+  std::string_view rest = req.path().substr(12);
+  size_t colon = rest.rfind(':');
+  std::string_view verb = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+  if (colon == 0 || (verb != "drain" && verb != "undrain"))
+    return Finish(call,
+                  JsonError(404, "NotFound",
+                            "no such endpoint (POST /v1/workers/{worker}:drain or :undrain)"));
+  if (req.method != "POST") return Finish(call, JsonError(405, "MethodNotAllowed", "use POST"));
+  if (!who.admin)
+    return Finish(call, JsonError(403, "PermissionDenied",
+                                  "draining a worker changes every tenant's placement: it needs "
+                                  "the admin token"));
+  std::string index(rest.substr(0, colon));
+  char* end = nullptr;
+  long worker = std::strtol(index.c_str(), &end, 10);
+  if (index.empty() || *end != '\0' || worker < 0 || worker > 1'000'000)
+    return Finish(call, JsonError(400, "InvalidArgument",
+                                  "worker '" + index + "': want the worker's number (0, 1, ...)"));
+  SchedulerDriver* d = service_->scheduler();
+  if (!d)
+    return Finish(call, JsonError(409, "FailedPrecondition",
+                                  "this service runs no scheduler: there are no workers to drain"));
+  auto st = d->DrainWorker(static_cast<int>(worker), verb == "drain");
+  if (!st.ok()) return Finish(call, ErrorOf(st.status()));
+  v1::WorkerDrain out;
+  out.set_worker(st->worker);
+  out.set_state(st->state);
+  out.set_drained(st->drained);
   Finish(call, Json(200, out));
 }
 

@@ -83,6 +83,7 @@ class HttpApi {
                 const std::string& action, const CallPtr& call);
   HttpResponse Cluster(const Principal& who) const;
   void BumpEpoch(const HttpRequest& req, const Principal& who, const CallPtr& call);
+  void Drain(const HttpRequest& req, const Principal& who, const CallPtr& call);
   // An error in the shape of the route's API (OpenAI's for the OpenAI front).
   HttpResponse ErrorFor(std::string_view path, int status, std::string_view code,
                         const std::string& message) const;

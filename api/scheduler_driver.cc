@@ -207,21 +207,13 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   for (const auto& g : d->groups_)
     models += (models.empty() ? "" : ", ") + g->spec.id + " x" + std::to_string(g->spec.workers) +
               " (" + g->spec.engine + ")";
-  bool all_cpu = true;
-  for (const auto& g : d->groups_) all_cpu = all_cpu && g->spec.engine == "cpu";
-  const std::string emulated =
-      "emulated kv_tiers (1/" + std::to_string(c.kv_bytes_scale) + " of the bytes)";
   Log(LogLevel::kInfo, "scheduler started",
       LogKeys()
           .With("workers", std::to_string(total))
           .With("models", models)
           .With("policy", std::string(d->policy_->name()))
           .With("model_executor", d->model_executor_name())
-          .With("kv_mover", all_cpu       ? std::string("tiered kv mover: the cpu engines' real "
-                                                              "KV blocks through kv_tiers")
-                            : d->any_cpu_ ? "tiered kv mover: real KV blocks for cpu models, " +
-                                                emulated + " for simulated ones"
-                                          : "tiered kv mover over " + emulated)
+          .With("kv_mover", d->kv_mover_description())
           .With("planner", "net_budget over a loopback topology")
           .With("hbm_bytes_per_worker",
                 std::to_string(c.hbm_bytes_per_worker))  // the first model's
@@ -347,6 +339,20 @@ std::string SchedulerDriver::model_executor_name() const {
   return out.empty() ? std::string("none") : out;
 }
 
+std::string SchedulerDriver::kv_mover_description() const {
+  bool all_cpu = true;
+  for (const auto& g : groups_) all_cpu = all_cpu && g->cpu();
+  const std::string emulated = "emulated kv_tiers (emulated HBM, host arena, RocksDB disk) at 1/" +
+                               std::to_string(config_.kv_bytes_scale) + " of the KV bytes";
+  const std::string real =
+      "the cpu engines' real KV blocks copied through kv_tiers (host arena, RocksDB disk, "
+      "engine pools), checksummed and committed";
+  if (all_cpu) return "tiered kv mover: " + real;
+  if (any_cpu_)
+    return "tiered kv mover: for cpu models " + real + "; for simulated ones " + emulated;
+  return "tiered kv mover: blocks moved through " + emulated;
+}
+
 void SchedulerDriver::Submit(const v1::Workflow& workflow) {
   // Posted before the runtime's own post, so the tenant is known before any move of it.
   loop_->Post([this, id = workflow.id(), t = workflow.tenant()]() { tenant_of_[id] = t; });
@@ -436,6 +442,30 @@ void SchedulerDriver::PeerJoined(int worker, std::string reason) {
   Log(LogLevel::kInfo, "worker rejoined",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
   runtime_->PeerJoined(worker);
+}
+
+Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worker, bool on) {
+  if (worker < 0 || worker >= total_workers())
+    return Status::InvalidArgument("worker " + std::to_string(worker) + ": no such worker (0.." +
+                                   std::to_string(total_workers() - 1) + ")");
+  Status st;
+  Sync([&]() {
+    if (!core_->alive(worker))
+      st = Status::FailedPrecondition("worker " + std::to_string(worker) +
+                                      " is lost: it cannot be drained or undrained");
+    else
+      runtime_->Drain(worker, on);  // handled before the next task on the loop
+  });
+  if (!st.ok()) return st;
+  Log(LogLevel::kInfo, on ? "worker draining" : "worker back in service",
+      LogKeys().With("worker", std::to_string(worker)));
+  WorkerDrainState out;
+  out.worker = worker;
+  Sync([&]() {
+    out.state = !core_->alive(worker) ? "lost" : core_->draining(worker) ? "draining" : "alive";
+    out.drained = core_->drained(worker);
+  });
+  return out;
 }
 
 uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
@@ -596,7 +626,13 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (const std::string& wf : touched) Refresh(wf);
-    for (int w = 0; w < total_workers(); ++w) hbm_used_[w] = core_->hbm_used(w);
+    for (int w = 0; w < total_workers(); ++w) {
+      hbm_used_[w] = core_->hbm_used(w);
+      worker_state_[w] = {!core_->alive(w)     ? "lost"
+                          : core_->draining(w) ? "draining"
+                                               : "alive",
+                          core_->drained(w)};
+    }
     metrics_.SetQueuedNodes(core_->queued_nodes());
     if (any_cpu_) {
       real_bytes_moved_.clear();

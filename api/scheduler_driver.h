@@ -247,6 +247,16 @@ class SchedulerDriver {
   // (executors::Engine::Reset; an engine that cannot keeps the worker lost) and the core
   // places on it again (executors::Runtime::PeerJoined). `reason` is logged.
   void PeerJoined(int worker, std::string reason = "");
+  // Worker `worker` is drained (`on`) or put back in service (executors::Runtime::Drain):
+  // nothing new is placed on it, its idle contexts move off (the policy's choice of tier,
+  // or a discard), running calls finish there. Returns its state once the core has seen
+  // the change. InvalidArgument for an unknown worker, FailedPrecondition for a lost one.
+  struct WorkerDrainState {
+    int worker = -1;
+    std::string state;  // alive | draining
+    bool drained = false;
+  };
+  Result<WorkerDrainState> DrainWorker(int worker, bool on);
   // The model's weights changed: every KV block of the older epoch is invalidated — the
   // core's contexts and the tiers' blocks (invariant 4). Returns the new epoch.
   uint64_t BumpModelEpoch(const std::string& model_id);
@@ -280,6 +290,8 @@ class SchedulerDriver {
   DriverMetrics& metrics() { return metrics_; }
   const DriverMetrics& metrics() const { return metrics_; }
   std::string model_executor_name() const;
+  // What moves KV: real bytes for cpu models, emulated at 1/kv_bytes_scale for simulated.
+  std::string kv_mover_description() const;
   // The served model's id (ServedModel.id; default: its config name, the CPU engine's
   // shape name).
   std::string model_name() const;
@@ -452,6 +464,8 @@ class SchedulerDriver {
   std::unordered_map<std::string, WfView> wfs_;
   std::map<uint64_t, XferView> xfers_;
   std::map<int, uint64_t> hbm_used_;
+  // Per worker, as of the last event: alive | lost | draining, and drained.
+  std::map<int, std::pair<std::string, bool>> worker_state_;
   std::map<std::string, uint64_t> decisions_by_kind_;
   std::map<std::string, uint64_t> bytes_moved_by_tier_;
   std::map<std::string, uint64_t> real_bytes_moved_;  // the mover's, copied on the loop

@@ -54,7 +54,6 @@ void FillLinkClasses(net_budget::LinkIndex i, const net_budget::LinkBudgets& bud
 }  // namespace
 
 void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
-  const uint64_t scale = config_.kv_bytes_scale;
   std::lock_guard<std::mutex> lock(mu_);
   out->set_workers(total_workers());
   out->set_model_executor(model_executor_name());
@@ -62,13 +61,7 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   if (auto e = epochs_.find(config_.model_id); e != epochs_.end()) out->set_model_epoch(e->second);
   out->set_queued_nodes(metrics_.queued_nodes());
   for (const auto& a : config_.model_aliases) out->add_model_aliases(a);
-  out->set_kv_mover(!any_cpu_
-                        ? "tiered kv mover: blocks moved through kv_tiers (emulated HBM, host, "
-                          "RocksDB disk) at 1/" +
-                              std::to_string(scale) + " of the KV bytes"
-                        : std::string("tiered kv mover: the cpu engines' real KV blocks copied "
-                                      "through kv_tiers (host arena, RocksDB disk, engine "
-                                      "pools), checksummed and committed"));
+  out->set_kv_mover(kv_mover_description());
   out->set_planner(
       "net_budget planner and link budgets (loopback topology: " + env_->topology().name() + ")");
   out->set_policy(std::string(policy_->name()));
@@ -186,6 +179,9 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
     e->set_model_id(g.spec.id);
     e->set_engine(w < static_cast<int>(engines_.size()) ? std::string(engines_[w]->name()) : "");
     e->set_kv_bytes_per_token(g.cost->KvBytesPerToken());
+    auto ws = worker_state_.find(w);
+    e->set_state(ws == worker_state_.end() ? "alive" : ws->second.first);
+    e->set_drained(ws != worker_state_.end() && ws->second.second);
     if (g.cpu_model) {
       const executors::cpu::ModelShape& s = g.cpu_model->shape();
       e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));

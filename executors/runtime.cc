@@ -100,6 +100,13 @@ void Runtime::PeerJoined(int worker) {
   });
 }
 
+void Runtime::Drain(int worker, bool on) {
+  Event e;
+  e.kind = on ? EventKind::kDrainWorker : EventKind::kUndrainWorker;
+  e.worker = worker;
+  Inject(std::move(e));
+}
+
 void Runtime::ModelEpochChanged(const std::string& model_id, uint64_t epoch) {
   Event e;
   e.kind = EventKind::kModelEpochChanged;

@@ -58,6 +58,10 @@ class Runtime {
   // A lost worker is back (its engine is empty: a new process, or the lost one's sequences
   // and blocks were all dropped at the loss): the core places on it again.
   void PeerJoined(int worker);
+  // Draining (`on`): the core places nothing more on the worker and moves its idle
+  // contexts off (Core::drained tells when it is empty); off: in service again. Running
+  // sequences finish where they are.
+  void Drain(int worker, bool on);
   void ModelEpochChanged(const std::string& model_id, uint64_t epoch);
   void Inject(scheduler::Event e);
 

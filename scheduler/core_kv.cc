@@ -145,8 +145,7 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     constexpr size_t kPeerOptions = 4;
     std::vector<std::pair<uint64_t, int>> peers;
     for (int x = 0; x < static_cast<int>(workers.size()); ++x)
-      if (x != w && Placeable(x) && Serves(x, c.model) &&
-          Free(x) >= c.bytes)
+      if (x != w && Placeable(x) && Serves(x, c.model) && Free(x) >= c.bytes)
         peers.push_back({Free(x), x});
     size_t k = std::min(kPeerOptions, peers.size());
     std::partial_sort(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(k), peers.end(),
@@ -490,17 +489,26 @@ void CoreState::DrainStep() {
       if (c->users == 0 && c->transfer == 0 && !c->evict_pending && !c->dead) idle.push_back(c);
     std::sort(idle.begin(), idle.end(),
               [](const CtxRec* a, const CtxRec* b) { return a->key < b->key; });
-    for (CtxRec* c : idle)
-      if (c->loc.tier == Tier::kHbm && c->loc.worker == w && c->transfer == 0)
+    const std::string why = "drained: worker " + std::to_string(w) + " is draining";
+    for (CtxRec* c : idle) {
+      if (c->loc.worker != w || c->transfer != 0) continue;
+      // Its own contexts: the policy's eviction choice (another tier, a peer, discard).
+      if (c->loc.tier == Tier::kHbm)
         DecideWait(*c, WaitReason::kEviction, std::vector<Duration>(5, Seconds(1.0)),
                    Duration::max());
+      // Kept (the policy's keep frees nothing), or another worker's context demoted here:
+      // the bytes must leave, so they are dropped and recomputed when next needed.
+      if ((c->loc.tier == Tier::kHbm || c->loc.tier == Tier::kPeer) && c->loc.worker == w &&
+          c->transfer == 0 && !c->evict_pending)
+        DiscardContext(*c, why);
+    }
   }
 }
 
 bool CoreState::Drained(int w) const {
   if (w < 0 || w >= static_cast<int>(workers.size())) return false;
   const WorkerRec& r = workers[static_cast<size_t>(w)];
-  if (!r.draining || r.running > 0 || !r.resident.empty()) return false;
+  if (!r.alive || !r.draining || r.running > 0 || !r.resident.empty()) return false;
   auto here = [w](const Location& l) {
     return l.worker == w && (l.tier == Tier::kHbm || l.tier == Tier::kPeer);
   };

@@ -36,10 +36,10 @@ enum class EventKind : uint8_t {
   kPeerLost,           // worker
   kModelEpochChanged,  // model_id, epoch
   kDeadlineTick,       // time passed (the runtime posts one at Commands::wakeup)
-  kCancel,      // workflow_id; status OK: the client cancelled it (ends with `cancel`); not OK:
-                // it failed outside the core (the service's durable graph: a node failed for
-                // good), node_id names the node and status.message() says why (ends with `fail`)
-  kPeerJoined,  // worker: a lost worker is back (a new incarnation, empty): placed on again
+  kCancel,         // workflow_id; status OK: the client cancelled it (ends with `cancel`); not OK:
+                   // it failed outside the core (the service's durable graph: a node failed for
+                   // good), node_id names the node and status.message() says why (ends with `fail`)
+  kPeerJoined,     // worker: a lost worker is back (a new incarnation, empty): placed on again
   kDrainWorker,    // worker: no new placements; its idle contexts move off (drained: empty)
   kUndrainWorker,  // worker: placed on again
 };

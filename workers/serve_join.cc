@@ -183,13 +183,20 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
       }
       *out->add_joined_workers() = std::move(w);
     }
-    // Pool use: the scheduler's committed KV in each worker's HBM (the listing's tiers).
-    for (v1::JoinedWorker& w : *out->mutable_joined_workers())
+    // Pool use: the scheduler's committed KV in each worker's HBM (the listing's tiers);
+    // draining: the scheduler's state of a connected worker.
+    for (v1::JoinedWorker& w : *out->mutable_joined_workers()) {
+      for (const v1::WorkerEngine& e : out->worker_engines())
+        if (e.worker() == w.worker_index() && w.state() == "alive" && e.state() == "draining") {
+          w.set_state("draining");
+          w.set_drained(e.drained());
+        }
       for (const v1::TierState& t : out->tiers())
         if (t.tier() == "hbm" && t.worker() == w.worker_index()) {
           w.set_kv_pool_used_bytes(t.used_bytes());
           if (w.kv_pool_capacity_bytes() == 0) w.set_kv_pool_capacity_bytes(t.capacity_bytes());
         }
+    }
   };
   return join;
 }

@@ -23,6 +23,7 @@ namespace switchyard::api {
 namespace {
 
 constexpr char kToken[] = "sched-tenant-token-0123456789";
+constexpr char kAdmin[] = "sched-admin-token-0123456789";
 
 class SchedulerServiceTest : public ::testing::Test {
  protected:
@@ -53,7 +54,7 @@ class SchedulerServiceTest : public ::testing::Test {
     auto* t = cfg.add_tenants();
     t->set_name("t");
     t->set_token(kToken);
-    cfg.set_admin_token("sched-admin-token-0123456789");
+    cfg.set_admin_token(kAdmin);
     api_ =
         std::make_unique<HttpApi>(service_.get(), *Auth::Create(cfg, dir_), RealClock::Default());
     HttpServerOptions ho;
@@ -83,9 +84,9 @@ class SchedulerServiceTest : public ::testing::Test {
     return nullptr;
   }
   testing::ClientResponse Call(const std::string& method, const std::string& target,
-                               const std::string& body = "") {
+                               const std::string& body = "", const char* token = kToken) {
     return testing::Request(port_, method, target, body,
-                            {{"Authorization", std::string("Bearer ") + kToken}});
+                            {{"Authorization", std::string("Bearer ") + token}});
   }
   v1::WorkflowStatus Get(const std::string& id) {
     auto r = Call("GET", "/v1/workflows/" + id);
@@ -361,6 +362,79 @@ TEST_F(SchedulerServiceTest, TwoWorkersRunOnTheirOwnEmulatedHbm) {
   for (const char* name : {"pcie0", "pcie1", "nvlink0", "nvlink1", "disk0"})
     EXPECT_TRUE(links.count(name)) << name << " in " << *proto::ToJson(c);
   EXPECT_EQ(c.workflows().completed(), 2u);
+}
+
+// POST /v1/workers/{w}:drain takes the worker that holds a waiting context out of service:
+// the context leaves its HBM, the worker is listed draining and then drained, new work and
+// the workflow's next call run on the other worker; :undrain puts it back. Admin only,
+// POST only, errors name the worker.
+TEST_F(SchedulerServiceTest, ADrainedWorkerIsEmptiedAndTakesNoNewWork) {
+  Start(1280ULL << 20, 2);
+  ASSERT_EQ(Call("POST", "/v1/workflows", kAgent).status, 201);
+  WaitFor("agent", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+  Event("agent", "bash", "TOOL_STARTED");
+  auto held =
+      WaitFor("agent", [](const auto& s) { return s.kv_size() == 1 && !s.kv(0).in_flight(); });
+  const int w = held.kv(0).worker();
+  ASSERT_GE(w, 0) << *proto::ToJson(held);
+  const std::string drain = "/v1/workers/" + std::to_string(w) + ":drain";
+
+  EXPECT_EQ(Call("POST", drain).status, 403) << "a tenant token";
+  EXPECT_EQ(Call("GET", drain, "", kAdmin).status, 405);
+  EXPECT_EQ(Call("POST", "/v1/workers/1:pause", "", kAdmin).status, 404);
+  auto bad = Call("POST", "/v1/workers/one:drain", "", kAdmin);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("worker 'one'"), std::string::npos) << bad.body;
+  auto unknown = Call("POST", "/v1/workers/7:drain", "", kAdmin);
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(unknown.body.find("worker 7"), std::string::npos) << unknown.body;
+
+  auto r = Call("POST", drain, "", kAdmin);
+  ASSERT_EQ(r.status, 200) << r.body;
+  v1::WorkerDrain answer;
+  ASSERT_TRUE(proto::ParseJson(r.body, &answer).ok()) << r.body;
+  EXPECT_EQ(answer.worker(), w);
+  EXPECT_EQ(answer.state(), "draining");
+  // The context leaves the draining worker's HBM (demoted or dropped for recompute).
+  auto off = WaitFor("agent", [w](const auto& s) {
+    return s.kv_size() == 1 && !s.kv(0).in_flight() &&
+           !(s.kv(0).tier() == "hbm" && s.kv(0).worker() == w);
+  });
+  EXPECT_TRUE(Has(off, "demote") || Has(off, "discard")) << *proto::ToJson(off);
+  bool drained = false;
+  for (int i = 0; i < 500 && !drained; ++i) {
+    v1::ClusterState c = Cluster();
+    for (const auto& e : c.worker_engines()) {
+      if (e.worker() != w) EXPECT_EQ(e.state(), "alive");
+      if (e.worker() == w) {
+        EXPECT_EQ(e.state(), "draining");
+        drained = e.drained();
+      }
+    }
+    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(drained) << *proto::ToJson(Cluster());
+
+  // New work and the agent's next call run on the other worker.
+  std::string second = kAgent;
+  second.replace(second.find("\"agent\""), 7, "\"agent2\"");
+  ASSERT_EQ(Call("POST", "/v1/workflows", second).status, 201);
+  auto s2 =
+      WaitFor("agent2", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
+  ASSERT_EQ(s2.kv_size(), 1);
+  EXPECT_NE(s2.kv(0).worker(), w) << *proto::ToJson(s2);
+  Event("agent", "bash", "TOOL_FINISHED");
+  ASSERT_EQ(Call("POST", "/v1/workflows/agent:close").status, 200);
+  auto done = WaitFor("agent", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
+  EXPECT_EQ(NodeState(done, "llm-1"), "NODE_SUCCEEDED");
+
+  r = Call("POST", "/v1/workers/" + std::to_string(w) + ":undrain", "", kAdmin);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(proto::ParseJson(r.body, &answer).ok()) << r.body;
+  EXPECT_EQ(answer.state(), "alive");
+  EXPECT_FALSE(answer.drained());
+  const v1::ClusterState after = Cluster();
+  for (const auto& e : after.worker_engines()) EXPECT_EQ(e.state(), "alive") << e.worker();
 }
 
 TEST_F(SchedulerServiceTest, ClientLlmEventsAreRefusedWhileTheSimulatedExecutorRunsThem) {

@@ -44,6 +44,9 @@ class FlatStepCost final : public StepCostModel {
   }
 };
 
+// Contexts moved off or dropped by the drain events of all seeds.
+size_t g_drain_evictions = 0;
+
 int SeedCount() {
   if (const char* env = std::getenv("SY_PROPERTY_SEEDS")) return std::max(1, std::atoi(env));
 #if defined(__SANITIZE_ADDRESS__)
@@ -309,6 +312,18 @@ std::string RunSeed(uint64_t seed) {
       for (const std::string& line : ToStrings(c)) std::printf("    %s\n", line.c_str());
     }
     h.Observe(core, workers, e, c);
+    if (e.kind == EventKind::kDrainWorker) g_drain_evictions += c.list.size();
+    // Nothing is placed, prefetched or demoted onto a draining worker.
+    for (const Command& cmd : c.list) {
+      int to = cmd.kind == CommandKind::kPlace ? cmd.worker
+               : (cmd.kind == CommandKind::kPrefetch || cmd.kind == CommandKind::kDemote) &&
+                       (cmd.dst.tier == Tier::kHbm || cmd.dst.tier == Tier::kPeer)
+                   ? cmd.dst.worker
+                   : -1;
+      if (to >= 0 && core.draining(to))
+        h.Fail(std::string(CommandKindName(cmd.kind)) + " onto draining worker " +
+               std::to_string(to) + " at " + std::to_string(now.seconds()) + " s");
+    }
     if (env)
       for (const Command& cmd : c.list)
         g_budgeted_transfers +=
@@ -329,7 +344,21 @@ std::string RunSeed(uint64_t seed) {
     if (h.U() < 0.05)
       loop.PostAt(Time::FromMillis(h.I(0, 8000)), [&rt, id = w.id()]() { rt.Cancel(id); });
   }
-  if (workers > 1 && h.U() < 0.3) {
+  bool lose = workers > 1 && h.U() < 0.3;
+  // A drain of a random worker; undone later half the time, and always when a worker is
+  // also lost (one lost and one drained could leave nothing to place on).
+  int drained = workers > 1 && h.U() < 0.3 ? h.I(0, workers - 1) : -1;
+  if (drained >= 0) {
+    Time at = Time::FromMillis(h.I(0, 6000));
+    loop.PostAt(at, [&rt, drained]() { rt.Drain(drained, true); });
+    if (lose || h.U() < 0.5) {
+      loop.PostAt(at + Millis(h.I(0, 3000)), [&rt, &drained, d = drained]() {
+        rt.Drain(d, false);
+        drained = -1;
+      });
+    }
+  }
+  if (lose) {
     Time at = Time::FromMillis(h.I(0, 6000));
     int w = h.I(0, workers - 1);
     loop.PostAt(at, [&rt, &lost, w]() {
@@ -361,6 +390,8 @@ std::string RunSeed(uint64_t seed) {
   }
   if (fabric.outstanding_grants() != 0 || (env && env->outstanding_grants() != 0))
     return "grants leaked";
+  if (drained >= 0 && core.alive(drained) && !core.drained(drained))
+    return "worker " + std::to_string(drained) + " is still draining at the end";
   for (int w = 0; w < workers; ++w) {
     if (core.hbm_used(w) != 0) return "HBM still held at the end on worker " + std::to_string(w);
     if ((!lost.count(w) || rejoined.count(w)) &&
@@ -382,6 +413,8 @@ TEST(RuntimeProperty, RandomWorkloadsAndFaultsHoldTheInvariants) {
   }
   RecordProperty("seeds", seeds);
   RecordProperty("budgeted_transfers", g_budgeted_transfers);
+  RecordProperty("drain_evictions", g_drain_evictions);
+  EXPECT_GT(g_drain_evictions, seeds / 500) << "drains hardly ever had a context to move off";
   EXPECT_GT(g_budgeted_transfers, seeds / 200) << "the net_budget path was hardly exercised";
 }
 

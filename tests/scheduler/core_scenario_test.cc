@@ -587,5 +587,68 @@ TEST(CoreScenario, ALostWorkerIsPlacedOnAgainWhenItRejoins) {
   EXPECT_EQ(r.core.hbm_used(1), 1000u * 131072) << "a second join does not reset it";
 }
 
+// A draining worker takes no new placement; its idle contexts move off (the policy's
+// eviction choice, or a discard when it would keep them) until it is drained; the node
+// that extends a moved context runs elsewhere; undrained, it is placed on again.
+TEST(CoreScenario, ADrainingWorkerTakesNoPlacementAndIsEmptiedOfIdleContexts) {
+  Rig r(Opts(2, 80'000'000'000, 1), {});
+  auto one = [](const std::string& id) {
+    return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 1000, 100)});
+  };
+  auto wf =
+      Wf("wf1", "a",
+         {Llm("a", {}, "main", v1::CacheRef::CREATE, 1000, 100), Tool("t", {"a"}, "search", 100),
+          Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 50, 100)});
+  Event drain = Of(EventKind::kDrainWorker, "");
+  drain.worker = 0;
+  Event undrain = Of(EventKind::kUndrainWorker, "");
+  undrain.worker = 0;
+  r.Run({{0, Submit(wf), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0.5, LlmDone("wf1", "a", 100, Millis(500)), {"admit wf1/t"}},
+         {0.5, Of(EventKind::kToolStarted, "wf1", "t"), {"keep wf1/main"}}});
+  EXPECT_FALSE(r.core.draining(0));
+  // Draining: the kept context must leave worker 0's HBM now.
+  Commands c = r.core.handle(drain, Time::FromSeconds(0.55));
+  ASSERT_EQ(c.list.size(), 1u) << ::testing::PrintToString(ToStrings(c));
+  EXPECT_TRUE(r.core.draining(0));
+  if (c.list[0].kind == CommandKind::kDemote) {
+    EXPECT_FALSE(r.core.drained(0)) << "a move out is still in flight";
+    r.core.handle(Xfer(c.list[0].transfer_id), Time::FromSeconds(0.56));
+  } else {
+    EXPECT_EQ(c.list[0].kind, CommandKind::kDiscard) << ToString(c.list[0]);
+    EXPECT_NE(c.list[0].reason.find("draining"), std::string::npos) << c.list[0].reason;
+  }
+  EXPECT_TRUE(r.core.drained(0));
+  EXPECT_EQ(r.core.hbm_used(0), 0u);
+  // New work and the workflow's next call go to worker 1 only; worker 0 stays idle.
+  c = r.core.handle(Submit(one("w2")), Time::FromSeconds(0.6));
+  EXPECT_EQ(ToStrings(c), std::vector<std::string>{"place w2/x worker=1 recompute=0 done=0"});
+  c = r.core.handle(ToolDone("wf1", "t"), Time::FromSeconds(0.6));
+  EXPECT_TRUE(c.list.empty()) << ::testing::PrintToString(ToStrings(c))
+                              << ": worker 1 is busy and worker 0 is draining";
+  EXPECT_EQ(r.core.queued_nodes(), 1u);
+  // Back in service: the queued call goes to worker 0 at once (its context brought back
+  // first when it was demoted, else placed to recompute it).
+  c = r.core.handle(undrain, Time::FromSeconds(0.7));
+  ASSERT_EQ(c.list.size(), 1u) << ::testing::PrintToString(ToStrings(c));
+  const std::string back = ToStrings(c)[0];
+  EXPECT_TRUE(back.rfind("prefetch wf1/main host@0->hbm@0", 0) == 0 ||
+              back.rfind("place wf1/b worker=0", 0) == 0)
+      << back;
+  EXPECT_FALSE(r.core.draining(0));
+  EXPECT_FALSE(r.core.drained(0));
+  // A lost worker is not draining; a drain of a lost or unknown worker changes nothing.
+  Event lost = Of(EventKind::kPeerLost, "");
+  lost.worker = 1;
+  Event drain1 = drain, stray = drain;
+  drain1.worker = 1;
+  stray.worker = 9;
+  r.core.handle(lost, Time::FromSeconds(0.8));
+  r.core.handle(drain1, Time::FromSeconds(0.8));
+  r.core.handle(stray, Time::FromSeconds(0.8));
+  EXPECT_FALSE(r.core.draining(1));
+  EXPECT_FALSE(r.core.drained(1));
+}
+
 }  // namespace
 }  // namespace switchyard::scheduler

@@ -303,6 +303,49 @@ TEST(JoinedWorkers, WorkflowsRunTheirLlmNodesOnTwoJoinedWorkers) {
   EXPECT_GT(steps, 16u);
 }
 
+// A joined worker drained before any work (POST /v1/workers/1:drain, admin) is listed
+// draining and drained, runs no step while every workflow completes on the other, and
+// :undrain lists it alive again.
+TEST(JoinedWorkers, ADrainedJoinedWorkerRunsNothingWhileTheOtherServes) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_drain");
+  std::string drained_id, serving_id;
+  {
+    ASSERT_TRUE(c.Start(2));
+    // Indices go by join order: the id of worker 1 is whichever joined second.
+    const v1::ClusterState before = c.Cluster();
+    for (const auto& w : before.joined_workers())
+      (w.worker_index() == 1 ? drained_id : serving_id) = w.id();
+    api::HttpResponse r = c.Call("POST", "/v1/workers/1:drain", "", kAdmin);
+    ASSERT_EQ(r.status, 200) << r.body;
+    v1::ClusterState cl = c.Cluster();
+    for (const auto& w : cl.joined_workers()) {
+      EXPECT_EQ(w.state(), w.worker_index() == 1 ? "draining" : "alive") << w.id();
+      EXPECT_EQ(w.drained(), w.worker_index() == 1) << w.id();
+    }
+    std::vector<std::string> wfs;
+    for (int i = 0; i < 3; ++i) {
+      wfs.push_back("drain-" + std::to_string(i));
+      c.Submit(wfs.back(), 16);
+    }
+    auto st = c.Drive(wfs, 240);
+    for (const auto& [id, s] : st)
+      EXPECT_EQ(s.state(), v1::WORKFLOW_COMPLETED) << id << ": " << *proto::ToJson(s);
+    r = c.Call("POST", "/v1/workers/1:undrain", "", kAdmin);
+    ASSERT_EQ(r.status, 200) << r.body;
+    cl = c.Cluster();
+    for (const auto& w : cl.joined_workers()) EXPECT_EQ(w.state(), "alive") << w.id();
+  }
+  std::map<std::string, int> exits = c.Stop();
+  auto steps = [&](const std::string& id) -> uint64_t {
+    std::string log = c.Log(id);
+    size_t at = log.find("steps_run=");
+    return at == std::string::npos ? ~0ull : std::stoull(log.substr(at + 10));
+  };
+  EXPECT_EQ(steps(drained_id), 0u) << c.Log(drained_id);
+  EXPECT_GT(steps(serving_id), 16u) << c.Log(serving_id);
+}
+
 // A joined worker's KV pool lives in its own process: its KV store (a PeerWorker beside
 // its engine) holds the pool's blocks. A demotion during a tool wait gets them over UCX
 // into serve's host tier, and the prefetch after the tool puts them back, under the credit
