@@ -10,6 +10,7 @@
 #include "api/http_server.h"
 #include "proto/json.h"
 #include "tests/api/http_test_client.h"
+#include "tests/api/loopback_api.h"
 
 namespace switchyard::api {
 namespace {
@@ -20,17 +21,11 @@ constexpr char kAcme[] = "acme-token-0123456789";
 constexpr char kGlobex[] = "globex-token-0123456789";
 constexpr char kAdmin[] = "admin-token-0123456789";
 
-class HttpApiTest : public ::testing::Test {
+class HttpApiTest : public testing::LoopbackApiTest {
  protected:
   void Start(int max_inflight = 4096, double acme_rate = 1000) {
-    dir_ = ::testing::TempDir() + "/sy_http_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
     ServiceOptions so;
-    so.data_dir = dir_;
-    so.sync_writes = false;              // durability has its own test (crash_test)
     so.scheduler.simulated_llm = false;  // the tests report LLM results as a client
-    service_ = std::move(*Service::Open(so, RealClock::Default()));
     v1::ServiceConfig cfg;
     auto* a = cfg.add_tenants();
     a->set_name("acme");
@@ -43,29 +38,14 @@ class HttpApiTest : public ::testing::Test {
     cfg.set_admin_token(kAdmin);
     HttpApiOptions ao;
     ao.max_inflight = max_inflight;
-    api_ = std::make_unique<HttpApi>(service_.get(), *Auth::Create(cfg, dir_), RealClock::Default(),
-                                     ao);
     HttpServerOptions ho;
-    ho.port = 0;
     ho.body_limit_bytes = 64 * 1024;
-    server_ =
-        std::make_unique<HttpServer>(ho, [this](const HttpRequest& r) { return api_->Handle(r); });
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok()) << port.status();
-    port_ = *port;
-  }
-  void TearDown() override {
-    if (server_) server_->Stop();
-    server_.reset();
-    api_.reset();
-    service_.reset();
-    std::filesystem::remove_all(dir_);
+    Serve(so, cfg, ao, ho, /*async=*/false);
   }
   testing::ClientResponse Call(const std::string& method, const std::string& target,
                                const std::string& body = "", const char* token = kAcme,
                                std::map<std::string, std::string> headers = {}) {
-    if (token) headers["Authorization"] = std::string("Bearer ") + token;
-    return Request(port_, method, target, body, headers);
+    return Send(method, target, body, token, std::move(headers));
   }
   std::string Submit(const char* token = kAcme) {
     auto r = Call("POST", "/v1/workflows", kWorkflow, token);
@@ -78,11 +58,6 @@ class HttpApiTest : public ::testing::Test {
   static constexpr char kWorkflow[] =
       R"({"nodes":[{"id":"plan","kind":"LLM","cacheRefs":[{"context":"main","mode":"CREATE"}],
           "hints":{"promptTokens":500}},{"id":"grep","kind":"TOOL","deps":["plan"]}]})";
-  std::string dir_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<HttpApi> api_;
-  std::unique_ptr<HttpServer> server_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(HttpApiTest, HealthMetricsOpenApiNeedNoToken) {

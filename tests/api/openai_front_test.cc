@@ -15,6 +15,7 @@
 #include "api/http_api.h"
 #include "api/http_server.h"
 #include "tests/api/http_test_client.h"
+#include "tests/api/loopback_api.h"
 
 namespace switchyard::api {
 namespace {
@@ -24,52 +25,21 @@ using nlohmann::json;
 constexpr char kToken[] = "openai-tenant-token-0123456789";
 constexpr char kModel[] = "tiny-llama-2l";
 
-class OpenAiFrontTest : public ::testing::Test {
+class OpenAiFrontTest : public testing::LoopbackApiTest {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/sy_oai_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-  }
-  void TearDown() override {
-    if (server_) server_->Stop();
-    server_.reset();
-    api_.reset();
-    service_.reset();
-    std::filesystem::remove_all(dir_);
-  }
   void Start(uint64_t pool_bytes = 4ULL << 20,
              std::chrono::milliseconds idle = std::chrono::minutes(10)) {
     ServiceOptions so;
-    so.data_dir = dir_;
-    so.sync_writes = false;
     so.scheduler.engine = "cpu";
     so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
     so.scheduler.kv_pool_bytes = pool_bytes;
     so.scheduler.host_bytes = 64ULL << 20;
     so.scheduler.disk_bytes = 64ULL << 20;
-    auto svc = Service::Open(so, RealClock::Default());
-    ASSERT_TRUE(svc.ok()) << svc.status();
-    service_ = std::move(*svc);
-    v1::ServiceConfig cfg;
-    auto* t = cfg.add_tenants();
-    t->set_name("t");
-    t->set_token(kToken);
-    cfg.set_admin_token("openai-admin-token-0123456789");
     HttpApiOptions ao;
     ao.openai.session_idle_timeout = idle;
-    api_ = std::make_unique<HttpApi>(service_.get(), *Auth::Create(cfg, dir_), RealClock::Default(),
-                                     ao);
     HttpServerOptions ho;
-    ho.port = 0;
     ho.threads = 4;
-    server_ =
-        std::make_unique<HttpServer>(ho, [this](const HttpRequest& r, HttpServer::Respond done) {
-          api_->HandleAsync(r, std::move(done));
-        });
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok()) << port.status();
-    port_ = *port;
+    Serve(so, OneTenant(kToken, "openai-admin-token-0123456789"), ao, ho);
   }
   testing::ClientResponse Post(const std::string& path, const json& body,
                                const std::string& session = "") {
@@ -118,11 +88,6 @@ class OpenAiFrontTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<HttpApi> api_;
-  std::unique_ptr<HttpServer> server_;
-  uint16_t port_ = 0;
   std::mutex mu_;
   std::map<std::string, std::string> last_headers_;  // of the latest Chat (single-threaded use)
 };

@@ -19,6 +19,7 @@
 #include "api/http_server.h"
 #include "proto/json.h"
 #include "tests/api/http_test_client.h"
+#include "tests/api/loopback_api.h"
 
 namespace switchyard::api {
 namespace {
@@ -27,50 +28,19 @@ using nlohmann::json;
 
 constexpr char kToken[] = "models-tenant-token-0123456789";
 
-class SeveralModelsTest : public ::testing::Test {
+class SeveralModelsTest : public testing::LoopbackApiTest {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/sy_models_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-  }
-  void TearDown() override {
-    if (server_) server_->Stop();
-    server_.reset();
-    api_.reset();
-    service_.reset();
-    std::filesystem::remove_all(dir_);
-  }
   static std::string Shape(const std::string& name) {
     return std::string(SY_SOURCE_DIR) + "/configs/models/" + name + ".json";
   }
   void Start(const std::function<void(SchedulerConfig*)>& tune) {
     ServiceOptions so;
-    so.data_dir = dir_;
-    so.sync_writes = false;
     so.scheduler.host_bytes = 256ULL << 20;
     so.scheduler.disk_bytes = 256ULL << 20;
     tune(&so.scheduler);
-    auto svc = Service::Open(so, RealClock::Default());
-    ASSERT_TRUE(svc.ok()) << svc.status();
-    service_ = std::move(*svc);
-    v1::ServiceConfig cfg;
-    auto* t = cfg.add_tenants();
-    t->set_name("t");
-    t->set_token(kToken);
-    cfg.set_admin_token("models-admin-token-0123456789");
-    api_ =
-        std::make_unique<HttpApi>(service_.get(), *Auth::Create(cfg, dir_), RealClock::Default());
     HttpServerOptions ho;
-    ho.port = 0;
     ho.threads = 4;
-    server_ =
-        std::make_unique<HttpServer>(ho, [this](const HttpRequest& r, HttpServer::Respond done) {
-          api_->HandleAsync(r, std::move(done));
-        });
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok()) << port.status();
-    port_ = *port;
+    Serve(so, OneTenant(kToken, "models-admin-token-0123456789"), {}, ho);
   }
   // First model "big": the simulated engine's default (Llama-3.1-8B), on 1 worker; second
   // "tiny" (alias "tiny-alias"): the CPU engine on tiny-llama-2l, on 2 workers.
@@ -127,12 +97,6 @@ class SeveralModelsTest : public ::testing::Test {
       if (d.kind() == "place") out[d.node_id()] = d.worker();
     return out;
   }
-
-  std::string dir_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<HttpApi> api_;
-  std::unique_ptr<HttpServer> server_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(SeveralModelsTest, EachModelRunsOnItsOwnWorkers) {

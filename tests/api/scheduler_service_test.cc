@@ -18,6 +18,7 @@
 #include "api/serve_config.h"
 #include "proto/json.h"
 #include "tests/api/http_test_client.h"
+#include "tests/api/loopback_api.h"
 
 namespace switchyard::api {
 namespace {
@@ -25,52 +26,20 @@ namespace {
 constexpr char kToken[] = "sched-tenant-token-0123456789";
 constexpr char kAdmin[] = "sched-admin-token-0123456789";
 
-class SchedulerServiceTest : public ::testing::Test {
+class SchedulerServiceTest : public testing::LoopbackApiTest {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/sy_sched_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-  }
-  void TearDown() override {
-    Stop();
-    std::filesystem::remove_all(dir_);
-  }
   void Start(uint64_t hbm_bytes = 1ULL << 30, int workers = 1,
              const std::function<void(SchedulerConfig*)>& tune = nullptr) {
     ServiceOptions so;
-    so.data_dir = dir_;
-    so.sync_writes = false;
     so.scheduler.hbm_bytes_per_worker = hbm_bytes;  // small: a long wait is worth a demote
     so.scheduler.host_bytes = 4ULL << 30;
     so.scheduler.disk_bytes = 4ULL << 30;
     so.scheduler.kv_bytes_scale = 256;  // emulated tiers hold 1/256 of the KV bytes
     so.scheduler.workers = workers;
     if (tune) tune(&so.scheduler);
-    auto svc = Service::Open(so, RealClock::Default());
-    ASSERT_TRUE(svc.ok()) << svc.status();
-    service_ = std::move(*svc);
-    v1::ServiceConfig cfg;
-    auto* t = cfg.add_tenants();
-    t->set_name("t");
-    t->set_token(kToken);
-    cfg.set_admin_token(kAdmin);
-    api_ =
-        std::make_unique<HttpApi>(service_.get(), *Auth::Create(cfg, dir_), RealClock::Default());
-    HttpServerOptions ho;
-    ho.port = 0;
-    server_ =
-        std::make_unique<HttpServer>(ho, [this](const HttpRequest& r) { return api_->Handle(r); });
-    auto port = server_->Start();
-    ASSERT_TRUE(port.ok()) << port.status();
-    port_ = *port;
+    Serve(so, OneTenant(kToken, kAdmin), {}, {}, /*async=*/false);
   }
-  void Stop() {
-    if (server_) server_->Stop();
-    server_.reset();
-    api_.reset();
-    service_.reset();
-  }
+  void Stop() { StopServing(); }
   v1::ClusterState Cluster() {
     auto r = Call("GET", "/v1/cluster");
     EXPECT_EQ(r.status, 200) << r.body;
@@ -85,8 +54,7 @@ class SchedulerServiceTest : public ::testing::Test {
   }
   testing::ClientResponse Call(const std::string& method, const std::string& target,
                                const std::string& body = "", const char* token = kToken) {
-    return testing::Request(port_, method, target, body,
-                            {{"Authorization", std::string("Bearer ") + token}});
+    return Send(method, target, body, token);
   }
   v1::WorkflowStatus Get(const std::string& id) {
     auto r = Call("GET", "/v1/workflows/" + id);
@@ -136,12 +104,6 @@ class SchedulerServiceTest : public ::testing::Test {
         {"id":"llm-1","kind":"LLM","modelId":"Llama-3.1-8B","deps":["bash"],
          "cacheRefs":[{"context":"main","mode":"EXTEND"}],
          "hints":{"promptTokens":2300,"extendTokens":300,"maxOutputTokens":4}}]})";
-
-  std::string dir_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<HttpApi> api_;
-  std::unique_ptr<HttpServer> server_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(SchedulerServiceTest, GetShowsKvLocationAndDecisionsAfterToolWait) {
