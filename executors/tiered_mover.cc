@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace switchyard::executors {
 namespace {
+
+// An export or import this large is copied on the copy threads too (smaller: the hand-off costs
+// more than it saves).
+constexpr uint64_t kParallelExportBytes = 1 << 20;
 
 v1::TrafficClass ToProtoClass(scheduler::TrafficClass c) { return net_budget::ToProto(c); }
 
@@ -26,6 +31,16 @@ std::vector<char> Fill(uint64_t bytes, uint64_t seed) {
 TieredKvMover::TieredKvMover(EventLoop* loop, kv_tiers::BlockManager* manager, Options options)
     : loop_(loop), manager_(manager), options_(std::move(options)) {
   options_.bytes_scale = std::max<uint64_t>(1, options_.bytes_scale);
+}
+
+kv_tiers::WorkerPool* TieredKvMover::CopyPool() {
+  if (!copy_pool_) {
+    int n = options_.copy_threads;
+    if (n < 0) n = std::min(3, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+    if (n <= 0) return nullptr;
+    copy_pool_ = std::make_unique<kv_tiers::WorkerPool>(n);
+  }
+  return copy_pool_.get();
 }
 
 TieredKvMover::~TieredKvMover() {
@@ -178,15 +193,38 @@ Status TieredKvMover::ExportToTier(const scheduler::Command& move, EngineKv* src
   Ctx& ctx = ctxs_[move.context];
   EvictAll(ctx.blocks);  // a stale copy elsewhere
   ctx.blocks.clear();
+  // Allocate every block, copy and checksum them all (on the copy threads too), then
+  // validate and commit each: none is readable before its own commit.
   std::vector<BlockId> written;
-  for (uint32_t i = 0; i < view.blocks.size(); ++i) {
-    Result<BlockId> id = WriteBlock(move, tier, i, view.blocks[i]);
+  Status st;
+  for (uint32_t i = 0; i < view.blocks.size() && st.ok(); ++i) {
+    kv_tiers::BlockSpec spec{.tenant = TenantOf(move.workflow_id),
+                             .workflow_id = move.workflow_id,
+                             .context_id = move.context,
+                             .index = i,
+                             .num_tokens = manager_->layout().tokens_per_block(),
+                             .bytes = bpb};
+    Result<BlockId> id = manager_->Allocate(spec, tier);
     if (!id.ok()) {
-      EvictAll(written);
-      ctxs_.erase(move.context);
-      return id.status();
+      st = id.status();
+      break;
     }
     written.push_back(*id);
+    st = manager_->BeginWrite(*id);
+  }
+  if (st.ok()) {
+    std::vector<const void*> srcs(view.blocks.begin(), view.blocks.end());
+    st = manager_->WriteBytesMany(
+        written, srcs, written.size() * bpb >= kParallelExportBytes ? CopyPool() : nullptr);
+  }
+  for (size_t i = 0; i < written.size() && st.ok(); ++i) {
+    st = manager_->FinishWrite(written[i]);
+    if (st.ok()) st = manager_->Commit(written[i]);
+  }
+  if (!st.ok()) {
+    EvictAll(written);
+    ctxs_.erase(move.context);
+    return st.Annotate("exporting " + move.context + " to " + tier);
   }
   ctx.blocks = std::move(written);
   ctx.tier = tier;
@@ -208,6 +246,10 @@ Status TieredKvMover::ImportFromTier(const scheduler::Command& move, const std::
     return Status::FailedPrecondition(
         dst->kv_pool_name() + " reserved " + std::to_string(targets.size()) + " blocks for " +
         move.context + ", " + tier + " holds " + std::to_string(ctx.blocks.size()));
+  // Leases on every block first (the commit rule's checks), then the copies, on the copy
+  // threads too for a large context.
+  std::vector<kv_tiers::ReadLease> leases;
+  leases.reserve(ctx.blocks.size());
   for (size_t i = 0; i < ctx.blocks.size(); ++i) {
     SY_ASSIGN_OR_RETURN(v1::KvBlockMeta meta, manager_->Meta(ctx.blocks[i]));
     kv_tiers::ReadRequest rq{.tenant = TenantOf(move.workflow_id),
@@ -219,8 +261,19 @@ Status TieredKvMover::ImportFromTier(const scheduler::Command& move, const std::
     if (!lease.ok())
       return lease.status().Annotate("reading block " + std::to_string(i) + " of " + move.context +
                                      " from " + tier);
-    SY_RETURN_IF_ERROR(lease->CopyTo(targets[i], bpb));
+    leases.push_back(std::move(*lease));
   }
+  std::vector<Status> copied(leases.size());
+  kv_tiers::ParallelFor(leases.size() * bpb >= kParallelExportBytes ? CopyPool() : nullptr,
+                        leases.size(), [&](size_t from, size_t to) {
+                          for (size_t i = from; i < to; ++i)
+                            copied[i] = leases[i].CopyTo(targets[i], bpb);
+                        });
+  leases.clear();
+  for (size_t i = 0; i < copied.size(); ++i)
+    if (!copied[i].ok())
+      return copied[i].Annotate("copying block " + std::to_string(i) + " of " + move.context +
+                                " from " + tier);
   SY_RETURN_IF_ERROR(dst->CommitImport(move.context, ctx.valid_tokens));
   bytes_moved_ += bpb * ctx.blocks.size();
   real_by_dst_[dst->kv_pool_name()] += bpb * ctx.blocks.size();

@@ -31,6 +31,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,10 @@ class TieredKvMover final : public KvMover {
     // threads, so the scheduler's thread never waits on that tier; then the move runs.
     // Empty: the fill is written straight into the tier, on the calling thread.
     std::string fill_staging_tier;
+    // Threads beside the scheduler's that copy and checksum an engine context's blocks
+    // when it is exported (the scheduler's thread takes a share too and waits for the
+    // rest); -1: one fewer than the machine's cores, at most 3; 0: the scheduler's only.
+    int copy_threads = -1;
   };
   TieredKvMover(EventLoop* loop, kv_tiers::BlockManager* manager, Options options);
   ~TieredKvMover() override;
@@ -143,6 +148,8 @@ class TieredKvMover final : public KvMover {
   std::deque<uint64_t> done_order_;
   uint64_t bytes_moved_ = 0;
   std::map<std::string, uint64_t> real_by_dst_;
+  std::unique_ptr<kv_tiers::WorkerPool> copy_pool_;  // created by the first export
+  kv_tiers::WorkerPool* CopyPool();
 };
 
 }  // namespace switchyard::executors

@@ -316,6 +316,34 @@ Status BlockManager::WriteBytes(BlockId id, const void* src, uint64_t bytes) {
   return Status::OK();
 }
 
+Status BlockManager::WriteBytesMany(std::span<const BlockId> ids, std::span<const void* const> srcs,
+                                    WorkerPool* pool) {
+  if (ids.size() != srcs.size())
+    return Status::InvalidArgument("block manager: " + std::to_string(ids.size()) + " blocks but " +
+                                   std::to_string(srcs.size()) + " sources");
+  std::vector<Record*> recs(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Record* r = Find(ids[i]);
+    if (r == nullptr)
+      return Status::NotFound("block manager: no block " + std::to_string(ids[i].value));
+    if (r->state() != v1::BLOCK_WRITING)
+      return Status::FailedPrecondition(r->Name() + ": not WRITING (" +
+                                        v1::BlockState_Name(r->state()) + ")");
+    recs[i] = r;
+  }
+  std::vector<Result<std::optional<uint64_t>>> out(ids.size(), std::optional<uint64_t>());
+  ParallelFor(pool, ids.size(), [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i)
+      out[i] = recs[i]->tier->WriteChecksummed(
+          BlockWrite{recs[i]->extent, srcs[i], recs[i]->meta.bytes()});
+  });
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!out[i].ok()) return out[i].status();
+    recs[i]->written_checksum = *out[i];
+  }
+  return Status::OK();
+}
+
 Result<uint64_t> BlockManager::ChecksumOf(const Record& r) const {
   void* p = r.tier->Data(r.extent);
   if (p != nullptr && !r.tier->capabilities().device_memory) {

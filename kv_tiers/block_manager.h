@@ -42,6 +42,7 @@
 #include "kv_tiers/layout.h"
 #include "kv_tiers/mover.h"
 #include "kv_tiers/tier.h"
+#include "kv_tiers/worker_pool.h"
 #include "proto/switchyard/v1/kv.pb.h"
 
 namespace switchyard::kv_tiers {
@@ -143,6 +144,13 @@ class BlockManager {
   Result<std::span<std::byte>> WritableBytes(BlockId id);
   // WRITING only: copies `bytes` from host memory into the block (any tier).
   Status WriteBytes(BlockId id, const void* src, uint64_t bytes);
+  // WriteBytes of several WRITING blocks (srcs[i] -> ids[i], each a whole block), the
+  // copies and their checksums spread over `pool`'s threads and the caller's (null pool:
+  // all on the caller's). Returns once all ended; the first error by position (every
+  // block is still WRITING then: the caller evicts them). The tiers' writes are
+  // thread-safe; the manager's own state is touched only on the calling thread.
+  Status WriteBytesMany(std::span<const BlockId> ids, std::span<const void* const> srcs,
+                        WorkerPool* pool);
   // WRITING -> VALIDATED: computes the checksum; when `expected` is given and differs,
   // the block goes back to ALLOCATED and DataLoss is returned (nothing is exposed).
   Status FinishWrite(BlockId id, std::optional<uint64_t> expected_checksum = std::nullopt);

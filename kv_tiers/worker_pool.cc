@@ -1,5 +1,7 @@
 #include "kv_tiers/worker_pool.h"
 
+#include <algorithm>
+
 namespace switchyard::kv_tiers {
 
 WorkerPool::WorkerPool(int threads) {
@@ -36,6 +38,35 @@ void WorkerPool::Loop() {
     }
     task();
   }
+}
+
+void ParallelFor(WorkerPool* pool, size_t n, const std::function<void(size_t, size_t)>& fn) {
+  const size_t threads = pool ? std::min<size_t>(static_cast<size_t>(pool->size()) + 1, n) : 1;
+  if (threads <= 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  const size_t per = (n + threads - 1) / threads;
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t running = 0;
+  for (size_t t = 0; t + 1 < threads; ++t) {
+    size_t from = t * per, to = std::min(n, (t + 1) * per);
+    if (from >= to) break;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++running;
+    }
+    pool->Submit([&, from, to]() {
+      fn(from, to);
+      std::lock_guard<std::mutex> lock(mu);
+      if (--running == 0) cv.notify_one();
+    });
+  }
+  const size_t last = std::min(n, (threads - 1) * per);
+  if (last < n) fn(last, n);
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return running == 0; });
 }
 
 }  // namespace switchyard::kv_tiers

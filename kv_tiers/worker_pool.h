@@ -35,4 +35,9 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
+// Runs fn(from, to) over [0, n) cut into contiguous stripes, one per pool thread and one
+// on the calling thread (null pool: fn(0, n) on the caller), and returns when all ended.
+// fn must be safe to run on several threads at once over disjoint ranges.
+void ParallelFor(WorkerPool* pool, size_t n, const std::function<void(size_t, size_t)>& fn);
+
 }  // namespace switchyard::kv_tiers

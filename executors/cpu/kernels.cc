@@ -279,70 +279,224 @@ void RopeAngles(const RopeParams& p, int64_t position, float* cos, float* sin) {
   }
 }
 
-void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+// The 8-float vector helpers below are always inlined into their callers (each built for
+// its own target), so their by-value vectors never cross a call: GCC's -Wpsabi note about
+// passing them without AVX does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace {
+
+typedef float V8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+
+// e^x of 8 lanes, each lane by the same operations (so a value's result does not depend on
+// its lane or neighbours): x clamped to [-87.3, 88], x = n·ln2 + r with ln2 split in two,
+// a degree-6 polynomial for e^r (Cephes' expf coefficients, ~1 ulp), times 2^n built in
+// the exponent bits.
+[[gnu::always_inline]] inline V8 Exp8(V8 x) {
+  const V8 lo = V8{} - 87.3f, hi = V8{} + 88.0f;
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  const V8 magic = V8{} + 12582912.0f;  // 1.5·2^23: adding it rounds to an integer
+  const V8 n = (x * 1.44269504088896341f + magic) - magic;
+  const V8 r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  V8 p = V8{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const I8 bits = (__builtin_convertvector(n, I8) + 127) << 23;
+  V8 scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+
+// ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)) of each of eight vectors, lane r of the result
+// for a[r]: the tree of Dot's eight partial sums, for eight dot products at once.
+[[gnu::always_inline]] inline V8 Tree8(const V8* a) {
+  auto pairs = [](V8 x, V8 y) {  // [x01 x23 y01 y23 | x45 x67 y45 y67]
+    return __builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +
+           __builtin_shufflevector(x, y, 1, 3, 9, 11, 5, 7, 13, 15);
+  };
+  const V8 u = pairs(pairs(a[0], a[1]), pairs(a[2], a[3]));  // [a0..a3 of 0123 | of 4567]
+  const V8 w = pairs(pairs(a[4], a[5]), pairs(a[6], a[7]));
+  return __builtin_shufflevector(u, w, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(u, w, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+[[gnu::always_inline]] inline V8 Load8(const float* p) {
+  V8 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+}  // namespace
+
+// Every element through Exp8 (a tail through a padded vector), so its bits do not depend
+// on n or its index.
+[[gnu::target_clones("arch=x86-64-v3", "default")]] void SiluMul(const float* gate, const float* up,
+                                                                 int64_t n, float* out) {
+  auto silu = [](V8 g, V8 u) { return g / (1.0f + Exp8(-g)) * u; };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V8 r = silu(Load8(gate + i), Load8(up + i));
+    std::memcpy(out + i, &r, sizeof(r));
+  }
+  if (i < n) {
+    float g[8] = {}, u[8] = {};
+    std::memcpy(g, gate + i, (n - i) * sizeof(float));
+    std::memcpy(u, up + i, (n - i) * sizeof(float));
+    const V8 r = silu(Load8(g), Load8(u));
+    std::memcpy(out + i, &r, (n - i) * sizeof(float));
+  }
 }
 
 namespace {
 
 // The attention of `group` query heads sharing one KV head (offset `off` in kv_dim), for
-// head_dim HD (0: the runtime `hd`). A compile-time HD lets the compiler keep a head's
-// accumulators in registers. Orders: scores over j = 0..position, Dot's fixed lane order,
-// max-subtracted exponentials, the weighted V sum in j order, then one scale by 1/sum.
-// Dot with a compile-time length when HD > 0 (the same lane order as Dot).
+// head_dim HD, a multiple of 8 (0: the runtime `hd`, any size). A compile-time HD lets
+// the compiler keep a head's accumulators in registers.
+//
+// HD > 0, per head: the scores of positions j0..j0+7 are eight dot products whose
+// partial sums (lane l: dims ≡ l mod 8, in order) meet in Tree8, the order Dot uses;
+// past `position` a lane repeats the last position's K and is masked out. Then the exact
+// max, e^(s − max) by Exp8, the sum of the exponentials in eight partial sums (lane =
+// position mod 8) combined by the same tree. Then the weighted V sum (one lane per
+// dimension), of a few heads of the group at once so that they share V's loads: each
+// output element is kParts partial sums by position mod kParts, each in position order,
+// added in a fixed tree, then scaled once by 1/sum. How many heads go together and
+// kParts depend on HD and the group only (model constants), so every step depends only
+// on the row and its context, never on other rows. HD == 0: the same orders in scalar
+// code (std::exp, one running sum, one head at a time).
+
+// Softmax numerators of one head into e[0 .. position] (e has AttendScoresFloats room);
+// returns 1 / their sum.
 template <int HD>
-[[gnu::always_inline]] inline float DotN(const float* a, const float* b, int64_t n) {
-  if constexpr (HD == 0) {
-    return Dot(a, b, n);
-  } else {
-    static_assert(HD % 8 == 0);
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t i = 0; i < HD; i += 8)
-      for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+[[gnu::always_inline]] inline float SoftmaxHead(const float* qh, const KvLayerView& kv,
+                                                int64_t position, int64_t off, float* e) {
+  constexpr int kChunks = HD / 8;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
+  V8 qv[kChunks];
+  for (int c = 0; c < kChunks; ++c) qv[c] = Load8(qh + 8 * c);
+  const int64_t n = position + 1;
+  const bool one_block = kv.block_tokens % 8 == 0;  // eight positions share a base
+  V8 maxv = V8{} - INFINITY;
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    const float* kb = one_block ? kv.K(j0) + off : nullptr;
+    V8 acc[8];
+    for (int r = 0; r < 8; ++r) {
+      const int64_t j = std::min<int64_t>(j0 + r, position);
+      const float* k = one_block ? kb + (j - j0) * kv.kv_dim : kv.K(j) + off;
+      V8 a = {};
+      for (int c = 0; c < kChunks; ++c) a += qv[c] * Load8(k + 8 * c);
+      acc[r] = a;
+    }
+    V8 sv = Tree8(acc) * scale;
+    if (n - j0 < 8)
+      for (int r = static_cast<int>(n - j0); r < 8; ++r) sv[r] = -INFINITY;
+    std::memcpy(e + j0, &sv, sizeof(sv));
+    maxv = maxv > sv ? maxv : sv;
   }
+  float max = maxv[0];
+  for (int r = 1; r < 8; ++r) max = std::max(max, maxv[r]);
+  V8 sumv = {};
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    V8 x = Exp8(Load8(e + j0) - max);
+    if (n - j0 < 8)
+      for (int r = static_cast<int>(n - j0); r < 8; ++r) x[r] = 0.0f;
+    std::memcpy(e + j0, &x, sizeof(x));
+    sumv += x;
+  }
+  return 1.0f / (((sumv[0] + sumv[1]) + (sumv[2] + sumv[3])) +
+                 ((sumv[4] + sumv[5]) + (sumv[6] + sumv[7])));
+}
+
+// out[g·HD + d] = inv[g] · Σ_j e[g·stride + j] · V(j)[off + d] for the G heads g < G.
+template <int HD, int G>
+[[gnu::always_inline]] inline void WeightedV(const KvLayerView& kv, int64_t position, int64_t off,
+                                             const float* e, int64_t stride, const float* inv,
+                                             float* out) {
+  constexpr int kChunks = HD / 8;
+  constexpr int kParts = G * kChunks >= 8 ? 1 : 8 / (G * kChunks);
+  static_assert(kParts == 1 || kParts == 2 || kParts == 4);
+  const int64_t n = position + 1;
+  V8 acc[kParts][G][kChunks] = {};
+  for (int64_t j0 = 0; j0 < n; j0 += kv.block_tokens) {  // block by block
+    const float* v = kv.V(j0) + off;
+    const int64_t end = std::min(n, j0 + kv.block_tokens);
+    auto add = [&](V8(*a)[kChunks], int64_t j) {
+      const float* vj = v + (j - j0) * kv.kv_dim;
+      V8 x[kChunks];
+      for (int c = 0; c < kChunks; ++c) x[c] = Load8(vj + 8 * c);
+      for (int g = 0; g < G; ++g) {
+        const float p = e[g * stride + j];
+        for (int c = 0; c < kChunks; ++c) a[g][c] += p * x[c];
+      }
+    };
+    int64_t j = j0;
+    if (j0 % kParts == 0)
+      for (; j + kParts <= end; j += kParts)
+        for (int q = 0; q < kParts; ++q) add(acc[q], j + q);
+    for (; j < end; ++j) add(acc[j % kParts], j);
+  }
+  for (int g = 0; g < G; ++g)
+    for (int c = 0; c < kChunks; ++c) {
+      V8 t = acc[0][g][c];
+      if constexpr (kParts == 2) t = acc[0][g][c] + acc[1][g][c];
+      if constexpr (kParts == 4) t = (acc[0][g][c] + acc[1][g][c]) + (acc[2][g][c] + acc[3][g][c]);
+      for (int l = 0; l < 8; ++l) out[g * HD + 8 * c + l] = t[l] * inv[g];
+    }
+}
+
+// Heads g, g+1, ... of the group G at a time while G of them are left; returns the next g.
+template <int HD, int G>
+[[gnu::always_inline]] inline int64_t AttendHeads(const float* q, const KvLayerView& kv,
+                                                  int64_t position, int64_t group, int64_t off,
+                                                  int64_t g, float* scores, float* out) {
+  const int64_t stride = AttendScoresFloats(position);
+  float inv[G];
+  for (; g + G <= group; g += G) {
+    for (int i = 0; i < G; ++i)
+      inv[i] = SoftmaxHead<HD>(q + (g + i) * HD, kv, position, off, scores + i * stride);
+    WeightedV<HD, G>(kv, position, off, scores, stride, inv, out + g * HD);
+  }
+  return g;
 }
 
 template <int HD>
 [[gnu::always_inline]] inline void AttendGroup(const float* q, const KvLayerView& kv,
                                                int64_t position, int64_t group, int64_t off,
                                                int64_t hd_rt, float* scores, float* out) {
-  const int64_t hd = HD ? HD : hd_rt;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (int64_t g = 0; g < group; ++g) {
-    const float* qh = q + g * hd;
-    float max = -INFINITY;
-    for (int64_t j = 0; j <= position; ++j) {
-      scores[j] = DotN<HD>(qh, kv.K(j) + off, hd) * scale;
-      max = std::max(max, scores[j]);
-    }
-    float sum = 0;
-    for (int64_t j = 0; j <= position; ++j) {
-      scores[j] = std::exp(scores[j] - max);
-      sum += scores[j];
-    }
-    float* __restrict o = out + g * hd;
-    const float inv = 1.0f / sum;
-    if constexpr (HD > 0) {
-      // Explicit 8-float vectors (GCC vector extension): one lane per d, so the order per
-      // output element is the plain j order whatever the vector width underneath.
-      typedef float V8 __attribute__((vector_size(32)));
-      V8 acc[HD / 8] = {};
-      for (int64_t j0 = 0; j0 <= position; j0 += kv.block_tokens) {  // block by block
-        const float* v = kv.V(j0) + off;
-        const int64_t end = std::min(position + 1, j0 + kv.block_tokens);
-        for (int64_t j = j0; j < end; ++j, v += kv.kv_dim) {
-          const float p = scores[j];
-          for (int c = 0; c < HD / 8; ++c) {
-            V8 x;
-            std::memcpy(&x, v + 8 * c, sizeof(x));
-            acc[c] += p * x;
-          }
-        }
+  if constexpr (HD > 0) {
+    static_assert(HD % 8 == 0);
+    // Heads whose V sums run together: as many as fill 8 accumulators (a power of two
+    // dividing the group).
+    constexpr int kTogether = HD / 8 >= 8 ? 1 : 8 / (HD / 8);
+    int64_t g = 0;
+    if constexpr (kTogether >= 4)
+      g = AttendHeads<HD, 4>(q, kv, position, group, off, g, scores, out);
+    if constexpr (kTogether >= 2)
+      g = AttendHeads<HD, 2>(q, kv, position, group, off, g, scores, out);
+    AttendHeads<HD, 1>(q, kv, position, group, off, g, scores, out);
+  } else {
+    const int64_t hd = hd_rt;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (int64_t g = 0; g < group; ++g) {
+      const float* qh = q + g * hd;
+      float* __restrict o = out + g * hd;
+      float max = -INFINITY;
+      for (int64_t j = 0; j <= position; ++j) {
+        scores[j] = Dot(qh, kv.K(j) + off, hd) * scale;
+        max = std::max(max, scores[j]);
       }
-      for (int c = 0; c < HD / 8; ++c)
-        for (int l = 0; l < 8; ++l) o[8 * c + l] = acc[c][l] * inv;
-    } else {
+      float sum = 0;
+      for (int64_t j = 0; j <= position; ++j) {
+        scores[j] = std::exp(scores[j] - max);
+        sum += scores[j];
+      }
+      const float inv = 1.0f / sum;
       std::fill(o, o + hd, 0.0f);
       for (int64_t j = 0; j <= position; ++j) {
         const float* __restrict v = kv.V(j) + off;

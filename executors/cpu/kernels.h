@@ -9,9 +9,13 @@
 //     give the same bits (tests/cpu/kernels_test.cc and model_test.cc check it). No BLAS.
 //   * Dot / RmsNorm: 8 interleaved partial sums combined in a fixed tree (vectorisable,
 //     no reassociation by the compiler: no -ffast-math).
-//   * Attend: one row's causal grouped-query attention over its context's KV blocks,
-//     scores over positions 0..p in order, max-subtracted softmax, weighted sum in order
-//     (one vector lane per dimension). Built twice (x86-64-v3 with FMA, and baseline), the
+//   * Attend: one row's causal grouped-query attention over its context's KV blocks:
+//     scores of positions 0..p eight at a time (Dot's lane order and tree), the exact
+//     max, exponentials by one vector routine per element, their sum in 8 lanes by
+//     position (fixed tree), the weighted V sum in position order (one vector lane per
+//     dimension).
+//   * SiluMul: every element through the same vector exponential. Built twice (x86-64-v3 with FMA,
+//   and baseline), the
 //     clone chosen once per process: within a process every row runs the same code; two
 //     machines may differ in the last bits.
 //
@@ -107,7 +111,9 @@ struct KvLayerView {
 
 // Causal GQA of one row at `position`: q holds heads·head_dim values (after rotary), out
 // receives heads·head_dim values; KV of positions 0..position must be in `kv`. `scores`
-// has room for position + 1 floats.
+// has room for min(heads / kv_heads, 4) · AttendScoresFloats(position) floats (scores
+// are computed eight at a time, of up to four heads before their V sums).
+inline int64_t AttendScoresFloats(int64_t position) { return (position + 8) / 8 * 8; }
 void Attend(const float* q, const KvLayerView& kv, int64_t position, int64_t heads,
             int64_t kv_heads, int64_t head_dim, float* scores, float* out);
 

@@ -211,8 +211,9 @@ void Model::RunLayer(int64_t l, std::span<const Row> rows, int64_t r0, int64_t n
     const Row& r = rows[static_cast<size_t>(r0 + i)];
     const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
     thread_local std::vector<float> scores;
-    if (scores.size() < static_cast<size_t>(r.position + 1))
-      scores.resize(static_cast<size_t>(r.position + 1));
+    const auto need = static_cast<size_t>(std::min<int64_t>(s.heads / s.kv_heads, 4) *
+                                          AttendScoresFloats(r.position));
+    if (scores.size() < need) scores.resize(need);
     Attend(&sc.qkv[i * qkvd], view, r.position, s.heads, s.kv_heads, s.head_dim, scores.data(),
            &sc.attn[i * q]);
   });

@@ -131,6 +131,43 @@ TEST_F(ManagerTest, FinishWriteHashesWhatIsStoredAfterWritableBytes) {
   EXPECT_EQ(ReadAll(id, Reader("c")), data);
 }
 
+// WriteBytesMany copies and checksums blocks on a pool's threads and the caller's: each
+// block then validates against its own bytes' checksum and reads back as written; a block
+// not WRITING refuses the whole call before any copy; mismatched lists are refused.
+TEST_F(ManagerTest, WriteBytesManySpreadsCopiesAndEachBlockValidatesItsOwnBytes) {
+  WorkerPool pool(2);
+  std::vector<BlockId> ids;
+  std::vector<std::vector<char>> data;
+  std::vector<const void*> srcs;
+  for (uint32_t i = 0; i < 7; ++i) {
+    ids.push_back(mgr_->Allocate(Spec("m", i), "host").value());
+    ASSERT_TRUE(mgr_->BeginWrite(ids.back()).ok());
+    data.push_back(Pattern(4096, 20 + i));
+  }
+  for (const auto& d : data) srcs.push_back(d.data());
+  ASSERT_TRUE(mgr_->WriteBytesMany(ids, srcs, &pool).ok());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_TRUE(mgr_->FinishWrite(ids[i], BlockChecksum(data[i].data(), 4096)).ok()) << i;
+    ASSERT_TRUE(mgr_->Commit(ids[i]).ok());
+    EXPECT_EQ(ReadAll(ids[i], Reader("m")), data[i]) << i;
+  }
+  // Committed now, not WRITING: refused, and the blocks keep their bytes.
+  auto other = Pattern(4096, 99);
+  std::vector<const void*> others(ids.size(), other.data());
+  EXPECT_TRUE(mgr_->WriteBytesMany(ids, others, &pool).IsFailedPrecondition());
+  EXPECT_EQ(ReadAll(ids[3], Reader("m")), data[3]);
+  EXPECT_TRUE(mgr_->WriteBytesMany(ids, std::span<const void* const>(srcs).first(2), nullptr)
+                  .IsInvalidArgument());
+  // Without a pool, on the caller's thread alone.
+  BlockId one = mgr_->Allocate(Spec("n", 0), "host").value();
+  ASSERT_TRUE(mgr_->BeginWrite(one).ok());
+  const void* src = data[0].data();
+  ASSERT_TRUE(mgr_->WriteBytesMany(std::span<const BlockId>(&one, 1),
+                                   std::span<const void* const>(&src, 1), nullptr)
+                  .ok());
+  ASSERT_TRUE(mgr_->FinishWrite(one, BlockChecksum(data[0].data(), 4096)).ok());
+}
+
 TEST_F(ManagerTest, EpochBumpInvalidatesEveryOldBlock) {
   BlockId a = Committed(Spec("a", 0));
   BlockId b = Committed(Spec("b", 0), "host");
