@@ -114,11 +114,14 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   d->loop_ = std::make_unique<AsioEventLoop>();
 
   // Link budgets and the planner over a loopback topology: one node, its workers, their
-  // host memory and NVMe (the documented default figures of scheduler::ClusterShape).
+  // host memory and NVMe: the link bandwidths of the first model's GPU spec (the CPU
+  // engine's rough figures for a cpu model), by the rule replay uses for a cluster file,
+  // else the documented defaults of scheduler::ClusterShape; configured figures over both.
   scheduler::ClusterShape shape;
   shape.name = "loopback (one emulated node)";
   shape.workers_per_node = total;
   scheduler::ShapeFigureOrigins origins;
+  scheduler::ApplyGpuSpecLinks(d->groups_[0]->cost->gpu(), &shape, &origins);
   SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &shape, &origins));
   SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(shape));
   // Every link's name and figure source; measured figures over the configured ones.

@@ -36,8 +36,14 @@ std::map<std::string, Role> ShapeDevices(const ClusterShape& s) {
   return roles;
 }
 
-// "configured (a, b)", the default, or one of each naming which figure is which.
-std::string Source(const std::string& bandwidth_field, const std::string& latency_field) {
+// "configured (a, b)", the default, or one of each naming which figure is which; a
+// bandwidth not configured but taken from a GPU spec (`spec` non-empty) says so.
+std::string Source(const std::string& bandwidth_field, const std::string& latency_field,
+                   const std::string& spec = "") {
+  const std::string from_spec = "GPU spec (" + spec + ")";
+  if (bandwidth_field.empty() && !spec.empty())
+    return latency_field.empty() ? "bandwidth " + from_spec + "; latency " + kDefaultSource
+                                 : "configured (" + latency_field + "); bandwidth " + from_spec;
   if (bandwidth_field.empty() && latency_field.empty()) return kDefaultSource;
   if (!bandwidth_field.empty() && !latency_field.empty())
     return "configured (" + bandwidth_field + ", " + latency_field + ")";
@@ -54,15 +60,15 @@ std::pair<std::string, std::string> NameLink(Role a, Role b, const ShapeFigureOr
   if (b.kind == Role::kNic && a.kind == Role::kTor) std::swap(a, b);
   std::string w = std::to_string(a.index);
   if (a.kind == Role::kWorker && b.kind == Role::kCpu)
-    return {"pcie" + w, Source(o.pcie_bandwidth, o.pcie_latency)};
+    return {"pcie" + w, Source(o.pcie_bandwidth, o.pcie_latency, o.gpu_spec)};
   if (a.kind == Role::kWorker && b.kind == Role::kSwitch)
-    return {"nvlink" + w, Source(o.nvlink_bandwidth, o.nvlink_latency)};
+    return {"nvlink" + w, Source(o.nvlink_bandwidth, o.nvlink_latency, o.gpu_spec)};
   if (a.kind == Role::kWorker && b.kind == Role::kNic)
-    return {"gdr" + w, Source(o.pcie_bandwidth, o.pcie_latency)};
+    return {"gdr" + w, Source(o.pcie_bandwidth, o.pcie_latency, o.gpu_spec)};
   if (a.kind == Role::kCpu && b.kind == Role::kNvme)
     return {"disk" + w, Source(o.disk_bandwidth, o.disk_latency)};
   if (a.kind == Role::kNic && b.kind == Role::kTor)
-    return {"nic" + w, Source(o.nic_bandwidth, o.nic_latency)};
+    return {"nic" + w, Source(o.nic_bandwidth, o.nic_latency, o.gpu_spec)};
   return {"", ""};
 }
 
@@ -77,6 +83,17 @@ std::string NameOf(const v1::TopologyLink& l) {
 }
 
 }  // namespace
+
+void ApplyGpuSpecLinks(const v1::GpuSpec& gpu, ClusterShape* shape, ShapeFigureOrigins* origins) {
+  bool any = false;
+  if (gpu.pcie_bandwidth_bytes_per_s() > 0)
+    shape->pcie_bytes_per_s = gpu.pcie_bandwidth_bytes_per_s(), any = true;
+  if (gpu.nvlink_bandwidth_bytes_per_s() > 0)
+    shape->nvlink_bytes_per_s = gpu.nvlink_bandwidth_bytes_per_s() / 2, any = true;
+  if (gpu.nic_bandwidth_bits_per_s() > 0)
+    shape->nic_bytes_per_s = gpu.nic_bandwidth_bits_per_s() / 8, any = true;
+  if (any && origins != nullptr) origins->gpu_spec = gpu.name().empty() ? "unnamed" : gpu.name();
+}
 
 Status LabelClusterLinks(const ClusterShape& shape, const ShapeFigureOrigins& origins,
                          v1::Topology* t) {

@@ -2,7 +2,8 @@
 // invariant 9). BuildClusterTopology's links get short names ("pcie<w>": worker w <->
 // its node's host memory, "nvlink<w>": worker w <-> the NVSwitch, "disk<n>": host memory
 // <-> NVMe of node n, "nic<n>": node n's NIC port, "gdr<w>": worker w <-> its NIC) and a
-// figure source; a link file (v1::LinkFile, written by `switchyard calibrate --link NAME
+// figure source ("configured (...)", "GPU spec (...)" or the documented default); a link
+// file (v1::LinkFile, written by `switchyard calibrate --link NAME
 // --links-out FILE`) replaces the figures of the links it names with measured ones.
 //
 // The name and the source travel as the topology link's attributes kLinkNameAttribute and
@@ -17,6 +18,7 @@
 
 #include "base/result.h"
 #include "proto/switchyard/v1/link_file.pb.h"
+#include "proto/switchyard/v1/model.pb.h"
 #include "proto/switchyard/v1/topology.pb.h"
 #include "scheduler/net_budget_env.h"
 
@@ -27,12 +29,22 @@ inline constexpr const char* kFigureSourceAttribute = "figure_source";
 
 // Where the figures of a ClusterShape came from when not measured: the config field that
 // set each one (e.g. "links.pcieBytesPerS"), empty for ClusterShape's documented default.
+// gpu_spec names the GPU spec whose link bandwidths (pcie, nvlink, nic) ApplyGpuSpecLinks
+// took, where no field configured them.
 struct ShapeFigureOrigins {
   std::string pcie_bandwidth, pcie_latency;
   std::string nvlink_bandwidth, nvlink_latency;
   std::string nic_bandwidth, nic_latency;
   std::string disk_bandwidth, disk_latency;
+  std::string gpu_spec;
 };
+
+// The link bandwidths of the GPU (or CPU engine) the workers run on, over ClusterShape's
+// defaults, by one rule for `serve` and replay: PCIe = gpu.pcieBandwidthBytesPerS, NVLink
+// per direction = gpu.nvlinkBandwidthBytesPerS / 2, NIC = gpu.nicBandwidthBitsPerS / 8;
+// a figure of 0 keeps the default. Latencies and the disk are not in a GPU spec. Records
+// gpu.name() in origins->gpu_spec (when given).
+void ApplyGpuSpecLinks(const v1::GpuSpec& gpu, ClusterShape* shape, ShapeFigureOrigins* origins);
 
 // Names every link of `t` (BuildClusterTopology(shape)) and records its figure source:
 // "configured (links.pcieBytesPerS, links.pcieLatencyUs)", "default (ClusterShape,

@@ -11,7 +11,11 @@
 //      compressed tool waits) and no deadlines (the client does not submit them);
 //   3. real: `switchyard serve --engine cpu --model ... --kv-pool-mib N` on a free loopback
 //      port, the trace played by bench/fidelity/play_trace.py (clients/python's agent loop),
-//      which also reads every node's startedMs / finishedMs / firstTokenMs;
+//      which also reads every node's startedMs / finishedMs / firstTokenMs; this is done
+//      SY_BENCH_FIDELITY_REAL_RUNS times (3), each on a fresh server in real-<i>/: a real
+//      run is a noisy sample (which moves the policy makes depends on when each event lands:
+//      the bytes moved of one trace varied 23–45 MB across runs), so the replay, which is
+//      deterministic, is compared with the mean of the runs, each run listed beside it;
 //   4. the per-call overhead of the real path, measured from step 3's node timings: per LLM
 //      call revealed after another node, its start minus that node's end minus its tools'
 //      recorded waits; callOverheadS = the median (SY_BENCH_FIDELITY_CALL_OVERHEAD >= 0
@@ -21,17 +25,18 @@
 //      the table of step 1 and the callOverheadS of step 4 (written as cluster.json in the
 //      folder, stepTable relative to it, and loaded back with LoadCluster, as the CLI
 //      does), and once more with callOverheadS 0 (cluster-no-overhead.json).
-// Reported side by side: JCT mean / P50 / P90 (nearest rank), TTFT P50 (real: firstTokenMs
-// minus the latest of arrival and the dependencies' ends, replay's definition), decisions
-// by kind, bytes moved (real: per destination tier; replay: per traffic class; compared in
+// Reported side by side (real: the mean over the runs of each figure, per workflow for
+// the JCTs; the per-call samples pooled): JCT mean / P50 / P90 (nearest rank), TTFT P50
+// (real: firstTokenMs minus the latest of arrival and the dependencies' ends, replay's
+// definition), decisions by kind, bytes moved (real: per destination tier; replay: per traffic class; compared in
 // total), with ratio = replay / real on each pair (goal: within 10 % on JCT mean, P90 and
 // bytes moved); the replay without the overhead term's JCT, for comparison. The overhead
-// is measured on the same run it is compared with: it is the real path's client and
+// is measured on the same runs it is compared with: it is the real path's client and
 // service latency between events (which the replay does not simulate), not the JCT.
 // The model has RANDOM WEIGHTS (its text is meaningless); only its timing matters here.
 // Environment: SY_BENCH_FIDELITY_TOKEN_SCALE (0.02), _TIME_SCALE (0.1), _RATE (0.05
-// workflows/s before the time scale), _POOL_MIB (32), _REPEAT (1), _POLL (0.01 s), _KEEP=1
-// keeps the folder; SWITCHYARD_BIN (default: next to this binary).
+// workflows/s before the time scale), _POOL_MIB (32), _REPEAT (1), _POLL (0.01 s),
+// _REAL_RUNS (3), _KEEP=1 keeps the folder; SWITCHYARD_BIN (default: next to this binary).
 //
 // Thread-safety: single-threaded bench code.
 #pragma once

@@ -34,6 +34,7 @@ struct Setup {
   double token_scale = 0.02, time_scale = 0.1, rate = 0.05, poll = 0.01;
   double call_overhead = -1;  // < 0: measured from the real run
   int pool_mib = 32, repeat = 1;
+  int real_runs = 3;  // the real half is a noisy sample: replay is compared with their mean
 };
 
 Setup MakeSetup() {
@@ -49,6 +50,7 @@ Setup MakeSetup() {
   s.call_overhead = EnvDouble("SY_BENCH_FIDELITY_CALL_OVERHEAD", -1);
   s.pool_mib = static_cast<int>(EnvDouble("SY_BENCH_FIDELITY_POOL_MIB", 32));
   s.repeat = static_cast<int>(EnvDouble("SY_BENCH_FIDELITY_REPEAT", 1));
+  s.real_runs = std::max(1, static_cast<int>(EnvDouble("SY_BENCH_FIDELITY_REAL_RUNS", 3)));
   std::random_device rd;
   s.dir = (std::filesystem::temp_directory_path() /
            ("sy_bench_fidelity_" + std::to_string(rd() % 1000000)))
@@ -100,13 +102,14 @@ Status Prepare(const Setup& s) {
   return replay::RunReplay(trace, loaded, "switchyard", replay::ReplayOptions{});
 }
 
-// Step 3: the same trace on `switchyard serve --engine cpu`.
-::switchyard::Result<RealRun> Real(const Setup& s) {
+// Step 3: the same trace on `switchyard serve --engine cpu`, a fresh server in `dir`.
+::switchyard::Result<RealRun> Real(const Setup& s, const std::string& dir) {
+  std::filesystem::create_directories(dir);
   ServeProcess serve;
   SY_RETURN_IF_ERROR(serve.Start(
       s.bin, {"--engine", "cpu", "--model", s.model, "--kv-pool-mib", std::to_string(s.pool_mib)},
-      s.dir));
-  std::string out = s.dir + "/real.json";
+      dir));
+  std::string out = dir + "/real.json";
   SY_RETURN_IF_ERROR(RunCommand("python3 " + s.src + "/bench/fidelity/play_trace.py --url " +
                                     "http://127.0.0.1:" + std::to_string(serve.port()) +
                                     " --token " + serve.token() + " --trace " + s.dir +
@@ -114,6 +117,30 @@ Status Prepare(const Setup& s) {
                                 s.log)
                          .status());
   return ReadRealRun(out);
+}
+
+// The real runs as one: per workflow the mean JCT over the runs that completed it, the
+// mean decisions and bytes per kind or tier, the per-call samples pooled.
+RealRun Merge(const std::vector<RealRun>& runs) {
+  RealRun m;
+  std::map<std::string, int> completed;
+  const double n = static_cast<double>(runs.size());
+  for (const RealRun& r : runs) {
+    for (const auto& [id, v] : r.jct_s) m.jct_s[id] += v, ++completed[id];
+    for (const auto& [id, st] : r.states)
+      if (!m.states.count(id) || st != "WORKFLOW_COMPLETED") m.states[id] = st;
+    for (const auto& [k, v] : r.decisions_by_kind) m.decisions_by_kind[k] += v / n;
+    for (const auto& [k, v] : r.bytes_moved_by_tier) m.bytes_moved_by_tier[k] += v / n;
+    m.wall_s += r.wall_s / n;
+    for (auto [to, from] : {std::pair{&m.ttft_s, &r.ttft_s},
+                            {&m.started_to_first_token_s, &r.started_to_first_token_s},
+                            {&m.call_overhead_s, &r.call_overhead_s}})
+      to->insert(to->end(), from->begin(), from->end());
+  }
+  for (auto& [id, v] : m.jct_s) v /= completed[id];
+  for (auto* v : {&m.ttft_s, &m.started_to_first_token_s, &m.call_overhead_s})
+    std::sort(v->begin(), v->end());
+  return m;
 }
 
 double Sum(const std::map<std::string, double>& m) {
@@ -135,14 +162,29 @@ void Pair(Report* report, const std::string& name, double replay, double real,
                "replay value; ratio = replay/real" + (note.empty() ? "" : "; " + note)});
 }
 
+// min–max over the runs of f(run), for the notes.
+template <typename F>
+std::string Spread(const std::vector<RealRun>& runs, F f) {
+  double lo = 1e300, hi = -1e300;
+  for (const RealRun& r : runs) lo = std::min(lo, f(r)), hi = std::max(hi, f(r));
+  return "real runs " + Num(lo) + "–" + Num(hi);
+}
+
+double MeanJct(const RealRun& r) {
+  return r.jct_s.empty() ? 0 : Sum(r.jct_s) / static_cast<double>(r.jct_s.size());
+}
+
 void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::PolicyReport& rp0,
-                double call_overhead_s, const RealRun& real, Report* report) {
+                double call_overhead_s, const std::vector<RealRun>& runs, Report* report) {
+  const RealRun real = Merge(runs);
   std::vector<double> jct;
   for (const auto& [id, v] : real.jct_s) jct.push_back(v);
   std::sort(jct.begin(), jct.end());
   double real_mean = jct.empty() ? 0 : Sum(real.jct_s) / static_cast<double>(jct.size());
   const std::string goal = "goal within 10 %";
-  Pair(report, "jct_mean_s", rp.jct_mean_s, real_mean, "s", goal);
+  const std::string of = "real: mean of " + std::to_string(runs.size()) + " runs (";
+  Pair(report, "jct_mean_s", rp.jct_mean_s, real_mean, "s",
+       of + Spread(runs, MeanJct) + "); " + goal);
   Pair(report, "jct_p90_s", replay::Percentile(rp.jct_s, 90), replay::Percentile(jct, 90), "s",
        "nearest rank; " + goal);
   Pair(report, "jct_p50_s", replay::Percentile(rp.jct_s, 50), replay::Percentile(jct, 50), "s",
@@ -175,7 +217,9 @@ void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::Po
   for (const auto& [tier, b] : real.bytes_moved_by_tier)
     report->Add({"real_bytes_moved_to_" + tier, b, "B", false, "", std::nullopt,
                  "real, by destination tier"});
-  Pair(report, "bytes_moved_total", replay_bytes, Sum(real.bytes_moved_by_tier), "B", goal);
+  Pair(report, "bytes_moved_total", replay_bytes, Sum(real.bytes_moved_by_tier), "B",
+       of + Spread(runs, [](const RealRun& r) { return Sum(r.bytes_moved_by_tier); }) + " B); " +
+           goal);
   Pair(report, "decisions_keep", static_cast<double>(rp.keeps), Get(real.decisions_by_kind, "keep"),
        "decisions", "");
   Pair(report, "decisions_demote", static_cast<double>(rp.demotions),
@@ -189,9 +233,17 @@ void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::Po
   Pair(report, "completed", static_cast<double>(rp.completed), static_cast<double>(jct.size()),
        "workflows", "of " + std::to_string(rp.workflows));
   report->Add({"real_wall_s", real.wall_s, "s", false, "", std::nullopt,
-               "token scale " + Num(s.token_scale) + ", time scale " + Num(s.time_scale) +
-                   ", pool " + std::to_string(s.pool_mib) +
-                   " MiB, tiny-llama-4l (random weights)"});
+               "mean of " + std::to_string(runs.size()) + " runs; token scale " +
+                   Num(s.token_scale) + ", time scale " + Num(s.time_scale) + ", pool " +
+                   std::to_string(s.pool_mib) + " MiB, tiny-llama-4l (random weights)"});
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RealRun& r = runs[i];
+    report->Add({"real_run_" + std::to_string(i + 1) + "_bytes_moved_total",
+                 Sum(r.bytes_moved_by_tier), "B", false, "", std::nullopt,
+                 "demotions " + Num(Get(r.decisions_by_kind, "demote")) + ", prefetches " +
+                     Num(Get(r.decisions_by_kind, "prefetch")) + ", JCT mean " + Num(MeanJct(r)) +
+                     " s"});
+  }
   for (const replay::WorkflowRecord& w : rp.workflow_records) {
     double r = w.end_s >= 0 ? w.end_s - w.arrival_s : -1;
     std::fprintf(stderr, "bench fidelity: %s JCT replay %.3f s, real %.3f s (%s)\n", w.id.c_str(),
@@ -205,16 +257,21 @@ void ReportFidelity(const std::map<std::string, Measured>&, Report* report) {
   std::fprintf(stderr, "bench fidelity: working in %s (commands in %s)\n", s.dir.c_str(),
                s.log.c_str());
   Status st = Prepare(s);
-  ::switchyard::Result<RealRun> real = st.ok() ? Real(s) : ::switchyard::Result<RealRun>(st);
-  if (!real.ok()) {
-    std::fprintf(stderr, "bench fidelity: real half failed: %s\n",
-                 real.status().ToString().c_str());
+  std::vector<RealRun> runs;
+  for (int i = 0; st.ok() && i < s.real_runs; ++i) {
+    ::switchyard::Result<RealRun> r = Real(s, s.dir + "/real-" + std::to_string(i + 1));
+    if (r.ok()) runs.push_back(std::move(*r));
+    st = r.status();
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "bench fidelity: real half failed: %s\n", st.ToString().c_str());
     return;
   }
+  const RealRun pooled = Merge(runs);
   double overhead =
-      s.call_overhead >= 0 ? s.call_overhead : std::max(0.0, Median(real->call_overhead_s));
+      s.call_overhead >= 0 ? s.call_overhead : std::max(0.0, Median(pooled.call_overhead_s));
   std::fprintf(stderr, "bench fidelity: call overhead %.4f s (%zu revealed calls measured)\n",
-               overhead, real->call_overhead_s.size());
+               overhead, pooled.call_overhead_s.size());
   ::switchyard::Result<replay::PolicyReport> rp = Replay(s, "cluster.json", overhead);
   ::switchyard::Result<replay::PolicyReport> rp0 =
       rp.ok() ? Replay(s, "cluster-no-overhead.json", 0) : rp;
@@ -223,7 +280,7 @@ void ReportFidelity(const std::map<std::string, Measured>&, Report* report) {
                  (rp.ok() ? rp0 : rp).status().ToString().c_str());
     return;
   }
-  AddResults(s, *rp, *rp0, overhead, *real, report);
+  AddResults(s, *rp, *rp0, overhead, runs, report);
   if (EnvDouble("SY_BENCH_FIDELITY_KEEP", 0) == 0) {
     std::error_code ec;
     std::filesystem::remove_all(s.dir, ec);

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "proto/json.h"
+#include "scheduler/link_file.h"
 
 namespace switchyard::replay {
 
@@ -130,12 +131,7 @@ scheduler::ClusterShape ToClusterShape(const v1::ReplayCluster& c, const Cluster
   s.nodes = static_cast<int>(c.nodes());
   s.workers_per_node = shape.workers_per_node;
   s.tp = shape.tensor_parallel;
-  if (c.gpu().pcie_bandwidth_bytes_per_s() > 0)
-    s.pcie_bytes_per_s = c.gpu().pcie_bandwidth_bytes_per_s();
-  if (c.gpu().nvlink_bandwidth_bytes_per_s() > 0)
-    s.nvlink_bytes_per_s = c.gpu().nvlink_bandwidth_bytes_per_s() / 2;
-  if (c.gpu().nic_bandwidth_bits_per_s() > 0)
-    s.nic_bytes_per_s = c.gpu().nic_bandwidth_bits_per_s() / 8;
+  scheduler::ApplyGpuSpecLinks(c.gpu(), &s, nullptr);  // the rule `serve` uses too
   if (c.disk_bytes_per_s() > 0) s.disk_bytes_per_s = c.disk_bytes_per_s();
   return s;
 }

@@ -109,19 +109,47 @@ TEST(ServeLinksTest, ClusterShowsTheCalibratedLinkAndWhereEveryFigureCameFrom) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(ServeLinksTest, WithoutALinkFileEveryLinkSaysItsFiguresAreTheDefaults) {
+// Without a link file or configured figures, the worker links take the bandwidths of the
+// served model's GPU spec (the embedded H100 here; the rule replay applies to a cluster
+// file), their latencies and the disk the documented defaults; each link says which.
+TEST(ServeLinksTest, WithoutALinkFileLinksSayTheirFiguresAreTheGpuSpecsOrTheDefaults) {
   std::string dir = Dir();
   std::filesystem::remove_all(dir);
   auto setup = SmallSetup(dir, {});
   ASSERT_TRUE(setup.ok()) << setup.status();
   setup->service.scheduler.workers = 2;
   auto links = Links(ClusterOf(*setup));
-  for (const char* n : {"pcie0", "pcie1", "nvlink0", "nvlink1", "disk0"}) {
-    ASSERT_TRUE(links.count(n)) << n;
-    EXPECT_EQ(links[n].figure_source(), "default (ClusterShape, documented)") << n;
-  }
-  EXPECT_DOUBLE_EQ(links["pcie1"].bandwidth_bytes_per_s(),
-                   scheduler::ClusterShape{}.pcie_bytes_per_s);
+  for (const char* n : {"pcie0", "pcie1", "nvlink0", "nvlink1", "disk0"})
+    ASSERT_TRUE(links.count(n));
+  for (const char* n : {"pcie0", "pcie1", "nvlink0", "nvlink1"})
+    EXPECT_EQ(links[n].figure_source(),
+              "bandwidth GPU spec (H100-SXM); latency default (ClusterShape, documented)")
+        << n;
+  EXPECT_EQ(links["disk0"].figure_source(), "default (ClusterShape, documented)");
+  EXPECT_DOUBLE_EQ(links["pcie1"].bandwidth_bytes_per_s(), 5e10);
+  EXPECT_DOUBLE_EQ(links["nvlink0"].bandwidth_bytes_per_s(), 9e11 / 2);
+  EXPECT_DOUBLE_EQ(links["disk0"].bandwidth_bytes_per_s(),
+                   scheduler::ClusterShape{}.disk_bytes_per_s);
+  std::filesystem::remove_all(dir);
+}
+
+// The CPU engine's worker link (its pool <-> the host tier, a memcpy here) takes the CPU
+// spec's figure, the one bench/clusters/cpu-tiny-llama-4l.json gives replay.
+TEST(ServeLinksTest, TheCpuEnginesLinkTakesTheCpuSpecsFigure) {
+  std::string dir = Dir();
+  std::filesystem::remove_all(dir);
+  ServeFlags flags;
+  flags.engine = "cpu";
+  flags.model = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+  flags.kv_pool_mib = 4;
+  auto setup = SmallSetup(dir, flags);
+  ASSERT_TRUE(setup.ok()) << setup.status();
+  setup->service.scheduler.kv_bytes_scale = 1;
+  auto links = Links(ClusterOf(*setup));
+  ASSERT_TRUE(links.count("pcie0"));
+  EXPECT_DOUBLE_EQ(links["pcie0"].bandwidth_bytes_per_s(), 5e9);
+  EXPECT_EQ(links["pcie0"].figure_source().rfind("bandwidth GPU spec (cpu ", 0), 0u)
+      << links["pcie0"].figure_source();
   std::filesystem::remove_all(dir);
 }
 

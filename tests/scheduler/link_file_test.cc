@@ -69,6 +69,44 @@ TEST(LinkFileTest, ClusterLinksAreNamedWithTheSourceOfTheirFigures) {
             "configured (links.diskLatencyUs); bandwidth default (ClusterShape, documented)");
 }
 
+// A GPU spec's bandwidths replace the defaults (NVLink halved: the spec gives both
+// directions; the NIC in bits), a figure of 0 keeps the default, and the links say so.
+TEST(LinkFileTest, GpuSpecBandwidthsAreUsedAndNamedAsTheSource) {
+  ClusterShape shape;
+  shape.workers_per_node = 2;
+  shape.nodes = 2;
+  v1::GpuSpec gpu;
+  gpu.set_name("H200");
+  gpu.set_pcie_bandwidth_bytes_per_s(4e10);
+  gpu.set_nvlink_bandwidth_bytes_per_s(9e11);
+  ShapeFigureOrigins o;
+  o.pcie_latency = "links.pcieLatencyUs";
+  ApplyGpuSpecLinks(gpu, &shape, &o);
+  EXPECT_DOUBLE_EQ(shape.pcie_bytes_per_s, 4e10);
+  EXPECT_DOUBLE_EQ(shape.nvlink_bytes_per_s, 4.5e11);
+  EXPECT_DOUBLE_EQ(shape.nic_bytes_per_s, ClusterShape{}.nic_bytes_per_s);  // 0 in the spec
+  EXPECT_EQ(o.gpu_spec, "H200");
+  v1::Topology t = Labelled(shape, o);
+  auto links = ByName(t);
+  auto source = [&](const char* n) { return links[n]->attributes().at(kFigureSourceAttribute); };
+  EXPECT_EQ(source("pcie0"), "configured (links.pcieLatencyUs); bandwidth GPU spec (H200)");
+  EXPECT_EQ(source("nvlink1"),
+            "bandwidth GPU spec (H200); latency default (ClusterShape, documented)");
+  EXPECT_EQ(source("disk1"), "default (ClusterShape, documented)");
+  // A configured bandwidth still names its field.
+  o.nvlink_bandwidth = "links.nvlinkBytesPerS";
+  t = Labelled(shape, o);
+  links = ByName(t);
+  EXPECT_EQ(source("nvlink0"),
+            "configured (links.nvlinkBytesPerS); latency default (ClusterShape, documented)");
+  // A spec without link figures changes nothing and names nothing.
+  ClusterShape plain;
+  ShapeFigureOrigins none;
+  ApplyGpuSpecLinks(v1::GpuSpec{}, &plain, &none);
+  EXPECT_DOUBLE_EQ(plain.pcie_bytes_per_s, ClusterShape{}.pcie_bytes_per_s);
+  EXPECT_TRUE(none.gpu_spec.empty());
+}
+
 TEST(LinkFileTest, SeveralNodesNameNicAndGpuDirectLinksPerNode) {
   ClusterShape shape;
   shape.nodes = 2;
