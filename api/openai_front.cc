@@ -38,6 +38,7 @@ struct OpenAiFront::Call {
   bool first = true, create = true;
   std::vector<int32_t> prompt, fresh;  // the whole prompt's ids; the new ones
   int64_t cached = 0, max_tokens = 0, deadline_ms = 0;
+  int64_t keep = 0;  // > 0: the context continues from its first `keep` tokens
   int priority = 0;
   std::vector<std::string> waits_to_end;
   // A forced tool call: the tool, the call's id and the argument the model generates.
@@ -365,10 +366,16 @@ void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bo
     size_t lcp = 0;
     while (lcp < s.tokens.size() && lcp < c->prompt.size() && s.tokens[lcp] == c->prompt[lcp])
       ++lcp;
-    c->create = c->first || s.tokens.empty() || lcp < s.tokens.size();
+    // The longest common prefix of the context's tokens and the new prompt is reused, as
+    // engines with prefix caching reuse it: the whole context when the prompt repeats the
+    // last prompt and answer, else the context cut to that prefix (CacheRef.keep_tokens:
+    // a client that re-sends the answer changed, e.g. without its reasoning); a new
+    // context only when nothing is shared.
+    c->create = c->first || s.tokens.empty() || lcp == 0;
     if (c->create && !c->first) s.context = "main-" + std::to_string(++s.generation);
     c->context = s.context;
     c->cached = c->create ? 0 : static_cast<int64_t>(lcp);
+    c->keep = !c->create && lcp < s.tokens.size() ? static_cast<int64_t>(lcp) : 0;
   } else {
     c->context = "main";
   }
@@ -419,6 +426,7 @@ void OpenAiFront::Start(const CallPtr& c) {
   auto* ref = n.add_cache_refs();
   ref->set_context(c->context);
   ref->set_mode(c->create ? v1::CacheRef::CREATE : v1::CacheRef::EXTEND);
+  if (c->keep > 0) ref->set_keep_tokens(c->keep);
   for (const std::string& w : c->waits_to_end) n.add_deps(w);
   n.mutable_hints()->set_prompt_tokens(static_cast<int64_t>(c->prompt.size()));
   n.mutable_hints()->set_extend_tokens(static_cast<int64_t>(c->fresh.size()));

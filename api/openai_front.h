@@ -11,9 +11,12 @@
 // `user`; a request without one is a one-node workflow, closed at once. A session is a
 // workflow of its tenant (labels front=openai, session=<id>). Every request is an LLM node
 // `llm-N` on the session's context: its prompt is rendered (the chat template of
-// openai_protocol.h, or the prompt of /v1/completions) and tokenized, and when the
-// session's context (the previous prompt and the output the engine produced) is a prefix
-// of it the node EXTENDs the context with the rest; otherwise it CREATEs a fresh context
+// openai_protocol.h, or the prompt of /v1/completions) and tokenized, and the node
+// EXTENDs the session's context (the previous prompt and the output the engine produced)
+// from the longest prefix it shares with the new prompt: the whole context when it is a
+// prefix of the prompt, else the context cut to the shared prefix (CacheRef.keep_tokens:
+// the client re-sent the last answer changed, e.g. without its reasoning), as engines with
+// prefix caching reuse it. Only a prompt sharing nothing CREATEs a fresh context
 // (`main-K`), and the old one, no longer referenced, is the scheduler's to evict. When an
 // answer ends, wait nodes start, TOOL nodes named after the tool calls it asked for (or
 // one `client` when it asked for none); they end when the session's next request arrives,

@@ -82,6 +82,8 @@ Status BatchingEngine::Validate(const SequenceSpec& s) const {
     if (c.tokens < 0) return bad("context " + Quote(c.key) + " has tokens < 0");
     for (size_t j = 0; j < i; ++j)
       if (s.contexts[j].key == c.key) return bad("context " + Quote(c.key) + " listed twice");
+    if (c.keep_only && (i > 0 || !s.extends_primary))
+      return bad("context " + Quote(c.key) + " is cut (keep_only) but is not the extended primary");
     if (!c.resident) rebuild += c.tokens;
   }
   if (rebuild > s.prefill_tokens)
@@ -113,6 +115,12 @@ Status BatchingEngine::PlanAdmit(const SequenceSpec& s, Plan* plan) const {
                       std::to_string(held->tokens) + " tokens, the sequence reads " +
                       std::to_string(c.tokens));
       m.base = held->tokens;
+      if (c.keep_only && held->tokens > c.tokens) {
+        if (held->users > 0)
+          return refuse("context " + Quote(c.key) + " is cut to " + std::to_string(c.tokens) +
+                        " tokens but a running sequence reads it");
+        m.base = c.tokens;  // Admit's SetTokens drops the rest
+      }
     } else {
       if (held && held->users > 0)
         return refuse("context " + Quote(c.key) + " is rebuilt but a running sequence uses it");

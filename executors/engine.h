@@ -60,6 +60,9 @@ struct SeqContext {
   std::string key;       // "<workflow>/<context>"
   int64_t tokens = 0;    // tokens of KV the context holds before this sequence
   bool resident = true;  // already in this engine's pool (false: rebuilt by the prefill)
+  // The sequence continues the context from exactly its first `tokens` tokens: a resident
+  // context holding more drops the rest first (CacheRef.keep_tokens; primary only).
+  bool keep_only = false;
 };
 
 struct SequenceSpec {

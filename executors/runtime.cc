@@ -255,6 +255,9 @@ void Runtime::StartLlm(const Command& c) {
     sc.key = scheduler::ContextKey(c.workflow_id, r.context());
     sc.tokens = core_->ContextTokens(sc.key);
     sc.resident = eng && eng->context_tokens(sc.key) >= 0;  // else created or rebuilt
+    // CacheRef.keep_tokens: the core cut the context at placement; the engine drops the
+    // same blocks (a no-op when the core kept it whole).
+    sc.keep_only = r.mode() == v1::CacheRef::EXTEND && r.keep_tokens() > 0;
     if (!sc.resident) rebuilt += sc.tokens;
     seq.contexts.push_back(std::move(sc));
   }

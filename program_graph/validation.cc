@@ -128,6 +128,16 @@ Status CheckCacheRefs(const std::string& who, const v1::ProgramNode& node, const
     SY_RETURN_IF_ERROR(CheckRange(who, field + ".shared_prefix_tokens", ref.shared_prefix_tokens(),
                                   limits.max_prompt_tokens));
     SY_RETURN_IF_ERROR(CheckSharedPrefix(who, field, node, k));
+    SY_RETURN_IF_ERROR(
+        CheckRange(who, field + ".keep_tokens", ref.keep_tokens(), limits.max_prompt_tokens));
+    if (ref.keep_tokens() > 0 && ref.mode() != v1::CacheRef::EXTEND)
+      return Invalid(who, field + ".keep_tokens",
+                     std::to_string(ref.keep_tokens()) +
+                         " on a ref that does not EXTEND context '" + ref.context() +
+                         "' (it says how much of the context the node continues)");
+    if (ref.keep_tokens() > 0 && k > 0)
+      return Invalid(who, field + ".keep_tokens",
+                     "only the first ref (the context the node extends) may cut its context");
   }
   return Status::OK();
 }

@@ -229,6 +229,8 @@ void CoreState::AddNode(WfRec& wf, int idx) {
   } else {
     n.new_tokens = h.prompt_tokens();
   }
+  if (n.spec.cache_refs_size() > 0 && n.spec.cache_refs(0).mode() == v1::CacheRef::EXTEND)
+    n.keep_tokens = n.spec.cache_refs(0).keep_tokens();
   for (int k = 0; k < n.spec.cache_refs_size(); ++k) {
     const v1::CacheRef& r = n.spec.cache_refs(k);
     std::string key = ContextKey(wf.id, r.context());

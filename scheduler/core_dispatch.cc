@@ -181,6 +181,21 @@ void CoreState::Rekey() {
   }
 }
 
+void CoreState::CutToKept(WfRec& wf, NodeRec& n, int worker) {
+  if (n.keep_tokens <= 0 || n.new_done > 0 || n.out_done > 0 || !ExtendsPrimary(n)) return;
+  auto it = ctxs.find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
+  if (it == ctxs.end()) return;
+  CtxRec& c = it->second;
+  if (c.tokens <= n.keep_tokens || c.transfer != 0 || c.users > 0 || c.prefix_tokens > 0) return;
+  const bool dropped = c.loc.tier == Tier::kNone;
+  const bool resident = worker >= 0 && c.loc.tier == Tier::kHbm && c.loc.worker == worker;
+  if (!dropped && !resident) return;  // cut once it is back in HBM
+  const uint64_t was = c.bytes;
+  c.tokens = n.keep_tokens;
+  c.bytes = BlockBytes(c.tokens, c.model);
+  if (resident) Hold(c.loc, -static_cast<int64_t>(was - std::min(was, c.bytes)));
+}
+
 bool CoreState::TryPlace(WfRec& wf, int idx) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   std::vector<std::string> keys = NodeContexts(wf, n);
@@ -188,6 +203,7 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
     const CtxRec& c = ctxs[key];
     if (c.transfer != 0 || c.users > 0) return false;  // not committed / being written
   }
+  CutToKept(wf, n, -1);  // a discarded context is rebuilt only up to what the node keeps
   int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
                                                        : opt.default_max_output_tokens;
   // Admission by free KV blocks: the prefill's blocks now (the engine allocates them at
@@ -299,6 +315,7 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   wf.waited += now - n.ready_since;
   Dequeue(wf, idx);
   uint64_t epoch = std::max(model_epoch[n.spec.model_id()], n.spec.model_epoch());
+  CutToKept(wf, n, w);  // in the same event as the kPlace the engine admits it by
   n.rebuilding.clear();
   for (const std::string& key : NodeContexts(wf, n)) {
     CtxRec& c = ctxs[key];

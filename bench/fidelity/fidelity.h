@@ -28,10 +28,10 @@
 // Reported side by side (real: the mean over the runs of each figure, per workflow for
 // the JCTs; the per-call samples pooled): JCT mean / P50 / P90 (nearest rank), TTFT P50
 // (real: firstTokenMs minus the latest of arrival and the dependencies' ends, replay's
-// definition), decisions by kind, bytes moved (real: per destination tier; replay: per traffic class; compared in
-// total), with ratio = replay / real on each pair (goal: within 10 % on JCT mean, P90 and
-// bytes moved); the replay without the overhead term's JCT, for comparison. The overhead
-// is measured on the same runs it is compared with: it is the real path's client and
+// definition), decisions by kind, bytes moved (real: per destination tier; replay: per traffic
+// class; compared in total), with ratio = replay / real on each pair (goal: within 10 % on JCT
+// mean, P90 and bytes moved); the replay without the overhead term's JCT, for comparison. The
+// overhead is measured on the same runs it is compared with: it is the real path's client and
 // service latency between events (which the replay does not simulate), not the JCT.
 // The model has RANDOM WEIGHTS (its text is meaningless); only its timing matters here.
 // Environment: SY_BENCH_FIDELITY_TOKEN_SCALE (0.02), _TIME_SCALE (0.1), _RATE (0.05

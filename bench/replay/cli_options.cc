@@ -41,6 +41,7 @@ const char* const kConvertUsage =
     "usage: switchyard convert --from agent-sessions|mooncake|azure INPUT -o OUTPUT\n"
     "  [--arrival poisson|bursty] [--rate R (workflows/s, agent-sessions)] [--seed S]\n"
     "  [--burst-factor F] [--tenants N] [--repeat K (agent-sessions)] [--limit N] [--model ID]\n"
+    "  [--context-reuse prefix|exact (agent-sessions)]\n"
     "  [--deadline-class NAME:DUR,...] [--tenant-class TENANT=NAME,...]\n"
     "  [--deadline none|oracle-span:F]\n"
     "  Deadlines (default): arrival + the slack of the tenant's SLO class, classes\n"
@@ -53,7 +54,10 @@ const char* const kConvertUsage =
     "  least 1 where it was > 0 (e.g. 0.02 for a CPU engine); label token_scale.\n"
     "  [--time-scale F] every recorded duration (tool waits) and arrival offset x F (a\n"
     "  --rate R becomes R/F), for `switchyard replay` of compressed waits; play such a\n"
-    "  trace with run_workload.py --time-scale 1, not F again; label time_scale.\n";
+    "  trace with run_workload.py --time-scale 1, not F again; label time_scale.\n"
+    "  --context-reuse prefix (default): a call whose prompt repeats the previous prompt but\n"
+    "  not all of its answer continues the context from that prompt (CacheRef.keepTokens);\n"
+    "  exact: such a call starts a new context (full prefill), as traces made before did.\n";
 
 namespace {
 
@@ -272,7 +276,7 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
       Walk(args,
            {"--from", "-o", "--out", "--arrival", "--rate", "--seed", "--burst-factor", "--tenants",
             "--repeat", "--limit", "--model", "--deadline", "--deadline-class", "--tenant-class",
-            "--deadline-factor", "--token-scale", "--time-scale"},
+            "--deadline-factor", "--token-scale", "--time-scale", "--context-reuse"},
            [&](const std::string& a, const std::string& v) -> Status {
              constexpr double kInf = std::numeric_limits<double>::infinity();
              int64_t n = 0;
@@ -298,6 +302,10 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
                return Number(a, v, 0, true, kInf, true, "> 0", &o.rate_per_s);
              } else if (a == "--token-scale") {
                return Number(a, v, 0, true, kInf, true, "> 0", &o.token_scale);
+             } else if (a == "--context-reuse") {
+               if (v != "prefix" && v != "exact")
+                 return Bad("--context-reuse must be prefix or exact, not '" + v + "'");
+               o.prefix_reuse = v == "prefix";
              } else if (a == "--time-scale") {
                return Number(a, v, 0, true, kInf, true, "> 0", &o.time_scale);
              } else if (a == "--burst-factor") {

@@ -67,36 +67,54 @@ Status CheckSession(const Session& s, size_t line_no) {
   return Status::OK();
 }
 
-// Context bookkeeping: "main" for the agent, "subagent-<k>" for each run of subagent calls;
-// a prompt that shrinks (context compaction) starts a new generation of the context.
+// Context bookkeeping: "main" for the agent, "subagent-<k>" for each run of subagent calls.
+// A prompt holding the previous prompt and answer extends the context. One holding the
+// previous prompt but fewer tokens than it and its answer (the harness re-sent the answer
+// shortened, e.g. without its reasoning) continues the context from the previous prompt
+// (keep_tokens: what an engine with prefix caching reuses) unless `prefix_reuse` is off;
+// then, and for a prompt shorter than the previous one (context compaction), a new
+// generation of the context starts.
 struct ContextTracker {
+  bool prefix_reuse = true;
   std::string current_main = "main";
   int main_gen = 0, sub_runs = 0;
   bool in_sub = false;
   std::string sub_name;
-  int64_t main_tokens = -1, sub_tokens = -1;
+  int64_t main_tokens = -1, sub_tokens = -1;  // what the context holds after the last call
+  int64_t main_prompt = -1, sub_prompt = -1;  // the last call's prompt
 
-  // Returns (context, mode, extend_tokens) for call `c` and records its end length.
-  std::tuple<std::string, v1::CacheRef::Mode, int64_t> Next(const Session::LlmCall& c) {
+  struct Ref {
+    std::string context;
+    v1::CacheRef::Mode mode;
+    int64_t extend = 0, keep = 0;
+  };
+  // The ref of call `c`; records what the context holds after it.
+  Ref Next(const Session::LlmCall& c) {
     std::string* name = &current_main;
     int64_t* held = &main_tokens;
+    int64_t* prompt = &main_prompt;
     if (c.subagent()) {
-      if (!in_sub) sub_name = "subagent-" + std::to_string(sub_runs++), sub_tokens = -1;
+      if (!in_sub)
+        sub_name = "subagent-" + std::to_string(sub_runs++), sub_tokens = sub_prompt = -1;
       in_sub = true;
       name = &sub_name;
       held = &sub_tokens;
+      prompt = &sub_prompt;
     } else {
       in_sub = false;
     }
-    v1::CacheRef::Mode mode = v1::CacheRef::EXTEND;
-    int64_t extend = c.prompt_tokens() - *held;
-    if (*held < 0 || extend < 0) {
-      mode = v1::CacheRef::CREATE;
-      extend = c.prompt_tokens();
-      if (*held >= 0 && !c.subagent()) *name = "main-" + std::to_string(++main_gen);
+    Ref r{*name, v1::CacheRef::EXTEND, c.prompt_tokens() - *held, 0};
+    if (*held >= 0 && r.extend < 0 && prefix_reuse && c.prompt_tokens() >= *prompt) {
+      r.keep = *prompt;
+      r.extend = c.prompt_tokens() - *prompt;
+    } else if (*held < 0 || r.extend < 0) {
+      r.mode = v1::CacheRef::CREATE;
+      r.extend = c.prompt_tokens();
+      if (*held >= 0 && !c.subagent()) r.context = *name = "main-" + std::to_string(++main_gen);
     }
     *held = c.prompt_tokens() + c.output_tokens();
-    return {*name, mode, extend};
+    *prompt = c.prompt_tokens();
+    return r;
   }
 };
 
@@ -114,6 +132,7 @@ v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int6
     tools_of[OwnerCall(s, s.tool_calls(j).start_s())].push_back(j);
   }
   ContextTracker ctx;
+  ctx.prefix_reuse = o.prefix_reuse;
   for (int i = 0; i < s.llm_calls_size(); ++i) {
     const auto& c = s.llm_calls(i);
     v1::ProgramNode* n = wf->add_nodes();
@@ -121,12 +140,13 @@ v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int6
     n->set_kind(v1::LLM);
     n->set_role(c.subagent() ? "subagent" : "agent");
     n->set_model_id(o.model_id);
-    auto [context, mode, extend] = ctx.Next(c);
+    const ContextTracker::Ref r = ctx.Next(c);
     auto* ref = n->add_cache_refs();
-    ref->set_context(context);
-    ref->set_mode(mode);
+    ref->set_context(r.context);
+    ref->set_mode(r.mode);
+    if (r.keep > 0) ref->set_keep_tokens(r.keep);
     n->mutable_hints()->set_prompt_tokens(c.prompt_tokens());
-    n->mutable_hints()->set_extend_tokens(extend);
+    n->mutable_hints()->set_extend_tokens(r.extend);
     n->mutable_hints()->set_max_output_tokens(std::max<int64_t>(1, c.output_tokens()));
     if (i > 0) {
       n->add_deps("llm-" + std::to_string(i - 1));

@@ -115,6 +115,7 @@ void ScaleHints(double f, v1::ProgramNode* n) {
   }
   for (v1::CacheRef& ref : *n->mutable_cache_refs()) {
     ref.set_shared_prefix_tokens(ScaleTokens(ref.shared_prefix_tokens(), f));
+    ref.set_keep_tokens(ScaleTokens(ref.keep_tokens(), f));
   }
 }
 

@@ -67,12 +67,13 @@ struct NodeRec {
   Time latest_start = Time::Max();  // deadline - est_run (urgent index key)
   uint64_t demand = 0;              // bytes counted in queued demand
   bool resumed = false;
-  Duration inherited{0};                // ATLAS service the call inherited when it became ready
-  int64_t out_done = 0;                 // output tokens decoded by earlier (preempted) attempts
-  int64_t base_tokens = 0;              // tokens of the primary context when placed
-  int64_t prog_prefill = 0;             // engine-reported progress of the running attempt
-  int64_t prog_out = 0;                 // output tokens decoded so far (out_done included)
-  uint64_t place_seq = 0;               // admission order (the vLLM victim rule)
+  Duration inherited{0};     // ATLAS service the call inherited when it became ready
+  int64_t out_done = 0;      // output tokens decoded by earlier (preempted) attempts
+  int64_t base_tokens = 0;   // tokens of the primary context when placed
+  int64_t keep_tokens = 0;   // EXTEND: continue the primary context from its first this many
+  int64_t prog_prefill = 0;  // engine-reported progress of the running attempt
+  int64_t prog_out = 0;      // output tokens decoded so far (out_done included)
+  uint64_t place_seq = 0;    // admission order (the vLLM victim rule)
   std::vector<std::string> rebuilding;  // contexts this attempt recomputes from scratch
   int64_t prefix_hit = 0;               // prefix tokens this attempt found resident
   bool builds_prefix = false;           // this attempt computes a shared prefix copy
@@ -287,6 +288,11 @@ struct CoreState {
   void Dispatch();
   const QKey* PickNext(const std::set<std::pair<std::string, int>>& skipped);
   bool TryPlace(WfRec& wf, int idx);
+  // CacheRef.keep_tokens: the primary context cut to the tokens the node continues from,
+  // where nothing of the node's own is in it yet and no engine holds blocks the core would
+  // stop counting: a discarded context (nothing held), or, with `worker` >= 0, one resident
+  // in that worker's HBM (the engine drops the same blocks when it admits the node).
+  void CutToKept(WfRec& wf, NodeRec& n, int worker);
   void Place(WfRec& wf, int idx, int worker, int64_t recompute);
   void StopRunning(WfRec& wf, int idx);
   bool EvictFor(int worker, uint64_t need, const std::vector<std::string>& keep);

@@ -227,6 +227,39 @@ TEST_F(OpenAiFrontTest, ASessionIsAWorkflowWithToolWaitsBetweenTurns) {
   EXPECT_EQ(Get("/v1/workflows/" + wf)["state"], "WORKFLOW_COMPLETED");
 }
 
+// A client that re-sends the conversation with the assistant's answer changed (as agent
+// harnesses do when they drop an answer's reasoning): the turn reuses the longest common
+// prefix of the context and the new prompt — the same context, cut there (its node's
+// cacheRefs[0].keepTokens), cached_tokens saying how much — and answers exactly what a
+// fresh request with the same messages answers.
+TEST_F(OpenAiFrontTest, ATurnThatChangesTheLastAnswerReusesTheCommonPrefix) {
+  Start();
+  json msgs = {{{"role", "system"}, {"content", "you are an agent"}},
+               {{"role", "user"}, {"content", "summarise the repository"}}};
+  json r = Chat(Body(msgs, 8), "rewrite-1");
+  ASSERT_TRUE(r.contains("choices")) << r.dump();
+  const std::string wf = last_headers_["x-switchyard-workflow-id"];
+  const int64_t first_prompt = r["usage"]["prompt_tokens"].get<int64_t>();
+  msgs.push_back({{"role", "assistant"}, {"content", "(answer elided)"}});  // not what it said
+  msgs.push_back({{"role", "user"}, {"content", "now list the tests"}});
+  r = Chat(Body(msgs, 8), "rewrite-1");
+  ASSERT_TRUE(r.contains("choices")) << r.dump();
+  EXPECT_EQ(last_headers_["x-switchyard-workflow-id"], wf);
+  const int64_t cached = r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  EXPECT_GT(cached, 0);
+  EXPECT_LT(cached, first_prompt + 8) << "the old answer is not reused";
+  json st = Get("/v1/workflows/" + wf);
+  bool seen = false;
+  for (const json& n : st["nodes"]) {
+    if (n["id"] != "llm-1") continue;
+    seen = true;
+    EXPECT_EQ(n["contexts"], json::array({"main"})) << "the same context, not a new one";
+  }
+  EXPECT_TRUE(seen) << st.dump();
+  json fresh = Chat(Body(msgs, 8));
+  EXPECT_EQ(fresh["choices"][0]["message"]["content"], r["choices"][0]["message"]["content"]);
+}
+
 TEST_F(OpenAiFrontTest, AnIdleSessionEnds) {
   Start(4ULL << 20, std::chrono::milliseconds(300));
   Chat(Body({{{"role", "user"}, {"content", "hi"}}}, 2), "idle-1");

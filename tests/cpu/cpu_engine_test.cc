@@ -190,6 +190,31 @@ TEST(CpuEngineTest, OutputIsTheSameAloneAndInABatchOfMixedSequences) {
   EXPECT_EQ(h.out("wf/n1"), alone);
 }
 
+// CacheRef.keep_tokens on this engine: a call that continues its context from the first
+// 70 tokens (dropping the 9 tokens the first call decoded) gives exactly what one call
+// over the same 100 tokens gives from scratch: the KV of the kept positions is reused, the
+// dropped blocks go back to the pool, and the token log is cut with them.
+TEST(CpuEngineTest, ContinuingFromAKeptPrefixEqualsComputingThatTextFromScratch) {
+  std::vector<int32_t> fresh;
+  {
+    Harness h;
+    ASSERT_TRUE(h.engine().Admit(Call("wf/all", "wf/c", 0, true, 100, 12)).ok());
+    ASSERT_TRUE(h.Finish({"wf/all"}));
+    fresh = h.out("wf/all");
+  }
+  ASSERT_EQ(fresh.size(), 12u);
+  Harness h;
+  int64_t held = FirstCall(h);  // 70 + 9
+  ASSERT_EQ(held, 79);
+  SequenceSpec cut = Call("wf/n2", "wf/c", 70, true, 30, 12);
+  cut.contexts[0].keep_only = true;
+  ASSERT_TRUE(h.engine().Admit(cut).ok());
+  EXPECT_EQ(h.engine().context_tokens("wf/c"), 100);
+  ASSERT_TRUE(h.Finish({"wf/n2"}));
+  EXPECT_TRUE(h.status("wf/n2").ok()) << h.status("wf/n2").ToString();
+  EXPECT_EQ(h.out("wf/n2"), fresh);
+}
+
 TEST(CpuEngineTest, DiscardThenRecomputeContinuesIdentically) {
   std::vector<int32_t> ref = Reference();
   ASSERT_EQ(ref.size(), 12u);

@@ -187,6 +187,8 @@ struct Harness {
         auto* r = n.add_cache_refs();
         r->set_context(U() < 0.8 ? "main" : "side");
         r->set_mode(k == 0 ? v1::CacheRef::CREATE : v1::CacheRef::EXTEND);
+        // A call continuing its context from a prefix (the core and the engine cut it).
+        if (k > 0 && U() < 0.3) r->set_keep_tokens(I(1, 4000));
         n.mutable_hints()->set_prompt_tokens(I(16, 6000));
         n.mutable_hints()->set_extend_tokens(I(16, 2000));
         n.mutable_hints()->set_max_output_tokens(I(1, 64));

@@ -415,6 +415,44 @@ TEST(SimulatedEngine, ImportAndReleaseAccounting) {
   EXPECT_EQ(h.engine.contexts_held(), 0u);
 }
 
+// keep_only: a sequence that continues its context from a prefix drops the rest of the
+// context's blocks at admission (the pool frees them), prefills only its own tokens, and
+// grows the context from the kept prefix. A kept length at or above what is held changes
+// nothing; a context another running sequence reads is not cut; only the extended
+// primary may be cut.
+TEST(SimulatedEngine, KeepOnlyCutsTheContextToItsPrefixAtAdmission) {
+  Harness h(Limits(8192, 20));
+  ASSERT_TRUE(h.engine.Import("wf/c", 100).ok());  // 7 blocks
+  EXPECT_EQ(h.engine.blocks_used(), 7);
+  SeqContext cut{"wf/c", 40, true};
+  cut.keep_only = true;
+  ASSERT_TRUE(h.engine.Admit(Seq("wf/n", 5, 2, {cut})).ok());
+  EXPECT_EQ(h.engine.context_tokens("wf/c"), 45);  // 40 kept + 5 new
+  EXPECT_EQ(h.engine.blocks_used(), 3);
+  h.loop.Run();
+  EXPECT_EQ(h.engine.context_tokens("wf/c"), 47);  // + the 2 output tokens
+  ASSERT_FALSE(h.reports.empty());
+  EXPECT_EQ(h.reports.front().prefill_tokens, 5);
+  // Kept length >= held: nothing dropped.
+  SeqContext whole{"wf/c", 47, true};
+  whole.keep_only = true;
+  ASSERT_TRUE(h.engine.Admit(Seq("wf/m", 1, 1, {whole})).ok());
+  h.loop.Run();
+  EXPECT_EQ(h.engine.context_tokens("wf/c"), 49);
+  // A reader holds it: not cut.
+  SequenceSpec reader = Seq("wf/r", 50, 5, {{"wf/c", 49, true}});
+  reader.extends_primary = false;
+  ASSERT_TRUE(h.engine.Admit(reader).ok());
+  SeqContext cut2{"wf/c", 10, true};
+  cut2.keep_only = true;
+  Status st = h.engine.Admit(Seq("wf/x", 5, 2, {cut2}));
+  EXPECT_TRUE(st.IsFailedPrecondition()) << st;
+  EXPECT_NE(st.message().find("running sequence reads it"), std::string::npos) << st;
+  // Only the extended primary.
+  SequenceSpec bad = Seq("wf/y", 5, 2, {{"wf/d", 0, false}, cut2});
+  EXPECT_TRUE(h.engine.Admit(bad).IsInvalidArgument());
+}
+
 TEST(SimulatedEngine, RejectsBadSpecs) {
   Harness h(Limits(8192, 100));
   EXPECT_TRUE(h.engine.Admit(Seq("", 5, 2)).IsInvalidArgument());

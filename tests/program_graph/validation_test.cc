@@ -171,6 +171,27 @@ TEST(ValidationTest, CacheRefFields) {
             "node 'a': cache_refs[1].context: context 'main' referenced twice");
 }
 
+// keep_tokens: only on the first ref, only when it EXTENDs, never negative.
+TEST(ValidationTest, KeepTokensFields) {
+  auto a = WithRef(Llm("a"), "main", v1::CacheRef::CREATE);
+  auto keep = [](v1::ProgramNode n, int k, int64_t tokens) {
+    n.mutable_cache_refs(k)->set_keep_tokens(tokens);
+    return n;
+  };
+  auto b = keep(WithRef(Llm("b", {"a"}), "main", v1::CacheRef::EXTEND), 0, 300);
+  EXPECT_EQ(CreateError(MakeWorkflow({a, b})), "OK");
+  EXPECT_EQ(CreateError(MakeWorkflow({keep(a, 0, 10)})),
+            "node 'a': cache_refs[0].keep_tokens: 10 on a ref that does not EXTEND context "
+            "'main' (it says how much of the context the node continues)");
+  EXPECT_EQ(CreateError(MakeWorkflow({a, keep(b, 0, -1)})),
+            "node 'b': cache_refs[0].keep_tokens: -1 is negative");
+  auto c = WithRef(WithRef(Llm("c", {"a"}), "other", v1::CacheRef::CREATE), "main",
+                   v1::CacheRef::EXTEND);
+  EXPECT_EQ(CreateError(MakeWorkflow({a, keep(c, 1, 5)})),
+            "node 'c': cache_refs[1].keep_tokens: only the first ref (the context the node "
+            "extends) may cut its context");
+}
+
 TEST(ValidationTest, SharedPrefixFields) {
   auto with = [](v1::CacheRef::Mode mode, const std::string& id, int64_t tokens) {
     auto a = WithRef(Llm("a"), "main", mode);

@@ -109,6 +109,57 @@ TEST(ConvertAgentSessionsTest, ChainsContextsAndSubagents) {
   }
 }
 
+// A prompt that repeats the previous prompt but not all of its answer continues the context
+// from the previous prompt (keep_tokens) by default, and starts a new context with
+// --context-reuse exact. Session 58401c0ee559's calls, from the fixture (prompt, output):
+// llm-0 13681+327, llm-1 13936 (keeps 13681, +255), llm-2 13981 (keeps 13936, +45), llm-3
+// 21281 (holds 13981+35: extends by 7265), llm-4 21530 (keeps 21281, +249).
+TEST(ConvertAgentSessionsTest, APromptRepeatingOnlyThePreviousPromptKeepsThatPrefix) {
+  const std::string text = Fixture("agent_sessions_sample.jsonl");
+  auto find = [](const std::vector<v1::TraceRecord>& recs) -> const v1::TraceRecord* {
+    for (const auto& r : recs)
+      if (r.source() == "agent-sessions:58401c0ee559") return &r;
+    return nullptr;
+  };
+  auto reuse = ConvertAgentSessions(text, {});
+  ASSERT_TRUE(reuse.ok()) << reuse.status();
+  const v1::TraceRecord* r = find(*reuse);
+  ASSERT_NE(r, nullptr);
+  struct Want {
+    const char* node;
+    v1::CacheRef::Mode mode;
+    int64_t keep, extend;
+  };
+  for (const Want& w : {Want{"llm-0", v1::CacheRef::CREATE, 0, 13681},
+                        Want{"llm-1", v1::CacheRef::EXTEND, 13681, 255},
+                        Want{"llm-2", v1::CacheRef::EXTEND, 13936, 45},
+                        Want{"llm-3", v1::CacheRef::EXTEND, 0, 7265},
+                        Want{"llm-4", v1::CacheRef::EXTEND, 21281, 249}}) {
+    const v1::ProgramNode* n = NodeOf(*r, w.node);
+    ASSERT_NE(n, nullptr) << w.node;
+    EXPECT_EQ(n->cache_refs(0).context(), "main") << w.node;
+    EXPECT_EQ(n->cache_refs(0).mode(), w.mode) << w.node;
+    EXPECT_EQ(n->cache_refs(0).keep_tokens(), w.keep) << w.node;
+    EXPECT_EQ(n->hints().extend_tokens(), w.extend) << w.node;
+  }
+  ConvertOptions exact;
+  exact.prefix_reuse = false;
+  auto fresh = ConvertAgentSessions(text, exact);
+  ASSERT_TRUE(fresh.ok());
+  r = find(*fresh);
+  ASSERT_NE(r, nullptr);
+  const v1::ProgramNode* n1 = NodeOf(*r, "llm-1");
+  EXPECT_EQ(n1->cache_refs(0).context(), "main-1");
+  EXPECT_EQ(n1->cache_refs(0).mode(), v1::CacheRef::CREATE);
+  EXPECT_EQ(n1->cache_refs(0).keep_tokens(), 0);
+  EXPECT_EQ(n1->hints().extend_tokens(), 13936);
+  // Every kept prefix is the previous call's prompt, never more than the context holds.
+  for (const auto& rec : *reuse)
+    for (const auto& n : rec.workflow().nodes())
+      if (n.kind() == v1::LLM && n.cache_refs(0).keep_tokens() > 0)
+        EXPECT_LT(n.cache_refs(0).keep_tokens(), n.hints().prompt_tokens()) << n.id();
+}
+
 TEST(ConvertAgentSessionsTest, ArrivalsDeadlinesTenantsAndDeterminism) {
   ConvertOptions o;
   o.rate_per_s = 0.5;

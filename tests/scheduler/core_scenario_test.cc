@@ -471,6 +471,49 @@ TEST(CoreScenario, ModelEpochChangeRecomputesOnlyStaleContexts) {
          {0.3, ToolDone("wf2", "t"), {"place wf2/b worker=0 recompute=0 done=0"}}});
 }
 
+// CacheRef.keep_tokens: a call that continues its context from a prefix (the previous
+// prompt, its answer re-sent differently) frees the rest of the context's blocks when it is
+// placed and grows from the prefix; a discarded context is rebuilt only up to the prefix.
+TEST(CoreScenario, KeepTokensCutsTheContextAtPlacementAndLimitsItsRecompute) {
+  CoreOptions o = Opts(1, 80'000'000'000, 4);
+  o.kv_block_tokens = 16;
+  Rig r(o, {});
+  const uint64_t bpt = 131072, block = 16 * bpt;
+  auto blocks = [&](int64_t tokens) { return (tokens + 15) / 16 * block; };
+  auto wf = [](const std::string& id) {
+    auto b = Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 50, 20);
+    b.mutable_cache_refs(0)->set_keep_tokens(1000);
+    return Wf(
+        id, "a",
+        {Llm("a", {}, "main", v1::CacheRef::CREATE, 1000, 100), Tool("t", {"a"}, "t", 5000), b});
+  };
+  // Resident: 1000 + 100 output tokens held through the tool, cut to 1000 at placement.
+  r.Run({{0, Submit(wf("wf1")), {"place wf1/a worker=0 recompute=0 done=0"}},
+         {0.1, LlmDone("wf1", "a", 100, Millis(100)), {"admit wf1/t"}},
+         {0.1, Of(EventKind::kToolStarted, "wf1", "t"), {"keep wf1/main"}}});
+  EXPECT_EQ(r.core.hbm_used(0), blocks(1100));
+  EXPECT_EQ(r.core.ContextTokens("wf1/main"), 1100);
+  r.Run({{0.2, ToolDone("wf1", "t"), {"place wf1/b worker=0 recompute=0 done=0"}}});
+  EXPECT_EQ(r.core.ContextTokens("wf1/main"), 1000);
+  EXPECT_EQ(r.core.hbm_used(0), blocks(1000 + 50));  // the cut context + b's prefill
+  r.Run({{0.3, LlmDone("wf1", "b", 20, Millis(100)), {}}});
+  EXPECT_EQ(r.core.ContextTokens("wf1/main"), 1070);
+  // Discarded during the wait (a model epoch change): rebuilt up to the kept 1000 only.
+  Event epoch;
+  epoch.kind = EventKind::kModelEpochChanged;
+  epoch.model_id = "m";
+  epoch.epoch = 5;
+  r.Run({{1, Submit(wf("wf2")), {"place wf2/a worker=0 recompute=0 done=0"}},
+         {1.1, LlmDone("wf2", "a", 100, Millis(100)), {"admit wf2/t"}},
+         {1.1, Of(EventKind::kToolStarted, "wf2", "t"), {"keep wf2/main"}},
+         {1.2,
+          epoch,
+          {"discard wf1/main (stale model epoch 0 < 5)",
+           "discard wf2/main (stale model epoch 0 < 5)"}},
+         {1.3, ToolDone("wf2", "t"), {"place wf2/b worker=0 recompute=1000 done=0"}}});
+  EXPECT_EQ(r.core.ContextTokens("wf2/main"), 1000);
+}
+
 TEST(CoreScenario, WeightedTenantsShareServiceTwoToOneUnderSaturation) {
   CoreOptions o = Opts(1, 80'000'000'000, 1);
   o.tenant_weights = {{"gold", 2.0}, {"silver", 1.0}};
