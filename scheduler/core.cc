@@ -116,6 +116,8 @@ void CoreState::Handle(const Event& e) {
                                                        n.spec.hints().max_output_tokens() > 0
                                                            ? n.spec.hints().max_output_tokens()
                                                            : opt.default_max_output_tokens);
+              auto [mean, fresh] = output_mean.try_emplace(n.spec.model_id(), out_tokens);
+              if (!fresh) mean->second += (static_cast<double>(out_tokens) - mean->second) / 50;
               // Grow the primary context by what the node wrote; release the rest.
               std::vector<std::string> cs = NodeContexts(*wf, n);
               int64_t grown =

@@ -181,6 +181,22 @@ void CoreState::Rekey() {
   }
 }
 
+double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens) const {
+  auto mean = output_mean.find(n.spec.model_id());
+  if (mean == output_mean.end()) return 0;  // nothing learned yet: locality decides
+  const WorkerRec& wr = workers[static_cast<size_t>(w)];
+  for (const auto& [wf_id, idx] : wr.nodes) {
+    auto it = wfs.find(wf_id);
+    if (it == wfs.end()) continue;
+    const WfRec& other = it->second;
+    const NodeRec& r = other.nodes[static_cast<size_t>(idx)];
+    kv_tokens += r.base_tokens + r.new_tokens - r.new_done + r.prog_out;  // its primary's KV
+  }
+  // One step of the batch: the weights read once, every sequence's KV read.
+  const Duration step = CostOf(n.spec.model_id()).DecodeTime(1, kv_tokens);
+  return mean->second * ToSeconds(step);
+}
+
 void CoreState::CutToKept(WfRec& wf, NodeRec& n, int worker) {
   if (n.keep_tokens <= 0 || n.new_done > 0 || n.out_done > 0 || !ExtendsPrimary(n)) return;
   auto it = ctxs.find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
@@ -249,6 +265,11 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
             planner->Estimate(c.loc, {Tier::kHbm, w}, c.bytes, TrafficClass::kLatency);
         cost_s += e.reachable ? std::min(rc, ToSeconds(e.duration)) : rc;
       }
+    }
+    if (const double lw = policy->PlacementLoadWeight(); lw > 0) {
+      int64_t kv = n.new_tokens - n.new_done;
+      for (const std::string& key : keys) kv += ctxs[key].tokens;
+      cost_s += lw * LoadedDecodeSeconds(n, w, kv);
     }
     cost_s += 1e-9 * wr.running;  // locality first, then the less loaded worker
     if (any < 0 || cost_s < any_cost) any = w, any_cost = cost_s, any_need = need;

@@ -178,6 +178,13 @@ class Policy {
   // dropped if that would keep it in HBM). Default: vLLM's rule, the most recently
   // admitted node.
   virtual size_t ChoosePoolVictim(const std::vector<PoolVictimInfo>& running) const;
+  // Placement beyond locality: the core adds this weight x the call's expected decode time
+  // on each candidate worker (its learned mean output x the step time of that worker's
+  // batch with the call added, from the cost model over the running calls' KV) to the
+  // cost of readying the call there (moves, recompute). 0 (the reference policies: their
+  // sources are single engines; session affinity stands in for their router): the worker
+  // holding the context wins, the less loaded only breaks ties.
+  virtual double PlacementLoadWeight() const { return 0; }
   // Index into `running` of the victim to preempt at its chunk boundary, or nullopt.
   virtual std::optional<size_t> ChoosePreemptionVictim(
       const PreemptionInput& in, const std::vector<RunningInfo>& running) const {
@@ -212,6 +219,9 @@ class SwitchyardPolicy final : public Policy {
     bool choose_reload_time = true;
     // See Policy::SkipHopelessDeadlines; also: no preemption for a hopeless node.
     bool skip_hopeless = true;
+    // Policy::PlacementLoadWeight: a call's context moves to a less loaded worker when the
+    // decode time it saves there exceeds the move (1: seconds for seconds; 0: off).
+    double placement_load_weight = 1.0;
     // Weigh HBM pressure by WaitInput::batch_headroom. Off by default: tried on the
     // agent sessions (bench/RESULTS.md "Replay with batching engines"), it did not change
     // the choices that matter there (the link-time term decides them).
@@ -242,6 +252,7 @@ class SwitchyardPolicy final : public Policy {
   bool FairShareAcrossTenants() const override { return true; }
   bool DeadlineAware() const override { return true; }
   bool SkipHopelessDeadlines() const override { return options_.skip_hopeless; }
+  double PlacementLoadWeight() const override { return options_.placement_load_weight; }
   WaitDecision OnWait(const WaitInput& in) const override;
   std::optional<size_t> ChoosePreemptionVictim(
       const PreemptionInput& in, const std::vector<RunningInfo>& running) const override;

@@ -68,7 +68,7 @@ if [ "$ENGINE" = cpu ]; then
 fi
 "$SY" convert --from agent-sessions tests/fixtures/agent_sessions_sample.jsonl \
   -o "$OUT_DIR/sample_trace.jsonl" --arrival poisson --rate 0.05 --tenants 1 --seed 1 \
-  --deadline-factor 0 "${SCALE_ARGS[@]}"
+  --deadline-factor 0 --output-cap recorded "${SCALE_ARGS[@]}"
 
 DATA_DIR="$OUT_DIR/service"
 LOG="$OUT_DIR/serve.log"

@@ -71,7 +71,10 @@ Status Prepare(const Setup& s) {
                         "/trace.jsonl --model tiny-llama-4l --token-scale " + Num(s.token_scale) +
                         " --time-scale " + Num(s.time_scale) +
                         " --deadline none --tenants 1 --seed 1 --rate " + Num(s.rate) +
-                        " --repeat " + std::to_string(s.repeat),
+                        " --repeat " + std::to_string(s.repeat) +
+                        // The CPU engine decodes to the cap (random weights seldom emit EOS):
+                        // the recorded lengths, on both halves.
+                        " --output-cap recorded",
                     s.log)
       .status();
 }

@@ -41,7 +41,7 @@ const char* const kConvertUsage =
     "usage: switchyard convert --from agent-sessions|mooncake|azure INPUT -o OUTPUT\n"
     "  [--arrival poisson|bursty] [--rate R (workflows/s, agent-sessions)] [--seed S]\n"
     "  [--burst-factor F] [--tenants N] [--repeat K (agent-sessions)] [--limit N] [--model ID]\n"
-    "  [--context-reuse prefix|exact (agent-sessions)]\n"
+    "  [--context-reuse prefix|exact (agent-sessions)] [--output-cap N|recorded]\n"
     "  [--deadline-class NAME:DUR,...] [--tenant-class TENANT=NAME,...]\n"
     "  [--deadline none|oracle-span:F]\n"
     "  Deadlines (default): arrival + the slack of the tenant's SLO class, classes\n"
@@ -57,7 +57,11 @@ const char* const kConvertUsage =
     "  trace with run_workload.py --time-scale 1, not F again; label time_scale.\n"
     "  --context-reuse prefix (default): a call whose prompt repeats the previous prompt but\n"
     "  not all of its answer continues the context from that prompt (CacheRef.keepTokens);\n"
-    "  exact: such a call starts a new context (full prefill), as traces made before did.\n";
+    "  exact: such a call starts a new context (full prefill), as traces made before did.\n"
+    "  --output-cap N (default 16384): every LLM call's max_output_tokens is max(N, its\n"
+    "  recorded output), so policies cannot read the recorded length (the simulated engine\n"
+    "  still stops there); recorded: the cap is the recorded output (an oracle for policies;\n"
+    "  what a real engine that decodes to the cap needs: bench fidelity, scripts/run.sh).\n";
 
 namespace {
 
@@ -272,79 +276,85 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
   ConvertOptions& o = c.options;
   bool classes_given = false, tenant_class_given = false;
   std::string deadline_text;  // what set a non-class rule, for errors
-  Status st =
-      Walk(args,
-           {"--from", "-o", "--out", "--arrival", "--rate", "--seed", "--burst-factor", "--tenants",
-            "--repeat", "--limit", "--model", "--deadline", "--deadline-class", "--tenant-class",
-            "--deadline-factor", "--token-scale", "--time-scale", "--context-reuse"},
-           [&](const std::string& a, const std::string& v) -> Status {
-             constexpr double kInf = std::numeric_limits<double>::infinity();
-             int64_t n = 0;
-             if (a == "-h" || a == "--help") {
-               c.help = true;
-             } else if (a == "--from") {
-               if (v != "agent-sessions" && v != "mooncake" && v != "azure")
-                 return Bad("--from must be agent-sessions, mooncake or azure, not '" + v + "'");
-               c.from = v;
-             } else if (a == "-o" || a == "--out") {
-               c.output = v;
-             } else if (a == "--arrival") {
-               if (v == "poisson")
-                 o.arrival = ArrivalProcess::kPoisson;
-               else if (v == "bursty")
-                 o.arrival = ArrivalProcess::kBursty;
-               else
-                 return Bad("--arrival must be poisson or bursty, not '" + v + "'");
-             } else if (a == "--model") {
-               if (v.empty()) return Bad("--model needs a model id");
-               o.model_id = v;
-             } else if (a == "--rate") {
-               return Number(a, v, 0, true, kInf, true, "> 0", &o.rate_per_s);
-             } else if (a == "--token-scale") {
-               return Number(a, v, 0, true, kInf, true, "> 0", &o.token_scale);
-             } else if (a == "--context-reuse") {
-               if (v != "prefix" && v != "exact")
-                 return Bad("--context-reuse must be prefix or exact, not '" + v + "'");
-               o.prefix_reuse = v == "prefix";
-             } else if (a == "--time-scale") {
-               return Number(a, v, 0, true, kInf, true, "> 0", &o.time_scale);
-             } else if (a == "--burst-factor") {
-               return Number(a, v, 0, true, kInf, true, "> 0", &o.burst_factor);
-             } else if (a == "--seed") {
-               return Seed(v, &o.seed);
-             } else if (a == "--tenants") {
-               SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
-               if (n > 1'000'000)
-                 return Bad("--tenants needs a whole number <= 1000000, not '" + v + "'");
-               o.tenants = static_cast<int>(n);
-             } else if (a == "--repeat") {
-               SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
-               if (n > 1'000'000)
-                 return Bad("--repeat needs a whole number <= 1000000, not '" + v + "'");
-               o.repeat = static_cast<int>(n);
-             } else if (a == "--limit") {
-               SY_RETURN_IF_ERROR(Count(a, v, 0, &o.limit));
-             } else if (a == "--deadline") {
-               SY_RETURN_IF_ERROR(ParseDeadlineOption(v, &o));
-               deadline_text = o.deadline == DeadlineRule::kClasses ? "" : "--deadline " + v;
-               classes_given = classes_given || o.deadline == DeadlineRule::kClasses;
-             } else if (a == "--deadline-factor") {
-               SY_RETURN_IF_ERROR(Number(a, v, 0, false, kInf, true, ">= 0", &o.deadline_factor));
-               o.deadline = o.deadline_factor > 0 ? DeadlineRule::kOracleSpan : DeadlineRule::kNone;
-               deadline_text = "--deadline-factor " + v;
-             } else if (a == "--deadline-class") {
-               SY_ASSIGN_OR_RETURN(o.deadline_classes, ParseDeadlineClasses(v));
-               classes_given = true;
-             } else if (a == "--tenant-class") {
-               SY_ASSIGN_OR_RETURN(o.tenant_class, ParseTenantClasses(v));
-               tenant_class_given = true;
-             } else if (!a.empty() && a[0] != '-' && c.input.empty()) {
-               c.input = a;
-             } else {
-               return Bad("unexpected argument '" + a + "'");
-             }
-             return Status::OK();
-           });
+  Status st = Walk(
+      args,
+      {"--from", "-o", "--out", "--arrival", "--rate", "--seed", "--burst-factor", "--tenants",
+       "--repeat", "--limit", "--model", "--deadline", "--deadline-class", "--tenant-class",
+       "--deadline-factor", "--token-scale", "--time-scale", "--context-reuse", "--output-cap"},
+      [&](const std::string& a, const std::string& v) -> Status {
+        constexpr double kInf = std::numeric_limits<double>::infinity();
+        int64_t n = 0;
+        if (a == "-h" || a == "--help") {
+          c.help = true;
+        } else if (a == "--from") {
+          if (v != "agent-sessions" && v != "mooncake" && v != "azure")
+            return Bad("--from must be agent-sessions, mooncake or azure, not '" + v + "'");
+          c.from = v;
+        } else if (a == "-o" || a == "--out") {
+          c.output = v;
+        } else if (a == "--arrival") {
+          if (v == "poisson")
+            o.arrival = ArrivalProcess::kPoisson;
+          else if (v == "bursty")
+            o.arrival = ArrivalProcess::kBursty;
+          else
+            return Bad("--arrival must be poisson or bursty, not '" + v + "'");
+        } else if (a == "--model") {
+          if (v.empty()) return Bad("--model needs a model id");
+          o.model_id = v;
+        } else if (a == "--rate") {
+          return Number(a, v, 0, true, kInf, true, "> 0", &o.rate_per_s);
+        } else if (a == "--token-scale") {
+          return Number(a, v, 0, true, kInf, true, "> 0", &o.token_scale);
+        } else if (a == "--output-cap") {
+          if (v == "recorded") {
+            o.output_cap = 0;
+          } else {
+            SY_RETURN_IF_ERROR(Count(a, v, 1, &o.output_cap));
+          }
+        } else if (a == "--context-reuse") {
+          if (v != "prefix" && v != "exact")
+            return Bad("--context-reuse must be prefix or exact, not '" + v + "'");
+          o.prefix_reuse = v == "prefix";
+        } else if (a == "--time-scale") {
+          return Number(a, v, 0, true, kInf, true, "> 0", &o.time_scale);
+        } else if (a == "--burst-factor") {
+          return Number(a, v, 0, true, kInf, true, "> 0", &o.burst_factor);
+        } else if (a == "--seed") {
+          return Seed(v, &o.seed);
+        } else if (a == "--tenants") {
+          SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
+          if (n > 1'000'000)
+            return Bad("--tenants needs a whole number <= 1000000, not '" + v + "'");
+          o.tenants = static_cast<int>(n);
+        } else if (a == "--repeat") {
+          SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
+          if (n > 1'000'000)
+            return Bad("--repeat needs a whole number <= 1000000, not '" + v + "'");
+          o.repeat = static_cast<int>(n);
+        } else if (a == "--limit") {
+          SY_RETURN_IF_ERROR(Count(a, v, 0, &o.limit));
+        } else if (a == "--deadline") {
+          SY_RETURN_IF_ERROR(ParseDeadlineOption(v, &o));
+          deadline_text = o.deadline == DeadlineRule::kClasses ? "" : "--deadline " + v;
+          classes_given = classes_given || o.deadline == DeadlineRule::kClasses;
+        } else if (a == "--deadline-factor") {
+          SY_RETURN_IF_ERROR(Number(a, v, 0, false, kInf, true, ">= 0", &o.deadline_factor));
+          o.deadline = o.deadline_factor > 0 ? DeadlineRule::kOracleSpan : DeadlineRule::kNone;
+          deadline_text = "--deadline-factor " + v;
+        } else if (a == "--deadline-class") {
+          SY_ASSIGN_OR_RETURN(o.deadline_classes, ParseDeadlineClasses(v));
+          classes_given = true;
+        } else if (a == "--tenant-class") {
+          SY_ASSIGN_OR_RETURN(o.tenant_class, ParseTenantClasses(v));
+          tenant_class_given = true;
+        } else if (!a.empty() && a[0] != '-' && c.input.empty()) {
+          c.input = a;
+        } else {
+          return Bad("unexpected argument '" + a + "'");
+        }
+        return Status::OK();
+      });
   if (!st.ok()) return st;
   if (c.help) return c;
   if (c.from.empty()) return Bad("--from is required");

@@ -106,6 +106,13 @@ struct ConvertOptions {
   // answer continues the context from the previous prompt (CacheRef.keep_tokens); false:
   // it starts a new context (the rule before keep_tokens existed).
   bool prefix_reuse = true;
+  // Every converter: > 0: each LLM node's max_output_tokens (the cap a client sends) is
+  // max(this, the recorded output), so no policy can read a call's recorded length from
+  // its hints (only the simulated engine sees it, to stop there); label output_cap. 0
+  // ("recorded"): the cap is the recorded output, what a real engine that decodes to the
+  // cap (the CPU engine: random weights seldom emit EOS) needs to reproduce the lengths
+  // (bench fidelity, scripts/run.sh); policies then see the lengths, an oracle.
+  int64_t output_cap = 16384;
   int64_t limit = 0;  // stop after this many workflows (0 = all)
   std::string model_id = "Llama-3.1-8B";
   double token_scale = 1.0;  // > 0: factor on every token count (see "Scales" above)

@@ -144,6 +144,13 @@ std::string DescribeScales(const ConvertOptions& o) {
 
 void ApplyScales(const ConvertOptions& o, v1::TraceRecord* rec) {
   v1::Workflow* wf = rec->mutable_workflow();
+  if (o.output_cap > 0) {
+    for (v1::ProgramNode& n : *wf->mutable_nodes())
+      if (n.kind() == v1::LLM)
+        n.mutable_hints()->set_max_output_tokens(
+            std::max(o.output_cap, n.hints().max_output_tokens()));
+    (*wf->mutable_labels())["output_cap"] = std::to_string(o.output_cap);
+  }
   if (o.token_scale != 1) {
     for (v1::ProgramNode& n : *wf->mutable_nodes()) ScaleHints(o.token_scale, &n);
     for (v1::NodeActual& a : *rec->mutable_actuals()) {

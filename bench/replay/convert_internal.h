@@ -22,6 +22,7 @@ int64_t SecondsToMs(double s);
 // Applies options.token_scale and options.time_scale (convert.h "Scales") to a finished
 // record and sets its scale labels; call before ApplyDeadline (the deadline counts from
 // the scaled arrival).
+// The token and time scales and the output cap (ConvertOptions) on one converted record.
 void ApplyScales(const ConvertOptions& options, v1::TraceRecord* rec);
 Status ApplyDeadline(double oracle_span_s, const ConvertOptions& options, v1::TraceRecord* rec);
 

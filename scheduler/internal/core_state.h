@@ -214,6 +214,8 @@ struct CoreState {
   uint64_t queued_demand = 0;
   size_t queued = 0;
   Duration queue_delay_ewma{0};  // recent queueing delay of placed nodes (Continuum's input)
+  // Mean output tokens of finished calls per model (EWMA over ~50 calls; absent: none yet).
+  std::map<std::string, double> output_mean;
   uint64_t deferred_demotions = 0;
   uint64_t next_seq = 1, next_xfer = 1, ignored = 0;
   uint64_t changes = 0;           // bumped whenever memory or a queue is freed (re-dispatch needed)
@@ -288,6 +290,10 @@ struct CoreState {
   void Dispatch();
   const QKey* PickNext(const std::set<std::pair<std::string, int>>& skipped);
   bool TryPlace(WfRec& wf, int idx);
+  // Policy::PlacementLoadWeight's term: the call's expected decode seconds on worker w,
+  // its model's mean output x one step of w's batch with the call added (the cost model's
+  // decode step over the running calls' KV tokens and the call's own `kv_tokens`).
+  double LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens) const;
   // CacheRef.keep_tokens: the primary context cut to the tokens the node continues from,
   // where nothing of the node's own is in it yet and no engine holds blocks the core would
   // stop counting: a discarded context (nothing held), or, with `worker` >= 0, one resident

@@ -208,6 +208,29 @@ TEST(ConvertArgs, ScaleFlagsRejectBadValuesNamingTheFlag) {
   }
 }
 
+TEST(ConvertArgs, ContextReuseAndOutputCap) {
+  std::vector<std::string> base = {"--from", "agent-sessions", "in", "-o", "out"};
+  auto parse = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return ParseConvertArgs(a);
+  };
+  auto d = parse({});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->options.prefix_reuse);
+  EXPECT_EQ(d->options.output_cap, 16384);
+  auto c = parse({"--context-reuse", "exact", "--output-cap", "recorded"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->options.prefix_reuse);
+  EXPECT_EQ(c->options.output_cap, 0);
+  c = parse({"--output-cap", "4096"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->options.output_cap, 4096);
+  EXPECT_EQ(Err(parse({"--context-reuse", "some"})),
+            "--context-reuse must be prefix or exact, not 'some'");
+  EXPECT_EQ(Err(parse({"--output-cap", "0"})), "--output-cap needs a whole number >= 1, not '0'");
+}
+
 TEST(ConvertArgs, ErrorsNameTheFlag) {
   std::vector<std::string> base = {"--from", "agent-sessions", "in", "-o", "out"};
   auto with = [&](std::vector<std::string> extra) {

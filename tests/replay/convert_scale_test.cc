@@ -104,14 +104,15 @@ TEST(ConvertScaleTest, SeveralLabelsPrintSortedAndParseBack) {
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(*text, *ToJsonLines(*a)) << "printed the same twice";
   EXPECT_NE(text->find("\"labels\":{\"deadline_rule\":\"class:interactive\","
-                       "\"time_scale\":\"0.25\",\"token_scale\":\"0.5\"}"),
+                       "\"output_cap\":\"16384\",\"time_scale\":\"0.25\","
+                       "\"token_scale\":\"0.5\"}"),
             std::string::npos)
       << text->substr(0, 400);
   auto back = ParseTrace(*text);
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), a->size());
   for (size_t i = 0; i < a->size(); ++i) {
-    EXPECT_EQ((*back)[i].workflow().labels_size(), 3);
+    EXPECT_EQ((*back)[i].workflow().labels_size(), 4);
     EXPECT_EQ((*back)[i].workflow().labels().at("time_scale"), "0.25");
     v1::TraceRecord x = (*a)[i], y = (*back)[i];
     x.mutable_workflow()->clear_labels();

@@ -9,6 +9,9 @@
 #include <map>
 #include <set>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "proto/json.h"
 #include "proto/switchyard/v1/trace_sources.pb.h"
 
@@ -160,6 +163,36 @@ TEST(ConvertAgentSessionsTest, APromptRepeatingOnlyThePreviousPromptKeepsThatPre
         EXPECT_LT(n.cache_refs(0).keep_tokens(), n.hints().prompt_tokens()) << n.id();
 }
 
+// The cap a call's hints carry does not give its recorded output away: by default every
+// LLM node's max_output_tokens is max(16384, the recorded output) (labelled output_cap);
+// --output-cap recorded makes it the recorded output, which the actuals keep either way.
+TEST(ConvertAgentSessionsTest, TheOutputCapHidesTheRecordedLengthUnlessAskedFor) {
+  const std::string text = Fixture("agent_sessions_sample.jsonl");
+  auto hidden = ConvertAgentSessions(text, {});
+  ASSERT_TRUE(hidden.ok());
+  ConvertOptions o;
+  o.output_cap = 0;
+  auto recorded = ConvertAgentSessions(text, o);
+  ASSERT_TRUE(recorded.ok());
+  ASSERT_EQ(hidden->size(), recorded->size());
+  int llm = 0;
+  for (size_t i = 0; i < hidden->size(); ++i) {
+    const v1::TraceRecord& h = (*hidden)[i];
+    EXPECT_EQ(h.workflow().labels().at("output_cap"), "16384");
+    EXPECT_FALSE((*recorded)[i].workflow().labels().contains("output_cap"));
+    for (const auto& n : h.workflow().nodes()) {
+      if (n.kind() != v1::LLM) continue;
+      ++llm;
+      const int64_t out = ActualOf(h, n.id())->output_tokens();
+      EXPECT_EQ(n.hints().max_output_tokens(), std::max<int64_t>(16384, out)) << n.id();
+      EXPECT_EQ(NodeOf((*recorded)[i], n.id())->hints().max_output_tokens(),
+                std::max<int64_t>(1, out))
+          << n.id();
+    }
+  }
+  EXPECT_EQ(llm, 82);
+}
+
 TEST(ConvertAgentSessionsTest, ArrivalsDeadlinesTenantsAndDeterminism) {
   ConvertOptions o;
   o.rate_per_s = 0.5;
@@ -185,7 +218,8 @@ TEST(ConvertAgentSessionsTest, ArrivalsDeadlinesTenantsAndDeterminism) {
       EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), 99720);
     }
     EXPECT_EQ(r.workflow().labels().at("deadline_rule"), "oracle-span:2");
-    EXPECT_EQ(r.workflow().labels().size(), 1u) << "one label: maps print in no fixed order";
+    EXPECT_EQ(r.workflow().labels().at("output_cap"), "16384");
+    EXPECT_EQ(r.workflow().labels().size(), 2u);  // ToJsonLines sorts them (same text twice)
   }
   EXPECT_EQ(tenants, (std::set<std::string>{"tenant-0", "tenant-1"}));
   o.seed = 8;
@@ -211,7 +245,7 @@ TEST(ConvertAgentSessionsTest, DefaultDeadlinesArePerTenantClassesNotSize) {
     ASSERT_TRUE(slack.count(t)) << t;
     EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), slack[t]) << r.workflow().id();
     EXPECT_EQ(r.workflow().labels().at("deadline_rule"), label[t]);
-    EXPECT_EQ(r.workflow().labels().size(), 1u);
+    EXPECT_EQ(r.workflow().labels().size(), 2u);  // and output_cap
   }
   // An explicit mapping wins over the rule; three classes rotate over the tenants.
   o.deadline_classes = {{"a", 60}, {"b", 120}, {"c", 180}};
@@ -228,14 +262,15 @@ TEST(ConvertAgentSessionsTest, DefaultDeadlinesArePerTenantClassesNotSize) {
   EXPECT_NE(recs.status().message().find("--tenant-class: tenant 'tenant-0' has class 'nope'"),
             std::string::npos)
       << recs.status();
-  // --deadline none: no deadline, no labels.
+  // --deadline none: no deadline, no deadline label (the output cap's only).
   o = ConvertOptions{};
   o.deadline = DeadlineRule::kNone;
   recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok());
   for (const auto& r : *recs) {
     EXPECT_EQ(r.workflow().deadline_ms(), 0);
-    EXPECT_TRUE(r.workflow().labels().empty());
+    EXPECT_FALSE(r.workflow().labels().contains("deadline_rule"));
+    EXPECT_EQ(r.workflow().labels().size(), 1u);
   }
 }
 
@@ -418,7 +453,18 @@ TEST(TraceRoundTripTest, JsonLinesParseBack) {
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), recs->size());
   for (size_t i = 0; i < recs->size(); ++i) {
-    EXPECT_EQ((*back)[i].SerializeAsString(), (*recs)[i].SerializeAsString());
+    // Deterministic serialisation: a map's entries in key order on both sides.
+    auto bytes = [](const v1::TraceRecord& r) {
+      std::string out;
+      {
+        google::protobuf::io::StringOutputStream raw(&out);
+        google::protobuf::io::CodedOutputStream coded(&raw);
+        coded.SetSerializationDeterministic(true);
+        r.SerializeToCodedStream(&coded);
+      }  // flushed and trimmed into `out`
+      return out;
+    };
+    EXPECT_EQ(bytes((*back)[i]), bytes((*recs)[i]));
   }
 }
 
