@@ -195,12 +195,16 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
     const char* name;
     double* target;
   };
-  const Field fields[] = {
-      {"aging_per_second", &o->aging_per_second}, {"link_weight", &o->link_weight},
-      {"urgency_scale_s", &o->urgency_scale_s},   {"prefetch_margin", &o->prefetch_margin},
-      {"pressure_floor", &o->pressure_floor},     {"occupancy_knee", &o->occupancy_knee},
-      {"headroom_knee", &o->headroom_knee},       {"deadline_weight", &o->deadline_weight},
-      {"deadline_cap_s", &o->deadline_cap_s},     {"placement_load_weight", &o->placement_load_weight}};
+  const Field fields[] = {{"aging_per_second", &o->aging_per_second},
+                          {"link_weight", &o->link_weight},
+                          {"urgency_scale_s", &o->urgency_scale_s},
+                          {"prefetch_margin", &o->prefetch_margin},
+                          {"pressure_floor", &o->pressure_floor},
+                          {"occupancy_knee", &o->occupancy_knee},
+                          {"headroom_knee", &o->headroom_knee},
+                          {"deadline_weight", &o->deadline_weight},
+                          {"deadline_cap_s", &o->deadline_cap_s},
+                          {"placement_load_weight", &o->placement_load_weight}};
   std::string v(value);
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
