@@ -199,11 +199,16 @@ class SwitchyardPolicy final : public Policy {
  public:
   struct Options {
     double aging_per_second = 0.1;  // seconds of attained service forgiven per second waited
-    // GPU-seconds charged per second of link time (idle link). 1.5 since the engines batch:
-    // replayed near SLO capacity on two clusters (bench/RESULTS.md "Replay with batching
-    // engines") it beat 0.05, which demoted live contexts whose reloads then waited for
-    // memory.
-    double link_weight = 1.5;
+    // GPU-seconds charged per second of link time (idle link). 0.3 since the traces reuse
+    // an agent's context across calls (keep_tokens): on the memory-bound cluster near its
+    // SLO capacity, 1.0-1.5 sent contexts that overflowed the host tier to recompute
+    // rather than to disk (a 12.8 GB context: 2.1 s of disk against 2.4 s of prefill), and
+    // the recompute, on GPUs already saturated, snowballed (JCT 520 s -> 6,000 s at 0.03/s);
+    // 0.1-0.6 all held; on the compute-bound clusters it changes nothing (bench/RESULTS.md
+    // "Replay with batching engines, agent context reuse"). It was 1.5 on traces that
+    // started a new context at most calls, where 0.05 demoted live contexts whose reloads
+    // then waited for memory.
+    double link_weight = 0.3;
     double urgency_scale_s = 1.0;  // stall weight = 1 + urgency_scale_s / slack_s
     double prefetch_margin = 0.1;  // start reloads this fraction of `in` early
     // Pressure assumed for HBM held through a wait even when nothing is queued at the
