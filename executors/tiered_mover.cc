@@ -67,17 +67,20 @@ void TieredKvMover::EvictAll(const std::vector<BlockId>& blocks) {
   for (BlockId b : blocks) (void)manager_->Evict(b);
 }
 
+kv_tiers::BlockSpec TieredKvMover::SpecOf(const scheduler::Command& move, uint32_t index) const {
+  return kv_tiers::BlockSpec{.tenant = TenantOf(move.workflow_id),
+                             .workflow_id = move.workflow_id,
+                             .context_id = move.context,
+                             .index = index,
+                             .num_tokens = manager_->layout().tokens_per_block(),
+                             .bytes = manager_->layout().bytes_per_block()};
+}
+
 // Writes block `index` of the move's context into `tier` from `data` and commits it.
 Result<BlockId> TieredKvMover::WriteBlock(const scheduler::Command& move, const std::string& tier,
                                           uint32_t index, const void* data) {
   const uint64_t bpb = manager_->layout().bytes_per_block();
-  kv_tiers::BlockSpec spec{.tenant = TenantOf(move.workflow_id),
-                           .workflow_id = move.workflow_id,
-                           .context_id = move.context,
-                           .index = index,
-                           .num_tokens = manager_->layout().tokens_per_block(),
-                           .bytes = bpb};
-  SY_ASSIGN_OR_RETURN(BlockId id, manager_->Allocate(spec, tier));
+  SY_ASSIGN_OR_RETURN(BlockId id, manager_->Allocate(SpecOf(move, index), tier));
   Status st = manager_->BeginWrite(id);
   if (st.ok()) st = manager_->WriteBytes(id, data, bpb);
   if (st.ok()) st = manager_->FinishWrite(id);
@@ -198,13 +201,7 @@ Status TieredKvMover::ExportToTier(const scheduler::Command& move, EngineKv* src
   std::vector<BlockId> written;
   Status st;
   for (uint32_t i = 0; i < view.blocks.size() && st.ok(); ++i) {
-    kv_tiers::BlockSpec spec{.tenant = TenantOf(move.workflow_id),
-                             .workflow_id = move.workflow_id,
-                             .context_id = move.context,
-                             .index = i,
-                             .num_tokens = manager_->layout().tokens_per_block(),
-                             .bytes = bpb};
-    Result<BlockId> id = manager_->Allocate(spec, tier);
+    Result<BlockId> id = manager_->Allocate(SpecOf(move, i), tier);
     if (!id.ok()) {
       st = id.status();
       break;

@@ -150,6 +150,7 @@ class TieredKvMover final : public KvMover {
   std::map<std::string, uint64_t> real_by_dst_;
   std::unique_ptr<kv_tiers::WorkerPool> copy_pool_;  // created by the first export
   kv_tiers::WorkerPool* CopyPool();
+  kv_tiers::BlockSpec SpecOf(const scheduler::Command& move, uint32_t index) const;
 };
 
 }  // namespace switchyard::executors
