@@ -16,15 +16,17 @@
 //      run is a noisy sample (which moves the policy makes depends on when each event lands:
 //      the bytes moved of one trace varied 23–45 MB across runs), so the replay, which is
 //      deterministic, is compared with the mean of the runs, each run listed beside it;
-//   4. the per-call overhead of the real path, measured from step 3's node timings: per LLM
-//      call revealed after another node, its start minus that node's end minus its tools'
-//      recorded waits; callOverheadS = the median (SY_BENCH_FIDELITY_CALL_OVERHEAD >= 0
-//      sets it instead);
+//   4. the real path's latencies, measured from step 3's node timings: per tool, its
+//      measured wait (finishedMs - startedMs) minus its recorded duration, toolOverheadS =
+//      the median (the client's poll and report inside every wait, which the scheduler
+//      learns as part of the tool); per LLM call revealed after another node, its start
+//      minus that node's end minus its tools' measured waits, callOverheadS = the median
+//      (SY_BENCH_FIDELITY_CALL_OVERHEAD >= 0 sets it instead);
 //   5. replay: the trace through RunReplay (what `switchyard replay` runs) under policy
 //      switchyard on bench/clusters/cpu-tiny-llama-4l.json with the pool size of step 3,
-//      the table of step 1 and the callOverheadS of step 4 (written as cluster.json in the
-//      folder, stepTable relative to it, and loaded back with LoadCluster, as the CLI
-//      does), and once more with callOverheadS 0 (cluster-no-overhead.json).
+//      the table of step 1 and the callOverheadS and toolOverheadS of step 4 (written as
+//      cluster.json in the folder, stepTable relative to it, and loaded back with
+//      LoadCluster, as the CLI does), and once more with both 0 (cluster-no-overhead.json).
 // Reported side by side (real: the mean over the runs of each figure, per workflow for
 // the JCTs; the per-call samples pooled): JCT mean / P50 / P90 (nearest rank), TTFT P50
 // (real: firstTokenMs minus the latest of arrival and the dependencies' ends, replay's
@@ -35,7 +37,8 @@
 // service latency between events (which the replay does not simulate), not the JCT.
 // The model has RANDOM WEIGHTS (its text is meaningless); only its timing matters here.
 // Environment: SY_BENCH_FIDELITY_TOKEN_SCALE (0.02), _TIME_SCALE (0.1), _RATE (0.05
-// workflows/s before the time scale), _POOL_MIB (32), _REPEAT (1), _POLL (0.01 s),
+// workflows/s before the time scale), _POOL_MIB (6: the contexts outgrow it,
+// so KV moves are compared; 32 MiB moves nothing on this workload), _REPEAT (1), _POLL (0.01 s),
 // _REAL_RUNS (3), _KEEP=1 keeps the folder; SWITCHYARD_BIN (default: next to this binary).
 //
 // Thread-safety: single-threaded bench code.
@@ -80,6 +83,7 @@ struct RealRun {
   std::vector<double> ttft_s;                    // per LLM call, sorted
   std::vector<double> started_to_first_token_s;  // per LLM call, sorted
   std::vector<double> call_overhead_s;           // per revealed LLM call, sorted
+  std::vector<double> tool_overhead_s;           // per tool, sorted
 };
 ::switchyard::Result<RealRun> ReadRealRun(const std::string& path);
 

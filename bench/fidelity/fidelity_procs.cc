@@ -152,6 +152,7 @@ ServeProcess::~ServeProcess() {
   list("ttft_s", &r.ttft_s);
   list("started_to_first_token_s", &r.started_to_first_token_s);
   list("call_overhead_s", &r.call_overhead_s);
+  list("tool_overhead_s", &r.tool_overhead_s);
   auto states = j.fields().find("states");
   if (states != j.fields().end())
     for (const auto& [k, v] : states->second.struct_value().fields())

@@ -9,7 +9,8 @@ tool waits, close), with its time scale at 1 (the trace's times are already scal
 the client's own reaction time stays small against the workflows' JCTs. Writes
 {"jct_s": {workflow id without the client's suffix: seconds}, "states": {...},
  "decisions_by_kind": {...}, "bytes_moved_by_tier": {...}, "wall_s": ...,
- "ttft_s": [...], "started_to_first_token_s": [...], "call_overhead_s": [...]}.
+ "ttft_s": [...], "started_to_first_token_s": [...], "call_overhead_s": [...],
+ "tool_overhead_s": [...]}.
 
 From the last status of each workflow the client read (GET /v1/workflows/{id}, kept as it
 polls: node startedMs / finishedMs / firstTokenMs, the workflow's arrivalMs):
@@ -19,12 +20,16 @@ polls: node startedMs / finishedMs / firstTokenMs, the workflow's arrivalMs):
   started_to_first_token_s  per LLM call: firstTokenMs - startedMs (the service's placement
                             to the engine's first token);
   call_overhead_s           per LLM call the trace reveals after another node R
-                            (revealed_after): startedMs - finishedMs(R) - the longest
-                            recorded wait of its tool dependencies — what the real path adds
-                            between a call's end and the next call's start beyond the tool
-                            waits (the client's poll, the append, the tools' start/finish
-                            reports, their HTTP round trips and durable commits): the
-                            replay's ReplayCluster.callOverheadS.
+                            (revealed_after): startedMs - finishedMs(R) - the longest of its
+                            tool dependencies' waits as the service measured them (their
+                            finishedMs - startedMs) — what the real path adds between a
+                            call's end and the next call's start beyond the tool waits (the
+                            client's poll, the append, the tools' start reports, their HTTP
+                            round trips and durable commits): ReplayCluster.callOverheadS;
+  tool_overhead_s           per tool: finishedMs - startedMs - its recorded duration — the
+                            client's latency inside the wait (its poll noticing the end, the
+                            end report), which the service counts as the tool's duration:
+                            ReplayCluster.toolOverheadS.
 Standard library only.
 
     python3 bench/fidelity/play_trace.py --url http://127.0.0.1:PORT --token T \\
@@ -74,14 +79,24 @@ def ms(d, key):
 
 
 def node_timings(record, status, submitted_ms):
-    """(ttft, started->first token, call overhead) lists of one played workflow."""
+    """(ttft, started->first token, call overhead, tool overhead) lists of one played
+    workflow."""
     nodes = {n["id"]: n for n in record["workflow"].get("nodes", [])}
     actuals = {a["node_id"]: a for a in record.get("actuals", [])}
     seen = {n["id"]: n for n in status.get("nodes", [])}
     arrival = ms(status, "arrivalMs") or submitted_ms
-    ttft, to_first, overhead = [], [], []
+    ttft, to_first, overhead, tool_overhead = [], [], [], []
+
+    def measured(tool_id):  # a tool's wait as the service measured it, ms
+        t = seen.get(tool_id, {})
+        return ms(t, "finishedMs") - ms(t, "startedMs")
+
     for nid, n in nodes.items():
         s = seen.get(nid)
+        if n.get("kind") == "TOOL" and s is not None and ms(s, "startedMs") > 0 and \
+                ms(s, "finishedMs") > 0:
+            tool_overhead.append(
+                (measured(nid) - float(actuals.get(nid, {}).get("duration_ms", 0))) / 1000.0)
         if n.get("kind") != "LLM" or s is None:
             continue
         first, started = ms(s, "firstTokenMs"), ms(s, "startedMs")
@@ -96,11 +111,11 @@ def node_timings(record, status, submitted_ms):
             to_first.append(max(0.0, first - started) / 1000.0)
         after = actuals.get(nid, {}).get("revealed_after")
         if after and after in seen and started > 0 and ms(seen[after], "finishedMs") > 0:
-            tools = [float(actuals.get(d, {}).get("duration_ms", 0)) for d in n.get("deps", [])
-                     if nodes.get(d, {}).get("kind") == "TOOL"]
+            tools = [measured(d) for d in n.get("deps", [])
+                     if nodes.get(d, {}).get("kind") == "TOOL" and d in seen]
             overhead.append((started - ms(seen[after], "finishedMs") - max(tools, default=0.0))
                             / 1000.0)
-    return ttft, to_first, overhead
+    return ttft, to_first, overhead, tool_overhead
 
 
 def main():
@@ -119,15 +134,16 @@ def main():
         agents, cluster = run_workload.run(client, records, 1.0, "service", poll=a.poll,
                                            out=quiet, timeout=a.timeout)
     by_trace_id = {r["workflow"]["id"]: r for r in records}
-    ttft, to_first, overhead = [], [], []
+    ttft, to_first, overhead, tool_overhead = [], [], [], []
     for x in agents:
         rec, status = by_trace_id.get(trace_id(x.id)), client.last.get(x.id)
         if rec is None or status is None or x.state != "WORKFLOW_COMPLETED":
             continue
-        t, f, o = node_timings(rec, status, client.submitted_ms.get(x.id, 0.0))
+        t, f, o, w = node_timings(rec, status, client.submitted_ms.get(x.id, 0.0))
         ttft += t
         to_first += f
         overhead += o
+        tool_overhead += w
     out = {
         "jct_s": {trace_id(x.id): x.ended_at - x.submitted_at for x in agents
                   if x.ended_at is not None and x.submitted_at is not None},
@@ -138,6 +154,7 @@ def main():
         "ttft_s": sorted(ttft),
         "started_to_first_token_s": sorted(to_first),
         "call_overhead_s": sorted(overhead),
+        "tool_overhead_s": sorted(tool_overhead),
     }
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)

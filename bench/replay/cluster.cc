@@ -18,6 +18,8 @@ Result<ClusterShapeInfo> DeriveShape(const v1::ReplayCluster& c) {
   if (c.step_overhead_s() < 0) return bad("stepOverheadS", "must be >= 0");
   if (!(c.call_overhead_s() >= 0) || c.call_overhead_s() > 3600)
     return bad("callOverheadS", "must be in [0, 3600] seconds");
+  if (!(c.tool_overhead_s() >= 0) || c.tool_overhead_s() > 3600)
+    return bad("toolOverheadS", "must be in [0, 3600] seconds");
   if (c.gpu().hbm_bytes() == 0) return bad("gpu.hbmBytes", "must be > 0");
   if (c.gpu().pcie_bandwidth_bytes_per_s() <= 0)
     return bad("gpu.pcieBandwidthBytesPerS", "must be > 0");

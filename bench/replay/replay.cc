@@ -446,12 +446,14 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
   }
   col.engines = engine_ptrs;
   col.block_bytes = block_bytes;
+  const Duration tool_overhead = Seconds(cluster.tool_overhead_s());
   executors::SimulatedToolWaiter tools(
       &loop, [&](const std::string& key, const v1::ProgramNode& n) {
         executors::ToolOutcome o;
         auto it = actual.find(key);
-        o.duration = it != actual.end() ? Millis(it->second->duration_ms())
-                                        : Millis(n.hints().expected_duration_ms());
+        o.duration = (it != actual.end() ? Millis(it->second->duration_ms())
+                                         : Millis(n.hints().expected_duration_ms())) +
+                     tool_overhead;  // ReplayCluster.tool_overhead_s
         if (it != actual.end() && it->second->fails() && !tool_attempts[key]++)
           o.status = Status::Unavailable("recorded failure (trace)");
         return o;

@@ -155,6 +155,13 @@ TEST(Cluster, CallOverheadMustBeANonNegativeNumberOfSeconds) {
   auto s = DeriveShape(c);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("callOverheadS"), std::string::npos) << s.status();
+  c.set_call_overhead_s(0);
+  c.set_tool_overhead_s(0.01);
+  EXPECT_TRUE(DeriveShape(c).ok());
+  c.set_tool_overhead_s(-1);
+  s = DeriveShape(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("toolOverheadS"), std::string::npos) << s.status();
 }
 
 }  // namespace

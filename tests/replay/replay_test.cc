@@ -169,6 +169,36 @@ TEST(Replay, CallOverheadDelaysEveryRevealedCall) {
   EXPECT_GT(ttft_slow, ttft_base + 0.2);
 }
 
+// ReplayCluster.tool_overhead_s lengthens every tool wait by that much: on an uncontended
+// cluster a workflow ends later by the overhead once per call that waits on tools (its
+// tools run in parallel) and never by more than once per tool.
+TEST(Replay, ToolOverheadLengthensEveryToolWait) {
+  std::vector<v1::TraceRecord> t = Sessions(0.05, 1);
+  ASSERT_FALSE(t.empty());
+  v1::ReplayCluster c = DefaultCluster();
+  auto base = RunReplay(t, c, "switchyard", ReplayOptions{});
+  ASSERT_TRUE(base.ok()) << base.status();
+  c.set_tool_overhead_s(0.2);
+  auto slow = RunReplay(t, c, "switchyard", ReplayOptions{});
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  ASSERT_EQ(slow->completed, slow->workflows);
+  for (size_t i = 0; i < t.size(); ++i) {
+    std::set<std::string> tools, gated;  // tools, and the calls that wait on one
+    for (const v1::ProgramNode& n : t[i].workflow().nodes()) {
+      if (n.kind() == v1::TOOL) tools.insert(n.id());
+    }
+    for (const v1::ProgramNode& n : t[i].workflow().nodes())
+      for (const std::string& d : n.deps())
+        if (n.kind() == v1::LLM && tools.count(d)) gated.insert(n.id());
+    const WorkflowRecord& b = base->workflow_records[i];
+    const WorkflowRecord& s = slow->workflow_records[i];
+    ASSERT_EQ(b.id, s.id);
+    double added = (s.end_s - s.arrival_s) - (b.end_s - b.arrival_s);
+    EXPECT_LE(added, 0.2 * static_cast<double>(tools.size()) + 0.05) << b.id;
+    EXPECT_GE(added, 0.2 * static_cast<double>(gated.size()) - 0.05) << b.id;
+  }
+}
+
 TEST(Replay, RejectsUnknownPolicyAndBadCluster) {
   std::vector<v1::TraceRecord> t = Sessions(0.5, 1);
   auto r = RunReplay(t, DefaultCluster(), "fifo", {});
