@@ -7,9 +7,13 @@
 // Thread-safety: ParallelFor may be called from several threads at once: each call queues
 // its own job, the caller works on its own job's indices (so a call always makes progress,
 // even while the workers serve another caller), and the workers take indices from the
-// oldest unfinished job. fn must not call ParallelFor on the same pool.
+// oldest unfinished job. fn must not call ParallelFor on the same pool. Idle workers and a
+// caller waiting for its job's last indices poll for ~50 us before they sleep: a decode
+// step is dozens of short parallel regions, and a sleep and wake per region cost more
+// than the region.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +44,11 @@ class ThreadPool {
   std::condition_variable wake_;
   std::deque<Job*> queue_;
   bool stop_ = false;
+  // Idle workers and waiting callers poll these for a short while before they sleep
+  // (thread_pool.cc, kSpin); a caller wakes sleepers only when there are any.
+  std::atomic<int> queued_{0};
+  std::atomic<bool> stopping_{false};
+  int sleepers_ = 0;  // guarded by mu_
   std::vector<std::thread> workers_;
 };
 
