@@ -219,6 +219,11 @@ WorkerStats PeerWorker::stats() const {
 
 const ReceiverCreditLimits& PeerWorker::credit_limits() const { return impl_->credit->limits(); }
 
+RejectReason PeerWorker::ReadCommitted(const GetRequest& g, std::vector<StoredBlock>* out) const {
+  std::lock_guard<std::mutex> lock(impl_->store_mu);
+  return store_.Lookup(g, out);
+}
+
 namespace {
 
 // The worker loop's steps, as free functions over the worker's parts.
