@@ -10,7 +10,8 @@
 // over a limit —, receive into staging, validate, commit into its PeerStore, return the
 // credit, ack with the credit returned), gets (validated lookup, reply header, then the bytes with
 // the source pinned until the send completes), model-epoch changes and calibration probes.
-// Transfers from a sender whose connection failed are cancelled and their reservations released.
+// Transfers from a sender whose connection failed are cancelled and their reservations
+// released, also a put whose data had arrived but which was not committed yet.
 //
 // Ownership: the worker owns its transport and store. Thread-safety: Run() drives the
 // transport; large puts are hashed, committed and acked on a verifier thread that Run()
