@@ -5,6 +5,7 @@
 
 #include "base/logging.h"
 #include "cluster/membership.h"
+#include "kv_tiers/local_mover.h"
 #include "kv_tiers/mover.h"
 #include "kv_tiers/tier.h"
 #include "kv_tiers/transport/direct_peer_mover.h"
@@ -162,7 +163,11 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   for (size_t i = 0; i < js->size(); ++i) ControlPutOrderer::Attach(kv->orderer, js->worker(i));
   config->add_movers = [orderer = kv->orderer](const kv_tiers::MoverEnv& env,
                                                kv_tiers::MoverSet* movers) {
-    movers->Add(std::make_shared<tx::DirectPeerMover>(env, orderer), 3);
+    // A destination the source's worker cannot reach: that move and the pair's next ones
+    // are relayed.
+    movers->Add(std::make_shared<tx::DirectPeerMover>(env, orderer,
+                                                      std::make_shared<kv_tiers::RelayMover>(env)),
+                3);
   };
   join->SetRejoinHandler(
       [js, local, kv = kv.get()](int index) { ReconnectKvStore(js, local, kv, index); });

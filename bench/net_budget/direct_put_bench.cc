@@ -66,7 +66,7 @@ std::string SwitchyardBinary() {
 
 // A block layout of `bytes` per block: 16 layers x 8 KV heads x 128 dims x K and V x BF16
 // = 64 KiB per token, `bytes` / 64 KiB tokens per block.
-Result<kv_tiers::KvLayout> LayoutOf(uint64_t bytes) {
+::switchyard::Result<kv_tiers::KvLayout> LayoutOf(uint64_t bytes) {
   v1::ModelConfig c;
   c.set_name("bench");
   c.set_num_layers(16);
@@ -171,7 +171,7 @@ class Cluster {
   }
 
   // MB/s of `count` moves A -> B with Window() in flight (see the header comment).
-  Result<double> Run(int count) {
+  ::switchyard::Result<double> Run(int count) {
     auto done = std::make_shared<std::promise<Status>>();
     auto finished = done->get_future();
     auto t0 = std::make_shared<Clock::time_point>();
@@ -232,7 +232,7 @@ class Cluster {
     const BlockId src = idle_.front();
     idle_.pop_front();
     budgets_->Acquire(path_, net_budget::TrafficClass::kBackground, bytes_,
-                      [this, src](Result<net_budget::Grant> g) {
+                      [this, src](::switchyard::Result<net_budget::Grant> g) {
                         if (!g.ok()) return Done(src, g.status());
                         auto grant = std::make_shared<net_budget::Grant>(std::move(*g));
                         kv_tiers::MoveOptions mo;
@@ -295,7 +295,7 @@ std::optional<double> DirectPut(uint64_t bytes, int iters, uint64_t* relayed) {
   return mbs;
 }
 
-void Report(const std::map<std::string, Measured>&, Report* report) {
+void ReportDirectPut(const std::map<std::string, Measured>&, bench::Report* report) {
   for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
     const char* only = std::getenv("SY_DIRECT_PUT_BENCH_SIZE");  // "1" or "64" (MiB)
     if (only != nullptr && std::to_string(bytes >> 20) != only) continue;
@@ -326,6 +326,6 @@ void Report(const std::map<std::string, Measured>&, Report* report) {
 
 }  // namespace
 
-SY_BENCH_REPORT(net_budget_direct_put, Report);
+SY_BENCH_REPORT(net_budget_direct_put, ReportDirectPut);
 
 }  // namespace switchyard::bench

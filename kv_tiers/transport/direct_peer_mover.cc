@@ -12,6 +12,7 @@ namespace switchyard::kv_tiers::transport {
 struct DirectPeerMover::Shared {
   EventLoop* loop = nullptr;
   std::shared_ptr<PutOrderer> orderer;
+  std::shared_ptr<Mover> fallback;
   std::atomic<uint64_t> next_order{1};
   mutable std::mutex mu;
   std::set<std::pair<std::string, std::string>> unreachable;  // (src, dst) tier names
@@ -24,6 +25,8 @@ namespace {
 struct DirectMove {
   std::shared_ptr<MoveState> state;
   MoveCallback on_complete;
+  MoveRequest request;  // for the fallback
+  MoveHandle fallback;  // the fallback's move, when it took over
   RemoteHostTier* src = nullptr;
   RemoteHostTier* dst = nullptr;
   std::vector<Extent> dst_extents;
@@ -64,10 +67,11 @@ Status CheckReport(const DirectPutOutcome& o, const DirectPutOrder& order) {
 }  // namespace
 
 DirectPeerMover::DirectPeerMover(const MoverEnv& env, std::shared_ptr<PutOrderer> orderer,
-                                 Options options)
+                                 Options options, std::shared_ptr<Mover> fallback)
     : env_(env), options_(options), shared_(std::make_shared<Shared>()) {
   shared_->loop = env.loop;
   shared_->orderer = std::move(orderer);
+  shared_->fallback = std::move(fallback);
 }
 
 bool DirectPeerMover::Supports(const Tier& src, const Tier& dst) const {
@@ -129,6 +133,7 @@ Result<MoveHandle> DirectPeerMover::Submit(MoveRequest request, MoveCallback on_
                       : std::max<Duration>(request.options.deadline - now, Millis(1));
   m->state = std::make_shared<MoveState>();
   m->on_complete = std::move(on_complete);
+  m->request = std::move(request);
   const uint64_t id = order.order_id;
   const Duration wait = order.timeout + options_.grace;
   std::shared_ptr<Shared> sh = shared_;
@@ -150,6 +155,15 @@ Result<MoveHandle> DirectPeerMover::Submit(MoveRequest request, MoveCallback on_
 }
 
 namespace {
+
+// Hands the move to the fallback mover (the relay): it ends when the fallback's does.
+void FallBack(const std::shared_ptr<DirectPeerMover::Shared>& sh,
+              const std::shared_ptr<DirectMove>& m) {
+  auto h = sh->fallback->Submit(
+      m->request, [sh, m](const Status& s) { FinishMove(sh->loop, m->state, m->on_complete, s); });
+  if (!h.ok()) return FinishMove(sh->loop, m->state, m->on_complete, h.status());
+  m->fallback = std::move(*h);
+}
 
 void OnOutcome(const std::shared_ptr<DirectPeerMover::Shared>& sh,
                const std::shared_ptr<DirectMove>& m, DirectPutOutcome o) {
@@ -174,7 +188,9 @@ void OnOutcome(const std::shared_ptr<DirectPeerMover::Shared>& sh,
       ++sh->stats.failed;
     }
     if (o.unreachable) sh->unreachable.insert({m->src->name(), m->dst->name()});
+    if (o.unreachable && sh->fallback) ++sh->stats.fell_back;
   }
+  if (o.unreachable && sh->fallback) return FallBack(sh, m);
   FinishMove(sh->loop, m->state, m->on_complete, std::move(st));
 }
 

@@ -18,10 +18,11 @@
 // also when the outcome is unknown (sent, and the report lost with its worker, or late),
 // so that the BlockManager's drop of the failed destination frees whatever landed there.
 // A destination whose worker was lost is not recorded (its store went with it).
-// Fallback: a worker that takes no orders, or a destination store the source's worker
-// could not reach (its report says unreachable: that move fails, nothing was sent), make
-// Supports() false for the pair from then on, so MoverSet picks the next mover (serve's
-// RelayMover). Deadline: an order not reported within its timeout (the move's deadline,
+// Fallback: for a worker that takes no orders Supports() is false, so MoverSet picks the
+// next mover (serve's RelayMover). A destination store the source's worker could not
+// reach (its report says unreachable; nothing was sent) makes Supports() false for that
+// pair from then on, and the move itself is handed to `fallback` when one is given (else
+// it fails). Deadline: an order not reported within its timeout (the move's deadline,
 // else Options::order_timeout) plus Options::grace is abandoned: the move fails.
 // Cancellation: a put in flight cannot be withdrawn; a cancelled move ends with its report
 // (or the deadline), and the BlockManager drops the destination then.
@@ -67,6 +68,7 @@ struct DirectMoverStats {
   uint64_t committed = 0;
   uint64_t failed = 0;
   uint64_t bytes_committed = 0;
+  uint64_t fell_back = 0;  // moves handed to the fallback mover (unreachable destination)
 };
 
 class DirectPeerMover final : public Mover {
@@ -78,9 +80,11 @@ class DirectPeerMover final : public Mover {
     // jumps to the timer while the report is still on its way in real time.
     bool watchdog = true;
   };
-  DirectPeerMover(const MoverEnv& env, std::shared_ptr<PutOrderer> orderer, Options options);
-  DirectPeerMover(const MoverEnv& env, std::shared_ptr<PutOrderer> orderer)
-      : DirectPeerMover(env, std::move(orderer), Options()) {}
+  DirectPeerMover(const MoverEnv& env, std::shared_ptr<PutOrderer> orderer, Options options,
+                  std::shared_ptr<Mover> fallback = nullptr);
+  DirectPeerMover(const MoverEnv& env, std::shared_ptr<PutOrderer> orderer,
+                  std::shared_ptr<Mover> fallback = nullptr)
+      : DirectPeerMover(env, std::move(orderer), Options(), std::move(fallback)) {}
   std::string name() const override { return "direct"; }
   bool Supports(const Tier& src, const Tier& dst) const override;
   Result<MoveHandle> Submit(MoveRequest request, MoveCallback on_complete) override;

@@ -5,7 +5,7 @@
 // tests/workers). The BlockManager commits the destination only on a report that the
 // destination committed it with the source's checksum; serve's own transport moves none of
 // the bytes; a failed, unknown or inconsistent report fails the move with the source kept;
-// an unreachable destination makes later moves between the pair fall back to the relay.
+// an unreachable destination is relayed, and so are later moves between the pair.
 #include "kv_tiers/transport/direct_peer_mover.h"
 
 #include <gtest/gtest.h>
@@ -84,7 +84,8 @@ class DirectPeerMoverTest : public ::testing::Test {
     movers.Add(std::make_shared<RelayMover>(env), 1);
     DirectPeerMover::Options mo;
     mo.watchdog = false;  // a virtual loop: its time would jump to the timer
-    direct_ = std::make_shared<DirectPeerMover>(env, orderer_, mo);
+    direct_ =
+        std::make_shared<DirectPeerMover>(env, orderer_, mo, std::make_shared<RelayMover>(env));
     movers.Add(direct_, 3);
     BlockManagerOptions bo;
     bo.reclaim_on_high_watermark = false;
@@ -214,9 +215,10 @@ TEST_F(DirectPeerMoverTest, AFailedUnknownOrInconsistentReportNeverCommits) {
   EXPECT_EQ(b_->worker->stats().puts_committed, 0u);
 }
 
-// The source's worker cannot reach the destination store: that move fails (nothing was
-// sent) and later moves between the pair go through the relay.
-TEST_F(DirectPeerMoverTest, AnUnreachableDestinationFallsBackToTheRelay) {
+// The source's worker cannot reach the destination store: nothing was sent, so the move
+// is relayed through this process instead, and later moves between the pair go straight
+// to the relay.
+TEST_F(DirectPeerMoverTest, AnUnreachableDestinationIsRelayed) {
   auto data = kv_tiers::testing::Pattern(kBlock, 7);
   BlockId in_a = InA(data);
   orderer_->answer = [](const DirectPutOrder&) {
@@ -225,19 +227,20 @@ TEST_F(DirectPeerMoverTest, AnUnreachableDestinationFallsBackToTheRelay) {
     o.unreachable = true;
     return o;
   };
-  TransferRecord r = Await(mgr_->Move(in_a, tb_->name(), MoveOptions{}, true).value());
-  EXPECT_EQ(r.state, v1::FAILED) << r.status;
-  EXPECT_TRUE(r.status.IsUnavailable()) << r.status;
-  EXPECT_EQ(mgr_->State(in_a).value(), v1::BLOCK_COMMITTED);
+  TransferRecord r = Await(mgr_->Move(in_a, tb_->name(), MoveOptions{}, false).value());
+  ASSERT_EQ(r.state, v1::COMMITTED) << r.status;
+  EXPECT_EQ(ta_->gets_posted(), 1u);  // staged through this process
+  EXPECT_EQ(tb_->puts_posted(), 1u);
+  EXPECT_EQ(ReadBack(r.destination), data);
+  EXPECT_EQ(direct_->stats().fell_back, 1u);
   EXPECT_FALSE(direct_->Supports(*ta_, *tb_));
   EXPECT_TRUE(direct_->Supports(*tb_, *ta_)) << "only the pair that failed";
   orderer_->answer = nullptr;
-  TransferRecord relayed = Await(mgr_->Move(in_a, tb_->name(), MoveOptions{}, true).value());
-  ASSERT_EQ(relayed.state, v1::COMMITTED) << relayed.status;
-  EXPECT_EQ(orderer_->orders, 1);
-  EXPECT_EQ(ta_->gets_posted(), 1u);  // staged through this process
-  EXPECT_EQ(tb_->puts_posted(), 1u);
-  EXPECT_EQ(ReadBack(relayed.destination), data);
+  TransferRecord again = Await(mgr_->Move(in_a, tb_->name(), MoveOptions{}, false).value());
+  ASSERT_EQ(again.state, v1::COMMITTED) << again.status;
+  EXPECT_EQ(orderer_->orders, 1) << "the pair was ordered again";
+  EXPECT_EQ(ta_->gets_posted(), 2u);
+  EXPECT_EQ(tb_->puts_posted(), 2u);
 }
 
 }  // namespace
