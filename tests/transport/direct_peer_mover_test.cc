@@ -78,10 +78,7 @@ class DirectPeerMoverTest : public ::testing::Test {
     host_ = kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(8));
     MoverEnv env;
     env.loop = &loop_;
-    MoverSet movers;
-    movers.Add(std::make_shared<LocalMover>(env), 10);
-    movers.Add(std::make_shared<PeerMover>(env), 4);
-    movers.Add(std::make_shared<RelayMover>(env), 1);
+    MoverSet movers = kv_tiers::testing::HostAndPeerMovers(env);
     DirectPeerMover::Options mo;
     mo.watchdog = false;  // a virtual loop: its time would jump to the timer
     direct_ =
@@ -114,23 +111,13 @@ class DirectPeerMoverTest : public ::testing::Test {
     return r.destination;
   }
   TransferRecord Await(TransferId tid) {
-    auto final_state = [&] {
-      auto r = mgr_->Transfer(tid);
-      return r.ok() && r->state != v1::POSTED && r->state != v1::TRANSPORT_COMPLETE &&
-             r->state != v1::VALIDATED;
-    };
-    EXPECT_TRUE(kv_tiers::testing::DrainUntil(loop_, final_state));
+    EXPECT_TRUE(kv_tiers::testing::DrainUntil(
+        loop_, [&] { return kv_tiers::testing::TransferEnded(*mgr_, tid); }));
     return mgr_->Transfer(tid).value();
   }
   std::vector<char> ReadBack(BlockId id) {
-    ReadRequest reader{"t", "wf", "ctx", mgr_->model_epoch(), 1};
-    std::vector<char> got(kBlock);
-    auto lease = mgr_->Read(id, reader);
-    EXPECT_TRUE(lease.ok()) << lease.status();
-    if (lease.ok()) {
-      EXPECT_TRUE(lease->CopyTo(got.data(), got.size()).ok());
-    }
-    return got;
+    return kv_tiers::testing::ReadBytes(*mgr_, id, {"t", "wf", "ctx", mgr_->model_epoch(), 1},
+                                        kBlock);
   }
 
   VirtualEventLoop loop_;

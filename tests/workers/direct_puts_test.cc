@@ -21,7 +21,6 @@
 
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
-#include "kv_tiers/local_mover.h"
 #include "kv_tiers/transport/remote_host_tier.h"
 #include "tests/kv_tiers/test_util.h"
 #include "tests/workers/processes.h"
@@ -32,14 +31,7 @@ namespace {
 
 constexpr uint64_t kBlock = 4096;  // SmallLayout's block
 
-bool WaitUntil(const std::function<bool()>& pred, double seconds = 60) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
+using testing::WaitUntil;
 
 // Serve's side: the joined workers' stores as tiers and serve's movers for them, a host
 // tier, and a BlockManager on a virtual loop drained at its current time (so the direct
@@ -85,10 +77,7 @@ class DirectCluster {
     host_ = kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(16, kBlock));
     kv_tiers::MoverEnv env;
     env.loop = &loop_;
-    kv_tiers::MoverSet movers;
-    movers.Add(std::make_shared<kv_tiers::LocalMover>(env), 10);
-    movers.Add(std::make_shared<kv_tiers::PeerMover>(env), 5);
-    movers.Add(std::make_shared<kv_tiers::RelayMover>(env), 1);
+    kv_tiers::MoverSet movers = kv_tiers::testing::HostAndPeerMovers(env);
     config_.add_movers(env, &movers);
     kv_tiers::BlockManagerOptions bo;
     bo.reclaim_on_high_watermark = false;
@@ -122,23 +111,15 @@ class DirectCluster {
   }
   bool Ended(TransferId t) {
     loop_.RunUntil(loop_.Now());
-    auto r = mgr_->Transfer(t);
-    return r.ok() && r->state != v1::POSTED && r->state != v1::TRANSPORT_COMPLETE &&
-           r->state != v1::VALIDATED;
+    return kv_tiers::testing::TransferEnded(*mgr_, t);
   }
   kv_tiers::TransferRecord Await(TransferId t) {
     EXPECT_TRUE(WaitUntil([&] { return Ended(t); }));
     return mgr_->Transfer(t).value();
   }
   std::vector<char> ReadBack(BlockId b) {
-    kv_tiers::ReadRequest reader{"t", "wf", "ctx", mgr_->model_epoch(), 1};
-    std::vector<char> got(kBlock);
-    auto lease = mgr_->Read(b, reader);
-    EXPECT_TRUE(lease.ok()) << lease.status();
-    if (lease.ok()) {
-      EXPECT_TRUE(lease->CopyTo(got.data(), got.size()).ok());
-    }
-    return got;
+    return kv_tiers::testing::ReadBytes(*mgr_, b, {"t", "wf", "ctx", mgr_->model_epoch(), 1},
+                                        kBlock);
   }
   // Worker `id` as serve lists it (its store's figures come with its heartbeats).
   v1::JoinedWorker Listed(const std::string& id) {

@@ -552,8 +552,11 @@ TEST(JoinedWorkers, SigkillOfADirectPutsDestinationFailsTheMoveAndTheWorkflowEnd
     failed |= x.outcome() == "failed";
   }
   EXPECT_TRUE(failed) << "the move in flight is not in the record: " << *proto::ToJson(loss);
-  for (const auto& d : done.decisions())
-    if (d.kind() == "place" && d.node_id() == "llm-1") EXPECT_NE(d.worker(), dst) << d.line();
+  for (const auto& d : done.decisions()) {
+    if (d.kind() == "place" && d.node_id() == "llm-1") {
+      EXPECT_NE(d.worker(), dst) << d.line();
+    }
+  }
 }
 
 TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
