@@ -13,7 +13,8 @@
 // staging memory as a full store does). Window() moves in flight (8 at 1 MiB, 4 at 64 MiB,
 // as the peer_put rows). Baseline: `ucx_perftest -t tag_bw -e` (endpoints with peer error
 // handling, as ours) with the same UCX_TLS, message size and iteration count, in the same
-// run; the figure without -e is a second row. Median of kTransportTrials runs each;
+// run; the figure without -e is a second row, and the same moves relayed through serve
+// (serve's RelayMover, as without the direct mover) a third. Median of kTransportTrials runs each;
 // MB = 2^20 B. Without the switchyard binary the rows are skipped (said on stderr).
 //
 // SY_DIRECT_PUT_BENCH_SIZE=1|64 runs one size; SY_TRANSPORT_BENCH_ITERS sets the moves per
@@ -108,7 +109,9 @@ class Cluster {
     }
   }
 
-  Status Start(uint64_t bytes, int sources) {
+  // `direct`: serve's movers as serve sets them up; false: without the direct mover (each
+  // move relayed through this process: a get from A, a put into B).
+  Status Start(uint64_t bytes, int sources, bool direct) {
     const std::string bin = SwitchyardBinary();
     if (!std::filesystem::exists(bin)) return Status::NotFound("no switchyard binary at " + bin);
     bytes_ = bytes;
@@ -151,7 +154,7 @@ class Cluster {
     movers.Add(std::make_shared<kv_tiers::LocalMover>(env), 10);
     movers.Add(std::make_shared<kv_tiers::PeerMover>(env), 5);
     movers.Add(std::make_shared<kv_tiers::RelayMover>(env), 1);
-    config_.add_movers(env, &movers);
+    if (direct) config_.add_movers(env, &movers);
     SY_ASSIGN_OR_RETURN(kv_tiers::KvLayout layout, LayoutOf(bytes));
     kv_tiers::BlockManagerOptions bo;
     bo.reclaim_on_high_watermark = false;
@@ -275,11 +278,12 @@ class Cluster {
 };
 
 // Median MB/s of kTransportTrials runs of `iters` moves at `bytes`, after a warm-up of the
-// same windowed pattern (B's staging buffers recycled, A's session to B open).
-std::optional<double> DirectPut(uint64_t bytes, int iters, uint64_t* relayed) {
+// same windowed pattern (B's staging buffers recycled, A's session to B open); `relayed`:
+// the blocks serve read out of A's store (0 when every move was direct).
+std::optional<double> Moves(uint64_t bytes, int iters, bool direct, uint64_t* relayed) {
   Cluster c;
   const int window = Window(bytes);
-  Status st = c.Start(bytes, 2 * window);
+  Status st = c.Start(bytes, 2 * window, direct);
   if (st.ok()) st = c.Run(4 * window).status();
   if (!st.ok()) {
     std::fprintf(stderr, "direct put bench (%llu B): %s\n", static_cast<unsigned long long>(bytes),
@@ -300,9 +304,10 @@ void ReportDirectPut(const std::map<std::string, Measured>&, bench::Report* repo
     const char* only = std::getenv("SY_DIRECT_PUT_BENCH_SIZE");  // "1" or "64" (MiB)
     if (only != nullptr && std::to_string(bytes >> 20) != only) continue;
     const int iters = Iterations(bytes);
-    uint64_t relayed = 0;
-    std::optional<double> ours = DirectPut(bytes, iters, &relayed);
+    uint64_t relayed = 0, relay_gets = 0;
+    std::optional<double> ours = Moves(bytes, iters, true, &relayed);
     if (!ours) continue;
+    std::optional<double> relay = Moves(bytes, iters, false, &relay_gets);
     auto perf_e = Median([&] { return Perftest("tcp", "tag_bw", bytes, iters, 4, "-e"); });
     auto perf = Median([&] { return Perftest("tcp", "tag_bw", bytes, iters, 4); });
     const std::string name = "direct_put_tcp_" + std::to_string(bytes >> 20) + "MiB";
@@ -320,6 +325,11 @@ void ReportDirectPut(const std::map<std::string, Measured>&, bench::Report* repo
     if (perf) {
       report->Add({name + "_vs_no_error_handling", *ours, "MB/s", true, "ucx_perftest tag_bw", perf,
                    note + "; baseline without peer error handling"});
+    }
+    if (relay) {
+      report->Add({name + "_vs_relay", *ours, "MB/s", true,
+                   "the same moves relayed through serve (RelayMover: get from A, put into B)",
+                   relay, note + "; baseline: serve's relay"});
     }
   }
 }
