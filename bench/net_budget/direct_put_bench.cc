@@ -9,16 +9,20 @@
 // holds it), serve's order over A's control connection, A's in-process read of its store
 // and its put to B under B's credit, B's checks (length, XXH3-64, owner, epochs,
 // generation) and commit, its ack, A's report, serve's validation and commit of the
-// destination block. The destination copy is then dropped (freed at B, so B recycles its
-// staging memory as a full store does). Window() moves in flight (8 at 1 MiB, 4 at 64 MiB,
-// as the peer_put rows). Baseline: `ucx_perftest -t tag_bw -e` (endpoints with peer error
-// handling, as ours) with the same UCX_TLS, message size and iteration count, in the same
-// run; the figure without -e is a second row, and the same moves relayed through serve
-// (serve's RelayMover, as without the direct mover) a third. Median of kTransportTrials runs each;
-// MB = 2^20 B. Without the switchyard binary the rows are skipped (said on stderr).
+// destination block. The destination copies are then dropped (freed at B, so B recycles
+// its staging memory as a full store does), in bursts of 16 MiB: a free per move kept
+// serve's own UCX progress threads busy between every two moves (~17 % of the 2-vCPU
+// VM's samples in a profile), which is this benchmark's hygiene, not the move. Window() moves in
+// flight (8 at 1 MiB, 4 at 64 MiB, as the peer_put rows). Baseline: `ucx_perftest -t tag_bw -e`
+// (endpoints with peer error handling, as ours) with the same UCX_TLS, message size and iteration
+// count, in the same run; the figure without -e is a second row, and the same moves relayed through
+// serve (serve's RelayMover, as without the direct mover) a third. Median of kTransportTrials runs
+// each, the trials of all four interleaved (a shared machine's load hits them alike); MB = 2^20 B.
+// Without the switchyard binary the rows are skipped (said on stderr).
 //
 // SY_DIRECT_PUT_BENCH_SIZE=1|64 runs one size; SY_TRANSPORT_BENCH_ITERS sets the moves per
-// run (as for the transport rows).
+// run (as for the transport rows); SY_DIRECT_PUT_BENCH_QUICK=1 measures the direct moves
+// alone (no relay, no ucx_perftest: for profiles and A/B runs; the rows carry no baseline).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +56,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr uint64_t kDropBytes = 16ull << 20;  // destination copies dropped at once
 
 int Window(uint64_t bytes) { return bytes >= (64u << 20) ? 4 : 8; }
 int Iterations(uint64_t bytes) {
@@ -116,7 +121,8 @@ class Cluster {
     if (!std::filesystem::exists(bin)) return Status::NotFound("no switchyard binary at " + bin);
     bytes_ = bytes;
     const int window = Window(bytes);
-    const uint64_t store = bytes * static_cast<uint64_t>(sources + 2 * window + 2);
+    const uint64_t drop = std::max<uint64_t>(1, kDropBytes / bytes);
+    const uint64_t store = bytes * (static_cast<uint64_t>(sources + window + 2) + drop);
     workers::ServeJoinOptions jo;
     jo.local_workers = 0;
     jo.remote_workers = 2;
@@ -240,14 +246,13 @@ class Cluster {
                         auto grant = std::make_shared<net_budget::Grant>(std::move(*g));
                         kv_tiers::MoveOptions mo;
                         mo.traffic_class = v1::BACKGROUND;
-                        auto t = mgr_->Move(src, tiers_.at("bench-b")->name(), mo, false,
-                                            [this, src, grant](const kv_tiers::TransferRecord& r) {
-                                              grant->Release();
-                                              Status st = r.state == v1::COMMITTED
-                                                              ? mgr_->Evict(r.destination)
-                                                              : r.status;
-                                              Done(src, st);
-                                            });
+                        auto t = mgr_->Move(
+                            src, tiers_.at("bench-b")->name(), mo, false,
+                            [this, src, grant](const kv_tiers::TransferRecord& r) {
+                              grant->Release();
+                              if (r.state == v1::COMMITTED) landed_.push_back(r.destination);
+                              Done(src, r.state == v1::COMMITTED ? Status::OK() : r.status);
+                            });
                         if (!t.ok()) Done(src, t.status());
                       });
   }
@@ -256,9 +261,22 @@ class Cluster {
     idle_.push_back(src);
     --run_->running;
     if (!st.ok() && run_->failed.ok()) run_->failed = st;
+    const bool last = run_->running == 0 && (run_->left == 0 || !run_->failed.ok());
+    Drop(last);
     if (run_->failed.ok()) Next();
-    if (run_->running == 0 && (run_->left == 0 || !run_->failed.ok()))
-      run_->done->set_value(run_->failed);
+    if (last) run_->done->set_value(run_->failed);
+  }
+
+  // Drops the committed destination copies (each freed at B, which recycles its memory)
+  // once kDropBytes of them landed, or all of them (`all`): in bursts, so that serve's
+  // frees do not keep its own UCX progress busy between every two moves.
+  void Drop(bool all) {
+    if (!all && landed_.size() * bytes_ < kDropBytes) return;
+    for (BlockId b : landed_) {
+      Status st = mgr_->Evict(b);
+      if (!st.ok() && run_->failed.ok()) run_->failed = st;
+    }
+    landed_.clear();
   }
 
   uint64_t bytes_ = 0;
@@ -273,52 +291,70 @@ class Cluster {
   std::unique_ptr<net_budget::LinkBudgets> budgets_;
   net_budget::Path path_;
   std::deque<BlockId> idle_;
+  std::vector<BlockId> landed_;  // committed at B, not dropped yet
   std::unique_ptr<RunState> run_;
   std::thread loop_thread_;
 };
 
-// Median MB/s of kTransportTrials runs of `iters` moves at `bytes`, after a warm-up of the
-// same windowed pattern (B's staging buffers recycled, A's session to B open); `relayed`:
-// the blocks serve read out of A's store (0 when every move was direct).
-std::optional<double> Moves(uint64_t bytes, int iters, bool direct, uint64_t* relayed) {
-  Cluster c;
-  const int window = Window(bytes);
-  Status st = c.Start(bytes, 2 * window, direct);
-  if (st.ok()) st = c.Run(4 * window).status();
-  if (!st.ok()) {
+// The figures of one size, MB/s: the moves direct and relayed, and ucx_perftest with and
+// without -e. kTransportTrials trials of each, interleaved (trial i of each runs back to
+// back) so that on a shared machine each median covers the same stretch of time; each
+// cluster warmed up first with the same windowed pattern (B's staging buffers recycled,
+// A's session to B open).
+struct Figures {
+  std::vector<double> direct, relay, perf_e, perf;
+  uint64_t relayed = 0;  // blocks serve read out of A's store in the direct runs
+};
+
+Status Warm(Cluster& c, uint64_t bytes, bool direct) {
+  SY_RETURN_IF_ERROR(c.Start(bytes, 2 * Window(bytes), direct));
+  return c.Run(4 * Window(bytes)).status();
+}
+
+void Trial(Cluster& c, int iters, std::vector<double>* out) {
+  auto r = c.Run(iters);
+  if (!r.ok()) std::fprintf(stderr, "direct put bench: %s\n", r.status().ToString().c_str());
+  if (r.ok()) out->push_back(*r);
+}
+
+std::optional<Figures> Measure(uint64_t bytes, int iters) {
+  const bool quick = std::getenv("SY_DIRECT_PUT_BENCH_QUICK") != nullptr;
+  Cluster direct, relay;
+  Status st = Warm(direct, bytes, true);
+  Status relay_st = quick ? Status::Cancelled("quick run") : Warm(relay, bytes, false);
+  if (!st.ok() || (!relay_st.ok() && !quick)) {
     std::fprintf(stderr, "direct put bench (%llu B): %s\n", static_cast<unsigned long long>(bytes),
-                 st.ToString().c_str());
-    return std::nullopt;
+                 (st.ok() ? relay_st : st).ToString().c_str());
+    if (!st.ok()) return std::nullopt;
   }
-  auto mbs = Median([&]() -> std::optional<double> {
-    auto r = c.Run(iters);
-    if (!r.ok()) std::fprintf(stderr, "direct put bench: %s\n", r.status().ToString().c_str());
-    return r.ok() ? std::optional<double>(*r) : std::nullopt;
-  });
-  *relayed = c.relayed();
-  return mbs;
+  Figures f;
+  for (int i = 0; i < kTransportTrials; ++i) {
+    Trial(direct, iters, &f.direct);
+    if (quick) continue;
+    if (relay_st.ok()) Trial(relay, iters, &f.relay);
+    if (auto x = Perftest("tcp", "tag_bw", bytes, iters, 4, "-e")) f.perf_e.push_back(*x);
+    if (auto x = Perftest("tcp", "tag_bw", bytes, iters, 4)) f.perf.push_back(*x);
+  }
+  f.relayed = direct.relayed();
+  return f;
 }
 
 void ReportDirectPut(const std::map<std::string, Measured>&, bench::Report* report) {
   for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
     const char* only = std::getenv("SY_DIRECT_PUT_BENCH_SIZE");  // "1" or "64" (MiB)
     if (only != nullptr && std::to_string(bytes >> 20) != only) continue;
-    const int iters = Iterations(bytes);
-    uint64_t relayed = 0, relay_gets = 0;
-    std::optional<double> ours = Moves(bytes, iters, true, &relayed);
+    std::optional<Figures> f = Measure(bytes, Iterations(bytes));
+    if (!f) continue;
+    std::optional<double> ours = MedianOf(f->direct), relay = MedianOf(f->relay);
+    std::optional<double> perf_e = MedianOf(f->perf_e), perf = MedianOf(f->perf);
     if (!ours) continue;
-    std::optional<double> relay = Moves(bytes, iters, false, &relay_gets);
-    auto perf_e = Median([&] { return Perftest("tcp", "tag_bw", bytes, iters, 4, "-e"); });
-    auto perf = Median([&] { return Perftest("tcp", "tag_bw", bytes, iters, 4); });
     const std::string name = "direct_put_tcp_" + std::to_string(bytes >> 20) + "MiB";
     const std::string note =
-        "BlockManager move A->B via serve's DirectPeerMover: grant, order "
-        "over A's control connection, A's put under B's credit, B's "
-        "validation and commit, A's report, serve's commit; " +
+        "BlockManager move A->B via serve's DirectPeerMover: grant, order over A's control "
+        "connection, A's put under B's credit, B's validation and commit, A's report, serve's "
+        "commit; " +
         std::to_string(Window(bytes)) +
-        " moves in flight; blocks read "
-        "out of A's store by serve: " +
-        std::to_string(relayed);
+        " moves in flight; blocks serve read out of A's store: " + std::to_string(f->relayed);
     report->Add({name, *ours, "MB/s", true,
                  perf_e ? "ucx_perftest tag_bw -e (peer error handling, as ours)" : "", perf_e,
                  note});

@@ -22,6 +22,13 @@ constexpr int kTransportTrials = 5;
 std::optional<double> Perftest(const std::string& tls, const std::string& test, uint64_t bytes,
                                int iters, int column, const std::string& flags = "");
 
+// The median of `v` (nullopt when empty).
+inline std::optional<double> MedianOf(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
 // The median of kTransportTrials runs of `f` (of those that gave a value). Both sides of
 // a comparison get the same statistic: the best of a few short runs chased outliers on
 // the shared VM (ucx_perftest over shared memory ranged 8.4-24 GB/s at 1 MiB within one
@@ -32,9 +39,7 @@ std::optional<double> Median(F f) {
   for (int i = 0; i < kTransportTrials; ++i) {
     if (std::optional<double> x = f()) v.push_back(*x);
   }
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
+  return MedianOf(std::move(v));
 }
 
 }  // namespace switchyard::bench
