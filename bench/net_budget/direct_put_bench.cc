@@ -336,6 +336,16 @@ std::optional<Figures> Measure(uint64_t bytes, int iters) {
     if (auto x = Perftest("tcp", "tag_bw", bytes, iters, 4)) f.perf.push_back(*x);
   }
   f.relayed = direct.relayed();
+  auto list = [](const std::vector<double>& v) {
+    std::string out;
+    for (double x : v) out += (out.empty() ? "" : " ") + std::to_string(static_cast<int>(x));
+    return out;
+  };
+  std::fprintf(stderr,
+               "direct put bench %llu MiB, MB/s per trial: direct [%s] relay [%s] "
+               "ucx_perftest -e [%s] ucx_perftest [%s]\n",
+               static_cast<unsigned long long>(bytes >> 20), list(f.direct).c_str(),
+               list(f.relay).c_str(), list(f.perf_e).c_str(), list(f.perf).c_str());
   return f;
 }
 
