@@ -76,6 +76,8 @@ namespace switchyard::kv_tiers {
 class Tier;
 class BlockManager;
 struct TierOptions;
+struct MoverEnv;
+class MoverSet;
 }  // namespace switchyard::kv_tiers
 namespace switchyard::executors::cpu {
 class Model;
@@ -193,6 +195,10 @@ struct SchedulerConfig {
   // arena in this process.
   std::function<Result<std::unique_ptr<kv_tiers::Tier>>(int worker, const kv_tiers::TierOptions&)>
       hbm_tier_factory;
+  // Set (with hbm_tier_factory): adds movers for those tiers to the first model's
+  // BlockManager, beside the peer and relay movers (serve's joined workers: a direct
+  // worker-to-worker mover, preferred to the relay between two of their stores).
+  std::function<void(const kv_tiers::MoverEnv&, kv_tiers::MoverSet*)> add_movers;
 };
 
 // The embedded defaults the driver prices with when SchedulerConfig names no model / GPU:

@@ -286,11 +286,13 @@ Status SchedulerDriver::MakeGroupTiers(Group& g, const std::string& kv_dir) {
   kv_tiers::MoverSet movers;
   movers.Add(std::make_shared<kv_tiers::LocalMover>(menv), 10);
   movers.Add(std::make_shared<kv_tiers::DiskMover>(menv), 5);
-  // A joined worker's KV store (hbm_tier_factory's remote tiers) <-> the host tier.
-  // and between two of them (a peer move) or one and the disk tier (staged here).
+  // A joined worker's KV store (hbm_tier_factory's remote tiers) <-> the host tier,
+  // and between two of them (a peer move: ordered directly when add_movers gives a mover
+  // for it, else staged here) or one and the disk tier (staged here).
   if (c.hbm_tier_factory && first) {
     movers.Add(std::make_shared<kv_tiers::PeerMover>(menv), 5);
     movers.Add(std::make_shared<kv_tiers::RelayMover>(menv), 1);
+    if (c.add_movers) c.add_movers(menv, &movers);
   }
   kv_tiers::BlockManagerOptions bo;
   bo.reclaim_on_high_watermark = false;

@@ -1,7 +1,7 @@
 // `switchyard worker --join HOST:PORT --engine simulated [--id ID] [--kv-pool-bytes BYTES]
 //                    [--kv-listen HOST:PORT|none] [--kv-capacity BYTES]
 //                    [--credit-per-sender BYTES] [--credit-total BYTES]
-//                    [--kv-transport-param KEY=VALUE]...
+//                    [--kv-transport-param KEY=VALUE]... [--direct-puts on|off]
 //                    [--etcd URL [--cluster NAME] [--lease-ttl-s S]]
 //                    [--protocol-version N] [--connect-timeout-s S] [--log-level LEVEL]`:
 // an engine in its own process, joined to a running `switchyard serve --remote-workers N
@@ -9,6 +9,8 @@
 // with its KV store (the pool's blocks, moved by serve over UCX under the credit this
 // worker grants) on --kv-listen (default: this host's address on the control connection,
 // any port; `none`: no store, serve keeps the blocks). The joined line names the store.
+// --direct-puts (default on): carry out serve's put orders, putting blocks of this store
+// straight into another worker's store (off: serve relays those moves through itself).
 // --etcd: registers /switchyard/<cluster>/workers/<id> under a lease (TTL --lease-ttl-s,
 // default 5) that serve --etcd watches.
 // Prints "joined HOST:PORT as worker INDEX (id ID, protocol version V)" once welcomed, then
@@ -38,7 +40,8 @@ int JoinUsage(const std::string& why) {
                "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated "
                "[--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
                "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
-               "[--kv-transport-param KEY=VALUE]... [--etcd URL [--cluster NAME] "
+               "[--kv-transport-param KEY=VALUE]... [--direct-puts on|off] "
+               "[--etcd URL [--cluster NAME] "
                "[--lease-ttl-s S]] [--protocol-version N] "
                "[--connect-timeout-s S] [--log-level LEVEL]\n",
                why.c_str());
@@ -78,6 +81,9 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
       if (a == "--credit-total") o.credit_total_bytes = *n;
     } else if (a == "--kv-listen") {
       o.kv_listen = v;
+    } else if (a == "--direct-puts") {
+      if (v != "on" && v != "off") return JoinUsage("--direct-puts '" + v + "': want on or off");
+      o.direct_puts = v == "on";
     } else if (a == "--kv-finish-delay-ms") {  // tests: a slow receiver
       o.kv_finish_delay = std::chrono::milliseconds(std::strtol(v.c_str(), nullptr, 10));
     } else if (a == "--etcd") {

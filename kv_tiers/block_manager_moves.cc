@@ -76,7 +76,8 @@ Result<TransferId> BlockManager::Move(BlockId src_id, const std::string& dst_tie
   MoveRequest req;
   req.src = src->tier;
   req.dst = dst_t;
-  req.segments.push_back({src->extent, dst.extent, src->meta.bytes(), src->meta.checksum()});
+  req.segments.push_back(
+      {src->extent, dst.extent, src->meta.bytes(), src->meta.checksum(), src->meta});
   req.options = options;
   req.options.transfer_id = tid;
   std::weak_ptr<bool> alive = alive_;

@@ -51,6 +51,9 @@ struct MoveSegment {
   // The source block's stored checksum (BlockChecksum), when known: passed to a tier
   // that verifies writes (TierCapabilities::verifies_writes).
   std::optional<uint64_t> checksum;
+  // The block as the BlockManager knows it (owner, epoch, generation, index), for a mover
+  // that hands the move to another process (a direct put between two peers) and its logs.
+  v1::KvBlockMeta meta;
 };
 
 struct MoveRequest {

@@ -1,5 +1,7 @@
-// control_msgs.h: StepRunner calls <-> worker control messages.
+// control_msgs.h: StepRunner calls and direct put orders <-> worker control messages.
 #include "workers/control_msgs.h"
+
+#include <chrono>
 
 namespace switchyard::workers {
 
@@ -99,13 +101,138 @@ void ToItemResult(const executors::StepItem& item, v1::ControlItemResult* m) {
 void FromItemResult(const v1::ControlItemResult& m, executors::StepItem* item) {
   item->token = m.token();
   item->eos = m.eos();
-  // A code this build does not know (a newer worker) reads as Internal.
-  const int32_t code = m.status_code();
+  item->status = StatusFromWire(m.status_code(), m.status_message(), ErrorScope::kPeer);
+}
+
+Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope) {
   const bool known = code > 0 && code <= static_cast<int32_t>(StatusCode::kUnauthenticated);
-  item->status = code == 0
-                     ? Status::OK()
-                     : Status(known ? static_cast<StatusCode>(code) : StatusCode::kInternal,
-                              "on the worker: " + m.status_message(), false, ErrorScope::kPeer);
+  return code == 0 ? Status::OK()
+                   : Status(known ? static_cast<StatusCode>(code) : StatusCode::kInternal,
+                            "on the worker: " + message, false, scope);
+}
+
+namespace {
+
+namespace tx = kv_tiers::transport;
+
+void ToStoreRef(const tx::StoreRef& s, v1::KvStoreRef* m) {
+  m->set_address(s.address);
+  m->set_transport(s.transport);
+  for (const auto& [k, v] : s.transport_config.params) (*m->mutable_transport_params())[k] = v;
+  m->set_communicator_epoch(s.communicator_epoch);
+  m->set_model_epoch(s.model_epoch);
+  m->set_workflow_id(s.workflow_id);
+  m->set_context_id(s.context_id);
+}
+
+tx::StoreRef FromStoreRef(const v1::KvStoreRef& m) {
+  tx::StoreRef s;
+  s.address = m.address();
+  if (!m.transport().empty()) s.transport = m.transport();
+  for (const auto& [k, v] : m.transport_params()) s.transport_config.params[k] = v;
+  s.communicator_epoch = m.communicator_epoch();
+  s.model_epoch = m.model_epoch();
+  s.workflow_id = m.workflow_id();
+  s.context_id = m.context_id();
+  return s;
+}
+
+}  // namespace
+
+void ToPutBlocks(const tx::DirectPutOrder& o, v1::PutBlocks* m) {
+  m->set_order_id(o.order_id);
+  m->set_transfer_id(o.transfer_id);
+  ToStoreRef(o.source, m->mutable_source());
+  ToStoreRef(o.destination, m->mutable_destination());
+  m->set_generation(o.generation);
+  m->set_traffic_class(o.traffic_class);
+  m->set_flow_key(o.flow_key);
+  m->set_timeout_ms(static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout).count()));
+  for (const tx::DirectBlock& b : o.blocks) {
+    v1::PutBlock* x = m->add_blocks();
+    x->set_source_block_id(b.source_block_id);
+    x->set_source_generation(b.source_generation);
+    x->set_block_id(b.block_id);
+    x->set_bytes(b.bytes);
+    if (b.checksum) x->set_checksum(*b.checksum);
+    *x->mutable_meta() = b.meta;
+  }
+}
+
+Result<tx::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m) {
+  const std::string what = "put_blocks order " + std::to_string(m.order_id());
+  if (m.blocks().empty()) return Status::InvalidArgument(what + ": no blocks");
+  if (m.destination().address().empty())
+    return Status::InvalidArgument(what + ": destination.address is empty");
+  if (!v1::TrafficClass_IsValid(m.traffic_class()) ||
+      m.traffic_class() == v1::TRAFFIC_CLASS_UNSPECIFIED)
+    return Status::InvalidArgument(what + ": traffic_class " +
+                                   std::to_string(static_cast<int>(m.traffic_class())) +
+                                   " is not a traffic class");
+  tx::DirectPutOrder o;
+  o.order_id = m.order_id();
+  o.transfer_id = m.transfer_id();
+  o.source = FromStoreRef(m.source());
+  o.destination = FromStoreRef(m.destination());
+  o.generation = m.generation();
+  o.traffic_class = m.traffic_class();
+  o.flow_key = m.flow_key();
+  o.timeout = Millis(m.timeout_ms());
+  for (const v1::PutBlock& x : m.blocks()) {
+    if (x.bytes() == 0)
+      return Status::InvalidArgument(what + ": block " + std::to_string(x.block_id()) +
+                                     " has bytes 0");
+    tx::DirectBlock b;
+    b.source_block_id = x.source_block_id();
+    b.source_generation = x.source_generation();
+    b.block_id = x.block_id();
+    b.bytes = x.bytes();
+    if (x.has_checksum()) b.checksum = x.checksum();
+    b.meta = x.meta();
+    o.blocks.push_back(std::move(b));
+  }
+  return o;
+}
+
+void ToPutBlocksDone(const tx::DirectPutOutcome& o, v1::PutBlocksDone* m) {
+  m->set_order_id(o.order_id);
+  m->set_status_code(static_cast<int32_t>(o.status.code()));
+  m->set_status_message(o.status.message());
+  m->set_posted(o.events.posted);
+  m->set_transport_complete(o.events.receiver_transport_complete);
+  m->set_validated(o.events.validated);
+  m->set_committed(o.events.committed);
+  m->set_rejected(o.events.rejected);
+  if (o.events.rejected) m->set_reject_reason(std::string(tx::RejectReasonName(o.events.reason)));
+  m->set_unreachable(o.unreachable);
+  for (const tx::BlockRef& b : o.blocks) {
+    v1::PutBlockResult* r = m->add_blocks();
+    r->set_block_id(b.block_id);
+    r->set_checksum(b.checksum);
+  }
+  m->set_bytes(o.bytes);
+  m->set_credit_retries(o.credit_retries);
+  m->set_worker_time_ns(o.took.count());
+}
+
+tx::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m) {
+  tx::DirectPutOutcome o;
+  o.order_id = m.order_id();
+  o.status = StatusFromWire(m.status_code(), m.status_message(), ErrorScope::kTransfer);
+  o.events.posted = m.posted();
+  o.events.receiver_transport_complete = m.transport_complete();
+  o.events.validated = m.validated();
+  o.events.committed = m.committed();
+  o.events.rejected = m.rejected();
+  o.events.message = m.reject_reason();
+  o.unreachable = m.unreachable();
+  for (const v1::PutBlockResult& r : m.blocks())
+    o.blocks.push_back({r.block_id(), 0, r.checksum()});
+  o.bytes = m.bytes();
+  o.credit_retries = m.credit_retries();
+  o.took = Duration(m.worker_time_ns());
+  return o;
 }
 
 }  // namespace switchyard::workers

@@ -1,13 +1,18 @@
-// Conversions between the executors' StepRunner calls and the worker control messages
-// (proto/switchyard/v1/worker_control.proto), both directions.
+// Conversions between the worker control messages (proto/switchyard/v1/worker_control.proto)
+// and what they carry, both directions: the executors' StepRunner calls, and the direct
+// put orders and outcomes of kv_tiers/transport/direct_order.h.
+//
+// Thread-safety: pure functions on values.
 #pragma once
 
 #include <deque>
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "base/status.h"
 #include "executors/step_runner.h"
+#include "kv_tiers/transport/direct_order.h"
 #include "proto/switchyard/v1/worker_control.pb.h"
 
 namespace switchyard::workers {
@@ -25,5 +30,17 @@ std::vector<executors::StepItem> ItemsOf(const v1::RunStep& m, std::deque<std::s
 
 void ToItemResult(const executors::StepItem& item, v1::ControlItemResult* out);
 void FromItemResult(const v1::ControlItemResult& m, executors::StepItem* item);
+
+// A status that crossed the connection (a base::StatusCode and its message), said to come
+// from the worker, with `scope`; a code this build does not know (a newer peer) reads as
+// Internal.
+Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope);
+
+void ToPutBlocks(const kv_tiers::transport::DirectPutOrder& order, v1::PutBlocks* out);
+// InvalidArgument naming the field when the order cannot be carried out as sent (no
+// blocks, no destination address, an unknown traffic class).
+Result<kv_tiers::transport::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m);
+void ToPutBlocksDone(const kv_tiers::transport::DirectPutOutcome& outcome, v1::PutBlocksDone* out);
+kv_tiers::transport::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m);
 
 }  // namespace switchyard::workers

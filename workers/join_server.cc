@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "base/logging.h"
 
@@ -65,6 +66,11 @@ void RemoteWorker::SetSink(Sink sink) {
   sink_ = std::move(sink);
 }
 
+void RemoteWorker::SetKvSink(KvSink sink) {
+  std::lock_guard<std::mutex> l(mu_);
+  kv_sink_ = std::move(sink);
+}
+
 void RemoteWorker::SetLossHandler(std::function<void(int, const Status&)> fn) {
   std::lock_guard<std::mutex> l(mu_);
   loss_handler_ = std::move(fn);
@@ -100,7 +106,12 @@ void RemoteWorker::OnMessage(uint64_t gen, const v1::WorkerControl& m) {
     return;
   }
   std::lock_guard<std::mutex> l(mu_);
-  if (gen == gen_ && sink_.on_message) sink_.on_message(m);
+  if (gen != gen_) return;
+  if (m.has_put_blocks_done()) {
+    if (kv_sink_.on_done) kv_sink_.on_done(index_, m.put_blocks_done());
+    return;
+  }
+  if (sink_.on_message) sink_.on_message(m);
 }
 
 void RemoteWorker::OnLost(uint64_t gen, const Status& why) {
@@ -122,6 +133,7 @@ void RemoteWorker::OnLost(uint64_t gen, const Status& why) {
     loss_handler_(index_, st);
   }
   if (sink_.on_lost) sink_.on_lost(st);
+  if (kv_sink_.on_lost) kv_sink_.on_lost(index_, st);  // put orders to and from it fail
 }
 
 std::string RemoteWorker::CheckRejoin(const v1::WorkerHello& hello) const {
@@ -175,12 +187,17 @@ Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello h
 }
 
 void RemoteWorker::Shutdown(const std::string& reason) {
+  KvSink kv;
   {
     std::lock_guard<std::mutex> l(mu_);
     sink_ = {};
+    kv = std::exchange(kv_sink_, {});
     loss_handler_ = nullptr;
     rejoin_handler_ = nullptr;
   }
+  // Orders still out end now (their reports would come to nobody).
+  if (kv.on_lost)
+    kv.on_lost(index_, Status::Unavailable("serve stopping: " + reason, ErrorScope::kPeer));
   v1::WorkerControl bye;
   bye.mutable_bye()->set_reason(reason);
   Conn()->Finish(bye, Seconds(2));
@@ -224,6 +241,7 @@ v1::JoinedWorker RemoteWorker::Snapshot() const {
   w.set_lost_reason(lost_reason_);
   w.set_kv_pool_used_bytes(pool_used_bytes_);
   w.set_kv_address(hello_.kv_address());
+  w.set_direct_puts(hello_.kv_direct_puts());
   w.set_epoch(hello_.epoch());
   w.set_joins(static_cast<uint32_t>(gen_ + 1));
   if (kv_.capacity_bytes() > 0) *w.mutable_kv() = kv_;

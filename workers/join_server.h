@@ -23,6 +23,10 @@
 // and recomputes or fails its nodes), then the step sink's on_lost (its RemoteEngine fails
 // the step in flight). A loss before SetLossHandler is delivered when the handler is set.
 //
+// Put orders (direct worker-to-worker puts, workers/put_orders.h): a worker's reports
+// (put_blocks_done) go to its KV sink, not the step sink; its loss reaches the KV sink
+// too, after the loss handler and the step sink.
+//
 // Thread-safety: every method is thread-safe; handlers run on the connection's threads.
 #pragma once
 
@@ -44,7 +48,8 @@
 namespace switchyard::workers {
 
 // The protocol version this build speaks (WorkerHello/WorkerWelcome.protocol_version).
-inline constexpr uint32_t kProtocolVersion = 1;
+// 1: steps and heartbeats; 2: also put orders (PutBlocks / PutBlocksDone, direct puts).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 class RemoteWorker {
  public:
@@ -63,6 +68,13 @@ class RemoteWorker {
   void SetLossHandler(std::function<void(int index, const Status&)> fn);
   // `fn(index)`: a new incarnation rejoined (after the sink's on_rejoined).
   void SetRejoinHandler(std::function<void(int index)> fn);
+  // Where put order reports and the loss go (serve's put orderer, put_orders.h); kept
+  // across rejoins. Shutdown ends it with a loss ("serve stopping"), then drops it.
+  struct KvSink {
+    std::function<void(int index, const v1::PutBlocksDone&)> on_done;
+    std::function<void(int index, const Status&)> on_lost;
+  };
+  void SetKvSink(KvSink sink);
   Status Send(const v1::WorkerControl& m);
   // Ends the connection without a loss (serve is stopping): sends bye, closes.
   void Shutdown(const std::string& reason);
@@ -99,6 +111,7 @@ class RemoteWorker {
   v1::WorkerHello hello_;
   uint64_t gen_ = 0;  // incarnations so far, less one
   Sink sink_;
+  KvSink kv_sink_;
   std::function<void(int, const Status&)> loss_handler_;
   std::function<void(int)> rejoin_handler_;
   bool rejoin_pending_ = false;  // rejoined before a handler was set: delivered then

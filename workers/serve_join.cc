@@ -5,8 +5,12 @@
 
 #include "base/logging.h"
 #include "cluster/membership.h"
+#include "kv_tiers/local_mover.h"
+#include "kv_tiers/mover.h"
 #include "kv_tiers/tier.h"
+#include "kv_tiers/transport/direct_peer_mover.h"
 #include "kv_tiers/transport/remote_host_tier.h"
+#include "workers/put_orders.h"
 #include "workers/remote_engine.h"
 
 namespace switchyard::workers {
@@ -17,10 +21,11 @@ namespace tx = kv_tiers::transport;
 
 // The joined workers' KV stores as the driver's HBM tiers: connected when the driver
 // starts, read by the cluster listing (the sender's credit ledger) while it runs, and
-// reconnected when a worker rejoins.
+// reconnected when a worker rejoins; and the orderer of direct puts between them.
 struct RemoteKv {
   std::mutex mu;
   std::map<int, tx::RemoteHostTier*> tiers;  // owned by the driver
+  std::shared_ptr<ControlPutOrderer> orderer = std::make_shared<ControlPutOrderer>();
 };
 
 tx::PeerClientOptions KvClientOptions(const v1::WorkerHello& h) {
@@ -49,6 +54,7 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
                                   (tier.status().IsInvalidArgument()
                                        ? " (its --kv-capacity must hold the pool's blocks)"
                                        : ""));
+  kv->orderer->AddStore(tier->get(), rw);
   std::lock_guard<std::mutex> l(kv->mu);
   kv->tiers[w] = tier->get();
   return std::unique_ptr<kv_tiers::Tier>(std::move(*tier));
@@ -152,6 +158,17 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   };
   auto kv = std::make_shared<RemoteKv>();
   join->Hold(kv);
+  // Moves between two joined workers' stores are put directly by the source's worker
+  // when it takes put orders (DirectPeerMover, preferred to the relay), else relayed.
+  for (size_t i = 0; i < js->size(); ++i) ControlPutOrderer::Attach(kv->orderer, js->worker(i));
+  config->add_movers = [orderer = kv->orderer](const kv_tiers::MoverEnv& env,
+                                               kv_tiers::MoverSet* movers) {
+    // A destination the source's worker cannot reach: that move and the pair's next ones
+    // are relayed.
+    movers->Add(std::make_shared<tx::DirectPeerMover>(env, orderer,
+                                                      std::make_shared<kv_tiers::RelayMover>(env)),
+                3);
+  };
   join->SetRejoinHandler(
       [js, local, kv = kv.get()](int index) { ReconnectKvStore(js, local, kv, index); });
   config->hbm_tier_factory =
@@ -174,7 +191,10 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
     for (v1::JoinedWorker& w : js->Snapshot()) {
       std::lock_guard<std::mutex> l(kv->mu);
       auto t = kv->tiers.find(w.worker_index());
+      w.set_direct_orders(kv->orderer->orders_sent(w.worker_index()));
       if (t != kv->tiers.end()) {  // serve's ledger of the credit the worker granted it
+        w.set_serve_puts(t->second->puts_posted());
+        w.set_serve_gets(t->second->gets_posted());
         std::shared_ptr<tx::PeerClient> client = t->second->client();
         tx::PeerClient& c = *client;
         w.set_sender_credit_bytes(c.hello().max_inflight_bytes);

@@ -50,6 +50,7 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   hello->set_host(host);
   if (a->kv_) {
     hello->set_kv_address(a->kv_->address());
+    hello->set_kv_direct_puts(a->putter_ != nullptr);
     hello->set_kv_transport(o.kv_transport);
     for (const auto& [k, v] : o.kv_transport_params) (*hello->mutable_kv_transport_params())[k] = v;
   }
@@ -84,6 +85,11 @@ Status WorkerAgent::StartKvStore(const AgentOptions& o) {
   wo.finish_delay = o.kv_finish_delay;
   SY_ASSIGN_OR_RETURN(kv_, kv_tiers::transport::PeerWorker::Start(wo));
   kv_thread_ = std::thread([w = kv_.get()]() { w->Run(); });
+  if (o.direct_puts) {
+    kv_tiers::transport::DirectPutterOptions po;
+    po.sender_name = "worker " + id_;
+    putter_ = std::make_unique<kv_tiers::transport::DirectPutter>(kv_.get(), po);
+  }
   return Status::OK();
 }
 
@@ -102,11 +108,18 @@ void WorkerAgent::FillHeartbeat(v1::WorkerHeartbeat* hb) const {
   k->set_puts_rejected(s.puts_rejected);
   k->set_puts_refused_credit(s.puts_refused_credit);
   k->set_gets_served(s.gets_served);
+  if (!putter_) return;
+  kv_tiers::transport::DirectPutStats d = putter_->stats();
+  k->set_direct_puts_committed(d.puts_committed);
+  k->set_direct_puts_failed(d.orders_failed);
+  k->set_direct_put_bytes(d.bytes_committed);
+  k->set_direct_credit_retries(d.credit_retries);
 }
 
 WorkerAgent::~WorkerAgent() {
   if (runner_) runner_->Stop();
-  if (conn_) conn_->Close();
+  if (conn_) conn_->Close();  // no more heartbeats (they read the putter's figures)
+  putter_.reset();            // finishes its puts (reading kv_) before the store goes
   if (kv_) kv_->Stop();
   if (kv_thread_.joinable()) kv_thread_.join();
 }
@@ -171,6 +184,9 @@ void WorkerAgent::Handle(const v1::WorkerControl& m) {
     case v1::WorkerControl::kRunStep:
       RunStep(m.run_step());
       break;
+    case v1::WorkerControl::kPutBlocks:
+      PutBlocks(m.put_blocks());
+      break;
     case v1::WorkerControl::kBye:
       Log(LogLevel::kInfo, "serve said bye", LogKeys().With("reason", m.bye().reason()));
       loop_.Stop();
@@ -200,6 +216,26 @@ void WorkerAgent::RunStep(const v1::RunStep& m) {
     ++steps_;
     (void)conn_->Send(d);
   });
+}
+
+void WorkerAgent::PutBlocks(const v1::PutBlocks& m) {
+  auto answer = [conn = conn_.get()](const kv_tiers::transport::DirectPutOutcome& o) {
+    v1::WorkerControl d;
+    ToPutBlocksDone(o, d.mutable_put_blocks_done());
+    (void)conn->Send(d);  // a lost connection: serve fails the move on its own
+  };
+  auto order = FromPutBlocks(m);
+  if (!order.ok() || !putter_) {
+    kv_tiers::transport::DirectPutOutcome o;
+    o.order_id = m.order_id();
+    o.status = !order.ok() ? order.status()
+                           : Status::FailedPrecondition("worker " + id_ +
+                                                        " takes no put orders (no KV store, or "
+                                                        "--direct-puts off)");
+    answer(o);
+    return;
+  }
+  putter_->Submit(std::move(*order), answer);
 }
 
 }  // namespace switchyard::workers

@@ -19,6 +19,11 @@
 // on the control connection, any port), and names it in the hello; serve's mover then
 // keeps this worker's KV pool blocks there, moving them over UCX. Every heartbeat carries
 // the store's figures (capacity, credit granted and in use, puts refused for credit).
+// Direct puts: unless direct_puts is off, the hello says so and serve may order this worker
+// to put blocks of its store straight into another worker's store (PutBlocks); a
+// kv_tiers DirectPutter carries each order out on its own threads (reading the committed
+// source blocks in process, putting them over UCX under the destination's credit) and the
+// outcome goes back as one PutBlocksDone. The control loop never waits on a put.
 // With etcd_url, the worker also registers in etcd (see AgentOptions).
 //
 // Thread-safety: Stop is thread-safe; Run is called once.
@@ -36,6 +41,7 @@
 #include "cluster/membership.h"
 #include "executors/step_cost.h"
 #include "executors/step_runner.h"
+#include "kv_tiers/transport/direct_put.h"
 #include "kv_tiers/transport/peer_worker.h"
 #include "workers/control_conn.h"
 
@@ -58,6 +64,9 @@ struct AgentOptions {
   // Tests: each put the store takes waits this long before its commit (a slow receiver,
   // so that a transfer is in flight when the test acts).
   std::chrono::milliseconds kv_finish_delay{0};
+  // Carry out serve's put orders (direct worker-to-worker puts; `--direct-puts off`: serve
+  // relays this worker's peer moves through itself).
+  bool direct_puts = true;
   // Membership in etcd (cluster/membership.h): registers /switchyard/<cluster>/workers/<id>
   // under a lease of lease_ttl, kept alive from a thread, before the hello; revoked when
   // the worker stops on purpose (a killed worker's key expires with its lease).
@@ -83,6 +92,7 @@ class WorkerAgent {
   WorkerAgent() = default;
   void Handle(const v1::WorkerControl& m);  // loop thread
   void RunStep(const v1::RunStep& m);
+  void PutBlocks(const v1::PutBlocks& m);  // hands the order to the putter
 
   std::string id_;
   v1::WorkerWelcome welcome_;
@@ -91,6 +101,7 @@ class WorkerAgent {
 
   std::unique_ptr<ControlConn> conn_;
   std::unique_ptr<kv_tiers::transport::PeerWorker> kv_;
+  std::unique_ptr<kv_tiers::transport::DirectPutter> putter_;  // after kv_: goes first
   std::unique_ptr<cluster::Registration> registration_;
   std::thread kv_thread_;
   uint64_t kv_capacity_ = 0;

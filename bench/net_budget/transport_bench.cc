@@ -11,7 +11,7 @@
 // Both sides run on loopback on this machine: our two endpoints are two UCX workers in
 // this process (each with its own progress thread), ucx_perftest's are two processes.
 // ucx_perftest reports MB/s with MB = 2^20 B; so do these results. Without ucx_perftest
-// on PATH the results carry no baseline. Each figure is the median of kTrials runs on
+// on PATH the results carry no baseline. Each figure is the median of kTransportTrials runs on
 // each side.
 #include <unistd.h>
 
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/common/report.h"
+#include "bench/net_budget/perftest.h"
 #include "kv_tiers/transport/peer_client.h"
 #include "kv_tiers/transport/peer_worker.h"
 #include "kv_tiers/transport/transport.h"
@@ -35,7 +36,9 @@
 namespace switchyard::kv_tiers::transport {
 namespace {
 
-constexpr int kTrials = 5;
+using bench::Median;
+using bench::Perftest;
+
 constexpr double kMiB = 1024.0 * 1024.0;
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -234,50 +237,6 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
   return out;
 }
 
-// Runs ucx_perftest (server and client on loopback, same UCX_TLS, `flags` on both) and
-// returns the value of `column` of its "Final:" line: 1 = 50th-percentile latency (us),
-// 4 = average bandwidth (MB/s).
-std::optional<double> Perftest(const std::string& tls, const std::string& test, uint64_t bytes,
-                               int iters, int column, const std::string& flags = "") {
-  if (std::system("command -v ucx_perftest >/dev/null 2>&1") != 0) return std::nullopt;
-  static int port = 20000 + static_cast<int>(::getpid() % 20000);
-  ++port;
-  std::ostringstream cmd;
-  cmd << "UCX_TLS=" << tls << " timeout 60 ucx_perftest " << flags << " -p " << port
-      << " >/dev/null 2>&1 & sleep 0.5; UCX_TLS=" << tls << " timeout 60 ucx_perftest " << flags
-      << " 127.0.0.1 -p " << port << " -t " << test << " -s " << bytes << " -n " << iters
-      << " 2>/dev/null; wait";
-  FILE* p = ::popen(cmd.str().c_str(), "r");
-  if (p == nullptr) return std::nullopt;
-  std::optional<double> value;
-  char line[1024];
-  while (std::fgets(line, sizeof(line), p) != nullptr) {
-    std::istringstream in(line);
-    std::string word;
-    in >> word;
-    if (word != "Final:") continue;
-    double v[7] = {};
-    for (double& x : v) in >> x;  // iterations, p50, avg, overall, bw avg, bw all, ...
-    if (in) value = v[column];
-  }
-  ::pclose(p);
-  return value;
-}
-
-// The median of kTrials runs (of those that gave a value). Both sides get the same
-// statistic: the best of a few short runs chased outliers on this shared VM (ucx_perftest
-// over shared memory ranged 8.4-24 GB/s at 1 MiB within one hour).
-template <typename F>
-std::optional<double> Median(F f) {
-  std::vector<double> v;
-  for (int i = 0; i < kTrials; ++i) {
-    if (std::optional<double> x = f()) v.push_back(*x);
-  }
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
-
 std::string SizeName(uint64_t bytes) {
   return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + "MiB"
                              : std::to_string(bytes >> 10) + "KiB";
@@ -285,7 +244,7 @@ std::string SizeName(uint64_t bytes) {
 
 // SY_TRANSPORT_BENCH_QUICK=1: the figures of one path (SY_TRANSPORT_BENCH_TLS, default
 // tcp) and size (SY_TRANSPORT_BENCH_SIZE, "1" or "64" MiB; default both) without
-// ucx_perftest, median of kTrials each, printed to stderr (for profiling and tuning the
+// ucx_perftest, median of kTransportTrials each, printed to stderr (for profiling and tuning the
 // transport; no results are reported). SY_TRANSPORT_BENCH_VERBOSE=1 adds each put's times.
 bool QuickRun() {
   const char* q = std::getenv("SY_TRANSPORT_BENCH_QUICK");

@@ -149,6 +149,7 @@ class PeerClient {
   uint64_t model_epoch() const { return hello_.model_epoch; }
   const HelloAck& hello() const { return hello_; }
   Transport* transport() { return transport_.get(); }
+  const PeerClientOptions& options() const { return options_; }
   net_budget::CreditManager* credits() { return credits_; }
 
   // Drops the connection and handshakes again (after a worker restart).

@@ -132,6 +132,22 @@ std::string_view RejectReasonName(RejectReason r) {
   return "unknown";
 }
 
+Status RejectStatus(RejectReason reason, const std::string& what, const std::string& message) {
+  std::string msg = what + " rejected by the worker: " + std::string(RejectReasonName(reason));
+  if (!message.empty()) msg += " (" + message + ")";
+  switch (reason) {
+    case RejectReason::kCapacity:
+    case RejectReason::kCredit:  // over the worker's credit: retryable once it returns
+      return Status::ResourceExhausted(msg);
+    case RejectReason::kStaleCommEpoch:
+      return Status::Unavailable(msg + "; the worker restarted", ErrorScope::kPeer);
+    case RejectReason::kNotFound:
+      return Status::DataLoss(msg, ErrorScope::kBlock);
+    default:
+      return Status::DataLoss(msg, ErrorScope::kTransfer);
+  }
+}
+
 std::vector<uint8_t> Encode(const BlockHeader& h) {
   Writer w(h.type);
   w.U8(h.traffic_class).U64(h.flow_key).U64(h.transfer_id).U64(h.communicator_epoch);

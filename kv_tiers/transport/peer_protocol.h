@@ -83,6 +83,11 @@ enum class RejectReason : uint8_t {
   kCredit,           // put refused: over the receiver's per-sender or total credit
 };
 std::string_view RejectReasonName(RejectReason r);
+// The status of a transfer (`what`) the receiver refused for `reason` (its `message`):
+// ResourceExhausted for capacity and credit (retryable once room or credit returns),
+// Unavailable (peer scope) for a stale communicator epoch (the receiver restarted),
+// DataLoss (block scope) for a block not found, DataLoss (transfer scope) otherwise.
+Status RejectStatus(RejectReason reason, const std::string& what, const std::string& message);
 
 struct BlockRef {
   uint64_t block_id = 0;

@@ -219,6 +219,11 @@ WorkerStats PeerWorker::stats() const {
 
 const ReceiverCreditLimits& PeerWorker::credit_limits() const { return impl_->credit->limits(); }
 
+RejectReason PeerWorker::ReadCommitted(const GetRequest& g, std::vector<StoredBlock>* out) const {
+  std::lock_guard<std::mutex> lock(impl_->store_mu);
+  return store_.Lookup(g, out);
+}
+
 namespace {
 
 // The worker loop's steps, as free functions over the worker's parts.
@@ -337,6 +342,10 @@ struct Loop {
     Status s = p.recv.wait();
     if (options->finish_delay.count() > 0) std::this_thread::sleep_for(options->finish_delay);
     uint64_t xfer = p.header.transfer_id;
+    // A sender that failed before the commit can never learn the outcome, so nothing may
+    // use the blocks: they are dropped, not committed (a put whose data arrived whole just
+    // before its sender died, e.g. a direct put whose worker was killed, commits nothing).
+    if (s.ok() && !t->PeerStatus(p.sender).ok()) s = Status::Cancelled("sender failed");
     if (s.IsCancelled()) {  // the sender failed: nobody to ack
       auto lock = LockStore();
       if (p.reserved) store->Unreserve(p.header.length);

@@ -10,7 +10,8 @@
 // over a limit —, receive into staging, validate, commit into its PeerStore, return the
 // credit, ack with the credit returned), gets (validated lookup, reply header, then the bytes with
 // the source pinned until the send completes), model-epoch changes and calibration probes.
-// Transfers from a sender whose connection failed are cancelled and their reservations released.
+// Transfers from a sender whose connection failed are cancelled and their reservations
+// released, also a put whose data had arrived but which was not committed yet.
 //
 // Ownership: the worker owns its transport and store. Thread-safety: Run() drives the
 // transport; large puts are hashed, committed and acked on a verifier thread that Run()
@@ -25,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kv_tiers/transport/peer_store.h"
 #include "kv_tiers/transport/receiver_credit.h"
@@ -95,6 +97,14 @@ class PeerWorker {
   uint64_t verify_offload_bytes() const { return *options_.verify_offload_bytes; }
   // The credit limits advertised in the hello ack and enforced on puts.
   const ReceiverCreditLimits& credit_limits() const;
+
+  // In-process read of committed blocks, for a direct put of this store's blocks into
+  // another worker's (direct_put.h): the blocks `g` names, checked exactly as a get is
+  // (communicator and model epoch, owner, generation; stale or missing blocks are never
+  // returned), under the store's lock. The copies share the blocks' bytes, which stay
+  // alive and unchanged while a copy is held (a commit never writes into a committed
+  // buffer; a superseded or freed block's buffer is recycled only once unreferenced).
+  RejectReason ReadCommitted(const GetRequest& g, std::vector<StoredBlock>* out) const;
 
   // Serves until Stop() is called.
   void Run();

@@ -4,25 +4,6 @@
 #include <vector>
 
 namespace switchyard::kv_tiers::transport {
-namespace {
-
-Status FromReject(RejectReason reason, const std::string& what, const std::string& message) {
-  std::string msg = what + " rejected by the worker: " + std::string(RejectReasonName(reason));
-  if (!message.empty()) msg += " (" + message + ")";
-  switch (reason) {
-    case RejectReason::kCapacity:
-    case RejectReason::kCredit:  // over the worker's credit: retryable once it returns
-      return Status::ResourceExhausted(msg);
-    case RejectReason::kStaleCommEpoch:
-      return Status::Unavailable(msg + "; the worker restarted", ErrorScope::kPeer);
-    case RejectReason::kNotFound:
-      return Status::DataLoss(msg, ErrorScope::kBlock);
-    default:
-      return Status::DataLoss(msg, ErrorScope::kTransfer);
-  }
-}
-
-}  // namespace
 
 RemoteHostTier::RemoteHostTier(const TierOptions& tier_options, std::unique_ptr<PeerClient> client,
                                RemoteHostTierOptions options)
@@ -152,7 +133,7 @@ Status RemoteHostTier::Write(std::span<const BlockWrite> writes) {
         }
       }
     }
-    if (!ev->committed) return FromReject(ev->reason, what, ev->message);
+    if (!ev->committed) return RejectStatus(ev->reason, what, ev->message);
   }
   return Status::OK();
 }
@@ -194,10 +175,62 @@ Status RemoteHostTier::Read(std::span<const BlockRead> reads) {
       auto it = slots_.find(r.extent.slot);
       if (it != slots_.end()) it->second.last = *ev;
     }
-    if (ev->rejected || !ev->validated) return FromReject(ev->reason, what, ev->message);
+    if (ev->rejected || !ev->validated) return RejectStatus(ev->reason, what, ev->message);
     if (!staging.empty()) std::memcpy(r.dst, staging.data(), r.bytes);
   }
   return Status::OK();
+}
+
+Result<RemoteHostTier::DirectEnd> RemoteHostTier::DirectSource(const Extent& extent,
+                                                               uint64_t bytes) const {
+  return DirectEndOf(extent, bytes, /*source=*/true);
+}
+
+Result<RemoteHostTier::DirectEnd> RemoteHostTier::DirectDestination(const Extent& extent,
+                                                                    uint64_t bytes) const {
+  return DirectEndOf(extent, bytes, /*source=*/false);
+}
+
+Result<RemoteHostTier::DirectEnd> RemoteHostTier::DirectEndOf(const Extent& extent, uint64_t bytes,
+                                                              bool source) const {
+  SY_ASSIGN_OR_RETURN(Slot slot, Lookup(extent, bytes));
+  std::shared_ptr<PeerClient> client;
+  DirectEnd end;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    client = client_;
+    end.incarnation = incarnation_;
+  }
+  if (source) {
+    const std::string what = "peer tier: slot " + std::to_string(extent.slot) + " as a source";
+    if (slot.generation == 0)
+      return Status::DataLoss(what + ": no bytes stored", ErrorScope::kBlock);
+    if (slot.incarnation != end.incarnation)
+      return Status::DataLoss(what + ": stored at an earlier incarnation of the worker",
+                              ErrorScope::kBlock);
+  }
+  end.block_id = extent.slot;
+  end.generation = source ? slot.generation : slot.generation + 1;
+  end.bytes = bytes;
+  end.store.address = client->address();
+  end.store.transport = client->options().transport;
+  end.store.transport_config = client->options().transport_config;
+  end.store.communicator_epoch = client->communicator_epoch();
+  end.store.model_epoch = client->model_epoch();
+  end.store.workflow_id = slot.tenant;
+  end.store.context_id = options_.context;
+  return end;
+}
+
+void RemoteHostTier::RecordDirectWrite(const Extent& extent, const DirectEnd& written,
+                                       const TransferEvents& events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(extent.slot);
+  if (it == slots_.end() || written.incarnation != incarnation_) return;
+  it->second.last = events;
+  it->second.generation = written.generation;
+  it->second.incarnation = written.incarnation;
+  it->second.bytes = std::max(it->second.bytes, written.bytes);
 }
 
 Result<TransferEvents> RemoteHostTier::LastEvents(uint64_t slot) const {

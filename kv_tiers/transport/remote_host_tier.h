@@ -34,6 +34,7 @@
 #include <string>
 
 #include "kv_tiers/peer_tier.h"
+#include "kv_tiers/transport/direct_order.h"
 #include "kv_tiers/transport/peer_client.h"
 
 namespace switchyard::kv_tiers::transport {
@@ -74,6 +75,31 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
   uint64_t incarnation() const;  // 0, then +1 per Reconnect
   // The events of the last transfer of `slot` (tests and metrics: invariant 3).
   Result<TransferEvents> LastEvents(uint64_t slot) const;
+  // Direct moves between two workers' stores (direct_peer_mover.h: the source's worker
+  // puts straight into the destination's store; no byte crosses this process).
+  // An end of such a put: the slot's block id and generation there, its bytes, the store
+  // as this tier talks to it (address, transport, incarnation, model epoch, owner), and
+  // the tier's incarnation count.
+  struct DirectEnd {
+    uint64_t block_id = 0;
+    uint64_t generation = 0;  // source: the committed copy's; destination: the one to write
+    uint64_t bytes = 0;
+    StoreRef store;
+    uint64_t incarnation = 0;
+  };
+  // `extent` as a direct put's source: DataLoss (block scope) when nothing is stored there,
+  // or only at an earlier incarnation of the worker.
+  Result<DirectEnd> DirectSource(const Extent& extent, uint64_t bytes) const;
+  // `extent` as a direct put's destination: the generation the put writes is one above
+  // the committed copy's (a rewrite supersedes it).
+  Result<DirectEnd> DirectDestination(const Extent& extent, uint64_t bytes) const;
+  // The worker committed `written` (a DirectDestination answer) through a direct put, or
+  // may have (the put's outcome is unknown): recorded as a Write's commit is, so that a
+  // Read gets that generation and Free drops the block at the worker (freeing a block it
+  // does not hold is a no-op there). Ignored for another incarnation or a freed slot.
+  void RecordDirectWrite(const Extent& extent, const DirectEnd& written,
+                         const TransferEvents& events);
+
   // Puts and gets posted so far (each Write/Read block is one).
   uint64_t puts_posted() const { return puts_.load(std::memory_order_relaxed); }
   uint64_t gets_posted() const { return gets_.load(std::memory_order_relaxed); }
@@ -89,6 +115,7 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
     uint64_t incarnation = 0;  // of the worker that holds the committed copy
   };
   Result<Slot> Lookup(const Extent& extent, uint64_t bytes) const;
+  Result<DirectEnd> DirectEndOf(const Extent& extent, uint64_t bytes, bool source) const;
   std::shared_ptr<PeerClient> Client() const;
 
   const std::string name_;

@@ -15,6 +15,7 @@
 #include "base/virtual_event_loop.h"
 #include "kv_tiers/block_manager.h"
 #include "kv_tiers/layout.h"
+#include "kv_tiers/local_mover.h"
 #include "kv_tiers/mover.h"
 #include "kv_tiers/tier_registry.h"
 
@@ -51,6 +52,35 @@ inline std::vector<char> Pattern(uint64_t bytes, uint32_t seed) {
     c = static_cast<char>(x >> 24);
   }
   return v;
+}
+
+// The movers between host-visible tiers and peer stores (local, peer, relay), with serve's
+// preferences; a test adds its own beside them.
+inline MoverSet HostAndPeerMovers(const MoverEnv& env) {
+  MoverSet movers;
+  movers.Add(std::make_shared<LocalMover>(env), 10);
+  movers.Add(std::make_shared<PeerMover>(env), 5);
+  movers.Add(std::make_shared<RelayMover>(env), 1);
+  return movers;
+}
+
+// Whether transfer `tid` reached a final state (committed, rejected, failed, cancelled).
+inline bool TransferEnded(const BlockManager& mgr, TransferId tid) {
+  auto r = mgr.Transfer(tid);
+  return r.ok() && r->state != v1::POSTED && r->state != v1::TRANSPORT_COMPLETE &&
+         r->state != v1::VALIDATED;
+}
+
+// The `bytes` of block `id` as `reader` reads them through the commit rule (empty, and a
+// test failure, when the read is refused).
+inline std::vector<char> ReadBytes(BlockManager& mgr, BlockId id, const ReadRequest& reader,
+                                   uint64_t bytes) {
+  std::vector<char> got(bytes);
+  auto lease = mgr.Read(id, reader);
+  EXPECT_TRUE(lease.ok()) << lease.status();
+  if (!lease.ok()) return {};
+  EXPECT_TRUE(lease->CopyTo(got.data(), got.size()).ok());
+  return got;
 }
 
 // A fresh directory under the test temp dir.

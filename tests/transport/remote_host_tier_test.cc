@@ -180,10 +180,7 @@ struct ManagerWithPeer {
       : host(kv_tiers::testing::MakeTier("host", kv_tiers::testing::Opts(8))) {
     MoverEnv env;
     env.loop = &loop;
-    MoverSet movers;
-    movers.Add(std::make_shared<LocalMover>(env), 10);
-    movers.Add(std::make_shared<PeerMover>(env), 4);
-    movers.Add(std::make_shared<RelayMover>(env), 1);
+    MoverSet movers = kv_tiers::testing::HostAndPeerMovers(env);
     BlockManagerOptions mo;
     mo.reclaim_on_high_watermark = false;
     mgr = std::make_unique<BlockManager>(kv_tiers::testing::SmallLayout(), &loop, std::move(movers),
@@ -216,12 +213,8 @@ struct ManagerWithPeer {
   }
   // Drains the loop until the transfer leaves its in-flight states.
   TransferRecord Await(TransferId tid) {
-    auto final_state = [&] {
-      auto r = mgr->Transfer(tid);
-      return r.ok() && r->state != v1::POSTED && r->state != v1::TRANSPORT_COMPLETE &&
-             r->state != v1::VALIDATED;
-    };
-    EXPECT_TRUE(kv_tiers::testing::DrainUntil(loop, final_state));
+    EXPECT_TRUE(kv_tiers::testing::DrainUntil(
+        loop, [&] { return kv_tiers::testing::TransferEnded(*mgr, tid); }));
     return mgr->Transfer(tid).value();
   }
   VirtualEventLoop loop;

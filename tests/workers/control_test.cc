@@ -15,6 +15,7 @@
 
 #include "api/scheduler_driver.h"
 #include "base/asio_event_loop.h"
+#include "tests/workers/processes.h"
 #include "workers/control_conn.h"
 #include "workers/control_msgs.h"
 #include "workers/join_server.h"
@@ -24,14 +25,7 @@
 namespace switchyard::workers {
 namespace {
 
-bool WaitUntil(const std::function<bool()>& pred, double seconds = 60) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
+using testing::WaitUntil;
 
 JoinOptions Options(int expect) {
   JoinOptions o;

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "api/http_api.h"
@@ -453,6 +454,111 @@ TEST(JoinedWorkers, SigkillDuringAMoveIsRecordedAndTheWorkflowEndsElsewhere) {
     if (d.kind() == "place" && d.node_id() == "llm-1") EXPECT_NE(d.worker(), dst) << d.line();
 }
 
+// A peer demotion (two workers: during the tool, main's blocks go from the pool of the
+// worker that ran llm-0 to the other worker's store) is put directly by the source's
+// worker, ordered over its control connection. Returns the demotion's workers (src, dst)
+// once serve sent the order; -1s when the demotion went elsewhere.
+std::pair<int, int> AwaitDirectDemotion(JoinedCluster& c, const std::string& wf) {
+  c.SubmitBig(wf);
+  c.WaitFor(wf, [](const v1::WorkflowStatus& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
+  c.Event(wf, "bash", "TOOL_STARTED");
+  int src = -1, dst = -1;
+  c.WaitFor(wf, [&](const v1::WorkflowStatus& s) {
+    for (const auto& d : s.decisions())
+      if (d.kind() == "demote" && d.dst().rfind("peer@", 0) == 0 && d.src().rfind("hbm@", 0) == 0) {
+        src = std::stoi(d.src().substr(4));
+        dst = std::stoi(d.dst().substr(5));
+      }
+    return dst >= 0 || JoinedCluster::Demoted(s);
+  });
+  if (dst < 0) return {-1, -1};
+  // The order leaves once the fill (serve's put of the emulated bytes into src's store) is in.
+  for (int i = 0; i < 6000; ++i) {
+    const v1::ClusterState cl = c.Cluster();
+    for (const auto& w : cl.joined_workers())
+      if (w.worker_index() == src && w.direct_orders() > 0) return {src, dst};
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ADD_FAILURE() << "no put order was sent to worker " << src;
+  return {src, dst};
+}
+
+v1::JoinedWorker Listed(JoinedCluster& c, int index) {
+  const v1::ClusterState cl = c.Cluster();
+  for (const auto& w : cl.joined_workers())
+    if (w.worker_index() == index) return w;
+  return {};
+}
+
+TEST(JoinedWorkers, APeerDemotionIsPutDirectlyByTheSourcesWorker) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_direct");
+  ASSERT_TRUE(c.Start(2, 1280ULL << 20));
+  auto [src, dst] = AwaitDirectDemotion(c, "pd");
+  ASSERT_GE(dst, 0) << "the demotion did not go to the other worker's store";
+  c.WaitFor("pd", [](const v1::WorkflowStatus& st) {
+    for (const auto& kv : st.kv())
+      if (kv.context() == "main" && !kv.in_flight() && kv.tier() == "peer") return true;
+    return false;
+  });
+  // Serve's own transport moved none of main's bytes between the stores: it got nothing
+  // out of the source's store (the relay would have) and put nothing into the
+  // destination's; the source's worker put them, and the destination committed them.
+  const v1::JoinedWorker a = Listed(c, src), b = Listed(c, dst);
+  EXPECT_EQ(a.serve_gets(), 0u) << *proto::ToJson(a);
+  EXPECT_EQ(b.serve_puts(), 0u) << *proto::ToJson(b);
+  EXPECT_GE(a.direct_orders(), 1u);
+  v1::JoinedWorker sa, sb;
+  for (int i = 0; i < 500; ++i) {  // the stores' figures come with their heartbeats (1 s)
+    sa = Listed(c, src);
+    sb = Listed(c, dst);
+    if (sa.kv().direct_puts_committed() >= a.direct_orders() &&
+        sb.kv().puts_committed() >= sa.kv().direct_puts_committed())
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(sa.kv().direct_puts_committed(), a.direct_orders()) << *proto::ToJson(sa);
+  EXPECT_EQ(sa.kv().direct_puts_failed(), 0u);
+  EXPECT_GT(sa.kv().direct_put_bytes(), 0u);
+  EXPECT_GE(sb.kv().puts_committed(), sa.kv().direct_puts_committed()) << *proto::ToJson(sb);
+  c.Event("pd", "bash", "TOOL_FINISHED");
+  v1::WorkflowStatus done = c.WaitFor("pd", JoinedCluster::Ended);
+  EXPECT_EQ(done.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(done);
+}
+
+// SIGKILL of the destination while the direct put waits there (each put its store takes
+// waits 1 s before its commit): the move ends failed with no commit, the loss is recorded
+// with that transfer, and the workflow completes off the lost worker.
+TEST(JoinedWorkers, SigkillOfADirectPutsDestinationFailsTheMoveAndTheWorkflowEnds) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_direct_kill");
+  ASSERT_TRUE(c.Start(2, 1280ULL << 20, {}, {"--kv-finish-delay-ms", "1000"}));
+  auto [src, dst] = AwaitDirectDemotion(c, "dk");
+  ASSERT_GE(dst, 0) << "the demotion did not go to the other worker's store";
+  std::string victim = Listed(c, dst).id();
+  ASSERT_EQ(::kill(c.pid(victim), SIGKILL), 0);
+  c.WaitFor("dk", [](const v1::WorkflowStatus& s) { return s.worker_losses_size() > 0; });
+  c.Event("dk", "bash", "TOOL_FINISHED");
+  v1::WorkflowStatus done = c.WaitFor("dk", JoinedCluster::Ended);
+  ASSERT_EQ(done.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(done);
+  const v1::WorkerLoss& loss = done.worker_losses(0);
+  EXPECT_EQ(loss.worker(), dst);
+  bool failed = false;
+  for (const auto& x : loss.transfers()) {
+    bool committed = false;
+    for (const auto& ev : x.events()) committed |= ev.event() == "committed";
+    EXPECT_FALSE(committed) << "a transfer to the lost worker shows a commit: "
+                            << *proto::ToJson(x);
+    failed |= x.outcome() == "failed";
+  }
+  EXPECT_TRUE(failed) << "the move in flight is not in the record: " << *proto::ToJson(loss);
+  for (const auto& d : done.decisions()) {
+    if (d.kind() == "place" && d.node_id() == "llm-1") {
+      EXPECT_NE(d.worker(), dst) << d.line();
+    }
+  }
+}
+
 TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
   SKIP_WITHOUT_BINARY();
   JoinedCluster c("joined_kill");
@@ -655,7 +761,7 @@ TEST(JoinedWorkers, BinaryWorkerWithAnotherProtocolVersionIsRefusedByName) {
   std::stringstream s;
   s << f.rdbuf();
   EXPECT_NE(s.str().find("protocol version mismatch: worker speaks worker control protocol "
-                         "version 7, serve speaks version 1"),
+                         "version 7, serve speaks version 2"),
             std::string::npos)
       << s.str();
   std::filesystem::remove(out);

@@ -1,6 +1,7 @@
 // Child processes for the tests that run the `switchyard` binary (serve, joined workers):
 // spawn with output to a log file, read a log, reap with a bound, kill on early return,
-// and a free TCP port. Header-only: each test file is its own binary's part.
+// a free TCP port, and a bounded poll for a condition. Header-only: each test file is its
+// own binary's part.
 #pragma once
 
 #include <netinet/in.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -69,6 +71,16 @@ inline int Reap(pid_t pid, double seconds) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return status;
+}
+
+// Polls `pred` every 5 ms until it holds or `seconds` passed; its last value.
+inline bool WaitUntil(const std::function<bool()>& pred, double seconds = 60) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
 }
 
 // Kills what is still running when the test returns early (a failed ASSERT).

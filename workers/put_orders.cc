@@ -1,0 +1,155 @@
+// ControlPutOrderer (put_orders.h).
+#include "workers/put_orders.h"
+
+#include <utility>
+
+#include "workers/control_msgs.h"
+
+namespace switchyard::workers {
+
+namespace tx = kv_tiers::transport;
+
+namespace {
+
+// Ends an order serve gave up on (a lost worker, no report in time): sent, so what reached
+// the destination is unknown.
+void End(uint64_t id, const PutOrderDone& done, Status why, bool destination_lost) {
+  tx::DirectPutOutcome o;
+  o.order_id = id;
+  o.status = std::move(why);
+  o.events.posted = true;
+  o.destination_lost = destination_lost;
+  done(std::move(o));
+}
+
+}  // namespace
+
+void ControlPutOrderer::AddStore(const tx::RemoteHostTier* tier, RemoteWorker* worker) {
+  std::lock_guard<std::mutex> l(mu_);
+  stores_[tier] = worker;
+}
+
+void ControlPutOrderer::Attach(const std::shared_ptr<ControlPutOrderer>& orderer,
+                               RemoteWorker* worker) {
+  RemoteWorker::KvSink sink;
+  sink.on_done = [orderer](int index, const v1::PutBlocksDone& m) { orderer->OnDone(index, m); };
+  sink.on_lost = [orderer](int index, const Status& why) { orderer->OnLost(index, why); };
+  worker->SetKvSink(std::move(sink));
+}
+
+RemoteWorker* ControlPutOrderer::WorkerOf(const tx::RemoteHostTier& tier) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = stores_.find(&tier);
+  return it == stores_.end() ? nullptr : it->second;
+}
+
+bool ControlPutOrderer::Reaches(const tx::RemoteHostTier& src,
+                                const tx::RemoteHostTier& dst) const {
+  RemoteWorker* from = WorkerOf(src);
+  RemoteWorker* to = WorkerOf(dst);
+  return from != nullptr && to != nullptr && from != to && from->hello().kv_direct_puts();
+}
+
+Status ControlPutOrderer::Order(const tx::RemoteHostTier& src, const tx::RemoteHostTier& dst,
+                                tx::DirectPutOrder order, Done done) {
+  RemoteWorker* from = WorkerOf(src);
+  RemoteWorker* to = WorkerOf(dst);
+  if (from == nullptr || to == nullptr)
+    return Status::FailedPrecondition("direct put: no joined worker holds store " +
+                                      (from ? dst.name() : src.name()));
+  const std::string from_id = from->hello().worker_id(), to_id = to->hello().worker_id();
+  for (RemoteWorker* w : {from, to})
+    if (w->lost())
+      return Status::Unavailable("direct put: worker " + w->hello().worker_id() + " (" +
+                                     (w == from ? "source" : "destination") + ") is lost",
+                                 ErrorScope::kPeer);
+  const uint64_t id = order.order_id;
+  v1::WorkerControl m;
+  ToPutBlocks(order, m.mutable_put_blocks());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    pending_[id] = Pending{from->index(), to->index(), from_id, to_id, std::move(done)};
+    ++sent_[from->index()];
+  }
+  Status st = from->Send(m);
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    // Not sent: the caller fails the move. Already ended by a loss: its done ran.
+    if (pending_.erase(id) > 0)
+      return st.Annotate("direct put: order to worker " + from_id).WithScope(ErrorScope::kPeer);
+    return Status::OK();
+  }
+  // A loss between the check above and the order's entry did not see it.
+  if (from->lost())
+    Fail(id,
+         Status::Unavailable("direct put: worker " + from_id + " (source) is lost",
+                             ErrorScope::kPeer),
+         false);
+  if (to->lost())
+    Fail(id,
+         Status::Unavailable("direct put: worker " + to_id + " (destination) is lost",
+                             ErrorScope::kPeer),
+         true);
+  return Status::OK();
+}
+
+bool ControlPutOrderer::Fail(uint64_t id, const Status& why, bool destination_lost) {
+  Done done;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return false;
+    done = std::move(it->second.done);
+    pending_.erase(it);
+  }
+  End(id, done, why, destination_lost);
+  return true;
+}
+
+bool ControlPutOrderer::Abandon(uint64_t order_id, const Status& why) {
+  return Fail(order_id, why, false);
+}
+
+void ControlPutOrderer::OnDone(int index, const v1::PutBlocksDone& m) {
+  Done done;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = pending_.find(m.order_id());
+    if (it == pending_.end() || it->second.src != index) return;  // late, or not its order
+    done = std::move(it->second.done);
+    pending_.erase(it);
+  }
+  done(FromPutBlocksDone(m));
+}
+
+void ControlPutOrderer::OnLost(int index, const Status& why) {
+  std::vector<std::pair<uint64_t, Pending>> ended;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.src == index || it->second.dst == index) {
+        ended.emplace_back(it->first, std::move(it->second));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [id, p] : ended) {
+    const bool dst = p.dst == index;
+    End(id, p.done,
+        Status::Unavailable("direct put: worker " + (dst ? p.dst_id : p.src_id) + " (" +
+                                (dst ? "destination" : "source") +
+                                ") lost mid-move: " + why.message(),
+                            ErrorScope::kPeer),
+        dst);
+  }
+}
+
+uint64_t ControlPutOrderer::orders_sent(int index) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = sent_.find(index);
+  return it == sent_.end() ? 0 : it->second;
+}
+
+}  // namespace switchyard::workers

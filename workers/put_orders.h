@@ -1,0 +1,73 @@
+// ControlPutOrderer: serve's side of direct worker-to-worker puts — the PutOrderer of
+// kv_tiers' DirectPeerMover (kv_tiers/transport/direct_peer_mover.h) over the worker
+// control protocol. An order goes to the worker holding the source store as a PutBlocks
+// on that worker's control connection; the worker's PutBlocksDone comes back to the mover
+// as the order's outcome (workers/worker_agent.h carries the order out).
+//
+// Stores: serve registers each joined worker's KV store (its HBM tier, a RemoteHostTier)
+// as it connects it. Reaches(src, dst): two registered stores of two different workers,
+// and the source's hello says it takes put orders (kv_direct_puts); otherwise the mover
+// set falls back to serve's relay.
+// Failure (invariant 5): an order to or from a worker already lost is refused
+// (Unavailable, nothing sent). A worker lost with orders out ends them at once
+// (Unavailable, peer scope, naming the worker and why): the ones it was to carry out (its
+// report will never come; what it sent is unknown) and the ones putting into its store
+// (the outcome says destination_lost: the store went with it). A report from a worker
+// for an order it was not given is ignored, as is a late one for an ended order.
+//
+// Ownership: borrows the RemoteWorkers (the JoinServer's; they outlive the orderer's use).
+// Thread-safety: all methods are thread-safe; `done` callbacks run without the orderer's
+// lock, on the caller's thread or a connection's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kv_tiers/transport/direct_peer_mover.h"
+#include "workers/join_server.h"
+
+namespace switchyard::workers {
+
+using PutOrderDone = kv_tiers::transport::PutOrderer::Done;
+
+class ControlPutOrderer final : public kv_tiers::transport::PutOrderer {
+ public:
+  // `worker`'s KV store is `tier`.
+  void AddStore(const kv_tiers::transport::RemoteHostTier* tier, RemoteWorker* worker);
+  // Routes `worker`'s reports and loss here (RemoteWorker::SetKvSink).
+  static void Attach(const std::shared_ptr<ControlPutOrderer>& orderer, RemoteWorker* worker);
+
+  bool Reaches(const kv_tiers::transport::RemoteHostTier& src,
+               const kv_tiers::transport::RemoteHostTier& dst) const override;
+  Status Order(const kv_tiers::transport::RemoteHostTier& src,
+               const kv_tiers::transport::RemoteHostTier& dst,
+               kv_tiers::transport::DirectPutOrder order, Done done) override;
+  bool Abandon(uint64_t order_id, const Status& why) override;
+
+  // Worker `index`'s report of an order.
+  void OnDone(int index, const v1::PutBlocksDone& m);
+  // Worker `index` was lost (or serve stops): its orders end.
+  void OnLost(int index, const Status& why);
+  // Orders sent to worker `index` (as the source of a move).
+  uint64_t orders_sent(int index) const;
+
+ private:
+  struct Pending {
+    int src = -1, dst = -1;
+    std::string src_id, dst_id;
+    Done done;
+  };
+  RemoteWorker* WorkerOf(const kv_tiers::transport::RemoteHostTier& tier) const;
+  // Removes order `id` and ends it with `why` (unknown events), unless it ended.
+  bool Fail(uint64_t id, const Status& why, bool destination_lost);
+
+  mutable std::mutex mu_;
+  std::map<const kv_tiers::transport::RemoteHostTier*, RemoteWorker*> stores_;
+  std::map<uint64_t, Pending> pending_;
+  std::map<int, uint64_t> sent_;
+};
+
+}  // namespace switchyard::workers
