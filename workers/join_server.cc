@@ -139,7 +139,7 @@ void RemoteWorker::OnLost(uint64_t gen, const Status& why) {
 std::string RemoteWorker::CheckRejoin(const v1::WorkerHello& hello) const {
   std::lock_guard<std::mutex> l(mu_);
   if (!lost_) return "worker id '" + hello.worker_id() + "' already joined";
-  if (hello.epoch() <= hello_.epoch())
+  if (hello.worker_id() == hello_.worker_id() && hello.epoch() <= hello_.epoch())
     return "worker '" + hello.worker_id() + "' rejoins with epoch " +
            std::to_string(hello.epoch()) + ", not after its lost incarnation's epoch " +
            std::to_string(hello_.epoch()) + " (a stale incarnation)";
@@ -153,9 +153,11 @@ Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello h
   std::shared_ptr<ControlConn> fresh(std::move(conn));
   uint64_t gen;
   std::shared_ptr<ControlConn> old;
+  std::string old_id;
   {
     std::lock_guard<std::mutex> l(mu_);
     old = conn_;
+    old_id = hello_.worker_id();
     retired_.push_back(conn_);
     conn_ = fresh;
     hello_ = std::move(hello);
@@ -167,9 +169,11 @@ Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello h
   old->Close();  // it is lost already; its late callbacks carry the old gen
   StartConn(fresh, gen, heartbeat, misses);
   v1::WorkerHello now = this->hello();
-  Log(LogLevel::kInfo, "joined worker rejoined",
+  Log(LogLevel::kInfo,
+      old_id == now.worker_id() ? "joined worker rejoined" : "joined worker replaced a lost one",
       LogKeys()
           .With("worker", now.worker_id())
+          .With("replaced", old_id)
           .With("index", std::to_string(index_))
           .With("epoch", std::to_string(now.epoch()))
           .With("host", now.host()));
@@ -319,8 +323,11 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
   if (member) {
     why = member->CheckRejoin(hello);
   } else if (why.empty() && members_only) {
-    why = "worker id '" + hello.worker_id() +
-          "' is not a member (membership is fixed at start; a lost member may rejoin)";
+    member = FindLost();  // a replacement takes the place of a lost member
+    if (!member)
+      why = "worker id '" + hello.worker_id() +
+            "' is not a member, and no member is lost (the number of workers is fixed at "
+            "start; a new worker takes the place of a lost one)";
   }
   if (!why.empty()) {
     Refuse(conn.get(), hello, o, why);
@@ -441,6 +448,13 @@ void JoinServer::SetLossHandler(std::function<void(int, const Status&)> fn) {
     for (auto& w : workers_) ws.push_back(w.get());
   }
   for (RemoteWorker* w : ws) w->SetLossHandler(fn);
+}
+
+RemoteWorker* JoinServer::FindLost() const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& w : workers_)
+    if (w->lost()) return w.get();
+  return nullptr;
 }
 
 RemoteWorker* JoinServer::Find(const std::string& worker_id) const {

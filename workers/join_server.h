@@ -15,7 +15,13 @@
 // the member's scheduler index: RemoteWorker::Rejoin swaps in its connection and hello,
 // the sink's on_rejoined runs (the RemoteEngine takes steps again), then the rejoin
 // handler (serve: reconnects the worker's KV store, then SchedulerDriver::PeerJoined). A
-// stale epoch, a member that is alive, or an id that is not a member is refused by name.
+// stale epoch or a member that is alive is refused by name.
+//
+// Replacement: a hello naming an id that is not a member takes the place of a lost member
+// (the lowest index among the lost), through the same Rejoin (no epoch rule: a different
+// process on perhaps another host) — a new machine replaces a dead one while serve runs;
+// /v1/cluster then lists the new id under that index. The number of workers is fixed at
+// start: with no member lost, a stranger is refused by name.
 //
 // Loss (invariant 5, "detect"): a closed connection, a read/write error or silence for
 // `heartbeat_misses` heartbeat intervals marks the worker lost, once: first the loss
@@ -82,7 +88,8 @@ class RemoteWorker {
   // same sequence as a closed connection; the connection is closed. Once.
   void MarkLost(const Status& why);
   // Why `hello` cannot take this worker over (empty: it can): the worker is alive, or the
-  // hello's epoch is not after the lost incarnation's.
+  // hello names this worker's id and its epoch is not after the lost incarnation's (a
+  // hello with another id is a replacement: no epoch rule).
   std::string CheckRejoin(const v1::WorkerHello& hello) const;
   // A new incarnation (`hello`, welcomed on `conn`) takes over after a loss; see the header
   // comment. FailedPrecondition when CheckRejoin refuses it.
@@ -158,6 +165,8 @@ class JoinServer {
   std::vector<std::string> refusals() const;
   // The joined worker whose hello named `worker_id` (null: none).
   RemoteWorker* Find(const std::string& worker_id) const;
+  // The lost worker of the lowest index (null: none is lost).
+  RemoteWorker* FindLost() const;
   // Keeps `thing` alive as long as the server, destroyed before the workers (serve's etcd
   // membership watcher, whose callback marks them lost).
   void Hold(std::shared_ptr<void> thing);

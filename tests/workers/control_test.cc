@@ -329,6 +329,48 @@ TEST(WorkerControl, ALostMemberRejoinsUnderItsIndexWithALargerEpoch) {
   EXPECT_EQ(losses.load(), 1);
 }
 
+// A worker with a new id takes the place of a lost member (the lowest lost index), with
+// no epoch rule (another process, perhaps on another host); with no member lost, a
+// stranger is refused, and so is the replaced member's own id when it comes back.
+TEST(WorkerControl, ANewWorkerTakesTheIndexOfALostMember) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  HandWorker a, b;
+  std::thread client([&] {
+    a = HelloAs((*js)->address(), "a", 100);
+    b = HelloAs((*js)->address(), "b", 100);
+  });
+  JoinOptions o = Options(2);
+  o.heartbeat = Millis(100);
+  ASSERT_TRUE((*js)->AwaitWorkers(o).ok());
+  client.join();
+  ASSERT_TRUE(b.answer.has_welcome());
+  EXPECT_EQ(b.answer.welcome().worker_index(), 3);
+  std::atomic<int> rejoined{-1};
+  (*js)->SetRejoinHandler([&](int index) { rejoined = index; });
+  auto refusal = [&](const std::string& id, uint64_t epoch) {
+    HandWorker w = HelloAs((*js)->address(), id, epoch);
+    EXPECT_TRUE(w.answer.has_refusal()) << id;
+    return w.answer.refusal().reason();
+  };
+  EXPECT_NE(refusal("c", 1).find("not a member, and no member is lost"), std::string::npos);
+  b.conn->Close();
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[1].state() == "lost"; }));
+  HandWorker c = HelloAs((*js)->address(), "c", 1);  // an epoch below b's: no matter
+  ASSERT_TRUE(c.answer.has_welcome()) << c.answer.DebugString();
+  EXPECT_EQ(c.answer.welcome().worker_index(), 3);
+  ASSERT_TRUE(WaitUntil([&] { return rejoined.load() == 3; }));
+  EXPECT_EQ((*js)->size(), 2u);
+  v1::JoinedWorker listed = (*js)->Snapshot()[1];
+  EXPECT_EQ(listed.id(), "c");
+  EXPECT_EQ(listed.state(), "alive");
+  EXPECT_EQ((*js)->Find("b"), nullptr);
+  EXPECT_EQ((*js)->Find("c"), (*js)->worker(1));
+  EXPECT_NE(refusal("b", 200).find("worker id 'b' is not a member"), std::string::npos);
+  EXPECT_EQ((*js)->Snapshot()[0].id(), "a");
+  EXPECT_EQ((*js)->Snapshot()[0].state(), "alive");
+}
+
 // An engine made for a worker before its loss takes steps again once it rejoins.
 TEST(WorkerControl, AnEngineTakesStepsAgainAfterItsWorkerRejoins) {
   auto js = JoinServer::Listen("127.0.0.1:0");

@@ -220,6 +220,8 @@ class JoinedCluster {
   }
   // Starts worker `id` again (a new process: a new epoch), joining the same serve.
   void Respawn(const std::string& id) { Spawn(id, address_); }
+  // Starts a worker with a new id (a replacement: it takes a lost member's place).
+  void SpawnNew(const std::string& id) { Spawn(id, address_); }
   // Polls /v1/cluster until worker `id`'s listing satisfies `pred` (30 s at most).
   v1::JoinedWorker WaitWorker(const std::string& id,
                               const std::function<bool(const v1::JoinedWorker&)>& pred) {
@@ -685,6 +687,29 @@ TEST(JoinedWorkers, AKilledWorkerRestartsRejoinsAndRunsWorkflowsAgain) {
   // The demotion read main's blocks from the new store (its heartbeats carry the figures).
   v1::JoinedWorker now = c.WaitWorker("w0", [](const auto& w) { return w.kv().gets_served() > 0; });
   EXPECT_GT(now.kv().puts_committed(), 0u) << *proto::ToJson(now);
+}
+
+// A worker process with a new id, started while serve runs, takes the place of a
+// SIGKILLed one (its scheduler index, its KV store as that worker's HBM tier): what was
+// queued while no worker was alive runs on it; the dead worker's id is no longer listed.
+TEST(JoinedWorkers, ANewWorkerProcessReplacesAKilledOne) {
+  SKIP_WITHOUT_BINARY();
+  JoinedCluster c("joined_replace");
+  ASSERT_TRUE(c.Start(1, 1280ULL << 20));
+  v1::JoinedWorker first = c.Cluster().joined_workers(0);
+  c.Kill("w0");
+  c.WaitWorker("w0", [](const auto& w) { return w.state() == "lost"; });
+  c.Submit("queued", 4);  // no worker: it waits
+  c.SpawnNew("spare");
+  v1::JoinedWorker spare =
+      c.WaitWorker("spare", [](const auto& w) { return w.state() == "alive"; });
+  EXPECT_EQ(spare.worker_index(), first.worker_index());
+  EXPECT_NE(spare.kv_address(), first.kv_address());
+  ASSERT_EQ(c.Cluster().joined_workers_size(), 1) << "the number of workers is fixed";
+  auto queued = c.Drive({"queued"}, 120)["queued"];
+  // Serve has no local worker: the replacement ran it.
+  ASSERT_EQ(queued.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(queued);
+  EXPECT_EQ(c.Cluster().joined_workers(0).id(), "spare");
 }
 
 // Membership in etcd (a real etcd on loopback, started here): the worker registers under a
