@@ -124,7 +124,7 @@ double SwitchyardPolicy::DemoteCost(const WaitInput& in, const WaitOption& o,
 }
 
 double SwitchyardPolicy::DiscardCost(const WaitInput& in) const {
-  return S(in.recompute) * (1.0 + Urgency(in));
+  return options_.discard_weight * S(in.recompute) * (1.0 + Urgency(in));
 }
 
 WaitDecision SwitchyardPolicy::OnWait(const WaitInput& in) const {
@@ -134,6 +134,7 @@ WaitDecision SwitchyardPolicy::OnWait(const WaitInput& in) const {
   best.why = "keep";
   if (in.reason == WaitReason::kEviction) best.cost = std::numeric_limits<double>::infinity();
   for (const WaitOption& o : in.options) {
+    if (!options_.peer_demotion && o.dst.tier == Tier::kPeer) continue;
     Duration after{0};
     double c = DemoteCost(in, o, &after);
     if (c < best.cost) {
@@ -204,7 +205,8 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
                           {"headroom_knee", &o->headroom_knee},
                           {"deadline_weight", &o->deadline_weight},
                           {"deadline_cap_s", &o->deadline_cap_s},
-                          {"placement_load_weight", &o->placement_load_weight}};
+                          {"placement_load_weight", &o->placement_load_weight},
+                          {"discard_weight", &o->discard_weight}};
   std::string v(value);
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
@@ -226,7 +228,8 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
   }
   for (auto [name, flag] :
        {std::pair{"choose_reload_time", &o->choose_reload_time},
-        std::pair{"skip_hopeless", &o->skip_hopeless}, std::pair{"batch_aware", &o->batch_aware}}) {
+        std::pair{"skip_hopeless", &o->skip_hopeless}, std::pair{"batch_aware", &o->batch_aware},
+        std::pair{"peer_demotion", &o->peer_demotion}}) {
     if (key != name) continue;
     if (value != "0" && value != "1")
       return Status::InvalidArgument("policy '" + std::string(spec) + "': " + name +

@@ -231,6 +231,18 @@ class SwitchyardPolicy final : public Policy {
     // agent sessions (bench/RESULTS.md "Replay with batching engines"), it did not change
     // the choices that matter there (the link-time term decides them).
     bool batch_aware = false;
+    // Offer peers' HBM as a destination of a waiting context (false: host and disk only).
+    bool peer_demotion = true;
+    // Multiplies the discard cost (a recompute's GPU time x (1 + urgency)). A recompute on
+    // a busy worker costs more than its own roofline time: its chunks lengthen every step
+    // that all running sequences share, and the work it adds makes more contexts wait.
+    // At 1, on the compute-bound 8B cluster above its k = 2 capacity, evictions chose
+    // recompute and it snowballed (85 M recomputed tokens, 3.6 x the trace's prefill, mean
+    // JCT 731 s against kvflow's 531 s at 0.35/s); 2 still did (676 s), 3 and 5 did not
+    // (527-528 s); 5 raised the k = 3 SLO capacity there from 0.324 to 0.400/s and changed
+    // no other cell beyond its spread (bench/RESULTS.md, "SLO capacity with agent context
+    // reuse").
+    double discard_weight = 5.0;
     // Headroom at or below which memory is worth nothing to throughput (the pressure
     // factor rises linearly from 0 there to 1 at headroom 1).
     double headroom_knee = 0;

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Markdown tables of `switchyard sweep --slo-capacity` results, as bench/RESULTS.md shows them.
 
-usage: bench/replay/slo_table.py NAME=DIR [NAME=DIR ...]
+usage: bench/replay/slo_table.py NAME=DIR[,DIR...] [NAME=DIR[,DIR...] ...]
 
-Each DIR is a sweep's --out directory (its slo.json). Prints, per sweep, one row of SLO
+Each DIR is a sweep's --out directory (its slo.json); several DIRs of one cluster merge
+their policies in order, a later sweep's policy replacing an earlier one's of the same
+name (a policy re-swept at other rates or with a newer build). The policy order is the
+first DIR's, new names appended. Prints, per cluster, one row of SLO
 capacity (mean +- sample stddev [min-max] for the first policy, means for the others, the
 best reference policy and the first policy's ratio to it), then the slowdown P99 at each
 load fraction per policy. Policies whose name starts with the first policy's name
@@ -24,9 +27,15 @@ def main(argv):
         sys.exit(__doc__)
     runs = []
     for arg in argv[1:]:
-        name, _, d = arg.partition("=")
-        with open(f"{d}/slo.json") as f:
-            runs.append((name, json.load(f)))
+        name, _, dirs = arg.partition("=")
+        merged, order = {}, []
+        for d in dirs.split(","):
+            with open(f"{d}/slo.json") as f:
+                for p in json.load(f)["policies"]:
+                    if p["policy"] not in merged:
+                        order.append(p["policy"])
+                    merged[p["policy"]] = p
+        runs.append((name, {"policies": [merged[n] for n in order]}))
     policies = [p["policy"] for p in runs[0][1]["policies"]]
     ours = policies[0]
     print("| cluster | " + " | ".join(policies) + " | best reference | ratio |")

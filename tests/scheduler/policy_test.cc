@@ -19,7 +19,8 @@ WaitInput Base() {
 
 TEST(SwitchyardPolicy, CostsFollowTheDocumentedFormulas) {
   SwitchyardPolicy::Options o;
-  o.link_weight = 0.05;  // the arithmetic below; the default is 1.5
+  o.link_weight = 0.05;    // the arithmetic below; the default is 0.3
+  o.discard_weight = 1.0;  // the default is 5
   SwitchyardPolicy p(o);
   WaitInput in = Base();
   // keep = pressure x fraction x mean wait = 1 x 0.0125 x 10.
@@ -80,12 +81,12 @@ TEST(SwitchyardPolicy, ReloadTimeIsChosenByIdleMemoryAndStall) {
 }
 
 TEST(SwitchyardPolicy, TightSlackShiftsAwayFromDiscard) {
-  SwitchyardPolicy p;
+  SwitchyardPolicy p;  // discard_weight 5
   WaitInput in = Base();
   in.options.clear();
-  in.recompute = Seconds(0.05);  // discard 0.1 < keep 0.125 with no deadline
+  in.recompute = Seconds(0.01);  // discard 5 x 0.02 = 0.1 < keep 0.125 with no deadline
   EXPECT_EQ(p.OnWait(in).action, WaitAction::kDiscard);
-  in.slack = Millis(200);  // urgency 1 + 1/0.2 = 6: discard 0.35 > keep 0.125
+  in.slack = Millis(200);  // urgency 1 + 1/0.2 = 6: discard 5 x 0.07 = 0.35 > keep 0.125
   EXPECT_EQ(p.OnWait(in).action, WaitAction::kKeep);
 }
 
@@ -121,6 +122,32 @@ TEST(SwitchyardPolicy, HighOccupancyCountsAsPressureBeforeAQueueForms) {
   SwitchyardPolicy::Options off;
   off.occupancy_knee = 1;  // occupancy ignored
   EXPECT_EQ(SwitchyardPolicy(off).OnWait(in).action, WaitAction::kKeep);
+}
+
+// discard_weight scales the recompute's cost against the other choices; peer_demotion=0
+// takes peers' HBM out of the destinations.
+TEST(SwitchyardPolicy, DiscardWeightAndPeerDemotionOptions) {
+  WaitInput in = Base();
+  in.reason = WaitReason::kEviction;
+  in.recompute = Seconds(0.1);  // discard = 0.1 x (1 + 1) = 0.2
+  in.options = {{{Tier::kDisk, 0}, Seconds(0.5), Seconds(0.5), 0, 0, 0}};
+  // demote to disk ~ link 0.3 x 1 s + memory 0.0125 x 1.05 s: above the discard.
+  auto plain_policy = CreatePolicy("switchyard:discard_weight=1");
+  ASSERT_TRUE(plain_policy.ok()) << plain_policy.status();
+  const auto& plain = dynamic_cast<const SwitchyardPolicy&>(**plain_policy);
+  EXPECT_DOUBLE_EQ(plain.DiscardCost(in), 0.2);
+  EXPECT_EQ(plain.OnWait(in).action, WaitAction::kDiscard);
+  auto heavy = CreatePolicy("switchyard");  // discard_weight 5
+  ASSERT_TRUE(heavy.ok()) << heavy.status();
+  EXPECT_DOUBLE_EQ(dynamic_cast<const SwitchyardPolicy&>(**heavy).DiscardCost(in), 1.0);
+  WaitDecision d = (*heavy)->OnWait(in);
+  EXPECT_EQ(d.action, WaitAction::kDemote);
+  EXPECT_EQ(d.dst.tier, Tier::kDisk);
+  in.options = {{{Tier::kPeer, 1}, Seconds(0.02), Seconds(0.02), 0, 0, 0.0125}};
+  EXPECT_EQ(plain.OnWait(in).action, WaitAction::kDemote);
+  auto no_peers = CreatePolicy("switchyard:peer_demotion=0");
+  ASSERT_TRUE(no_peers.ok()) << no_peers.status();
+  EXPECT_EQ((*no_peers)->OnWait(in).action, WaitAction::kDiscard);  // eviction: no keep
 }
 
 TEST(Policies, CreatePolicyParsesOptionsAndNamesWhatIsWrong) {
