@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <optional>
 #include <set>
 
 #include "bench/replay/cluster.h"
@@ -130,20 +132,32 @@ TEST(Replay, UnloadedJobsTakeAboutTheirOwnServiceTime) {
   EXPECT_GT(r->jct_mean_s, 1.0);
 }
 
+// Replays `t` under switchyard on the default cluster (`base`) and on it with `tweak`
+// applied (`tweaked`); every workflow of the tweaked run completes, in the same order.
+void ReplayWithAndWithout(const std::vector<v1::TraceRecord>& t,
+                          const std::function<void(v1::ReplayCluster*)>& tweak,
+                          std::optional<PolicyReport>* base, std::optional<PolicyReport>* tweaked) {
+  v1::ReplayCluster c = DefaultCluster();
+  auto b = RunReplay(t, c, "switchyard", ReplayOptions{});
+  ASSERT_TRUE(b.ok()) << b.status();
+  tweak(&c);
+  auto s = RunReplay(t, c, "switchyard", ReplayOptions{});
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->completed, s->workflows);
+  ASSERT_EQ(b->workflow_records.size(), s->workflow_records.size());
+  *base = std::move(*b);
+  *tweaked = std::move(*s);
+}
+
 // ReplayCluster.call_overhead_s delays every revealed batch (an agent's next call and its
 // tools) by that much after its predecessor: on an uncontended cluster each workflow ends
 // later by up to the overhead times its reveals (at least half of that on these chains).
 TEST(Replay, CallOverheadDelaysEveryRevealedCall) {
   std::vector<v1::TraceRecord> t = Sessions(0.05, 1);
   ASSERT_FALSE(t.empty());
-  v1::ReplayCluster c = DefaultCluster();
-  auto base = RunReplay(t, c, "switchyard", ReplayOptions{});
-  ASSERT_TRUE(base.ok()) << base.status();
-  c.set_call_overhead_s(0.25);
-  auto slow = RunReplay(t, c, "switchyard", ReplayOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status();
-  ASSERT_EQ(slow->completed, slow->workflows);
-  ASSERT_EQ(base->workflow_records.size(), slow->workflow_records.size());
+  std::optional<PolicyReport> base, slow;
+  ASSERT_NO_FATAL_FAILURE(ReplayWithAndWithout(
+      t, [](v1::ReplayCluster* c) { c->set_call_overhead_s(0.25); }, &base, &slow));
   for (size_t i = 0; i < t.size(); ++i) {
     // The reveals in a chain: every distinct revealed_after of the record (agent sessions
     // reveal each call after the previous call).
@@ -175,13 +189,9 @@ TEST(Replay, CallOverheadDelaysEveryRevealedCall) {
 TEST(Replay, ToolOverheadLengthensEveryToolWait) {
   std::vector<v1::TraceRecord> t = Sessions(0.05, 1);
   ASSERT_FALSE(t.empty());
-  v1::ReplayCluster c = DefaultCluster();
-  auto base = RunReplay(t, c, "switchyard", ReplayOptions{});
-  ASSERT_TRUE(base.ok()) << base.status();
-  c.set_tool_overhead_s(0.2);
-  auto slow = RunReplay(t, c, "switchyard", ReplayOptions{});
-  ASSERT_TRUE(slow.ok()) << slow.status();
-  ASSERT_EQ(slow->completed, slow->workflows);
+  std::optional<PolicyReport> base, slow;
+  ASSERT_NO_FATAL_FAILURE(ReplayWithAndWithout(
+      t, [](v1::ReplayCluster* c) { c->set_tool_overhead_s(0.2); }, &base, &slow));
   for (size_t i = 0; i < t.size(); ++i) {
     std::set<std::string> tools, gated;  // tools, and the calls that wait on one
     for (const v1::ProgramNode& n : t[i].workflow().nodes()) {
