@@ -99,6 +99,9 @@ class ReportedEngine;
 struct WorkerEngine {
   std::unique_ptr<executors::Engine> engine;
   executors::EngineKv* kv = nullptr;
+  // An engine that computes in another process (a joined CPU worker): its pool as the KV
+  // mover reaches it, through the worker's KV store (its hbm_tier_factory tier).
+  std::shared_ptr<executors::RemoteEngineKv> remote_kv;
 };
 // Makes worker `worker`'s engine on the scheduler's loop (`loop`: the engine's EventLoop),
 // with the batch limits and KV pool size the core plans with (`limits`).
@@ -199,6 +202,9 @@ struct SchedulerConfig {
   // BlockManager, beside the peer and relay movers (serve's joined workers: a direct
   // worker-to-worker mover, preferred to the relay between two of their stores).
   std::function<void(const kv_tiers::MoverEnv&, kv_tiers::MoverSet*)> add_movers;
+  // Set, engine "cpu": the first model's record of every context's token ids, shared with
+  // what engine_factory makes (joined CPU workers' engines record and forward them).
+  std::shared_ptr<executors::cpu::TokenLog> cpu_token_log;
 };
 
 // The embedded defaults the driver prices with when SchedulerConfig names no model / GPU:
@@ -408,7 +414,7 @@ class SchedulerDriver {
     std::unique_ptr<executors::StepCostModel> step_cost;
     // engine "cpu": the model and the token ids of every context (outlive the engines).
     std::unique_ptr<executors::cpu::Model> cpu_model;
-    std::unique_ptr<executors::cpu::TokenLog> token_log;
+    std::shared_ptr<executors::cpu::TokenLog> token_log;
     std::unique_ptr<executors::cpu::Tokenizer> tokenizer;
     std::unique_ptr<kv_tiers::Tier> host_tier, disk_tier;
     std::unique_ptr<kv_tiers::BlockManager> blocks;
@@ -451,6 +457,8 @@ class SchedulerDriver {
   std::vector<kv_tiers::Tier*> hbm_view_;
   std::vector<ReportedEngine*> reported_;        // the same engines, when results are reported
   std::vector<executors::EngineKv*> engine_kv_;  // engine_factory: each engine's KV pool
+  // engine_factory: each joined computing engine's pool (else null), one per worker.
+  std::vector<std::shared_ptr<executors::RemoteEngineKv>> remote_kv_;
   std::unique_ptr<ReportedToolWaiter> tools_;
   std::unique_ptr<executors::KvMover> mover_;  // routes each move to its group's mover
   std::unique_ptr<executors::Runtime> runtime_;

@@ -148,6 +148,9 @@ void SchedulerDriver::FillWorkerTiers(int w, const Group& g, uint64_t scale, boo
                                                        "committed + reserved; blocks of moved "
                                                        "contexts in ") +
                                       scaled(arena) + ")"
+                       : remote ? "real bytes in a joined worker's cpu engine pool "
+                                  "(used: scheduler accounting); its KV store, " +
+                                      scaled(arena) + ", holds blocks being moved"
                                 : "real bytes: kv_tiers '" + arena.name() + "' holds " +
                                       std::to_string(arena.used_bytes()) + " of " +
                                       std::to_string(arena.capacity_bytes()) +
@@ -186,10 +189,18 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
       const executors::cpu::ModelShape& s = g.cpu_model->shape();
       e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));
       e->set_random_weights(s.random_weights);
-      const kv_tiers::Tier& pool = *hbm_view_[w];  // thread-safe accounting
-      e->set_kv_pool(pool.name());
-      e->set_kv_pool_capacity_bytes(pool.capacity_bytes());
-      e->set_kv_pool_used_bytes(pool.used_bytes());
+      const bool joined = w < static_cast<int>(remote_kv_.size()) && remote_kv_[w];
+      if (joined) {  // a joined worker's pool: the scheduler's accounting of it
+        auto h = hbm_used_.find(w);
+        e->set_kv_pool(remote_kv_[w]->kv_pool_name());
+        e->set_kv_pool_capacity_bytes(g.spec.hbm_bytes_per_worker);
+        e->set_kv_pool_used_bytes(h == hbm_used_.end() ? 0 : h->second);
+      } else {
+        const kv_tiers::Tier& pool = *hbm_view_[w];  // thread-safe accounting
+        e->set_kv_pool(pool.name());
+        e->set_kv_pool_capacity_bytes(pool.capacity_bytes());
+        e->set_kv_pool_used_bytes(pool.used_bytes());
+      }
     } else {
       e->set_model(g.cost->model().name() + " (no weights: step times from a cost model)");
     }

@@ -9,6 +9,7 @@
 #include "base/asio_event_loop.h"
 #include "base/logging.h"
 #include "executors/cpu/cpu_engine.h"
+#include "executors/cpu/cpu_step_runner.h"
 #include "executors/cpu/tokenizer.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
@@ -109,20 +110,6 @@ class NoEviction final : public kv_tiers::EvictionPolicy {
 // to whole blocks, at most one block more than its scaled bytes.
 constexpr uint64_t kSlackBlocks = 64;
 
-// The byte tokenizer's output sets (NodeInput::token_mask): kTextMask, printable ASCII,
-// newline, tab and EOS (valid UTF-8 a client echoes unchanged); kJsonStringMask, printable
-// ASCII but '"' and '\\' (text a JSON string holds unescaped: generated tool arguments).
-std::vector<std::vector<bool>> ByteTextMasks(const executors::cpu::Model& m) {
-  const int64_t vocab = m.shape().vocab_size;
-  std::vector<bool> text(vocab, false);
-  for (int t = 32; t < 127 && t < vocab; ++t) text[t] = true;
-  if (vocab > '\n') text['\n'] = text['\t'] = true;
-  std::vector<bool> json = text;
-  if (vocab > '\\') json['\n'] = json['\t'] = json['"'] = json['\\'] = false;
-  if (m.shape().eos_id >= 0 && m.shape().eos_id < vocab) text[m.shape().eos_id] = true;
-  return {text, json};
-}
-
 // The runtime's one KvMover: each move goes to the mover of its workers' model (a context's
 // KV stays on its model's workers, so a move's source and destination are in one group).
 class GroupMover final : public executors::KvMover {
@@ -216,7 +203,9 @@ Status SchedulerDriver::LoadModel(Group& g) {
     auto m = executors::cpu::Model::Load(s.model_path);
     if (!m.ok()) return m.status().Annotate("--model " + s.model_path);
     g.cpu_model = std::move(*m);
-    g.token_log = std::make_unique<executors::cpu::TokenLog>();
+    const bool first = groups_.empty();  // LoadModel runs before the group joins groups_
+    g.token_log = first && config_.cpu_token_log ? config_.cpu_token_log
+                                                 : std::make_shared<executors::cpu::TokenLog>();
     g.model = executors::cpu::ToModelConfig(g.cpu_model->shape());
     if (s.id.empty()) s.id = g.cpu_model->shape().name;  // without "(random ...)"
     auto tok = executors::cpu::LoadTokenizer(s.model_path, g.cpu_model->shape());
@@ -254,11 +243,12 @@ Status SchedulerDriver::MakeGroupTiers(Group& g, const std::string& kv_dir) {
   };
   const bool first = &g == groups_[0].get();
   std::vector<kv_tiers::Tier*> mine;
-  for (int w = g.first; w < g.first + g.spec.workers && !g.cpu(); ++w) {
+  for (int w = g.first; w < g.first + g.spec.workers; ++w) {
     std::unique_ptr<kv_tiers::Tier> hbm;
     if (c.hbm_tier_factory && first) {
       SY_ASSIGN_OR_RETURN(hbm, c.hbm_tier_factory(w, tier_options(g.spec.hbm_bytes_per_worker)));
     }
+    if (!hbm && g.cpu()) continue;  // its CPU engine's own pool (MakeEngines)
     if (!hbm) {
       kv_tiers::ArenaBackend b = kv_tiers::EmulatedHbmBackend();
       b.name += "-w" + std::to_string(w);
@@ -354,6 +344,8 @@ Status SchedulerDriver::MakeEngines() {
         SY_ASSIGN_OR_RETURN(WorkerEngine we, c.engine_factory(loop_.get(), w, limits));
         if (we.kv) engine_kv_.resize(static_cast<size_t>(total_workers()), nullptr);
         if (we.kv) engine_kv_[static_cast<size_t>(w)] = we.kv;
+        if (we.remote_kv) remote_kv_.resize(static_cast<size_t>(total_workers()));
+        if (we.remote_kv) remote_kv_[static_cast<size_t>(w)] = we.remote_kv;
         if (we.engine) {
           engines_.push_back(std::move(we.engine));
           continue;
@@ -368,7 +360,7 @@ Status SchedulerDriver::MakeEngines() {
         o.model = g.cpu_model.get();
         o.tokens = g.token_log.get();
         if (g.tokenizer && g.tokenizer->name() == "byte")
-          o.token_masks = ByteTextMasks(*g.cpu_model);
+          o.token_masks = executors::cpu::ByteTextMasks(g.cpu_model->shape());
         SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop_.get(), w, limits, o));
         cpu_engines_[static_cast<size_t>(w)] = e.get();
         hbm_view_[static_cast<size_t>(w)] = &e->pool();
@@ -417,6 +409,13 @@ Status SchedulerDriver::MakeMover() {
                    : nullptr;
       };
     }
+    if (!remote_kv_.empty())  // joined computing workers: their pools through their stores
+      mo.remote_kv = [this](const Location& l) -> executors::RemoteEngineKv* {
+        bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
+        return pool && l.worker >= 0 && l.worker < static_cast<int>(remote_kv_.size())
+                   ? remote_kv_[static_cast<size_t>(l.worker)].get()
+                   : nullptr;
+      };
     g.mover = std::make_unique<executors::TieredKvMover>(loop_.get(), g.blocks.get(), mo);
     all.push_back(g.mover.get());
   }

@@ -14,11 +14,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "base/status.h"
+#include "kv_tiers/tier.h"
 
 namespace switchyard::executors {
 
@@ -40,6 +42,35 @@ class EngineKv {
   virtual Result<std::vector<void*>> ImportTargets(const std::string& context) = 0;
   // The move committed: `valid_tokens` of the context's KV may be read from now on.
   virtual Status CommitImport(const std::string& context, int64_t valid_tokens) = 0;
+};
+
+// The KV pool of an engine that computes in another process (a joined worker's CPU engine,
+// workers/remote_kv.h). Its blocks are not addressable here: they move through that
+// worker's KV store, which is a tier of this process's BlockManager (the worker's HBM tier
+// here), and the worker copies between its pool and its store itself, in process:
+//   Export: the worker writes the context's pool blocks — as they are once every step sent
+//     before ended — into `targets` (extents of the store tier, one per pool block, in
+//     order); the store hashes, validates and commits each. `done` gets the checksums the
+//     store committed and the context's valid tokens.
+//   Import: the worker reads the committed store blocks `sources` (each checked against
+//     `checksums`) into the pool blocks the engine's Import reserved, then makes
+//     `valid_tokens` of them readable; on an error nothing of it is readable.
+// `done` runs on the loop, exactly once (a lost worker fails it).
+class RemoteEngineKv {
+ public:
+  struct Exported {
+    int64_t valid_tokens = 0;
+    std::vector<uint64_t> checksums;  // per block
+  };
+  virtual ~RemoteEngineKv() = default;
+  virtual std::string kv_pool_name() const = 0;
+  // Blocks the pool holds for the context (-1: none).
+  virtual int64_t kv_blocks(const std::string& context) const = 0;
+  virtual void Export(const std::string& context, std::vector<kv_tiers::Extent> targets,
+                      std::function<void(Result<Exported>)> done) = 0;
+  virtual void Import(const std::string& context, std::vector<kv_tiers::Extent> sources,
+                      std::vector<uint64_t> checksums, int64_t valid_tokens,
+                      std::function<void(Status)> done) = 0;
 };
 
 }  // namespace switchyard::executors

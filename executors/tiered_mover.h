@@ -18,6 +18,16 @@
 // the engine; a move between two engines copies pool to pool. These copies run on the loop
 // thread (kv_tiers' movers are not used on this path).
 //
+// Remote pools. Where a Location is the pool of an engine in another process
+// (Options::remote_kv, engine_kv.h's RemoteEngineKv: a joined worker's CPU engine), its
+// tier is that worker's KV store. A move out of it first has the worker export the
+// context's pool blocks into store blocks allocated here (written and verified there,
+// committed here with the checksums the store verified), then runs as a move out of that
+// tier; a move into it runs as a move into that tier — the sources kept — then has the
+// worker import the landed blocks into its pool; only when the import committed are the
+// sources and the landed store blocks evicted (a failed import leaves the context where
+// it was). A move between two such pools is export, a store-to-store move, import.
+//
 // Emulation, named so: the simulated engine writes no KV, so the first time a
 // context is moved out of a tier the mover materialises its blocks there (a deterministic
 // pattern, validated and committed like any write), and it carries 1/`bytes_scale` of
@@ -56,6 +66,9 @@ class TieredKvMover final : public KvMover {
     std::string tenant = "default";
     // The engine whose real KV pool a Location is (null: an emulated tier).
     std::function<EngineKv*(const scheduler::Location&)> engine_kv;
+    // The engine in another process whose real KV pool a Location is (null: none); the
+    // Location's tier (tier_of) is then that worker's KV store. See "Remote pools" above.
+    std::function<RemoteEngineKv*(const scheduler::Location&)> remote_kv;
     // Set: the emulated fill of a context whose blocks live in a tier reached only
     // through block I/O (a joined worker's KV store, RocksDB) is written here first, a
     // host-addressable tier, and moved there by the BlockManager's movers on their
@@ -103,6 +116,9 @@ class TieredKvMover final : public KvMover {
     std::string tier;
     std::vector<BlockId> blocks;
     int64_t valid_tokens = -1;  // real bytes: tokens with KV computed (-1: emulated)
+    // A move into a remote pool: the blocks committed in its worker's store, awaiting the
+    // import (the sources above stay until it committed).
+    std::vector<BlockId> landed;
     bool moving = false;
     bool discard_after = false;
   };
@@ -114,8 +130,20 @@ class TieredKvMover final : public KvMover {
     size_t pending = 0;
     MoveTimes times;
     Status failure;
+    bool keep_sources = false;  // a move into a remote pool: the committed ones land
     std::function<void(Status)> done;
   };
+  // The move between tiers or local engine pools; keep_sources: its destination is a
+  // remote pool's store (the committed blocks land, the sources stay).
+  void MoveLocal(const scheduler::Command& move, bool keep_sources,
+                 std::function<void(Status)> done);
+  // Remote pools (see above).
+  void MoveRemote(const scheduler::Command& move, RemoteEngineKv* src, RemoteEngineKv* dst,
+                  std::function<void(Status)> done);
+  void ExportRemote(const scheduler::Command& move, RemoteEngineKv* src,
+                    std::function<void(Status)> done);
+  void ImportRemote(const scheduler::Command& move, RemoteEngineKv* dst,
+                    std::function<void(Status)> done);
   Status Materialise(const scheduler::Command& move, const std::string& tier, Ctx& ctx);
   // Blocks of the emulated fill `ctx` lacks in `tier` (0 for real bytes).
   uint32_t MissingBlocks(const scheduler::Command& move, const std::string& tier,

@@ -355,6 +355,20 @@ Result<uint64_t> BlockManager::ChecksumOf(const Record& r) const {
   return BlockChecksum(buf.data(), buf.size());
 }
 
+Status BlockManager::AcceptWrite(BlockId id, uint64_t checksum) {
+  Record* r = Find(id);
+  if (r == nullptr) return Status::NotFound("block manager: no block " + std::to_string(id.value));
+  if (r->state() != v1::BLOCK_WRITING)
+    return Status::FailedPrecondition(r->Name() + ": AcceptWrite needs WRITING, is " +
+                                      v1::BlockState_Name(r->state()));
+  if (!r->tier->capabilities().verifies_writes)
+    return Status::FailedPrecondition(r->Name() + ": tier " + r->tier->name() +
+                                      " does not verify writes; a write made elsewhere must be "
+                                      "read back (FinishWrite)");
+  r->written_checksum = checksum;
+  return Status::OK();
+}
+
 Status BlockManager::FinishWrite(BlockId id, std::optional<uint64_t> expected) {
   Record* r = Find(id);
   if (r == nullptr) return Status::NotFound("block manager: no block " + std::to_string(id.value));
@@ -531,6 +545,12 @@ Result<v1::KvBlockMeta> BlockManager::Meta(BlockId id) const {
   Record* r = Find(id);
   if (r == nullptr) return Status::NotFound("block manager: no block " + std::to_string(id.value));
   return r->meta;
+}
+
+Result<Extent> BlockManager::ExtentOf(BlockId id) const {
+  Record* r = Find(id);
+  if (r == nullptr) return Status::NotFound("block manager: no block " + std::to_string(id.value));
+  return r->extent;
 }
 
 Result<v1::BlockState> BlockManager::State(BlockId id) const {

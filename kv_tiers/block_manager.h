@@ -151,6 +151,12 @@ class BlockManager {
   // thread-safe; the manager's own state is touched only on the calling thread.
   Status WriteBytesMany(std::span<const BlockId> ids, std::span<const void* const> srcs,
                         WorkerPool* pool);
+  // WRITING only, a tier that verifies writes (TierCapabilities::verifies_writes): the
+  // block's bytes were written into its extent by another party (a worker process writing
+  // its own KV store), which hashed and verified them against `checksum` before it
+  // committed them there. FinishWrite then takes that checksum instead of reading the
+  // block back. FailedPrecondition for any other tier or state.
+  Status AcceptWrite(BlockId id, uint64_t checksum);
   // WRITING -> VALIDATED: computes the checksum; when `expected` is given and differs,
   // the block goes back to ALLOCATED and DataLoss is returned (nothing is exposed).
   Status FinishWrite(BlockId id, std::optional<uint64_t> expected_checksum = std::nullopt);
@@ -201,6 +207,8 @@ class BlockManager {
   Status Reclaim(const std::string& tier, const std::string& tenant, uint64_t bytes);
 
   Result<v1::KvBlockMeta> Meta(BlockId id) const;
+  // Where the block lives in its tier (for a party that writes or reads it there itself).
+  Result<Extent> ExtentOf(BlockId id) const;
   Result<v1::BlockState> State(BlockId id) const;
   // Blocks of a (context, index) across tiers, any state.
   std::vector<BlockId> FindBlocks(const std::string& context_id, uint32_t index) const;

@@ -111,8 +111,6 @@ Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope
                             "on the worker: " + message, false, scope);
 }
 
-namespace {
-
 namespace tx = kv_tiers::transport;
 
 void ToStoreRef(const tx::StoreRef& s, v1::KvStoreRef* m) {
@@ -136,8 +134,6 @@ tx::StoreRef FromStoreRef(const v1::KvStoreRef& m) {
   s.context_id = m.context_id();
   return s;
 }
-
-}  // namespace
 
 void ToPutBlocks(const tx::DirectPutOrder& o, v1::PutBlocks* m) {
   m->set_order_id(o.order_id);

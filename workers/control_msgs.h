@@ -36,6 +36,9 @@ void FromItemResult(const v1::ControlItemResult& m, executors::StepItem* item);
 // Internal.
 Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope);
 
+void ToStoreRef(const kv_tiers::transport::StoreRef& s, v1::KvStoreRef* out);
+kv_tiers::transport::StoreRef FromStoreRef(const v1::KvStoreRef& m);
+
 void ToPutBlocks(const kv_tiers::transport::DirectPutOrder& order, v1::PutBlocks* out);
 // InvalidArgument naming the field when the order cannot be carried out as sent (no
 // blocks, no destination address, an unknown traffic class).

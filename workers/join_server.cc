@@ -24,8 +24,8 @@ std::string CheckHello(const v1::WorkerHello& hello, uint32_t serve_version) {
            std::to_string(hello.protocol_version()) + ", serve speaks version " +
            std::to_string(serve_version);
   if (hello.worker_id().empty()) return "hello without a worker id";
-  if (hello.engine() != "simulated")
-    return "engine '" + hello.engine() + "' cannot join (joined workers run: simulated)";
+  if (hello.engine() != "simulated" && hello.engine() != "cpu")
+    return "engine '" + hello.engine() + "' cannot join (joined workers run: simulated, cpu)";
   return "";
 }
 
@@ -319,6 +319,16 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
           o.served_models.end())
     why = "model mismatch: worker runs model '" + hello.model() + "', serve serves '" +
           o.served_models.front() + "'";
+  if (why.empty() && hello.engine() != o.engine)
+    why = "engine mismatch: worker runs engine '" + hello.engine() +
+          "', serve's model runs on engine '" + o.engine + "'";
+  if (why.empty() && o.engine == "cpu" &&
+      hello.model_config().SerializeAsString() != o.model.SerializeAsString())
+    why = "model mismatch: worker loaded '" + hello.model_config().name() + "' (" +
+          std::to_string(hello.model_config().num_layers()) + " layers, hidden " +
+          std::to_string(hello.model_config().hidden_size()) + "), serve serves '" +
+          o.model.name() + "' (" + std::to_string(o.model.num_layers()) + " layers, hidden " +
+          std::to_string(o.model.hidden_size()) + ")";
   RemoteWorker* member = why.empty() ? Find(hello.worker_id()) : nullptr;
   if (member) {
     why = member->CheckRejoin(hello);
@@ -344,6 +354,8 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
   *wel->mutable_model() = o.model;
   *wel->mutable_gpu() = o.gpu;
   wel->set_serve_epoch(static_cast<uint64_t>(UnixMillis()));
+  wel->set_kv_pool_bytes(o.kv_pool_bytes);
+  wel->set_kv_block_tokens(o.kv_block_tokens);
   SY_RETURN_IF_ERROR(conn->Send(w));
   if (member) return member->Rejoin(std::move(conn), hello, o.heartbeat, o.heartbeat_misses);
   auto rw = std::make_unique<RemoteWorker>(std::move(conn), hello, index);

@@ -54,8 +54,9 @@
 namespace switchyard::workers {
 
 // The protocol version this build speaks (WorkerHello/WorkerWelcome.protocol_version).
-// 1: steps and heartbeats; 2: also put orders (PutBlocks / PutBlocksDone, direct puts).
-inline constexpr uint32_t kProtocolVersion = 2;
+// 1: steps and heartbeats; 2: also put orders (PutBlocks / PutBlocksDone, direct puts);
+// 3: also KV export/import orders of a computing engine (KvExport / KvImport).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 class RemoteWorker {
  public:
@@ -137,6 +138,11 @@ struct JoinOptions {
   bool accept_rejoins = true;       // false: the listener closes once all joined
   v1::ModelConfig model;            // sent in the welcome (the served model)
   v1::GpuSpec gpu;
+  // The engine the served model runs on ("simulated" or "cpu"): a hello naming another is
+  // refused; for "cpu" the welcome carries the KV pool figures below.
+  std::string engine = "simulated";
+  uint64_t kv_pool_bytes = 0;
+  int64_t kv_block_tokens = 0;
   uint32_t protocol_version = kProtocolVersion;
   int max_refusals = 0;  // > 0: give up (FailedPrecondition) after this many refusals
   // The served model's id and aliases: a hello naming another model is refused (empty

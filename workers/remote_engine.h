@@ -24,13 +24,35 @@
 
 #include "base/event_loop.h"
 #include "executors/batching_engine.h"
+#include "executors/cpu/cpu_engine.h"
+#include "executors/engine_kv.h"
+#include "kv_tiers/transport/remote_host_tier.h"
 #include "workers/join_server.h"
 
 namespace switchyard::workers {
 
-// Worker `worker`'s engine over `remote` (borrowed: it outlives the engine).
-std::unique_ptr<executors::BatchingEngine> MakeRemoteEngine(EventLoop* loop, int worker,
-                                                            const executors::EngineLimits& limits,
-                                                            RemoteWorker* remote);
+struct RemoteEngine {
+  std::unique_ptr<executors::BatchingEngine> engine;
+  // A worker whose engine computes (engine "cpu") with a KV store: its pool as serve's KV
+  // mover sees it (executors::RemoteEngineKv) — export and import orders (KvExport /
+  // KvImport) over the control connection, `store` (the worker's KV store as serve's HBM
+  // tier of it) in between. Null otherwise. A lost worker fails the orders in flight.
+  std::shared_ptr<executors::RemoteEngineKv> kv;
+};
+
+struct RemoteEngineOptions {
+  // The worker's KV store as serve's tier of it (borrowed; null: none).
+  kv_tiers::transport::RemoteHostTier* store = nullptr;
+  // A computing worker: serve's record of every context's token ids (borrowed, shared with
+  // the model's other engines) and the model's vocabulary. Each admission records its ids
+  // here and carries them (SeqAdmit.context_tokens); each emitted token is recorded.
+  executors::cpu::TokenLog* tokens = nullptr;
+  int64_t vocab = 0;
+};
+
+// Worker `worker`'s engine over `remote` (borrowed: it outlives the engine), and its KV
+// port when the worker computes and has a store.
+RemoteEngine MakeRemoteEngine(EventLoop* loop, int worker, const executors::EngineLimits& limits,
+                              RemoteWorker* remote, const RemoteEngineOptions& options = {});
 
 }  // namespace switchyard::workers

@@ -1,10 +1,13 @@
 // JoinRemoteWorkers (serve_join.h).
 #include "workers/serve_join.h"
 
+#include <filesystem>
 #include <mutex>
 
 #include "base/logging.h"
 #include "cluster/membership.h"
+#include "executors/cpu/cpu_engine.h"
+#include "executors/cpu/model_shape.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/mover.h"
 #include "kv_tiers/tier.h"
@@ -81,6 +84,18 @@ void ReconnectKvStore(JoinServer* js, int local, RemoteKv* kv, int index) {
                                      ErrorScope::kPeer));
 }
 
+// The model config of a CPU engine checkpoint (a shape file, or a Hugging Face directory's
+// config.json), as the welcome names it and each worker checks its own against.
+Result<v1::ModelConfig> CpuModelConfig(const std::string& path) {
+  std::error_code ec;
+  Result<executors::cpu::ModelShape> shape =
+      std::filesystem::is_directory(path, ec)
+          ? executors::cpu::LoadHfConfig((std::filesystem::path(path) / "config.json").string())
+          : executors::cpu::LoadShapeFile(path);
+  if (!shape.ok()) return shape.status().Annotate("--model " + path);
+  return executors::cpu::ToModelConfig(*shape);
+}
+
 // A joined worker whose etcd key goes is lost; one that registers again (a new epoch) is
 // logged: it is admitted by its hello on the control connection (a rejoin), not by etcd.
 Status WatchMembership(const ServeJoinOptions& o, JoinServer* js) {
@@ -126,9 +141,14 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   if (o.local_workers + o.remote_workers < 1)
     return Status::InvalidArgument(
         "no workers: --local-workers 0 needs --remote-workers N (N >= 1)");
-  if (o.remote_workers > 0 && (!config->simulated_llm || config->engine != "simulated"))
+  if (o.remote_workers > 0 &&
+      (!config->simulated_llm || (config->engine != "simulated" && config->engine != "cpu")))
     return Status::InvalidArgument(
-        "--remote-workers needs serve's simulated engine (--engine simulated, --llm simulated)");
+        "--remote-workers needs serve's own engines (--engine simulated or cpu, --llm "
+        "simulated)");
+  if (o.remote_workers > 0 && !config->extra_models.empty())
+    return Status::InvalidArgument("--remote-workers serves one model (models[] has " +
+                                   std::to_string(config->extra_models.size() + 1) + ")");
   SY_ASSIGN_OR_RETURN(std::unique_ptr<JoinServer> join, JoinServer::Listen(o.listen));
   if (o.listening) o.listening(join->address());
   JoinOptions jo;
@@ -137,7 +157,14 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   jo.first_index = o.local_workers;
   jo.heartbeat = o.heartbeat;
   jo.heartbeat_misses = o.heartbeat_misses;
-  jo.model = config->model_config ? *config->model_config : api::EmbeddedDefaultModel();
+  jo.engine = config->engine;
+  if (config->engine == "cpu") {  // the workers load the same checkpoint: its shape
+    SY_ASSIGN_OR_RETURN(jo.model, CpuModelConfig(config->model_path));
+    jo.kv_pool_bytes = config->kv_pool_bytes;
+    jo.kv_block_tokens = config->kv_block_tokens;
+  } else {
+    jo.model = config->model_config ? *config->model_config : api::EmbeddedDefaultModel();
+  }
   jo.gpu = config->gpu ? *config->gpu : api::EmbeddedDefaultGpu();
   jo.served_models.push_back(config->model_id.empty() ? jo.model.name() : config->model_id);
   for (const std::string& a : config->model_aliases) jo.served_models.push_back(a);
@@ -146,18 +173,39 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   config->workers = o.local_workers + o.remote_workers;
   JoinServer* js = join.get();
   const int local = o.local_workers;
-  config->engine_factory = [js, local](
+  auto kv = std::make_shared<RemoteKv>();
+  join->Hold(kv);
+  if (config->engine == "cpu") {  // the token ids joined CPU engines compute from
+    config->cpu_token_log = std::make_shared<executors::cpu::TokenLog>();
+    join->Hold(config->cpu_token_log);
+  }
+  RemoteEngineOptions reo;
+  reo.tokens = config->cpu_token_log.get();
+  reo.vocab = jo.model.vocab_size();
+  config->engine_factory = [js, local, kv, reo](
                                EventLoop* loop, int w,
                                const executors::EngineLimits& limits) -> Result<api::WorkerEngine> {
     api::WorkerEngine we;
     if (w < local) return we;  // the driver's own engine
     RemoteWorker* rw = js->worker(static_cast<size_t>(w - local));
     if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
-    we.engine = MakeRemoteEngine(loop, w, limits, rw);
+    tx::RemoteHostTier* store = nullptr;
+    {
+      std::lock_guard<std::mutex> l(kv->mu);
+      auto t = kv->tiers.find(w);
+      if (t != kv->tiers.end()) store = t->second;
+    }
+    if (rw->hello().engine() == "cpu" && !store)
+      return Status::FailedPrecondition("joined worker " + rw->hello().worker_id() +
+                                        " runs engine cpu without a KV store (--kv-listen none): "
+                                        "its pool's KV could never move");
+    RemoteEngineOptions ro = reo;
+    ro.store = store;
+    RemoteEngine re = MakeRemoteEngine(loop, w, limits, rw, ro);
+    we.engine = std::move(re.engine);
+    we.remote_kv = std::move(re.kv);
     return we;
   };
-  auto kv = std::make_shared<RemoteKv>();
-  join->Hold(kv);
   // Moves between two joined workers' stores are put directly by the source's worker
   // when it takes put orders (DirectPeerMover, preferred to the relay), else relayed.
   for (size_t i = 0; i < js->size(); ++i) ControlPutOrderer::Attach(kv->orderer, js->worker(i));
@@ -179,12 +227,12 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
     if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
     return ConnectKvStore(rw, w, o, kv.get());
   };
-  config->fill_cluster = [js, local, kv](v1::ClusterState* out) {
+  config->fill_cluster = [js, local, kv, engine = config->engine](v1::ClusterState* out) {
     for (int w = 0; w < local; ++w) {
       v1::JoinedWorker* l = out->add_joined_workers();
       l->set_id("local-" + std::to_string(w));
       l->set_host("serve (in process)");
-      l->set_engine("simulated");
+      l->set_engine(engine);
       l->set_state("alive");
       l->set_worker_index(w);
     }

@@ -13,14 +13,21 @@
 namespace switchyard::workers {
 
 Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
-  if (o.engine != "simulated")
+  if (o.engine != "simulated" && o.engine != "cpu")
     return Status::InvalidArgument("--engine " + o.engine +
-                                   ": a joined worker runs engine simulated (for now)");
+                                   ": a joined worker runs engine simulated or cpu");
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   std::unique_ptr<WorkerAgent> a(new WorkerAgent());
   a->kv_capacity_ = o.kv_capacity_bytes;
   a->id_ = o.worker_id.empty() ? std::string(host) + "-" + std::to_string(::getpid()) : o.worker_id;
+  if (o.engine == "cpu") {
+    if (o.model.empty())
+      return Status::InvalidArgument(
+          "--engine cpu needs --model: the shape file or Llama checkpoint directory serve "
+          "serves (e.g. configs/models/tiny-llama-4l.json, random weights)");
+    SY_ASSIGN_OR_RETURN(a->cpu_, CpuWorker::Load(o.model));
+  }
   SY_ASSIGN_OR_RETURN(a->conn_, ControlConn::Connect(o.join, o.connect_timeout));
   if (o.kv_listen != "none") {
     SY_RETURN_IF_ERROR(a->StartKvStore(o).Annotate("KV store"));
@@ -44,7 +51,11 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   hello->set_protocol_version(o.protocol_version ? o.protocol_version : kProtocolVersion);
   hello->set_worker_id(a->id_);
   hello->set_engine(o.engine);
-  hello->set_model(o.model);
+  if (a->cpu_) {
+    *hello->mutable_model_config() = a->cpu_->model_config();  // serve checks it is its own
+  } else {
+    hello->set_model(o.model);
+  }
   hello->set_kv_pool_capacity_bytes(o.kv_pool_capacity_bytes);
   hello->set_epoch(static_cast<uint64_t>(UnixMillis()));
   hello->set_host(host);
@@ -62,6 +73,10 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   if (!answer.has_welcome())
     return Status::InvalidArgument("serve at " + o.join + " answered the hello without a welcome");
   a->welcome_ = answer.welcome();
+  if (a->cpu_) {
+    SY_ASSIGN_OR_RETURN(a->runner_, a->cpu_->MakeRunner(&a->loop_, a->welcome_, a->id_));
+    return a;
+  }
   SY_ASSIGN_OR_RETURN(auto cost,
                       executors::RooflineStepCost::Create(a->welcome_.model(), a->welcome_.gpu()));
   a->cost_ = std::make_unique<executors::RooflineStepCost>(std::move(cost));
@@ -168,11 +183,18 @@ void WorkerAgent::Handle(const v1::WorkerControl& m) {
   switch (m.body_case()) {
     case v1::WorkerControl::kSeqAdmit: {
       const v1::SeqAdmit& a = m.seq_admit();
+      if (cpu_) cpu_->RecordTokens(a);
       (void)runner_->OnAdmit(FromAdmit(a), a.primary(), a.fresh_from());
       break;
     }
     case v1::WorkerControl::kContextResize:
       runner_->OnResize(m.context_resize().context(), m.context_resize().tokens());
+      if (cpu_ && m.context_resize().tokens() == 0) cpu_->Forget(m.context_resize().context());
+      break;
+    case v1::WorkerControl::kKvExport:
+    case v1::WorkerControl::kKvImport:
+      kv_orders_.push_back(m);
+      RunKvOrders();
       break;
     case v1::WorkerControl::kTokenEmitted:
       runner_->OnEmitted(m.token_emitted().primary(), m.token_emitted().position(),
@@ -215,7 +237,34 @@ void WorkerAgent::RunStep(const v1::RunStep& m) {
     done->set_worker_time_ns((loop_.Now() - st->start).count());
     ++steps_;
     (void)conn_->Send(d);
+    RunKvOrders();  // those that waited for this step
   });
+}
+
+void WorkerAgent::RunKvOrders() {
+  while (!kv_orders_.empty()) {
+    const v1::WorkerControl& m = kv_orders_.front();
+    const std::string& context =
+        m.has_kv_export() ? m.kv_export().context() : m.kv_import().context();
+    if (cpu_ && cpu_->busy(context)) return;  // after the step (in order: later ones wait)
+    v1::WorkerControl d;
+    if (m.has_kv_export()) {
+      if (cpu_) cpu_->Export(m.kv_export(), kv_.get(), d.mutable_kv_export_done());
+      if (!cpu_) NoKv(m.kv_export().order_id(), d.mutable_kv_export_done());
+    } else {
+      if (cpu_) cpu_->Import(m.kv_import(), kv_.get(), d.mutable_kv_import_done());
+      if (!cpu_) NoKv(m.kv_import().order_id(), d.mutable_kv_import_done());
+    }
+    (void)conn_->Send(d);
+    kv_orders_.pop_front();
+  }
+}
+
+template <typename Done>
+void WorkerAgent::NoKv(uint64_t order, Done* out) const {
+  out->set_order_id(order);
+  out->set_status_code(static_cast<int32_t>(StatusCode::kFailedPrecondition));
+  out->set_status_message("worker " + id_ + " runs engine simulated: its pool holds no KV");
 }
 
 void WorkerAgent::PutBlocks(const v1::PutBlocks& m) {

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,7 @@
 #include "kv_tiers/transport/direct_put.h"
 #include "kv_tiers/transport/peer_worker.h"
 #include "workers/control_conn.h"
+#include "workers/cpu_worker.h"
 
 namespace switchyard::workers {
 
@@ -51,7 +53,9 @@ struct AgentOptions {
   std::string join;       // serve's control address, HOST:PORT
   std::string worker_id;  // empty: <hostname>-<pid>
   std::string engine = "simulated";
-  std::string model;                    // empty: whatever serve serves
+  // Engine "simulated": the model's name in the hello (empty: whatever serve serves).
+  // Engine "cpu": the model to load — the shape file or checkpoint directory serve serves.
+  std::string model;
   uint64_t kv_pool_capacity_bytes = 0;  // advertised (listed by serve)
   uint32_t protocol_version = 0;        // 0: kProtocolVersion (tests set others)
   Duration connect_timeout = Seconds(30);
@@ -93,6 +97,11 @@ class WorkerAgent {
   void Handle(const v1::WorkerControl& m);  // loop thread
   void RunStep(const v1::RunStep& m);
   void PutBlocks(const v1::PutBlocks& m);  // hands the order to the putter
+  // KV export/import orders (engine cpu), in order; one whose context a step computes
+  // into waits for that step's end, and so do the ones after it.
+  void RunKvOrders();
+  template <typename Done>
+  void NoKv(uint64_t order, Done* out) const;
 
   std::string id_;
   v1::WorkerWelcome welcome_;
@@ -107,7 +116,9 @@ class WorkerAgent {
   uint64_t kv_capacity_ = 0;
   AsioEventLoop loop_;
   std::unique_ptr<executors::StepCostModel> cost_;
+  std::unique_ptr<CpuWorker> cpu_;  // engine cpu (before runner_: the runner points into it)
   std::unique_ptr<executors::StepRunner> runner_;
+  std::deque<v1::WorkerControl> kv_orders_;  // loop thread
   std::mutex mu_;
   Status end_;  // why Run returns
   std::atomic<uint64_t> steps_{0};

@@ -224,6 +224,20 @@ RejectReason PeerWorker::ReadCommitted(const GetRequest& g, std::vector<StoredBl
   return store_.Lookup(g, out);
 }
 
+RejectReason PeerWorker::CommitLocal(const BlockHeader& h, SharedBuffer data) {
+  const uint64_t received = data ? data->size : 0;
+  RejectReason checked = CheckLengthAndChecksum(h, received, data ? data->data.get() : nullptr);
+  std::lock_guard<std::mutex> lock(impl_->store_mu);
+  RejectReason early = store_.CheckIdentity(h);
+  if (early != RejectReason::kNone) return early;
+  if (!store_.Reserve(h.length)) return RejectReason::kCapacity;
+  bool validated = false;
+  RejectReason r = store_.CommitChecked(h, std::move(data), checked, &validated);
+  std::lock_guard<std::mutex> stats(impl_->stats_mu);
+  ++(r == RejectReason::kNone ? impl_->stats.puts_committed : impl_->stats.puts_rejected);
+  return r;
+}
+
 namespace {
 
 // The worker loop's steps, as free functions over the worker's parts.

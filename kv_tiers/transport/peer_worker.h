@@ -106,6 +106,13 @@ class PeerWorker {
   // buffer; a superseded or freed block's buffer is recycled only once unreferenced).
   RejectReason ReadCommitted(const GetRequest& g, std::vector<StoredBlock>* out) const;
 
+  // In-process put of blocks into this store (the worker's own engine writing its KV
+  // there, so that serve may move them): `h` as a put header (its blocks' ids, bytes and
+  // checksums; epochs, owner, generation) and `data` its bytes back to back. Validated
+  // exactly as a received put is — length, checksum, identity, capacity — and committed
+  // under the store's lock; no receiver credit is charged (nothing crosses a link).
+  RejectReason CommitLocal(const BlockHeader& h, SharedBuffer data);
+
   // Serves until Stop() is called.
   void Run();
   void Stop() { stop_ = true; }

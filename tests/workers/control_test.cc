@@ -140,7 +140,7 @@ struct EngineRig {
   explicit EngineRig(RemoteWorker* rw) {
     executors::EngineLimits l;
     l.pool_blocks = 4096;
-    engine = MakeRemoteEngine(&loop, 2, l, rw);
+    engine = MakeRemoteEngine(&loop, 2, l, rw).engine;
     engine->SetListener([this](const executors::StepReport& r) {
       std::lock_guard<std::mutex> g(mu);
       ++steps;

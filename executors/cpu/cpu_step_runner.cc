@@ -1,0 +1,291 @@
+// CpuStepRunner (cpu_step_runner.h).
+#include "executors/cpu/cpu_step_runner.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "base/thread_name.h"
+#include "executors/batching_engine.h"
+#include "executors/cpu/cpu_engine.h"
+
+namespace switchyard::executors::cpu {
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+std::vector<std::vector<bool>> ByteTextMasks(const ModelShape& shape) {
+  const int64_t vocab = shape.vocab_size;
+  std::vector<bool> text(vocab, false);
+  for (int t = 32; t < 127 && t < vocab; ++t) text[t] = true;
+  if (vocab > '\n') text['\n'] = text['\t'] = true;
+  std::vector<bool> json = text;
+  if (vocab > '\\') json['\n'] = json['\t'] = json['"'] = json['\\'] = false;
+  if (shape.eos_id >= 0 && shape.eos_id < vocab) text[shape.eos_id] = true;
+  return {text, json};
+}
+
+Status RecordAdmit(TokenLog* log, int64_t vocab, const SequenceSpec& spec,
+                   const std::string& primary, int64_t fresh_from) {
+  int64_t rebuild = 0;
+  for (const SeqContext& c : spec.contexts) {
+    std::vector<int32_t>& l = log->Of(c.key);
+    for (int64_t p = static_cast<int64_t>(l.size()); p < c.tokens; ++p)
+      l.push_back(TokenLog::Synthetic(c.key, p, vocab));  // a context this engine never saw
+    if (!c.resident) rebuild += c.tokens;
+  }
+  const int64_t fresh = spec.prefill_tokens - rebuild;
+  const auto& ids = spec.prompt_token_ids;
+  if (!ids.empty() && static_cast<int64_t>(ids.size()) != fresh)
+    return Status::InvalidArgument("cpu engine: sequence '" + spec.key + "' has " +
+                                   std::to_string(ids.size()) + " prompt token ids for " +
+                                   std::to_string(fresh) + " new tokens");
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      return Status::InvalidArgument(
+          "cpu engine: sequence '" + spec.key + "': prompt token " + std::to_string(i) + " is " +
+          std::to_string(ids[i]) + ", outside the model's vocabulary of " + std::to_string(vocab));
+  std::vector<int32_t>& l = log->Of(primary);
+  for (int64_t p = static_cast<int64_t>(l.size()); p < fresh_from; ++p)
+    l.push_back(TokenLog::Synthetic(primary, p, vocab));
+  l.resize(static_cast<size_t>(fresh_from));
+  for (int64_t i = 0; i < fresh; ++i)
+    l.push_back(ids.empty() ? TokenLog::Synthetic(primary, fresh_from + i, vocab) : ids[i]);
+  return Status::OK();
+}
+
+Status CpuStepRunner::OnAdmit(const SequenceSpec& spec, const std::string& primary,
+                              int64_t fresh_from) {
+  SY_RETURN_IF_ERROR(RecordAdmit(log_, model_->shape().vocab_size, spec, primary, fresh_from));
+  params_[spec.key] =
+      Params{spec.temperature, spec.top_p, spec.sampling_seed, spec.stop_at_eos, spec.token_mask};
+  return Status::OK();
+}
+
+void CpuStepRunner::Free(const std::string& key, const kv_tiers::Extent& e) {
+  if (busy(key))
+    deferred_.push_back(e);
+  else
+    (void)pool_->Free(e);
+}
+
+Status CpuStepRunner::EnsureBlocks(const std::string& key, Ctx& c) {
+  const size_t need = static_cast<size_t>(BlocksFor(c.tokens, block_tokens_));
+  while (c.blocks.size() < need) {
+    Result<kv_tiers::Extent> e = pool_->Allocate(tenant_, block_bytes_);
+    if (!e.ok())
+      return Status::ResourceExhausted("cpu engine: no free block in the KV pool for '" + key +
+                                       "': " + e.status().message());
+    c.extents.push_back(*e);
+    c.blocks.push_back(static_cast<float*>(pool_->Data(*e)));
+  }
+  return Status::OK();
+}
+
+void CpuStepRunner::OnResize(const std::string& context, int64_t tokens) {
+  Ctx& c = ctxs_[context];
+  c.tokens = tokens;
+  c.valid = std::min(c.valid, tokens);
+  const size_t need = static_cast<size_t>(BlocksFor(tokens, block_tokens_));
+  while (c.extents.size() > need) {
+    Free(context, c.extents.back());
+    c.extents.pop_back();
+    c.blocks.pop_back();
+  }
+  if (tokens == 0) {
+    ctxs_.erase(context);
+    return;
+  }
+  (void)EnsureBlocks(context, c);  // a shortfall (frees deferred by a step) is retried in Run
+}
+
+void CpuStepRunner::OnEmitted(const std::string& primary, int64_t position, int32_t token) {
+  std::vector<int32_t>& l = log_->Of(primary);
+  l.resize(static_cast<size_t>(position));
+  l.push_back(token);
+}
+
+// ---- Steps -----------------------------------------------------------------------------
+
+Status CpuStepRunner::AddSpan(const StepSpan& span, bool logits, Job* job) {
+  const std::string& key = *span.context;
+  Ctx* c = Find(key);
+  if (!c) return Status::Internal("cpu engine: context '" + key + "' has no KV in the pool");
+  SY_RETURN_IF_ERROR(EnsureBlocks(key, *c));
+  const std::vector<int32_t>* l = log_->Find(key);
+  if (!l || static_cast<int64_t>(l->size()) < span.to)
+    return Status::Internal("cpu engine: context '" + key + "' has no token id at position " +
+                            std::to_string(span.to - 1));
+  const int64_t from = std::min(span.from, c->valid);  // and what an earlier call left
+  job->tables.push_back(c->blocks);
+  const std::vector<float*>& t = job->tables.back();
+  for (int64_t p = from; p < span.to; ++p) {
+    Row r;
+    r.token = (*l)[p];
+    r.position = p;
+    r.kv = KvBlocks{t.data(), static_cast<int64_t>(t.size()), block_tokens_};
+    r.want_logits = logits && p == span.to - 1;
+    job->rows.push_back(r);
+  }
+  job->spans.emplace_back(key, span.to);
+  busy_.insert(key);
+  return Status::OK();
+}
+
+void CpuStepRunner::Run(const StepShape&, std::vector<StepItem>* items,
+                        std::function<void()> done) {
+  auto job = std::make_shared<Job>();
+  size_t rows = 0;
+  for (const StepItem& it : *items)
+    for (const StepSpan& s : it.spans) rows += static_cast<size_t>(s.to - s.from);
+  job->tables.reserve(items->size() * 2);
+  job->rows.reserve(rows + items->size());
+  for (size_t i = 0; i < items->size(); ++i) {
+    StepItem& it = (*items)[i];
+    bool has_logits = false;
+    for (size_t k = 0; k < it.spans.size() && it.status.ok(); ++k) {
+      bool last = it.emits && k + 1 == it.spans.size() && *it.spans[k].context == *it.primary;
+      it.status = AddSpan(it.spans[k], last, job.get());
+      has_logits |= last && it.status.ok();
+    }
+    if (!it.status.ok() || !it.emits) continue;
+    if (!has_logits) {  // nothing to feed (an empty context): end the sequence
+      it.token = model_->shape().eos_id;
+      it.eos = true;
+      continue;
+    }
+    auto p = params_.find(*it.seq);
+    job->emits.push_back(Emit{i, p == params_.end() ? Params{} : p->second, it.emit_position});
+  }
+  auto alive = alive_;
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back([this, job, items, alive, done = std::move(done)]() {
+    Compute(job.get());
+    loop_->Post([this, job, items, alive, done]() {
+      if (!alive->load()) return;
+      Finish(items, *job);
+      done();
+    });
+  });
+  cv_.notify_one();
+}
+
+void CpuStepRunner::Compute(Job* job) const {
+  std::vector<float> logits;
+  if (!job->rows.empty()) job->status = model_->Forward(job->rows, &logits);
+  if (!job->status.ok()) return;
+  const size_t vocab = static_cast<size_t>(model_->shape().vocab_size);
+  job->tokens.resize(job->emits.size());
+  for (size_t k = 0; k < job->emits.size(); ++k) {
+    float* row = logits.data() + k * vocab;
+    const int mask = std::max(0, job->emits[k].params.mask);
+    if (mask < static_cast<int>(masks_.size())) {
+      const std::vector<bool>& allowed = masks_[mask];
+      for (size_t t = 0; t < vocab; ++t)
+        if (t >= allowed.size() || !allowed[t]) row[t] = -std::numeric_limits<float>::infinity();
+    }
+    std::span<const float> l(row, vocab);
+    const Params& p = job->emits[k].params;
+    uint64_t seed = SplitMix(p.seed ^ SplitMix(static_cast<uint64_t>(job->emits[k].position)));
+    job->tokens[k] = p.temperature > 0 ? Sample(l, p.temperature, p.top_p, seed) : Argmax(l);
+  }
+}
+
+void CpuStepRunner::Finish(std::vector<StepItem>* items, Job& job) {
+  const int32_t eos = model_->shape().eos_id;
+  for (size_t k = 0; k < job.emits.size(); ++k) {
+    StepItem& it = (*items)[job.emits[k].item];
+    if (!job.status.ok()) continue;
+    it.token = job.tokens[k];
+    it.eos = job.emits[k].params.stop_at_eos && eos >= 0 && it.token == eos;
+  }
+  if (!job.status.ok())
+    for (StepItem& it : *items)
+      if (it.status.ok()) it.status = job.status;
+  if (job.status.ok())
+    for (const auto& [key, to] : job.spans)
+      if (Ctx* c = Find(key)) c->valid = std::max(c->valid, std::min(to, c->tokens));
+  busy_.clear();
+  for (const kv_tiers::Extent& e : deferred_) (void)pool_->Free(e);
+  deferred_.clear();
+}
+
+void CpuStepRunner::Work() {
+  SetThreadName("sy-cpu-engine");
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this]() { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    fn();
+  }
+}
+
+void CpuStepRunner::Stop() {
+  alive_->store(false);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
+    EventLoop* loop, const Model* model, TokenLog* log, int64_t block_tokens, int64_t pool_blocks,
+    const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks) {
+  if (!model || !log)
+    return Status::InvalidArgument("cpu engine: a model and a token log are required");
+  block_tokens = std::max<int64_t>(1, block_tokens);
+  const uint64_t bpb = KvBlockFloats(model->shape(), block_tokens) * sizeof(float);
+  kv_tiers::TierOptions to;
+  to.slot_bytes = bpb;
+  to.capacity_bytes = bpb * static_cast<uint64_t>(std::max<int64_t>(1, pool_blocks));
+  kv_tiers::ArenaBackend b = kv_tiers::HostBackend();
+  b.name = pool_name;
+  b.kind = v1::TIER_HBM;
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<kv_tiers::ArenaTier> pool,
+                      kv_tiers::ArenaTier::Create(to, std::move(b)));
+  return std::make_unique<CpuStepRunner>(loop, model, log, std::move(pool), block_tokens,
+                                         std::move(tenant), std::move(masks));
+}
+
+// ---- The pool as EngineKv -------------------------------------------------------------
+
+Result<ContextKvView> CpuStepRunner::ExportKv(const std::string& context) const {
+  const Ctx* c = Find(context);
+  if (!c) return Status::NotFound(kv_pool_name() + " does not hold " + context);
+  if (busy(context))
+    return Status::FailedPrecondition(kv_pool_name() + ": a step computes into " + context);
+  if (static_cast<int64_t>(c->blocks.size()) < BlocksFor(c->tokens, block_tokens_))
+    return Status::Internal(kv_pool_name() + ": " + context + " lacks blocks");
+  ContextKvView v;
+  v.tokens = c->tokens;
+  v.valid_tokens = c->valid;
+  v.blocks.assign(c->blocks.begin(), c->blocks.end());
+  return v;
+}
+
+Result<std::vector<void*>> CpuStepRunner::ImportTargets(const std::string& context) {
+  Ctx* c = Find(context);
+  if (!c) return Status::NotFound(kv_pool_name() + " reserved no blocks for " + context);
+  SY_RETURN_IF_ERROR(EnsureBlocks(context, *c));
+  c->valid = 0;  // nothing readable until the move commits
+  return std::vector<void*>(c->blocks.begin(), c->blocks.end());
+}
+
+Status CpuStepRunner::CommitImport(const std::string& context, int64_t valid_tokens) {
+  Ctx* c = Find(context);
+  if (!c) return Status::NotFound(kv_pool_name() + " reserved no blocks for " + context);
+  c->valid = std::clamp<int64_t>(valid_tokens, 0, c->tokens);
+  return Status::OK();
+}
+
+}  // namespace switchyard::executors::cpu

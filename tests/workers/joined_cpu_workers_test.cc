@@ -1,0 +1,179 @@
+// Joined workers that compute: serve (engine "cpu", a tiny model with random weights) and
+// `switchyard worker --join --engine cpu` processes on loopback. The workers compute the
+// calls; during long tool waits the scheduler moves contexts out of a worker's pool (the
+// worker exports its real blocks into its KV store, serve moves them on) and back (into
+// whichever worker runs the next call: an import). Every context's tokens must equal those
+// of one in-process CPU engine that never moved anything (batch- and restore-invariance
+// across processes). A worker with another model is refused by name.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "executors/cpu/cpu_engine.h"
+#include "scheduler/types.h"
+#include "tests/workers/joined_cluster.h"
+
+namespace switchyard::workers {
+namespace {
+
+std::string ModelPath(const char* name) {
+  return std::string(SY_SOURCE_DIR) + "/configs/models/" + name + ".json";
+}
+
+// Three agents: llm-0 creates "main" (1200 prompt tokens, 6 out), a long tool, llm-1
+// extends it (+60, 6 out).
+void SubmitAgents(JoinedCluster& c, const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    std::string body = R"({"id":")" + id + R"(","nodes":[
+        {"id":"llm-0","kind":"LLM","modelId":"tiny-llama-2l","cacheRefs":[{"context":"main","mode":"CREATE"}],
+         "hints":{"promptTokens":1200,"extendTokens":1200,"maxOutputTokens":6}},
+        {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
+        {"id":"llm-1","kind":"LLM","modelId":"tiny-llama-2l","deps":["bash"],
+         "cacheRefs":[{"context":"main","mode":"EXTEND"}],
+         "hints":{"promptTokens":1266,"extendTokens":60,"maxOutputTokens":6}}]})";
+    api::HttpResponse r = c.Call("POST", "/v1/workflows", body);
+    ASSERT_EQ(r.status, 201) << r.body;
+    ASSERT_EQ(c.Call("POST", "/v1/workflows/" + id + ":close").status, 200);
+  }
+}
+
+// Runs the agents: each tool starts once llm-0 is done and finishes once `main` left the
+// pool (or after 5 s: the scheduler may keep it; at once without wait_for_demotions);
+// then the workflows run to the end.
+// Returns each workflow's "main" token ids (prompt and outputs) as serve recorded them.
+std::map<std::string, std::vector<int32_t>> RunAgents(JoinedCluster& c,
+                                                      const std::vector<std::string>& ids,
+                                                      bool wait_for_demotions) {
+  SubmitAgents(c, ids);
+  for (const std::string& id : ids) {
+    c.WaitFor(id, [](const v1::WorkflowStatus& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
+    c.Event(id, "bash", "TOOL_STARTED");
+  }
+  for (const std::string& id : ids) {
+    for (int i = 0; i < 500 && wait_for_demotions; ++i) {
+      if (JoinedCluster::Demoted(c.Get<v1::WorkflowStatus>("/v1/workflows/" + id))) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  for (const std::string& id : ids) c.Event(id, "bash", "TOOL_FINISHED");
+  std::map<std::string, std::vector<int32_t>> out;
+  for (const std::string& id : ids) {
+    v1::WorkflowStatus s = c.WaitFor(id, [](const v1::WorkflowStatus& s) {
+      return s.state() == v1::WORKFLOW_COMPLETED || s.state() == v1::WORKFLOW_FAILED;
+    });
+    EXPECT_EQ(s.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(s);
+    const std::vector<int32_t>* log = c.token_log()->Find(scheduler::ContextKey(id, "main"));
+    if (log) out[id] = *log;
+  }
+  return out;
+}
+
+void UseCpuEngine(api::ServiceOptions* so, uint64_t pool_bytes) {
+  so->scheduler.engine = "cpu";
+  so->scheduler.model_path = ModelPath("tiny-llama-2l");
+  so->scheduler.kv_pool_bytes = pool_bytes;
+  so->scheduler.kv_bytes_scale = 1;
+}
+
+TEST(JoinedCpuWorkers, ContextsMoveThroughJoinedPoolsAndTokensMatchOneEngine) {
+  SKIP_WITHOUT_BINARY();
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  std::map<std::string, std::vector<int32_t>> want;
+  {  // the reference: one in-process CPU engine whose pool holds everything
+    JoinedCluster ref("cpu_ref");
+    ASSERT_TRUE(ref.Start(
+        0, 4ULL << 30, [](ServeJoinOptions* jo) { jo->local_workers = 1; }, {},
+        [](api::ServiceOptions* so) { UseCpuEngine(so, 64ULL << 20); }));
+    want = RunAgents(ref, ids, false);
+    v1::ClusterState cl = ref.Cluster();
+    EXPECT_EQ(cl.decisions_by_kind().count("demote"), 0u) << "the reference moved nothing";
+  }
+  ASSERT_EQ(want.size(), ids.size());
+  for (const auto& [id, log] : want) EXPECT_EQ(log.size(), 1200u + 6 + 60 + 6) << id;
+
+  JoinedCluster c("cpu_joined");
+  // Two workers of 1 MiB (2048 tokens of 512 B): three 1.2k-token contexts cannot all stay.
+  ASSERT_TRUE(c.Start(2, 4ULL << 30, {}, {},
+                      [](api::ServiceOptions* so) { UseCpuEngine(so, 1ULL << 20); }));
+  v1::ClusterState before = c.Cluster();
+  ASSERT_EQ(before.joined_workers_size(), 2);
+  for (const auto& w : before.joined_workers()) EXPECT_EQ(w.engine(), "cpu") << w.id();
+  for (const auto& e : before.worker_engines()) {
+    EXPECT_NE(e.engine().find("remote cpu engine"), std::string::npos) << e.engine();
+    EXPECT_NE(e.kv_pool().find("cpu engine KV pool of worker"), std::string::npos) << e.kv_pool();
+    EXPECT_EQ(e.kv_pool_capacity_bytes(), 1ULL << 20);
+    EXPECT_TRUE(e.random_weights());
+  }
+  std::map<std::string, std::vector<int32_t>> got = RunAgents(c, ids, true);
+  auto tail = [](const std::vector<int32_t>& v) {
+    std::string s;
+    for (size_t i = v.size() > 16 ? v.size() - 16 : 0; i < v.size(); ++i)
+      s += std::to_string(v[i]) + " ";
+    return s + "(" + std::to_string(v.size()) + " ids)";
+  };
+  for (const std::string& id : ids)
+    EXPECT_EQ(got[id], want[id]) << id << ": tokens differ; got ..." << tail(got[id])
+                                 << ", want ..." << tail(want[id]);
+
+  v1::ClusterState after = c.Cluster();
+  uint64_t exported = 0, imported = 0;
+  for (const auto& [dst, n] : after.real_bytes_moved()) {
+    if (dst.rfind("peer:", 0) == 0) exported += n;  // pool -> the worker's store
+    if (dst.find("cpu engine KV pool of worker") != std::string::npos) imported += n;
+  }
+  auto count = [&](const char* kind) {
+    auto it = after.decisions_by_kind().find(kind);
+    return it == after.decisions_by_kind().end() ? uint64_t{0} : uint64_t{it->second};
+  };
+  std::printf("decisions: demote %llu, prefetch %llu, discard %llu; real bytes: exported %llu, "
+              "imported %llu\n",
+              static_cast<unsigned long long>(count("demote")),
+              static_cast<unsigned long long>(count("prefetch")),
+              static_cast<unsigned long long>(count("discard")),
+              static_cast<unsigned long long>(exported),
+              static_cast<unsigned long long>(imported));
+  EXPECT_GT(count("demote"), 0u) << *proto::ToJson(after);
+  EXPECT_GT(exported, 0u) << "no context left a joined pool: " << *proto::ToJson(after);
+  // Each context that came back (not recomputed) was imported whole.
+  if (count("prefetch") > 0) EXPECT_GT(imported, 0u) << *proto::ToJson(after);
+  uint64_t puts = 0;  // the stores' figures come with their heartbeats
+  for (int i = 0; i < 500 && puts == 0; ++i) {
+    const v1::ClusterState now = c.Cluster();
+    for (const auto& w : now.joined_workers()) puts += w.kv().puts_committed();
+    if (puts == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(puts, 0u) << "the exports were committed in the workers' stores";
+}
+
+TEST(JoinedCpuWorkers, AWorkerWithAnotherModelIsRefusedByName) {
+  SKIP_WITHOUT_BINARY();
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  JoinOptions o;  // what serve --engine cpu --model tiny-llama-2l.json sends
+  o.expect = 1;
+  o.timeout = Seconds(60);
+  o.max_refusals = 1;
+  o.engine = "cpu";
+  auto shape = executors::cpu::LoadShapeFile(ModelPath("tiny-llama-2l"));
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  o.model = executors::cpu::ToModelConfig(*shape);
+  o.kv_pool_bytes = 1ULL << 20;
+  o.kv_block_tokens = 16;
+  std::string log = ::testing::TempDir() + "/sy_cpu_refused.log";
+  pid_t pid = testing::Spawn({Binary(), "worker", "--join", (*js)->address(), "--engine", "cpu",
+                              "--model", ModelPath("tiny-llama-4l"), "--id", "other"},
+                             log);
+  Status st = (*js)->AwaitWorkers(o);
+  EXPECT_TRUE(st.IsFailedPrecondition()) << st;
+  int status = testing::Reap(pid, 30);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  std::string text = testing::Slurp(log);
+  EXPECT_NE(text.find("model mismatch"), std::string::npos) << text;
+  EXPECT_NE(text.find("tiny-llama-4l"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace switchyard::workers
