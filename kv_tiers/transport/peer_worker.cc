@@ -226,13 +226,14 @@ RejectReason PeerWorker::ReadCommitted(const GetRequest& g, std::vector<StoredBl
 
 RejectReason PeerWorker::CommitLocal(const BlockHeader& h, SharedBuffer data) {
   const uint64_t received = data ? data->size : 0;
-  RejectReason checked = CheckLengthAndChecksum(h, received, data ? data->data.get() : nullptr);
-  std::lock_guard<std::mutex> lock(impl_->store_mu);
-  RejectReason early = store_.CheckIdentity(h);
-  if (early != RejectReason::kNone) return early;
-  if (!store_.Reserve(h.length)) return RejectReason::kCapacity;
-  bool validated = false;
-  RejectReason r = store_.CommitChecked(h, std::move(data), checked, &validated);
+  RejectReason r = CheckLengthAndChecksum(h, received, data ? data->data.get() : nullptr);
+  {
+    std::lock_guard<std::mutex> lock(impl_->store_mu);
+    if (r == RejectReason::kNone) r = store_.CheckIdentity(h);
+    if (r == RejectReason::kNone && !store_.Reserve(h.length)) r = RejectReason::kCapacity;
+    bool validated = false;
+    if (r == RejectReason::kNone) r = store_.CommitChecked(h, std::move(data), r, &validated);
+  }
   std::lock_guard<std::mutex> stats(impl_->stats_mu);
   ++(r == RejectReason::kNone ? impl_->stats.puts_committed : impl_->stats.puts_rejected);
   return r;

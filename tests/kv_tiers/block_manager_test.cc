@@ -131,6 +131,21 @@ TEST_F(ManagerTest, FinishWriteHashesWhatIsStoredAfterWritableBytes) {
   EXPECT_EQ(ReadAll(id, Reader("c")), data);
 }
 
+// A write made elsewhere (a worker writing its own store) is accepted only on a tier that
+// verifies writes; ExtentOf tells that party where the block lives.
+TEST_F(ManagerTest, AcceptWriteNeedsATierThatVerifiesWritesAndExtentOfNamesTheSlot) {
+  auto id = mgr_->Allocate(Spec("c", 0), "host").value();
+  auto extent = mgr_->ExtentOf(id);
+  ASSERT_TRUE(extent.ok()) << extent.status();
+  EXPECT_EQ(extent->bytes, 4096u);
+  EXPECT_TRUE(mgr_->AcceptWrite(id, 1).IsFailedPrecondition()) << "ALLOCATED, not WRITING";
+  ASSERT_TRUE(mgr_->BeginWrite(id).ok());
+  Status st = mgr_->AcceptWrite(id, 1);
+  EXPECT_TRUE(st.IsFailedPrecondition()) << st;  // the host arena does not verify writes
+  EXPECT_NE(st.message().find("does not verify writes"), std::string::npos) << st;
+  EXPECT_TRUE(mgr_->ExtentOf(BlockId{987654}).status().IsNotFound());
+}
+
 // WriteBytesMany copies and checksums blocks on a pool's threads and the caller's: each
 // block then validates against its own bytes' checksum and reads back as written; a block
 // not WRITING refuses the whole call before any copy; mismatched lists are refused.

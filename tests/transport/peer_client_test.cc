@@ -7,6 +7,8 @@
 #include <optional>
 #include <thread>
 
+#include "kv_tiers/prefix_hash.h"
+#include "kv_tiers/transport/peer_worker.h"
 #include "tests/transport/worker_process.h"
 
 namespace switchyard::kv_tiers::transport {
@@ -291,6 +293,52 @@ TEST(PeerWorkerVerifierTest, LargePutsAreFinishedOffTheLoop) {
 // Unset, the verifier threshold follows the transport: small over shared memory (the loop
 // has no socket copies to do), large with TCP (only puts whose inline hash would stall
 // the socket go to the thread); an explicit value, 0 included, is kept.
+// A worker's own engine writes into its store in process (CommitLocal): validated as a
+// received put — checksum, epochs, generation, capacity — and then served like one.
+TEST(PeerWorkerLocalTest, CommitLocalValidatesLikeAPutAndTheBlockIsReadable) {
+  WorkerOptions wo;
+  wo.listen = "127.0.0.1:0";
+  wo.capacity_bytes = 3 * 4096;
+  wo.transport_config.params["TLS"] = "tcp";
+  auto worker = PeerWorker::Start(wo);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  PeerWorker& w = **worker;
+  auto put = [&](uint64_t id, uint64_t gen, uint8_t fill, uint64_t epoch, bool corrupt) {
+    auto buf = std::make_shared<ByteBuffer>(4096);
+    std::memset(buf->data.get(), fill, 4096);
+    BlockHeader h;
+    h.communicator_epoch = epoch;
+    h.generation = gen;
+    h.length = 4096;
+    h.workflow_id = "t";
+    h.context_id = "hbm-w0";
+    h.blocks.push_back(BlockRef{id, 4096, BlockChecksum(buf->data.get(), 4096)});
+    if (corrupt) buf->data[7] ^= 1;
+    return w.CommitLocal(h, buf);
+  };
+  const uint64_t epoch = w.communicator_epoch();
+  EXPECT_EQ(put(1, 1, 0xab, epoch, false), RejectReason::kNone);
+  EXPECT_EQ(put(2, 1, 0xcd, epoch, true), RejectReason::kBadChecksum);
+  EXPECT_EQ(put(3, 1, 0xcd, epoch + 1, false), RejectReason::kStaleCommEpoch);
+  EXPECT_EQ(put(1, 1, 0xee, epoch, false), RejectReason::kStaleGeneration);
+  EXPECT_EQ(put(4, 1, 0x01, epoch, false), RejectReason::kNone);
+  EXPECT_EQ(put(5, 1, 0x02, epoch, false), RejectReason::kNone);
+  EXPECT_EQ(put(6, 1, 0x03, epoch, false), RejectReason::kCapacity) << "three blocks fit";
+  GetRequest g;
+  g.communicator_epoch = epoch;
+  g.generation = 1;
+  g.workflow_id = "t";
+  g.context_id = "hbm-w0";
+  g.block_ids = {1};
+  std::vector<StoredBlock> out;
+  ASSERT_EQ(w.ReadCommitted(g, &out), RejectReason::kNone);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].data()[100], 0xab);
+  WorkerStats s = w.stats();
+  EXPECT_EQ(s.puts_committed, 3u);
+  EXPECT_EQ(s.puts_rejected, 4u);
+}
+
 TEST(PeerWorkerVerifierTest, ThresholdDefaultsByTransport) {
   struct Case {
     const char* tls;

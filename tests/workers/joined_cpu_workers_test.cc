@@ -128,13 +128,13 @@ TEST(JoinedCpuWorkers, ContextsMoveThroughJoinedPoolsAndTokensMatchOneEngine) {
     auto it = after.decisions_by_kind().find(kind);
     return it == after.decisions_by_kind().end() ? uint64_t{0} : uint64_t{it->second};
   };
-  std::printf("decisions: demote %llu, prefetch %llu, discard %llu; real bytes: exported %llu, "
-              "imported %llu\n",
-              static_cast<unsigned long long>(count("demote")),
-              static_cast<unsigned long long>(count("prefetch")),
-              static_cast<unsigned long long>(count("discard")),
-              static_cast<unsigned long long>(exported),
-              static_cast<unsigned long long>(imported));
+  std::printf(
+      "decisions: demote %llu, prefetch %llu, discard %llu; real bytes: exported %llu, "
+      "imported %llu\n",
+      static_cast<unsigned long long>(count("demote")),
+      static_cast<unsigned long long>(count("prefetch")),
+      static_cast<unsigned long long>(count("discard")), static_cast<unsigned long long>(exported),
+      static_cast<unsigned long long>(imported));
   EXPECT_GT(count("demote"), 0u) << *proto::ToJson(after);
   EXPECT_GT(exported, 0u) << "no context left a joined pool: " << *proto::ToJson(after);
   // Each context that came back (not recomputed) was imported whole.

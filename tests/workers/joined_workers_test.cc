@@ -553,7 +553,8 @@ TEST(JoinedWorkers, BinaryWorkerWithAnotherProtocolVersionIsRefusedByName) {
   std::stringstream s;
   s << f.rdbuf();
   EXPECT_NE(s.str().find("protocol version mismatch: worker speaks worker control protocol "
-                         "version 7, serve speaks version 2"),
+                         "version 7, serve speaks version " +
+                         std::to_string(kProtocolVersion)),
             std::string::npos)
       << s.str();
   std::filesystem::remove(out);
