@@ -78,21 +78,27 @@ void UseCpuEngine(api::ServiceOptions* so, uint64_t pool_bytes) {
   so->scheduler.kv_bytes_scale = 1;
 }
 
+// The reference: the agents on one in-process CPU engine whose pool holds everything.
+std::map<std::string, std::vector<int32_t>> Reference(const std::vector<std::string>& ids) {
+  JoinedCluster ref("cpu_ref");
+  bool started = ref.Start(
+      0, 4ULL << 30, [](ServeJoinOptions* jo) { jo->local_workers = 1; }, {},
+      [](api::ServiceOptions* so) { UseCpuEngine(so, 64ULL << 20); });
+  EXPECT_TRUE(started);
+  if (!started) return {};
+  std::map<std::string, std::vector<int32_t>> want = RunAgents(ref, ids, false);
+  v1::ClusterState cl = ref.Cluster();
+  EXPECT_EQ(cl.decisions_by_kind().count("demote"), 0u) << "the reference moved nothing";
+  EXPECT_EQ(want.size(), ids.size());
+  for (const auto& [id, log] : want) EXPECT_EQ(log.size(), 1200u + 6 + 60 + 6) << id;
+  return want;
+}
+
 TEST(JoinedCpuWorkers, ContextsMoveThroughJoinedPoolsAndTokensMatchOneEngine) {
   SKIP_WITHOUT_BINARY();
   const std::vector<std::string> ids = {"a", "b", "c"};
-  std::map<std::string, std::vector<int32_t>> want;
-  {  // the reference: one in-process CPU engine whose pool holds everything
-    JoinedCluster ref("cpu_ref");
-    ASSERT_TRUE(ref.Start(
-        0, 4ULL << 30, [](ServeJoinOptions* jo) { jo->local_workers = 1; }, {},
-        [](api::ServiceOptions* so) { UseCpuEngine(so, 64ULL << 20); }));
-    want = RunAgents(ref, ids, false);
-    v1::ClusterState cl = ref.Cluster();
-    EXPECT_EQ(cl.decisions_by_kind().count("demote"), 0u) << "the reference moved nothing";
-  }
+  std::map<std::string, std::vector<int32_t>> want = Reference(ids);
   ASSERT_EQ(want.size(), ids.size());
-  for (const auto& [id, log] : want) EXPECT_EQ(log.size(), 1200u + 6 + 60 + 6) << id;
 
   JoinedCluster c("cpu_joined");
   // Two workers of 1 MiB (2048 tokens of 512 B): three 1.2k-token contexts cannot all stay.
@@ -146,6 +152,51 @@ TEST(JoinedCpuWorkers, ContextsMoveThroughJoinedPoolsAndTokensMatchOneEngine) {
     if (puts == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_GT(puts, 0u) << "the exports were committed in the workers' stores";
+}
+
+// A worker SIGKILLed after the first calls: its contexts are lost with it, rebuilt on the
+// other worker from the token ids serve recorded, and the agents' tokens are still those
+// of the reference.
+TEST(JoinedCpuWorkers, AKilledWorkersContextsAreRebuiltElsewhereWithTheSameTokens) {
+  SKIP_WITHOUT_BINARY();
+  const std::vector<std::string> ids = {"k1", "k2"};
+  std::map<std::string, std::vector<int32_t>> want = Reference(ids);
+  ASSERT_EQ(want.size(), ids.size());
+  JoinedCluster c("cpu_kill");
+  ASSERT_TRUE(c.Start(2, 4ULL << 30, {}, {},
+                      [](api::ServiceOptions* so) { UseCpuEngine(so, 4ULL << 20); }));
+  SubmitAgents(c, ids);
+  for (const std::string& id : ids) {
+    c.WaitFor(id, [](const v1::WorkflowStatus& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
+    c.Event(id, "bash", "TOOL_STARTED");
+  }
+  // The worker to kill: one that holds a context in its pool now.
+  int victim = -1;
+  for (const std::string& id : ids) {
+    const v1::WorkflowStatus st = c.Get<v1::WorkflowStatus>("/v1/workflows/" + id);
+    for (const auto& kv : st.kv())
+      if (kv.context() == "main" && kv.tier() == "hbm") victim = kv.worker();
+  }
+  ASSERT_GE(victim, 0) << "no context in a pool";
+  std::string name;
+  const v1::ClusterState cl = c.Cluster();
+  for (const auto& w : cl.joined_workers())
+    if (w.worker_index() == victim) name = w.id();
+  ASSERT_FALSE(name.empty());
+  c.Kill(name);
+  c.WaitWorker(name, [](const v1::JoinedWorker& w) { return w.state() == "lost"; });
+  for (const std::string& id : ids) c.Event(id, "bash", "TOOL_FINISHED");
+  for (const std::string& id : ids) {
+    v1::WorkflowStatus s = c.WaitFor(id, [](const v1::WorkflowStatus& s) {
+      return s.state() == v1::WORKFLOW_COMPLETED || s.state() == v1::WORKFLOW_FAILED;
+    });
+    EXPECT_EQ(s.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(s);
+  }
+  for (const std::string& id : ids) {
+    const std::vector<int32_t>* log = c.token_log()->Find(scheduler::ContextKey(id, "main"));
+    ASSERT_NE(log, nullptr) << id;
+    EXPECT_EQ(*log, want[id]) << id << ": tokens differ after the rebuild";
+  }
 }
 
 TEST(JoinedCpuWorkers, AWorkerWithAnotherModelIsRefusedByName) {
