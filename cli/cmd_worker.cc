@@ -3,7 +3,7 @@
 //                    [--verify-offload BYTES]
 //                    [--transport-param KEY=VALUE]... [--log-level LEVEL]`
 // Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
-// `switchyard worker --join HOST:PORT --engine simulated ...`: instead an engine joined to
+// `switchyard worker --join HOST:PORT --engine simulated|cpu ...`: instead an engine joined to
 // a running serve (cli/worker_join.cc).
 // --credit-per-sender (alias --credit-bytes) / --credit-total: the receiver-granted credit
 // (docs/design.md invariant 7) it advertises in its hello ack and enforces on every put:

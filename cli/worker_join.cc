@@ -1,10 +1,13 @@
-// `switchyard worker --join HOST:PORT --engine simulated [--id ID] [--kv-pool-bytes BYTES]
+// `switchyard worker --join HOST:PORT --engine simulated|cpu [--model FILE_OR_DIR] [--id ID]
+//                    [--kv-pool-bytes BYTES]
 //                    [--kv-listen HOST:PORT|none] [--kv-capacity BYTES]
 //                    [--credit-per-sender BYTES] [--credit-total BYTES]
 //                    [--kv-transport-param KEY=VALUE]... [--direct-puts on|off]
 //                    [--etcd URL [--cluster NAME] [--lease-ttl-s S]]
 //                    [--protocol-version N] [--connect-timeout-s S] [--log-level LEVEL]`:
-// an engine in its own process, joined to a running `switchyard serve --remote-workers N
+// an engine in its own process (engine cpu: the CPU engine over the model at --model, the
+// one serve serves, computing the calls serve's scheduler batches), joined to a running
+// `switchyard serve --remote-workers N
 // --control-listen HOST:PORT` over the worker control protocol (workers/worker_agent.h),
 // with its KV store (the pool's blocks, moved by serve over UCX under the credit this
 // worker grants) on --kv-listen (default: this host's address on the control connection,
@@ -37,8 +40,8 @@ namespace {
 
 int JoinUsage(const std::string& why) {
   std::fprintf(stderr,
-               "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated "
-               "[--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
+               "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated|cpu "
+               "[--model FILE_OR_DIR] [--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
                "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
                "[--kv-transport-param KEY=VALUE]... [--direct-puts on|off] "
                "[--etcd URL [--cluster NAME] "
