@@ -39,15 +39,16 @@ namespace switchyard::cli {
 namespace {
 
 int JoinUsage(const std::string& why) {
-  std::fprintf(stderr,
-               "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated|cpu "
-               "[--model FILE_OR_DIR] [--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
-               "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
-               "[--kv-transport-param KEY=VALUE]... [--direct-puts on|off] "
-               "[--etcd URL [--cluster NAME] "
-               "[--lease-ttl-s S]] [--protocol-version N] "
-               "[--connect-timeout-s S] [--log-level LEVEL]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated|cpu "
+      "[--model FILE_OR_DIR] [--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
+      "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
+      "[--kv-transport-param KEY=VALUE]... [--direct-puts on|off] "
+      "[--etcd URL [--cluster NAME] "
+      "[--lease-ttl-s S]] [--protocol-version N] "
+      "[--connect-timeout-s S] [--log-level LEVEL]\n",
+      why.c_str());
   return 2;
 }
 
