@@ -125,6 +125,24 @@ Result<std::unique_ptr<ControlConn>> ControlConn::Connect(const std::string& hos
 
 ControlConn::ControlConn(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {
   last_heard_ms_ = UnixMillis();
+  // The control class on the wire (see the header); best effort: a socket that refuses
+  // (an unprivileged priority above 6, an exotic family) keeps working unmarked.
+  int one = 1, prio = kControlSocketPriority, tos = kControlDscp << 2;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  ::setsockopt(fd_, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio));
+  ::setsockopt(fd_, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+  ::setsockopt(fd_, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+}
+
+int ControlConn::dscp() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return -1;
+  int v = 0;
+  socklen_t n = sizeof(v);
+  int rc = ss.ss_family == AF_INET6 ? ::getsockopt(fd_, IPPROTO_IPV6, IPV6_TCLASS, &v, &n)
+                                    : ::getsockopt(fd_, IPPROTO_IP, IP_TOS, &v, &n);
+  return rc == 0 ? v >> 2 : -1;
 }
 
 ControlConn::~ControlConn() {
@@ -145,6 +163,7 @@ Result<v1::WorkerControl> ControlConn::ReadOne(Duration timeout) {
                                     std::to_string(ms) + " ms");
   auto m = ReadFrame(fd_);
   if (m.ok()) last_heard_ms_ = UnixMillis();
+  if (m.ok()) bytes_received_ += 4 + m->ByteSizeLong();
   return m;
 }
 
@@ -171,6 +190,7 @@ Status ControlConn::Send(const v1::WorkerControl& m) {
   if (!started_) {  // the handshake: on the caller's thread
     Status st = WriteFull(fd_, frame.data(), frame.size());
     if (!st.ok()) Lose(st);
+    if (st.ok()) bytes_sent_ += frame.size();
     return st;
   }
   bool over = false;
@@ -203,6 +223,7 @@ void ControlConn::WriteLoop() {
     queue_.pop_front();
     l.unlock();
     Status st = WriteFull(fd_, frame.data(), frame.size());
+    if (st.ok()) bytes_sent_ += frame.size();
     l.lock();
     queued_bytes_ -= frame.size();
     if (!st.ok()) {
@@ -227,6 +248,7 @@ void ControlConn::ReadLoop() {
       return;
     }
     last_heard_ms_ = UnixMillis();
+    bytes_received_ += 4 + m->ByteSizeLong();
     if (on_message_ && !closed_) on_message_(*m);
   }
 }

@@ -14,6 +14,12 @@
 // heartbeats) is reported once to `on_lost`, from one of the connection's threads, unless
 // Close() came first. Close() ends its threads and the socket; the destructor closes.
 //
+// Traffic class: the control class (docs/design.md "Traffic classes", invariant 6) is
+// marked on the wire — every control socket carries DSCP CS6 (IP_TOS / IPV6_TCLASS 0xc0,
+// network control) and SO_PRIORITY 6, so that a host's queueing discipline (pfifo_fast's
+// first band) and DSCP-honouring switches send heartbeats and step calls ahead of bulk KV,
+// whose own bytes net_budget keeps out of the control reserve. Bytes each way are counted.
+//
 // Thread-safety: Send, Close, last_heard_ms and lost are thread-safe; ReadOne and Start are
 // called once each, before any concurrent use.
 #pragma once
@@ -36,6 +42,9 @@
 namespace switchyard::workers {
 
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
+// DSCP of the control class (CS6, network control) and the socket priority it runs at.
+inline constexpr int kControlDscp = 48;
+inline constexpr int kControlSocketPriority = 6;
 // Bytes a started connection may hold queued unsent before the peer counts as lost.
 inline constexpr size_t kMaxQueuedBytes = 256u << 20;
 
@@ -76,6 +85,10 @@ class ControlConn {
 
   const std::string& peer() const { return peer_; }
   int64_t last_heard_ms() const { return last_heard_ms_.load(); }
+  // The DSCP the socket sends with (-1: unknown), and the frame bytes each way so far.
+  int dscp() const;
+  uint64_t bytes_sent() const { return bytes_sent_.load(); }
+  uint64_t bytes_received() const { return bytes_received_.load(); }
   bool lost() const { return lost_.load(); }
 
  private:
@@ -98,6 +111,7 @@ class ControlConn {
   HeartbeatFill fill_;
   std::atomic<bool> lost_{false}, closed_{false}, finishing_{false};
   std::atomic<int64_t> last_heard_ms_{0};
+  std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
   std::mutex mu_;  // guards the wait of the heartbeat thread
   std::condition_variable cv_;
   std::thread reader_, heartbeat_, writer_;

@@ -241,6 +241,9 @@ v1::JoinedWorker RemoteWorker::Snapshot() const {
   w.set_worker_index(index_);
   w.set_address(conn->peer());
   w.set_last_heartbeat_ms(conn->last_heard_ms());
+  w.set_control_dscp(conn->dscp());
+  w.set_control_bytes_sent(conn->bytes_sent());
+  w.set_control_bytes_received(conn->bytes_received());
   w.set_state(lost_ ? "lost" : "alive");
   w.set_lost_reason(lost_reason_);
   w.set_kv_pool_used_bytes(pool_used_bytes_);

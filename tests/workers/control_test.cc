@@ -92,6 +92,11 @@ TEST(WorkerControl, HandshakeWelcomesWithIndexAndListsTheWorker) {
   EXPECT_EQ(list[0].kv_pool_capacity_bytes(), 1u << 30);
   EXPECT_EQ(list[0].worker_index(), 2);
   EXPECT_GT(list[0].last_heartbeat_ms(), 0);
+  // The control connection runs in the control class: DSCP CS6 on serve's socket, bytes
+  // counted (the welcome out, the hello in).
+  EXPECT_EQ(list[0].control_dscp(), kControlDscp);
+  EXPECT_GT(list[0].control_bytes_sent(), 0u);
+  EXPECT_GT(list[0].control_bytes_received(), 0u);
 }
 
 TEST(WorkerControl, VersionMismatchIsRefusedNamingBothVersions) {
