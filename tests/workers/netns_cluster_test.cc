@@ -214,10 +214,20 @@ class NetnsCluster : public ::testing::Test {
   }
   // Worker k ("h<k>") in its namespace; `run` numbers its log (a restart gets a new one).
   void StartWorker(int k, int run = 0) {
-    workers_[k] = Spawn({"ip", "netns", "exec", ns_.Name(k), Binary(), "worker", "--join",
-                         ns_.HubAddr(k) + ":" + std::to_string(control()), "--engine", "simulated",
-                         "--id", "h" + std::to_string(k), "--connect-timeout-s", "60"},
-                        WorkerLog(k, run));
+    std::vector<std::string> args = {"ip",
+                                     "netns",
+                                     "exec",
+                                     ns_.Name(k),
+                                     Binary(),
+                                     "worker",
+                                     "--join",
+                                     ns_.HubAddr(k) + ":" + std::to_string(control()),
+                                     "--id",
+                                     "h" + std::to_string(k),
+                                     "--connect-timeout-s",
+                                     "60"};
+    args.insert(args.end(), engine_.begin(), engine_.end());
+    workers_[k] = Spawn(args, WorkerLog(k, run));
   }
   std::string WorkerLog(int k, int run = 0) const {
     return dir_ + "/worker" + std::to_string(k) + (run ? "." + std::to_string(run) : "") + ".log";
@@ -267,14 +277,18 @@ class NetnsCluster : public ::testing::Test {
   }
   // A big context, a long tool, the context extended after it; closed at once. `out`: the
   // first call's output tokens (a long decode keeps it running on its worker).
-  void Submit(const std::string& id, int out = 4) {
+  // `prompt`: the first call's prompt tokens (the second extends it by 300).
+  void Submit(const std::string& id, int out = 4, int prompt = 8000) {
+    const std::string p = std::to_string(prompt), p2 = std::to_string(prompt + out + 300);
     std::string body = R"({"id":")" + id + R"(","nodes":[
         {"id":"llm-0","kind":"LLM","cacheRefs":[{"context":"main","mode":"CREATE"}],
-         "hints":{"promptTokens":8000,"extendTokens":8000,"maxOutputTokens":)" +
+         "hints":{"promptTokens":)" +
+                       p + R"(,"extendTokens":)" + p + R"(,"maxOutputTokens":)" +
                        std::to_string(out) + R"(}},
         {"id":"bash","kind":"TOOL","toolName":"Bash","deps":["llm-0"],"hints":{"expectedDurationMs":600000}},
         {"id":"llm-1","kind":"LLM","deps":["bash"],"cacheRefs":[{"context":"main","mode":"EXTEND"}],
-         "hints":{"promptTokens":8300,"extendTokens":300,"maxOutputTokens":4}}]})";
+         "hints":{"promptTokens":)" +
+                       p2 + R"(,"extendTokens":300,"maxOutputTokens":4}}]})";
     ASSERT_EQ(Request("POST", "/v1/workflows", body).status, 201);
     ASSERT_EQ(Request("POST", "/v1/workflows/" + id + ":close").status, 200);
   }
@@ -322,6 +336,7 @@ class NetnsCluster : public ::testing::Test {
   pid_t serve_ = -1;
   std::map<int, pid_t> workers_;
   std::map<std::string, std::string> auth_;
+  std::vector<std::string> engine_ = {"--engine", "simulated"};  // each worker's engine
 };
 
 TEST_F(NetnsCluster, ThreeWorkersOnThreeHostsKeepTheirKvAndMoveItOverTheirLinks) {
@@ -360,6 +375,43 @@ TEST_F(NetnsCluster, ThreeWorkersOnThreeHostsKeepTheirKvAndMoveItOverTheirLinks)
   EXPECT_GE(puts, gets) << *proto::ToJson(c);
   EXPECT_GT(c.decisions_by_kind().count("demote"), 0u) << *proto::ToJson(c);
   EXPECT_GT(c.decisions_by_kind().count("prefetch"), 0u) << *proto::ToJson(c);
+}
+
+// The CPU engine on three hosts: each worker computes its calls with the tiny model (random
+// weights), in a pool of 1 MiB that holds one context; during the tool waits the contexts
+// leave the pools — each worker exports the real blocks into its store, serve takes them
+// over that host's link — and come back into whichever worker runs the next call (an
+// import, after the blocks crossed that host's link). Every workflow completes.
+TEST_F(NetnsCluster, JoinedCpuEnginesMoveRealKvAcrossTheirHosts) {
+  const std::string model = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+  engine_ = {"--engine", "cpu", "--model", model};
+  StartServe({"--engine", "cpu", "--model", model, "--kv-pool-mib", "1"});
+  for (int k = 0; k < kWorkers; ++k) StartWorker(k);
+  ASSERT_TRUE(AwaitServe()) << Logs();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2 * kWorkers; ++i) {
+    ids.push_back("ncpu-" + std::to_string(i));
+    Submit(ids.back(), 6, 1200);
+  }
+  ASSERT_TRUE(Drive(ids)) << Logs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the stores' heartbeats
+  v1::ClusterState c = Cluster();
+  uint64_t exported = 0, imported = 0;
+  for (const auto& [dst, n] : c.real_bytes_moved()) {
+    if (dst.rfind("peer:", 0) == 0) exported += n;
+    if (dst.find("cpu engine KV pool of worker") != std::string::npos) imported += n;
+  }
+  EXPECT_GT(exported, 0u) << *proto::ToJson(c);
+  EXPECT_GT(imported, 0u) << *proto::ToJson(c);
+  for (const auto& w : c.joined_workers()) {
+    EXPECT_EQ(w.engine(), "cpu");
+    EXPECT_EQ(w.state(), "alive") << *proto::ToJson(w);
+    EXPECT_EQ(w.kv().puts_rejected(), 0u) << *proto::ToJson(w);
+    EXPECT_EQ(w.control_dscp(), 48) << "the control class, marked on the wire";
+  }
+  std::printf("cpu engines on three hosts: %llu B exported from pools, %llu B imported\n",
+              static_cast<unsigned long long>(exported), static_cast<unsigned long long>(imported));
+  std::fflush(stdout);
 }
 
 // A partition: worker h0's link goes down while calls run on it. serve hears nothing more
