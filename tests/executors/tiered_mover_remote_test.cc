@@ -15,6 +15,7 @@
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/prefix_hash.h"
+#include "tests/kv_tiers/test_util.h"
 
 namespace switchyard::executors {
 namespace {
@@ -24,17 +25,7 @@ using scheduler::CommandKind;
 using scheduler::Location;
 using scheduler::Tier;
 
-constexpr uint64_t kBlock = 4096;
-
-kv_tiers::KvLayout SmallLayout() {  // 4 KiB blocks of 16 tokens
-  v1::ModelConfig c;
-  c.set_name("tiny");
-  c.set_num_layers(2);
-  c.set_num_kv_heads(2);
-  c.set_head_dim(16);
-  c.set_kv_dtype(v1::BF16);
-  return kv_tiers::KvLayout::FromModelConfig(c).value();
-}
+constexpr uint64_t kBlock = 4096;  // kv_tiers::testing::SmallLayout's blocks
 
 // A worker's KV store as serve sees it: its bytes are written by the worker, which
 // verifies them (verifies_writes); here an arena the fake worker writes in place.
@@ -137,8 +128,8 @@ class RemotePoolMoverTest : public ::testing::Test {
     movers.Add(std::make_shared<kv_tiers::LocalMover>(env), 10);
     kv_tiers::BlockManagerOptions bo;
     bo.reclaim_on_high_watermark = false;
-    mgr_ = std::make_unique<kv_tiers::BlockManager>(SmallLayout(), &loop_, std::move(movers),
-                                                    nullptr, bo);
+    mgr_ = std::make_unique<kv_tiers::BlockManager>(kv_tiers::testing::SmallLayout(), &loop_,
+                                                    std::move(movers), nullptr, bo);
     ASSERT_TRUE(mgr_->AddTier(store_.get()).ok());
     ASSERT_TRUE(mgr_->AddTier(host_.get()).ok());
     pool_ = std::make_unique<FakePool>(&loop_, store_.get());
@@ -166,9 +157,7 @@ class RemotePoolMoverTest : public ::testing::Test {
   Status Run(const Command& c) {
     std::optional<Status> result;
     mover_->Move(c, [&](Status st) { result = st; });
-    auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!result && std::chrono::steady_clock::now() < limit)
-      if (loop_.Run() == 0) std::this_thread::yield();
+    kv_tiers::testing::DrainUntil(loop_, [&] { return result.has_value(); });
     return result.value_or(Status::DeadlineExceeded("move never reported"));
   }
   size_t Committed(v1::Tier tier) {
