@@ -75,7 +75,8 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
                    "[--data-dir DIR] [--llm simulated|reported] [--engine simulated|cpu] "
                    "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
                    "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
-                   "[--remote-workers N] [--control-listen HOST:PORT] [--join-timeout-s S] "
+                   "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
+                   "[--join-timeout-s S] "
                    "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
       return args[i] == "--help" ? 0 : 2;
     }

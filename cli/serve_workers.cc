@@ -22,9 +22,9 @@ int TakeServeWorkerFlags(std::vector<std::string>* args, ServeWorkerFlags* out) 
   std::vector<std::string> rest;
   for (size_t i = 0; i < args->size(); ++i) {
     const std::string& a = (*args)[i];
-    bool ours = a == "--local-workers" || a == "--remote-workers" || a == "--control-listen" ||
-                a == "--join-timeout-s" || a == "--heartbeat-ms" || a == "--etcd" ||
-                a == "--cluster";
+    bool ours = a == "--local-workers" || a == "--remote-workers" || a == "--spare-workers" ||
+                a == "--control-listen" || a == "--join-timeout-s" || a == "--heartbeat-ms" ||
+                a == "--etcd" || a == "--cluster";
     if (!ours) {
       rest.push_back(a);
       continue;
@@ -51,6 +51,8 @@ int TakeServeWorkerFlags(std::vector<std::string>* args, ServeWorkerFlags* out) 
       out->local_set = true;
     } else if (a == "--remote-workers") {
       out->join.remote_workers = static_cast<int>(n);
+    } else if (a == "--spare-workers") {
+      out->join.spare_workers = static_cast<int>(n);
     } else if (a == "--join-timeout-s") {
       out->join.join_timeout = Seconds(static_cast<double>(n));
     } else {
@@ -64,6 +66,8 @@ int TakeServeWorkerFlags(std::vector<std::string>* args, ServeWorkerFlags* out) 
 Result<std::unique_ptr<workers::JoinServer>> SetUpServeWorkers(ServeWorkerFlags f,
                                                                api::SchedulerConfig* config) {
   if (!f.local_set) f.join.local_workers = config->workers;
+  if (f.join.remote_workers == 0 && f.join.spare_workers > 0)
+    return Status::InvalidArgument("--spare-workers needs --remote-workers N (N >= 1)");
   if (f.join.remote_workers == 0) {
     if (f.join.local_workers < 1)
       return Status::InvalidArgument("--local-workers 0 needs --remote-workers N (N >= 1)");

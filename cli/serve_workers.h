@@ -1,6 +1,7 @@
 // `switchyard serve` flags for joined workers (workers/serve_join.h):
 //   --local-workers N      workers serve runs itself (default: the config's, 1)
 //   --remote-workers N     workers to wait for over the control connection (default 0)
+//   --spare-workers K      slots for workers that join later (default 0; needs N >= 1)
 //   --control-listen H:P   where workers join (default 127.0.0.1:8471; port 0: any)
 //   --join-timeout-s S     how long to wait for all of them (default 60)
 //   --heartbeat-ms MS      heartbeat interval both ways (default 1000; lost after 3)

@@ -34,9 +34,18 @@ std::string CheckHello(const v1::WorkerHello& hello, uint32_t serve_version) {
 RemoteWorker::RemoteWorker(std::unique_ptr<ControlConn> conn, v1::WorkerHello hello, int index)
     : index_(index), conn_(std::move(conn)), hello_(std::move(hello)) {}
 
+std::unique_ptr<RemoteWorker> RemoteWorker::Vacant(int index) {
+  std::unique_ptr<RemoteWorker> w(new RemoteWorker(nullptr, v1::WorkerHello(), index));
+  w->lost_ = true;
+  w->vacant_ = true;
+  w->lost_reason_ = "spare slot " + std::to_string(index) + ": no worker has joined it yet";
+  return w;
+}
+
 RemoteWorker::~RemoteWorker() {
-  conn_->Close();
-  for (auto& c : retired_) c->Close();
+  if (conn_) conn_->Close();
+  for (auto& c : retired_)
+    if (c) c->Close();
 }
 
 void RemoteWorker::Start(Duration heartbeat, int misses) {
@@ -54,7 +63,21 @@ std::shared_ptr<ControlConn> RemoteWorker::Conn() const {
   return conn_;
 }
 
-Status RemoteWorker::Send(const v1::WorkerControl& m) { return Conn()->Send(m); }
+Status RemoteWorker::Send(const v1::WorkerControl& m) {
+  std::shared_ptr<ControlConn> c = Conn();
+  if (!c) return Status::Unavailable(lost_reason(), ErrorScope::kPeer);
+  return c->Send(m);
+}
+
+bool RemoteWorker::vacant() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return vacant_;
+}
+
+std::string RemoteWorker::lost_reason() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return lost_reason_;
+}
 
 v1::WorkerHello RemoteWorker::hello() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -158,19 +181,21 @@ Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello h
     std::lock_guard<std::mutex> l(mu_);
     old = conn_;
     old_id = hello_.worker_id();
-    retired_.push_back(conn_);
+    if (conn_) retired_.push_back(conn_);
     conn_ = fresh;
     hello_ = std::move(hello);
     gen = ++gen_;
-    lost_ = loss_delivered_ = false;
+    lost_ = loss_delivered_ = vacant_ = false;
     kv_ = {};
     pool_used_bytes_ = 0;
   }
-  old->Close();  // it is lost already; its late callbacks carry the old gen
+  if (old) old->Close();  // it is lost already; its late callbacks carry the old gen
   StartConn(fresh, gen, heartbeat, misses);
   v1::WorkerHello now = this->hello();
   Log(LogLevel::kInfo,
-      old_id == now.worker_id() ? "joined worker rejoined" : "joined worker replaced a lost one",
+      old_id == now.worker_id() ? "joined worker rejoined"
+      : old_id.empty()          ? "joined worker took a spare slot"
+                                : "joined worker replaced a lost one",
       LogKeys()
           .With("worker", now.worker_id())
           .With("replaced", old_id)
@@ -204,7 +229,7 @@ void RemoteWorker::Shutdown(const std::string& reason) {
     kv.on_lost(index_, Status::Unavailable("serve stopping: " + reason, ErrorScope::kPeer));
   v1::WorkerControl bye;
   bye.mutable_bye()->set_reason(reason);
-  Conn()->Finish(bye, Seconds(2));
+  if (std::shared_ptr<ControlConn> c = Conn()) c->Finish(bye, Seconds(2));
 }
 
 bool RemoteWorker::lost() const {
@@ -226,7 +251,7 @@ void RemoteWorker::MarkLost(const Status& why) {
     conn = conn_;
   }
   OnLost(gen, why);
-  conn->Close();
+  if (conn) conn->Close();
 }
 
 v1::JoinedWorker RemoteWorker::Snapshot() const {
@@ -239,12 +264,14 @@ v1::JoinedWorker RemoteWorker::Snapshot() const {
   w.set_model(hello_.model());
   w.set_kv_pool_capacity_bytes(hello_.kv_pool_capacity_bytes());
   w.set_worker_index(index_);
-  w.set_address(conn->peer());
-  w.set_last_heartbeat_ms(conn->last_heard_ms());
-  w.set_control_dscp(conn->dscp());
-  w.set_control_bytes_sent(conn->bytes_sent());
-  w.set_control_bytes_received(conn->bytes_received());
-  w.set_state(lost_ ? "lost" : "alive");
+  if (conn) {
+    w.set_address(conn->peer());
+    w.set_last_heartbeat_ms(conn->last_heard_ms());
+    w.set_control_dscp(conn->dscp());
+    w.set_control_bytes_sent(conn->bytes_sent());
+    w.set_control_bytes_received(conn->bytes_received());
+  }
+  w.set_state(vacant_ ? "vacant" : lost_ ? "lost" : "alive");
   w.set_lost_reason(lost_reason_);
   w.set_kv_pool_used_bytes(pool_used_bytes_);
   w.set_kv_address(hello_.kv_address());
@@ -339,8 +366,9 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
     member = FindLost();  // a replacement takes the place of a lost member
     if (!member)
       why = "worker id '" + hello.worker_id() +
-            "' is not a member, and no member is lost (the number of workers is fixed at "
-            "start; a new worker takes the place of a lost one)";
+            "' is not a member, and no member is lost and no spare slot is free (serve "
+            "has a fixed number of worker slots, --remote-workers plus --spare-workers; a "
+            "new worker takes a spare slot or the place of a lost member)";
   }
   if (!why.empty()) {
     Refuse(conn.get(), hello, o, why);
@@ -463,6 +491,21 @@ void JoinServer::SetLossHandler(std::function<void(int, const Status&)> fn) {
     for (auto& w : workers_) ws.push_back(w.get());
   }
   for (RemoteWorker* w : ws) w->SetLossHandler(fn);
+}
+
+void JoinServer::AddSpareSlots(int count, int first_index) {
+  std::function<void(int)> rejoin;
+  std::vector<RemoteWorker*> added;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    rejoin = rejoin_handler_;
+    for (int i = 0; i < count; ++i) {
+      workers_.push_back(RemoteWorker::Vacant(first_index + i));
+      added.push_back(workers_.back().get());
+    }
+  }
+  for (RemoteWorker* w : added)
+    if (rejoin) w->SetRejoinHandler(rejoin);
 }
 
 RemoteWorker* JoinServer::FindLost() const {

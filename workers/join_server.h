@@ -66,6 +66,9 @@ class RemoteWorker {
     std::function<void()> on_rejoined;  // a new incarnation took over (same index)
   };
   RemoteWorker(std::unique_ptr<ControlConn> conn, v1::WorkerHello hello, int index);
+  // A spare slot (JoinServer::AddSpareSlots): no connection, lost ("vacant") until a new
+  // worker takes it through Rejoin, as a replacement takes a lost member's place.
+  static std::unique_ptr<RemoteWorker> Vacant(int index);
   ~RemoteWorker();
 
   void Start(Duration heartbeat, int misses);
@@ -100,6 +103,8 @@ class RemoteWorker {
   int index() const { return index_; }
   v1::WorkerHello hello() const;  // the incarnation's now (a rejoin replaces it)
   bool lost() const;
+  bool vacant() const;  // a spare slot no worker has taken yet
+  std::string lost_reason() const;
   v1::JoinedWorker Snapshot() const;
   // The engine's pool use, for the listing (the RemoteEngine sets it).
   void SetPoolUsedBytes(uint64_t bytes);
@@ -124,6 +129,7 @@ class RemoteWorker {
   std::function<void(int)> rejoin_handler_;
   bool rejoin_pending_ = false;  // rejoined before a handler was set: delivered then
   bool lost_ = false, loss_delivered_ = false;
+  bool vacant_ = false;  // a spare slot no worker has taken yet
   std::string lost_reason_;
   uint64_t pool_used_bytes_ = 0;
   v1::WorkerKvStats kv_;  // its KV store, as of the last heartbeat
@@ -176,6 +182,11 @@ class JoinServer {
   // Keeps `thing` alive as long as the server, destroyed before the workers (serve's etcd
   // membership watcher, whose callback marks them lost).
   void Hold(std::shared_ptr<void> thing);
+  // `count` spare slots after the joined workers, at scheduler indices first_index...:
+  // members without a worker (listed "vacant", lost to the scheduler) that a new worker id
+  // takes as it would a lost member's place. Call after AwaitWorkers and before
+  // SetLossHandler (each slot's loss is delivered when a loss handler is set).
+  void AddSpareSlots(int count, int first_index);
 
  private:
   JoinServer(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}

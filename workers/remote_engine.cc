@@ -27,6 +27,7 @@ struct State {
   bool pending = false;
   std::vector<StepItem>* items = nullptr;
   std::function<void()> done;
+  std::string name;  // the engine's (the worker's id: a rejoin may change it)
   // KV export/import orders awaiting their answer, by order id.
   uint64_t next_order = 0;
   std::map<uint64_t, std::function<void(const v1::WorkerControl*)>> orders;
@@ -44,8 +45,7 @@ class RemoteStepRunner final : public executors::StepRunner {
   RemoteStepRunner(EventLoop* loop, RemoteWorker* remote, const RemoteEngineOptions& o)
       : remote_(remote), options_(o), state_(std::make_shared<State>()) {
     state_->loop = loop;
-    name_ = "remote " + remote->hello().engine() + " engine (worker " +
-            remote->hello().worker_id() + ")";
+    state_->name = NameOf(*remote);
     std::shared_ptr<State> st = state_;
     RemoteWorker::Sink sink;
     sink.on_message = [st](const v1::WorkerControl& m) {
@@ -73,7 +73,12 @@ class RemoteStepRunner final : public executors::StepRunner {
       });
     };
     // A new incarnation: steps go to it again (posted before the scheduler hears of it).
-    sink.on_rejoined = [st]() { st->loop->Post([st]() { st->lost = Status::OK(); }); };
+    sink.on_rejoined = [st, remote]() {
+      st->loop->Post([st, remote]() {
+        st->lost = Status::OK();
+        st->name = NameOf(*remote);  // a spare slot's or a replacement's worker
+      });
+    };
     remote_->SetSink(std::move(sink));
     if (remote_->lost())
       state_->lost =
@@ -81,7 +86,7 @@ class RemoteStepRunner final : public executors::StepRunner {
   }
   ~RemoteStepRunner() override { Stop(); }
 
-  std::string_view engine_name() const override { return name_; }
+  std::string_view engine_name() const override { return state_->name; }
   // true: the engine then names every batched sequence in the step (StepItem), so a lost
   // worker fails each of them; the worker's simulated runner emits no tokens (-1).
   bool computes() const override { return true; }
@@ -183,10 +188,15 @@ class RemoteStepRunner final : public executors::StepRunner {
     if (state_->lost.ok()) (void)remote_->Send(m);
   }
 
+  static std::string NameOf(const RemoteWorker& r) {
+    if (r.vacant()) return "remote engine (spare slot " + std::to_string(r.index()) + ")";
+    const v1::WorkerHello h = r.hello();
+    return "remote " + h.engine() + " engine (worker " + h.worker_id() + ")";
+  }
+
   RemoteWorker* remote_;
   RemoteEngineOptions options_;
   std::shared_ptr<State> state_;
-  std::string name_;
 };
 
 // The engine's pool as serve's KV mover sees it (executors::RemoteEngineKv): export and
@@ -195,11 +205,12 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
  public:
   RemoteKvPort(std::shared_ptr<State> st, RemoteWorker* remote, tx::RemoteHostTier* store,
                const executors::BatchingEngine* engine)
-      : st_(std::move(st)), remote_(remote), store_(store), engine_(engine) {
-    name_ = "cpu engine KV pool of worker " + remote->hello().worker_id();
-  }
+      : st_(std::move(st)), remote_(remote), store_(store), engine_(engine) {}
 
-  std::string kv_pool_name() const override { return name_; }
+  // The worker's id now (a spare slot's pool belongs to whichever worker took it).
+  std::string kv_pool_name() const override {
+    return "cpu engine KV pool of worker " + remote_->hello().worker_id();
+  }
   int64_t kv_blocks(const std::string& context) const override {
     int64_t t = engine_->context_tokens(context);
     return t < 0 ? -1 : executors::BlocksFor(t, engine_->limits().block_tokens);
@@ -266,7 +277,7 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
 
  private:
   Status Lost() const {
-    return st_->lost.ok() ? Status::Aborted(name_ + ": the engine stopped") : st_->lost;
+    return st_->lost.ok() ? Status::Aborted(kv_pool_name() + ": the engine stopped") : st_->lost;
   }
   void Post(std::function<void()> fn) { st_->loop->Post(std::move(fn)); }
   // Sends `m` (its order id set here) and keeps `answer` for its reply; a lost worker
@@ -284,7 +295,6 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
   RemoteWorker* remote_;
   tx::RemoteHostTier* store_;
   const executors::BatchingEngine* engine_;
-  std::string name_;
 };
 
 }  // namespace
@@ -296,7 +306,9 @@ RemoteEngine MakeRemoteEngine(EventLoop* loop, int worker, const executors::Engi
   std::shared_ptr<State> st = runner->state();
   RemoteEngine out;
   out.engine = std::make_unique<executors::BatchingEngine>(loop, worker, limits, std::move(runner));
-  if (store && remote->hello().engine() == "cpu")
+  // A computing serve (the token record given) and a store: the worker's pool moves
+  // through it (a spare slot's worker too, once one takes it).
+  if (store && options.tokens)
     out.kv = std::make_shared<RemoteKvPort>(st, remote, store, out.engine.get());
   return out;
 }

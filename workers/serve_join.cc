@@ -44,11 +44,18 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
                                                        const kv_tiers::TierOptions& o,
                                                        RemoteKv* kv) {
   const v1::WorkerHello h = rw->hello();
-  if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
-  tx::PeerClientOptions client = KvClientOptions(h);
   tx::RemoteHostTierOptions ro;
   ro.context = "hbm-w" + std::to_string(w);
   ro.peer_id = static_cast<PeerId>(w);
+  if (rw->vacant()) {  // a spare slot: the store of the worker that takes it, once it does
+    std::unique_ptr<tx::RemoteHostTier> tier = tx::RemoteHostTier::Detached(o, ro);
+    kv->orderer->AddStore(tier.get(), rw);
+    std::lock_guard<std::mutex> l(kv->mu);
+    kv->tiers[w] = tier.get();
+    return std::unique_ptr<kv_tiers::Tier>(std::move(tier));
+  }
+  if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
+  tx::PeerClientOptions client = KvClientOptions(h);
   const kv_tiers::TierOptions& to = o;
   // Refused (InvalidArgument) when the store holds less than the pool needs here.
   auto tier = tx::RemoteHostTier::Connect(h.kv_address(), to, client, ro);
@@ -136,8 +143,11 @@ Status WatchMembership(const ServeJoinOptions& o, JoinServer* js) {
 
 Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
                                                       api::SchedulerConfig* config) {
-  if (o.local_workers < 0 || o.remote_workers < 0)
-    return Status::InvalidArgument("--local-workers and --remote-workers must be >= 0");
+  if (o.local_workers < 0 || o.remote_workers < 0 || o.spare_workers < 0)
+    return Status::InvalidArgument(
+        "--local-workers, --remote-workers and --spare-workers must be >= 0");
+  if (o.spare_workers > 0 && o.remote_workers + o.local_workers < 1)
+    return Status::InvalidArgument("--spare-workers needs a worker to start with");
   if (o.local_workers + o.remote_workers < 1)
     return Status::InvalidArgument(
         "no workers: --local-workers 0 needs --remote-workers N (N >= 1)");
@@ -169,8 +179,9 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   jo.served_models.push_back(config->model_id.empty() ? jo.model.name() : config->model_id);
   for (const std::string& a : config->model_aliases) jo.served_models.push_back(a);
   SY_RETURN_IF_ERROR(join->AwaitWorkers(jo).Annotate("--remote-workers"));
+  join->AddSpareSlots(o.spare_workers, o.local_workers + o.remote_workers);
   if (!o.etcd_url.empty()) SY_RETURN_IF_ERROR(WatchMembership(o, join.get()).Annotate("--etcd"));
-  config->workers = o.local_workers + o.remote_workers;
+  config->workers = o.local_workers + o.remote_workers + o.spare_workers;
   JoinServer* js = join.get();
   const int local = o.local_workers;
   auto kv = std::make_shared<RemoteKv>();
@@ -195,7 +206,7 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
       auto t = kv->tiers.find(w);
       if (t != kv->tiers.end()) store = t->second;
     }
-    if (rw->hello().engine() == "cpu" && !store)
+    if ((rw->hello().engine() == "cpu" || rw->vacant()) && reo.tokens && !store)
       return Status::FailedPrecondition("joined worker " + rw->hello().worker_id() +
                                         " runs engine cpu without a KV store (--kv-listen none): "
                                         "its pool's KV could never move");
@@ -243,11 +254,12 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
       if (t != kv->tiers.end()) {  // serve's ledger of the credit the worker granted it
         w.set_serve_puts(t->second->puts_posted());
         w.set_serve_gets(t->second->gets_posted());
-        std::shared_ptr<tx::PeerClient> client = t->second->client();
-        tx::PeerClient& c = *client;
-        w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
-        if (auto st = c.credits()->State(c.address()); st.ok())
-          w.set_sender_credit_in_use_bytes(st->inflight_bytes);
+        if (std::shared_ptr<tx::PeerClient> client = t->second->client()) {
+          tx::PeerClient& c = *client;
+          w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
+          if (auto st = c.credits()->State(c.address()); st.ok())
+            w.set_sender_credit_in_use_bytes(st->inflight_bytes);
+        }
       }
       *out->add_joined_workers() = std::move(w);
     }

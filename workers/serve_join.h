@@ -1,7 +1,9 @@
 // JoinRemoteWorkers: `switchyard serve --remote-workers N` — serve's scheduler covers its
 // local workers plus N workers that join over the worker control protocol.
 //
-// Design (docs/design.md "Cluster"): the members are fixed at start (a lost one may rejoin). Before
+// Design (docs/design.md "Cluster"): the members are fixed at start — N joined workers and
+// K spare slots a worker may take later — (a lost one may rejoin, a new id takes a spare
+// slot or a lost member's place). Before
 // the service opens, serve listens on the control address, waits until N workers joined
 // (JoinServer::AwaitWorkers: a timeout fails serve with how many joined and why any was
 // refused), then sets the scheduler's worker count to local + N and its engine_factory:
@@ -29,6 +31,10 @@ struct ServeJoinOptions {
   std::string listen = "127.0.0.1:0";  // --control-listen HOST:PORT
   int local_workers = 1;               // --local-workers N
   int remote_workers = 0;              // --remote-workers N
+  // --spare-workers K: slots for workers that join while serve runs (after the N it waits
+  // for), at the indices after them: vacant — lost to the scheduler — until a worker with a
+  // new id takes one (as it would a lost member's place; the lowest free index first).
+  int spare_workers = 0;
   Duration join_timeout = Seconds(60);
   Duration heartbeat = Seconds(1);
   int heartbeat_misses = 3;

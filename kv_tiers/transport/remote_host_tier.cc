@@ -8,9 +8,19 @@ namespace switchyard::kv_tiers::transport {
 RemoteHostTier::RemoteHostTier(const TierOptions& tier_options, std::unique_ptr<PeerClient> client,
                                RemoteHostTierOptions options)
     : PeerTier(tier_options),
-      name_("peer:" + client->address()),
+      name_("peer:" + (client ? client->address() : "detached-" + options.context)),
       client_(std::move(client)),
       options_(std::move(options)) {}
+
+std::unique_ptr<RemoteHostTier> RemoteHostTier::Detached(const TierOptions& tier_options,
+                                                         RemoteHostTierOptions options) {
+  return std::unique_ptr<RemoteHostTier>(
+      new RemoteHostTier(tier_options, nullptr, std::move(options)));
+}
+
+Status RemoteHostTier::NoWorker() const {
+  return Status::Unavailable("peer tier " + name_ + ": no worker connected yet", ErrorScope::kPeer);
+}
 
 std::shared_ptr<PeerClient> RemoteHostTier::Client() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -97,6 +107,7 @@ Status RemoteHostTier::Free(const Extent& extent) {
     if (slot.generation == 0 || slot.incarnation != incarnation_) return Status::OK();
     client = client_;
   }
+  if (!client) return Status::OK();  // nothing can be stored without a worker
   return client->Free(slot.tenant, options_.context, {extent.slot}, options_.transfer)
       .Annotate("peer tier: freeing slot " + std::to_string(extent.slot));
 }
@@ -111,6 +122,7 @@ Status RemoteHostTier::Write(std::span<const BlockWrite> writes) {
       client = client_;
       incarnation = incarnation_;
     }
+    if (!client) return NoWorker();
     PutRequest req;
     req.workflow_id = slot.tenant;
     req.context_id = options_.context;
@@ -153,6 +165,7 @@ Status RemoteHostTier::Read(std::span<const BlockRead> reads) {
                                 ErrorScope::kBlock);
       client = client_;
     }
+    if (!client) return NoWorker();
     GetSpec spec;
     spec.workflow_id = slot.tenant;
     spec.context_id = options_.context;
@@ -201,6 +214,7 @@ Result<RemoteHostTier::DirectEnd> RemoteHostTier::DirectEndOf(const Extent& exte
     client = client_;
     end.incarnation = incarnation_;
   }
+  if (!client) return NoWorker();
   if (source) {
     const std::string what = "peer tier: slot " + std::to_string(extent.slot) + " as a source";
     if (slot.generation == 0)

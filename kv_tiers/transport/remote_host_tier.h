@@ -58,7 +58,10 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
   std::string name() const override { return name_; }
   TierCapabilities capabilities() const override;
   switchyard::PeerId peer() const override { return options_.peer_id; }
-  std::string endpoint() const override { return Client()->address(); }
+  std::string endpoint() const override {
+    std::shared_ptr<PeerClient> c = Client();
+    return c ? c->address() : std::string();
+  }
   TierKind remote_kind() const override { return v1::TIER_HOST; }
 
   Result<Extent> Allocate(const std::string& tenant, uint64_t bytes) override;
@@ -66,7 +69,12 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
   Status Write(std::span<const BlockWrite> writes) override;
   Status Read(std::span<const BlockRead> reads) override;
 
-  // The worker's client now (a reconnect replaces it).
+  // A tier with no worker yet (a spare slot of serve's): every transfer is Unavailable
+  // until Reconnect names one; its name is "peer:detached-<context>" for its life.
+  static std::unique_ptr<RemoteHostTier> Detached(const TierOptions& tier_options,
+                                                  RemoteHostTierOptions options);
+
+  // The worker's client now (a reconnect replaces it; null while detached).
   std::shared_ptr<PeerClient> client() const { return Client(); }
   // A new incarnation of the worker listens at `address` (see above). InvalidArgument when
   // it holds less than this tier's capacity; the connect's error otherwise. On an error
@@ -117,6 +125,7 @@ class RemoteHostTier final : public kv_tiers::PeerTier {
   Result<Slot> Lookup(const Extent& extent, uint64_t bytes) const;
   Result<DirectEnd> DirectEndOf(const Extent& extent, uint64_t bytes, bool source) const;
   std::shared_ptr<PeerClient> Client() const;
+  Status NoWorker() const;
 
   const std::string name_;
   std::shared_ptr<PeerClient> client_;  // under mu_

@@ -376,6 +376,48 @@ TEST(WorkerControl, ANewWorkerTakesTheIndexOfALostMember) {
   EXPECT_EQ((*js)->Snapshot()[0].state(), "alive");
 }
 
+// Spare slots: members with no worker, listed vacant and lost to the scheduler (the loss
+// handler hears of each), that new worker ids take in index order; with none left a new id
+// is refused by name.
+TEST(WorkerControl, NewWorkersTakeTheSpareSlotsInIndexOrder) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  HandWorker a;
+  std::thread client([&] { a = HelloAs((*js)->address(), "a", 100); });
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  client.join();
+  (*js)->AddSpareSlots(2, 3);
+  ASSERT_EQ((*js)->size(), 3u);
+  std::vector<v1::JoinedWorker> list = (*js)->Snapshot();
+  EXPECT_EQ(list[1].state(), "vacant");
+  EXPECT_EQ(list[2].worker_index(), 4);
+  std::vector<int> lost;
+  (*js)->SetLossHandler([&](int index, const Status&) { lost.push_back(index); });
+  EXPECT_EQ(lost, (std::vector<int>{3, 4})) << "the scheduler places nothing on a vacant slot";
+  EXPECT_TRUE((*js)->worker(1)->Send(v1::WorkerControl()).IsUnavailable());
+  std::atomic<int> joined{-1};
+  (*js)->SetRejoinHandler([&](int index) { joined = index; });
+  HandWorker b = HelloAs((*js)->address(), "b", 1);
+  ASSERT_TRUE(b.answer.has_welcome()) << b.answer.DebugString();
+  EXPECT_EQ(b.answer.welcome().worker_index(), 3);
+  ASSERT_TRUE(WaitUntil([&] { return joined.load() == 3; }));
+  HandWorker c = HelloAs((*js)->address(), "c", 1);
+  ASSERT_TRUE(c.answer.has_welcome()) << c.answer.DebugString();
+  EXPECT_EQ(c.answer.welcome().worker_index(), 4);
+  ASSERT_TRUE(WaitUntil([&] { return joined.load() == 4; }));  // the welcome goes first
+  list = (*js)->Snapshot();
+  EXPECT_EQ(list[1].id(), "b");
+  EXPECT_EQ(list[1].state(), "alive");
+  EXPECT_EQ(list[2].id(), "c");
+  HandWorker d = HelloAs((*js)->address(), "d", 1);
+  ASSERT_TRUE(d.answer.has_refusal());
+  EXPECT_NE(d.answer.refusal().reason().find("no spare slot is free"), std::string::npos)
+      << d.answer.refusal().reason();
+  // The handlers point at this test's locals: gone before the workers' connections end.
+  (*js)->SetLossHandler({});
+  (*js)->SetRejoinHandler({});
+}
+
 // An engine made for a worker before its loss takes steps again once it rejoins.
 TEST(WorkerControl, AnEngineTakesStepsAgainAfterItsWorkerRejoins) {
   auto js = JoinServer::Listen("127.0.0.1:0");

@@ -199,6 +199,46 @@ TEST(JoinedCpuWorkers, AKilledWorkersContextsAreRebuiltElsewhereWithTheSameToken
   }
 }
 
+// A spare slot: serve starts with one CPU worker and a vacant slot, a second worker
+// process joins while serve runs and takes it, and the agents run on both — its pool's KV
+// moving through its store like the first's — with the reference's tokens.
+TEST(JoinedCpuWorkers, AWorkerThatJoinsLaterTakesASpareSlotAndComputes) {
+  SKIP_WITHOUT_BINARY();
+  const std::vector<std::string> ids = {"s1", "s2", "s3"};
+  std::map<std::string, std::vector<int32_t>> want = Reference(ids);
+  ASSERT_EQ(want.size(), ids.size());
+  JoinedCluster c("cpu_spare");
+  ASSERT_TRUE(c.Start(
+      1, 4ULL << 30, [](ServeJoinOptions* jo) { jo->spare_workers = 1; }, {},
+      [](api::ServiceOptions* so) { UseCpuEngine(so, 1ULL << 20); }));
+  v1::ClusterState before = c.Cluster();
+  ASSERT_EQ(before.workers(), 2);
+  ASSERT_EQ(before.joined_workers_size(), 2);
+  EXPECT_EQ(before.joined_workers(1).state(), "vacant") << *proto::ToJson(before);
+  c.SpawnNew("late");
+  v1::JoinedWorker late =
+      c.WaitWorker("late", [](const v1::JoinedWorker& w) { return w.state() == "alive"; });
+  EXPECT_EQ(late.worker_index(), 1);
+  EXPECT_FALSE(late.kv_address().empty());
+  std::map<std::string, std::vector<int32_t>> got = RunAgents(c, ids, true);
+  for (const std::string& id : ids) EXPECT_EQ(got[id], want[id]) << id << ": tokens differ";
+  v1::ClusterState after = c.Cluster();
+  bool late_engine = false;
+  for (const auto& e : after.worker_engines())
+    late_engine |= e.worker() == 1 && e.engine().find("worker late") != std::string::npos;
+  EXPECT_TRUE(late_engine) << *proto::ToJson(after);
+  uint64_t exported = 0, late_store = 0;  // the spare slot's store keeps its first name
+  for (const auto& [dst, n] : after.real_bytes_moved()) {
+    if (dst.rfind("peer:", 0) == 0) exported += n;
+    if (dst == "peer:detached-hbm-w1") late_store += n;
+  }
+  EXPECT_GT(exported, 0u) << *proto::ToJson(after);
+  EXPECT_GT(late_store, 0u) << "the late worker's contexts moved through its store";
+  std::printf("exported %llu B, of which from the late worker's pool %llu B\n",
+              static_cast<unsigned long long>(exported),
+              static_cast<unsigned long long>(late_store));
+}
+
 TEST(JoinedCpuWorkers, AWorkerWithAnotherModelIsRefusedByName) {
   SKIP_WITHOUT_BINARY();
   auto js = JoinServer::Listen("127.0.0.1:0");
