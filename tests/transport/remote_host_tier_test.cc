@@ -158,6 +158,37 @@ TEST_F(RemoteHostTierTest, AReconnectToANewWorkerNeverServesTheOldOnesBlocks) {
   EXPECT_EQ(ReadBlock(fresh).value(), a);
 }
 
+// A detached tier (a spare slot's store before any worker took it): a fixed name, every
+// transfer Unavailable, a free of an unwritten slot fine; a Reconnect attaches a worker.
+TEST_F(RemoteHostTierTest, ADetachedTierRefusesTransfersUntilAReconnectNamesAWorker) {
+  TierOptions o;
+  o.capacity_bytes = 4 * kBlock;
+  o.slot_bytes = kBlock;
+  RemoteHostTierOptions ro;
+  ro.context = "hbm-w3";
+  std::unique_ptr<RemoteHostTier> t = RemoteHostTier::Detached(o, ro);
+  EXPECT_EQ(t->name(), "peer:detached-hbm-w3");
+  EXPECT_EQ(t->endpoint(), "");
+  EXPECT_EQ(t->client(), nullptr);
+  Extent e = t->Allocate("tenant-a", kBlock).value();
+  auto a = kv_tiers::testing::Pattern(kBlock, 5);
+  BlockWrite w{e, a.data(), a.size(), std::nullopt};
+  Status st = t->Write(std::span<const BlockWrite>(&w, 1));
+  EXPECT_TRUE(st.IsUnavailable()) << st;
+  EXPECT_TRUE(t->DirectDestination(e, kBlock).status().IsUnavailable());
+  EXPECT_TRUE(t->Free(e).ok());
+  e = t->Allocate("tenant-a", kBlock).value();
+  w.extent = e;
+  ASSERT_TRUE(t->Reconnect(worker_.address(), TcpClient()).ok());
+  EXPECT_EQ(t->endpoint(), worker_.address());
+  EXPECT_EQ(t->name(), "peer:detached-hbm-w3") << "the name it is known by";
+  ASSERT_TRUE(t->Write(std::span<const BlockWrite>(&w, 1)).ok());
+  std::vector<char> out(kBlock);
+  BlockRead r{e, out.data(), out.size()};
+  ASSERT_TRUE(t->Read(std::span<const BlockRead>(&r, 1)).ok());
+  EXPECT_EQ(out, a);
+}
+
 TEST_F(RemoteHostTierTest, FreeReleasesTheWorkersCapacity) {
   // The worker holds 4 blocks: without the remote free the second round would be refused.
   auto data = kv_tiers::testing::Pattern(kBlock, 3);
