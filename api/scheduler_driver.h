@@ -393,6 +393,7 @@ class SchedulerDriver {
   std::string TierName(const scheduler::Location& l) const;
   // Parts of FillCluster (mu_ held): tier occupancy per worker; every topology link with
   // its budget by class and the grants in flight on it.
+  void FillClusterLocked(v1::ClusterState* out) const;  // FillCluster's part under mu_
   void FillTiers(v1::ClusterState* out) const;
   void FillLinks(v1::ClusterState* out) const;
   void FillEngines(v1::ClusterState* out) const;

@@ -54,6 +54,13 @@ void FillLinkClasses(net_budget::LinkIndex i, const net_budget::LinkBudgets& bud
 }  // namespace
 
 void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
+  FillClusterLocked(out);
+  // Last, and outside mu_: it reads the tiers above, and it takes the joined workers' locks,
+  // under which a worker's loss calls PeerLost (which takes mu_).
+  if (config_.fill_cluster) config_.fill_cluster(out);
+}
+
+void SchedulerDriver::FillClusterLocked(v1::ClusterState* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   out->set_workers(total_workers());
   out->set_model_executor(model_executor_name());
@@ -86,7 +93,6 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   for (const auto& [k, n] : real_bytes_moved_) (*out->mutable_real_bytes_moved())[k] = n;
   for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
   for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
-  if (config_.fill_cluster) config_.fill_cluster(out);  // last: it reads the tiers above
 }
 
 void SchedulerDriver::FillTiers(v1::ClusterState* out) const {

@@ -1,6 +1,8 @@
 // RemoteEngine (remote_engine.h): a BatchingEngine with a RemoteStepRunner.
 #include "workers/remote_engine.h"
 
+#include <atomic>
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -27,7 +29,14 @@ struct State {
   bool pending = false;
   std::vector<StepItem>* items = nullptr;
   std::function<void()> done;
-  std::string name;  // the engine's (the worker's id: a rejoin may change it)
+  // The engine's names, the last one current (the worker's id: a rejoin may change it).
+  // Never modified once added, and read through `name` from any thread.
+  std::deque<std::string> names;
+  std::atomic<const std::string*> name{nullptr};
+  void SetName(std::string n) {
+    names.push_back(std::move(n));
+    name.store(&names.back());
+  }
   // KV export/import orders awaiting their answer, by order id.
   uint64_t next_order = 0;
   std::map<uint64_t, std::function<void(const v1::WorkerControl*)>> orders;
@@ -45,7 +54,7 @@ class RemoteStepRunner final : public executors::StepRunner {
   RemoteStepRunner(EventLoop* loop, RemoteWorker* remote, const RemoteEngineOptions& o)
       : remote_(remote), options_(o), state_(std::make_shared<State>()) {
     state_->loop = loop;
-    state_->name = NameOf(*remote);
+    state_->SetName(NameOf(*remote));
     std::shared_ptr<State> st = state_;
     RemoteWorker::Sink sink;
     sink.on_message = [st](const v1::WorkerControl& m) {
@@ -76,7 +85,7 @@ class RemoteStepRunner final : public executors::StepRunner {
     sink.on_rejoined = [st, remote]() {
       st->loop->Post([st, remote]() {
         st->lost = Status::OK();
-        st->name = NameOf(*remote);  // a spare slot's or a replacement's worker
+        st->SetName(NameOf(*remote));  // a spare slot's or a replacement's worker
       });
     };
     remote_->SetSink(std::move(sink));
@@ -86,7 +95,7 @@ class RemoteStepRunner final : public executors::StepRunner {
   }
   ~RemoteStepRunner() override { Stop(); }
 
-  std::string_view engine_name() const override { return state_->name; }
+  std::string_view engine_name() const override { return *state_->name.load(); }
   // true: the engine then names every batched sequence in the step (StepItem), so a lost
   // worker fails each of them; the worker's simulated runner emits no tokens (-1).
   bool computes() const override { return true; }
@@ -205,12 +214,15 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
  public:
   RemoteKvPort(std::shared_ptr<State> st, RemoteWorker* remote, tx::RemoteHostTier* store,
                const executors::BatchingEngine* engine)
-      : st_(std::move(st)), remote_(remote), store_(store), engine_(engine) {}
+      : st_(std::move(st)),
+        remote_(remote),
+        store_(store),
+        engine_(engine),
+        name_("cpu engine KV pool of worker " + std::to_string(remote->index()) + " (joined)") {}
 
-  // The worker's id now (a spare slot's pool belongs to whichever worker took it).
-  std::string kv_pool_name() const override {
-    return "cpu engine KV pool of worker " + remote_->hello().worker_id();
-  }
+  // By the worker's scheduler index (whichever worker holds the slot), fixed: read under
+  // the driver's lock, it must not take the worker's.
+  std::string kv_pool_name() const override { return name_; }
   int64_t kv_blocks(const std::string& context) const override {
     int64_t t = engine_->context_tokens(context);
     return t < 0 ? -1 : executors::BlocksFor(t, engine_->limits().block_tokens);
@@ -295,6 +307,7 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
   RemoteWorker* remote_;
   tx::RemoteHostTier* store_;
   const executors::BatchingEngine* engine_;
+  const std::string name_;
 };
 
 }  // namespace
