@@ -193,6 +193,15 @@ void WorkerAgent::Handle(const v1::WorkerControl& m) {
       break;
     case v1::WorkerControl::kKvExport:
     case v1::WorkerControl::kKvImport:
+      if (!cpu_) {  // a simulated pool holds no bytes: refused at once
+        v1::WorkerControl d;
+        if (m.has_kv_export())
+          NoKv(m.kv_export().order_id(), d.mutable_kv_export_done());
+        else
+          NoKv(m.kv_import().order_id(), d.mutable_kv_import_done());
+        (void)conn_->Send(d);
+        break;
+      }
       kv_orders_.push_back(m);
       RunKvOrders();
       break;
@@ -237,7 +246,7 @@ void WorkerAgent::RunStep(const v1::RunStep& m) {
     done->set_worker_time_ns((loop_.Now() - st->start).count());
     ++steps_;
     (void)conn_->Send(d);
-    RunKvOrders();  // those that waited for this step
+    if (cpu_) RunKvOrders();  // those that waited for this step
   });
 }
 
@@ -246,15 +255,12 @@ void WorkerAgent::RunKvOrders() {
     const v1::WorkerControl& m = kv_orders_.front();
     const std::string& context =
         m.has_kv_export() ? m.kv_export().context() : m.kv_import().context();
-    if (cpu_ && cpu_->busy(context)) return;  // after the step (in order: later ones wait)
+    if (cpu_->busy(context)) return;  // after the step (in order: later ones wait)
     v1::WorkerControl d;
-    if (m.has_kv_export()) {
-      if (cpu_) cpu_->Export(m.kv_export(), kv_.get(), d.mutable_kv_export_done());
-      if (!cpu_) NoKv(m.kv_export().order_id(), d.mutable_kv_export_done());
-    } else {
-      if (cpu_) cpu_->Import(m.kv_import(), kv_.get(), d.mutable_kv_import_done());
-      if (!cpu_) NoKv(m.kv_import().order_id(), d.mutable_kv_import_done());
-    }
+    if (m.has_kv_export())
+      cpu_->Export(m.kv_export(), kv_.get(), d.mutable_kv_export_done());
+    else
+      cpu_->Import(m.kv_import(), kv_.get(), d.mutable_kv_import_done());
     (void)conn_->Send(d);
     kv_orders_.pop_front();
   }

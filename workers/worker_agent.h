@@ -97,8 +97,9 @@ class WorkerAgent {
   void Handle(const v1::WorkerControl& m);  // loop thread
   void RunStep(const v1::RunStep& m);
   void PutBlocks(const v1::PutBlocks& m);  // hands the order to the putter
-  // KV export/import orders (engine cpu), in order; one whose context a step computes
-  // into waits for that step's end, and so do the ones after it.
+  // KV export/import orders of engine cpu, in order; one whose context a step computes
+  // into waits for that step's end, and so do the ones after it (engine simulated answers
+  // each at once with NoKv).
   void RunKvOrders();
   template <typename Done>
   void NoKv(uint64_t order, Done* out) const;
