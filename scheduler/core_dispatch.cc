@@ -553,7 +553,10 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
   PreemptionInput in{NodeDeadline(uwf, u) - now - u.est_run, wait, u.est_run};
   Duration left = std::max(Duration(0), n.started + n.est_run - now);
   Time dl = NodeDeadline(wf, n);
-  RunningInfo me{remaining, left, dl == Time::Max() ? Duration::max() : dl - now - left,
+  // A preemption before the rebuild completes drops the partly rebuilt context
+  // (PreemptNode).
+  int64_t lost = n.recompute_at_place > 0 && tokens_done < n.recompute_at_place ? tokens_done : 0;
+  RunningInfo me{remaining, lost, left, dl == Time::Max() ? Duration::max() : dl - now - left,
                  wf.priority};
   if (!policy->ChoosePreemptionVictim(in, {me})) return;
   std::vector<std::string> keys = NodeContexts(wf, n);

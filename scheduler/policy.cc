@@ -157,6 +157,7 @@ std::optional<size_t> SwitchyardPolicy::ChoosePreemptionVictim(
   for (size_t i = 0; i < running.size(); ++i) {
     const RunningInfo& r = running[i];
     if (r.prefill_remaining_tokens <= 0) continue;
+    if (r.rebuild_lost_tokens > 0 && !options_.preempt_rebuilds) continue;
     // The victim must be able to absorb the urgent node's run time.
     if (r.slack != Duration::max() && r.slack < in.urgent_run) continue;
     if (!victim || r.remaining_time > running[*victim].remaining_time) victim = i;
@@ -229,7 +230,8 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
   for (auto [name, flag] :
        {std::pair{"choose_reload_time", &o->choose_reload_time},
         std::pair{"skip_hopeless", &o->skip_hopeless}, std::pair{"batch_aware", &o->batch_aware},
-        std::pair{"peer_demotion", &o->peer_demotion}}) {
+        std::pair{"peer_demotion", &o->peer_demotion},
+        std::pair{"preempt_rebuilds", &o->preempt_rebuilds}}) {
     if (key != name) continue;
     if (value != "0" && value != "1")
       return Status::InvalidArgument("policy '" + std::string(spec) + "': " + name +
@@ -249,7 +251,8 @@ Status SetSwitchyardOption(SwitchyardPolicy::Options* o, std::string_view key,
       "policy '" + std::string(spec) + "': unknown option '" + std::string(key) +
       "' (known: aging_per_second, link_weight, urgency_scale_s, "
       "prefetch_margin, pressure_floor, occupancy_knee, deadline_weight, deadline_cap_s, "
-      "choose_reload_time, skip_hopeless, order)");
+      "choose_reload_time, skip_hopeless, batch_aware, peer_demotion, preempt_rebuilds, "
+      "headroom_knee, placement_load_weight, discard_weight, order)");
 }
 
 }  // namespace

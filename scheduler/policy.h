@@ -126,6 +126,9 @@ struct IdleContextInfo {
 
 struct RunningInfo {
   int64_t prefill_remaining_tokens = 0;
+  // Tokens of a context it is rebuilding (a recompute) that preempting it now would
+  // throw away: a partly rebuilt context is dropped, and its next placement starts over.
+  int64_t rebuild_lost_tokens = 0;
   Duration remaining_time{0};
   Duration slack = Duration::max();
   int priority_class = 2;
@@ -233,6 +236,11 @@ class SwitchyardPolicy final : public Policy {
     bool batch_aware = false;
     // Offer peers' HBM as a destination of a waiting context (false: host and disk only).
     bool peer_demotion = true;
+    // Preempt a node that is rebuilding a discarded context for an urgent one (its partial
+    // rebuild is then lost). Off: under memory pressure, urgent nodes preempted rebuilds
+    // over and over — each preemption threw the rebuild away, the next placement started
+    // it again, and recomputed tokens snowballed.
+    bool preempt_rebuilds = false;
     // Multiplies the discard cost (a recompute's GPU time x (1 + urgency)). A recompute on
     // a busy worker costs more than its own roofline time: its chunks lengthen every step
     // that all running sequences share, and the work it adds makes more contexts wait.

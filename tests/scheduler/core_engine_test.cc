@@ -193,6 +193,49 @@ TEST(CoreEngine, PreemptedWhileRecomputingIsChargedTheWholeRecomputeAgain) {
   EXPECT_EQ(recompute_of(c, "a"), 2 * kBlock + 8);
 }
 
+// Records what the core tells it about the running node it could preempt for an urgent
+// one, and never preempts.
+class RecordingPreempter final : public Policy {
+ public:
+  std::string_view name() const override { return "recording-preempter"; }
+  OrderKey Order(const ReadyNodeInfo& n) const override { return {0, n.ready_since.seconds()}; }
+  bool DeadlineAware() const override { return true; }
+  WaitDecision OnWait(const WaitInput&) const override { return {WaitAction::kDiscard}; }
+  std::optional<size_t> ChoosePreemptionVictim(
+      const PreemptionInput&, const std::vector<RunningInfo>& running) const override {
+    seen.insert(seen.end(), running.begin(), running.end());
+    return std::nullopt;
+  }
+  mutable std::vector<RunningInfo> seen;
+};
+
+// An urgent node that fits nowhere asks about a node rebuilding a discarded context: the
+// policy is told how many rebuilt tokens a preemption would throw away (all done so far
+// until the rebuild completes, none after).
+TEST(CoreEngine, AnUrgentNodeIsToldWhatPreemptingARebuildWouldThrowAway) {
+  RecordingPreempter policy;
+  Fixture f(Blocks(8), &policy);
+  f.At(0, Submit(Wf("a", "t",
+                    {Llm("x", {}, "c", v1::CacheRef::CREATE, 2 * kBlock, 8),
+                     Tool("t", {"x"}, "bash", 60000),
+                     Llm("y", {"t"}, "c", v1::CacheRef::EXTEND, kBlock, 32)})));
+  f.At(1, LlmDone("a", "x", 8, Seconds(1)));
+  f.At(1, testing::Of(EventKind::kToolStarted, "a", "t"));
+  f.At(2, testing::ToolDone("a", "t"));  // y placed: 40 tokens rebuilt, then 16 new
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));
+  // b needs 5 blocks, 4 are free: urgent (a deadline) and admissible nowhere.
+  f.At(2, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 4 * kBlock + 1, 8)}, 2500)));
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));
+  f.At(3, Report(0, {{"a", "y", 10, 0}}));
+  ASSERT_EQ(policy.seen.size(), 1u);
+  EXPECT_EQ(policy.seen[0].prefill_remaining_tokens, 2 * kBlock + 8 + kBlock - 10);
+  EXPECT_EQ(policy.seen[0].rebuild_lost_tokens, 10);
+  f.At(4, Report(0, {{"a", "y", 45, 0}}));  // the rebuild is complete: nothing to lose
+  ASSERT_EQ(policy.seen.size(), 2u);
+  EXPECT_EQ(policy.seen[1].rebuild_lost_tokens, 0);
+  EXPECT_EQ(policy.seen[1].prefill_remaining_tokens, 2 * kBlock + 8 + kBlock - 45);
+}
+
 TEST(CoreEngine, ThePolicyPicksThePoolVictim) {
   OldestVictim policy;
   Fixture f(Blocks(8), &policy);

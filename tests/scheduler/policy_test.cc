@@ -96,8 +96,8 @@ TEST(SwitchyardPolicy, EvictionNeverKeepsAndPreemptsOnlyToMeetDeadline) {
   in.reason = WaitReason::kEviction;
   in.hbm_pressure = 0;
   EXPECT_NE(p.OnWait(in).action, WaitAction::kKeep);
-  std::vector<RunningInfo> running = {{0, Seconds(5), Duration::max(), 2},
-                                      {4000, Seconds(3), Duration::max(), 2}};
+  std::vector<RunningInfo> running = {{0, 0, Seconds(5), Duration::max(), 2},
+                                      {4000, 0, Seconds(3), Duration::max(), 2}};
   PreemptionInput pi{Millis(400), Seconds(3), Millis(100)};
   ASSERT_TRUE(p.ChoosePreemptionVictim(pi, running).has_value());
   EXPECT_EQ(*p.ChoosePreemptionVictim(pi, running), 1u);  // the one still in prefill
@@ -108,6 +108,21 @@ TEST(SwitchyardPolicy, EvictionNeverKeepsAndPreemptsOnlyToMeetDeadline) {
   SwitchyardPolicy::Options o;
   o.skip_hopeless = false;
   EXPECT_TRUE(SwitchyardPolicy(o).ChoosePreemptionVictim(pi, running).has_value());
+}
+
+TEST(SwitchyardPolicy, NeverPreemptsARebuildPartWayUnlessAskedTo) {
+  SwitchyardPolicy p;
+  // Both still in prefill; the longer one is part-way through rebuilding a context.
+  std::vector<RunningInfo> running = {{4000, 1200, Seconds(5), Duration::max(), 2},
+                                      {3000, 0, Seconds(3), Duration::max(), 2}};
+  PreemptionInput pi{Millis(400), Seconds(3), Millis(100)};
+  ASSERT_TRUE(p.ChoosePreemptionVictim(pi, running).has_value());
+  EXPECT_EQ(*p.ChoosePreemptionVictim(pi, running), 1u);  // not the rebuild
+  running.pop_back();
+  EXPECT_FALSE(p.ChoosePreemptionVictim(pi, running).has_value());
+  auto with = CreatePolicy("switchyard:preempt_rebuilds=1");
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ((*with)->ChoosePreemptionVictim(pi, running), std::optional<size_t>(0));
 }
 
 TEST(SwitchyardPolicy, HighOccupancyCountsAsPressureBeforeAQueueForms) {
