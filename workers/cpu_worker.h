@@ -12,9 +12,9 @@
 //
 // KV orders (worker_control.proto):
 //   Export: the pool's blocks of a context are copied into new blocks of the worker's own
-//     KV store (kv_tiers PeerWorker::CommitLocal: hashed, then validated and committed
-//     exactly as a received put — epochs, owner, generation, capacity), under the ids and
-//     generations serve named; serve then moves them on like any block of that store.
+//     KV store (kv_tiers PeerWorker::CommitLocalHashing: hashed once by the store, then
+//     checked and committed as a received put — epochs, owner, generation, capacity), under the ids
+//     and generations serve named; serve then moves them on like any block of that store.
 //   Import: committed store blocks (owner, epochs, generation checked by the store's
 //     lookup; the checksum serve committed must match the store's) are copied into the
 //     pool blocks the engine reserved for the context; only then are `valid_tokens` of its

@@ -226,7 +226,25 @@ RejectReason PeerWorker::ReadCommitted(const GetRequest& g, std::vector<StoredBl
 
 RejectReason PeerWorker::CommitLocal(const BlockHeader& h, SharedBuffer data) {
   const uint64_t received = data ? data->size : 0;
-  RejectReason r = CheckLengthAndChecksum(h, received, data ? data->data.get() : nullptr);
+  const RejectReason r = CheckLengthAndChecksum(h, received, data ? data->data.get() : nullptr);
+  return CommitLocalChecked(h, std::move(data), r);
+}
+
+RejectReason PeerWorker::CommitLocalHashing(BlockHeader* h, SharedBuffer data) {
+  uint64_t sum = 0;
+  for (const BlockRef& b : h->blocks) sum += b.bytes;
+  if (!data || data->size != h->length || sum != h->length)
+    return CommitLocalChecked(*h, std::move(data), RejectReason::kShortLength);
+  const auto* p = static_cast<const uint8_t*>(data->data.get());
+  for (BlockRef& b : h->blocks) {
+    b.checksum = ChecksumOf(p, b.bytes);
+    p += b.bytes;
+  }
+  return CommitLocalChecked(*h, std::move(data), RejectReason::kNone);
+}
+
+RejectReason PeerWorker::CommitLocalChecked(const BlockHeader& h, SharedBuffer data,
+                                            RejectReason r) {
   {
     std::lock_guard<std::mutex> lock(impl_->store_mu);
     if (r == RejectReason::kNone) r = store_.CheckIdentity(h);

@@ -112,6 +112,12 @@ class PeerWorker {
   // exactly as a received put is — length, checksum, identity, capacity — and committed
   // under the store's lock; no receiver credit is charged (nothing crosses a link).
   RejectReason CommitLocal(const BlockHeader& h, SharedBuffer data);
+  // The same for bytes this process has just written into `data` (nothing — no copy, no
+  // link — between them and the store): the store computes each block's checksum from
+  // `data` in one pass and writes it into h->blocks[i].checksum; length, identity and
+  // capacity are checked and the blocks committed as by CommitLocal. There is nothing to
+  // verify the bytes against, so hashing them a second time would catch nothing.
+  RejectReason CommitLocalHashing(BlockHeader* h, SharedBuffer data);
 
   // Serves until Stop() is called.
   void Run();
@@ -121,6 +127,8 @@ class PeerWorker {
   struct Impl;  // the loop's state (peer_worker.cc)
 
  private:
+  // CommitLocal's identity, capacity and commit after its byte check `r`.
+  RejectReason CommitLocalChecked(const BlockHeader& h, SharedBuffer data, RejectReason r);
   PeerWorker(const WorkerOptions& options, uint64_t epoch);
 
   WorkerOptions options_;

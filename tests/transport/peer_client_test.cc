@@ -339,6 +339,51 @@ TEST(PeerWorkerLocalTest, CommitLocalValidatesLikeAPutAndTheBlockIsReadable) {
   EXPECT_EQ(s.puts_rejected, 4u);
 }
 
+// Bytes the process just wrote (CommitLocalHashing): the store computes the checksum —
+// the one a get then carries — and checks length, epochs, generation, capacity as for any
+// put.
+TEST(PeerWorkerLocalTest, CommitLocalHashingFillsTheChecksumAndChecksTheRest) {
+  WorkerOptions wo;
+  wo.listen = "127.0.0.1:0";
+  wo.capacity_bytes = 2 * 4096;
+  wo.transport_config.params["TLS"] = "tcp";
+  auto worker = PeerWorker::Start(wo);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  PeerWorker& w = **worker;
+  const uint64_t epoch = w.communicator_epoch();
+  auto header = [&](uint64_t id, uint64_t e, uint64_t length) {
+    BlockHeader h;
+    h.communicator_epoch = e;
+    h.generation = 1;
+    h.length = length;
+    h.workflow_id = "t";
+    h.context_id = "hbm-w0";
+    h.blocks.push_back(BlockRef{id, length, 0});
+    return h;
+  };
+  auto buf = std::make_shared<ByteBuffer>(4096);
+  std::memset(buf->data.get(), 0x5a, 4096);
+  BlockHeader h = header(1, epoch, 4096);
+  ASSERT_EQ(w.CommitLocalHashing(&h, buf), RejectReason::kNone);
+  EXPECT_EQ(h.blocks[0].checksum, BlockChecksum(buf->data.get(), 4096));
+  BlockHeader stale = header(2, epoch + 1, 4096);
+  EXPECT_EQ(w.CommitLocalHashing(&stale, buf), RejectReason::kStaleCommEpoch);
+  BlockHeader longer = header(3, epoch, 8192);  // more than the buffer holds
+  EXPECT_EQ(w.CommitLocalHashing(&longer, buf), RejectReason::kShortLength);
+  GetRequest g;
+  g.communicator_epoch = epoch;
+  g.generation = 1;
+  g.workflow_id = "t";
+  g.context_id = "hbm-w0";
+  g.block_ids = {1};
+  std::vector<StoredBlock> out;
+  ASSERT_EQ(w.ReadCommitted(g, &out), RejectReason::kNone);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].checksum, h.blocks[0].checksum);
+  EXPECT_EQ(w.stats().puts_committed, 1u);
+  EXPECT_EQ(w.stats().puts_rejected, 2u);
+}
+
 TEST(PeerWorkerVerifierTest, ThresholdDefaultsByTransport) {
   struct Case {
     const char* tls;
