@@ -160,17 +160,23 @@ class OldestVictim final : public Policy {
   }
 };
 
-// Preempted part-way through recomputing a discarded context: the partial blocks are
-// dropped and the next placement is charged the whole recompute again.
-TEST(CoreEngine, PreemptedWhileRecomputingIsChargedTheWholeRecomputeAgain) {
-  OldestVictim policy;  // discards every waiting context; the oldest node is the victim
-  Fixture f(Blocks(8), &policy);
+// Workflow a: x creates context c (2 blocks of prompt, 8 output tokens: 40 tokens), tool t
+// starts (the policy decides c's fate), then y extends c by one block.
+void StartToolWait(Fixture& f) {
   f.At(0, Submit(Wf("a", "t",
                     {Llm("x", {}, "c", v1::CacheRef::CREATE, 2 * kBlock, 8),
                      Tool("t", {"x"}, "bash", 60000),
                      Llm("y", {"t"}, "c", v1::CacheRef::EXTEND, kBlock, 32)})));
   f.At(1, LlmDone("a", "x", 8, Seconds(1)));
   f.At(1, testing::Of(EventKind::kToolStarted, "a", "t"));
+}
+
+// Preempted part-way through recomputing a discarded context: the partial blocks are
+// dropped and the next placement is charged the whole recompute again.
+TEST(CoreEngine, PreemptedWhileRecomputingIsChargedTheWholeRecomputeAgain) {
+  OldestVictim policy;  // discards every waiting context; the oldest node is the victim
+  Fixture f(Blocks(8), &policy);
+  StartToolWait(f);
   EXPECT_EQ(f.core.ContextLocation("a/c")->tier, Tier::kNone);
   auto recompute_of = [](const Commands& c, const std::string& wf) {
     for (const Command& x : c.list)
@@ -215,12 +221,7 @@ class RecordingPreempter final : public Policy {
 TEST(CoreEngine, AnUrgentNodeIsToldWhatPreemptingARebuildWouldThrowAway) {
   RecordingPreempter policy;
   Fixture f(Blocks(8), &policy);
-  f.At(0, Submit(Wf("a", "t",
-                    {Llm("x", {}, "c", v1::CacheRef::CREATE, 2 * kBlock, 8),
-                     Tool("t", {"x"}, "bash", 60000),
-                     Llm("y", {"t"}, "c", v1::CacheRef::EXTEND, kBlock, 32)})));
-  f.At(1, LlmDone("a", "x", 8, Seconds(1)));
-  f.At(1, testing::Of(EventKind::kToolStarted, "a", "t"));
+  StartToolWait(f);
   f.At(2, testing::ToolDone("a", "t"));  // y placed: 40 tokens rebuilt, then 16 new
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));
   // b needs 5 blocks, 4 are free: urgent (a deadline) and admissible nowhere.

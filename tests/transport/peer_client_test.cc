@@ -293,14 +293,30 @@ TEST(PeerWorkerVerifierTest, LargePutsAreFinishedOffTheLoop) {
 // Unset, the verifier threshold follows the transport: small over shared memory (the loop
 // has no socket copies to do), large with TCP (only puts whose inline hash would stall
 // the socket go to the thread); an explicit value, 0 included, is kept.
+// A worker on loopback over TCP whose store holds `capacity` bytes.
+Result<std::unique_ptr<PeerWorker>> StartLocalStore(uint64_t capacity) {
+  WorkerOptions wo;
+  wo.listen = "127.0.0.1:0";
+  wo.capacity_bytes = capacity;
+  wo.transport_config.params["TLS"] = "tcp";
+  return PeerWorker::Start(wo);
+}
+
+// Reads committed block 1 of context ("t", "hbm-w0"), generation 1, from w's store.
+RejectReason ReadBlockOne(const PeerWorker& w, uint64_t epoch, std::vector<StoredBlock>* out) {
+  GetRequest g;
+  g.communicator_epoch = epoch;
+  g.generation = 1;
+  g.workflow_id = "t";
+  g.context_id = "hbm-w0";
+  g.block_ids = {1};
+  return w.ReadCommitted(g, out);
+}
+
 // A worker's own engine writes into its store in process (CommitLocal): validated as a
 // received put — checksum, epochs, generation, capacity — and then served like one.
 TEST(PeerWorkerLocalTest, CommitLocalValidatesLikeAPutAndTheBlockIsReadable) {
-  WorkerOptions wo;
-  wo.listen = "127.0.0.1:0";
-  wo.capacity_bytes = 3 * 4096;
-  wo.transport_config.params["TLS"] = "tcp";
-  auto worker = PeerWorker::Start(wo);
+  auto worker = StartLocalStore(3 * 4096);
   ASSERT_TRUE(worker.ok()) << worker.status();
   PeerWorker& w = **worker;
   auto put = [&](uint64_t id, uint64_t gen, uint8_t fill, uint64_t epoch, bool corrupt) {
@@ -324,14 +340,8 @@ TEST(PeerWorkerLocalTest, CommitLocalValidatesLikeAPutAndTheBlockIsReadable) {
   EXPECT_EQ(put(4, 1, 0x01, epoch, false), RejectReason::kNone);
   EXPECT_EQ(put(5, 1, 0x02, epoch, false), RejectReason::kNone);
   EXPECT_EQ(put(6, 1, 0x03, epoch, false), RejectReason::kCapacity) << "three blocks fit";
-  GetRequest g;
-  g.communicator_epoch = epoch;
-  g.generation = 1;
-  g.workflow_id = "t";
-  g.context_id = "hbm-w0";
-  g.block_ids = {1};
   std::vector<StoredBlock> out;
-  ASSERT_EQ(w.ReadCommitted(g, &out), RejectReason::kNone);
+  ASSERT_EQ(ReadBlockOne(w, epoch, &out), RejectReason::kNone);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].data()[100], 0xab);
   WorkerStats s = w.stats();
@@ -343,11 +353,7 @@ TEST(PeerWorkerLocalTest, CommitLocalValidatesLikeAPutAndTheBlockIsReadable) {
 // the one a get then carries — and checks length, epochs, generation, capacity as for any
 // put.
 TEST(PeerWorkerLocalTest, CommitLocalHashingFillsTheChecksumAndChecksTheRest) {
-  WorkerOptions wo;
-  wo.listen = "127.0.0.1:0";
-  wo.capacity_bytes = 2 * 4096;
-  wo.transport_config.params["TLS"] = "tcp";
-  auto worker = PeerWorker::Start(wo);
+  auto worker = StartLocalStore(2 * 4096);
   ASSERT_TRUE(worker.ok()) << worker.status();
   PeerWorker& w = **worker;
   const uint64_t epoch = w.communicator_epoch();
@@ -370,14 +376,8 @@ TEST(PeerWorkerLocalTest, CommitLocalHashingFillsTheChecksumAndChecksTheRest) {
   EXPECT_EQ(w.CommitLocalHashing(&stale, buf), RejectReason::kStaleCommEpoch);
   BlockHeader longer = header(3, epoch, 8192);  // more than the buffer holds
   EXPECT_EQ(w.CommitLocalHashing(&longer, buf), RejectReason::kShortLength);
-  GetRequest g;
-  g.communicator_epoch = epoch;
-  g.generation = 1;
-  g.workflow_id = "t";
-  g.context_id = "hbm-w0";
-  g.block_ids = {1};
   std::vector<StoredBlock> out;
-  ASSERT_EQ(w.ReadCommitted(g, &out), RejectReason::kNone);
+  ASSERT_EQ(ReadBlockOne(w, epoch, &out), RejectReason::kNone);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].checksum, h.blocks[0].checksum);
   EXPECT_EQ(w.stats().puts_committed, 1u);
