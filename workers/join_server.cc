@@ -44,8 +44,7 @@ std::unique_ptr<RemoteWorker> RemoteWorker::Vacant(int index) {
 
 RemoteWorker::~RemoteWorker() {
   if (conn_) conn_->Close();
-  for (auto& c : retired_)
-    if (c) c->Close();
+  for (auto& c : retired_) c->Close();  // only connections that existed are retired
 }
 
 void RemoteWorker::Start(Duration heartbeat, int misses) {

@@ -405,10 +405,14 @@ uint64_t ChecksumOf(const DescriptorList& list) {
   return *DescriptorCursor(list).HashNext(total);
 }
 
-RejectReason CheckLengthAndChecksum(const BlockHeader& h, uint64_t received, const void* data) {
+RejectReason CheckLength(const BlockHeader& h, uint64_t received) {
   uint64_t sum = 0;
   for (const auto& b : h.blocks) sum += b.bytes;
-  if (received != h.length || sum != h.length) return RejectReason::kShortLength;
+  return received != h.length || sum != h.length ? RejectReason::kShortLength : RejectReason::kNone;
+}
+
+RejectReason CheckLengthAndChecksum(const BlockHeader& h, uint64_t received, const void* data) {
+  if (RejectReason r = CheckLength(h, received); r != RejectReason::kNone) return r;
   const auto* p = static_cast<const uint8_t*>(data);
   for (const auto& b : h.blocks) {
     if (ChecksumOf(p, b.bytes) != b.checksum) return RejectReason::kBadChecksum;

@@ -189,8 +189,9 @@ uint64_t ChecksumOf(const DescriptorList& list);
 uint64_t ChecksumOf(const void* data, uint64_t bytes);
 
 // The stateless receiver checks: received length against the header and the block
-// sizes, then each block's checksum over `data` (the blocks back to back).
+// sizes (CheckLength), then each block's checksum over `data` (the blocks back to back).
 // Owner/epoch/generation need the block table (PeerStore).
+RejectReason CheckLength(const BlockHeader& h, uint64_t received);
 RejectReason CheckLengthAndChecksum(const BlockHeader& h, uint64_t received, const void* data);
 // Each block's checksum over `data`, the blocks laid out back to back across the
 // descriptors (a block may span descriptors). kShortLength when the descriptors hold

@@ -231,10 +231,8 @@ RejectReason PeerWorker::CommitLocal(const BlockHeader& h, SharedBuffer data) {
 }
 
 RejectReason PeerWorker::CommitLocalHashing(BlockHeader* h, SharedBuffer data) {
-  uint64_t sum = 0;
-  for (const BlockRef& b : h->blocks) sum += b.bytes;
-  if (!data || data->size != h->length || sum != h->length)
-    return CommitLocalChecked(*h, std::move(data), RejectReason::kShortLength);
+  const RejectReason r = data ? CheckLength(*h, data->size) : RejectReason::kShortLength;
+  if (r != RejectReason::kNone) return CommitLocalChecked(*h, std::move(data), r);
   const auto* p = static_cast<const uint8_t*>(data->data.get());
   for (BlockRef& b : h->blocks) {
     b.checksum = ChecksumOf(p, b.bytes);
