@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -46,6 +47,7 @@ class JoinedCluster {
   }
   ~JoinedCluster() {
     Stop();
+    if (::testing::Test::HasFailure()) PrintWorkerLogs();
     std::filesystem::remove_all(dir_);
   }
   // Stops the service (its bye ends the workers) and reaps the workers: their waitpid
@@ -252,6 +254,16 @@ class JoinedCluster {
   std::string Log(const std::string& id) const { return testing::Slurp(dir_ + "/" + id + ".log"); }
 
  private:
+  // A failed test's evidence: the end of each worker's log (the directory goes away).
+  void PrintWorkerLogs() const {
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      if (e.path().extension() != ".log") continue;
+      std::string log = testing::Slurp(e.path().string());
+      if (log.size() > 6000) log = "[...]" + log.substr(log.size() - 6000);
+      std::fprintf(stderr, "---- %s ----\n%s\n", e.path().filename().c_str(), log.c_str());
+    }
+  }
+
   void Spawn(const std::string& id, const std::string& address) {
     std::string bin = Binary();
     std::string log = dir_ + "/" + id + ".log";

@@ -146,7 +146,7 @@ TEST(JoinedWorkers, KvMovesBetweenTheWorkersStoreAndServeUnderItsCredit) {
   for (int i = 0; i < 500; ++i) {
     v1::ClusterState cl = c.Cluster();
     kv = cl.joined_workers(0).kv();
-    if (kv.gets_served() > 0 && (!prefetched || kv.puts_committed() > 2)) break;
+    if (kv.gets_served() >= 2 && kv.puts_committed() >= (prefetched ? 4u : 2u)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // 1/256 of 1 GiB in 2 MiB blocks: the 2 blocks written into the store (the emulated KV
