@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -459,6 +460,40 @@ TEST_F(SharedMemoryKillTest, WorkerKilledMidPutFailsTheInFlightPut) {
   worker_.Kill(SIGKILL);
   auto t0 = std::chrono::steady_clock::now();
   ExpectDetected(p->Wait(), t0);
+}
+
+// A worker SIGKILLed while puts to it are in flight or between them, at a different
+// moment each round: this side's operations fail (or commit, before the kill) and this
+// process lives on. (A kill while UCX is still establishing its TCP connection can abort
+// the surviving side inside UCX 1.13: kv_tiers/transport/README.md, "UCX 1.13 and a peer
+// dying during connection setup"; the rounds here kill once the session is up.)
+TEST(PeerClientKillTest, AWorkerKilledMidPutsNeverAbortsTheSender) {
+  if (!testing::HaveSwitchyardBinary()) {
+    GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+  }
+  const std::vector<std::vector<uint8_t>> block = {Pattern(1 << 20, 1)};
+  for (int round = 0; round < 16; ++round) {
+    WorkerProcess worker;
+    ASSERT_TRUE(worker.Start("127.0.0.1:0", "tcp", "", "1G")) << "round " << round;
+    PeerClientOptions o = TcpClient();
+    o.ack_timeout = std::chrono::seconds(10);
+    auto c = PeerClient::Connect(worker.address(), o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    Status ended;  // why the puts stopped
+    std::thread sender([&] {
+      for (uint64_t i = 0; i < 900 && ended.ok(); ++i) {  // at least ~0.2 s of puts
+        auto p = (*c)->PostPut(Request(block, i, 1));
+        Result<TransferEvents> r = p.ok() ? p->Wait() : Result<TransferEvents>(p.status());
+        if (!r.ok()) ended = r.status();
+        if (r.ok() && !r->committed) ended = RejectStatus(r->reason, "put", r->message);
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(round * 7 % 50));
+    worker.Kill(SIGKILL);
+    sender.join();
+    EXPECT_TRUE(ended.IsUnavailable()) << "round " << round << ": " << ended;
+    c->reset();
+  }
 }
 
 TEST(PeerClientSharedMemoryTest, PutAndGetOverSharedMemory) {
