@@ -651,6 +651,9 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
   if (simulated && e.kind == EventKind::kLlmFinished && callbacks_.llm_done)
     callbacks_.llm_done(e.workflow_id, e.node_id, e.status, e.output_tokens);
   for (const Command& c : out.list) {
+    // In order: a retry's record comes before the placement of its next attempt.
+    if (c.kind == CommandKind::kRetry && simulated && callbacks_.llm_retried)
+      callbacks_.llm_retried(c.workflow_id, c.node_id, c.reason);
     if (c.kind == CommandKind::kPlace && simulated && callbacks_.llm_placed)
       callbacks_.llm_placed(c.workflow_id, c.node_id);
     if (c.kind == CommandKind::kFail && callbacks_.workflow_failed)

@@ -221,6 +221,11 @@ class SchedulerDriver {
     std::function<void(const std::string& wf, const std::string& node, const Status& st,
                        int64_t output_tokens)>
         llm_done;
+    // The scheduler will run a simulated LLM node again (its attempt failed: the worker
+    // was lost, or the engine failed it), for the service to record that attempt as failed
+    // and the node as ready for the next (LLM_FAILED, retryable).
+    std::function<void(const std::string& wf, const std::string& node, const std::string& why)>
+        llm_retried;
     // The scheduler failed a workflow (the service records it durably).
     std::function<void(const std::string& wf, const std::string& node, const std::string& reason)>
         workflow_failed;

@@ -312,6 +312,11 @@ class Service {
   void Refeed(const std::string& id, const Entry& e);
   void RecordLlm(const std::string& id, const std::string& node, bool finished, const Status& st,
                  int64_t output_tokens);
+  // The scheduler retries LLM node `node`: its attempt is recorded failed (retryable), so
+  // the node is READY on its next attempt until it is placed again. Skipped where this
+  // graph would not retry (after a restart the scheduler counts attempts afresh): the node
+  // then shows its last recorded attempt, never a failure the scheduler did not make.
+  void RecordLlmRetry(const std::string& id, const std::string& node, const std::string& why);
   void RecordSchedulerFailure(const std::string& id, const std::string& node,
                               const std::string& reason);
   // Applies and queues a record made by the service itself (no tenant check, entry->mu

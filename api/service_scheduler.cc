@@ -170,6 +170,27 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
   (void)event(st.ok() ? v1::LLM_FINISHED : v1::LLM_FAILED);
 }
 
+void Service::RecordLlmRetry(const std::string& id, const std::string& node,
+                             const std::string& why) {
+  if (closing_) return;
+  std::shared_ptr<Entry> e = Lookup(id);
+  if (!e) return;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (!e->graph || e->graph->done()) return;
+    auto idx = e->graph->Find(node);
+    // Only an attempt still shown running (an engine's failure was recorded already) of an
+    // LLM node this graph would retry.
+    if (!idx || e->graph->node(*idx).kind() != v1::LLM ||
+        e->graph->state(*idx) != v1::NODE_RUNNING || !e->graph->retryable(*idx) ||
+        e->graph->attempts(*idx) >= e->graph->max_attempts(*idx))
+      return;
+  }
+  // Called on the scheduler's thread, as RecordLlm's other callers: nothing else records
+  // this node's LLM events between the check and the record.
+  RecordLlm(id, node, true, Status::Unavailable(why), 0);
+}
+
 void Service::RecordSchedulerFailure(const std::string& id, const std::string& node,
                                      const std::string& reason) {
   if (closing_) return;

@@ -402,6 +402,8 @@ TEST_F(EmbeddedTest, WorkerLossRecomputesElsewhereOrFailsClosed) {
   EXPECT_NE(again->decision.worker(), lost);
   ASSERT_TRUE(Expect(e, "complete", ""));
   EXPECT_EQ(e.Get("idem")->state(), v1::WORKFLOW_COMPLETED);
+  // Its status counts both attempts: the one on the lost worker and the one that finished.
+  EXPECT_EQ(e.Get("idem")->nodes(0).attempts(), 2u) << *proto::ToJson(*e.Get("idem"));
 
   // The side effect: on the surviving worker, which is then lost too.
   probe.hold_next = true;
@@ -441,6 +443,8 @@ TEST_F(EmbeddedTest, WorkerLossRecomputesElsewhereOrFailsClosed) {
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   check(**reopened, "idem", "retry");
   check(**reopened, "effect", "fail");
+  EXPECT_EQ((*reopened)->Get("idem")->nodes(0).attempts(), 2u);
+  EXPECT_EQ((*reopened)->Get("effect")->nodes(0).attempts(), 1u) << "the side effect ran once";
 }
 
 }  // namespace
