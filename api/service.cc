@@ -42,7 +42,9 @@ Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clo
     cb.llm_done = [self](const std::string& wf, const std::string& node, const Status& st,
                          int64_t out) { self->RecordLlm(wf, node, true, st, out); };
     cb.llm_retried = [self](const std::string& wf, const std::string& node,
-                            const std::string& why) { self->RecordLlmRetry(wf, node, why); };
+                            const std::string& why) {
+      self->RecordLlm(wf, node, true, Status::Unavailable(why), 0, /*retried=*/true);
+    };
     cb.workflow_failed = [self](const std::string& wf, const std::string& node,
                                 const std::string& reason) {
       self->RecordSchedulerFailure(wf, node, reason);

@@ -310,13 +310,13 @@ class Service {
                : it->second;
   }
   void Refeed(const std::string& id, const Entry& e);
+  // A simulated LLM node's start (placed) or end (finished, with its status). `retried`:
+  // the scheduler retries the node, so its attempt is recorded failed (retryable: READY on
+  // the next attempt until placed again) — skipped where this graph would not retry (after
+  // a restart the scheduler counts attempts afresh): the node then shows its last recorded
+  // attempt, never a failure the scheduler did not make.
   void RecordLlm(const std::string& id, const std::string& node, bool finished, const Status& st,
-                 int64_t output_tokens);
-  // The scheduler retries LLM node `node`: its attempt is recorded failed (retryable), so
-  // the node is READY on its next attempt until it is placed again. Skipped where this
-  // graph would not retry (after a restart the scheduler counts attempts afresh): the node
-  // then shows its last recorded attempt, never a failure the scheduler did not make.
-  void RecordLlmRetry(const std::string& id, const std::string& node, const std::string& why);
+                 int64_t output_tokens, bool retried = false);
   void RecordSchedulerFailure(const std::string& id, const std::string& node,
                               const std::string& reason);
   // Applies and queues a record made by the service itself (no tenant check, entry->mu

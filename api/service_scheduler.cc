@@ -137,7 +137,7 @@ Status Service::RecordInternal(const std::string& id, const std::shared_ptr<Entr
 }
 
 void Service::RecordLlm(const std::string& id, const std::string& node, bool finished,
-                        const Status& st, int64_t output_tokens) {
+                        const Status& st, int64_t output_tokens, bool retried) {
   if (closing_) return;
   std::shared_ptr<Entry> e = Lookup(id);
   if (!e) return;
@@ -145,6 +145,12 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
   if (!e->graph || e->graph->done()) return;
   auto idx = e->graph->Find(node);
   if (!idx) return;
+  // A retry: only an attempt still shown running (an engine's failure was recorded
+  // already) of an LLM node this graph would retry.
+  const pg::Workflow& g = *e->graph;
+  if (retried && (g.node(*idx).kind() != v1::LLM || g.state(*idx) != v1::NODE_RUNNING ||
+                  !g.retryable(*idx) || g.attempts(*idx) >= g.max_attempts(*idx)))
+    return;
   auto event = [&](v1::NodeEventType type) {
     v1::WorkflowLogRecord rec;
     rec.set_time_ms(clock_->Now().millis());
@@ -168,27 +174,6 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
   if (e->graph->state(*idx) == v1::NODE_READY && !event(v1::LLM_STARTED).ok()) return;
   if (!finished || e->graph->state(*idx) != v1::NODE_RUNNING) return;
   (void)event(st.ok() ? v1::LLM_FINISHED : v1::LLM_FAILED);
-}
-
-void Service::RecordLlmRetry(const std::string& id, const std::string& node,
-                             const std::string& why) {
-  if (closing_) return;
-  std::shared_ptr<Entry> e = Lookup(id);
-  if (!e) return;
-  {
-    std::lock_guard<std::mutex> lock(e->mu);
-    if (!e->graph || e->graph->done()) return;
-    auto idx = e->graph->Find(node);
-    // Only an attempt still shown running (an engine's failure was recorded already) of an
-    // LLM node this graph would retry.
-    if (!idx || e->graph->node(*idx).kind() != v1::LLM ||
-        e->graph->state(*idx) != v1::NODE_RUNNING || !e->graph->retryable(*idx) ||
-        e->graph->attempts(*idx) >= e->graph->max_attempts(*idx))
-      return;
-  }
-  // Called on the scheduler's thread, as RecordLlm's other callers: nothing else records
-  // this node's LLM events between the check and the record.
-  RecordLlm(id, node, true, Status::Unavailable(why), 0);
 }
 
 void Service::RecordSchedulerFailure(const std::string& id, const std::string& node,
