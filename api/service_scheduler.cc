@@ -149,7 +149,7 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
   // already) of an LLM node this graph would retry.
   const pg::Workflow& g = *e->graph;
   if (retried && (g.node(*idx).kind() != v1::LLM || g.state(*idx) != v1::NODE_RUNNING ||
-                  !g.retryable(*idx) || g.attempts(*idx) >= g.max_attempts(*idx)))
+                  !g.RetryAllowed(*idx)))
     return;
   auto event = [&](v1::NodeEventType type) {
     v1::WorkflowLogRecord rec;

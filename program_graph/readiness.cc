@@ -66,8 +66,12 @@ uint32_t Workflow::max_attempts(NodeIndex i) const {
 }
 
 bool Workflow::CanRetry(NodeIndex i) const {
-  return i < size() && state_[i] == v1::NODE_FAILED && !terminal_failure_[i] && retryable(i) &&
-         attempts_[i] < max_attempts(i) && !cancelled_;
+  return i < size() && state_[i] == v1::NODE_FAILED && RetryAllowed(i);
+}
+
+bool Workflow::RetryAllowed(NodeIndex i) const {
+  return i < size() && !terminal_failure_[i] && retryable(i) && attempts_[i] < max_attempts(i) &&
+         !cancelled_;
 }
 
 Status Workflow::MarkRunning(NodeIndex i) {

@@ -93,6 +93,9 @@ class Workflow {
   uint32_t max_attempts(NodeIndex i) const;
   // True for a FAILED node awaiting a decision that ResetForRetry would accept.
   bool CanRetry(NodeIndex i) const;
+  // Whether a failure of node i's current attempt would be retried, whatever its state now:
+  // retryable, attempts left, not failed for good, the workflow not cancelled.
+  bool RetryAllowed(NodeIndex i) const;
 
   // ---- readiness ----
   v1::NodeState state(NodeIndex i) const { return state_[i]; }

@@ -85,11 +85,14 @@ TEST(ReadinessTest, RetryableFailureAwaitsResetAndCountsAttempts) {
   EXPECT_EQ(wf->attempts(0), 2u);
   EXPECT_EQ(wf->state(0), v1::NODE_READY);
   ASSERT_TRUE(wf->MarkRunning(0).ok());
+  EXPECT_TRUE(wf->RetryAllowed(0)) << "a failure of attempt 2 of 3 would be retried";
   ASSERT_TRUE(wf->MarkFailed(0, "again").ok());
   ASSERT_TRUE(wf->ResetForRetry(0).ok());
   EXPECT_EQ(wf->attempts(0), 3u);
   ASSERT_TRUE(wf->MarkRunning(0).ok());
-  // Third attempt of max_attempts = 3 (default): the failure is terminal.
+  // Third attempt of max_attempts = 3 (default): the failure is terminal, as the running
+  // node already says.
+  EXPECT_FALSE(wf->RetryAllowed(0));
   auto last = wf->MarkFailed(0, "third");
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(*last, (Nodes{1, 2, 3}));

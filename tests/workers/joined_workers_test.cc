@@ -142,18 +142,16 @@ TEST(JoinedWorkers, KvMovesBetweenTheWorkersStoreAndServeUnderItsCredit) {
   bool prefetched = false;
   for (const auto& d : done.decisions()) prefetched |= d.kind() == "prefetch";
   // The store's figures arrive with the next heartbeat (1 s).
-  v1::WorkerKvStats kv;
-  for (int i = 0; i < 500; ++i) {
-    v1::ClusterState cl = c.Cluster();
-    kv = cl.joined_workers(0).kv();
-    if (kv.gets_served() >= 2 && kv.puts_committed() >= (prefetched ? 4u : 2u)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const uint64_t puts = prefetched ? 4 : 2;
+  const v1::WorkerKvStats kv =
+      c.WaitWorker(w.id(), [puts](const v1::JoinedWorker& x) {
+         return x.kv().gets_served() >= 2 && x.kv().puts_committed() >= puts;
+       }).kv();
   // 1/256 of 1 GiB in 2 MiB blocks: the 2 blocks written into the store (the emulated KV
   // the engine would have left there), read out by the demotion, and written back by the
   // prefetch.
   EXPECT_GE(kv.gets_served(), 2u) << *proto::ToJson(kv);
-  EXPECT_GE(kv.puts_committed(), prefetched ? 4u : 2u) << *proto::ToJson(kv);
+  EXPECT_GE(kv.puts_committed(), puts) << *proto::ToJson(kv);
   EXPECT_EQ(kv.puts_refused_credit(), 0u);
   EXPECT_GT(kv.credit_per_sender_bytes(), 0u);
   EXPECT_GT(kv.max_credit_in_use_bytes(), 0u);
@@ -307,12 +305,9 @@ TEST(JoinedWorkers, SigkillOfADirectPutsDestinationFailsTheMoveAndTheWorkflowEnd
   ASSERT_TRUE(c.Start(2, 1280ULL << 20, {}, {"--kv-finish-delay-ms", "2500"}));
   auto [src, dst] = AwaitDirectDemotion(c, "dk");
   ASSERT_GE(dst, 0) << "the demotion did not go to the other worker's store";
-  v1::JoinedWorker listed;
-  for (int i = 0; i < 1000; ++i) {  // heartbeats every second
-    listed = Listed(c, dst);
-    if (listed.kv().credit_in_use_bytes() > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const v1::JoinedWorker listed = c.WaitWorker(  // heartbeats every second
+      Listed(c, dst).id(),
+      [](const v1::JoinedWorker& w) { return w.kv().credit_in_use_bytes() > 0; });
   ASSERT_GT(listed.kv().credit_in_use_bytes(), 0u)
       << "no put was seen waiting at the destination: " << *proto::ToJson(listed);
   std::string victim = listed.id();
