@@ -59,6 +59,8 @@ TransportConfig Config(const std::string& tls) {
   TransportConfig c;
   c.params["TLS"] = tls;
   if (tls.find("tcp") == std::string::npos) c.params["err_mode"] = "none";
+  // For A/B runs of UCX's two connection flows ("client-server", "address").
+  if (const char* v = std::getenv("SY_TRANSPORT_BENCH_CONNECT")) c.params["connect"] = v;
   return c;
 }
 
@@ -245,7 +247,8 @@ std::string SizeName(uint64_t bytes) {
 // SY_TRANSPORT_BENCH_QUICK=1: the figures of one path (SY_TRANSPORT_BENCH_TLS, default
 // tcp) and size (SY_TRANSPORT_BENCH_SIZE, "1" or "64" MiB; default both) without
 // ucx_perftest, median of kTransportTrials each, printed to stderr (for profiling and tuning the
-// transport; no results are reported). SY_TRANSPORT_BENCH_VERBOSE=1 adds each put's times.
+// transport; no results are reported). SY_TRANSPORT_BENCH_VERBOSE=1 adds each put's times;
+// SY_TRANSPORT_BENCH_CONNECT picks the ucx transport's connection flow (param "connect").
 bool QuickRun() {
   const char* q = std::getenv("SY_TRANSPORT_BENCH_QUICK");
   if (q == nullptr || *q != '1') return false;

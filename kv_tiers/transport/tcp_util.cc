@@ -54,6 +54,8 @@ Status RecvAll(int fd, uint8_t* p, size_t n, Duration timeout) {
   return Status::OK();
 }
 
+}  // namespace
+
 sockaddr_in ToSockaddr(const HostPort& hp, bool* ok) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -63,8 +65,6 @@ sockaddr_in ToSockaddr(const HostPort& hp, bool* ok) {
   *ok = ::inet_pton(AF_INET, host.c_str(), &sa.sin_addr) == 1;
   return sa;
 }
-
-}  // namespace
 
 Result<HostPort> ParseHostPort(const std::string& text) {
   auto colon = text.rfind(':');

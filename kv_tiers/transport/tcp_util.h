@@ -4,6 +4,8 @@
 // Thread-safety: free functions on caller-owned file descriptors.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +21,10 @@ struct HostPort {
 };
 // "127.0.0.1:5000" or ":5000" (all interfaces). InvalidArgument naming the text if bad.
 Result<HostPort> ParseHostPort(const std::string& text);
+
+// `hp` as an IPv4 socket address (empty host: all interfaces; "localhost" is 127.0.0.1);
+// *ok false when the host is not an IPv4 address.
+sockaddr_in ToSockaddr(const HostPort& hp, bool* ok);
 
 // A listening socket bound to `hp` (SO_REUSEADDR); returns the fd and the bound port.
 Result<std::pair<int, uint16_t>> TcpListen(const HostPort& hp);

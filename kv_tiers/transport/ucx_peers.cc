@@ -17,6 +17,16 @@ void EpErrorCb(void* arg, ucp_ep_h, ucs_status_t status) {
   a->transport->OnEpError(a->peer, status);
 }
 
+void UcxTransport::FillErrHandling(ucp_ep_params_t* ep, EpErrArg* arg) const {
+  ep->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  ep->err_mode = err_mode_peer_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  if (err_mode_peer_) {
+    ep->field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep->err_handler.cb = EpErrorCb;
+    ep->err_handler.arg = arg;
+  }
+}
+
 Result<PeerId> UcxTransport::AddPeer(const std::vector<uint8_t>& remote_address,
                                      uint64_t id_at_peer) {
   PeerId id = next_peer_.fetch_add(1);
@@ -25,14 +35,9 @@ Result<PeerId> UcxTransport::AddPeer(const std::vector<uint8_t>& remote_address,
     PeerEp peer;
     peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     ep.address = reinterpret_cast<const ucp_address_t*>(remote_address.data());
-    ep.err_mode = err_mode_peer_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-    if (err_mode_peer_) {
-      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
-      ep.err_handler.cb = EpErrorCb;
-      ep.err_handler.arg = peer.err_arg.get();
-    }
+    FillErrHandling(&ep, peer.err_arg.get());
     st = ucp_ep_create(worker_, &ep, &peer.ep);
     if (st != UCS_OK) return;
     {
@@ -43,6 +48,104 @@ Result<PeerId> UcxTransport::AddPeer(const std::vector<uint8_t>& remote_address,
   });
   if (st != UCS_OK) return FromUcs(st, "ucp_ep_create");
   return id;
+}
+
+Result<PeerId> UcxTransport::AddClientServerPeer(const HostPort& server, uint64_t id_at_peer) {
+  bool ok = false;
+  sockaddr_in sa = ToSockaddr(server, &ok);
+  if (!ok) return Status::InvalidArgument("ucx: bad host '" + server.host + "'");
+  PeerId id = next_peer_.fetch_add(1);
+  ucs_status_t st = UCS_OK;
+  Call([&] {
+    PeerEp peer;
+    peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID;
+    ep.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);
+    ep.sockaddr.addrlen = sizeof(sa);
+    FillErrHandling(&ep, peer.err_arg.get());
+    st = ucp_ep_create(worker_, &ep, &peer.ep);
+    if (st != UCS_OK) return;
+    {
+      std::lock_guard<std::mutex> lock(peers_mu_);
+      peers_[id] = PeerInfo{id_at_peer, Status::OK()};
+    }
+    eps_.emplace(id, std::move(peer));
+  });
+  if (st != UCS_OK) return FromUcs(st, "ucp_ep_create to the ucp_listener");
+  return id;
+}
+
+PeerId UcxTransport::ExpectClientServerPeer(uint64_t client_id) {
+  PeerId id = next_peer_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(peers_mu_);
+    peers_[id] = PeerInfo{0, Status::OK()};
+  }
+  Call([&] { awaiting_ep_[client_id].push_back(id); });
+  return id;
+}
+
+void UcxTransport::ConnRequestCb(ucp_conn_request_h request, void* arg) {
+  static_cast<UcxTransport*>(arg)->OnConnRequest(request);
+}
+
+void UcxTransport::OnConnRequest(ucp_conn_request_h request) {
+  // Owner (inside ucp_worker_progress). The oldest peer accepted over the handshake from
+  // this client id gets the endpoint; a request nobody announced is rejected.
+  ucp_conn_request_attr_t attr{};
+  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID;
+  ucs_status_t st = ucp_conn_request_query(request, &attr);
+  auto it = st == UCS_OK ? awaiting_ep_.find(attr.client_id) : awaiting_ep_.end();
+  if (it == awaiting_ep_.end() || it->second.empty()) {
+    Log(LogLevel::kWarn, "ucx: rejected a connection request no handshake announced");
+    ucp_listener_reject(ucp_listener_, request);
+    return;
+  }
+  PeerId id = it->second.front();
+  it->second.pop_front();
+  if (it->second.empty()) awaiting_ep_.erase(it);
+  PeerEp peer;
+  peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
+  ep.conn_request = request;
+  FillErrHandling(&ep, peer.err_arg.get());
+  st = ucp_ep_create(worker_, &ep, &peer.ep);
+  if (st != UCS_OK) {
+    OnEpError(id, st);  // the peer fails; its sends report why
+    return;
+  }
+  eps_.emplace(id, std::move(peer));
+}
+
+bool UcxTransport::StartUcpListener(const HostPort& hp) {
+  bool ok = false;
+  sockaddr_in sa = ToSockaddr(HostPort{hp.host, 0}, &ok);
+  ucs_status_t st = UCS_ERR_INVALID_PARAM;
+  Call([&] {
+    if (!ok) return;
+    ucp_listener_params_t lp{};
+    lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);
+    lp.sockaddr.addrlen = sizeof(sa);
+    lp.conn_handler.cb = &UcxTransport::ConnRequestCb;
+    lp.conn_handler.arg = this;
+    st = ucp_listener_create(worker_, &lp, &ucp_listener_);
+    if (st != UCS_OK) return;
+    ucp_listener_attr_t attr{};
+    attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+    st = ucp_listener_query(ucp_listener_, &attr);
+    if (st == UCS_OK) {
+      ucp_listener_port_ = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+    }
+  });
+  if (st != UCS_OK) {
+    Log(LogLevel::kInfo, "ucx: no ucp_listener; peers connect by worker address",
+        LogKeys().With("reason", ucs_status_string(st)));
+  }
+  return st == UCS_OK;
 }
 
 void UcxTransport::OnEpError(PeerId peer, ucs_status_t status) {
@@ -64,17 +167,24 @@ Result<std::string> UcxTransport::Listen(const std::string& address) {
   if (listen_fd_ >= 0) return Status::FailedPrecondition("ucx transport already listening");
   SY_ASSIGN_OR_RETURN(auto bound, TcpListen(hp));
   listen_fd_ = bound.first;
+  if (StartUcpListener(hp)) {
+    Log(LogLevel::kDebug, "ucx: ucp_listener up",
+        LogKeys().With("port", std::to_string(ucp_listener_port_)));
+  }
   accept_thread_ = std::thread([this] { AcceptLoop(); });
   return (hp.host.empty() ? std::string("0.0.0.0") : hp.host) + ":" + std::to_string(bound.second);
 }
 
 namespace {
 
-// Handshake frames. Hello: magic, TCP tx segment, TCP rx segment, worker address. Reply:
-// verdict (kAccepted or kSegmentsDiffer), the sender's id here, our two segment sizes and,
-// when accepted, our worker address. All integers u64, host order (one machine family).
+// Handshake frames. Hello: magic, TCP tx segment, TCP rx segment, the client id with which
+// the sender will connect to our ucp_listener (0: by worker address), its worker address.
+// Reply: verdict (kAccepted or kSegmentsDiffer), the sender's id here, our two segment
+// sizes, our ucp_listener's port when the sender is to connect to it (else 0) and, when
+// accepted without it, our worker address. All integers u64, host order (one machine
+// family).
 constexpr uint64_t kAccepted = 0, kSegmentsDiffer = 1;
-constexpr size_t kHelloHead = 24, kReplyHead = 32;
+constexpr size_t kHelloHead = 32, kReplyHead = 40;
 
 void PutU64(std::vector<uint8_t>* out, size_t at, uint64_t v) {
   std::memcpy(out->data() + at, &v, 8);
@@ -109,13 +219,18 @@ void UcxTransport::AcceptLoop() {
     auto frame = TcpRecvFrame(*fd, kHandshakeTimeout, 1 << 20);
     if (frame.ok() && frame->size() > kHelloHead && GetU64(*frame, 0) == kHelloMagic) {
       std::string differ = SegmentsDiffer(GetU64(*frame, 8), GetU64(*frame, 16));
-      std::vector<uint8_t> reply =
-          Frame(kReplyHead, differ.empty() ? worker_address_ : std::vector<uint8_t>{});
+      const uint64_t client_id = GetU64(*frame, 24);
+      const bool client_server = differ.empty() && client_id != 0 && ucp_listener_port_ != 0;
+      std::vector<uint8_t> reply = Frame(
+          kReplyHead, differ.empty() && !client_server ? worker_address_ : std::vector<uint8_t>{});
       PutU64(&reply, 0, differ.empty() ? kAccepted : kSegmentsDiffer);
       PutU64(&reply, 16, tcp_tx_seg_);
       PutU64(&reply, 24, tcp_rx_seg_);
+      PutU64(&reply, 32, client_server ? ucp_listener_port_ : 0);
       Result<PeerId> peer = Status::FailedPrecondition(differ);
-      if (differ.empty()) {
+      if (client_server) {
+        peer = ExpectClientServerPeer(client_id);
+      } else if (differ.empty()) {
         peer = AddPeer(std::vector<uint8_t>(frame->begin() + kHelloHead, frame->end()), 0);
       } else {
         Log(LogLevel::kWarn, "ucx: refused a peer", LogKeys().With("reason", differ));
@@ -127,6 +242,7 @@ void UcxTransport::AcceptLoop() {
           WatchControl(*peer, *fd);  // owns the fd now
           continue;
         }
+        if (peer.ok()) (void)Disconnect(*peer);
       }
     }
     ::close(*fd);
@@ -202,6 +318,10 @@ void UcxTransport::OnControlLost(PeerId peer) {
 }
 
 void UcxTransport::ClosePeerEp(PeerId peer) {
+  for (auto a = awaiting_ep_.begin(); a != awaiting_ep_.end();) {
+    std::erase(a->second, peer);
+    a = a->second.empty() ? awaiting_ep_.erase(a) : std::next(a);
+  }
   auto it = eps_.find(peer);
   if (it == eps_.end()) return;
   CloseEp(it->second.ep);
@@ -237,6 +357,7 @@ Result<PeerId> UcxTransport::Connect(const std::string& address) {
   PutU64(&hello, 0, kHelloMagic);
   PutU64(&hello, 8, tcp_tx_seg_);
   PutU64(&hello, 16, tcp_rx_seg_);
+  PutU64(&hello, 24, client_server_ ? client_id_ : 0);
   Status s = TcpSendFrame(fd, hello);
   Result<std::vector<uint8_t>> reply =
       s.ok() ? TcpRecvFrame(fd, kHandshakeTimeout, 1 << 20) : Result<std::vector<uint8_t>>(s);
@@ -249,6 +370,10 @@ Result<PeerId> UcxTransport::Connect(const std::string& address) {
     if (!differ.empty() || GetU64(*reply, 0) != kAccepted) {
       return Status::FailedPrecondition(where + ": " +
                                         (differ.empty() ? "refused by the peer" : differ));
+    }
+    if (uint64_t port = GetU64(*reply, 32); port != 0) {
+      if (port > 65535) return Status::DataLoss(where + ": bad ucp_listener port");
+      return AddClientServerPeer(HostPort{hp.host, static_cast<uint16_t>(port)}, GetU64(*reply, 8));
     }
     if (reply->size() == kReplyHead) return Status::DataLoss(where + ": no worker address");
     return AddPeer(std::vector<uint8_t>(reply->begin() + kReplyHead, reply->end()),

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <map>
+#include <random>
 
 #include "kv_tiers/transport/internal/ucx_transport_impl.h"
 
@@ -133,9 +134,19 @@ Status UcxTransport::Init(const TransportConfig& config) {
   tcp_tx_seg_ = tcp ? SegSize(settings, kDefaultParams[1], kUcxTxSegDefault) : 0;
   tcp_rx_seg_ = tcp ? SegSize(settings, kDefaultParams[0], kUcxRxSegDefault) : 0;
   for (const auto& [key, value] : config.params) settings[key] = value;
+  client_server_ = tcp;  // without TCP in UCX_TLS, UCX's sockaddr flow may have no transport
   for (const auto& [key, value] : settings) {
     if (key == "err_mode") {
       err_mode_peer_ = value != "none";
+      continue;
+    }
+    if (key == "connect") {
+      if (value != "client-server" && value != "address") {
+        ucp_config_release(cfg);
+        return Status::InvalidArgument("ucx transport param connect=" + value +
+                                       ": expected client-server or address");
+      }
+      client_server_ = value == "client-server";
       continue;
     }
     st = ucp_config_modify(cfg, key.c_str(), value.c_str());
@@ -156,8 +167,11 @@ Status UcxTransport::Init(const TransportConfig& config) {
   // holder of progress_mu_ (serialised: this thread before it starts, the destructor
   // after it ends).
   ucp_worker_params_t wp{};
-  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_CLIENT_ID;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  std::random_device rd;
+  while (client_id_ == 0) client_id_ = (uint64_t{rd()} << 32) | rd();
+  wp.client_id = client_id_;
   st = ucp_worker_create(context_, &wp, &worker_);
   if (st != UCS_OK) return FromUcs(st, "ucp_worker_create");
   st = ucp_worker_get_efd(worker_, &worker_fd_);
@@ -230,6 +244,8 @@ void UcxTransport::Shutdown() {
   while (waiting() && std::chrono::steady_clock::now() < until) {
     ucp_worker_progress(worker_);
   }
+  if (ucp_listener_ != nullptr) ucp_listener_destroy(ucp_listener_);
+  ucp_listener_ = nullptr;
   for (auto& [id, p] : eps_) CloseEp(p.ep);
   eps_.clear();
   for (auto& [op, entry] : inflight_) {

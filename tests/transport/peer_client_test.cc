@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -493,6 +494,42 @@ TEST(PeerClientKillTest, AWorkerKilledMidPutsNeverAbortsTheSender) {
     sender.join();
     EXPECT_TRUE(ended.IsUnavailable()) << "round " << round << ": " << ended;
     c->reset();
+  }
+}
+
+// A worker SIGKILLed 0-40 ms after this side starts connecting to it: during the
+// handshake, while UCX establishes its connection, or during the first puts. This side's
+// connect or puts fail and this process lives on. (With UCX 1.13's worker-address flow,
+// param connect=address, a kill during UCX's connection setup could abort this process
+// inside UCX: kv_tiers/transport/README.md.)
+TEST(PeerClientKillTest, AWorkerKilledWhileConnectingNeverAbortsTheSender) {
+  if (!testing::HaveSwitchyardBinary()) {
+    GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
+  }
+  const char* mode = std::getenv("SY_TEST_UCX_CONNECT");
+  const std::vector<std::vector<uint8_t>> block = {Pattern(256 << 10, 1)};
+  for (int round = 0; round < 24; ++round) {
+    WorkerProcess worker;
+    ASSERT_TRUE(worker.Start("127.0.0.1:0", "tcp", "", "1G")) << "round " << round;
+    PeerClientOptions o = TcpClient();
+    if (mode != nullptr) o.transport_config.params["connect"] = mode;
+    o.ack_timeout = std::chrono::seconds(10);
+    std::thread killer([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(round * 1733 % 40000));
+      worker.Kill(SIGKILL);
+    });
+    Status ended;  // why the connect or the puts stopped
+    auto c = PeerClient::Connect(worker.address(), o);
+    if (!c.ok()) ended = c.status();
+    for (uint64_t i = 0; i < 5000 && ended.ok(); ++i) {
+      auto p = (*c)->PostPut(Request(block, i, 1));
+      Result<TransferEvents> r = p.ok() ? p->Wait() : Result<TransferEvents>(p.status());
+      if (!r.ok()) ended = r.status();
+      if (r.ok() && !r->committed) ended = RejectStatus(r->reason, "put", r->message);
+    }
+    killer.join();
+    EXPECT_FALSE(ended.ok()) << "round " << round;
+    if (c.ok()) c->reset();
   }
 }
 

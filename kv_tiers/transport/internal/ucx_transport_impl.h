@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -25,15 +26,18 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kv_tiers/transport/tcp_util.h"
 #include "kv_tiers/transport/transport.h"
 
 namespace switchyard::kv_tiers::transport::ucx_internal {
 
-// Handshake version 4: the peer protocol above carries per-block checksums (its block
-// headers changed); version 3 kept the handshake connection open as the peer's control
-// connection (its loss fails the peer); version 2 added the TCP segment sizes. Peers of
+// Handshake version 5: the hello carries the client's UCX client id (0: it connects by
+// worker address) and the reply the port of the listener's ucp_listener (0: it answered
+// with its worker address instead). Version 4: the peer protocol above carries per-block
+// checksums (its block headers changed); version 3 kept the handshake connection open as the peer's
+// control connection (its loss fails the peer); version 2 added the TCP segment sizes. Peers of
 // other versions are not answered.
-constexpr uint64_t kHelloMagic = 0x53594b5655435834ull;  // "SYKVUCX4"
+constexpr uint64_t kHelloMagic = 0x53594b5655435835ull;  // "SYKVUCX5"
 // Keep-alive on control connections: a peer host that vanished fails after ~10 + 3 * 2 s.
 constexpr int kKeepIdleS = 10, kKeepIntervalS = 2, kKeepCount = 3;
 constexpr Duration kHandshakeTimeout = std::chrono::seconds(5);
@@ -146,6 +150,18 @@ class UcxTransport final : public Transport {
   UcxTransport() = default;
   Status Init(const TransportConfig& config);
   Result<PeerId> AddPeer(const std::vector<uint8_t>& remote_address, uint64_t id_at_peer);
+  // Client-server endpoints (UCX's sockaddr connection flow, see ucx_transport.h). The
+  // connecting side creates its endpoint to the listener's ucp_listener; the listening side
+  // registers the peer it accepted over the handshake and creates its endpoint when UCX
+  // delivers that client's connection request (OnConnRequest, matched by client id).
+  Result<PeerId> AddClientServerPeer(const HostPort& server, uint64_t id_at_peer);
+  PeerId ExpectClientServerPeer(uint64_t client_id);
+  void OnConnRequest(ucp_conn_request_h request);
+  static void ConnRequestCb(ucp_conn_request_h request, void* arg);
+  // Starts the ucp_listener on `hp`'s host (any port); false, logged, when UCX has no
+  // sockaddr connection manager here (peers then connect by worker address).
+  bool StartUcpListener(const HostPort& hp);
+  void FillErrHandling(ucp_ep_params_t* ep, EpErrArg* arg) const;
   void AcceptLoop();
   // "" when a peer's TCP segment sizes match ours, else why they do not.
   std::string SegmentsDiffer(uint64_t peer_tx, uint64_t peer_rx) const;
@@ -207,6 +223,12 @@ class UcxTransport final : public Transport {
   // UCX TCP segment sizes (checked at handshake); 0 when UCX_TLS leaves TCP out.
   uint64_t tcp_tx_seg_ = 0, tcp_rx_seg_ = 0;
   bool err_mode_peer_ = true;
+  // Connection flow: client-server (ucp_listener and sockaddr endpoints, the default with
+  // TCP) or worker addresses exchanged over the handshake. client_id_ names this worker in
+  // the connection requests it sends (random, never 0).
+  bool client_server_ = true;
+  uint64_t client_id_ = 0;
+  uint16_t ucp_listener_port_ = 0;  // set by Listen before its accept thread starts
   int worker_fd_ = -1;
   int wake_fd_ = -1;
   int listen_fd_ = -1;
@@ -229,6 +251,10 @@ class UcxTransport final : public Transport {
 
   // Owner only.
   std::unordered_map<PeerId, PeerEp> eps_;
+  ucp_listener_h ucp_listener_ = nullptr;
+  // Peers accepted over the handshake whose client-server connection request has not
+  // arrived yet, by client id, oldest first.
+  std::unordered_map<uint64_t, std::deque<PeerId>> awaiting_ep_;
   std::unordered_map<OpState*, Inflight> inflight_;
   int busy_ops_ = 0;
 
