@@ -22,7 +22,9 @@
 //
 // SY_DIRECT_PUT_BENCH_SIZE=1|64 runs one size; SY_TRANSPORT_BENCH_ITERS sets the moves per
 // run (as for the transport rows); SY_DIRECT_PUT_BENCH_QUICK=1 measures the direct moves
-// alone (no relay, no ucx_perftest: for profiles and A/B runs; the rows carry no baseline).
+// alone (no relay, no ucx_perftest: for profiles and A/B runs; the rows carry no baseline);
+// SY_DIRECT_PUT_BENCH_CONNECT=address has the workers connect by UCX worker address instead
+// of UCX's client-server flow (the ucx transport's param "connect"), for A/B runs.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,9 +136,11 @@ class Cluster {
           FILE* f = std::freopen("/dev/null", "w", stdout);
           (void)f;
           const std::string cap = std::to_string(store);
+          const char* flow = std::getenv("SY_DIRECT_PUT_BENCH_CONNECT");
+          const std::string param = std::string("connect=") + (flow ? flow : "client-server");
           ::execl(bin.c_str(), bin.c_str(), "worker", "--join", address.c_str(), "--engine",
                   "simulated", "--id", id, "--kv-capacity", cap.c_str(), "--log-level", "warn",
-                  static_cast<char*>(nullptr));
+                  "--kv-transport-param", param.c_str(), static_cast<char*>(nullptr));
           ::_exit(127);
         }
         pids_.push_back(pid);

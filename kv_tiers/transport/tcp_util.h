@@ -1,4 +1,4 @@
-// Small TCP helpers for out-of-band connection setup (UCX worker-address exchange) and
+// Small TCP helpers for out-of-band connection setup (the UCX transport's handshake) and
 // "HOST:PORT" parsing. Blocking sockets with timeouts; IPv4 only.
 //
 // Thread-safety: free functions on caller-owned file descriptors.

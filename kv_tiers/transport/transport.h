@@ -172,6 +172,10 @@ class Transport {
   virtual Result<uint64_t> IdAtPeer(PeerId peer) const {
     return Status::NotSupported(name() + ": IdAtPeer");
   }
+  // How the connection to `peer` was set up, in the transport's words (diagnostics, tests).
+  virtual Result<std::string> ConnectionFlow(PeerId peer) const {
+    return Status::NotSupported(name() + ": ConnectionFlow");
+  }
   // OK while the connection works; Unavailable (scope peer) once it failed.
   virtual Status PeerStatus(PeerId peer) const = 0;
   virtual Status Disconnect(PeerId peer) = 0;

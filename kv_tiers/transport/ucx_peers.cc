@@ -69,7 +69,7 @@ Result<PeerId> UcxTransport::AddClientServerPeer(const HostPort& server, uint64_
     if (st != UCS_OK) return;
     {
       std::lock_guard<std::mutex> lock(peers_mu_);
-      peers_[id] = PeerInfo{id_at_peer, Status::OK()};
+      peers_[id] = PeerInfo{id_at_peer, Status::OK(), true};
     }
     eps_.emplace(id, std::move(peer));
   });
@@ -81,7 +81,7 @@ PeerId UcxTransport::ExpectClientServerPeer(uint64_t client_id) {
   PeerId id = next_peer_.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock(peers_mu_);
-    peers_[id] = PeerInfo{0, Status::OK()};
+    peers_[id] = PeerInfo{0, Status::OK(), true};
   }
   Call([&] { awaiting_ep_[client_id].push_back(id); });
   return id;
@@ -392,6 +392,13 @@ Result<uint64_t> UcxTransport::IdAtPeer(PeerId peer) const {
   auto it = peers_.find(peer);
   if (it == peers_.end()) return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
   return it->second.id_at_peer;
+}
+
+Result<std::string> UcxTransport::ConnectionFlow(PeerId peer) const {
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
+  return std::string(it->second.client_server ? "client-server" : "address");
 }
 
 Status UcxTransport::PeerStatus(PeerId peer) const {

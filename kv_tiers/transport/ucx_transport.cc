@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "kv_tiers/transport/internal/ucx_transport_impl.h"
 
@@ -64,20 +66,38 @@ uint64_t SegSize(const std::map<std::string, std::string>& settings, const Defau
   return ucx_default;
 }
 
-// Whether a UCX_TLS value ("tcp", "sm,self", "^tcp", "all"; unset is "all") lets UCX
-// use its TCP transport.
-bool UsesTcp(const std::string& tls) {
-  bool negate = !tls.empty() && tls[0] == '^';
-  bool named = false, all = tls.empty();
-  size_t at = negate ? 1 : 0;
+// The items of a UCX_TLS value ("tcp", "sm,self", "^tcp", "all"; unset is "all"), and
+// whether it is a negation ("^...": all but these).
+std::vector<std::string> TlsItems(const std::string& tls, bool* negate) {
+  *negate = !tls.empty() && tls[0] == '^';
+  std::vector<std::string> items;
+  size_t at = *negate ? 1 : 0;
   while (at <= tls.size()) {
     size_t end = std::min(tls.find(',', at), tls.size());
-    std::string item = tls.substr(at, end - at);
-    named = named || item == "tcp";
-    all = all || item == "all";
+    items.push_back(tls.substr(at, end - at));
     at = end + 1;
   }
+  if (tls.empty()) items = {"all"};
+  return items;
+}
+
+// Whether a UCX_TLS value lets UCX use its TCP transport.
+bool UsesTcp(const std::string& tls) {
+  bool negate = false;
+  std::vector<std::string> items = TlsItems(tls, &negate);
+  bool named = std::count(items.begin(), items.end(), "tcp") > 0;
+  bool all = std::count(items.begin(), items.end(), "all") > 0;
   return negate ? !named : named || all;
+}
+
+// Whether a UCX_TLS value leaves UCX TCP alone for data between processes ("tcp",
+// "tcp,self").
+bool TcpOnly(const std::string& tls) {
+  bool negate = false;
+  std::vector<std::string> items = TlsItems(tls, &negate);
+  return !negate && UsesTcp(tls) &&
+         std::all_of(items.begin(), items.end(),
+                     [](const std::string& i) { return i == "tcp" || i == "self"; });
 }
 
 }  // namespace
@@ -120,7 +140,8 @@ Status UcxTransport::Init(const TransportConfig& config) {
   std::map<std::string, std::string> settings;
   auto tls = config.params.find("TLS");
   const char* tls_env = std::getenv("UCX_TLS");
-  const bool tcp = UsesTcp(tls != config.params.end() ? tls->second : tls_env ? tls_env : "");
+  const std::string tls_value = tls != config.params.end() ? tls->second : tls_env ? tls_env : "";
+  const bool tcp = UsesTcp(tls_value);
   bool set_elsewhere = !tcp;  // without TCP, UCX would warn that nothing takes the two
   for (const DefaultParam& d : kDefaultParams) {
     set_elsewhere = set_elsewhere || config.params.count(d.key) > 0 ||
@@ -133,8 +154,17 @@ Status UcxTransport::Init(const TransportConfig& config) {
   // aborts the receiving process inside UCX (an assertion), so the handshake compares them.
   tcp_tx_seg_ = tcp ? SegSize(settings, kDefaultParams[1], kUcxTxSegDefault) : 0;
   tcp_rx_seg_ = tcp ? SegSize(settings, kDefaultParams[0], kUcxRxSegDefault) : 0;
+  // UCX's client-server flow by default when TCP alone carries the data (see
+  // ucx_transport.h). Its endpoints then use only the device their connection was
+  // established on: with all of them (UCX's default), a process on several networks (serve
+  // with one veth per worker namespace) can offer its peer a lane address the peer cannot
+  // reach, and the connection is reset. It applies to client-server endpoints only.
+  client_server_ = TcpOnly(tls_value);
+  if (config.params.count("CM_USE_ALL_DEVICES") == 0 &&
+      std::getenv("UCX_CM_USE_ALL_DEVICES") == nullptr) {
+    settings["CM_USE_ALL_DEVICES"] = "n";
+  }
   for (const auto& [key, value] : config.params) settings[key] = value;
-  client_server_ = tcp;  // without TCP in UCX_TLS, UCX's sockaddr flow may have no transport
   for (const auto& [key, value] : settings) {
     if (key == "err_mode") {
       err_mode_peer_ = value != "none";

@@ -10,19 +10,20 @@
 //   (unset)                 all: shared memory on one host, rc/ud verbs where an RDMA
 //                           device exists, TCP otherwise
 // Connection setup starts out of band: the connecting side opens a TCP connection to the
-// listener's HOST:PORT (the handshake). With TCP in UCX_TLS (param "connect" =
-// "client-server", the default then) the listener answers with the port of its
-// ucp_listener, the connecting side creates a sockaddr endpoint to it (sending its UCX
-// client id) and the listener creates its endpoint from the matching connection request:
-// UCX's client-server flow, whose TCP lanes connect endpoint to endpoint. Otherwise
-// ("address", the default without TCP, and the fallback when UCX has no ucp_listener) the
-// two exchange ucp worker addresses and both create endpoints from them; UCX 1.13 can
-// abort a process inside that flow's TCP connection logic when its peer dies while UCX
-// connects (kv_tiers/transport/README.md). Both work over loopback and across network
-// namespaces alike, whatever UCX_TLS selects for the data. The TCP connection stays open as the
-// peer's control connection: a watch thread fails the peer (PeerStatus() Unavailable, its endpoint
-// force-closed so sends in flight complete) when it closes or its keep-alive fails, so a
-// dead peer is seen over any UCX transport, shared memory included.
+// listener's HOST:PORT (the handshake). Param "connect" = "client-server" (the default when
+// UCX_TLS is tcp or tcp,self): the listener answers with the port of its ucp_listener, the
+// connecting side creates a sockaddr endpoint to it (sending its UCX client id) and the
+// listener creates its endpoint from the matching connection request; UCX's client-server
+// flow, whose TCP lanes connect endpoint to endpoint on the device the connection came in
+// on (CM_USE_ALL_DEVICES=n unless set). "address" (the default with any other UCX_TLS, and
+// the fallback when UCX has no ucp_listener): the two exchange ucp worker addresses and
+// both create endpoints from them; over TCP, UCX 1.13 can abort a process inside that
+// flow's connection logic when its peer dies while UCX connects
+// (kv_tiers/transport/README.md). Both work over loopback and across network namespaces.
+// The TCP connection stays open as the peer's control connection: a watch thread fails
+// the peer (PeerStatus() Unavailable, its endpoint force-closed so sends in flight
+// complete) when it closes or its keep-alive fails, so a dead peer is seen over any UCX
+// transport, shared memory included.
 // Config keys (TransportConfig::params): any UCX config key without the UCX_ prefix
 // ("TLS", "NET_DEVICES", ...) is passed to ucp_config_modify; a transport-level key also
 // drops its transport's prefix ("RX_SEG_SIZE" for UCX_TCP_RX_SEG_SIZE). "err_mode" =

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "kv_tiers/transport/peer_protocol.h"
 #include "kv_tiers/transport/transport.h"
@@ -118,6 +120,76 @@ void RoundTrip(const TransportConfig& config, uint64_t bytes, bool split) {
   EXPECT_EQ(recv->bytes(), bytes);
   EXPECT_EQ(recv->sender_tag(), MakeTag(MsgType::kPutData, 0, 42));
   EXPECT_EQ(ChecksumOf(dst.data(), bytes), ChecksumOf(src.data(), bytes));
+}
+
+TransportConfig Flow(const std::string& tls, const std::string& connect) {
+  TransportConfig c;
+  c.params["TLS"] = tls;
+  if (!connect.empty()) c.params["connect"] = connect;
+  return c;
+}
+
+// One message each way between `a` (connected to `b` as `to_b`) and `b`.
+void BothWays(Transport& a, Transport& b, PeerId to_b, uint32_t transfer) {
+  auto b_to_a = a.IdAtPeer(to_b);  // the peer id `b` gave `a`
+  ASSERT_TRUE(b_to_a.ok()) << b_to_a.status();
+  std::vector<uint8_t> src(64 << 10, static_cast<uint8_t>(transfer)), dst(src.size(), 0);
+  const Tag tag = MakeTag(MsgType::kPutData, 0, transfer);
+  for (auto [from, to, peer] : {std::tuple{&a, &b, to_b}, std::tuple{&b, &a, PeerId{*b_to_a}}}) {
+    std::fill(dst.begin(), dst.end(), 0);
+    auto recv = to->PostRecv({{dst.data(), dst.size()}}, tag, kFullMask, {});
+    ASSERT_TRUE(recv.ok()) << recv.status();
+    auto send = from->PostSend(peer, {{src.data(), src.size()}}, tag, {});
+    ASSERT_TRUE(send.ok()) << send.status();
+    ASSERT_TRUE(send->wait().ok()) << send->wait();
+    ASSERT_TRUE(recv->wait().ok()) << recv->wait();
+    EXPECT_EQ(dst, src);
+  }
+}
+
+TEST(UcxTransportTest, TcpAloneConnectsThroughTheListenersUcpListener) {
+  for (const char* tls : {"tcp", "tcp,self"}) {
+    Pair p = MakePair(Flow(tls, ""));
+    EXPECT_EQ(p.client->ConnectionFlow(p.to_server).value_or("?"), "client-server") << tls;
+    auto at_server = p.client->IdAtPeer(p.to_server);
+    ASSERT_TRUE(at_server.ok());
+    EXPECT_EQ(p.server->ConnectionFlow(*at_server).value_or("?"), "client-server") << tls;
+    BothWays(*p.client, *p.server, p.to_server, 1);
+  }
+  // Other transports, or no UCX_TLS at all, keep the worker-address flow by default.
+  Pair p = MakePair(Flow("sm,self,tcp", ""));
+  EXPECT_EQ(p.client->ConnectionFlow(p.to_server).value_or("?"), "address");
+}
+
+TEST(UcxTransportTest, EachSideMayAskForEitherFlow) {
+  for (const char* server_flow : {"client-server", "address"}) {
+    for (const char* client_flow : {"client-server", "address"}) {
+      SCOPED_TRACE(std::string("server ") + server_flow + ", client " + client_flow);
+      auto server = TransportRegistry::Global().Create("ucx", Flow("tcp", server_flow));
+      auto client = TransportRegistry::Global().Create("ucx", Flow("tcp", client_flow));
+      ASSERT_TRUE(server.ok() && client.ok());
+      auto addr = (*server)->Listen("127.0.0.1:0");
+      ASSERT_TRUE(addr.ok()) << addr.status();
+      // Two sessions from one client: each gets its own endpoint on the server (the
+      // client-server requests carry the same client id and are matched oldest first).
+      auto first = (*client)->Connect(*addr);
+      auto second = (*client)->Connect(*addr);
+      ASSERT_TRUE(first.ok() && second.ok());
+      EXPECT_EQ((*client)->ConnectionFlow(*first).value_or("?"), client_flow);
+      BothWays(**client, **server, *second, 2);
+      BothWays(**client, **server, *first, 3);
+      // The server is told the session ended; the other one still works.
+      ASSERT_TRUE((*client)->Disconnect(*first).ok());
+      BothWays(**client, **server, *second, 4);
+    }
+  }
+}
+
+TEST(UcxTransportTest, BadConnectFlowIsRejectedByName) {
+  auto t = TransportRegistry::Global().Create("ucx", Flow("tcp", "sideways"));
+  ASSERT_FALSE(t.ok());
+  EXPECT_TRUE(t.status().IsInvalidArgument()) << t.status();
+  EXPECT_NE(t.status().message().find("connect=sideways"), std::string::npos) << t.status();
 }
 
 TEST(UcxTransportTest, SilentCompletionsLeaveTheCompletionCountAlone) {

@@ -297,8 +297,9 @@ TEST(JoinedWorkers, APeerDemotionIsPutDirectlyByTheSourcesWorker) {
 // waits 2.5 s before its commit; the kill comes once the destination's heartbeat shows
 // credit in use, i.e. a put accepted and not committed): the move ends failed with no
 // commit, the loss is recorded with that transfer, and the workflow completes off the lost
-// worker. (Killed earlier, while the source's UCX is still connecting to it, the source
-// can die too: a UCX 1.13 defect, kv_tiers/transport/README.md.)
+// worker. (Killed while the source's UCX was still connecting to it, the source could die
+// too in UCX 1.13's worker-address flow, no longer the default over TCP:
+// kv_tiers/transport/README.md; PeerClientKillTest covers kills while connecting.)
 TEST(JoinedWorkers, SigkillOfADirectPutsDestinationFailsTheMoveAndTheWorkflowEnds) {
   SKIP_WITHOUT_BINARY();
   JoinedCluster c("joined_direct_kill");

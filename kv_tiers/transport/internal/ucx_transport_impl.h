@@ -104,6 +104,8 @@ class UcxTransport final : public Transport {
   Result<std::string> Listen(const std::string& address) override;
   Result<PeerId> Connect(const std::string& address) override;
   Result<uint64_t> IdAtPeer(PeerId peer) const override;
+  // "client-server" or "address" (ucx_transport.h).
+  Result<std::string> ConnectionFlow(PeerId peer) const override;
   Status PeerStatus(PeerId peer) const override;
   Status Disconnect(PeerId peer) override;
 
@@ -123,6 +125,7 @@ class UcxTransport final : public Transport {
   struct PeerInfo {
     uint64_t id_at_peer = 0;
     Status status;
+    bool client_server = false;  // UCX's client-server flow (else worker addresses)
   };
   // What the worker's owner keeps about a peer.
   struct PeerEp {
