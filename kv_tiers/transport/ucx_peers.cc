@@ -27,54 +27,44 @@ void UcxTransport::FillErrHandling(ucp_ep_params_t* ep, EpErrArg* arg) const {
   }
 }
 
-Result<PeerId> UcxTransport::AddPeer(const std::vector<uint8_t>& remote_address,
-                                     uint64_t id_at_peer) {
+Result<PeerId> UcxTransport::NewPeer(ucp_ep_params_t ep, uint64_t id_at_peer, bool client_server,
+                                     const char* what) {
   PeerId id = next_peer_.fetch_add(1);
   ucs_status_t st = UCS_OK;
   Call([&] {
     PeerEp peer;
     peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    ep.address = reinterpret_cast<const ucp_address_t*>(remote_address.data());
     FillErrHandling(&ep, peer.err_arg.get());
     st = ucp_ep_create(worker_, &ep, &peer.ep);
     if (st != UCS_OK) return;
     {
       std::lock_guard<std::mutex> lock(peers_mu_);
-      peers_[id] = PeerInfo{id_at_peer, Status::OK()};
+      peers_[id] = PeerInfo{id_at_peer, Status::OK(), client_server};
     }
     eps_.emplace(id, std::move(peer));
   });
-  if (st != UCS_OK) return FromUcs(st, "ucp_ep_create");
+  if (st != UCS_OK) return FromUcs(st, what);
   return id;
+}
+
+Result<PeerId> UcxTransport::AddPeer(const std::vector<uint8_t>& remote_address,
+                                     uint64_t id_at_peer) {
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  ep.address = reinterpret_cast<const ucp_address_t*>(remote_address.data());
+  return NewPeer(ep, id_at_peer, false, "ucp_ep_create");
 }
 
 Result<PeerId> UcxTransport::AddClientServerPeer(const HostPort& server, uint64_t id_at_peer) {
   bool ok = false;
   sockaddr_in sa = ToSockaddr(server, &ok);
   if (!ok) return Status::InvalidArgument("ucx: bad host '" + server.host + "'");
-  PeerId id = next_peer_.fetch_add(1);
-  ucs_status_t st = UCS_OK;
-  Call([&] {
-    PeerEp peer;
-    peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
-    ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID;
-    ep.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);
-    ep.sockaddr.addrlen = sizeof(sa);
-    FillErrHandling(&ep, peer.err_arg.get());
-    st = ucp_ep_create(worker_, &ep, &peer.ep);
-    if (st != UCS_OK) return;
-    {
-      std::lock_guard<std::mutex> lock(peers_mu_);
-      peers_[id] = PeerInfo{id_at_peer, Status::OK(), true};
-    }
-    eps_.emplace(id, std::move(peer));
-  });
-  if (st != UCS_OK) return FromUcs(st, "ucp_ep_create to the ucp_listener");
-  return id;
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+  ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID;
+  ep.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);  // UCX copies it
+  ep.sockaddr.addrlen = sizeof(sa);
+  return NewPeer(ep, id_at_peer, true, "ucp_ep_create to the ucp_listener");
 }
 
 PeerId UcxTransport::ExpectClientServerPeer(uint64_t client_id) {
