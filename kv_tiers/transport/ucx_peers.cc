@@ -110,9 +110,9 @@ void UcxTransport::OnConnRequest(ucp_conn_request_h request) {
   eps_.emplace(id, std::move(peer));
 }
 
-bool UcxTransport::StartUcpListener(const HostPort& hp) {
+Status UcxTransport::StartUcpListener(const HostPort& hp) {
   bool ok = false;
-  sockaddr_in sa = ToSockaddr(HostPort{hp.host, 0}, &ok);
+  sockaddr_in sa = ToSockaddr(HostPort{hp.host, ucp_listener_port_wanted_}, &ok);
   ucs_status_t st = UCS_ERR_INVALID_PARAM;
   Call([&] {
     if (!ok) return;
@@ -131,11 +131,18 @@ bool UcxTransport::StartUcpListener(const HostPort& hp) {
       ucp_listener_port_ = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
     }
   });
-  if (st != UCS_OK) {
-    Log(LogLevel::kInfo, "ucx: no ucp_listener; peers connect by worker address",
-        LogKeys().With("reason", ucs_status_string(st)));
+  if (st == UCS_OK) {
+    Log(LogLevel::kDebug, "ucx: ucp_listener up",
+        LogKeys().With("port", std::to_string(ucp_listener_port_)));
+    return Status::OK();
   }
-  return st == UCS_OK;
+  if (ucp_listener_port_wanted_ != 0) {
+    return FromUcs(st, "ucx: ucp_listener on port " + std::to_string(ucp_listener_port_wanted_) +
+                           " (param listener_port)");
+  }
+  Log(LogLevel::kInfo, "ucx: no ucp_listener; peers connect by worker address",
+      LogKeys().With("reason", ucs_status_string(st)));
+  return Status::OK();
 }
 
 void UcxTransport::OnEpError(PeerId peer, ucs_status_t status) {
@@ -156,11 +163,12 @@ Result<std::string> UcxTransport::Listen(const std::string& address) {
   SY_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
   if (listen_fd_ >= 0) return Status::FailedPrecondition("ucx transport already listening");
   SY_ASSIGN_OR_RETURN(auto bound, TcpListen(hp));
-  listen_fd_ = bound.first;
-  if (StartUcpListener(hp)) {
-    Log(LogLevel::kDebug, "ucx: ucp_listener up",
-        LogKeys().With("port", std::to_string(ucp_listener_port_)));
+  Status ucp = StartUcpListener(hp);
+  if (!ucp.ok()) {
+    ::close(bound.first);
+    return ucp;
   }
+  listen_fd_ = bound.first;
   accept_thread_ = std::thread([this] { AcceptLoop(); });
   return (hp.host.empty() ? std::string("0.0.0.0") : hp.host) + ":" + std::to_string(bound.second);
 }

@@ -179,6 +179,17 @@ Status UcxTransport::Init(const TransportConfig& config) {
       client_server_ = value == "client-server";
       continue;
     }
+    if (key == "listener_port") {
+      uint64_t port = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
+      if (ec != std::errc() || end != value.data() + value.size() || port > 65535) {
+        ucp_config_release(cfg);
+        return Status::InvalidArgument("ucx transport param listener_port=" + value +
+                                       ": expected a port number (0: any)");
+      }
+      ucp_listener_port_wanted_ = static_cast<uint16_t>(port);
+      continue;
+    }
     st = ucp_config_modify(cfg, key.c_str(), value.c_str());
     if (st != UCS_OK) {
       ucp_config_release(cfg);

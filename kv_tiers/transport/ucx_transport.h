@@ -28,10 +28,12 @@
 // ("TLS", "NET_DEVICES", ...) is passed to ucp_config_modify; a transport-level key also
 // drops its transport's prefix ("RX_SEG_SIZE" for UCX_TCP_RX_SEG_SIZE). "err_mode" =
 // "peer" (default: UCX's endpoint failures are reported too) or "none" (needed for
-// UCX_TLS=sm,self; the control connection still detects a dead peer). Unless params or the
+// UCX_TLS=sm,self; the control connection still detects a dead peer). "connect" = "client-server"
+// or "address" (above). "listener_port": the port of Listen's ucp_listener (default 0, any;
+// for firewalls; taken, Listen fails naming it). Unless params or the
 // environment set them, TCP segments are 4 MiB (UCX: 8 KiB send, 64 KiB receive): 1 MiB puts over
 // TCP ran ~1.4x faster. UCX aborts a process that receives a segment larger than its own, so the
-// handshake (version 4 now) carries both sizes and refuses a peer whose sizes differ
+// handshake (since version 2) carries both sizes and refuses a peer whose sizes differ
 // (FailedPrecondition naming them). Progress: one owner of the ucp worker at a time (a lock). A
 // thread waiting on a handle or in WaitForCompletion takes it and drives ucp_worker_progress itself
 // until its operation completes (completions fire on it); the transport's progress thread stands

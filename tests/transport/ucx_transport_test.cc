@@ -185,6 +185,41 @@ TEST(UcxTransportTest, EachSideMayAskForEitherFlow) {
   }
 }
 
+TEST(UcxTransportTest, TheUcpListenerTakesTheConfiguredPortAndATakenOneFailsListen) {
+  // Find a free port: a listener on any port, whose port is then closed again.
+  int port = 0;
+  {
+    auto probe = TransportRegistry::Global().Create("ucx", Flow("tcp", ""));
+    ASSERT_TRUE(probe.ok());
+    auto addr = (*probe)->Listen("127.0.0.1:0");
+    ASSERT_TRUE(addr.ok());
+    port = std::stoi(addr->substr(addr->rfind(':') + 1));  // free once the probe is gone
+  }
+  TransportConfig c = Flow("tcp", "");
+  c.params["listener_port"] = std::to_string(port);
+  auto server = TransportRegistry::Global().Create("ucx", c);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto addr = (*server)->Listen("127.0.0.1:0");
+  ASSERT_TRUE(addr.ok()) << addr.status();
+  auto client = TransportRegistry::Global().Create("ucx", Flow("tcp", ""));
+  ASSERT_TRUE(client.ok());
+  auto peer = (*client)->Connect(*addr);
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  EXPECT_EQ((*client)->ConnectionFlow(*peer).value_or("?"), "client-server");
+  BothWays(**client, **server, *peer, 5);
+  // A second listener asking for the same port: Listen fails naming it.
+  auto other = TransportRegistry::Global().Create("ucx", c);
+  ASSERT_TRUE(other.ok());
+  auto taken = (*other)->Listen("127.0.0.1:0");
+  ASSERT_FALSE(taken.ok());
+  EXPECT_NE(taken.status().message().find("port " + std::to_string(port)), std::string::npos)
+      << taken.status();
+  c.params["listener_port"] = "80000";
+  auto bad = TransportRegistry::Global().Create("ucx", c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("listener_port=80000"), std::string::npos) << bad.status();
+}
+
 TEST(UcxTransportTest, BadConnectFlowIsRejectedByName) {
   auto t = TransportRegistry::Global().Create("ucx", Flow("tcp", "sideways"));
   ASSERT_FALSE(t.ok());

@@ -165,9 +165,10 @@ class UcxTransport final : public Transport {
   PeerId ExpectClientServerPeer(uint64_t client_id);
   void OnConnRequest(ucp_conn_request_h request);
   static void ConnRequestCb(ucp_conn_request_h request, void* arg);
-  // Starts the ucp_listener on `hp`'s host (any port); false, logged, when UCX has no
-  // sockaddr connection manager here (peers then connect by worker address).
-  bool StartUcpListener(const HostPort& hp);
+  // Starts the ucp_listener on `hp`'s host (param listener_port, else any port). Without
+  // it (UCX has no sockaddr connection manager here) peers connect by worker address:
+  // logged, OK, unless a port was asked for.
+  Status StartUcpListener(const HostPort& hp);
   void FillErrHandling(ucp_ep_params_t* ep, EpErrArg* arg) const;
   void AcceptLoop();
   // "" when a peer's TCP segment sizes match ours, else why they do not.
@@ -235,7 +236,8 @@ class UcxTransport final : public Transport {
   // the connection requests it sends (random, never 0).
   bool client_server_ = true;
   uint64_t client_id_ = 0;
-  uint16_t ucp_listener_port_ = 0;  // set by Listen before its accept thread starts
+  uint16_t ucp_listener_port_ = 0;         // set by Listen before its accept thread starts
+  uint16_t ucp_listener_port_wanted_ = 0;  // param listener_port (0: any)
   int worker_fd_ = -1;
   int wake_fd_ = -1;
   int listen_fd_ = -1;
