@@ -259,6 +259,7 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
           w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
           if (auto st = c.credits()->State(c.address()); st.ok())
             w.set_sender_credit_in_use_bytes(st->inflight_bytes);
+          if (auto flow = c.connection_flow(); flow.ok()) w.set_kv_connection_flow(*flow);
         }
       }
       *out->add_joined_workers() = std::move(w);

@@ -149,6 +149,9 @@ class PeerClient {
   uint64_t model_epoch() const { return hello_.model_epoch; }
   const HelloAck& hello() const { return hello_; }
   Transport* transport() { return transport_.get(); }
+  // How the transport connected to the worker (ucx: "client-server" or "address"); not
+  // while Reconnect runs.
+  Result<std::string> connection_flow() const { return transport_->ConnectionFlow(peer_); }
   const PeerClientOptions& options() const { return options_; }
   net_budget::CreditManager* credits() { return credits_; }
 

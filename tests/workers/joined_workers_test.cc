@@ -129,6 +129,8 @@ TEST(JoinedWorkers, KvMovesBetweenTheWorkersStoreAndServeUnderItsCredit) {
   const v1::JoinedWorker w = before.joined_workers(0);
   ASSERT_FALSE(w.kv_address().empty()) << *proto::ToJson(w);
   EXPECT_GT(w.sender_credit_bytes(), 0u) << "the worker's hello granted serve no credit";
+  // Joined workers' stores run UCX over TCP: serve connects through the store's ucp_listener.
+  EXPECT_EQ(w.kv_connection_flow(), "client-server") << *proto::ToJson(w);
   ASSERT_GE(before.tiers_size(), 1);
   EXPECT_NE(before.tiers(0).backing().find("peer:" + w.kv_address()), std::string::npos)
       << before.tiers(0).backing();
