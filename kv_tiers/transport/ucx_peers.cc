@@ -27,21 +27,24 @@ void UcxTransport::FillErrHandling(ucp_ep_params_t* ep, EpErrArg* arg) const {
   }
 }
 
-Result<PeerId> UcxTransport::NewPeer(ucp_ep_params_t ep, uint64_t id_at_peer, bool client_server,
-                                     const char* what) {
+ucs_status_t UcxTransport::CreateEp(PeerId id, ucp_ep_params_t ep) {
+  PeerEp peer;
+  peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
+  FillErrHandling(&ep, peer.err_arg.get());
+  ucs_status_t st = ucp_ep_create(worker_, &ep, &peer.ep);
+  if (st == UCS_OK) eps_.emplace(id, std::move(peer));
+  return st;
+}
+
+Result<PeerId> UcxTransport::NewPeer(const ucp_ep_params_t& ep, uint64_t id_at_peer,
+                                     bool client_server, const char* what) {
   PeerId id = next_peer_.fetch_add(1);
   ucs_status_t st = UCS_OK;
   Call([&] {
-    PeerEp peer;
-    peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
-    FillErrHandling(&ep, peer.err_arg.get());
-    st = ucp_ep_create(worker_, &ep, &peer.ep);
+    st = CreateEp(id, ep);
     if (st != UCS_OK) return;
-    {
-      std::lock_guard<std::mutex> lock(peers_mu_);
-      peers_[id] = PeerInfo{id_at_peer, Status::OK(), client_server};
-    }
-    eps_.emplace(id, std::move(peer));
+    std::lock_guard<std::mutex> lock(peers_mu_);
+    peers_[id] = PeerInfo{id_at_peer, Status::OK(), client_server};
   });
   if (st != UCS_OK) return FromUcs(st, what);
   return id;
@@ -96,18 +99,11 @@ void UcxTransport::OnConnRequest(ucp_conn_request_h request) {
   PeerId id = it->second.front();
   it->second.pop_front();
   if (it->second.empty()) awaiting_ep_.erase(it);
-  PeerEp peer;
-  peer.err_arg = std::make_unique<EpErrArg>(EpErrArg{this, id});
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
   ep.conn_request = request;
-  FillErrHandling(&ep, peer.err_arg.get());
-  st = ucp_ep_create(worker_, &ep, &peer.ep);
-  if (st != UCS_OK) {
-    OnEpError(id, st);  // the peer fails; its sends report why
-    return;
-  }
-  eps_.emplace(id, std::move(peer));
+  st = CreateEp(id, ep);
+  if (st != UCS_OK) OnEpError(id, st);  // the peer fails; its sends report why
 }
 
 Status UcxTransport::StartUcpListener(const HostPort& hp) {

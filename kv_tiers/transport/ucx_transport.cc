@@ -95,7 +95,7 @@ bool UsesTcp(const std::string& tls) {
 bool TcpOnly(const std::string& tls) {
   bool negate = false;
   std::vector<std::string> items = TlsItems(tls, &negate);
-  return !negate && UsesTcp(tls) &&
+  return !negate && std::count(items.begin(), items.end(), "tcp") > 0 &&
          std::all_of(items.begin(), items.end(),
                      [](const std::string& i) { return i == "tcp" || i == "self"; });
 }

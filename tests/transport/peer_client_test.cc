@@ -463,6 +463,19 @@ TEST_F(SharedMemoryKillTest, WorkerKilledMidPutFailsTheInFlightPut) {
   ExpectDetected(p->Wait(), t0);
 }
 
+// Puts `block` under ids 0, 1, ... until one fails or is rejected (or `max` committed):
+// why the puts stopped (OK if none did).
+Status PutUntilFailure(PeerClient& c, const std::vector<std::vector<uint8_t>>& block,
+                       uint64_t max) {
+  for (uint64_t i = 0; i < max; ++i) {
+    auto p = c.PostPut(Request(block, i, 1));
+    Result<TransferEvents> r = p.ok() ? p->Wait() : Result<TransferEvents>(p.status());
+    if (!r.ok()) return r.status();
+    if (!r->committed) return RejectStatus(r->reason, "put", r->message);
+  }
+  return Status::OK();
+}
+
 // A worker SIGKILLed while puts to it are in flight or between them, at a different
 // moment each round: this side's operations fail (or commit, before the kill) and this
 // process lives on. (The rounds here kill once the session is up; the next test kills while
@@ -479,15 +492,8 @@ TEST(PeerClientKillTest, AWorkerKilledMidPutsNeverAbortsTheSender) {
     o.ack_timeout = std::chrono::seconds(10);
     auto c = PeerClient::Connect(worker.address(), o);
     ASSERT_TRUE(c.ok()) << c.status();
-    Status ended;  // why the puts stopped
-    std::thread sender([&] {
-      for (uint64_t i = 0; i < 900 && ended.ok(); ++i) {  // at least ~0.2 s of puts
-        auto p = (*c)->PostPut(Request(block, i, 1));
-        Result<TransferEvents> r = p.ok() ? p->Wait() : Result<TransferEvents>(p.status());
-        if (!r.ok()) ended = r.status();
-        if (r.ok() && !r->committed) ended = RejectStatus(r->reason, "put", r->message);
-      }
-    });
+    Status ended;                                                           // why the puts stopped
+    std::thread sender([&] { ended = PutUntilFailure(**c, block, 900); });  // >= ~0.2 s
     std::this_thread::sleep_for(std::chrono::milliseconds(round * 7 % 50));
     worker.Kill(SIGKILL);
     sender.join();
@@ -518,15 +524,9 @@ TEST(PeerClientKillTest, AWorkerKilledWhileConnectingNeverAbortsTheSender) {
       std::this_thread::sleep_for(std::chrono::microseconds(round * 1733 % 40000));
       worker.Kill(SIGKILL);
     });
-    Status ended;  // why the connect or the puts stopped
     auto c = PeerClient::Connect(worker.address(), o);
-    if (!c.ok()) ended = c.status();
-    for (uint64_t i = 0; i < 5000 && ended.ok(); ++i) {
-      auto p = (*c)->PostPut(Request(block, i, 1));
-      Result<TransferEvents> r = p.ok() ? p->Wait() : Result<TransferEvents>(p.status());
-      if (!r.ok()) ended = r.status();
-      if (r.ok() && !r->committed) ended = RejectStatus(r->reason, "put", r->message);
-    }
+    // Why the connect or the puts stopped.
+    Status ended = c.ok() ? PutUntilFailure(**c, block, 5000) : c.status();
     killer.join();
     EXPECT_FALSE(ended.ok()) << "round " << round;
     if (c.ok()) c->reset();

@@ -152,9 +152,11 @@ class UcxTransport final : public Transport {
 
   UcxTransport() = default;
   Status Init(const TransportConfig& config);
-  // A new peer whose endpoint is created from `ep` (its address fields set; error handling
-  // is added here), as the worker's owner.
-  Result<PeerId> NewPeer(ucp_ep_params_t ep, uint64_t id_at_peer, bool client_server,
+  // Owner: creates peer `id`'s endpoint from `ep` (its address fields set; error handling
+  // is added here) and keeps it in eps_.
+  ucs_status_t CreateEp(PeerId id, ucp_ep_params_t ep);
+  // A new peer whose endpoint is created from `ep` (CreateEp, run as the worker's owner).
+  Result<PeerId> NewPeer(const ucp_ep_params_t& ep, uint64_t id_at_peer, bool client_server,
                          const char* what);
   Result<PeerId> AddPeer(const std::vector<uint8_t>& remote_address, uint64_t id_at_peer);
   // Client-server endpoints (UCX's sockaddr connection flow, see ucx_transport.h). The
