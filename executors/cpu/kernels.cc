@@ -281,7 +281,10 @@ void RopeAngles(const RopeParams& p, int64_t position, float* cos, float* sin) {
 
 // The 8-float vector helpers below are always inlined into their callers (each built for
 // its own target), so their by-value vectors never cross a call: GCC's -Wpsabi note about
-// passing them without AVX does not apply.
+// passing them without AVX does not apply. No lambda may take or return one: a lambda is
+// a function of the default target, and without inlining (-O0) a target clone that
+// passes it a vector in an AVX register while it reads the vector from memory computes
+// garbage (Debug builds on AVX2 machines did, before these were named functions).
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace {
@@ -313,15 +316,17 @@ typedef int32_t I8 __attribute__((vector_size(32)));
   return p * scale;
 }
 
+// [x01 x23 y01 y23 | x45 x67 y45 y67]: the sums of neighbouring lanes of two vectors.
+[[gnu::always_inline]] inline V8 Pairs8(V8 x, V8 y) {
+  return __builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +
+         __builtin_shufflevector(x, y, 1, 3, 9, 11, 5, 7, 13, 15);
+}
+
 // ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)) of each of eight vectors, lane r of the result
 // for a[r]: the tree of Dot's eight partial sums, for eight dot products at once.
 [[gnu::always_inline]] inline V8 Tree8(const V8* a) {
-  auto pairs = [](V8 x, V8 y) {  // [x01 x23 y01 y23 | x45 x67 y45 y67]
-    return __builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +
-           __builtin_shufflevector(x, y, 1, 3, 9, 11, 5, 7, 13, 15);
-  };
-  const V8 u = pairs(pairs(a[0], a[1]), pairs(a[2], a[3]));  // [a0..a3 of 0123 | of 4567]
-  const V8 w = pairs(pairs(a[4], a[5]), pairs(a[6], a[7]));
+  const V8 u = Pairs8(Pairs8(a[0], a[1]), Pairs8(a[2], a[3]));  // [a0..a3 of 0123 | of 4567]
+  const V8 w = Pairs8(Pairs8(a[4], a[5]), Pairs8(a[6], a[7]));
   return __builtin_shufflevector(u, w, 0, 1, 2, 3, 8, 9, 10, 11) +
          __builtin_shufflevector(u, w, 4, 5, 6, 7, 12, 13, 14, 15);
 }
@@ -332,23 +337,24 @@ typedef int32_t I8 __attribute__((vector_size(32)));
   return v;
 }
 
+[[gnu::always_inline]] inline V8 Silu8(V8 g, V8 u) { return g / (1.0f + Exp8(-g)) * u; }
+
 }  // namespace
 
 // Every element through Exp8 (a tail through a padded vector), so its bits do not depend
 // on n or its index.
 [[gnu::target_clones("arch=x86-64-v3", "default")]] void SiluMul(const float* gate, const float* up,
                                                                  int64_t n, float* out) {
-  auto silu = [](V8 g, V8 u) { return g / (1.0f + Exp8(-g)) * u; };
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const V8 r = silu(Load8(gate + i), Load8(up + i));
+    const V8 r = Silu8(Load8(gate + i), Load8(up + i));
     std::memcpy(out + i, &r, sizeof(r));
   }
   if (i < n) {
     float g[8] = {}, u[8] = {};
     std::memcpy(g, gate + i, (n - i) * sizeof(float));
     std::memcpy(u, up + i, (n - i) * sizeof(float));
-    const V8 r = silu(Load8(g), Load8(u));
+    const V8 r = Silu8(Load8(g), Load8(u));
     std::memcpy(out + i, &r, (n - i) * sizeof(float));
   }
 }
@@ -426,7 +432,7 @@ template <int HD, int G>
   for (int64_t j0 = 0; j0 < n; j0 += kv.block_tokens) {  // block by block
     const float* v = kv.V(j0) + off;
     const int64_t end = std::min(n, j0 + kv.block_tokens);
-    auto add = [&](V8(*a)[kChunks], int64_t j) {
+    auto add = [&](V8(*a)[kChunks], int64_t j) __attribute__((always_inline)) {
       const float* vj = v + (j - j0) * kv.kv_dim;
       V8 x[kChunks];
       for (int c = 0; c < kChunks; ++c) x[c] = Load8(vj + 8 * c);
