@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string_view>
 
 namespace switchyard::api {
 namespace {
@@ -77,9 +79,15 @@ Result<Auth> Auth::Create(const v1::ServiceConfig& config, const std::string& da
 }
 
 std::optional<Principal> Auth::Authenticate(const std::string& header) const {
-  static const std::string kBearer = "Bearer ";
-  if (header.compare(0, kBearer.size(), kBearer) != 0) return std::nullopt;
-  std::string token = header.substr(kBearer.size());
+  // "Bearer" 1*SP token; the scheme is case-insensitive (RFC 7235 section 2.1).
+  static constexpr std::string_view kBearer = "bearer";
+  if (header.size() <= kBearer.size() || header[kBearer.size()] != ' ') return std::nullopt;
+  for (size_t i = 0; i < kBearer.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kBearer[i]) return std::nullopt;
+  }
+  size_t start = header.find_first_not_of(' ', kBearer.size());
+  if (start == std::string::npos) return std::nullopt;  // no token
+  std::string token = header.substr(start);
   if (ConstantTimeEquals(token, admin_token_)) return Principal{"", true};
   for (const auto& t : tenants_) {
     if (ConstantTimeEquals(token, t.token())) return Principal{t.name(), false};

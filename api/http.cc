@@ -10,23 +10,133 @@ std::string_view HttpRequest::path() const {
   return q == std::string_view::npos ? t : t.substr(0, q);
 }
 
-std::string HttpRequest::Query(std::string_view key) const {
-  std::string_view t = target;
-  size_t q = t.find('?');
-  if (q == std::string_view::npos) return "";
-  std::string_view rest = t.substr(q + 1);
+namespace {
+
+// The raw (still encoded) value of the first `key` parameter of `target`'s query.
+std::optional<std::string_view> RawQueryValue(std::string_view target, std::string_view key) {
+  size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
   while (!rest.empty()) {
     size_t amp = rest.find('&');
     std::string_view kv = rest.substr(0, amp);
     size_t eq = kv.find('=');
-    if (kv.substr(0, eq) == key) {
-      return eq == std::string_view::npos ? "" : std::string(kv.substr(eq + 1));
-    }
+    if (kv.substr(0, eq) == key)
+      return eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1);
     if (amp == std::string_view::npos) break;
     rest = rest.substr(amp + 1);
   }
+  return std::nullopt;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
+size_t Utf8SequenceAt(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+std::string HexByte(unsigned c) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  return std::string{kHex[(c >> 4) & 0xF], kHex[c & 0xF]};
+}
+
+}  // namespace
+
+Result<std::string> HttpRequest::Query(std::string_view key) const {
+  std::optional<std::string_view> raw = RawQueryValue(target, key);
+  if (!raw) return std::string();
+  std::optional<std::string> value = FormDecode(*raw);
+  if (!value) {
+    return Status::InvalidArgument(std::string(key) +
+                                   ": malformed %-escape (want % and two hex digits)");
+  }
+  if (std::string problem = TextProblem(*value); !problem.empty()) {
+    return Status::InvalidArgument(std::string(key) + ": " + problem +
+                                   " (query values are UTF-8 text without control characters)");
+  }
+  return std::move(*value);
+}
+
+namespace {
+
+std::optional<std::string> Decode(std::string_view encoded, bool plus_is_space) {
+  std::string out;
+  out.reserve(encoded.size());
+  for (size_t i = 0; i < encoded.size(); ++i) {
+    char c = encoded[i];
+    if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else if (c != '%') {
+      out += c;
+    } else {
+      if (i + 2 >= encoded.size()) return std::nullopt;
+      int hi = HexDigit(encoded[i + 1]), lo = HexDigit(encoded[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> PercentDecode(std::string_view encoded) {
+  return Decode(encoded, /*plus_is_space=*/false);
+}
+
+std::optional<std::string> FormDecode(std::string_view encoded) {
+  return Decode(encoded, /*plus_is_space=*/true);
+}
+
+namespace {
+
+// The first problem of `text` (see Utf8Problem); control characters count when `controls`.
+std::string TextProblemOf(std::string_view text, bool controls) {
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t n = Utf8SequenceAt(text, i);
+    if (n == 0) return "byte 0x" + HexByte(c) + " at offset " + std::to_string(i) + " is not UTF-8";
+    // C0 controls and DEL are one byte; C1 controls (U+0080-U+009F) are 0xC2 0x80-0x9F.
+    auto next = n == 2 ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (controls && (c < 0x20 || c == 0x7F || (c == 0xC2 && next <= 0x9F))) {
+      return "control character U+00" + HexByte(n == 1 ? c : next) + " at offset " +
+             std::to_string(i) + " is not allowed";
+    }
+    i += n;
+  }
   return "";
 }
+
+}  // namespace
+
+std::string Utf8Problem(std::string_view text) { return TextProblemOf(text, false); }
+
+std::string TextProblem(std::string_view text) { return TextProblemOf(text, true); }
 
 std::string HttpRequest::Header(std::string_view lower_name) const {
   auto it = headers.find(std::string(lower_name));

@@ -14,8 +14,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "base/result.h"
 
 namespace switchyard::api {
 
@@ -26,10 +29,28 @@ struct HttpRequest {
   std::string body;
   std::string peer;  // remote address, for logs and rate limits
 
-  std::string_view path() const;                  // target without the query
-  std::string Query(std::string_view key) const;  // "" when absent (no %-decoding needed)
+  std::string_view path() const;  // target without the query
+  // The value of query parameter `key` (its first occurrence), decoded as
+  // application/x-www-form-urlencoded (%XX escapes, '+' for a space); "" when absent.
+  // InvalidArgument naming `key` for a malformed escape, or a decoded value that is not
+  // UTF-8 text without control characters (TextProblem): such a value is never handed on
+  // (a proto3 string field that is not UTF-8 is written but does not parse back).
+  Result<std::string> Query(std::string_view key) const;
   std::string Header(std::string_view lower_name) const;
 };
+
+// Decodes a percent-encoded URL component (RFC 3986): "%XX" (hex, either case) is the byte
+// XX; nullopt when a '%' is not followed by two hex digits. '+' stays '+' (a path).
+std::optional<std::string> PercentDecode(std::string_view encoded);
+// The same for an application/x-www-form-urlencoded value (a query's): '+' is a space.
+std::optional<std::string> FormDecode(std::string_view encoded);
+
+// Why `text` is not well-formed UTF-8 (RFC 3629), e.g. "byte 0xFF at offset 3 is not
+// UTF-8"; "" when it is. A proto3 string field must hold UTF-8: protobuf writes one that
+// does not, with a warning, and then refuses to parse it back.
+std::string Utf8Problem(std::string_view text);
+// The same, and control characters (U+0000-U+001F, U+007F-U+009F) are a problem too.
+std::string TextProblem(std::string_view text);
 
 // ResponseStream: the body of a streamed HTTP response (e.g. Server-Sent Events), produced
 // over time by any thread while HttpServer sends it.

@@ -74,17 +74,31 @@ Result<T> ParseBody(const HttpRequest& req) {
   return msg;
 }
 
-// Splits "/v1/workflows/{id}[/nodes|/events|:close]" into id and action.
-bool SplitWorkflowPath(std::string_view path, std::string* id, std::string* action) {
-  static constexpr std::string_view kPrefix = "/v1/workflows/";
-  if (path.substr(0, kPrefix.size()) != kPrefix) return false;
+// Splits "/v1/workflows/{id}[/nodes|/events|/timeline|:close]" into id and action. Ids
+// may contain ':' (program_graph/validation.h), never '/': a sub-resource starts at the
+// first '/', and the one verb, ":close", is an action only at the end of a POST's path (a
+// POST on a bare id is no route). Otherwise every ':' belongs to the id, so each id is
+// reachable: GET/DELETE /v1/workflows/a:close is workflow "a:close", which closes with
+// POST /v1/workflows/a:close:close. The id is percent-decoded after the split (the
+// dashboard sends encodeURIComponent(id)): an escaped ':' or '/' is never a separator.
+// NotFound when the path is no workflow's, InvalidArgument for a malformed escape.
+Status SplitWorkflowPath(std::string_view method, std::string_view path, std::string* id,
+                         std::string* action) {
+  static constexpr std::string_view kPrefix = "/v1/workflows/", kClose = ":close";
+  if (path.substr(0, kPrefix.size()) != kPrefix) return Status::NotFound("no such endpoint");
   std::string_view rest = path.substr(kPrefix.size());
-  size_t slash = rest.find('/');
-  size_t colon = rest.find(':');
-  size_t cut = std::min(slash, colon);
-  *id = std::string(rest.substr(0, cut));
+  size_t cut = rest.find('/');
+  if (cut == std::string_view::npos && method == "POST" && rest.size() > kClose.size() &&
+      rest.substr(rest.size() - kClose.size()) == kClose)
+    cut = rest.size() - kClose.size();
+  std::optional<std::string> decoded = PercentDecode(rest.substr(0, cut));
+  if (!decoded) return Status::InvalidArgument("workflow id: malformed %-escape in the path");
+  if (decoded->empty()) return Status::NotFound("no such endpoint");
+  if (std::string problem = TextProblem(*decoded); !problem.empty())
+    return Status::InvalidArgument("workflow id in the path: " + problem);
+  *id = std::move(*decoded);
   *action = cut == std::string_view::npos ? "" : std::string(rest.substr(cut));
-  return !id->empty();
+  return Status::OK();
 }
 
 // The metrics label of /v1/workflows/{id}... routes (a fixed set: labels stay bounded).
@@ -169,10 +183,20 @@ void HttpApi::HandleAsync(const HttpRequest& req, Respond respond) {
     call->route = "overload";
     return Finish(call, std::move(r));
   }
-  Route(req, call);
+  try {
+    Route(req, call);
+  } catch (const std::exception& e) {
+    // A handler bug: answered here (through Finish, so the slot is given back), unless
+    // it answered before throwing.
+    Log(LogLevel::kError, "handler threw",
+        LogKeys().With("what", e.what()).With("route", call->route));
+    Finish(call,
+           ErrorFor(req.path(), 500, StatusCodeName(StatusCode::kInternal), "internal error"));
+  }
 }
 
 void HttpApi::Finish(const CallPtr& call, HttpResponse resp) {
+  if (call->finished.exchange(true, std::memory_order_acq_rel)) return;  // answered already
   inflight_.fetch_sub(1, std::memory_order_relaxed);
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - call->start).count();
@@ -223,6 +247,7 @@ void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
     const v1::TenantConfig* t = auth_.Tenant(who->tenant);
     double rate =
         t && t->rate_limit_per_s() > 0 ? t->rate_limit_per_s() : options_.default_rate_per_s;
+    // Twice the rate by default; Admit() raises a depth under one token to one.
     double burst = t && t->rate_burst() > 0 ? t->rate_burst() : 2 * rate;
     Duration wait = limiter_.Admit(who->tenant, rate, burst);
     if (wait.count() > 0) {
@@ -233,7 +258,11 @@ void HttpApi::Route(const HttpRequest& req, const CallPtr& call) {
       return Finish(call, std::move(r));
     }
   }
-  if (path.substr(0, 11) == "/v1/models/") return BumpEpoch(req, *who, call);
+  // /v1/models/{model}:bump-epoch is the admin's (BumpEpoch answers a wrong method), any
+  // other /v1/models/... the front's (GET /v1/models/{id}).
+  if (path.substr(0, 11) == "/v1/models/" &&
+      (req.method != "GET" || path.find(":bump-epoch") != std::string_view::npos))
+    return BumpEpoch(req, *who, call);
   if (path.substr(0, 12) == "/v1/workers/") return Drain(req, *who, call);
   if (OpenAiFront::Serves(path)) {
     call->route = path.substr(0, 13) == "/v1/sessions/" ? "/v1/sessions" : "openai";
@@ -257,7 +286,7 @@ namespace {
 // GET /v1/workflows?state=S&pageSize=N&pageToken=T&order=asc|desc
 Result<Service::ListQuery> ListQueryOf(const HttpRequest& req) {
   Service::ListQuery q;
-  std::string state = req.Query("state");
+  SY_ASSIGN_OR_RETURN(std::string state, req.Query("state"));
   if (!state.empty()) {
     v1::WorkflowState s;
     if (!v1::WorkflowState_Parse(state, &s) && !v1::WorkflowState_Parse("WORKFLOW_" + state, &s)) {
@@ -267,7 +296,7 @@ Result<Service::ListQuery> ListQueryOf(const HttpRequest& req) {
     q.state = s;
   }
   q.page_size = HttpApi::kDefaultPageSize;
-  std::string size = req.Query("pageSize");
+  SY_ASSIGN_OR_RETURN(std::string size, req.Query("pageSize"));
   if (!size.empty()) {
     size_t n = 0;
     auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), n);
@@ -278,12 +307,12 @@ Result<Service::ListQuery> ListQueryOf(const HttpRequest& req) {
     }
     q.page_size = n;
   }
-  std::string order = req.Query("order");
+  SY_ASSIGN_OR_RETURN(std::string order, req.Query("order"));
   if (!order.empty() && order != "asc" && order != "desc") {
     return Status::InvalidArgument("order: '" + order + "' is not asc or desc");
   }
   q.newest_first = order == "desc";
-  q.page_token = req.Query("pageToken");
+  SY_ASSIGN_OR_RETURN(q.page_token, req.Query("pageToken"));
   return q;
 }
 
@@ -309,8 +338,8 @@ void HttpApi::Workflows(const HttpRequest& req, const Principal& who, const Call
     return Finish(call, JsonError(405, "MethodNotAllowed", "use GET or POST"));
   }
   std::string id, action;
-  if (!SplitWorkflowPath(path, &id, &action))
-    return Finish(call, JsonError(404, "NotFound", "no such endpoint"));
+  if (Status st = SplitWorkflowPath(req.method, path, &id, &action); !st.ok())
+    return Finish(call, ErrorOf(st));
   call->route = RouteName(action);
   if (action.empty() && req.method == "GET") {
     // Inline unless the workflow has records not yet durable (then after its commit).
@@ -344,7 +373,8 @@ void HttpApi::Mutation(const HttpRequest& req, const Principal& who, const std::
   if (!key.empty()) {
     if (key.size() > 256)
       return Finish(call, JsonError(400, "InvalidArgument", "Idempotency-Key too long"));
-    std::string fp_input = req.method + " " + std::string(req.path()) + "\n" + req.body;
+    // The whole target: a repeat with another query (DELETE ?reason=) is another request.
+    std::string fp_input = req.method + " " + req.target + "\n" + req.body;
     answer.key = key;
     answer.fingerprint = XXH64(fp_input.data(), fp_input.size(), 0);
     size_t stripe = XXH64(key.data(), key.size(), 1) % idem_locks_.size();
@@ -403,7 +433,9 @@ void HttpApi::Mutation(const HttpRequest& req, const Principal& who, const std::
   }
   if (action == ":close")
     return service_->CloseAsync(who.tenant, id, idem, reply(200, answer.body));
-  service_->CancelAsync(who.tenant, id, req.Query("reason"), idem, reply(200, answer.body));
+  auto reason = req.Query("reason");
+  if (!reason.ok()) return Finish(call, ErrorOf(reason.status()));
+  service_->CancelAsync(who.tenant, id, std::move(*reason), idem, reply(200, answer.body));
 }
 
 // POST /v1/models/{model}:bump-epoch (admin token): the failure sequence's model-epoch

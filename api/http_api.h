@@ -12,7 +12,7 @@
 //     request gets here);
 //   - Idempotency-Key on POST/DELETE: the first answer is stored with the mutation in one
 //     durable write and returned again for a repeat (once it is durable); a key reused for
-//     a different request gets 409;
+//     a different request (method, path and query, or body) gets 409;
 //   - errors as {"code","message","details"}: 400 naming the bad field, 401, 403, 404,
 //     409, 413, 429, 503.
 //   - request ids: every answer carries x-request-id (the client's when it is 1-128 of
@@ -21,7 +21,13 @@
 // Request bodies and tokens are never logged.
 //
 // HandleAsync() answers reads inline and mutations once durable (from the store's
-// committer thread); Handle() is the same, waiting for the answer.
+// committer thread); Handle() is the same, waiting for the answer. A handler that throws a
+// std::exception is answered 500 (in the route's error shape) and its slot given back.
+//
+// Paths and queries: a workflow id may contain ':'; ":close" is the close verb only at the
+// end of a POST's path, and the id is percent-decoded after the split (SplitWorkflowPath
+// in http_api.cc). Query values are percent-decoded (HttpRequest::Query); one that is
+// malformed, not UTF-8 or holds a control character is a 400 naming the parameter.
 //
 // Thread-safety: Handle()/HandleAsync() are called concurrently by the server threads.
 // The HttpApi must outlive every answer it owes (Service::Flush() before destroying it).
@@ -74,8 +80,10 @@ class HttpApi {
     // the answer's x-request-id header and logged with the request (invariant 8).
     std::string request_id;
     std::string method;
+    std::atomic<bool> finished{false};  // answered: a second Finish() is ignored
   };
   using CallPtr = std::shared_ptr<Call>;
+  // Answers the call and gives its in-flight slot back; only the first answer counts.
   void Finish(const CallPtr& call, HttpResponse resp);
   void Route(const HttpRequest& req, const CallPtr& call);
   void Workflows(const HttpRequest& req, const Principal& who, const CallPtr& call);

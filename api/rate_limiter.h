@@ -17,8 +17,9 @@ class RateLimiter {
  public:
   explicit RateLimiter(const Clock* clock) : clock_(clock) {}
 
-  // Takes one token from `key`'s bucket (rate per second, depth burst). Returns 0 when
-  // admitted, else the wait before a token is available.
+  // Takes one token from `key`'s bucket (rate per second, depth burst; a depth under one
+  // token counts as one, else no request would ever pass). Returns 0 when admitted, else
+  // the wait before a token is available.
   Duration Admit(const std::string& key, double rate_per_s, double burst);
 
  private:

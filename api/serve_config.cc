@@ -35,6 +35,19 @@ Status FillHttp(const v1::ServiceConfig& config, HttpServerOptions* http) {
   return Status::OK();
 }
 
+// A tenant's request rate and bucket depth: 0 means the default (1000/s, twice the rate);
+// a depth under one request would never admit one.
+Status CheckRateLimit(const v1::TenantConfig& t) {
+  SY_RETURN_IF_ERROR(CheckNotNegative("tenants[].rate_limit_per_s", t.rate_limit_per_s()));
+  SY_RETURN_IF_ERROR(CheckNotNegative("tenants[].rate_burst", t.rate_burst()));
+  if (t.rate_burst() > 0 && t.rate_burst() < 1) {
+    return Status::InvalidArgument(
+        "tenants[].rate_burst must be 0 (twice the rate) or at least 1, got " +
+        std::to_string(t.rate_burst()));
+  }
+  return Status::OK();
+}
+
 // Retention and the in-memory count of ended workflows.
 Status FillRetention(const v1::ServiceConfig& config, ServiceOptions* so) {
   if (config.ended_in_memory() < -1) {
@@ -339,6 +352,7 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
     SY_RETURN_IF_ERROR(
         CheckNotNegative("tenants[].max_workflows", static_cast<double>(t.max_workflows())));
     if (t.max_workflows() > 0) so.max_live_workflows_by_tenant[t.name()] = t.max_workflows();
+    SY_RETURN_IF_ERROR(CheckRateLimit(t));
   }
   so.sync_writes = !config.disable_sync();
   SY_RETURN_IF_ERROR(FillRetention(config, &so));

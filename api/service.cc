@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "api/http.h"
 #include "base/ids.h"
 #include "base/logging.h"
 
@@ -159,6 +160,7 @@ Status Service::Recover() {
 }
 
 Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
+  SY_RETURN_IF_ERROR(CheckEventFields(ev));  // before the lookup: no node '' to miss
   auto idx = wf->Find(ev.node_id());
   if (!idx) {
     return Status::NotFound("workflow " + wf->id() + " has no node '" + ev.node_id() + "'");
@@ -166,9 +168,6 @@ Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
   bool tool_event = ev.type() == v1::TOOL_STARTED || ev.type() == v1::TOOL_FINISHED ||
                     ev.type() == v1::TOOL_FAILED;
   bool is_tool = wf->node(*idx).kind() == v1::TOOL;
-  if (ev.type() == v1::NODE_EVENT_UNSPECIFIED) {
-    return Status::InvalidArgument("event.type is required");
-  }
   if (tool_event != is_tool) {
     return Status::InvalidArgument("event " + v1::NodeEventType_Name(ev.type()) + " does not fit " +
                                    (is_tool ? "TOOL" : "LLM") + " node '" + ev.node_id() + "'");
@@ -202,6 +201,20 @@ Status Service::ApplyEvent(pg::Workflow* wf, const v1::NodeEvent& ev) const {
     default:
       return Status::InvalidArgument("unknown event type");
   }
+}
+
+Status Service::CheckEventFields(const v1::NodeEvent& ev) {
+  if (ev.node_id().empty()) return Status::InvalidArgument("event.nodeId is required");
+  if (ev.type() == v1::NODE_EVENT_UNSPECIFIED) {
+    return Status::InvalidArgument("event.type is required");
+  }
+  return CheckUtf8("event.error", ev.error());
+}
+
+Status Service::CheckUtf8(std::string_view field, std::string_view value) {
+  std::string problem = Utf8Problem(value);
+  if (problem.empty()) return Status::OK();
+  return Status::InvalidArgument(std::string(field) + ": " + problem + " (want UTF-8 text)");
 }
 
 namespace {
@@ -568,6 +581,7 @@ Status Service::Append(const std::string& tenant, const std::string& workflow_id
 
 void Service::ReportEventAsync(const std::string& tenant, const std::string& workflow_id,
                                v1::NodeEvent event, const IdempotentAnswer* idem, Done done) {
+  if (Status st = CheckEventFields(event); !st.ok()) return done(st);
   bool llm = event.type() == v1::LLM_STARTED || event.type() == v1::LLM_FINISHED ||
              event.type() == v1::LLM_FAILED;
   if (llm && driver_ && driver_->config().simulated_llm) {
@@ -606,6 +620,9 @@ Status Service::Close(const std::string& tenant, const std::string& workflow_id,
 
 void Service::CancelAsync(const std::string& tenant, const std::string& workflow_id,
                           std::string reason, const IdempotentAnswer* idem, Done done) {
+  // Stored in a proto3 string field: bytes that are not UTF-8 would be written but not
+  // parse back, and the store would not open again.
+  if (Status st = CheckUtf8("reason", reason); !st.ok()) return done(st);
   v1::WorkflowLogRecord rec;
   rec.set_time_ms(clock_->Now().millis());
   rec.set_cancelled(reason.empty() ? "cancelled by client" : std::move(reason));

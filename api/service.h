@@ -79,6 +79,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -115,6 +116,17 @@ struct ServiceOptions {
   SchedulerConfig scheduler;
 };
 
+// The nodes of one submitted or appended batch in the order the scheduler is fed them
+// (it takes nodes one at a time; program_graph accepts a batch in any order): every dep
+// inside the batch before its dependent. The order is that of repeated passes over the
+// batch, each taking, in batch order, the nodes whose deps inside the batch are taken
+// (earlier in the pass or before it): a batch already in dependency order keeps its
+// order. Deps outside the batch are ignored; nodes on a cycle (which validation refuses)
+// and those after them come last, in batch order. Linear in nodes and deps (Kahn's
+// algorithm; service_scheduler.cc).
+std::vector<const v1::ProgramNode*> DepsFirst(
+    const google::protobuf::RepeatedPtrField<v1::ProgramNode>& nodes);
+
 // The first answer to store with a mutation that carries an Idempotency-Key.
 struct IdempotentAnswer {
   std::string key;
@@ -137,11 +149,15 @@ class Service {
                              const IdempotentAnswer* idem = nullptr);
   Status Append(const std::string& tenant, const std::string& workflow_id,
                 std::vector<v1::ProgramNode> nodes, const IdempotentAnswer* idem = nullptr);
-  // Applies a node event; FailedPrecondition for an event the node's state does not allow.
+  // Applies a node event; InvalidArgument naming a missing nodeId or type (or an error
+  // text that is not UTF-8), NotFound for an unknown node, FailedPrecondition for an event
+  // the node's state does not allow.
   Status ReportEvent(const std::string& tenant, const std::string& workflow_id, v1::NodeEvent event,
                      const IdempotentAnswer* idem = nullptr);
   Status Close(const std::string& tenant, const std::string& workflow_id,
                const IdempotentAnswer* idem = nullptr);
+  // `reason` must be UTF-8 (InvalidArgument naming it otherwise); empty: "cancelled by
+  // client".
   Status Cancel(const std::string& tenant, const std::string& workflow_id, std::string reason,
                 const IdempotentAnswer* idem = nullptr);
 
@@ -262,6 +278,12 @@ class Service {
   // Applies one history record to an entry (used live and on recovery).
   Status ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const;
   Status ApplyEvent(program_graph::Workflow* wf, const v1::NodeEvent& ev) const;
+  // An event's required fields (nodeId, type) and its error text (UTF-8): InvalidArgument
+  // naming the field, checked before the node is looked up.
+  static Status CheckEventFields(const v1::NodeEvent& ev);
+  // InvalidArgument naming `field` when `value`, bound for a proto3 string field, is not
+  // UTF-8 (protobuf would write it and then refuse to read the store back).
+  static Status CheckUtf8(std::string_view field, std::string_view value);
   // Looks up the caller's workflow: NotFound for an unknown id or another tenant's.
   Result<std::shared_ptr<Entry>> Find(const std::string& tenant, const std::string& id) const;
   // Any tenant's workflow (scheduler-side callbacks); nullptr when unknown.

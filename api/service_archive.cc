@@ -37,7 +37,7 @@ void Service::NoteEnded(const std::string& id) {
 void Service::Sweep(bool force) {
   if (options_.ended_retention_s <= 0) return;
   const int64_t now = clock_->Now().millis();
-  std::vector<std::pair<std::string, uint64_t>> expired;
+  size_t expired = 0;
   {
     std::unique_lock lock(mu_);
     if (!force && now - last_sweep_ms_ < 1000) return;
@@ -47,23 +47,23 @@ void Service::Sweep(bool force) {
       auto a = archived_.find(archive_order_.front());
       if (a != archived_.end() && a->second.ended_ms > cutoff) break;  // the rest is newer
       if (a != archived_.end()) {  // (a restored workflow left a stale id here)
-        expired.emplace_back(a->first, a->second.records);
+        // Queued under mu_, before the id is free: a new workflow with this id (SubmitAsync
+        // checks archived_ under mu_) queues its record 0 after the erase, never before it.
+        Status st = store_->EnqueueErase(a->first, a->second.records);
+        if (!st.ok()) {
+          Log(LogLevel::kError, "retention: cannot delete an expired workflow's history",
+              LogKeys().With("workflow", a->first).With("error", st.ToString()));
+        }
+        ++expired;
         --archived_by_state_[EndedSlot(a->second.state)];
         archived_.erase(a);
       }
       archive_order_.pop_front();
     }
   }
-  for (const auto& [id, records] : expired) {
-    Status st = store_->EnqueueErase(id, records);
-    if (!st.ok()) {
-      Log(LogLevel::kError, "retention: cannot delete an expired workflow's history",
-          LogKeys().With("workflow", id).With("error", st.ToString()));
-    }
-  }
-  if (!expired.empty()) {
+  if (expired > 0) {
     Log(LogLevel::kInfo, "retention: expired workflows deleted",
-        LogKeys().With("workflows", std::to_string(expired.size())));
+        LogKeys().With("workflows", std::to_string(expired)));
   }
 }
 

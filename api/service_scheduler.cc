@@ -1,6 +1,9 @@
 // Service <-> scheduler: forwarding acknowledged records, re-feeding restored workflows,
 // recording what the scheduler did (simulated LLM results, failures), the cluster view.
+#include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "api/service.h"
 #include "base/logging.h"
@@ -9,34 +12,50 @@ namespace switchyard::api {
 
 namespace pg = program_graph;
 
-namespace {
-
-// The nodes in an order where every dep inside the batch comes first (the scheduler takes
-// nodes one at a time; program_graph accepts a batch in any order).
 std::vector<const v1::ProgramNode*> DepsFirst(
     const google::protobuf::RepeatedPtrField<v1::ProgramNode>& nodes) {
-  std::set<std::string> pending;
-  for (const auto& n : nodes) pending.insert(n.id());
-  std::vector<const v1::ProgramNode*> out;
-  std::vector<bool> done(static_cast<size_t>(nodes.size()), false);
-  for (bool progress = true; progress && out.size() < done.size();) {
-    progress = false;
-    for (int i = 0; i < nodes.size(); ++i) {
-      if (done[static_cast<size_t>(i)]) continue;
-      bool ready = true;
-      for (const std::string& d : nodes[i].deps()) ready = ready && !pending.count(d);
-      if (!ready) continue;
-      done[static_cast<size_t>(i)] = progress = true;
-      pending.erase(nodes[i].id());
-      out.push_back(&nodes[i]);
+  const size_t n = static_cast<size_t>(nodes.size());
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(n);
+  for (size_t i = 0; i < n; ++i) index.emplace(nodes[static_cast<int>(i)].id(), i);
+  std::vector<std::vector<size_t>> dependents(n);
+  std::vector<size_t> waiting(n, 0);  // deps inside the batch not yet taken
+  for (size_t i = 0; i < n; ++i) {
+    for (const std::string& d : nodes[static_cast<int>(i)].deps()) {
+      auto it = index.find(d);
+      if (it == index.end()) continue;  // outside the batch
+      dependents[it->second].push_back(i);
+      ++waiting[i];
     }
   }
-  for (int i = 0; i < nodes.size(); ++i)  // a cycle cannot pass validation; keep the rest
-    if (!done[static_cast<size_t>(i)]) out.push_back(&nodes[i]);
+  // Kahn's algorithm, computing each node's pass (1-based): the first pass whose scan finds
+  // its deps taken, i.e. the latest of each dep's pass, plus one for a dep after it in the
+  // batch (the scan reaches that dep after it). A node still waiting at the end is on or
+  // after a cycle.
+  std::vector<size_t> pass(n, 0), ready;
+  ready.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) {
+      pass[i] = 1;
+      ready.push_back(i);
+    }
+  }
+  for (size_t head = 0; head < ready.size(); ++head) {
+    size_t d = ready[head];
+    for (size_t i : dependents[d]) {
+      pass[i] = std::max(pass[i], pass[d] + (d > i ? 1 : 0));
+      if (--waiting[i] == 0) ready.push_back(i);
+    }
+  }
+  // By pass, then batch order (a counting sort); a node never ready goes last.
+  auto slot = [&](size_t i) { return waiting[i] > 0 ? n + 1 : pass[i]; };
+  std::vector<size_t> start(n + 2, 0);
+  for (size_t i = 0; i < n; ++i) ++start[slot(i)];
+  for (size_t p = 1; p < start.size(); ++p) start[p] += start[p - 1];
+  std::vector<const v1::ProgramNode*> out(n);
+  for (size_t i = 0; i < n; ++i) out[start[slot(i) - 1]++] = &nodes[static_cast<int>(i)];
   return out;
 }
-
-}  // namespace
 
 void Service::Forward(const std::string& id, const v1::WorkflowLogRecord& rec, const Effects& fx) {
   if (!driver_) return;

@@ -56,7 +56,7 @@ class Client:
     def cancel(self, workflow_id, reason="", idempotency_key=None):
         path = f"/v1/workflows/{workflow_id}"
         if reason:
-            path += "?reason=" + urllib.request.quote(reason)
+            path += "?reason=" + urllib.parse.quote(reason, safe="")  # the server decodes it
         return self._call("DELETE", path, None, idempotency_key)
 
     def get(self, workflow_id):

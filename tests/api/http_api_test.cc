@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <stdexcept>
 #include <string_view>
 
 #include "api/http_server.h"
@@ -294,6 +298,189 @@ TEST_F(HttpApiTest, IdempotencyKeyReplaysFirstAnswerAndDoesNothingTwice) {
   EXPECT_EQ(reuse.status, 409) << "same key, different request";
   // Keys are per tenant.
   EXPECT_EQ(Call("POST", "/v1/workflows", kWorkflow, kGlobex, h).status, 201);
+}
+
+// DELETE ?reason= with bytes that are not UTF-8 (raw or %-escaped) or a control
+// character is a 400 naming `reason`. A raw 0xFF used to be stored in the log's proto3
+// string field, which protobuf writes but does not parse back: the server could not
+// restart (Service::Open failed with DataLoss).
+TEST_F(HttpApiTest, CancelReasonThatIsNotUtf8TextIs400AndTheServerRestarts) {
+  Start();
+  std::string id = Submit();
+  for (const char* query : {"?reason=\xff", "?reason=%FF", "?reason=a%C0%AF", "?reason=%07"}) {
+    auto r = Call("DELETE", "/v1/workflows/" + id + query);
+    EXPECT_EQ(r.status, 400) << query << ": " << r.body;
+    EXPECT_NE(r.body.find("\"message\":\"reason: "), std::string::npos) << query << ": " << r.body;
+    EXPECT_EQ(r.body.find('\xff'), std::string::npos) << "not echoed: " << r.body;
+  }
+  StopServing();
+  Start();  // reopens the same data directory
+  auto get = Call("GET", "/v1/workflows/" + id);
+  ASSERT_EQ(get.status, 200) << get.body;
+  EXPECT_NE(get.body.find("WORKFLOW_RUNNING"), std::string::npos) << get.body;
+}
+
+// Query values are application/x-www-form-urlencoded (what the Python client's quote()
+// and urlencode() send): %XX and '+' are decoded; a malformed escape is a 400 naming the
+// parameter.
+TEST_F(HttpApiTest, QueryValuesArePercentDecoded) {
+  Start();
+  std::string id = Submit();
+  auto list = Call("GET", "/v1/workflows?state=%52UNNING&pageSize=%31%30&order=de%73c");
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_NE(list.body.find(id), std::string::npos) << list.body;
+  auto bad = Call("DELETE", "/v1/workflows/" + id + "?reason=50%");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("reason: malformed %-escape"), std::string::npos) << bad.body;
+  bad = Call("GET", "/v1/workflows?pageSize=%zz");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("pageSize: malformed"), std::string::npos) << bad.body;
+  auto del = Call("DELETE", "/v1/workflows/" + id + "?reason=tool+timed%20out%3A%20caf%C3%A9%2B1");
+  ASSERT_EQ(del.status, 200) << del.body;
+  v1::WorkflowStatus st;
+  ASSERT_TRUE(proto::ParseJson(Call("GET", "/v1/workflows/" + id).body, &st).ok());
+  EXPECT_EQ(st.failure_reason(), "tool timed out: caf\xc3\xa9+1");
+}
+
+// Ids may contain ':' (README "Identifiers"): a workflow "job:1" is reachable by every
+// route (it used to be submitted and then 404 everywhere), and ":close" is the verb only
+// at the end of a POST's path, so even an id ending in ":close" is reachable (and closes
+// with POST .../{id}:close).
+TEST_F(HttpApiTest, WorkflowIdsWithColonsAreReachable) {
+  Start();
+  for (std::string id : {"job:1", "a:close", "x:y:z"}) {
+    auto r = Call(
+        "POST", "/v1/workflows",
+        R"({"id":")" + id + R"(","nodes":[{"id":"t","kind":"TOOL"},{"id":"u","kind":"TOOL"}]})");
+    ASSERT_EQ(r.status, 201) << id << ": " << r.body;
+    const std::string base = "/v1/workflows/" + id;
+    auto get = Call("GET", base);
+    ASSERT_EQ(get.status, 200) << id << ": " << get.body;
+    EXPECT_NE(get.body.find("\"workflowId\":\"" + id + "\""), std::string::npos) << get.body;
+    EXPECT_EQ(Call("GET", base + "/timeline").status, 200) << id;
+    auto ev = Call("POST", base + "/events", R"({"nodeId":"t","type":"TOOL_STARTED"})");
+    EXPECT_EQ(ev.status, 200) << id << ": " << ev.body;
+    auto app =
+        Call("POST", base + "/nodes", R"({"nodes":[{"id":"v","kind":"TOOL","deps":["t"]}]})");
+    EXPECT_EQ(app.status, 200) << id << ": " << app.body;
+    auto close = Call("POST", base + ":close");
+    EXPECT_EQ(close.status, 200) << id << ": " << close.body;
+    v1::WorkflowStatus st;
+    ASSERT_TRUE(proto::ParseJson(Call("GET", base).body, &st).ok());
+    EXPECT_TRUE(st.closed()) << id;
+    EXPECT_EQ(st.nodes_size(), 3) << id;
+    auto del = Call("DELETE", base + "?reason=done");
+    EXPECT_EQ(del.status, 200) << id << ": " << del.body;
+    EXPECT_NE(Call("GET", base).body.find("WORKFLOW_CANCELLED"), std::string::npos) << id;
+  }
+  EXPECT_EQ(Call("GET", "/v1/workflows/job").status, 404) << "no prefix match";
+  EXPECT_EQ(Call("PUT", "/v1/workflows/job:1").status, 405);
+  // The id in the path is percent-decoded after the split (the dashboard sends
+  // encodeURIComponent(id)): an escaped ':' is part of the id, never the verb.
+  auto encoded = Call("GET", "/v1/workflows/job%3A1");
+  EXPECT_EQ(encoded.status, 200) << encoded.body;
+  EXPECT_NE(encoded.body.find("\"workflowId\":\"job:1\""), std::string::npos) << encoded.body;
+  EXPECT_EQ(Call("GET", "/v1/workflows/a%3Aclose/timeline").status, 200);
+  EXPECT_EQ(Call("POST", "/v1/workflows/a%3Aclose").status, 405) << "a bare id, not the verb";
+  auto bad = Call("GET", "/v1/workflows/job%3");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("workflow id: malformed %-escape"), std::string::npos) << bad.body;
+}
+
+// The Idempotency-Key fingerprint covers the query: the same key on DELETE with another
+// reason is a different request (409), not a replay of the first answer.
+TEST_F(HttpApiTest, IdempotencyKeyFingerprintCoversTheQuery) {
+  Start();
+  std::string id = Submit();
+  std::map<std::string, std::string> h = {{"Idempotency-Key", "cancel-1"}};
+  auto first = Call("DELETE", "/v1/workflows/" + id + "?reason=first", "", kAcme, h);
+  ASSERT_EQ(first.status, 200) << first.body;
+  auto replay = Call("DELETE", "/v1/workflows/" + id + "?reason=first", "", kAcme, h);
+  EXPECT_EQ(replay.status, 200) << replay.body;
+  EXPECT_EQ(replay.headers["idempotent-replay"], "true");
+  auto other = Call("DELETE", "/v1/workflows/" + id + "?reason=second", "", kAcme, h);
+  EXPECT_EQ(other.status, 409) << other.body;
+}
+
+// An event without nodeId is a 400 naming the field (it was a 404 "has no node ''").
+TEST_F(HttpApiTest, EventWithoutNodeIdIs400NamingIt) {
+  Start();
+  std::string id = Submit();
+  auto r = Call("POST", "/v1/workflows/" + id + "/events", R"({"type":"LLM_STARTED"})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("\"code\":\"InvalidArgument\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("nodeId"), std::string::npos) << r.body;
+}
+
+TEST_F(HttpApiTest, BearerSchemeIsCaseInsensitive) {
+  Start();
+  auto r = Request(port_, "GET", "/v1/workflows", "",
+                   {{"Authorization", std::string("bearer ") + kAcme}});
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+// A clock whose Now() throws while armed: the rate limiter reads it inside Route, so a
+// request then stands for a handler that throws.
+class ThrowingClock final : public Clock {
+ public:
+  Time Now() const override {
+    if (armed) throw std::runtime_error("clock broke");
+    return RealClock::Default()->Now();
+  }
+  std::atomic<bool> armed{false};
+};
+
+// A handler that throws is answered 500 (OpenAI-shaped on the OpenAI front) and gives its
+// in-flight slot back: more throwing requests than max_inflight leave the server serving
+// (the slots used to leak, and then every request got 503).
+TEST(HttpApiExceptionTest, AThrowingHandlerIs500AndFreesItsSlot) {
+  std::string dir = ::testing::TempDir() + "/sy_http_api_throw_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  {
+    ServiceOptions so;
+    so.data_dir = dir;
+    so.sync_writes = false;
+    so.scheduler.simulated_llm = false;
+    auto svc = Service::Open(so, RealClock::Default());
+    ASSERT_TRUE(svc.ok()) << svc.status();
+    v1::ServiceConfig cfg;
+    auto* t = cfg.add_tenants();
+    t->set_name("t");
+    t->set_token(kAcme);
+    cfg.set_admin_token(kAdmin);
+    ThrowingClock clock;
+    HttpApiOptions ao;
+    ao.max_inflight = 2;
+    HttpApi api(svc->get(), *Auth::Create(cfg, dir), &clock, ao);
+    auto request = [](const std::string& method, const std::string& target, std::string body) {
+      HttpRequest r;
+      r.method = method;
+      r.target = target;
+      r.body = std::move(body);
+      r.headers["authorization"] = std::string("Bearer ") + kAcme;
+      return r;
+    };
+    clock.armed = true;
+    for (int i = 0; i < 5; ++i) {
+      HttpResponse r;
+      EXPECT_NO_THROW(r = api.Handle(request("GET", "/v1/workflows", "")));
+      EXPECT_EQ(r.status, 500) << r.body;
+      EXPECT_NE(r.body.find("\"code\":\"Internal\""), std::string::npos) << r.body;
+      EXPECT_FALSE(r.headers["x-request-id"].empty());
+    }
+    HttpResponse oa;
+    EXPECT_NO_THROW(
+        oa = api.Handle(request("POST", "/v1/chat/completions", R"({"model":"m","messages":[]})")));
+    EXPECT_EQ(oa.status, 500) << oa.body;
+    EXPECT_NE(oa.body.find("\"error\""), std::string::npos) << "OpenAI's shape: " << oa.body;
+    EXPECT_NE(oa.body.find("server_error"), std::string::npos) << oa.body;
+    EXPECT_EQ(api.inflight(), 0);
+    clock.armed = false;
+    HttpResponse ok = api.Handle(request("GET", "/v1/workflows", ""));
+    EXPECT_EQ(ok.status, 200) << "not 503: " << ok.body;
+    ASSERT_TRUE((*svc)->Flush().ok());
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -237,7 +237,7 @@ TEST_F(HttpServerStreamTest, KeepAliveConnectionServesTheNextRequestAfterAStream
     }
     auto stream = std::make_shared<ResponseStream>();
     respond(StreamResponse(stream));
-    std::string tag = req.Query("n");
+    std::string tag = *req.Query("n");
     Spawn([stream, tag] {
       for (int i = 0; i < 3; ++i) {
         std::this_thread::sleep_for(5ms);
@@ -444,7 +444,7 @@ TEST_F(HttpServerStreamTest, ManyConcurrentStreamsEachRoundTrip) {
   constexpr int kStreams = 12, kEvents = 200;
   handler_ = [&](const HttpRequest& req, HttpServer::Respond respond) {
     auto stream = std::make_shared<ResponseStream>();
-    std::string tag = req.Query("s");
+    std::string tag = *req.Query("s");
     // Some chunks before Respond, the rest racing the head from another thread.
     stream->Write("data: " + tag + " start\n\n");
     Spawn([stream, tag] {

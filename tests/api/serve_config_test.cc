@@ -226,6 +226,22 @@ TEST(ServeConfigTest, TierSizesAndTenantQuotasAreExplicit) {
             std::string::npos);
 }
 
+// A tenant's rate and bucket depth: negative values, and a depth under one request (which
+// could never admit one), stop serve naming the field; 0 is the default.
+TEST(ServeConfigTest, TenantRateAndBurstAreChecked) {
+  EXPECT_EQ(ErrorOf(R"({"tenants": [{"name": "a", "rateLimitPerS": 0.25}]})"), "")
+      << "a slow rate with the default depth is fine (the limiter makes the depth 1)";
+  EXPECT_EQ(ErrorOf(R"({"tenants": [{"name": "a", "rateLimitPerS": 5, "rateBurst": 1}]})"), "");
+  std::string e = ErrorOf(R"({"tenants": [{"name": "a", "rateLimitPerS": -1}]})");
+  EXPECT_NE(e.find("tenants[].rate_limit_per_s must be 0 or more, got -1"), std::string::npos) << e;
+  e = ErrorOf(R"({"tenants": [{"name": "a", "rateBurst": -2}]})");
+  EXPECT_NE(e.find("tenants[].rate_burst must be 0 or more, got -2"), std::string::npos) << e;
+  e = ErrorOf(R"({"tenants": [{"name": "a", "rateLimitPerS": 0.2, "rateBurst": 0.5}]})");
+  EXPECT_NE(e.find("tenants[].rate_burst must be 0 (twice the rate) or at least 1"),
+            std::string::npos)
+      << e;
+}
+
 TEST(ServeConfigTest, CommitDelayMinusOneCommitsAtOnce) {
   auto s = MakeServeSetup(Parse(R"({"commitDelayUs": -1})"), {});
   ASSERT_TRUE(s.ok()) << s.status().ToString();

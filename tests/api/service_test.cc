@@ -100,6 +100,43 @@ TEST_F(ServiceTest, IllegalTransitionsAreRefusedAndChangeNothing) {
   EXPECT_EQ(svc_->counts().events_applied, 0u);
 }
 
+// An event without nodeId is a 400 naming the field, not a 404 for node '' (and one
+// without a type names `type`, whatever its node).
+TEST_F(ServiceTest, EventWithoutNodeIdOrTypeIsInvalidArgumentNamingTheField) {
+  auto id = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id.ok()) << id.status();
+  Status s = svc_->ReportEvent("acme", *id, Ev("", v1::LLM_STARTED));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("nodeId"), std::string::npos) << s;
+  s = svc_->ReportEvent("acme", *id, Ev("nope", v1::NODE_EVENT_UNSPECIFIED));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("type"), std::string::npos) << s;
+  EXPECT_EQ(svc_->counts().events_applied, 0u);
+}
+
+// A cancel reason or an event's error that is not UTF-8 is refused: protobuf would write
+// it into the log and then fail to parse it back, and the service would not open again.
+TEST_F(ServiceTest, TextThatIsNotUtf8IsRefusedAndTheStoreStillOpens) {
+  auto id = svc_->Submit("acme", TwoStep());
+  ASSERT_TRUE(id.ok()) << id.status();
+  Status s = svc_->Cancel("acme", *id, "stop \xff");
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("reason: byte 0xFF at offset 5 is not UTF-8"), std::string::npos) << s;
+  ASSERT_TRUE(svc_->ReportEvent("acme", *id, Ev("plan", v1::LLM_STARTED)).ok());
+  auto fail = Ev("plan", v1::LLM_FAILED);
+  fail.set_error("oom \xc0\xaf");
+  s = svc_->ReportEvent("acme", *id, fail);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("event.error"), std::string::npos) << s;
+  ASSERT_TRUE(svc_->Cancel("acme", *id, "caf\xc3\xa9\nline two").ok())
+      << "UTF-8 with control characters is fine here";
+  Reopen();
+  auto st = svc_->Get("acme", *id);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->state(), v1::WORKFLOW_CANCELLED);
+  EXPECT_EQ(st->failure_reason(), "caf\xc3\xa9\nline two");
+}
+
 TEST_F(ServiceTest, RetryableFailureIsOfferedAgainSideEffectFailsClosed) {
   v1::Workflow wf = TwoStep();
   wf.mutable_nodes(1)->set_side_effect(true);  // no idempotency key: not retryable

@@ -137,6 +137,17 @@ class LiveServerTest(unittest.TestCase):
         self.assertIn("JCT", text)
         self.assertIn("decisions by kind", text)
 
+    def test_cancel_reason_round_trips(self):
+        # The server percent-decodes query values: spaces, '&', '+', '/' and UTF-8 survive.
+        wf = self.client.submit_workflow({"id": "py:cancel",
+                                          "nodes": [{"id": "t", "kind": "TOOL"}]})
+        self.assertEqual(wf, "py:cancel")
+        reason = "tool timed out: caf\u00e9 & co + 1/2"
+        self.client.cancel(wf, reason=reason)
+        status = self.client.get(wf)
+        self.assertEqual(status["state"], "WORKFLOW_CANCELLED")
+        self.assertEqual(status["failureReason"], reason)
+
     def test_idempotent_submit(self):
         body = {"nodes": [{"id": "t", "kind": "TOOL"}]}
         a = self.client.submit_workflow(body, idempotency_key="py-key-1")
