@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string_view>
 
 #include "api/openai_protocol.h"
 #include "api/scheduler_driver.h"
@@ -58,6 +62,8 @@ struct OpenAiFront::Call {
 namespace {
 
 constexpr char kSessionsPath[] = "/v1/sessions/";
+constexpr char kModelsPath[] = "/v1/models/";  // GET /v1/models/{id}
+constexpr size_t kMaxSessionId = 256;          // bytes
 
 std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.size() - 8) : wf; }
 
@@ -78,8 +84,16 @@ std::string ArgumentName(const oa::ToolDef& tool) {
   if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object())
     return "input";
   const auto& props = schema["properties"];
+  // "type": "string", or a list of types that holds "string" (["string", "null"]: what
+  // schema generators write for an optional string).
   auto is_string = [&](const std::string& k) {
-    return props.contains(k) && props[k].is_object() && props[k].value("type", "") == "string";
+    if (!props.contains(k) || !props[k].is_object() || !props[k].contains("type")) return false;
+    const auto& t = props[k]["type"];
+    if (t.is_string()) return t.get<std::string>() == "string";
+    if (!t.is_array()) return false;
+    for (const auto& e : t)
+      if (e.is_string() && e.get<std::string>() == "string") return true;
+    return false;
   };
   if (schema.contains("required") && schema["required"].is_array())
     for (const auto& r : schema["required"])
@@ -112,6 +126,43 @@ std::vector<int32_t> PseudoTokens(const std::string& text) {  // the simulated e
 
 HttpResponse Json(int status, std::string body) {
   return HttpResponse{status, "application/json", {}, std::move(body)};
+}
+
+// A sampling seed for a request that gave none: OpenAI samples afresh on every request.
+uint64_t FreshSeed() {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return gen();
+}
+
+// The integer `key` of JSON object `o`, else `fallback` (an upstream's answer is not
+// trusted to have the types it should).
+int64_t IntOr(const nlohmann::json& o, const char* key, int64_t fallback) {
+  if (!o.is_object()) return fallback;
+  auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
+// The names of the tool calls in an upstream's whole chat answer (choices[0].message).
+std::vector<std::string> ToolCallNames(const nlohmann::json& answer) {
+  std::vector<std::string> names;
+  if (!answer.is_object()) return names;
+  auto choices = answer.find("choices");
+  if (choices == answer.end() || !choices->is_array() || choices->empty()) return names;
+  const auto& first = (*choices)[0];
+  if (!first.is_object()) return names;
+  auto message = first.find("message");
+  if (message == first.end() || !message->is_object()) return names;
+  auto calls = message->find("tool_calls");
+  if (calls == message->end() || !calls->is_array()) return names;
+  for (const auto& t : *calls) {
+    if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) continue;
+    const auto& f = t["function"];
+    names.push_back(f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>()
+                                                                : "tool");
+  }
+  return names;
 }
 
 }  // namespace
@@ -147,6 +198,7 @@ std::string OpenAiFront::Describe() const {
 }
 
 OpenAiFront::~OpenAiFront() {
+  alive_.reset();  // streams cancelled from now on post nothing here
   {
     std::lock_guard<std::mutex> lock(work_mu_);
     stopping_ = true;
@@ -157,6 +209,7 @@ OpenAiFront::~OpenAiFront() {
 
 bool OpenAiFront::Serves(std::string_view path) {
   return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/models" ||
+         path.substr(0, sizeof(kModelsPath) - 1) == kModelsPath ||
          path.substr(0, sizeof(kSessionsPath) - 1) == kSessionsPath;
 }
 
@@ -191,6 +244,12 @@ void OpenAiFront::Handle(const HttpRequest& req, const std::string& tenant, Resp
       return upstream_->Forward(req, upstream_->Pick(""), UpstreamAuth(), std::move(respond));
     return respond(Models());
   }
+  if (path.substr(0, sizeof(kModelsPath) - 1) == kModelsPath) {
+    if (req.method != "GET") return respond(Error(405, "use GET", "invalid_request_error"));
+    if (upstream_)
+      return upstream_->Forward(req, upstream_->Pick(""), UpstreamAuth(), std::move(respond));
+    return respond(Model(std::string(path.substr(sizeof(kModelsPath) - 1))));
+  }
   if (path.substr(0, sizeof(kSessionsPath) - 1) == kSessionsPath) {
     if (req.method != "DELETE") return respond(Error(405, "use DELETE", "invalid_request_error"));
     return DeleteSession(tenant, std::string(path.substr(sizeof(kSessionsPath) - 1)),
@@ -204,6 +263,17 @@ HttpResponse OpenAiFront::Models() const {
   SchedulerDriver* d = service_->scheduler();
   std::vector<std::string> ids = d ? d->model_ids() : std::vector<std::string>{model_id()};
   return Json(200, oa::ModelsJson(ids, clock_->Now().millis() / 1000, "switchyard"));
+}
+
+HttpResponse OpenAiFront::Model(const std::string& id) const {
+  SchedulerDriver* d = service_->scheduler();
+  std::vector<std::string> ids = d ? d->model_ids() : std::vector<std::string>{model_id()};
+  const bool served =
+      std::find(ids.begin(), ids.end(), id) != ids.end() || (d && d->ResolveModel(id).ok());
+  if (!served)
+    return Error(404, "model '" + id + "' is not served here", "invalid_request_error",
+                 "model_not_found", "model");
+  return Json(200, oa::ModelJson(id, clock_->Now().millis() / 1000, "switchyard"));
 }
 
 void OpenAiFront::DeleteSession(const std::string& tenant, const std::string& id, Respond respond) {
@@ -313,6 +383,14 @@ void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bo
     return c->respond(Json(e.http_status, oa::ErrorJson(e)));
   }
   const std::string sid = oa::SessionIdOf(req.headers, c->req);
+  // The id is stored with the session's workflow (its label "session"): UTF-8 text only.
+  if (std::string problem = TextProblem(sid); !problem.empty() || sid.size() > kMaxSessionId) {
+    return c->respond(Error(
+        400,
+        "session id: " +
+            (problem.empty() ? "longer than " + std::to_string(kMaxSessionId) + " bytes" : problem),
+        "invalid_request_error", "invalid_session_id", "x-session-id"));
+  }
   if (!sid.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& s = sessions_[{tenant, sid}];
@@ -325,31 +403,10 @@ void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bo
   }
   int turn = 0;
   if (c->session) {
-    Session& s = *c->session;
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (s.busy || s.ended) {
-      return c->respond(Error(409, "session '" + sid + "' is answering another request",
-                              "invalid_request_error", "session_busy"));
-    }
-    if (!s.model.empty() && s.model != c->model) {
-      return c->respond(Error(400,
-                              "session '" + sid + "' runs model '" + s.model +
-                                  "' (its context's KV is that model's); this request names '" +
-                                  c->req.model + "'",
-                              "invalid_request_error", "model_mismatch"));
-    }
-    s.model = c->model;
-    s.busy = true;
-    s.last_active = std::chrono::steady_clock::now();
-    c->first = s.workflow_id.empty();
-    if (c->first) s.workflow_id = service_->NewWorkflowId();
-    c->wf = s.workflow_id;
-    turn = s.turn;
-    c->waits_to_end = s.waits;
-    s.waits.clear();
-  } else {
-    c->wf = service_->NewWorkflowId();
+    if (auto refused = TakeSession(c, oa::SessionIdIsUser(req.headers, c->req), &turn))
+      return c->respond(std::move(*refused));
   }
+  if (!c->session) c->wf = service_->NewWorkflowId();
   c->node = "llm-" + std::to_string(turn);
   if (c->tool) {
     c->call_id = "call_" + Short(c->wf) + "_" + std::to_string(turn);
@@ -383,6 +440,34 @@ void OpenAiFront::Complete(const HttpRequest& req, const std::string& tenant, bo
   Start(c);
 }
 
+std::optional<HttpResponse> OpenAiFront::TakeSession(const CallPtr& c, bool by_user, int* turn) {
+  Session& s = *c->session;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.busy && !s.ended && by_user) {  // parallel requests of one end user: each on its own
+    c->session = nullptr;
+    return std::nullopt;
+  }
+  if (s.busy || s.ended)
+    return Error(409, "session '" + s.id + "' is answering another request",
+                 "invalid_request_error", "session_busy");
+  if (!s.model.empty() && s.model != c->model)
+    return Error(400,
+                 "session '" + s.id + "' runs model '" + s.model +
+                     "' (its context's KV is that model's); this request names '" + c->req.model +
+                     "'",
+                 "invalid_request_error", "model_mismatch");
+  s.model = c->model;
+  s.busy = true;
+  s.last_active = std::chrono::steady_clock::now();
+  c->first = s.workflow_id.empty();
+  if (c->first) s.workflow_id = service_->NewWorkflowId();
+  c->wf = s.workflow_id;
+  *turn = s.turn;
+  c->waits_to_end = s.waits;
+  s.waits.clear();
+  return std::nullopt;
+}
+
 void OpenAiFront::Start(const CallPtr& c) {
   SchedulerDriver* d = service_->scheduler();
   const oa::Request& r = c->req;
@@ -406,7 +491,7 @@ void OpenAiFront::Start(const CallPtr& c) {
   in.prompt_token_ids = c->fresh;
   in.temperature = r.temperature;
   in.top_p = r.top_p;
-  in.seed = r.seed.value_or(0);
+  in.seed = r.seed ? *r.seed : FreshSeed();
   in.stop_at_eos = !c->tool;
   in.token_mask = c->tool ? SchedulerDriver::kJsonStringMask : SchedulerDriver::kTextMask;
   if (!upstream_) {
@@ -432,17 +517,9 @@ void OpenAiFront::Start(const CallPtr& c) {
   n.mutable_hints()->set_extend_tokens(static_cast<int64_t>(c->fresh.size()));
   n.mutable_hints()->set_max_output_tokens(c->max_tokens);
 
-  if (r.stream && !upstream_) {
-    c->stream = std::make_shared<ResponseStream>();
-    HttpResponse h{200, "text/event-stream", {}, ""};
-    h.headers["x-switchyard-workflow-id"] = c->wf;
-    h.headers["x-switchyard-node-id"] = c->node;
-    h.stream = c->stream;
-    c->stream->Write(oa::ChunkEvent(c->head, "", /*first=*/true, ""));
-    c->respond(std::move(h));
-  }
   auto done = [this, c](const Status& st) {
     if (!st.ok()) return Fail(c, st);
+    OpenStream(c);  // admitted: a streamed answer's head goes out now
     for (const std::string& w : c->waits_to_end) {
       v1::NodeEvent e;
       e.set_node_id(w);
@@ -483,7 +560,11 @@ void OpenAiFront::OnToken(const CallPtr& c, int32_t token) {
       text.resize(at);
       c->stopped = true;
     }
-  size_t safe = c->stopped ? text.size() : oa::Utf8SafePrefix(text);
+  size_t safe = text.size();
+  if (!c->stopped) {
+    safe -= oa::UnsettledTail(text, c->req.stop);
+    safe = oa::Utf8SafePrefix(std::string_view(text).substr(0, safe));
+  }
   if (safe > c->sent.size() && text.compare(0, c->sent.size(), c->sent) == 0) {
     c->stream->Write(
         oa::ChunkEvent(c->head, text.substr(c->sent.size(), safe - c->sent.size()), false, ""));
@@ -502,7 +583,51 @@ void OpenAiFront::Finish(const CallPtr& c, const Status& st, int64_t output_toke
   });
 }
 
+void OpenAiFront::OpenStream(const CallPtr& c) {
+  if (!c->req.stream || upstream_) return;
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (c->stream || c->answered) return;
+  c->stream = std::make_shared<ResponseStream>();
+  HttpResponse h{200, "text/event-stream", {}, ""};
+  h.headers["x-switchyard-workflow-id"] = c->wf;
+  h.headers["x-switchyard-node-id"] = c->node;
+  h.stream = c->stream;
+  c->stream->Write(oa::ChunkEvent(c->head, "", /*first=*/true, ""));
+  // A client that goes away before the answer ends: its generation stops (the workflow is
+  // cancelled) and its session starts afresh with its next request.
+  std::weak_ptr<bool> alive = alive_;
+  c->stream->SetOnCancel([this, alive, c]() {
+    if (alive.lock()) Post([this, c]() { Abandon(c); });
+  });
+  c->respond(std::move(h));
+}
+
+void OpenAiFront::Abandon(const CallPtr& c) {
+  if (c->answered.exchange(true)) return;
+  Log(LogLevel::kInfo, "openai front: the client went away; its workflow is cancelled",
+      LogKeys().With("workflow", c->wf).With("node", c->node));
+  ResetSession(c, "the client went away while " + c->node + " was answering");
+}
+
+void OpenAiFront::ResetSession(const CallPtr& c, const std::string& why) {
+  if (c->session) {
+    Session& s = *c->session;
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.busy = false;
+    if (s.workflow_id == c->wf) {  // the next request starts a new workflow and context
+      s.workflow_id.clear();
+      s.tokens.clear();
+      s.waits.clear();
+      s.turn = 0;
+      s.generation = 0;
+      s.context = "main";
+    }
+  }
+  service_->CancelAsync(c->tenant, c->wf, why, nullptr, [](const Status&) {});
+}
+
 void OpenAiFront::Answer(const CallPtr& c) {
+  OpenStream(c);  // the node ran, so it was admitted
   SchedulerDriver* d = service_->scheduler();
   const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
   oa::Response resp = c->head;
@@ -528,7 +653,8 @@ void OpenAiFront::Answer(const CallPtr& c) {
     } else {
       resp.choice.text = text;
     }
-    if (c->stream && !c->tool && text.size() > c->sent.size())
+    if (c->stream && !c->tool && text.size() > c->sent.size() &&
+        text.compare(0, c->sent.size(), c->sent) == 0)
       c->stream->Write(oa::ChunkEvent(c->head, text.substr(c->sent.size()), false, ""));
   }
   resp.usage.prompt_tokens = static_cast<int64_t>(c->prompt.size());
@@ -549,7 +675,7 @@ void OpenAiFront::Answer(const CallPtr& c) {
       std::lock_guard<std::mutex> lock(c->session->mu);
       c->session->busy = false;
     }
-    if (!c->stream) {
+    if (!c->req.stream) {
       HttpResponse h = Json(200, oa::ResponseJson(resp));
       h.headers["x-switchyard-workflow-id"] = c->wf;
       h.headers["x-switchyard-node-id"] = c->node;
@@ -565,19 +691,28 @@ void OpenAiFront::Answer(const CallPtr& c) {
 }
 
 void OpenAiFront::Fail(const CallPtr& c, const Status& st) {
-  if (c->answered.exchange(true)) return;
-  if (c->session) {
-    std::lock_guard<std::mutex> lock(c->session->mu);
-    c->session->busy = false;
+  std::shared_ptr<ResponseStream> stream;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);  // OpenStream opens under it
+    if (c->answered.exchange(true)) return;
+    stream = c->stream;
   }
+  // Whatever failed (the submit or append refused, the node failed, the workflow ended),
+  // the session's workflow is not one its next request can build on: it is cancelled and
+  // the session starts afresh.
+  ResetSession(c, "request failed: " + st.message());
   oa::Error e = oa::ErrorFromStatus(st);
   if (e.http_status == 500) e.type = "server_error";
   Log(LogLevel::kWarn, "openai front: request failed",
       LogKeys().With("workflow", c->wf).With("node", c->node).With("error", st.ToString()));
-  if (!c->stream) return c->respond(Json(e.http_status, oa::ErrorJson(e)));
-  c->stream->Write("data: " + oa::ErrorJson(e) + "\n\n");
-  c->stream->Write(oa::kDoneEvent);
-  c->stream->Close();
+  if (!stream) {
+    HttpResponse r = Json(e.http_status, oa::ErrorJson(e));
+    if (e.http_status == 429 || e.http_status == 503) r.headers["retry-after"] = "1";
+    return c->respond(std::move(r));
+  }
+  stream->Write("data: " + oa::ErrorJson(e) + "\n\n");
+  stream->Write(oa::kDoneEvent);
+  stream->Close();
 }
 
 // ---- Proxy mode ----------------------------------------------------------------------------
@@ -622,25 +757,15 @@ void OpenAiFront::Forwarded(const CallPtr& c, HttpResponse r) {
     failed.set_error("upstream answered " + std::to_string(r.status));
     failed.set_retryable(false);
     service_->ReportEventAsync(c->tenant, c->wf, failed, nullptr, [](const Status&) {});
-    if (c->session) {
-      std::lock_guard<std::mutex> lock(c->session->mu);
-      c->session->busy = false;
-    }
+    // The failed node failed the session's workflow: the next request starts a new one.
+    ResetSession(c, "upstream answered " + std::to_string(r.status));
     if (!c->answered.exchange(true)) c->respond(std::move(r));
     return;
   }
-  int64_t tokens = 0;
-  std::vector<std::string> tools;
   auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_object() && j.contains("usage") && j["usage"].is_object())
-    tokens = j["usage"].value("completion_tokens", int64_t{0});
-  if (j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
-    const auto& m = j["choices"][0].value("message", nlohmann::json::object());
-    if (m.contains("tool_calls") && m["tool_calls"].is_array())
-      for (const auto& t : m["tool_calls"])
-        if (t.contains("function") && t["function"].is_object())
-          tools.push_back(t["function"].value("name", "tool"));
-  }
+  int64_t tokens =
+      j.is_object() && j.contains("usage") ? IntOr(j["usage"], "completion_tokens", 0) : 0;
+  std::vector<std::string> tools = ToolCallNames(j);
   c->head.usage.completion_tokens = tokens;
   c->proxied = std::move(r);
   Ended(c, tokens, std::move(tools));
@@ -657,11 +782,11 @@ void OpenAiFront::Ended(const CallPtr& c, int64_t output_tokens, std::vector<std
   // The answer's tokens are the upstream's: not known here.
   std::vector<v1::ProgramNode> waits = NextTurn(c, c->prompt, std::move(tools));
   auto respond = [this, c]() {
+    if (c->answered.exchange(true)) return;  // failed or abandoned: the session was reset
     if (c->session) {
       std::lock_guard<std::mutex> lock(c->session->mu);
       c->session->busy = false;
     }
-    if (c->answered.exchange(true)) return;
     c->respond(std::move(c->proxied));
   };
   StartWaits(c, std::move(waits), respond);
@@ -775,7 +900,13 @@ void OpenAiFront::Run() {
         work_.pop_front();
       }
     }
-    if (fn) fn();
+    if (fn) {
+      try {
+        fn();
+      } catch (const std::exception& e) {  // a defect: logged, the front goes on
+        Log(LogLevel::kError, "openai front: a task threw", LogKeys().With("error", e.what()));
+      }
+    }
     if (std::chrono::steady_clock::now() >= next_sweep) {
       SweepIdle();
       next_sweep = std::chrono::steady_clock::now() + std::chrono::seconds(1);

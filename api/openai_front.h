@@ -3,7 +3,8 @@
 // sessions into workflows so the scheduler sees the tool waits between turns.
 //
 //   POST /v1/chat/completions, POST /v1/completions (non-streaming, or `stream: true`:
-//   Server-Sent Events, `data: [DONE]` last), GET /v1/models, DELETE /v1/sessions/{id}.
+//   Server-Sent Events, `data: [DONE]` last), GET /v1/models, GET /v1/models/{id},
+//   DELETE /v1/sessions/{id}.
 //   Requests and answers have OpenAI's shapes (api/openai_protocol.h), errors too.
 //
 // Sessions. The session id is the first of the headers x-session-id,
@@ -27,6 +28,14 @@
 // waits end and its workflow is closed, which frees its KV. Answers carry the
 // x-switchyard-workflow-id and x-switchyard-node-id headers.
 //
+// Failures. A request that fails (its submit or append refused, its node failed, the
+// upstream answered 5xx, the workflow ended) or whose streaming client goes away has its
+// workflow cancelled, which stops its generation; its session stays and its next request
+// starts a new workflow and context (the prompt is then computed afresh). A streamed
+// request's 200 and first chunk go out only once the call was admitted, so a refusal is
+// an error with its own status (429 and 503 with Retry-After). A request without `seed`
+// samples with a fresh one.
+//
 // Hints. x-switchyard-deadline (seconds from now or RFC 3339) is the workflow's deadline
 // (a session's first request sets it); x-switchyard-priority or nvext.agent_hints.priority
 // its priority class; nvext.agent_hints.osl is the output-length hint when max_tokens is
@@ -42,7 +51,8 @@
 // arguments are valid JSON and the client's echo of the call renders to exactly the tokens
 // in the context. With the simulated engine the text is a placeholder of as many words as
 // the engine decoded tokens, said so in `system_fingerprint`. `stop` sequences cut the
-// text after the fact (generation runs to EOS or max_tokens).
+// text after the fact (generation runs to EOS or max_tokens); a stream holds back a tail
+// that may begin one, and a character whose bytes have not all been generated.
 //
 // Proxy mode (Options::upstreams; `serve --upstream URL[,URL...]`): the front still makes
 // sessions into workflows and the scheduler still orders and admits their LLM nodes, but
@@ -55,8 +65,9 @@
 // advisory there (/v1/cluster says so).
 //
 // Thread-safety: Handle() is called concurrently by the server threads; a session serves
-// one request at a time (a second one gets 409). Completion work runs on the scheduler's
-// thread (tokens) and on the front's own thread (appends, answers).
+// one request at a time (a second one gets 409 — unless the session is named only by
+// `user`: then the second runs as a one-node workflow of its own). Completion work runs on the
+// scheduler's thread (tokens) and on the front's own thread (appends, answers).
 #pragma once
 
 #include <chrono>
@@ -66,6 +77,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -118,11 +130,17 @@ class OpenAiFront {
 
   void Complete(const HttpRequest& req, const std::string& tenant, bool chat, Respond respond);
   HttpResponse Models() const;
+  HttpResponse Model(const std::string& id) const;  // GET /v1/models/{id}
   void DeleteSession(const std::string& tenant, const std::string& id, Respond respond);
   Status Prepare(const HttpRequest& req, const std::string& tenant, Call* c);
   // The prompt's token ids for served model `model` (its tokenizer; pseudo tokens for a
   // simulated engine's).
   std::vector<int32_t> Tokenize(const std::string& text, const std::string& model) const;
+  // Takes the call's session (busy until answered) and says which turn the call is; else
+  // the error to answer: 409 while the session answers another request, except for a
+  // session named only by `user` (an end user's id, which parallel requests share), whose
+  // request then runs as a one-node workflow of its own (`c->session` cleared).
+  std::optional<HttpResponse> TakeSession(const CallPtr& c, bool by_user, int* turn);
   void Start(const CallPtr& c);
   void Forward(const CallPtr& c);    // proxy mode, once the scheduler placed the node
   std::string UpstreamAuth() const;  // the Authorization header sent upstream
@@ -135,7 +153,16 @@ class OpenAiFront {
   void OnToken(const CallPtr& c, int32_t token);
   void Finish(const CallPtr& c, const Status& st, int64_t output_tokens);
   void Answer(const CallPtr& c);
+  // A streamed request's head (200, the role chunk), sent once the call was admitted (its
+  // submit or append acknowledged, or its node ran): a refusal before that is a plain
+  // error with its status. Once only; not for whole answers or proxy mode.
+  void OpenStream(const CallPtr& c);
   void Fail(const CallPtr& c, const Status& st);
+  // The client of a streamed call went away before its answer ended.
+  void Abandon(const CallPtr& c);
+  // Cancels the call's workflow (`why`) and, when it is its session's, has the session's
+  // next request start a new workflow and context; the session is no longer busy.
+  void ResetSession(const CallPtr& c, const std::string& why);
   void EndSession(const SessionPtr& s);
   void Post(std::function<void()> fn);
   void Run();
@@ -152,6 +179,7 @@ class OpenAiFront {
   std::condition_variable work_cv_;
   std::deque<std::function<void()>> work_;
   bool stopping_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // streams' cancel hooks check it
   std::thread thread_;
 };
 

@@ -709,12 +709,25 @@ Error ErrorFromStatus(const Status& s) {
 // ---------------------------------------------------------------------------------------------
 // Headers.
 
+namespace {
+constexpr const char* kSessionHeaders[] = {"x-session-id", "x-claude-code-session-id", "session_id",
+                                           "session-id"};
+}  // namespace
+
 std::string SessionIdOf(const std::map<std::string, std::string>& headers, const Request& r) {
-  for (const char* h : {"x-session-id", "x-claude-code-session-id", "session_id", "session-id"}) {
+  for (const char* h : kSessionHeaders) {
     auto it = headers.find(h);
     if (it != headers.end() && !it->second.empty()) return it->second;
   }
   return !r.metadata_session_id.empty() ? r.metadata_session_id : r.user;
+}
+
+bool SessionIdIsUser(const std::map<std::string, std::string>& headers, const Request& r) {
+  for (const char* h : kSessionHeaders) {
+    auto it = headers.find(h);
+    if (it != headers.end() && !it->second.empty()) return false;
+  }
+  return r.metadata_session_id.empty() && !r.user.empty();
 }
 
 namespace {
@@ -889,6 +902,22 @@ std::string RenderChat(const std::vector<Message>& messages, const std::vector<T
   }
   for (size_t i = first; i < messages.size(); ++i) out += RenderTurn(messages[i]);
   return out + Header("assistant", "");
+}
+
+size_t UnsettledTail(std::string_view text, const std::vector<std::string>& stops) {
+  constexpr std::string_view kReplacement = "\xef\xbf\xbd";
+  size_t hold = 0;
+  while (text.size() >= hold + kReplacement.size() &&
+         text.substr(text.size() - hold - kReplacement.size(), kReplacement.size()) == kReplacement)
+    hold += kReplacement.size();
+  for (const std::string& stop : stops) {
+    for (size_t k = std::min(stop.size() - (stop.empty() ? 0 : 1), text.size()); k > hold; --k)
+      if (text.compare(text.size() - k, k, stop, 0, k) == 0) {
+        hold = k;
+        break;
+      }
+  }
+  return hold;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1087,13 +1116,21 @@ std::string UsageEvent(const Response& head) {
   return Event(j);
 }
 
+namespace {
+Json ModelObject(const std::string& id, int64_t created, const std::string& owned_by) {
+  return {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", owned_by}};
+}
+}  // namespace
+
 std::string ModelsJson(const std::vector<std::string>& ids, int64_t created,
                        const std::string& owned_by) {
   Json data = Json::array();
-  for (const std::string& id : ids) {
-    data.push_back({{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", owned_by}});
-  }
+  for (const std::string& id : ids) data.push_back(ModelObject(id, created, owned_by));
   return Dump(Json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+std::string ModelJson(const std::string& id, int64_t created, const std::string& owned_by) {
+  return Dump(ModelObject(id, created, owned_by));
 }
 
 }  // namespace switchyard::api::openai

@@ -95,6 +95,8 @@ Error ErrorFromStatus(const Status& s);
 // session_id, session-id (a lower-case header map), then metadata.session_id, then user.
 // "" if none.
 std::string SessionIdOf(const std::map<std::string, std::string>& headers, const Request& r);
+// Whether that session id is the request's `user` (no header or metadata named one).
+bool SessionIdIsUser(const std::map<std::string, std::string>& headers, const Request& r);
 // x-switchyard-deadline: seconds from now ("30", "2.5"; plain decimal, at most 1e9) or an
 // RFC 3339 time ("2025-06-01T12:00:00.5Z", "...+02:00"); returns the absolute deadline in ms
 // since the Unix epoch given now_ms (a time in the past is returned as is). InvalidArgument
@@ -124,6 +126,12 @@ std::string RenderAssistantTurn(const std::string& content, const std::vector<To
 // types with 0 / false / [] / {}); with none, the first string property gets the whole text;
 // otherwise (no tool, no schema) {"input": "<text>"}.
 std::string ArgumentsFromText(const ToolDef* tool, std::string_view generated);
+
+// How many bytes at the end of a streamed answer's decoded `text` may still change or be
+// cut when more tokens come, so are not sent yet: trailing U+FFFD (the decoder's stand-in
+// for a character whose bytes have not all been generated) and the longest tail that
+// begins one of the `stops` sequences.
+size_t UnsettledTail(std::string_view text, const std::vector<std::string>& stops);
 
 // The length of the longest prefix of `text` that does not end inside a UTF-8 sequence: stream
 // text[0..n) now and keep the rest for the next delta, so multi-byte characters are not split.
@@ -160,5 +168,7 @@ inline constexpr char kDoneEvent[] = "data: [DONE]\n\n";
 // GET /v1/models: {"object":"list","data":[{"id","object":"model","created","owned_by"}]}.
 std::string ModelsJson(const std::vector<std::string>& ids, int64_t created,
                        const std::string& owned_by);
+// GET /v1/models/{id}: {"id","object":"model","created","owned_by"}.
+std::string ModelJson(const std::string& id, int64_t created, const std::string& owned_by);
 
 }  // namespace switchyard::api::openai

@@ -505,6 +505,22 @@ TEST(OpenAiArgumentsTest, Utf8SafePrefix) {
   EXPECT_EQ(Utf8SafePrefix("a\xff"), 2u);  // invalid bytes are not held back
 }
 
+// What a stream holds back: a tail that may begin a stop sequence, and trailing U+FFFD (a
+// character the decoder could not complete yet: a SentencePiece byte-fallback emoji
+// arrives one byte per token).
+TEST(OpenAiArgumentsTest, UnsettledTail) {
+  EXPECT_EQ(UnsettledTail("hello", {}), 0u);
+  EXPECT_EQ(UnsettledTail("hello EN", {"END"}), 2u);
+  EXPECT_EQ(UnsettledTail("hello E", {"END", "xyz"}), 1u);
+  EXPECT_EQ(UnsettledTail("hello", {"END"}), 0u);
+  EXPECT_EQ(UnsettledTail("hello", {"lo!"}), 2u);  // the longest tail that begins a stop
+  EXPECT_EQ(UnsettledTail("ab", {"abc"}), 2u);     // the whole text may begin it
+  EXPECT_EQ(UnsettledTail("hi", {""}), 0u);
+  EXPECT_EQ(UnsettledTail("hi \xef\xbf\xbd", {}), 3u);
+  EXPECT_EQ(UnsettledTail("hi \xef\xbf\xbd\xef\xbf\xbd", {}), 6u);
+  EXPECT_EQ(UnsettledTail("\xef\xbf\xbd ok", {}), 0u);  // settled: text came after it
+}
+
 // ---------------------------------------------------------------------------------------------
 // Responses.
 

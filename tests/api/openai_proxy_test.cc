@@ -6,8 +6,12 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <filesystem>
+#include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "api/http_api.h"
 #include "api/http_server.h"
@@ -155,6 +159,50 @@ TEST_F(OpenAiProxyTest, StreamsPassThrough) {
   bool done = false;
   for (const json& n : st["nodes"]) done |= n["id"] == "llm-0" && n["state"] == "NODE_SUCCEEDED";
   EXPECT_TRUE(done) << st.dump();
+}
+
+// An upstream that fails a call (5xx) or answers in shapes the front does not expect
+// (wrong JSON types where it looks for usage and tool calls): each answer goes back
+// unchanged, the proxy stays up, and the session goes on — a failed call's workflow is
+// replaced by a new one on the session's next request.
+TEST(OpenAiProxyFaultsTest, UpstreamFailuresAndOddAnswersLeaveTheSessionUsable) {
+  const std::vector<std::pair<int, std::string>> answers = {
+      {500, R"({"error":{"message":"upstream broke"}})"},
+      {200,
+       R"({"id":"a","object":"chat.completion","choices":[1],"usage":{"completion_tokens":null}})"},
+      {200,
+       R"({"id":"b","choices":[{"message":{"tool_calls":[{"function":{"name":7}},"x"]}}],"usage":"n"})"},
+      {200,
+       R"({"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"completion_tokens":1}})"}};
+  std::atomic<size_t> next{0};
+  HttpServerOptions ho;
+  ho.port = 0;
+  ho.threads = 2;
+  HttpServer upstream(ho, [&](const HttpRequest&, HttpServer::Respond done) {
+    const auto& [status, body] = answers[std::min(next.fetch_add(1), answers.size() - 1)];
+    done(HttpResponse{status, "application/json", {}, body});
+  });
+  auto up_port = upstream.Start();
+  ASSERT_TRUE(up_port.ok()) << up_port.status();
+  Server proxy;
+  proxy.Start(::testing::TempDir() + "/sy_proxy_faults_" + std::to_string(::getpid()), kToken,
+              /*engine=*/false, {"http://127.0.0.1:" + std::to_string(*up_port)});
+  json body = {{"model", kModel},
+               {"messages", {{{"role", "user"}, {"content", "hello"}}}},
+               {"max_tokens", 4}};
+  std::set<std::string> workflows;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    auto r = testing::Request(proxy.port, "POST", "/v1/chat/completions", body.dump(),
+                              {{"Authorization", std::string("Bearer ") + kToken},
+                               {"Content-Type", "application/json"},
+                               {"x-session-id", "faulty"}});
+    EXPECT_EQ(r.status, answers[i].first) << "answer " << i << ": " << r.body;
+    EXPECT_EQ(r.body, answers[i].second) << "answer " << i;
+    workflows.insert(r.headers["x-switchyard-workflow-id"]);
+  }
+  EXPECT_EQ(next.load(), answers.size());
+  EXPECT_EQ(workflows.size(), 2u) << "a new workflow after the failed call, then one workflow";
+  upstream.Stop();
 }
 
 }  // namespace

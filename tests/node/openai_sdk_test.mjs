@@ -158,6 +158,13 @@ describe('openai SDK against switchyard serve', () => {
     assert.deepEqual(ids, [MODEL]);
   });
 
+  check('models.retrieve() returns the model; an unknown one is NotFoundError', async () => {
+    const m = await client().models.retrieve(MODEL);
+    assert.equal(m.id, MODEL);
+    assert.equal(m.object, 'model');
+    await assert.rejects(client().models.retrieve('no-such-model'), OpenAI.NotFoundError);
+  });
+
   check('chat.completions.create: non-streaming, then the same request streamed', async () => {
     const oa = client();
     const req = {
