@@ -82,12 +82,12 @@ Result<std::unique_ptr<workers::JoinServer>> SetUpServeWorkers(ServeWorkerFlags 
 }
 
 WorkersAttached::WorkersAttached(workers::JoinServer* join, api::SchedulerDriver* driver)
-    : join_(driver ? join : nullptr) {
-  if (join_) workers::Attach(join_, driver);
+    : join_(join) {
+  if (join_ && driver) workers::Attach(join_, driver);
 }
 
 WorkersAttached::~WorkersAttached() {
-  if (join_) join_->SetLossHandler({});
+  if (join_) join_->Detach();  // the service is still alive: nothing calls into it after
 }
 
 }  // namespace switchyard::cli

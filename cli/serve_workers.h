@@ -32,8 +32,10 @@ int TakeServeWorkerFlags(std::vector<std::string>* args, ServeWorkerFlags* out);
 Result<std::unique_ptr<workers::JoinServer>> SetUpServeWorkers(ServeWorkerFlags flags,
                                                                api::SchedulerConfig* config);
 
-// Wires joined workers' losses to the driver while alive; unwires on destruction (declare
-// it after the service, so it goes first).
+// Wires joined workers' losses and rejoins to the driver while alive; on destruction
+// detaches the join server (JoinServer::Detach: no rejoin, loss or put order callback
+// reaches the driver, its loop or its tiers afterwards). Declare it after the service and
+// the join server, so that it goes before both (workers/serve_join.h "Teardown").
 class WorkersAttached {
  public:
   WorkersAttached(workers::JoinServer* join, api::SchedulerDriver* driver);

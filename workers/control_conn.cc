@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -20,10 +21,35 @@ Status Errno(const std::string& what) {
   return Status::Unavailable(what + ": " + std::strerror(errno), ErrorScope::kPeer);
 }
 
-// Reads exactly `n` bytes; Unavailable on EOF or error.
-Status ReadFull(int fd, char* buf, size_t n) {
+using SteadyTime = std::chrono::steady_clock::time_point;
+constexpr SteadyTime kNoDeadline = SteadyTime::max();
+
+// Waits until `fd` can be read, at most until `deadline` (kNoDeadline: returns at once,
+// the recv blocks): DeadlineExceeded past it.
+Status AwaitReadable(int fd, SteadyTime deadline) {
+  if (deadline == kNoDeadline) return Status::OK();
+  while (true) {
+    const int64_t left = std::max<int64_t>(
+        0, std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+               .count());
+    pollfd p{fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
+    if (rc > 0) return Status::OK();
+    if (rc == 0 && left == 0) return Status::DeadlineExceeded("deadline passed");
+    if (rc < 0 && errno != EINTR) return Errno("poll");
+  }
+}
+
+// Reads exactly `n` bytes by `deadline`; Unavailable on EOF or error, DeadlineExceeded
+// (naming what came of `what`) past the deadline.
+Status ReadFull(int fd, char* buf, size_t n, SteadyTime deadline, const char* what) {
   size_t got = 0;
   while (got < n) {
+    if (Status st = AwaitReadable(fd, deadline); !st.ok()) {
+      if (st.code() != StatusCode::kDeadlineExceeded) return st;
+      return Status::DeadlineExceeded(std::string(what) + ": " + std::to_string(got) + " of " +
+                                      std::to_string(n) + " bytes came");
+    }
     ssize_t r = ::recv(fd, buf + got, n - got, 0);
     if (r == 0) return Status::Unavailable("connection closed by peer", ErrorScope::kPeer);
     if (r < 0) {
@@ -48,9 +74,10 @@ Status WriteFull(int fd, const char* buf, size_t n) {
   return Status::OK();
 }
 
-Result<v1::WorkerControl> ReadFrame(int fd) {
+// One frame, all of it by `deadline`.
+Result<v1::WorkerControl> ReadFrame(int fd, SteadyTime deadline) {
   unsigned char hdr[4];
-  SY_RETURN_IF_ERROR(ReadFull(fd, reinterpret_cast<char*>(hdr), 4));
+  SY_RETURN_IF_ERROR(ReadFull(fd, reinterpret_cast<char*>(hdr), 4, deadline, "frame length"));
   uint32_t n = (uint32_t{hdr[0]} << 24) | (uint32_t{hdr[1]} << 16) | (uint32_t{hdr[2]} << 8) |
                uint32_t{hdr[3]};
   if (n == 0 || n > kMaxFrameBytes)
@@ -58,7 +85,7 @@ Result<v1::WorkerControl> ReadFrame(int fd) {
                                 std::to_string(kMaxFrameBytes) + " allowed)",
                             ErrorScope::kPeer);
   std::string body(n, '\0');
-  SY_RETURN_IF_ERROR(ReadFull(fd, body.data(), n));
+  SY_RETURN_IF_ERROR(ReadFull(fd, body.data(), n, deadline, "frame body"));
   v1::WorkerControl m;
   if (!m.ParseFromString(body))
     return Status::DataLoss("control frame does not parse as WorkerControl", ErrorScope::kPeer);
@@ -70,6 +97,12 @@ Result<v1::WorkerControl> ReadFrame(int fd) {
 int64_t UnixMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -124,7 +157,7 @@ Result<std::unique_ptr<ControlConn>> ControlConn::Connect(const std::string& hos
 }
 
 ControlConn::ControlConn(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {
-  last_heard_ms_ = UnixMillis();
+  Heard();
   // The control class on the wire (see the header); best effort: a socket that refuses
   // (an unprivileged priority above 6, an exotic family) keeps working unmarked.
   int one = 1, prio = kControlSocketPriority, tos = kControlDscp << 2;
@@ -135,6 +168,8 @@ ControlConn::ControlConn(int fd, std::string peer) : fd_(fd), peer_(std::move(pe
 }
 
 int ControlConn::dscp() const {
+  std::lock_guard<std::mutex> l(fd_mu_);
+  if (fd_ < 0) return -1;
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return -1;
@@ -147,22 +182,32 @@ int ControlConn::dscp() const {
 
 ControlConn::~ControlConn() {
   Close();
-  ::close(fd_);
+  CloseFd();
+}
+
+void ControlConn::Heard() {
+  last_heard_ms_ = UnixMillis();
+  last_heard_steady_ms_ = SteadyMillis();
+}
+
+void ControlConn::ShutdownFd(int how) {
+  std::lock_guard<std::mutex> l(fd_mu_);
+  if (fd_ >= 0) ::shutdown(fd_, how);
+}
+
+void ControlConn::CloseFd() {
+  std::lock_guard<std::mutex> l(fd_mu_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 Result<v1::WorkerControl> ControlConn::ReadOne(Duration timeout) {
-  pollfd p{fd_, POLLIN, 0};
-  int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
-  int rc;
-  do {
-    rc = ::poll(&p, 1, ms);
-  } while (rc < 0 && errno == EINTR);
-  if (rc < 0) return Errno("poll " + peer_);
-  if (rc == 0)
-    return Status::DeadlineExceeded("no control message from " + peer_ + " within " +
-                                    std::to_string(ms) + " ms");
-  auto m = ReadFrame(fd_);
-  if (m.ok()) last_heard_ms_ = UnixMillis();
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+  auto m = ReadFrame(fd_, std::chrono::steady_clock::now() + std::chrono::milliseconds(ms));
+  if (!m.ok() && m.status().code() == StatusCode::kDeadlineExceeded)
+    return Status::DeadlineExceeded("no whole control message from " + peer_ + " within " +
+                                    std::to_string(ms) + " ms (" + m.status().message() + ")");
+  if (m.ok()) Heard();
   if (m.ok()) bytes_received_ += 4 + m->ByteSizeLong();
   return m;
 }
@@ -170,15 +215,24 @@ Result<v1::WorkerControl> ControlConn::ReadOne(Duration timeout) {
 void ControlConn::Start(OnMessage on_message, OnLost on_lost, Duration heartbeat, int misses) {
   on_message_ = std::move(on_message);
   on_lost_ = std::move(on_lost);
-  last_heard_ms_ = UnixMillis();
+  Heard();
   started_ = true;
+  std::lock_guard<std::mutex> l(close_mu_);  // a Close now waits for the ids
   writer_ = std::thread([this] { WriteLoop(); });
   reader_ = std::thread([this] { ReadLoop(); });
   heartbeat_ = std::thread([this, heartbeat, misses] { HeartbeatLoop(heartbeat, misses); });
+  writer_id_ = writer_.get_id();
+  reader_id_ = reader_.get_id();
+  heartbeat_id_ = heartbeat_.get_id();
 }
 
 Status ControlConn::Send(const v1::WorkerControl& m) {
   if (lost_ || closed_) return Status::Unavailable("control connection to " + peer_ + " is down");
+  // The peer would refuse a longer frame and end the connection: this message fails alone.
+  if (const size_t size = m.ByteSizeLong(); size > kMaxFrameBytes)
+    return Status::InvalidArgument("control message to " + peer_ + " of " + std::to_string(size) +
+                                   " bytes: over the frame limit of " +
+                                   std::to_string(kMaxFrameBytes) + " bytes (not sent)");
   std::string body = m.SerializeAsString();
   std::string frame(4, '\0');
   uint32_t n = static_cast<uint32_t>(body.size());
@@ -242,12 +296,12 @@ void ControlConn::ReadLoop() {
   // Reads until the connection ends, also after Close began (Finish drains what the peer
   // still sends: closing with unread data would reset the connection and lose the bye).
   while (!lost_) {
-    auto m = ReadFrame(fd_);
+    auto m = ReadFrame(fd_, kNoDeadline);
     if (!m.ok()) {
       Lose(m.status());
       return;
     }
-    last_heard_ms_ = UnixMillis();
+    Heard();
     bytes_received_ += 4 + m->ByteSizeLong();
     if (on_message_ && !closed_) on_message_(*m);
   }
@@ -262,8 +316,8 @@ void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
     drained_cv_.wait_until(l, end, [this] { return queue_.empty() || writer_done_ || !started_; });
   }
   closed_ = true;
-  ::shutdown(fd_, SHUT_WR);
-  while (!lost_ && reader_.joinable() && std::chrono::steady_clock::now() < end)
+  ShutdownFd(SHUT_WR);
+  while (!lost_ && started_ && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   Close();
 }
@@ -271,7 +325,10 @@ void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
 std::string ControlConn::LocalHost() const {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  {
+    std::lock_guard<std::mutex> l(fd_mu_);
+    if (fd_ < 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  }
   char buf[INET6_ADDRSTRLEN] = {0};
   const void* addr =
       ss.ss_family == AF_INET6
@@ -288,7 +345,7 @@ void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
   while (!lost_ && !closed_) {
     cv_.wait_for(l, std::chrono::milliseconds(interval_ms));
     if (lost_ || closed_) return;
-    int64_t silent = UnixMillis() - last_heard_ms_.load();
+    int64_t silent = SteadyMillis() - last_heard_steady_ms_.load();
     if (silent > interval_ms * misses) {
       l.unlock();
       Lose(Status::Unavailable("missed heartbeats from " + peer_ + ": nothing heard for " +
@@ -308,7 +365,7 @@ void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
 
 void ControlConn::Lose(const Status& why) {
   if (lost_.exchange(true)) return;
-  ::shutdown(fd_, SHUT_RDWR);  // wakes the reader
+  ShutdownFd(SHUT_RDWR);  // wakes the reader
   cv_.notify_all();
   {
     std::lock_guard<std::mutex> l(q_mu_);  // (under the lock: the writer cannot miss it)
@@ -317,9 +374,19 @@ void ControlConn::Lose(const Status& why) {
   if (!closed_ && !finishing_ && on_lost_) on_lost_(why);
 }
 
+bool ControlConn::JoinOrDetach(std::thread& t) {
+  if (!t.joinable()) return false;
+  if (t.get_id() != std::this_thread::get_id()) {
+    t.join();
+    return false;
+  }
+  t.detach();
+  return true;
+}
+
 void ControlConn::Close() {
   closed_ = true;
-  ::shutdown(fd_, SHUT_RDWR);
+  ShutdownFd(SHUT_RDWR);  // wakes the reader and a ReadOne in progress
   {
     std::lock_guard<std::mutex> l(mu_);
     cv_.notify_all();
@@ -328,25 +395,27 @@ void ControlConn::Close() {
     std::lock_guard<std::mutex> l(q_mu_);
     q_cv_.notify_all();
   }
-  if (writer_.joinable()) {
-    if (writer_.get_id() == std::this_thread::get_id())
-      writer_.detach();
-    else
-      writer_.join();
+  std::unique_lock<std::mutex> l(close_mu_);
+  const auto self = std::this_thread::get_id();
+  const bool own = self == reader_id_ || self == writer_id_ || self == heartbeat_id_;
+  if (close_state_ != CloseState::kOpen) {  // another caller joins (never wait on oneself)
+    if (!own) close_cv_.wait(l, [this] { return close_state_ == CloseState::kClosed; });
+    return;
   }
-  auto self = std::this_thread::get_id();
-  if (reader_.joinable()) {
-    if (reader_.get_id() == self)
-      reader_.detach();
-    else
-      reader_.join();
-  }
-  if (heartbeat_.joinable()) {
-    if (heartbeat_.get_id() == self)
-      heartbeat_.detach();
-    else
-      heartbeat_.join();
-  }
+  close_state_ = CloseState::kClosing;
+  std::thread writer = std::move(writer_), reader = std::move(reader_),
+              heartbeat = std::move(heartbeat_);
+  l.unlock();
+  bool running = JoinOrDetach(writer);
+  running = JoinOrDetach(reader) || running;
+  running = JoinOrDetach(heartbeat) || running;
+  // Started, every user of the socket was one of the threads: with all of them joined it
+  // closes now. Else the handshake's thread or a still running own thread may hold it:
+  // the destructor closes it.
+  if (started_ && !running) CloseFd();
+  l.lock();
+  close_state_ = CloseState::kClosed;
+  close_cv_.notify_all();
 }
 
 }  // namespace switchyard::workers

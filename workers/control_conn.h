@@ -3,16 +3,27 @@
 // Framing: plain TCP (POSIX sockets, TCP_NODELAY); every message is a 4-byte big-endian
 // length N (1 <= N <= kMaxFrameBytes) followed by N bytes of one serialized
 // v1::WorkerControl. A longer or empty frame, or bytes that do not parse, end the
-// connection (DataLoss).
+// connection (DataLoss). Send refuses a message over the limit itself (InvalidArgument
+// naming both sizes; nothing sent, the connection kept).
 //
-// Two phases. Handshake: ReadOne / Send on the caller's thread. Started: Send only queues
+// Two phases. Handshake: ReadOne / Send on the caller's thread; ReadOne's timeout bounds
+// the whole frame (a peer that sends part of one and stalls fails it with DeadlineExceeded).
+// Started: Send only queues
 // the frame and a writer thread writes it (in order; a stalled peer never blocks the
 // sender — the scheduler's loop —, and more than kMaxQueuedBytes unsent loses the peer);
 // a reader thread delivers every message to `on_message` (heartbeats included), and a heartbeat
 // thread sends a WorkerHeartbeat every `heartbeat` and declares the peer lost when nothing was
-// heard for `misses` intervals. A lost peer (closed connection, read or write error, missed
-// heartbeats) is reported once to `on_lost`, from one of the connection's threads, unless
-// Close() came first. Close() ends its threads and the socket; the destructor closes.
+// heard for `misses` intervals (measured on the steady clock: a wall clock step neither loses
+// nor keeps a peer; last_heard_ms reports Unix time). A lost peer (closed connection, read or
+// write error, missed heartbeats) is reported once to `on_lost`, from one of the connection's
+// threads, unless Close() came first.
+//
+// Close() ends its threads and, once they are joined, closes the socket (a retired
+// connection holds no descriptor); the socket of a connection never started is closed by
+// the destructor (its handshake thread may still be reading it). Close is idempotent and
+// may race with itself: a second caller waits until the first one's threads are joined,
+// unless it is one of them (then it returns at once; a connection's own thread is never
+// joined by itself). The destructor closes.
 //
 // Traffic class: the control class (docs/design.md "Traffic classes", invariant 6) is
 // marked on the wire — every control socket carries DSCP CS6 (IP_TOS / IPV6_TCLASS 0xc0,
@@ -20,8 +31,9 @@
 // first band) and DSCP-honouring switches send heartbeats and step calls ahead of bulk KV,
 // whose own bytes net_budget keeps out of the control reserve. Bytes each way are counted.
 //
-// Thread-safety: Send, Close, last_heard_ms and lost are thread-safe; ReadOne and Start are
-// called once each, before any concurrent use.
+// Thread-safety: Send, Close, Finish, last_heard_ms, dscp, LocalHost and lost are
+// thread-safe; ReadOne and Start are called on one thread, before any concurrent use other
+// than Close (which wakes a ReadOne in progress: it fails Unavailable).
 #pragma once
 
 #include <atomic>
@@ -68,7 +80,8 @@ class ControlConn {
   ControlConn(const ControlConn&) = delete;
   ControlConn& operator=(const ControlConn&) = delete;
 
-  // Handshake phase: the next message within `timeout` (DeadlineExceeded, or the error).
+  // Handshake phase: the next message, all of its frame within `timeout`
+  // (DeadlineExceeded, or the error).
   Result<v1::WorkerControl> ReadOne(Duration timeout);
   void Start(OnMessage on_message, OnLost on_lost, Duration heartbeat, int misses);
   // Before Start.
@@ -76,14 +89,18 @@ class ControlConn {
   // The numeric address of this end of the connection ("" if unknown): where the peer
   // reached this host, so also where it can reach a listener bound to it.
   std::string LocalHost() const;
-  // Sends one message (Unavailable once the connection is lost or closed).
+  // Sends one message (Unavailable once the connection is lost or closed). A message over
+  // kMaxFrameBytes is refused (InvalidArgument naming its size and the limit); the
+  // connection stays up.
   Status Send(const v1::WorkerControl& m);
+  // Idempotent and thread-safe; see the header comment.
   void Close();
   // Sends `last` (a bye), then waits up to `wait` for the peer to close before Close(), so
   // that `last` arrives (no reset for unread data).
   void Finish(const v1::WorkerControl& last, Duration wait);
 
   const std::string& peer() const { return peer_; }
+  // Unix time of the last message heard (for listings; liveness uses the steady clock).
   int64_t last_heard_ms() const { return last_heard_ms_.load(); }
   // The DSCP the socket sends with (-1: unknown), and the frame bytes each way so far.
   int dscp() const;
@@ -96,7 +113,14 @@ class ControlConn {
   void WriteLoop();
   void HeartbeatLoop(Duration heartbeat, int misses);
   void Lose(const Status& why);
+  void Heard();  // a message came: both clocks
+  // The socket under fd_mu_ (a no-op once Close closed it).
+  void ShutdownFd(int how);
+  void CloseFd();
+  // Joins `t`, or detaches it when it is the calling thread (true then: it still runs).
+  static bool JoinOrDetach(std::thread& t);
 
+  mutable std::mutex fd_mu_;  // guards fd_ against Close's close (dscp, LocalHost, shutdown)
   int fd_;
   std::string peer_;
   // Started: frames wait here for the writer thread (a stalled peer never blocks Send).
@@ -110,14 +134,23 @@ class ControlConn {
   OnLost on_lost_;
   HeartbeatFill fill_;
   std::atomic<bool> lost_{false}, closed_{false}, finishing_{false};
-  std::atomic<int64_t> last_heard_ms_{0};
+  std::atomic<int64_t> last_heard_ms_{0};         // Unix time (reported)
+  std::atomic<int64_t> last_heard_steady_ms_{0};  // steady clock (liveness)
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
   std::mutex mu_;  // guards the wait of the heartbeat thread
   std::condition_variable cv_;
   std::thread reader_, heartbeat_, writer_;
+  // Close: the first caller joins the threads; later ones wait for it (kClosing).
+  enum class CloseState { kOpen, kClosing, kClosed };
+  std::mutex close_mu_;
+  std::condition_variable close_cv_;
+  CloseState close_state_ = CloseState::kOpen;
+  std::thread::id reader_id_, heartbeat_id_, writer_id_;  // set by Start
 };
 
-// Unix time in milliseconds (the heartbeat clock).
+// Unix time in milliseconds (what heartbeats and listings report).
 int64_t UnixMillis();
+// Steady clock milliseconds (liveness: immune to wall clock steps).
+int64_t SteadyMillis();
 
 }  // namespace switchyard::workers

@@ -68,6 +68,13 @@ Status RemoteWorker::Send(const v1::WorkerControl& m) {
   return c->Send(m);
 }
 
+bool RemoteWorker::IfAlive(const std::function<void(const v1::WorkerHello&)>& fn) const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (lost_) return false;
+  fn(hello_);
+  return true;
+}
+
 bool RemoteWorker::vacant() const {
   std::lock_guard<std::mutex> l(mu_);
   return vacant_;
@@ -310,8 +317,8 @@ Result<std::unique_ptr<JoinServer>> JoinServer::Listen(const std::string& host_p
 }
 
 JoinServer::~JoinServer() {
-  stop_ = true;
-  if (rejoin_thread_.joinable()) rejoin_thread_.join();
+  // A no-op when serve detached before its service went (cli/serve_workers.h).
+  Detach();
   std::vector<std::shared_ptr<void>> held;  // first: their callbacks reach the workers
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -336,9 +343,54 @@ void JoinServer::Refuse(ControlConn* conn, const v1::WorkerHello& hello, const J
   (void)conn->Send(r);
 }
 
+void JoinServer::Detach() {
+  std::lock_guard<std::mutex> once(detach_mu_);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (detached_) return;
+    stop_ = true;
+    if (handshaking_) handshaking_->Close();  // wakes its read: the handshake fails now
+  }
+  if (rejoin_thread_.joinable()) rejoin_thread_.join();  // no rejoin (nor its handlers) after
+  SetLossHandler({});
+  SetRejoinHandler({});
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    detached_ = true;
+    hooks.swap(detach_hooks_);
+  }
+  for (auto& hook : hooks) hook();
+}
+
+void JoinServer::AddDetachHook(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!detached_) {
+      detach_hooks_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+Result<v1::WorkerControl> JoinServer::ReadHello(ControlConn* conn, Duration timeout) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return Status::Cancelled("serve is stopping");
+    handshaking_ = conn;
+  }
+  auto first = conn->ReadOne(timeout);
+  std::lock_guard<std::mutex> l(mu_);
+  handshaking_ = nullptr;
+  return first;
+}
+
 Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOptions& o,
-                             bool members_only) {
-  auto first = conn->ReadOne(Seconds(10));
+                             bool members_only, SteadyTime deadline) {
+  const Duration left =
+      std::max<Duration>(Duration::zero(), deadline - std::chrono::steady_clock::now());
+  auto first = ReadHello(conn.get(), std::min<Duration>(o.handshake_timeout, left));
   if (!first.ok()) return first.status();
   if (!first->has_hello()) return Status::InvalidArgument("first message is not a hello");
   const v1::WorkerHello& hello = first->hello();
@@ -402,20 +454,34 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
   return Status::OK();
 }
 
-Status JoinServer::AcceptOne(const JoinOptions& o, bool members_only, Duration wait) {
+Status JoinServer::AcceptFailed(int err, Duration wait) {
+  // The peer gave up before the accept: the next one is fine.
+  if (err == EINTR || err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EPROTO)
+    return Status::OK();
+  Status st = Status::Unavailable("accept on " + address_ + ": " + std::strerror(err));
+  if (!std::exchange(accept_failing_, true))
+    Log(LogLevel::kWarn, "worker control accept failing: backing off",
+        LogKeys().With("address", address_).With("error", st.message()));
+  std::this_thread::sleep_for(std::max<Duration>(wait, Millis(10)));
+  return st;
+}
+
+Status JoinServer::AcceptOne(const JoinOptions& o, bool members_only, Duration wait,
+                             SteadyTime deadline) {
   pollfd p{fd_, POLLIN, 0};
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
   if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, ms))) <= 0) return Status::OK();
   sockaddr_in peer{};
   socklen_t len = sizeof(peer);
   int cfd = ::accept(fd_, reinterpret_cast<sockaddr*>(&peer), &len);
-  if (cfd < 0) return Status::OK();
+  if (cfd < 0) return AcceptFailed(errno, wait);
+  accept_failing_ = false;
   int one = 1;
   ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   char ip[INET_ADDRSTRLEN] = {0};
   ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
   std::string name = std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port));
-  Status st = Handshake(std::make_unique<ControlConn>(cfd, name), o, members_only);
+  Status st = Handshake(std::make_unique<ControlConn>(cfd, name), o, members_only, deadline);
   if (!st.ok()) {
     Log(LogLevel::kWarn, "worker join refused",
         LogKeys().With("peer", name).With("reason", st.message()));
@@ -437,7 +503,7 @@ Status JoinServer::AwaitWorkers(const JoinOptions& o) {
       for (const std::string& r : refusals()) msg += "; refused " + r;
       return Status::DeadlineExceeded(msg);
     }
-    Status st = AcceptOne(o, false, std::min<Duration>(left, Millis(200)));
+    Status st = AcceptOne(o, false, std::min<Duration>(left, Millis(200)), deadline);
     std::lock_guard<std::mutex> l(mu_);
     if (!st.ok() && o.max_refusals > 0 && static_cast<int>(refusals_.size()) >= o.max_refusals)
       return Status::FailedPrecondition("joined " + std::to_string(workers_.size()) + " of " +

@@ -33,10 +33,22 @@
 // (put_blocks_done) go to its KV sink, not the step sink; its loss reaches the KV sink
 // too, after the loss handler and the step sink.
 //
+// Handshakes: one at a time on the accepting thread, each hello's whole frame within
+// JoinOptions::handshake_timeout (and AwaitWorkers' deadline): a peer that connects and
+// stalls, or sends part of a frame, delays the next one by that much at most. Detach and
+// the destructor wake a handshake in progress. An accept that fails for want of descriptors
+// or memory (EMFILE, ENFILE, ...) backs off before the next try.
+//
+// Teardown (serve): Detach() before the service (its driver, loop and tiers) is destroyed
+// — the rejoin loop ends, the loss and rejoin handlers go and the detach hooks run (serve:
+// the put orderer drops its orders without their callbacks) — then the destructor, which
+// sends each worker its bye. The destructor detaches first if no one did.
+//
 // Thread-safety: every method is thread-safe; handlers run on the connection's threads.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,6 +98,10 @@ class RemoteWorker {
   };
   void SetKvSink(KvSink sink);
   Status Send(const v1::WorkerControl& m);
+  // Runs `fn(hello)` under the worker's lock when it is not lost (true then): its loss,
+  // whose handler runs under the same lock, comes before the check or after `fn` — never
+  // between. `fn` must not call into this worker (it may post elsewhere).
+  bool IfAlive(const std::function<void(const v1::WorkerHello&)>& fn) const;
   // Ends the connection without a loss (serve is stopping): sends bye, closes.
   void Shutdown(const std::string& reason);
   // Declares the worker lost for a reason found elsewhere (its etcd lease expired): the
@@ -151,6 +167,9 @@ struct JoinOptions {
   int64_t kv_block_tokens = 0;
   uint32_t protocol_version = kProtocolVersion;
   int max_refusals = 0;  // > 0: give up (FailedPrecondition) after this many refusals
+  // A connection's hello, all of its frame, within this (else it is dropped, and the
+  // next connection is accepted).
+  Duration handshake_timeout = Seconds(10);
   // The served model's id and aliases: a hello naming another model is refused (empty
   // list, or a hello without a model: not checked).
   std::vector<std::string> served_models;
@@ -187,14 +206,31 @@ class JoinServer {
   // takes as it would a lost member's place. Call after AwaitWorkers and before
   // SetLossHandler (each slot's loss is delivered when a loss handler is set).
   void AddSpareSlots(int count, int first_index);
+  // Serve's service is going (see the header comment): stops accepting (a handshake in
+  // progress is woken and dropped; the rejoin loop is joined), drops the loss and rejoin
+  // handlers (returning after any call into them ended), then runs the detach hooks in
+  // order. Afterwards no handler or hook of this server calls into the service; workers
+  // still connected stay so until the destructor's bye. Idempotent.
+  void Detach();
+  // `fn` runs once, in Detach (at once when it already ran).
+  void AddDetachHook(std::function<void()> fn);
 
  private:
+  using SteadyTime = std::chrono::steady_clock::time_point;
   JoinServer(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
   // One accepted connection: welcomed (OK: appended, or a member rejoined) or refused
-  // (the reason). `members_only`: after AwaitWorkers, only rejoins.
-  Status Handshake(std::unique_ptr<ControlConn> conn, const JoinOptions& o, bool members_only);
+  // (the reason). `members_only`: after AwaitWorkers, only rejoins. The hello must come
+  // by `deadline` (and within o.handshake_timeout).
+  Status Handshake(std::unique_ptr<ControlConn> conn, const JoinOptions& o, bool members_only,
+                   SteadyTime deadline);
+  // The first message of `conn`, read where Detach can wake it (Cancelled once stopping).
+  Result<v1::WorkerControl> ReadHello(ControlConn* conn, Duration timeout);
   // Accepts one connection within `wait`: the handshake's status (OK when none came).
-  Status AcceptOne(const JoinOptions& o, bool members_only, Duration wait);
+  Status AcceptOne(const JoinOptions& o, bool members_only, Duration wait,
+                   SteadyTime deadline = SteadyTime::max());
+  // accept(2) failed with `err`: OK to retry at once, or the error after backing off
+  // `wait` (descriptors or memory ran out: the listener stays readable, no spinning).
+  Status AcceptFailed(int err, Duration wait);
   void Refuse(ControlConn* conn, const v1::WorkerHello& hello, const JoinOptions& o,
               const std::string& why);
   void RejoinLoop();
@@ -204,7 +240,12 @@ class JoinServer {
   JoinOptions options_;  // AwaitWorkers' (the rejoin loop's)
   std::atomic<bool> stop_{false};
   std::thread rejoin_thread_;
+  bool accept_failing_ = false;  // the accepting thread's: the last accept failed
+  std::mutex detach_mu_;         // one Detach at a time
+  bool detached_ = false;        // under mu_
   mutable std::mutex mu_;
+  ControlConn* handshaking_ = nullptr;  // the connection whose hello is being read
+  std::vector<std::function<void()>> detach_hooks_;
   std::function<void(int)> rejoin_handler_;
   std::vector<std::unique_ptr<RemoteWorker>> workers_;
   std::vector<std::string> refusals_;

@@ -68,14 +68,18 @@ Status ControlPutOrderer::Order(const tx::RemoteHostTier& src, const tx::RemoteH
   ToPutBlocks(order, m.mutable_put_blocks());
   {
     std::lock_guard<std::mutex> l(mu_);
+    if (closed_)
+      return Status::Unavailable("direct put: serve is stopping (order " + std::to_string(id) +
+                                 " not sent)");
     pending_[id] = Pending{from->index(), to->index(), from_id, to_id, std::move(done)};
     ++sent_[from->index()];
   }
   Status st = from->Send(m);
   if (!st.ok()) {
     std::lock_guard<std::mutex> l(mu_);
-    // Not sent: the caller fails the move. Already ended by a loss: its done ran.
-    if (pending_.erase(id) > 0)
+    // Not sent: the caller fails the move. Already ended by a loss: its done ran (dropped
+    // by Close: it never runs, so the caller fails the move too).
+    if (pending_.erase(id) > 0 || closed_)
       return st.Annotate("direct put: order to worker " + from_id).WithScope(ErrorScope::kPeer);
     return Status::OK();
   }
@@ -93,16 +97,29 @@ Status ControlPutOrderer::Order(const tx::RemoteHostTier& src, const tx::RemoteH
   return Status::OK();
 }
 
+ControlPutOrderer::Done ControlPutOrderer::TakeLocked(std::map<uint64_t, Pending>::iterator it) {
+  Done done = std::move(it->second.done);
+  pending_.erase(it);
+  ++running_;
+  return done;
+}
+
+void ControlPutOrderer::Finished(size_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  running_ -= n;
+  if (running_ == 0) idle_cv_.notify_all();
+}
+
 bool ControlPutOrderer::Fail(uint64_t id, const Status& why, bool destination_lost) {
   Done done;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = pending_.find(id);
-    if (it == pending_.end()) return false;
-    done = std::move(it->second.done);
-    pending_.erase(it);
+    if (it == pending_.end()) return false;  // ended (or dropped by Close)
+    done = TakeLocked(it);
   }
   End(id, done, why, destination_lost);
+  Finished(1);
   return true;
 }
 
@@ -116,10 +133,10 @@ void ControlPutOrderer::OnDone(int index, const v1::PutBlocksDone& m) {
     std::lock_guard<std::mutex> l(mu_);
     auto it = pending_.find(m.order_id());
     if (it == pending_.end() || it->second.src != index) return;  // late, or not its order
-    done = std::move(it->second.done);
-    pending_.erase(it);
+    done = TakeLocked(it);
   }
   done(FromPutBlocksDone(m));
+  Finished(1);
 }
 
 void ControlPutOrderer::OnLost(int index, const Status& why) {
@@ -134,6 +151,7 @@ void ControlPutOrderer::OnLost(int index, const Status& why) {
         ++it;
       }
     }
+    running_ += ended.size();
   }
   for (auto& [id, p] : ended) {
     const bool dst = p.dst == index;
@@ -144,6 +162,15 @@ void ControlPutOrderer::OnLost(int index, const Status& why) {
                             ErrorScope::kPeer),
         dst);
   }
+  if (!ended.empty()) Finished(ended.size());
+}
+
+void ControlPutOrderer::Close() {
+  std::map<uint64_t, Pending> dropped;  // their `done` never runs (destroyed unlocked, below)
+  std::unique_lock<std::mutex> l(mu_);
+  closed_ = true;
+  dropped.swap(pending_);
+  idle_cv_.wait(l, [this] { return running_ == 0; });
 }
 
 uint64_t ControlPutOrderer::orders_sent(int index) const {

@@ -15,11 +15,19 @@
 // (the outcome says destination_lost: the store went with it). A report from a worker
 // for an order it was not given is ignored, as is a late one for an ended order.
 //
+// Teardown: Close() (serve's service is going: the `done` callbacks reach its loop and
+// tiers) drops the orders still out without running their `done`, refuses later orders
+// (Unavailable, nothing sent) and ignores later reports and losses — so the bye serve's
+// JoinServer sends its workers afterwards (RemoteWorker::Shutdown, a loss to this
+// orderer) runs no callback into the freed service. Close returns once every `done`
+// running on another thread has returned.
+//
 // Ownership: borrows the RemoteWorkers (the JoinServer's; they outlive the orderer's use).
 // Thread-safety: all methods are thread-safe; `done` callbacks run without the orderer's
-// lock, on the caller's thread or a connection's.
+// lock, on the caller's thread or a connection's, and must not call Close.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -53,6 +61,8 @@ class ControlPutOrderer final : public kv_tiers::transport::PutOrderer {
   void OnLost(int index, const Status& why);
   // Orders sent to worker `index` (as the source of a move).
   uint64_t orders_sent(int index) const;
+  // Ends the orderer's use (see the header comment). Idempotent.
+  void Close();
 
  private:
   struct Pending {
@@ -63,8 +73,15 @@ class ControlPutOrderer final : public kv_tiers::transport::PutOrderer {
   RemoteWorker* WorkerOf(const kv_tiers::transport::RemoteHostTier& tier) const;
   // Removes order `id` and ends it with `why` (unknown events), unless it ended.
   bool Fail(uint64_t id, const Status& why, bool destination_lost);
+  // Takes order `it`'s `done` out of pending_ (under mu_) and counts it running until
+  // Finished(): Close waits for it.
+  Done TakeLocked(std::map<uint64_t, Pending>::iterator it);
+  void Finished(size_t n);
 
   mutable std::mutex mu_;
+  std::condition_variable idle_cv_;  // running_ fell to 0
+  bool closed_ = false;
+  size_t running_ = 0;  // `done` callbacks running now
   std::map<const kv_tiers::transport::RemoteHostTier*, RemoteWorker*> stores_;
   std::map<uint64_t, Pending> pending_;
   std::map<int, uint64_t> sent_;

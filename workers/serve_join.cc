@@ -40,6 +40,18 @@ tx::PeerClientOptions KvClientOptions(const v1::WorkerHello& h) {
   return client;
 }
 
+// Worker `w`'s tier as a store no worker backs yet (a spare slot, a lost worker): its
+// worker's store once one joins (ReconnectKvStore).
+std::unique_ptr<kv_tiers::Tier> DetachedStore(RemoteWorker* rw, int w,
+                                              const kv_tiers::TierOptions& o,
+                                              const tx::RemoteHostTierOptions& ro, RemoteKv* kv) {
+  std::unique_ptr<tx::RemoteHostTier> tier = tx::RemoteHostTier::Detached(o, ro);
+  kv->orderer->AddStore(tier.get(), rw);
+  std::lock_guard<std::mutex> l(kv->mu);
+  kv->tiers[w] = tier.get();
+  return tier;
+}
+
 Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
                                                        const kv_tiers::TierOptions& o,
                                                        RemoteKv* kv) {
@@ -47,18 +59,16 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(RemoteWorker* rw, int w,
   tx::RemoteHostTierOptions ro;
   ro.context = "hbm-w" + std::to_string(w);
   ro.peer_id = static_cast<PeerId>(w);
-  if (rw->vacant()) {  // a spare slot: the store of the worker that takes it, once it does
-    std::unique_ptr<tx::RemoteHostTier> tier = tx::RemoteHostTier::Detached(o, ro);
-    kv->orderer->AddStore(tier.get(), rw);
-    std::lock_guard<std::mutex> l(kv->mu);
-    kv->tiers[w] = tier.get();
-    return std::unique_ptr<kv_tiers::Tier>(std::move(tier));
-  }
+  // A spare slot, or a worker lost while serve waited for the others (its store went with
+  // it): the store of the worker that takes the slot, once one does (rejoin or replacement).
+  if (rw->vacant() || (rw->lost() && !h.kv_address().empty()))
+    return DetachedStore(rw, w, o, ro, kv);
   if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
   tx::PeerClientOptions client = KvClientOptions(h);
   const kv_tiers::TierOptions& to = o;
   // Refused (InvalidArgument) when the store holds less than the pool needs here.
   auto tier = tx::RemoteHostTier::Connect(h.kv_address(), to, client, ro);
+  if (!tier.ok() && rw->lost()) return DetachedStore(rw, w, o, ro, kv);  // lost meanwhile
   if (!tier.ok())
     return tier.status().Annotate("worker " + h.worker_id() + "'s KV store at " + h.kv_address() +
                                   (tier.status().IsInvalidArgument()
@@ -230,6 +240,14 @@ Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
   };
   join->SetRejoinHandler(
       [js, local, kv = kv.get()](int index) { ReconnectKvStore(js, local, kv, index); });
+  // Serve's service is going (JoinServer::Detach, before the driver, its loop and the tiers
+  // are destroyed): orders still out are dropped without their callbacks (the bye that
+  // follows would end them into the freed loop and tiers), and the tiers are forgotten.
+  join->AddDetachHook([kv] {
+    kv->orderer->Close();
+    std::lock_guard<std::mutex> l(kv->mu);
+    kv->tiers.clear();
+  });
   config->hbm_tier_factory =
       [js, local, kv](int w,
                       const kv_tiers::TierOptions& o) -> Result<std::unique_ptr<kv_tiers::Tier>> {
@@ -286,17 +304,20 @@ void Attach(JoinServer* join, api::SchedulerDriver* driver) {
   join->SetLossHandler(
       [driver](int index, const Status& why) { driver->PeerLost(index, why.message()); });
   // A rejoin: its KV store first (JoinRemoteWorkers' handler), then the scheduler, unless
-  // that lost it again.
+  // that lost it again. PeerJoined is posted under the worker's lock (IfAlive): a loss of
+  // the new incarnation, whose PeerLost is posted under the same lock, cannot come between
+  // the check and the join and be overtaken by it (a dead worker marked alive).
   std::function<void(int)> reconnect = join->rejoin_handler();
   join->SetRejoinHandler([join, driver, reconnect](int index) {
     if (reconnect) reconnect(index);
     RemoteWorker* rw = nullptr;
     for (size_t i = 0; i < join->size() && !rw; ++i)
       if (join->worker(i)->index() == index) rw = join->worker(i);
-    if (!rw || rw->lost()) return;
-    const v1::WorkerHello h = rw->hello();
-    driver->PeerJoined(
-        index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")");
+    if (!rw) return;
+    rw->IfAlive([&](const v1::WorkerHello& h) {
+      driver->PeerJoined(
+          index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")");
+    });
   });
 }
 

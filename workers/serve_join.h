@@ -16,6 +16,12 @@
 // no orders is relayed). Once the service runs, Attach wires each worker's loss to
 // SchedulerDriver::PeerLost (a loss before that is delivered then), and a lost worker's
 // rejoin (join_server.h) to its KV store's reconnection, then SchedulerDriver::PeerJoined.
+// A worker lost before the service opens is a store no worker backs (as a spare slot's),
+// reconnected when it rejoins or is replaced: the service still opens.
+//
+// Teardown, in this order: JoinServer::Detach (the rejoin loop ends, the handlers go, the
+// put orderer drops its orders without their callbacks and the tiers are forgotten), then
+// the service (driver, loop, tiers), then the JoinServer (its bye to the workers).
 #pragma once
 
 #include <memory>
@@ -52,8 +58,9 @@ struct ServeJoinOptions {
 // name the model sent in the welcome; unset: the embedded defaults).
 Result<std::unique_ptr<JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& options,
                                                       api::SchedulerConfig* config);
-// Sends each joined worker's loss to driver->PeerLost (driver outlives `join`'s workers'
-// connections: the caller destroys the service before... the join server after it).
+// Sends each joined worker's loss to driver->PeerLost and its rejoin to PeerJoined. The
+// driver must outlive the attachment: the caller calls join->Detach() before destroying
+// the service, and destroys the join server after it.
 void Attach(JoinServer* join, api::SchedulerDriver* driver);
 
 }  // namespace switchyard::workers

@@ -1,13 +1,19 @@
 // The worker control protocol in one process: handshake, refusal of a version mismatch,
 // a RemoteEngine's sequences run by a WorkerAgent's steps, and loss (closed connection,
-// missed heartbeats) failing what was in flight.
+// missed heartbeats) failing what was in flight; a stalled handshake bounded, teardown
+// (Detach), sockets of retired connections closed, Close racing with itself, and an
+// oversized message refused alone.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -593,6 +599,249 @@ TEST(WorkerControl, StepRunnerCallsSurviveTheWire) {
   r.set_status_code(0);
   FromItemResult(r, &got);
   EXPECT_TRUE(got.status.ok());
+}
+
+// A raw TCP connection to `address` (HOST:PORT) that the test writes by hand (-1: none).
+int RawConnect(const std::string& address) {
+  std::string host;
+  uint16_t port = 0;
+  if (!SplitHostPort(address, &host, &port).ok()) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+// A peer that announces a frame (its 4 length bytes) and stalls.
+int StalledPeer(const std::string& address) {
+  int fd = RawConnect(address);
+  const unsigned char hdr[4] = {0, 0, 0, 64};
+  if (fd >= 0 && ::write(fd, hdr, 4) != 4) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(WorkerControl, ReadOneFailsAFrameThatStallsPartWay) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  ControlConn conn(sv[0], "pair");
+  const unsigned char hdr[4] = {0, 0, 0, 100};  // 100 bytes announced, none sent
+  ASSERT_EQ(::write(sv[1], hdr, 4), 4);
+  auto t0 = std::chrono::steady_clock::now();
+  auto m = conn.ReadOne(Millis(300));
+  EXPECT_EQ(m.status().code(), StatusCode::kDeadlineExceeded) << m.status();
+  EXPECT_NE(m.status().message().find("frame body: 0 of 100 bytes"), std::string::npos)
+      << m.status();
+  EXPECT_LT(SecondsSince(t0), 5.0);
+  ::close(sv[1]);
+}
+
+// A peer that connects, sends a frame's length and stalls holds the listener for the
+// handshake timeout at most: the next hello is welcomed.
+TEST(WorkerControl, AStalledHandshakeDoesNotBlockTheNextHello) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  const std::string address = (*js)->address();
+  int stalled = StalledPeer(address);  // accepted first: it connected first
+  ASSERT_GE(stalled, 0);
+  HandWorker w;
+  std::thread client([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    w = HelloAs(address, "w", 1);
+  });
+  JoinOptions o = Options(1);
+  o.handshake_timeout = Millis(500);
+  Status st = (*js)->AwaitWorkers(o);
+  client.join();
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(w.answer.has_welcome()) << w.answer.DebugString();
+  std::vector<std::string> refusals = (*js)->refusals();
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_NE(refusals[0].find("no whole control message"), std::string::npos) << refusals[0];
+  ::close(stalled);
+}
+
+TEST(WorkerControl, AwaitWorkersKeepsItsDeadlineAgainstAStalledPeer) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  int stalled = StalledPeer((*js)->address());
+  ASSERT_GE(stalled, 0);
+  JoinOptions o = Options(1);
+  o.timeout = Seconds(1);  // the handshake timeout (10 s) is longer
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = (*js)->AwaitWorkers(o);
+  EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st;
+  EXPECT_LT(SecondsSince(t0), 5.0) << st;
+  ::close(stalled);
+}
+
+// A stalled peer in the rejoin loop's handshake (10 s timeout) does not hold the
+// server's teardown.
+TEST(WorkerControl, TheServerGoesPromptlyWhileAHandshakeStalls) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  HandWorker w;
+  std::thread client([&] { w = HelloAs((*js)->address(), "w", 1); });
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  client.join();
+  w.conn->Close();  // lost: the bye at teardown waits for no one
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  int stalled = StalledPeer((*js)->address());
+  ASSERT_GE(stalled, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // in its handshake now
+  auto t0 = std::chrono::steady_clock::now();
+  js->reset();
+  EXPECT_LT(SecondsSince(t0), 3.0);
+  ::close(stalled);
+}
+
+// Detach (serve's service is going): the rejoin loop ends, the handlers go and the detach
+// hooks run, once; a lost member's hello is no longer answered.
+TEST(WorkerControl, DetachEndsRejoinsAndHandlersThenRunsItsHooksOnce) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  HandWorker w;
+  std::thread client([&] { w = HelloAs((*js)->address(), "w", 1); });
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  client.join();
+  std::atomic<int> rejoins{0}, losses{0}, hooks{0};
+  (*js)->SetRejoinHandler([&](int) { ++rejoins; });
+  (*js)->SetLossHandler([&](int, const Status&) { ++losses; });
+  (*js)->AddDetachHook([&] { ++hooks; });
+  w.conn->Close();
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  EXPECT_EQ(losses.load(), 1);
+  (*js)->Detach();
+  EXPECT_EQ(hooks.load(), 1);
+  (*js)->Detach();
+  EXPECT_EQ(hooks.load(), 1);
+  (*js)->AddDetachHook([&] { ++hooks; });  // after Detach: at once
+  EXPECT_EQ(hooks.load(), 2);
+  auto c = ControlConn::Connect((*js)->address(), Seconds(10));
+  ASSERT_TRUE(c.ok()) << c.status();
+  v1::WorkerControl h;
+  h.mutable_hello()->set_protocol_version(kProtocolVersion);
+  h.mutable_hello()->set_worker_id("w");
+  h.mutable_hello()->set_engine("simulated");
+  h.mutable_hello()->set_epoch(2);
+  ASSERT_TRUE((*c)->Send(h).ok());
+  EXPECT_EQ((*c)->ReadOne(Millis(500)).status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(rejoins.load(), 0);
+  EXPECT_EQ((*js)->Snapshot()[0].state(), "lost");
+}
+
+// PeerJoined's guard: IfAlive runs its function only while the worker is not lost.
+TEST(WorkerControl, IfAliveRunsOnlyWhileTheWorkerIsAlive) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  HandWorker w;
+  std::thread client([&] { w = HelloAs((*js)->address(), "w", 7); });
+  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
+  client.join();
+  uint64_t epoch = 0;
+  EXPECT_TRUE((*js)->worker(0)->IfAlive([&](const v1::WorkerHello& h) { epoch = h.epoch(); }));
+  EXPECT_EQ(epoch, 7u);
+  w.conn->Close();
+  ASSERT_TRUE(WaitUntil([&] { return (*js)->worker(0)->lost(); }));
+  bool ran = false;
+  EXPECT_FALSE((*js)->worker(0)->IfAlive([&](const v1::WorkerHello&) { ran = true; }));
+  EXPECT_FALSE(ran);
+}
+
+size_t OpenDescriptors() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                           std::filesystem::directory_iterator()));
+}
+
+// Each rejoin retires the lost incarnation's connection: its socket is closed then, not
+// kept until serve stops (a crash-looping worker would exhaust the descriptors).
+TEST(WorkerControl, RejoinsDoNotKeepTheLostConnectionsSockets) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(js.ok()) << js.status();
+  HandWorker w;
+  std::thread client([&] { w = HelloAs((*js)->address(), "w", 10); });
+  JoinOptions o = Options(1);
+  o.heartbeat = Millis(100);
+  ASSERT_TRUE((*js)->AwaitWorkers(o).ok());
+  client.join();
+  const size_t before = OpenDescriptors();
+  for (uint64_t epoch = 11; epoch <= 18; ++epoch) {
+    w.conn.reset();  // closes: the worker is lost
+    ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+    w = HelloAs((*js)->address(), "w", epoch);
+    ASSERT_TRUE(w.answer.has_welcome()) << w.answer.DebugString();
+    ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "alive"; }));
+  }
+  EXPECT_EQ((*js)->Snapshot()[0].joins(), 9u);
+  EXPECT_LE(OpenDescriptors(), before + 2) << "8 rejoins";
+}
+
+// Close from several threads at once, and from the connection's own thread (its loss
+// callback), joins each thread once (no std::terminate) and returns.
+TEST(WorkerControl, CloseRacesWithItselfAndWithTheLossCallback) {
+  for (int i = 0; i < 50; ++i) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    auto conn = std::make_unique<ControlConn>(sv[0], "pair");
+    ControlConn* c = conn.get();
+    conn->Start([](const v1::WorkerControl&) {}, [c](const Status&) { c->Close(); }, Seconds(30),
+                3);
+    if (i % 2 == 1) ::shutdown(sv[1], SHUT_RDWR);  // the peer goes: on_lost closes too
+    std::thread a([c] { c->Close(); });
+    std::thread b([c] { c->Close(); });
+    c->Close();
+    a.join();
+    b.join();
+    EXPECT_FALSE(c->Send(v1::WorkerControl()).ok());
+    conn.reset();
+    ::close(sv[1]);
+  }
+}
+
+// A message over the frame limit fails alone (named, nothing sent); the connection stays
+// and carries the next one.
+TEST(WorkerControl, AnOversizedMessageIsRefusedAndTheConnectionStays) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  std::mutex mu;  // (before the connections: their threads use these until they go)
+  std::vector<std::string> got;
+  std::atomic<bool> lost{false};
+  ControlConn conn(sv[0], "pair"), peer(sv[1], "peer");
+  peer.Start(
+      [&](const v1::WorkerControl& m) {
+        std::lock_guard<std::mutex> l(mu);
+        if (m.has_seq_leave()) got.push_back(m.seq_leave().seq());
+      },
+      [&](const Status&) { lost = true; }, Seconds(30), 3);
+  conn.Start([](const v1::WorkerControl&) {}, [&](const Status&) { lost = true; }, Seconds(30), 3);
+  v1::WorkerControl big;
+  big.mutable_seq_leave()->set_seq(std::string(kMaxFrameBytes, 'x'));  // plus the field's tag
+  const size_t size = big.ByteSizeLong();
+  Status st = conn.Send(big);
+  EXPECT_TRUE(st.IsInvalidArgument()) << st;
+  EXPECT_NE(st.message().find(std::to_string(size) + " bytes"), std::string::npos) << st;
+  EXPECT_NE(st.message().find(std::to_string(kMaxFrameBytes)), std::string::npos) << st;
+  EXPECT_FALSE(conn.lost());
+  v1::WorkerControl small;
+  small.mutable_seq_leave()->set_seq("small");
+  ASSERT_TRUE(conn.Send(small).ok());
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> l(mu);
+    return !got.empty();
+  }));
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(got, (std::vector<std::string>{"small"}));
+  EXPECT_FALSE(lost.load());
 }
 
 }  // namespace

@@ -53,8 +53,8 @@ class JoinedCluster {
   // Stops the service (its bye ends the workers) and reaps the workers: their waitpid
   // statuses by id.
   std::map<std::string, int> Stop() {
-    if (join_) join_->SetLossHandler({});
     api_.reset();
+    if (join_) join_->Detach();  // before the service goes (serve_join.h "Teardown")
     service_.reset();
     join_.reset();
     for (auto& [id, pid] : pids_) exit_[id] = testing::Reap(pid, 30);

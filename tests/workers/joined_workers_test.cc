@@ -2,7 +2,8 @@
 // has no local worker and two `switchyard worker --join` processes (the binary under
 // SY_BINARY_DIR) on loopback. Workflows run their LLM nodes on the joined workers; a
 // SIGKILLed worker is marked lost and every workflow still ends, with its side-effect tool
-// run once.
+// run once. And serve's wiring without processes: a worker lost before the service opens
+// does not stop its start.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,10 +24,12 @@
 
 #include "api/http_api.h"
 #include "api/service.h"
+#include "kv_tiers/transport/remote_host_tier.h"
 #include "proto/json.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/workers/joined_cluster.h"
 #include "tests/workers/processes.h"
+#include "workers/control_conn.h"
 #include "workers/serve_join.h"
 
 namespace switchyard::workers {
@@ -567,6 +570,49 @@ TEST(JoinedWorkers, BinaryWorkerWithAnotherProtocolVersionIsRefusedByName) {
             std::string::npos)
       << s.str();
   std::filesystem::remove(out);
+}
+
+// A worker that joined, then died while serve waited for the others (here: before the
+// service opens), is a store no worker backs, as a spare slot is: the tier factory does
+// not dial its dead store (which would fail the service's start), and its rejoin
+// reconnects the tier later.
+TEST(JoinedWorkers, AWorkerLostBeforeTheServiceOpensDoesNotStopItsStart) {
+  api::SchedulerConfig config;
+  ServeJoinOptions jo;
+  jo.local_workers = 0;
+  jo.remote_workers = 1;
+  jo.heartbeat = Millis(100);
+  std::unique_ptr<ControlConn> conn;
+  std::thread client;
+  jo.listening = [&](const std::string& address) {
+    client = std::thread([&conn, address] {
+      auto c = ControlConn::Connect(address, Seconds(30));
+      if (!c.ok()) return;
+      v1::WorkerControl h;
+      h.mutable_hello()->set_protocol_version(kProtocolVersion);
+      h.mutable_hello()->set_worker_id("w0");
+      h.mutable_hello()->set_engine("simulated");
+      h.mutable_hello()->set_epoch(1);
+      h.mutable_hello()->set_kv_address("127.0.0.1:1");  // nothing listens there
+      if ((*c)->Send(h).ok() && (*c)->ReadOne(Seconds(30)).ok()) conn = std::move(*c);
+    });
+  };
+  auto join = JoinRemoteWorkers(jo, &config);
+  client.join();
+  ASSERT_TRUE(join.ok()) << join.status();
+  ASSERT_TRUE(conn);
+  conn.reset();  // the worker dies before the service opens
+  ASSERT_TRUE(testing::WaitUntil([&] { return (*join)->worker(0)->lost(); }));
+  kv_tiers::TierOptions to;
+  to.capacity_bytes = 1 << 20;
+  to.slot_bytes = 4096;
+  auto tier = config.hbm_tier_factory(0, to);
+  ASSERT_TRUE(tier.ok()) << tier.status();
+  ASSERT_TRUE(*tier);
+  auto* remote = dynamic_cast<kv_tiers::transport::RemoteHostTier*>(tier->get());
+  ASSERT_NE(remote, nullptr);
+  EXPECT_EQ(remote->client(), nullptr) << "detached until a worker backs it";
+  (*join)->Detach();
 }
 
 }  // namespace

@@ -6,10 +6,14 @@
 // moved none of them, and B's counters show the put; a worker started with --direct-puts
 // off is relayed instead; SIGKILL of the destination or of the source while the put waits
 // at B fails the move, nothing is committed at serve or left at B, and the source block
-// stays readable where it was.
+// stays readable where it was. And the orderer's teardown: closed, it drops its orders
+// without their callbacks.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -24,6 +28,7 @@
 #include "kv_tiers/transport/remote_host_tier.h"
 #include "tests/kv_tiers/test_util.h"
 #include "tests/workers/processes.h"
+#include "workers/put_orders.h"
 #include "workers/serve_join.h"
 
 namespace switchyard::workers {
@@ -39,6 +44,7 @@ using testing::WaitUntil;
 class DirectCluster {
  public:
   ~DirectCluster() {
+    if (join_) join_->Detach();  // serve's teardown: no order's callback after this
     mgr_.reset();
     tiers_.clear();
     join_.reset();  // its bye ends the workers that are left
@@ -238,6 +244,57 @@ TEST(DirectPuts, SigkillOfTheDestinationMidMoveFailsItAndKeepsTheSource) {
 TEST(DirectPuts, SigkillOfTheSourceMidMoveCommitsNothingAtTheDestination) {
   SKIP_WITHOUT_BINARY();
   KillMidMove("w0");
+}
+
+// Serve's teardown (JoinServer::Detach's hook): Close drops the orders still out without
+// their callbacks (they would reach the destroyed loop and tiers), so the bye that follows
+// (a loss to the orderer) ends nothing; later orders are refused, late reports ignored.
+TEST(DirectPuts, ClosingTheOrdererDropsItsOrdersWithoutTheirCallbacks) {
+  int a[2], b[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+  auto worker = [](int fd, const std::string& id, int index) {
+    v1::WorkerHello h;
+    h.set_worker_id(id);
+    h.set_kv_direct_puts(true);
+    return std::make_unique<RemoteWorker>(std::make_unique<ControlConn>(fd, id), h, index);
+  };
+  std::unique_ptr<RemoteWorker> wa = worker(a[0], "a", 0), wb = worker(b[0], "b", 1);
+  namespace tx = kv_tiers::transport;
+  tx::RemoteHostTierOptions ro;
+  auto ta = tx::RemoteHostTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
+  auto tb = tx::RemoteHostTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
+  auto orderer = std::make_shared<ControlPutOrderer>();
+  orderer->AddStore(ta.get(), wa.get());
+  orderer->AddStore(tb.get(), wb.get());
+  ControlPutOrderer::Attach(orderer, wa.get());
+  ControlPutOrderer::Attach(orderer, wb.get());
+  std::atomic<int> done{0};
+  auto order = [&](uint64_t id) {
+    tx::DirectPutOrder o;
+    o.order_id = id;
+    return orderer->Order(*ta, *tb, o, [&](tx::DirectPutOutcome) { ++done; });
+  };
+  ASSERT_TRUE(order(1).ok());
+  orderer->OnLost(1, Status::Unavailable("gone"));  // before Close: the order ends
+  EXPECT_EQ(done.load(), 1);
+  ASSERT_TRUE(order(2).ok());
+  orderer->Close();
+  wa->Shutdown("serve stopping");  // its kv sink's loss: ignored now
+  wb->Shutdown("serve stopping");
+  v1::PutBlocksDone late;
+  late.set_order_id(2);
+  orderer->OnDone(0, late);
+  EXPECT_FALSE(orderer->Abandon(2, Status::DeadlineExceeded("late")));
+  EXPECT_EQ(done.load(), 1) << "no callback after Close";
+  Status st = order(3);
+  EXPECT_TRUE(st.IsUnavailable()) << st;
+  EXPECT_NE(st.message().find("serve is stopping"), std::string::npos) << st;
+  EXPECT_EQ(done.load(), 1);
+  wa.reset();
+  wb.reset();
+  ::close(a[1]);
+  ::close(b[1]);
 }
 
 }  // namespace
