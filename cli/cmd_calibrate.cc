@@ -151,14 +151,14 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
 
 namespace tx = switchyard::kv_tiers::transport;
 
+constexpr char kUsage[] =
+    "usage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
+    "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n"
+    "         [--link NAME --links-out FILE]\n"
+    "       switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE\n";
+
 int Usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "calibrate: %s\nusage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
-      "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n"
-      "         [--link NAME --links-out FILE]\n"
-      "       switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE\n",
-      why.c_str());
+  std::fprintf(stderr, "calibrate: %s\n%s", why.c_str(), kUsage);
   return 2;
 }
 
@@ -179,6 +179,8 @@ switchyard::Status StoreInLinkFile(const std::string& path, const std::string& l
 }
 
 int RunCalibrate(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help"))
+    return std::printf("%s", kUsage), 0;
   for (const std::string& a : args) {
     if (a != "--engine") continue;
 #if SWITCHYARD_HAVE_CPU_CALIBRATE

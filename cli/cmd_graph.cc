@@ -74,8 +74,9 @@ int GraphTrace(const std::string& text, const std::string& path) {
 
 int RunGraph(const std::vector<std::string>& args) {
   if (args.size() != 1 || args[0] == "--help" || args[0] == "-h") {
-    std::fprintf(stderr, "usage: switchyard graph WORKFLOW.json | TRACE.jsonl\n");
-    return args.size() == 1 ? 0 : 2;
+    const bool help = args.size() == 1;  // --help: the usage on stdout, success
+    std::fprintf(help ? stdout : stderr, "usage: switchyard graph WORKFLOW.json | TRACE.jsonl\n");
+    return help ? 0 : 2;
   }
   const std::string& path = args[0];
   auto text = switchyard::proto::ReadFile(path);

@@ -25,7 +25,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -422,55 +424,82 @@ void PrintJson(const Options& o, const Tally& t) {
       Percentile(svc, 0.50), Percentile(svc, 0.99));
 }
 
-int Usage() {
-  std::fprintf(stderr,
-               "usage: switchyard loadgen [--target HOST:PORT] [--token TOKEN] "
-               "[--workload events|healthz]\n"
-               "         [--connections N] [--threads N] [--duration S] [--warmup S] "
-               "[--rate R] [--nodes K]\n"
-               "  closed loop without --rate, open loop at R requests/s with it; prints one "
-               "JSON object\n");
+constexpr char kUsage[] =
+    "usage: switchyard loadgen [--target HOST:PORT] [--token TOKEN] "
+    "[--workload events|healthz]\n"
+    "         [--connections N] [--threads N] [--duration S] [--warmup S] "
+    "[--rate R] [--nodes K]\n"
+    "  closed loop without --rate, open loop at R requests/s with it; prints one "
+    "JSON object\n";
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "loadgen: %s\n%s", why.c_str(), kUsage);
   return 2;
 }
 
-bool ParseArgs(const std::vector<std::string>& args, Options* o) {
+// `v` as a whole number in [lo, hi], or false.
+bool WholeIn(const std::string& v, long lo, long hi, int* out) {
+  char* end = nullptr;
+  errno = 0;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || n < lo || n > hi) return false;
+  *out = static_cast<int>(n);
+  return true;
+}
+
+// `v` as a finite number >= lo, or false.
+bool NumberAtLeast(const std::string& v, double lo, double* out) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(x) || x < lo) return false;
+  *out = x;
+  return true;
+}
+
+// Parses the options into `o`; an error names the option and the value.
+std::string ParseArgs(const std::vector<std::string>& args, Options* o) {
   for (size_t i = 0; i < args.size(); ++i) {
-    if (i + 1 >= args.size()) return false;
     const std::string& k = args[i];
+    if (i + 1 >= args.size()) return "missing value after " + k;
     const std::string& v = args[++i];
+    const std::string bad = k + ": bad value '" + v + "'";
     if (k == "--target") {
       size_t colon = v.rfind(':');
-      if (colon == std::string::npos) return false;
+      if (colon == std::string::npos || colon == 0 ||
+          !WholeIn(v.substr(colon + 1), 1, 65535, &o->port))
+        return k + ": want HOST:PORT (port 1-65535), not '" + v + "'";
       o->host = v.substr(0, colon);
-      o->port = std::atoi(v.c_str() + colon + 1);
     } else if (k == "--token") {
       o->token = v;
     } else if (k == "--workload") {
+      if (v != "events" && v != "healthz") return k + ": want events or healthz, not '" + v + "'";
       o->workload = v;
-    } else if (k == "--connections") {
-      o->connections = std::atoi(v.c_str());
-    } else if (k == "--threads") {
-      o->threads = std::atoi(v.c_str());
+    } else if (k == "--connections" || k == "--threads" || k == "--nodes") {
+      int* dst = k == "--connections" ? &o->connections
+                 : k == "--threads"   ? &o->threads
+                                      : &o->nodes;
+      if (!WholeIn(v, 1, 1000000, dst)) return bad + " (want a whole number >= 1)";
     } else if (k == "--duration") {
-      o->duration_s = std::atof(v.c_str());
-    } else if (k == "--warmup") {
-      o->warmup_s = std::atof(v.c_str());
-    } else if (k == "--rate") {
-      o->rate = std::atof(v.c_str());
-    } else if (k == "--nodes") {
-      o->nodes = std::atoi(v.c_str());
+      if (!NumberAtLeast(v, 0, &o->duration_s) || o->duration_s <= 0)
+        return bad + " (want seconds > 0)";
+    } else if (k == "--warmup" || k == "--rate") {
+      if (!NumberAtLeast(v, 0, k == "--warmup" ? &o->warmup_s : &o->rate))
+        return bad + " (want a number >= 0)";
     } else {
-      return false;
+      return "unknown option " + k;
     }
   }
-  return (o->workload == "events" || o->workload == "healthz") && o->connections > 0 &&
-         o->threads > 0 && o->threads <= o->connections && o->duration_s > 0 && o->warmup_s >= 0 &&
-         o->rate >= 0 && o->nodes > 0 && o->port > 0 && o->port < 65536;
+  if (o->threads > o->connections)
+    return "--threads (" + std::to_string(o->threads) + ") must not exceed --connections (" +
+           std::to_string(o->connections) + ")";
+  return "";
 }
 
 int RunLoadgen(const std::vector<std::string>& args) {
   Options o;
-  if (!ParseArgs(args, &o)) return Usage();
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help"))
+    return std::printf("%s", kUsage), 0;
+  if (std::string why = ParseArgs(args, &o); !why.empty()) return Usage(why);
   std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < o.threads; ++t) {
     int conns = o.connections / o.threads + (t < o.connections % o.threads ? 1 : 0);

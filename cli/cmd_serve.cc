@@ -70,7 +70,11 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
       }
       flags->kv_pool_mib = n;
     } else {
-      std::fprintf(stderr,
+      const bool help = args[i] == "--help" || args[i] == "-h";
+      if (!help)
+        std::fprintf(stderr, "switchyard serve: %s '%s'\n",
+                     v ? "unknown option" : "unknown option, or no value after", args[i].c_str());
+      std::fprintf(help ? stdout : stderr,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                    "[--data-dir DIR] [--llm simulated|reported] [--engine simulated|cpu] "
                    "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
@@ -78,7 +82,7 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
                    "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
                    "[--join-timeout-s S] "
                    "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
-      return args[i] == "--help" ? 0 : 2;
+      return help ? 0 : 2;
     }
   }
   return -1;
@@ -129,6 +133,10 @@ int RunServe(const std::vector<std::string>& all_args) {
   auto setup = api::MakeServeSetup(config, flags);
   if (!setup.ok()) return Fail(setup.status());
   // Joined workers first: the scheduler's worker count covers them (workers/serve_join.h).
+  // Destruction runs in reverse, and its order matters (serve_join.h "Teardown"): the HTTP
+  // server and API, then `attached` (detaches the join server: its rejoin loop ends, no
+  // loss, rejoin or put order callback reaches the driver after), then `service` (the
+  // driver, its loop and tiers), then `joined` (its bye to the workers), then `setup`.
   auto joined = cli::SetUpServeWorkers(worker_flags, &setup->service.scheduler);
   if (!joined.ok()) return Fail(joined.status());
   auto service = api::Service::Open(setup->service, RealClock::Default());

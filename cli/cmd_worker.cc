@@ -29,6 +29,7 @@
 namespace switchyard::cli {
 bool WantsJoin(const std::vector<std::string>& args);       // cli/worker_join.cc
 int RunJoinedWorker(const std::vector<std::string>& args);  // cli/worker_join.cc
+const char* JoinedWorkerUsage();                            // cli/worker_join.cc
 }  // namespace switchyard::cli
 
 namespace {
@@ -44,17 +45,23 @@ void OnSignal(int) {
   if (w != nullptr) w->Stop();
 }
 
+constexpr char kUsage[] =
+    "usage: switchyard worker --listen HOST:PORT [--capacity BYTES] "
+    "[--transport ucx] [--credit-per-sender BYTES] [--credit-total BYTES] "
+    "[--verify-offload BYTES] [--transport-param KEY=VALUE]... [--log-level LEVEL]\n"
+    "  a host tier for peers: KV blocks over UCX\n";
+
 int Usage(const std::string& why) {
-  std::fprintf(stderr,
-               "worker: %s\nusage: switchyard worker --listen HOST:PORT [--capacity BYTES] "
-               "[--transport ucx] [--credit-per-sender BYTES] [--credit-total BYTES] "
-               "[--verify-offload BYTES] "
-               "[--transport-param KEY=VALUE]... [--log-level LEVEL]\n",
-               why.c_str());
+  std::fprintf(stderr, "worker: %s\n%s", why.c_str(), kUsage);
   return 2;
 }
 
 int RunWorker(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    std::printf("%s", kUsage);
+    std::printf("%s", switchyard::cli::JoinedWorkerUsage());
+    return 0;
+  }
   // --join: an engine joined to a running serve (cli/worker_join.cc).
   if (switchyard::cli::WantsJoin(args)) return switchyard::cli::RunJoinedWorker(args);
   WorkerOptions options;
@@ -124,4 +131,7 @@ int RunWorker(const std::vector<std::string>& args) {
 
 }  // namespace
 
-SY_REGISTER_COMMAND(worker, "worker", "host a host tier for peers (KV blocks over UCX)", RunWorker);
+SY_REGISTER_COMMAND(worker, "worker",
+                    "run a model replica that joins a serve (--join), or host a host tier "
+                    "for peers (KV blocks over UCX)",
+                    RunWorker);

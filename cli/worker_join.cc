@@ -38,21 +38,23 @@ namespace switchyard::cli {
 
 namespace {
 
+constexpr char kJoinUsage[] =
+    "usage: switchyard worker --join HOST:PORT --engine simulated|cpu "
+    "[--model FILE_OR_DIR] [--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
+    "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
+    "[--kv-transport-param KEY=VALUE]... [--direct-puts on|off] "
+    "[--etcd URL [--cluster NAME] [--lease-ttl-s S]] [--protocol-version N] "
+    "[--connect-timeout-s S] [--log-level LEVEL]\n"
+    "  a model replica (engine, KV pool, host and disk tiers) joined to a running serve\n";
+
 int JoinUsage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "worker: %s\nusage: switchyard worker --join HOST:PORT --engine simulated|cpu "
-      "[--model FILE_OR_DIR] [--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
-      "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
-      "[--kv-transport-param KEY=VALUE]... [--direct-puts on|off] "
-      "[--etcd URL [--cluster NAME] "
-      "[--lease-ttl-s S]] [--protocol-version N] "
-      "[--connect-timeout-s S] [--log-level LEVEL]\n",
-      why.c_str());
+  std::fprintf(stderr, "worker: %s\n%s", why.c_str(), kJoinUsage);
   return 2;
 }
 
 }  // namespace
+
+const char* JoinedWorkerUsage() { return kJoinUsage; }
 
 bool WantsJoin(const std::vector<std::string>& args) {
   for (const std::string& a : args)
