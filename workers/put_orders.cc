@@ -166,10 +166,24 @@ void ControlPutOrderer::OnLost(int index, const Status& why) {
 }
 
 void ControlPutOrderer::Close() {
-  std::map<uint64_t, Pending> dropped;  // their `done` never runs (destroyed unlocked, below)
+  std::map<uint64_t, Pending> ended;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closed_) return;
+    closed_ = true;
+    ended.swap(pending_);
+    running_ += ended.size();
+  }
+  // Ended now, while the service they call into still lives: a move left waiting would
+  // hold its BlockManager's destructor (MoveHandle waits for the move) forever.
+  for (auto& [id, p] : ended)
+    End(id, p.done,
+        Status::Aborted("direct put: serve is stopping; order " + std::to_string(id) +
+                        " to worker " + p.src_id + " abandoned")
+            .WithScope(ErrorScope::kTransfer),
+        false);
   std::unique_lock<std::mutex> l(mu_);
-  closed_ = true;
-  dropped.swap(pending_);
+  running_ -= ended.size();
   idle_cv_.wait(l, [this] { return running_ == 0; });
 }
 

@@ -15,10 +15,11 @@
 // (the outcome says destination_lost: the store went with it). A report from a worker
 // for an order it was not given is ignored, as is a late one for an ended order.
 //
-// Teardown: Close() (serve's service is going: the `done` callbacks reach its loop and
-// tiers) drops the orders still out without running their `done`, refuses later orders
-// (Unavailable, nothing sent) and ignores later reports and losses — so the bye serve's
-// JoinServer sends its workers afterwards (RemoteWorker::Shutdown, a loss to this
+// Teardown: Close() (serve's service is about to go: the `done` callbacks reach its loop
+// and tiers) ends the orders still out at once (Aborted, "serve is stopping": their moves
+// fail while the service still lives, so no BlockManager waits for them), refuses later
+// orders (Unavailable, nothing sent) and ignores later reports and losses — so the bye
+// serve's JoinServer sends its workers afterwards (RemoteWorker::Shutdown, a loss to this
 // orderer) runs no callback into the freed service. Close returns once every `done`
 // running on another thread has returned.
 //

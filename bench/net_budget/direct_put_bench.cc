@@ -98,6 +98,9 @@ auto OnLoop(EventLoop& loop, F fn) -> decltype(fn()) {
 class Cluster {
  public:
   ~Cluster() {
+    // Serve's order (workers/serve_join.h "Teardown"): no put order's callback reaches the
+    // loop or the tiers once they go.
+    if (join_) join_->Detach();
     if (loop_thread_.joinable()) {
       OnLoop(loop_, [this] {
         mgr_.reset();

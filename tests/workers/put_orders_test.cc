@@ -249,7 +249,9 @@ TEST(DirectPuts, SigkillOfTheSourceMidMoveCommitsNothingAtTheDestination) {
 // Serve's teardown (JoinServer::Detach's hook): Close drops the orders still out without
 // their callbacks (they would reach the destroyed loop and tiers), so the bye that follows
 // (a loss to the orderer) ends nothing; later orders are refused, late reports ignored.
-TEST(DirectPuts, ClosingTheOrdererDropsItsOrdersWithoutTheirCallbacks) {
+// Close ends the orders still out at once (their moves fail while the service lives: a
+// BlockManager would otherwise wait for them forever), and nothing reaches a callback after.
+TEST(DirectPuts, ClosingTheOrdererEndsItsOrdersThenRunsNoCallback) {
   int a[2], b[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
@@ -270,27 +272,34 @@ TEST(DirectPuts, ClosingTheOrdererDropsItsOrdersWithoutTheirCallbacks) {
   ControlPutOrderer::Attach(orderer, wa.get());
   ControlPutOrderer::Attach(orderer, wb.get());
   std::atomic<int> done{0};
+  Status last;
   auto order = [&](uint64_t id) {
     tx::DirectPutOrder o;
     o.order_id = id;
-    return orderer->Order(*ta, *tb, o, [&](tx::DirectPutOutcome) { ++done; });
+    return orderer->Order(*ta, *tb, o, [&](tx::DirectPutOutcome out) {
+      last = out.status;
+      ++done;
+    });
   };
   ASSERT_TRUE(order(1).ok());
   orderer->OnLost(1, Status::Unavailable("gone"));  // before Close: the order ends
   EXPECT_EQ(done.load(), 1);
   ASSERT_TRUE(order(2).ok());
   orderer->Close();
+  EXPECT_EQ(done.load(), 2) << "Close ends the order still out";
+  EXPECT_EQ(last.code(), StatusCode::kAborted) << last;
+  EXPECT_NE(last.message().find("serve is stopping"), std::string::npos) << last;
   wa->Shutdown("serve stopping");  // its kv sink's loss: ignored now
   wb->Shutdown("serve stopping");
   v1::PutBlocksDone late;
   late.set_order_id(2);
   orderer->OnDone(0, late);
   EXPECT_FALSE(orderer->Abandon(2, Status::DeadlineExceeded("late")));
-  EXPECT_EQ(done.load(), 1) << "no callback after Close";
+  EXPECT_EQ(done.load(), 2) << "no callback after Close";
   Status st = order(3);
   EXPECT_TRUE(st.IsUnavailable()) << st;
   EXPECT_NE(st.message().find("serve is stopping"), std::string::npos) << st;
-  EXPECT_EQ(done.load(), 1);
+  EXPECT_EQ(done.load(), 2);
   wa.reset();
   wb.reset();
   ::close(a[1]);
