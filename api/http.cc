@@ -1,6 +1,7 @@
 #include "api/http.h"
 
 #include "base/logging.h"
+#include "base/utf8.h"
 
 namespace switchyard::api {
 
@@ -34,29 +35,6 @@ int HexDigit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
-size_t Utf8SequenceAt(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
-  unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
 }
 
 std::string HexByte(unsigned c) {
@@ -119,7 +97,7 @@ namespace {
 std::string TextProblemOf(std::string_view text, bool controls) {
   for (size_t i = 0; i < text.size();) {
     auto c = static_cast<unsigned char>(text[i]);
-    size_t n = Utf8SequenceAt(text, i);
+    size_t n = Utf8SequenceLength(text, i);
     if (n == 0) return "byte 0x" + HexByte(c) + " at offset " + std::to_string(i) + " is not UTF-8";
     // C0 controls and DEL are one byte; C1 controls (U+0080-U+009F) are 0xC2 0x80-0x9F.
     auto next = n == 2 ? static_cast<unsigned char>(text[i + 1]) : 0;

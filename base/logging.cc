@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 
+#include "base/utf8.h"
+
 namespace switchyard {
 namespace {
 
@@ -73,32 +75,6 @@ void ForEachField(const LogKeys& k, F&& f) {
 
 }  // namespace
 
-namespace {
-
-// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
-size_t Utf8SequenceAt(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
-  unsigned char c = b(0);
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-}  // namespace
-
 std::string JsonEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);
@@ -107,7 +83,7 @@ std::string JsonEscape(std::string_view s) {
     if (c >= 0x80) {
       // Bytes that are not UTF-8 become U+FFFD (encoded), so the output is valid JSON whatever the
       // input (a client's malformed body quoted in an error, an id in a log line).
-      size_t n = Utf8SequenceAt(s, i);
+      size_t n = Utf8SequenceLength(s, i);
       if (n == 0) {
         out += "\xEF\xBF\xBD";  // U+FFFD
       } else {

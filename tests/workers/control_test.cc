@@ -685,22 +685,32 @@ TEST(WorkerControl, AwaitWorkersKeepsItsDeadlineAgainstAStalledPeer) {
   ::close(stalled);
 }
 
+// A join server whose one member, hand-made worker "w" (epoch `epoch`), joined; `w` gets
+// its connection. Null (with a failure recorded) if the join did not happen.
+std::unique_ptr<JoinServer> ServerWithOneMember(HandWorker* w, uint64_t epoch = 1) {
+  auto js = JoinServer::Listen("127.0.0.1:0");
+  EXPECT_TRUE(js.ok()) << js.status();
+  if (!js.ok()) return nullptr;
+  std::thread client([&] { *w = HelloAs((*js)->address(), "w", epoch); });
+  Status st = (*js)->AwaitWorkers(Options(1));
+  client.join();
+  EXPECT_TRUE(st.ok()) << st;
+  return st.ok() ? std::move(*js) : nullptr;
+}
+
 // A stalled peer in the rejoin loop's handshake (10 s timeout) does not hold the
 // server's teardown.
 TEST(WorkerControl, TheServerGoesPromptlyWhileAHandshakeStalls) {
-  auto js = JoinServer::Listen("127.0.0.1:0");
-  ASSERT_TRUE(js.ok()) << js.status();
   HandWorker w;
-  std::thread client([&] { w = HelloAs((*js)->address(), "w", 1); });
-  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
-  client.join();
+  std::unique_ptr<JoinServer> js = ServerWithOneMember(&w);
+  ASSERT_TRUE(js);
   w.conn->Close();  // lost: the bye at teardown waits for no one
-  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
-  int stalled = StalledPeer((*js)->address());
+  ASSERT_TRUE(WaitUntil([&] { return js->Snapshot()[0].state() == "lost"; }));
+  int stalled = StalledPeer(js->address());
   ASSERT_GE(stalled, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // in its handshake now
   auto t0 = std::chrono::steady_clock::now();
-  js->reset();
+  js.reset();
   EXPECT_LT(SecondsSince(t0), 3.0);
   ::close(stalled);
 }
@@ -708,26 +718,23 @@ TEST(WorkerControl, TheServerGoesPromptlyWhileAHandshakeStalls) {
 // Detach (serve's service is going): the rejoin loop ends, the handlers go and the detach
 // hooks run, once; a lost member's hello is no longer answered.
 TEST(WorkerControl, DetachEndsRejoinsAndHandlersThenRunsItsHooksOnce) {
-  auto js = JoinServer::Listen("127.0.0.1:0");
-  ASSERT_TRUE(js.ok()) << js.status();
   HandWorker w;
-  std::thread client([&] { w = HelloAs((*js)->address(), "w", 1); });
-  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
-  client.join();
+  std::unique_ptr<JoinServer> server = ServerWithOneMember(&w);
+  ASSERT_TRUE(server);
   std::atomic<int> rejoins{0}, losses{0}, hooks{0};
-  (*js)->SetRejoinHandler([&](int) { ++rejoins; });
-  (*js)->SetLossHandler([&](int, const Status&) { ++losses; });
-  (*js)->AddDetachHook([&] { ++hooks; });
+  server->SetRejoinHandler([&](int) { ++rejoins; });
+  server->SetLossHandler([&](int, const Status&) { ++losses; });
+  server->AddDetachHook([&] { ++hooks; });
   w.conn->Close();
-  ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
+  ASSERT_TRUE(WaitUntil([&] { return server->Snapshot()[0].state() == "lost"; }));
   EXPECT_EQ(losses.load(), 1);
-  (*js)->Detach();
+  server->Detach();
   EXPECT_EQ(hooks.load(), 1);
-  (*js)->Detach();
+  server->Detach();
   EXPECT_EQ(hooks.load(), 1);
-  (*js)->AddDetachHook([&] { ++hooks; });  // after Detach: at once
+  server->AddDetachHook([&] { ++hooks; });  // after Detach: at once
   EXPECT_EQ(hooks.load(), 2);
-  auto c = ControlConn::Connect((*js)->address(), Seconds(10));
+  auto c = ControlConn::Connect(server->address(), Seconds(10));
   ASSERT_TRUE(c.ok()) << c.status();
   v1::WorkerControl h;
   h.mutable_hello()->set_protocol_version(kProtocolVersion);
@@ -737,24 +744,21 @@ TEST(WorkerControl, DetachEndsRejoinsAndHandlersThenRunsItsHooksOnce) {
   ASSERT_TRUE((*c)->Send(h).ok());
   EXPECT_EQ((*c)->ReadOne(Millis(500)).status().code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(rejoins.load(), 0);
-  EXPECT_EQ((*js)->Snapshot()[0].state(), "lost");
+  EXPECT_EQ(server->Snapshot()[0].state(), "lost");
 }
 
 // PeerJoined's guard: IfAlive runs its function only while the worker is not lost.
 TEST(WorkerControl, IfAliveRunsOnlyWhileTheWorkerIsAlive) {
-  auto js = JoinServer::Listen("127.0.0.1:0");
-  ASSERT_TRUE(js.ok()) << js.status();
   HandWorker w;
-  std::thread client([&] { w = HelloAs((*js)->address(), "w", 7); });
-  ASSERT_TRUE((*js)->AwaitWorkers(Options(1)).ok());
-  client.join();
+  std::unique_ptr<JoinServer> js = ServerWithOneMember(&w, 7);
+  ASSERT_TRUE(js);
   uint64_t epoch = 0;
-  EXPECT_TRUE((*js)->worker(0)->IfAlive([&](const v1::WorkerHello& h) { epoch = h.epoch(); }));
+  EXPECT_TRUE(js->worker(0)->IfAlive([&](const v1::WorkerHello& h) { epoch = h.epoch(); }));
   EXPECT_EQ(epoch, 7u);
   w.conn->Close();
-  ASSERT_TRUE(WaitUntil([&] { return (*js)->worker(0)->lost(); }));
+  ASSERT_TRUE(WaitUntil([&] { return js->worker(0)->lost(); }));
   bool ran = false;
-  EXPECT_FALSE((*js)->worker(0)->IfAlive([&](const v1::WorkerHello&) { ran = true; }));
+  EXPECT_FALSE(js->worker(0)->IfAlive([&](const v1::WorkerHello&) { ran = true; }));
   EXPECT_FALSE(ran);
 }
 

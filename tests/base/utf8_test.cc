@@ -1,0 +1,28 @@
+#include "base/utf8.h"
+
+#include <gtest/gtest.h>
+
+namespace switchyard {
+namespace {
+
+TEST(Utf8, SequenceLengths) {
+  EXPECT_EQ(Utf8SequenceLength("a", 0), 1u);
+  EXPECT_EQ(Utf8SequenceLength("\xc3\xa9", 0), 2u);          // é
+  EXPECT_EQ(Utf8SequenceLength("\xe2\x82\xac", 0), 3u);      // €
+  EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98\x80", 0), 4u);  // 😀
+  EXPECT_EQ(Utf8SequenceLength("x\xc3\xa9", 1), 2u);
+}
+
+TEST(Utf8, MalformedIsZero) {
+  EXPECT_EQ(Utf8SequenceLength("\xff", 0), 0u);
+  EXPECT_EQ(Utf8SequenceLength("\x80", 0), 0u);              // a continuation byte
+  EXPECT_EQ(Utf8SequenceLength("\xc0\xaf", 0), 0u);          // overlong '/'
+  EXPECT_EQ(Utf8SequenceLength("\xe0\x80\xaf", 0), 0u);      // overlong
+  EXPECT_EQ(Utf8SequenceLength("\xed\xa0\x80", 0), 0u);      // a surrogate
+  EXPECT_EQ(Utf8SequenceLength("\xf4\x90\x80\x80", 0), 0u);  // above U+10FFFF
+  EXPECT_EQ(Utf8SequenceLength("\xe2\x82", 0), 0u);          // cut short
+  EXPECT_EQ(Utf8SequenceLength("\xc3", 0), 0u);
+}
+
+}  // namespace
+}  // namespace switchyard
