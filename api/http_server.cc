@@ -401,15 +401,40 @@ class Session : public std::enable_shared_from_this<Session> {
     head_ += "\r\n";
   }
 
+  // Ends the connection: no more sending, then what the client still sends is read and
+  // dropped until it closes, for at most kLingerMs and kLingerBytes ("lingering close"):
+  // closing a socket with unread bytes resets the connection, and a client still
+  // uploading — a body past the limit, answered 413 at its headers — would get the reset
+  // instead of the answer.
   void Close() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return;
+    linger_left_ = kLingerBytes;
+    stream_.expires_after(std::chrono::milliseconds(kLingerMs));
+    Drain();
   }
+
+  void Drain() {
+    drain_.resize(64 * 1024);
+    stream_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              // EOF, an error, the time or the byte cap: the session ends.
+                              if (ec || n >= self->linger_left_) return;
+                              self->linger_left_ -= n;
+                              self->Drain();
+                            });
+  }
+
+  static constexpr int kLingerMs = 2000;
+  static constexpr size_t kLingerBytes = size_t{64} << 20;
 
   asio::io_context& io_;  // the connection's I/O thread (one thread runs it: no strand)
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::string head_, body_;  // the answer being written (one at a time per connection)
+  std::string drain_;        // lingering close: what the client still sent, dropped
+  size_t linger_left_ = 0;
   std::optional<http::request_parser<http::string_body>> parser_;
   const HttpServerOptions& options_;
   const HttpServer::AsyncHandler& handler_;

@@ -3,10 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
@@ -252,6 +256,37 @@ TEST_F(HttpApiTest, OversizeBodyIs413) {
   auto r = Call("POST", "/v1/workflows", big);
   EXPECT_EQ(r.status, 413);
   EXPECT_NE(r.body.find("payload_too_large"), std::string::npos);
+}
+
+// A client that sends a body far past the limit (more than the sockets buffer) still gets
+// the 413: the server reads and drops the rest of the upload before it closes, rather
+// than resetting the connection under the client.
+TEST_F(HttpApiTest, AHugeUploadStillGetsIts413) {
+  Start();
+  const size_t body = 16u << 20;  // the limit here is 64 KiB
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port_);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string head = "POST /v1/workflows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                     std::string(kAcme) + "\r\nContent-Length: " + std::to_string(body) +
+                     "\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string chunk(256 * 1024, 'x');
+  size_t sent = 0;
+  while (sent < body) {  // as a client does: the whole body, then the answer
+    ssize_t n = ::send(fd, chunk.data(), std::min(chunk.size(), body - sent), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  EXPECT_EQ(sent, body) << "the upload was cut off: " << std::strerror(errno);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) answer.append(buf, n);
+  ::close(fd);
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 413") << answer;
 }
 
 TEST_F(HttpApiTest, RateLimitIs429WithRetryAfter) {
