@@ -357,9 +357,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnWatch(beast::error_code ec, size_t n) {
-    buffer_.commit(n);  // the start of the next request, for the parser
-    if (rs_state_ == StreamState::kEnded) {
-      if (rs_keep_alive_) Read();
+    buffer_.commit(n);                       // the start of the next request, for the parser
+    if (rs_state_ == StreamState::kEnded) {  // the read ahead is over: one read at a time
+      if (rs_keep_alive_)
+        Read();
+      else
+        Close();
       return;
     }
     if (rs_state_ != StreamState::kOpen) return;
@@ -367,16 +370,17 @@ class Session : public std::enable_shared_from_this<Session> {
     WatchStream();
   }
 
-  // The last chunk went out: the stream is done; the next request is read once the read
-  // ahead has been cancelled (OnWatch), or the connection closes.
+  // The last chunk went out: the stream is done; once the read ahead has been cancelled
+  // (OnWatch) the next request is read, or the connection closes (its lingering drain is
+  // a read too, so it waits for the read ahead to end; the client sees the end at once).
   void EndStream() {
     rs_state_ = StreamState::kEnded;
     StreamDriver::Finish(*rs_);
     streams_->Remove(rs_.get());
     rs_.reset();
     beast::error_code ignored;
+    if (!rs_keep_alive_) stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.socket().cancel(ignored);
-    if (!rs_keep_alive_) Close();
   }
 
   // The stream cannot go on (cancelled, or the connection failed): cancels it and closes the
