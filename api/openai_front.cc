@@ -198,7 +198,11 @@ std::string OpenAiFront::Describe() const {
 }
 
 OpenAiFront::~OpenAiFront() {
-  alive_.reset();  // streams cancelled from now on post nothing here
+  {  // no callback enters from now on; one running elsewhere is waited for
+    std::unique_lock<std::mutex> lock(life_->mu);
+    life_->alive = false;
+    life_->idle.wait(lock, [this] { return life_->running == 0; });
+  }
   {
     std::lock_guard<std::mutex> lock(work_mu_);
     stopping_ = true;
@@ -480,12 +484,13 @@ void OpenAiFront::Start(const CallPtr& c) {
                                         (cm->shape().random_weights ? "-random-weights" : "")
                                   : "switchyard-simulated-engine-placeholder-text";
   if (upstream_) {
-    d->WatchPlacement(c->wf, c->node, [this, c](int worker) {
-      Post([this, c, worker]() {
-        if (worker < 0) return Fail(c, Status::Aborted("workflow " + c->wf + " ended"));
-        Forward(c);
-      });
-    });
+    d->WatchPlacement(c->wf, c->node, Guarded([this, c](int worker) {
+                        Post([this, c, worker]() {
+                          if (worker < 0)
+                            return Fail(c, Status::Aborted("workflow " + c->wf + " ended"));
+                          Forward(c);
+                        });
+                      }));
   }
   SchedulerDriver::NodeInput in;
   in.prompt_token_ids = c->fresh;
@@ -496,12 +501,12 @@ void OpenAiFront::Start(const CallPtr& c) {
   in.token_mask = c->tool ? SchedulerDriver::kJsonStringMask : SchedulerDriver::kTextMask;
   if (!upstream_) {
     d->SetNodeInput(c->wf, c->node, std::move(in));
-    d->Watch(c->wf, c->node, [this, c](const SchedulerDriver::TokenEvent& t) {
-      if (t.finished)
-        Finish(c, t.status, t.output_tokens);
-      else
-        OnToken(c, t.token);
-    });
+    d->Watch(c->wf, c->node, Guarded([this, c](const SchedulerDriver::TokenEvent& t) {
+               if (t.finished)
+                 Finish(c, t.status, t.output_tokens);
+               else
+                 OnToken(c, t.token);
+             }));
   }
 
   v1::ProgramNode n;
@@ -517,7 +522,7 @@ void OpenAiFront::Start(const CallPtr& c) {
   n.mutable_hints()->set_extend_tokens(static_cast<int64_t>(c->fresh.size()));
   n.mutable_hints()->set_max_output_tokens(c->max_tokens);
 
-  auto done = [this, c](const Status& st) {
+  auto done = Guarded([this, c](const Status& st) {
     if (!st.ok()) return Fail(c, st);
     OpenStream(c);  // admitted: a streamed answer's head goes out now
     for (const std::string& w : c->waits_to_end) {
@@ -527,7 +532,7 @@ void OpenAiFront::Start(const CallPtr& c) {
       service_->ReportEventAsync(c->tenant, c->wf, e, nullptr, [](const Status&) {});
     }
     if (!c->session) service_->CloseAsync(c->tenant, c->wf, nullptr, [](const Status&) {});
-  };
+  });
   if (c->first || !c->session) {
     v1::Workflow w;
     w.set_id(c->wf);
@@ -595,10 +600,12 @@ void OpenAiFront::OpenStream(const CallPtr& c) {
   c->stream->Write(oa::ChunkEvent(c->head, "", /*first=*/true, ""));
   // A client that goes away before the answer ends: its generation stops (the workflow is
   // cancelled) and its session starts afresh with its next request.
-  std::weak_ptr<bool> alive = alive_;
-  c->stream->SetOnCancel([this, alive, c]() {
-    if (alive.lock()) Post([this, c]() { Abandon(c); });
-  });
+  // (The call is held weakly: the stream keeps its hook after it ends, and the call holds
+  // the stream.)
+  std::weak_ptr<Call> weak = c;
+  c->stream->SetOnCancel(Guarded([this, weak]() {
+    if (CallPtr call = weak.lock()) Post([this, call]() { Abandon(call); });
+  }));
   c->respond(std::move(h));
 }
 
@@ -729,18 +736,17 @@ void OpenAiFront::Forward(const CallPtr& c) {
     usage->append(bytes);
     if (usage->size() > 8192) usage->erase(0, usage->size() - 4096);
   };
-  hooks.on_end = [this, c, usage](bool) {
+  hooks.on_end = Guarded([this, c, usage](bool) {
     int64_t tokens = 0;
     if (size_t at = usage->rfind("\"completion_tokens\":"); at != std::string::npos)
       tokens = std::atoll(usage->c_str() + at + 20);
     Post([this, c, tokens]() { Ended(c, tokens, {}); });
-  };
-  upstream_->Forward(
-      c->original, upstream_->Pick(key), UpstreamAuth(),
-      [this, c](HttpResponse r) {
-        Post([this, c, r = std::move(r)]() mutable { Forwarded(c, std::move(r)); });
-      },
-      std::move(hooks));
+  });
+  upstream_->Forward(c->original, upstream_->Pick(key), UpstreamAuth(),
+                     Guarded([this, c](HttpResponse r) {
+                       Post([this, c, r = std::move(r)]() mutable { Forwarded(c, std::move(r)); });
+                     }),
+                     std::move(hooks));
 }
 
 void OpenAiFront::Forwarded(const CallPtr& c, HttpResponse r) {
@@ -824,17 +830,18 @@ void OpenAiFront::StartWaits(const CallPtr& c, std::vector<v1::ProgramNode> wait
   if (waits.empty()) return respond();
   std::vector<std::string> ids;
   for (const auto& w : waits) ids.push_back(w.id());
-  service_->AppendAsync(
-      c->tenant, c->wf, std::move(waits), nullptr, [this, c, ids, respond](const Status& st) {
-        if (!st.ok()) return Fail(c, st);
-        for (const std::string& id : ids) {
-          v1::NodeEvent e;
-          e.set_node_id(id);
-          e.set_type(v1::TOOL_STARTED);
-          service_->ReportEventAsync(c->tenant, c->wf, e, nullptr, [](const Status&) {});
-        }
-        service_->AfterDurable([respond](const Status&) { respond(); });
-      });
+  service_->AppendAsync(c->tenant, c->wf, std::move(waits), nullptr,
+                        Guarded([this, c, ids, respond](const Status& st) {
+                          if (!st.ok()) return Fail(c, st);
+                          for (const std::string& id : ids) {
+                            v1::NodeEvent e;
+                            e.set_node_id(id);
+                            e.set_type(v1::TOOL_STARTED);
+                            service_->ReportEventAsync(c->tenant, c->wf, e, nullptr,
+                                                       [](const Status&) {});
+                          }
+                          service_->AfterDurable(Guarded([respond](const Status&) { respond(); }));
+                        }));
 }
 
 // ---- Sessions ---------------------------------------------------------------------------

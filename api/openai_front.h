@@ -81,6 +81,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "api/http.h"
 #include "api/openai_upstream.h"
@@ -166,6 +167,26 @@ class OpenAiFront {
   void EndSession(const SessionPtr& s);
   void Post(std::function<void()> fn);
   void Run();
+  // `fn` made safe to hand out: it runs only while the front lives, and the destructor
+  // waits for one that is running. No lock is held while it runs.
+  template <typename F>
+  auto Guarded(F fn) const {
+    return [life = life_, fn = std::move(fn)](auto&&... args) mutable {
+      {
+        std::lock_guard<std::mutex> lock(life->mu);
+        if (!life->alive) return;
+        ++life->running;
+      }
+      struct Done {
+        Lifetime* life;
+        ~Done() {
+          std::lock_guard<std::mutex> lock(life->mu);
+          if (--life->running == 0) life->idle.notify_all();
+        }
+      } done{life.get()};
+      fn(std::forward<decltype(args)>(args)...);
+    };
+  }
 
   Service* service_;
   const Clock* clock_;
@@ -179,7 +200,16 @@ class OpenAiFront {
   std::condition_variable work_cv_;
   std::deque<std::function<void()>> work_;
   bool stopping_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // streams' cancel hooks check it
+  // Whether the front lives, for the callbacks it hands the scheduler driver, the service,
+  // the upstream client and its streams, which may call after it is gone (the service
+  // outlives it): see Guarded.
+  struct Lifetime {
+    std::mutex mu;
+    std::condition_variable idle;
+    bool alive = true;
+    int running = 0;  // guarded callbacks running now
+  };
+  std::shared_ptr<Lifetime> life_ = std::make_shared<Lifetime>();
   std::thread thread_;
 };
 
