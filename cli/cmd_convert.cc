@@ -1,14 +1,14 @@
 // `switchyard convert --from FORMAT INPUT -o OUTPUT [options]`: public traces →
-// Switchyard workflow traces (JSON lines of v1::TraceRecord). Rules: bench/replay/convert.h;
-// options: bench/replay/cli_options.h (ParseConvertArgs).
+// Switchyard workflow traces (JSON lines of v1::TraceRecord). Rules: replay/convert.h;
+// options: replay/cli_options.h (ParseConvertArgs).
 #include <cstdio>
 #include <fstream>
 #include <string>
 
-#include "bench/replay/cli_options.h"
-#include "bench/replay/convert.h"
 #include "cli/command.h"
 #include "proto/json.h"
+#include "replay/cli_options.h"
+#include "replay/convert.h"
 
 namespace {
 

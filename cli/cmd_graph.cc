@@ -7,10 +7,10 @@
 #include <string>
 
 #include "base/clock.h"
-#include "bench/replay/convert.h"
 #include "cli/command.h"
 #include "program_graph/workflow.h"
 #include "proto/json.h"
+#include "replay/convert.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // `switchyard replay`: runs policies over a Switchyard trace on a simulated cluster (the
 // real scheduler core and runtime on virtual time) and reports per-policy metrics.
-// Options and rules: bench/replay/cli_options.h, bench/replay/README.md.
+// Options and rules: replay/cli_options.h, replay/README.md.
 #include <unistd.h>
 
 #include <chrono>
@@ -9,14 +9,14 @@
 #include <fstream>
 #include <string>
 
-#include "bench/replay/cli_options.h"
-#include "bench/replay/cluster.h"
-#include "bench/replay/convert.h"
-#include "bench/replay/replay.h"
-#include "bench/replay/report.h"
-#include "bench/replay/sweep.h"
 #include "cli/command.h"
 #include "proto/json.h"
+#include "replay/cli_options.h"
+#include "replay/cluster.h"
+#include "replay/convert.h"
+#include "replay/replay.h"
+#include "replay/report.h"
+#include "replay/sweep.h"
 
 namespace {
 

@@ -7,20 +7,20 @@
 // LLM results; --links FILE: the figures `switchyard calibrate --links-out` measured, on the
 // links it names; --remote-workers N [--control-listen HOST:PORT] [--local-workers N]: N
 // more workers, each a `switchyard worker --join` process, waited for before serving —
-// cli/serve_workers.h). Stops on SIGINT/SIGTERM.
+// serve/serve_workers.h). Stops on SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "api/http_api.h"
-#include "api/http_server.h"
-#include "api/serve_config.h"
 #include "base/logging.h"
 #include "cli/command.h"
-#include "cli/serve_workers.h"
+#include "http/http_server.h"
 #include "proto/json.h"
+#include "serve/http_api.h"
+#include "serve/serve_config.h"
+#include "serve/serve_workers.h"
 
 namespace {
 
@@ -32,7 +32,7 @@ int Fail(const Status& s) {
 }
 
 // The flags into `flags` and `config_path`; returns -1 to go on, else the exit code.
-int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
+int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flags,
                    std::string* config_path) {
   for (size_t i = 0; i < args.size(); ++i) {
     bool v = i + 1 < args.size();
@@ -76,7 +76,7 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
                      v ? "unknown option" : "unknown option, or no value after", args[i].c_str());
       std::fprintf(help ? stdout : stderr,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
-                   "[--data-dir DIR] [--llm simulated|reported] [--engine simulated|cpu] "
+                   "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
                    "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
                    "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
                    "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
@@ -88,8 +88,8 @@ int ParseServeArgs(const std::vector<std::string>& args, api::ServeFlags* flags,
   return -1;
 }
 
-void PrintBanner(const api::ServeSetup& setup, uint16_t port, api::Service& service,
-                 const api::HttpApi& api) {
+void PrintBanner(const serve::ServeSetup& setup, uint16_t port, service::Service& service,
+                 const serve::HttpApi& api) {
   const std::string& host = setup.http.host;
   std::printf("switchyard serving on http://%s:%u (data dir %s)\n", host.c_str(), port,
               setup.data_dir.c_str());
@@ -120,9 +120,9 @@ void PrintBanner(const api::ServeSetup& setup, uint16_t port, api::Service& serv
 
 int RunServe(const std::vector<std::string>& all_args) {
   std::vector<std::string> args = all_args;
-  cli::ServeWorkerFlags worker_flags;  // --local-workers, --remote-workers, ... (serve_workers.h)
-  if (int rc = cli::TakeServeWorkerFlags(&args, &worker_flags); rc >= 0) return rc;
-  api::ServeFlags flags;
+  serve::ServeWorkerFlags worker_flags;  // --local-workers, --remote-workers, ... (serve_workers.h)
+  if (int rc = serve::TakeServeWorkerFlags(&args, &worker_flags); rc >= 0) return rc;
+  serve::ServeFlags flags;
   std::string config_path;
   if (int rc = ParseServeArgs(args, &flags, &config_path); rc >= 0) return rc;
   v1::ServiceConfig config;
@@ -130,27 +130,27 @@ int RunServe(const std::vector<std::string>& all_args) {
     Status st = proto::ParseJsonFile(config_path, &config);
     if (!st.ok()) return Fail(st);
   }
-  auto setup = api::MakeServeSetup(config, flags);
+  auto setup = serve::MakeServeSetup(config, flags);
   if (!setup.ok()) return Fail(setup.status());
-  // Joined workers first: the scheduler's worker count covers them (workers/serve_join.h).
+  // Joined workers first: the scheduler's worker count covers them (serve/serve_join.h).
   // Destruction runs in reverse, and its order matters (serve_join.h "Teardown"): the HTTP
   // server and API, then `attached` (detaches the join server: its rejoin loop ends, no
   // loss, rejoin or put order callback reaches the driver after), then `service` (the
   // driver, its loop and tiers), then `joined` (its bye to the workers), then `setup`.
-  auto joined = cli::SetUpServeWorkers(worker_flags, &setup->service.scheduler);
+  auto joined = serve::SetUpServeWorkers(worker_flags, &setup->service.scheduler);
   if (!joined.ok()) return Fail(joined.status());
-  auto service = api::Service::Open(setup->service, RealClock::Default());
+  auto service = service::Service::Open(setup->service, RealClock::Default());
   if (!service.ok()) return Fail(service.status());
-  cli::WorkersAttached attached(joined->get(), (*service)->scheduler());
-  auto auth = api::Auth::Create(config, setup->data_dir);
+  serve::WorkersAttached attached(joined->get(), (*service)->scheduler());
+  auto auth = service::Auth::Create(config, setup->data_dir);
   if (!auth.ok()) return Fail(auth.status());
-  api::HttpApi api(service->get(), std::move(*auth), RealClock::Default(), setup->api);
+  serve::HttpApi api(service->get(), std::move(*auth), RealClock::Default(), setup->api);
   // Reads are answered on the I/O threads; mutations once their group commit is durable.
-  api::HttpServer server(
-      setup->http,
-      api::HttpServer::AsyncHandler([&api](const api::HttpRequest& r, api::HttpServer::Respond d) {
-        api.HandleAsync(r, std::move(d));
-      }));
+  http::HttpServer server(setup->http,
+                          http::HttpServer::AsyncHandler(
+                              [&api](const http::HttpRequest& r, http::HttpServer::Respond d) {
+                                api.HandleAsync(r, std::move(d));
+                              }));
 
   sigset_t set;
   sigemptyset(&set);

@@ -1,7 +1,7 @@
 // `switchyard sweep`: policies × loads over one trace and cluster; a table, JSON and an
 // HTML page with P99 JCT and deadline-miss rate against load; with --slo-capacity, SLO
-// attainment per load and each policy's SLO capacity (bench/replay/slo.h) instead. See
-// bench/replay/README.md.
+// attainment per load and each policy's SLO capacity (replay/slo.h) instead. See
+// replay/README.md.
 #include <unistd.h>
 
 #include <chrono>
@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/replay/cli_options.h"
-#include "bench/replay/cluster.h"
-#include "bench/replay/convert.h"
-#include "bench/replay/slo.h"
-#include "bench/replay/sweep.h"
 #include "cli/command.h"
 #include "proto/json.h"
+#include "replay/cli_options.h"
+#include "replay/cluster.h"
+#include "replay/convert.h"
+#include "replay/slo.h"
+#include "replay/sweep.h"
 
 namespace {
 

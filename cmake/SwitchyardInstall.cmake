@@ -1,13 +1,13 @@
 # Install rules and the CMake package config of Switchyard's embedding API.
 #
-# `cmake --install <build> --prefix <dir>` installs the static libraries sy_api depends on
-# (sy_api and every Switchyard library it links, found by walking its link graph), the
-# public headers (rooted like the source tree: <prefix>/include/api/embedded.h,
+# `cmake --install <build> --prefix <dir>` installs the static libraries sy_service depends on
+# (sy_service and every Switchyard library it links, found by walking its link graph), the
+# public headers (rooted like the source tree: <prefix>/include/service/embedded.h,
 # .../include/proto/switchyard/v1/api.pb.h, ...) and an exported target set, so that a
 # serving stack can:
 #     find_package(Switchyard CONFIG REQUIRED)
 #     target_link_libraries(my_engine PRIVATE Switchyard::switchyard)
-# Switchyard::switchyard is the embedding API (Switchyard::api and all it needs); each
+# Switchyard::switchyard is the embedding API (Switchyard::service and all it needs); each
 # library is also exported as Switchyard::<module> (base, proto, scheduler, ...).
 # SwitchyardConfig.cmake finds the third-party dependencies again (find_dependency).
 # Included once, at the end of the top CMakeLists.txt, after every target exists.
@@ -43,7 +43,7 @@ function(_sy_link_closure target out_var)
 endfunction()
 
 set(_sy_install_targets)
-_sy_link_closure(sy_api _sy_install_targets)
+_sy_link_closure(sy_service _sy_install_targets)
 
 # Include directories point into the source and build trees while building; installed,
 # everything is under <prefix>/include.
@@ -66,7 +66,7 @@ foreach(t ${_sy_install_targets})
 endforeach()
 
 add_library(sy_switchyard INTERFACE)
-target_link_libraries(sy_switchyard INTERFACE sy_api)
+target_link_libraries(sy_switchyard INTERFACE sy_service)
 set_target_properties(sy_switchyard PROPERTIES EXPORT_NAME switchyard)
 
 install(TARGETS ${_sy_install_targets} sy_switchyard
@@ -84,7 +84,7 @@ foreach(t ${_sy_install_targets})
   if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${module})
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${module}/
             DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${module}
-            FILES_MATCHING PATTERN "*.h")
+            FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
   endif()
 endforeach()
 install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/switchyard/v1/

@@ -2,7 +2,7 @@
 //
 // Each class reproduces the decision rule of a published system as far as the Policy
 // interface and the core's mechanics allow (specifications summarised in
-// bench/replay/README.md "Policies"). What the core does for every policy alike —
+// replay/README.md "Policies"). What the core does for every policy alike —
 // admission by free KV blocks with a watermark, decode blocks as the engine reports them
 // (so a pool can run out mid-decode: idle contexts are evicted first, then the policy's
 // ChoosePoolVictim is preempted), whole-context (not block) eviction granularity,
@@ -150,7 +150,7 @@ class AutellixPolicy final : public Policy {
 // tool calls. Order: FCFS by call arrival (SGLang default). Simplified: whole contexts
 // instead of radix nodes; steps_to_execution comes from the core (today a constant 1, so
 // ties fall to LRU); reloads are started by the core on demand when the node is ready (the
-// load-ahead of agents within 2 steps needs a core hook, see bench/replay/README.md).
+// load-ahead of agents within 2 steps needs a core hook, see replay/README.md).
 class KvFlowPolicy final : public Policy {
  public:
   std::string_view name() const override { return "kvflow"; }

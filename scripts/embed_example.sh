@@ -14,9 +14,9 @@ trap 'rm -rf "$TMP"' EXIT
 PREFIX="$TMP/prefix"
 
 echo "== building the installed libraries in $BUILD_DIR"
-cmake --build "$BUILD_DIR" -j "$JOBS" --target sy_api
+cmake --build "$BUILD_DIR" -j "$JOBS" --target sy_service
 echo "== installing into $PREFIX"
-# Installs only what sy_api needs (the `switchyard` binary too, when it is built).
+# Installs only what sy_service needs (the `switchyard` binary too, when it is built).
 cmake --install "$BUILD_DIR" --prefix "$PREFIX" >"$TMP/install.log" || {
   cat "$TMP/install.log"; exit 1; }
 # Flags the libraries were built with (sanitizers) apply to the example too.

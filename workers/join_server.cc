@@ -317,7 +317,7 @@ Result<std::unique_ptr<JoinServer>> JoinServer::Listen(const std::string& host_p
 }
 
 JoinServer::~JoinServer() {
-  // A no-op when serve detached before its service went (cli/serve_workers.h).
+  // A no-op when serve detached before its service went (serve/serve_workers.h).
   Detach();
   std::vector<std::shared_ptr<void>> held;  // first: their callbacks reach the workers
   {

@@ -23,7 +23,7 @@
 //      minus that node's end minus its tools' measured waits, callOverheadS = the median
 //      (SY_BENCH_FIDELITY_CALL_OVERHEAD >= 0 sets it instead);
 //   5. replay: the trace through RunReplay (what `switchyard replay` runs) under policy
-//      switchyard on bench/clusters/cpu-tiny-llama-4l.json with the pool size of step 3,
+//      switchyard on replay/clusters/cpu-tiny-llama-4l.json with the pool size of step 3,
 //      the table of step 1 and the callOverheadS and toolOverheadS of step 4 (written as
 //      cluster.json in the folder, stepTable relative to it, and loaded back with
 //      LoadCluster, as the CLI does), and once more with both 0 (cluster-no-overhead.json).

@@ -10,10 +10,10 @@
 
 #include "bench/common/report.h"
 #include "bench/fidelity/fidelity.h"
-#include "bench/replay/cluster.h"
-#include "bench/replay/convert.h"
-#include "bench/replay/replay.h"
 #include "proto/json.h"
+#include "replay/cluster.h"
+#include "replay/convert.h"
+#include "replay/replay.h"
 
 namespace switchyard::bench::fidelity {
 namespace {
@@ -87,7 +87,7 @@ Status Prepare(const Setup& s) {
 ::switchyard::Result<replay::PolicyReport> Replay(const Setup& s, const std::string& name,
                                                   double call_overhead_s, double tool_overhead_s) {
   SY_ASSIGN_OR_RETURN(v1::ReplayCluster c,
-                      replay::LoadCluster(s.src + "/bench/clusters/cpu-tiny-llama-4l.json"));
+                      replay::LoadCluster(s.src + "/replay/clusters/cpu-tiny-llama-4l.json"));
   c.set_step_table("step_table.csv");
   uint64_t pool = static_cast<uint64_t>(s.pool_mib) << 20;
   c.mutable_gpu()->set_hbm_bytes(pool + 2 * c.model().num_parameters());

@@ -16,7 +16,7 @@ From the last status of each workflow the client read (GET /v1/workflows/{id}, k
 polls: node startedMs / finishedMs / firstTokenMs, the workflow's arrivalMs):
   ttft_s                    per LLM call: firstTokenMs - ready, ready = the latest of the
                             workflow's arrival and its dependencies' finishedMs (replay's
-                            definition: bench/replay/replay.cc);
+                            definition: replay/replay.cc);
   started_to_first_token_s  per LLM call: firstTokenMs - startedMs (the service's placement
                             to the engine's first token);
   call_overhead_s           per LLM call the trace reveals after another node R

@@ -1,6 +1,6 @@
 // Direct worker-to-worker puts through the whole path serve uses, against ucx_perftest.
 //
-// Serve's own wiring (workers::JoinRemoteWorkers: each joined worker's KV store as a
+// Serve's own wiring (serve::JoinRemoteWorkers: each joined worker's KV store as a
 // RemoteHostTier, the DirectPeerMover with put orders over the worker control
 // connections) and two `switchyard worker --join` processes (the binary beside this one)
 // on loopback, their stores over UCX_TLS=tcp. A kv_tiers BlockManager on a real-time loop
@@ -51,7 +51,7 @@
 #include "kv_tiers/transport/remote_host_tier.h"
 #include "net_budget/budget.h"
 #include "net_budget/topology.h"
-#include "workers/serve_join.h"
+#include "serve/serve_join.h"
 
 namespace switchyard::bench {
 namespace {
@@ -98,7 +98,7 @@ auto OnLoop(EventLoop& loop, F fn) -> decltype(fn()) {
 class Cluster {
  public:
   ~Cluster() {
-    // Serve's order (workers/serve_join.h "Teardown"): no put order's callback reaches the
+    // Serve's order (serve/serve_join.h "Teardown"): no put order's callback reaches the
     // loop or the tiers once they go.
     if (join_) join_->Detach();
     if (loop_thread_.joinable()) {
@@ -128,7 +128,7 @@ class Cluster {
     const int window = Window(bytes);
     const uint64_t drop = std::max<uint64_t>(1, kDropBytes / bytes);
     const uint64_t store = bytes * (static_cast<uint64_t>(sources + window + 2) + drop);
-    workers::ServeJoinOptions jo;
+    serve::ServeJoinOptions jo;
     jo.local_workers = 0;
     jo.remote_workers = 2;
     jo.join_timeout = Seconds(60);
@@ -149,7 +149,7 @@ class Cluster {
         pids_.push_back(pid);
       }
     };
-    SY_ASSIGN_OR_RETURN(join_, workers::JoinRemoteWorkers(jo, &config_));
+    SY_ASSIGN_OR_RETURN(join_, serve::JoinRemoteWorkers(jo, &config_));
     kv_tiers::TierOptions to;
     to.capacity_bytes = store;
     to.slot_bytes = bytes;
@@ -163,7 +163,8 @@ class Cluster {
     SY_ASSIGN_OR_RETURN(host_, kv_tiers::ArenaTier::Create(ho, kv_tiers::HostBackend()));
     kv_tiers::MoverEnv env;
     env.loop = &loop_;
-    kv_tiers::MoverSet movers;  // as serve's driver sets them up (api/scheduler_driver_models.cc)
+    kv_tiers::MoverSet
+        movers;  // as serve's driver sets them up (driver/scheduler_driver_models.cc)
     movers.Add(std::make_shared<kv_tiers::LocalMover>(env), 10);
     movers.Add(std::make_shared<kv_tiers::PeerMover>(env), 5);
     movers.Add(std::make_shared<kv_tiers::RelayMover>(env), 1);
@@ -287,7 +288,7 @@ class Cluster {
   }
 
   uint64_t bytes_ = 0;
-  api::SchedulerConfig config_;
+  driver::SchedulerConfig config_;
   std::unique_ptr<workers::JoinServer> join_;
   std::vector<pid_t> pids_;
   std::map<std::string, std::unique_ptr<kv_tiers::Tier>> tiers_;

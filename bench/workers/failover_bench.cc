@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "api/service.h"
 #include "base/logging.h"
 #include "bench/common/report.h"
-#include "workers/serve_join.h"
+#include "serve/serve_join.h"
+#include "service/service.h"
 
 namespace switchyard::bench {
 namespace {
@@ -78,7 +78,7 @@ v1::Workflow LongDecode(const std::string& id) {
 }
 
 // The worker of each running LLM node's latest placement (node key "wf/node").
-std::map<std::string, int> Placements(api::Service& svc, const std::vector<std::string>& ids) {
+std::map<std::string, int> Placements(service::Service& svc, const std::vector<std::string>& ids) {
   std::map<std::string, int> out;
   for (const std::string& id : ids) {
     auto s = svc.Get("bench", id);
@@ -105,11 +105,11 @@ Trial RunTrial(int t) {
   std::filesystem::create_directories(dir);
   const std::string bin = SwitchyardBinary();
   std::map<std::string, pid_t> pids;  // by worker id
-  api::ServiceOptions so;
+  service::ServiceOptions so;
   so.data_dir = dir + "/data";
   so.sync_writes = false;
   so.scheduler.kv_bytes_scale = 256;
-  workers::ServeJoinOptions jo;
+  serve::ServeJoinOptions jo;
   jo.local_workers = 0;
   jo.remote_workers = 2;
   jo.join_timeout = Seconds(60);
@@ -120,15 +120,15 @@ Trial RunTrial(int t) {
     }
   };
   {
-    auto join = workers::JoinRemoteWorkers(jo, &so.scheduler);
+    auto join = serve::JoinRemoteWorkers(jo, &so.scheduler);
     if (!join.ok()) {
       out.error = join.status().ToString() + " (binary " + bin + ")";
     } else {
-      auto svc = api::Service::Open(so, RealClock::Default());
+      auto svc = service::Service::Open(so, RealClock::Default());
       if (!svc.ok()) {
         out.error = svc.status().ToString();
       } else {
-        workers::Attach(join->get(), (*svc)->scheduler());
+        serve::Attach(join->get(), (*svc)->scheduler());
         std::vector<std::string> ids;
         for (int i = 0; i < kWorkflows; ++i) {
           ids.push_back("f" + std::to_string(i));

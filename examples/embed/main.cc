@@ -1,4 +1,4 @@
-// A serving stack embedding Switchyard through its C++ API (api/embedded.h), with its own
+// A serving stack embedding Switchyard through its C++ API (service/embedded.h), with its own
 // engine (toy_engine.h): an executors::Engine computing a tiny Llama-architecture model
 // (random weights: the text is meaningless) whose KV cache lives in the engine's own
 // buffer, registered with Switchyard (executors::RegisteredKvPool).
@@ -20,8 +20,8 @@
 #include <string>
 #include <thread>
 
-#include "api/embedded.h"
 #include "executors/cpu/cpu_engine.h"  // ToModelConfig: the model as the scheduler sees it
+#include "service/embedded.h"
 #include "toy_engine.h"
 
 using namespace switchyard;  // NOLINT
@@ -69,17 +69,17 @@ v1::GpuSpec ThisCpu() {
 // Commands from the scheduler's thread to the main thread.
 class CommandQueue {
  public:
-  void Push(api::EngineCommand c) {
+  void Push(service::EngineCommand c) {
     std::lock_guard<std::mutex> lock(mu_);
     q_.push_back(std::move(c));
     cv_.notify_one();
   }
-  std::optional<api::EngineCommand> Pop(Duration timeout) {
+  std::optional<service::EngineCommand> Pop(Duration timeout) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!cv_.wait_for(lock, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout),
                       [this] { return !q_.empty(); }))
       return std::nullopt;
-    api::EngineCommand c = std::move(q_.front());
+    service::EngineCommand c = std::move(q_.front());
     q_.pop_front();
     return c;
   }
@@ -87,7 +87,7 @@ class CommandQueue {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<api::EngineCommand> q_;
+  std::deque<service::EngineCommand> q_;
 };
 
 // Checksums taken on the scheduler's thread (the engine's thread).
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     std::printf("note: random weights, so the generated text is meaningless\n");
 
   toy::ToyEngine* engine = nullptr;  // made on the scheduler's thread, owned by Switchyard
-  api::EmbeddedOptions options;
+  service::EmbeddedOptions options;
   options.data_dir = dir;
   options.tenant = "engine-demo";
   options.scheduler.workers = 1;
@@ -126,21 +126,22 @@ int main(int argc, char** argv) {
   options.scheduler.hbm_bytes_per_worker = uint64_t(kPoolTokens) * shape.kv_bytes_per_token();
   options.scheduler.host_bytes = 64ULL << 20;
   options.scheduler.disk_bytes = 64ULL << 20;
-  options.engine_factory = [&](EventLoop* loop, int worker,
-                               const executors::EngineLimits& limits) -> Result<api::WorkerEngine> {
+  options.engine_factory =
+      [&](EventLoop* loop, int worker,
+          const executors::EngineLimits& limits) -> Result<driver::WorkerEngine> {
     auto runner = std::make_unique<toy::ToyRunner>(loop, model->get(), limits.pool_blocks,
                                                    limits.block_tokens);
     if (!runner->pool()) return runner->error();
-    api::WorkerEngine we;
+    driver::WorkerEngine we;
     we.kv = runner->pool();  // the engine's own memory, registered
     auto e = std::make_unique<toy::ToyEngine>(loop, worker, limits, std::move(runner));
     engine = e.get();
     we.engine = std::move(e);
     return we;
   };
-  auto sy = api::Embedded::Open(options);
+  auto sy = service::Embedded::Open(options);
   if (!sy.ok()) return Fail("opening Switchyard", sy.status());
-  api::Embedded& e = **sy;
+  service::Embedded& e = **sy;
   std::printf("engine: %s, KV buffer of %lld blocks (%llu bytes each) registered\n",
               e.Cluster().model_executor().c_str(),
               static_cast<long long>(engine->pool()->num_blocks()),
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
   CommandQueue queue;
   Checks checks;
   const std::string ctx = "demo/main";
-  e.OnCommand([&](const api::EngineCommand& c) {
+  e.OnCommand([&](const service::EngineCommand& c) {
     // On the scheduler's thread, before the command is carried out: the engine's memory
     // still holds the context when a demotion is decided.
     const std::string& kind = c.decision.kind();

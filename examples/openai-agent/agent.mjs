@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A small tool-calling agent loop with the official `openai` SDK against Switchyard's
-// OpenAI-compatible front door (api/openai_front.h). It declares a `bash` tool, asks the
+// OpenAI-compatible front door (frontends/openai/openai_front.h). It declares a `bash` tool, asks the
 // model for a call of it every turn, runs the command, sends the output back as a
 // `role: "tool"` message and asks again, for --turns turns, then asks for a final text
 // answer. Every request carries the same x-session-id, so Switchyard sees one workflow: an

@@ -1,4 +1,4 @@
-// The OpenAI-compatible front door (api/openai_front.h) through the official `openai` npm
+// The OpenAI-compatible front door (frontends/openai/openai_front.h) through the official `openai` npm
 // SDK, against a live `switchyard serve` that this test starts: the CPU engine with the
 // tiny random-weights model (configs/models/tiny-llama-4l.json) and an 8 MiB KV pool, on a
 // free loopback port with a temporary data dir.

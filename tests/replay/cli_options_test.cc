@@ -1,5 +1,5 @@
 // Parsing of `switchyard replay` and `switchyard sweep` options: defaults and every error.
-#include "bench/replay/cli_options.h"
+#include "replay/cli_options.h"
 
 #include <gtest/gtest.h>
 

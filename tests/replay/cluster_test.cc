@@ -1,8 +1,8 @@
 // Cluster files: the committed ones load and have the documented shapes; the built-in
-// default equals bench/clusters/h200x8-llama8b.json; bad files name the field; a relative
+// default equals replay/clusters/h200x8-llama8b.json; bad files name the field; a relative
 // stepTable is the cluster file's folder's whatever the working folder (the path
 // `switchyard replay` / `sweep` take: ClusterFromArg, then RunReplay with default options).
-#include "bench/replay/cluster.h"
+#include "replay/cluster.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
@@ -12,14 +12,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/replay/convert.h"
-#include "bench/replay/replay.h"
 #include "proto/json.h"
+#include "replay/convert.h"
+#include "replay/replay.h"
 
 namespace switchyard::replay {
 namespace {
 
-std::string Dir() { return std::string(SY_SOURCE_DIR) + "/bench/clusters"; }
+std::string Dir() { return std::string(SY_SOURCE_DIR) + "/replay/clusters"; }
 
 TEST(Cluster, CommittedClustersHaveTheDocumentedShapes) {
   auto c8 = LoadCluster("h200x8-llama8b", Dir());

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <map>
 
-#include "bench/replay/convert.h"
 #include "proto/json.h"
+#include "replay/convert.h"
 
 namespace switchyard::replay {
 namespace {

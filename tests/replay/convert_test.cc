@@ -1,7 +1,7 @@
 // Converters on the committed fixtures (tests/fixtures/README.md): counts, chain
 // reconstruction and exact preservation of durations and token counts. Expected figures
 // were computed independently from the fixture files.
-#include "bench/replay/convert.h"
+#include "replay/convert.h"
 
 #include <gtest/gtest.h>
 

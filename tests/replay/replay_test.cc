@@ -1,7 +1,7 @@
 // The replay driver on small committed fixtures: determinism (same seed -> byte-identical
 // report.json), conservation (every workflow ends, bytes moved = the sum over transfers,
 // time never runs backwards), every policy on both trace kinds, and the sweep's retiming.
-#include "bench/replay/replay.h"
+#include "replay/replay.h"
 
 #include <gtest/gtest.h>
 
@@ -9,11 +9,11 @@
 #include <optional>
 #include <set>
 
-#include "bench/replay/cluster.h"
-#include "bench/replay/convert.h"
-#include "bench/replay/report.h"
-#include "bench/replay/sweep.h"
 #include "proto/json.h"
+#include "replay/cluster.h"
+#include "replay/convert.h"
+#include "replay/report.h"
+#include "replay/sweep.h"
 #include "scheduler/reference_policies.h"
 
 namespace switchyard::replay {

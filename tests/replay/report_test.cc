@@ -1,6 +1,6 @@
 // Report writers: JSON lines and report.json parse as JSON, carry the required fields, and
 // report.html is self-contained with the four charts.
-#include "bench/replay/report.h"
+#include "replay/report.h"
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>

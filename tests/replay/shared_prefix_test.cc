@@ -4,11 +4,11 @@
 // without shared prefixes replays the same either way.
 #include <gtest/gtest.h>
 
-#include "bench/replay/cluster.h"
-#include "bench/replay/convert.h"
-#include "bench/replay/replay.h"
-#include "bench/replay/report.h"
 #include "proto/json.h"
+#include "replay/cluster.h"
+#include "replay/convert.h"
+#include "replay/replay.h"
+#include "replay/report.h"
 
 namespace switchyard::replay {
 namespace {

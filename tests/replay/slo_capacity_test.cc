@@ -1,8 +1,8 @@
-// SLO capacity (bench/replay/slo.h): attainment and the warm-up/drain window on hand-made
+// SLO capacity (replay/slo.h): attainment and the warm-up/drain window on hand-made
 // records, capacity interpolation and its edge cases on hand-made curves, slowdown
 // percentiles, the auto rate grid, and a small end-to-end RunSloCapacity on the committed
 // agent-session fixture (shape and monotone-ish attainment).
-#include "bench/replay/slo.h"
+#include "replay/slo.h"
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -10,9 +10,9 @@
 
 #include <cmath>
 
-#include "bench/replay/cluster.h"
-#include "bench/replay/convert.h"
 #include "proto/json.h"
+#include "replay/cluster.h"
+#include "replay/convert.h"
 
 namespace switchyard::replay {
 namespace {

@@ -19,8 +19,8 @@
 #include <optional>
 #include <thread>
 
-#include "api/scheduler_driver.h"
 #include "base/asio_event_loop.h"
+#include "driver/scheduler_driver.h"
 #include "tests/workers/processes.h"
 #include "workers/control_conn.h"
 #include "workers/control_msgs.h"
@@ -39,8 +39,8 @@ JoinOptions Options(int expect) {
   o.timeout = Seconds(60);
   o.first_index = 2;
   o.heartbeat = Millis(200);
-  o.model = api::EmbeddedDefaultModel();
-  o.gpu = api::EmbeddedDefaultGpu();
+  o.model = driver::EmbeddedDefaultModel();
+  o.gpu = driver::EmbeddedDefaultGpu();
   return o;
 }
 

@@ -22,12 +22,12 @@
 #include <utility>
 #include <vector>
 
-#include "api/http_api.h"
-#include "api/service.h"
 #include "executors/cpu/cpu_engine.h"
 #include "proto/json.h"
+#include "serve/http_api.h"
+#include "serve/serve_join.h"
+#include "service/service.h"
 #include "tests/workers/processes.h"
-#include "workers/serve_join.h"
 
 namespace switchyard::workers {
 
@@ -67,11 +67,11 @@ class JoinedCluster {
   // `service` adjusts the service's options (after the defaults here: e.g. engine "cpu";
   // the workers then run `--engine` what the scheduler's engine is, with `--model`).
   bool Start(int n, uint64_t hbm_bytes = 4ULL << 30,
-             std::function<void(ServeJoinOptions*)> tweak = {},
+             std::function<void(serve::ServeJoinOptions*)> tweak = {},
              std::vector<std::string> worker_args = {},
-             std::function<void(api::ServiceOptions*)> service = {}) {
+             std::function<void(service::ServiceOptions*)> service = {}) {
     worker_args_ = std::move(worker_args);
-    api::ServiceOptions so;
+    service::ServiceOptions so;
     so.data_dir = dir_ + "/data";
     so.sync_writes = false;
     so.scheduler.hbm_bytes_per_worker = hbm_bytes;
@@ -81,7 +81,7 @@ class JoinedCluster {
     if (service) service(&so);
     engine_ = so.scheduler.engine;
     model_path_ = so.scheduler.model_path;
-    ServeJoinOptions jo;
+    serve::ServeJoinOptions jo;
     jo.listen = "127.0.0.1:0";
     jo.local_workers = 0;
     jo.remote_workers = n;
@@ -92,34 +92,34 @@ class JoinedCluster {
       for (int i = 0; i < n; ++i) Spawn("w" + std::to_string(i), address);
     };
     if (tweak) tweak(&jo);
-    auto join = JoinRemoteWorkers(jo, &so.scheduler);
+    auto join = serve::JoinRemoteWorkers(jo, &so.scheduler);
     EXPECT_TRUE(join.ok()) << join.status();
     if (!join.ok()) return false;
     join_ = std::move(*join);
     token_log_ = so.scheduler.cpu_token_log;
-    auto svc = api::Service::Open(so, RealClock::Default());
+    auto svc = service::Service::Open(so, RealClock::Default());
     EXPECT_TRUE(svc.ok()) << svc.status();
     if (!svc.ok()) return false;
     service_ = std::move(*svc);
-    Attach(join_.get(), service_->scheduler());
+    serve::Attach(join_.get(), service_->scheduler());
     v1::ServiceConfig cfg;
     auto* t = cfg.add_tenants();
     t->set_name("t");
     t->set_token(kToken);
     cfg.set_admin_token(kAdmin);
-    api_ = std::make_unique<api::HttpApi>(service_.get(), *api::Auth::Create(cfg, dir_),
-                                          RealClock::Default());
+    api_ = std::make_unique<serve::HttpApi>(service_.get(), *service::Auth::Create(cfg, dir_),
+                                            RealClock::Default());
     return true;
   }
 
-  api::Service* service() { return service_.get(); }
+  service::Service* service() { return service_.get(); }
   // Engine "cpu": serve's record of every context's token ids (read once the workflows
   // ended: the scheduler's thread writes it while they run).
   const executors::cpu::TokenLog* token_log() const { return token_log_.get(); }
 
-  api::HttpResponse Call(const std::string& method, const std::string& target,
-                         const std::string& body = "", const char* token = kToken) {
-    api::HttpRequest req;
+  http::HttpResponse Call(const std::string& method, const std::string& target,
+                          const std::string& body = "", const char* token = kToken) {
+    http::HttpRequest req;
     req.method = method;
     req.target = target;
     req.body = body;
@@ -128,7 +128,7 @@ class JoinedCluster {
   }
   template <typename Msg>
   Msg Get(const std::string& target, const char* token = kToken) {
-    api::HttpResponse r = Call("GET", target, "", token);
+    http::HttpResponse r = Call("GET", target, "", token);
     EXPECT_EQ(r.status, 200) << target << ": " << r.body;
     Msg m;
     EXPECT_TRUE(proto::ParseJson(r.body, &m).ok()) << r.body;
@@ -149,7 +149,7 @@ class JoinedCluster {
        "cacheRefs":[{"context":"main","mode":"EXTEND"}],
        "hints":{"promptTokens":)"
       << 700 + out << R"(,"extendTokens":100,"maxOutputTokens":8}}]})";
-    api::HttpResponse r = Call("POST", "/v1/workflows", w.str());
+    http::HttpResponse r = Call("POST", "/v1/workflows", w.str());
     ASSERT_EQ(r.status, 201) << r.body;
     ASSERT_EQ(Call("POST", "/v1/workflows/" + id + ":close").status, 200);
   }
@@ -221,8 +221,8 @@ class JoinedCluster {
            s.state() == v1::WORKFLOW_CANCELLED;
   }
   void Event(const std::string& id, const std::string& node, const std::string& type) {
-    api::HttpResponse r = Call("POST", "/v1/workflows/" + id + "/events",
-                               R"({"nodeId":")" + node + R"(","type":")" + type + R"("})");
+    http::HttpResponse r = Call("POST", "/v1/workflows/" + id + "/events",
+                                R"({"nodeId":")" + node + R"(","type":")" + type + R"("})");
     EXPECT_EQ(r.status, 200) << r.body;
   }
 
@@ -282,8 +282,8 @@ class JoinedCluster {
   std::string dir_;
   std::string address_;  // serve's control address
   std::unique_ptr<JoinServer> join_;
-  std::unique_ptr<api::Service> service_;
-  std::unique_ptr<api::HttpApi> api_;
+  std::unique_ptr<service::Service> service_;
+  std::unique_ptr<serve::HttpApi> api_;
   std::map<std::string, pid_t> pids_;
   std::map<std::string, int> exit_;
   std::set<std::string> tools_started_;

@@ -34,7 +34,7 @@ void SubmitAgents(JoinedCluster& c, const std::vector<std::string>& ids) {
         {"id":"llm-1","kind":"LLM","modelId":"tiny-llama-2l","deps":["bash"],
          "cacheRefs":[{"context":"main","mode":"EXTEND"}],
          "hints":{"promptTokens":1266,"extendTokens":60,"maxOutputTokens":6}}]})";
-    api::HttpResponse r = c.Call("POST", "/v1/workflows", body);
+    http::HttpResponse r = c.Call("POST", "/v1/workflows", body);
     ASSERT_EQ(r.status, 201) << r.body;
     ASSERT_EQ(c.Call("POST", "/v1/workflows/" + id + ":close").status, 200);
   }
@@ -71,7 +71,7 @@ std::map<std::string, std::vector<int32_t>> RunAgents(JoinedCluster& c,
   return out;
 }
 
-void UseCpuEngine(api::ServiceOptions* so, uint64_t pool_bytes) {
+void UseCpuEngine(service::ServiceOptions* so, uint64_t pool_bytes) {
   so->scheduler.engine = "cpu";
   so->scheduler.model_path = ModelPath("tiny-llama-2l");
   so->scheduler.kv_pool_bytes = pool_bytes;
@@ -82,8 +82,8 @@ void UseCpuEngine(api::ServiceOptions* so, uint64_t pool_bytes) {
 std::map<std::string, std::vector<int32_t>> Reference(const std::vector<std::string>& ids) {
   JoinedCluster ref("cpu_ref");
   bool started = ref.Start(
-      0, 4ULL << 30, [](ServeJoinOptions* jo) { jo->local_workers = 1; }, {},
-      [](api::ServiceOptions* so) { UseCpuEngine(so, 64ULL << 20); });
+      0, 4ULL << 30, [](serve::ServeJoinOptions* jo) { jo->local_workers = 1; }, {},
+      [](service::ServiceOptions* so) { UseCpuEngine(so, 64ULL << 20); });
   EXPECT_TRUE(started);
   if (!started) return {};
   std::map<std::string, std::vector<int32_t>> want = RunAgents(ref, ids, false);
@@ -103,7 +103,7 @@ TEST(JoinedCpuWorkers, ContextsMoveThroughJoinedPoolsAndTokensMatchOneEngine) {
   JoinedCluster c("cpu_joined");
   // Two workers of 1 MiB (2048 tokens of 512 B): three 1.2k-token contexts cannot all stay.
   ASSERT_TRUE(c.Start(2, 4ULL << 30, {}, {},
-                      [](api::ServiceOptions* so) { UseCpuEngine(so, 1ULL << 20); }));
+                      [](service::ServiceOptions* so) { UseCpuEngine(so, 1ULL << 20); }));
   v1::ClusterState before = c.Cluster();
   ASSERT_EQ(before.joined_workers_size(), 2);
   for (const auto& w : before.joined_workers()) EXPECT_EQ(w.engine(), "cpu") << w.id();
@@ -164,7 +164,7 @@ TEST(JoinedCpuWorkers, AKilledWorkersContextsAreRebuiltElsewhereWithTheSameToken
   ASSERT_EQ(want.size(), ids.size());
   JoinedCluster c("cpu_kill");
   ASSERT_TRUE(c.Start(2, 4ULL << 30, {}, {},
-                      [](api::ServiceOptions* so) { UseCpuEngine(so, 4ULL << 20); }));
+                      [](service::ServiceOptions* so) { UseCpuEngine(so, 4ULL << 20); }));
   SubmitAgents(c, ids);
   for (const std::string& id : ids) {
     c.WaitFor(id, [](const v1::WorkflowStatus& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
@@ -209,8 +209,8 @@ TEST(JoinedCpuWorkers, AWorkerThatJoinsLaterTakesASpareSlotAndComputes) {
   ASSERT_EQ(want.size(), ids.size());
   JoinedCluster c("cpu_spare");
   ASSERT_TRUE(c.Start(
-      1, 4ULL << 30, [](ServeJoinOptions* jo) { jo->spare_workers = 1; }, {},
-      [](api::ServiceOptions* so) { UseCpuEngine(so, 1ULL << 20); }));
+      1, 4ULL << 30, [](serve::ServeJoinOptions* jo) { jo->spare_workers = 1; }, {},
+      [](service::ServiceOptions* so) { UseCpuEngine(so, 1ULL << 20); }));
   v1::ClusterState before = c.Cluster();
   ASSERT_EQ(before.workers(), 2);
   ASSERT_EQ(before.joined_workers_size(), 2);

@@ -22,15 +22,15 @@
 #include <utility>
 #include <vector>
 
-#include "api/http_api.h"
-#include "api/service.h"
 #include "kv_tiers/transport/remote_host_tier.h"
 #include "proto/json.h"
+#include "serve/http_api.h"
+#include "serve/serve_join.h"
+#include "service/service.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/workers/joined_cluster.h"
 #include "tests/workers/processes.h"
 #include "workers/control_conn.h"
-#include "workers/serve_join.h"
 
 namespace switchyard::workers {
 namespace {
@@ -89,7 +89,7 @@ TEST(JoinedWorkers, ADrainedJoinedWorkerRunsNothingWhileTheOtherServes) {
     const v1::ClusterState before = c.Cluster();
     for (const auto& w : before.joined_workers())
       (w.worker_index() == 1 ? drained_id : serving_id) = w.id();
-    api::HttpResponse r = c.Call("POST", "/v1/workers/1:drain", "", kAdmin);
+    http::HttpResponse r = c.Call("POST", "/v1/workers/1:drain", "", kAdmin);
     ASSERT_EQ(r.status, 200) << r.body;
     v1::ClusterState cl = c.Cluster();
     for (const auto& w : cl.joined_workers()) {
@@ -502,7 +502,7 @@ TEST(JoinedWorkers, AWorkerWhoseEtcdLeaseExpiresIsLostWithinItsTtl) {
   SY_REQUIRE_ETCD_OR_SKIP(why);
   JoinedCluster c("joined_etcd");
   ASSERT_TRUE(c.Start(1, 4ULL << 30,
-                      [&](ServeJoinOptions* o) {
+                      [&](serve::ServeJoinOptions* o) {
                         o->etcd_url = etcd.url();
                         o->cluster = "t1";
                         o->heartbeat = Seconds(30);
@@ -577,8 +577,8 @@ TEST(JoinedWorkers, BinaryWorkerWithAnotherProtocolVersionIsRefusedByName) {
 // not dial its dead store (which would fail the service's start), and its rejoin
 // reconnects the tier later.
 TEST(JoinedWorkers, AWorkerLostBeforeTheServiceOpensDoesNotStopItsStart) {
-  api::SchedulerConfig config;
-  ServeJoinOptions jo;
+  driver::SchedulerConfig config;
+  serve::ServeJoinOptions jo;
   jo.local_workers = 0;
   jo.remote_workers = 1;
   jo.heartbeat = Millis(100);
@@ -597,7 +597,7 @@ TEST(JoinedWorkers, AWorkerLostBeforeTheServiceOpensDoesNotStopItsStart) {
       if ((*c)->Send(h).ok() && (*c)->ReadOne(Seconds(30)).ok()) conn = std::move(*c);
     });
   };
-  auto join = JoinRemoteWorkers(jo, &config);
+  auto join = serve::JoinRemoteWorkers(jo, &config);
   client.join();
   ASSERT_TRUE(join.ok()) << join.status();
   ASSERT_TRUE(conn);

@@ -31,13 +31,13 @@
 #include "proto/json.h"
 #include "proto/switchyard/v1/api.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
-#include "tests/api/http_test_client.h"
+#include "tests/http/http_test_client.h"
 #include "tests/workers/processes.h"
 
 namespace switchyard::workers {
 namespace {
 
-using api::testing::ClientResponse;
+using switchyard::testing::ClientResponse;
 using testing::Binary;
 using testing::Slurp;
 using testing::Spawn;
@@ -243,7 +243,7 @@ class NetnsCluster : public ::testing::Test {
   ClientResponse Request(const std::string& method, const std::string& target,
                          const std::string& body = "") {
     return InNamespace(ns_.Hub(), [&]() -> ClientResponse {
-      return api::testing::Request(http(), method, target, body, auth_);
+      return switchyard::testing::Request(http(), method, target, body, auth_);
     });
   }
   // Waits for serve's health and reads the default tenant's token.

@@ -26,10 +26,10 @@
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
 #include "kv_tiers/transport/remote_host_tier.h"
+#include "serve/serve_join.h"
 #include "tests/kv_tiers/test_util.h"
 #include "tests/workers/processes.h"
 #include "workers/put_orders.h"
-#include "workers/serve_join.h"
 
 namespace switchyard::workers {
 namespace {
@@ -54,7 +54,7 @@ class DirectCluster {
   bool Start(std::map<std::string, std::vector<std::string>> args = {}) {
     dir_ = ::testing::TempDir() + "/sy_direct_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir_);
-    ServeJoinOptions jo;
+    serve::ServeJoinOptions jo;
     jo.local_workers = 0;
     jo.remote_workers = 2;
     jo.join_timeout = Seconds(120);
@@ -68,7 +68,7 @@ class DirectCluster {
         pids_[id] = testing::Spawn(a, dir_ + "/" + id + ".log");
       }
     };
-    auto join = JoinRemoteWorkers(jo, &config_);
+    auto join = serve::JoinRemoteWorkers(jo, &config_);
     EXPECT_TRUE(join.ok()) << join.status();
     if (!join.ok()) return false;
     join_ = std::move(*join);
@@ -144,7 +144,7 @@ class DirectCluster {
 
  private:
   std::string dir_;
-  api::SchedulerConfig config_;
+  driver::SchedulerConfig config_;
   std::unique_ptr<JoinServer> join_;
   std::map<std::string, size_t> index_;
   std::map<std::string, pid_t> pids_;

@@ -19,13 +19,13 @@
 #include "proto/json.h"
 #include "proto/switchyard/v1/api.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
-#include "tests/api/http_test_client.h"
+#include "tests/http/http_test_client.h"
 #include "tests/workers/processes.h"
 
 namespace switchyard::workers {
 namespace {
 
-using api::testing::Request;
+using switchyard::testing::Request;
 using testing::Binary;
 using testing::FreePort;
 using testing::KillOnExit;

@@ -1,0 +1,79 @@
+// Generation: what a front door needs of the engines behind the scheduler, and nothing
+// more — the served models and their tokenizers, an LLM node's input (its prompt's token
+// ids and sampling), and the node's output as a token stream. The scheduler driver
+// (driver/scheduler_driver.h) implements it; a front reaches it through
+// service::Service::generation(), so that the fronts (frontends/) depend on the service
+// and this interface, never on the driver.
+//
+// Thread-safety: every method may be called from any thread; watchers run on the
+// scheduler's thread and must not block.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/status.h"
+
+namespace switchyard::executors::cpu {
+class Model;
+class Tokenizer;
+}  // namespace switchyard::executors::cpu
+
+namespace switchyard::executors {
+
+class Generation {
+ public:
+  virtual ~Generation() = default;
+
+  // The engines' names in worker order, each once ("cpu", "simulated, cpu").
+  virtual std::string model_executor_name() const = 0;
+  // Whether the scheduler's own engines run LLM nodes (false with `--llm reported`, where
+  // an engine outside reports them through the workflow API).
+  virtual bool runs_llm_nodes() const = 0;
+  // The default served model's id, and every served id (the default first).
+  virtual std::string model_name() const = 0;
+  virtual std::vector<std::string> model_ids() const = 0;
+  // The served id of a requested model: empty (the default model) and aliases map to it;
+  // any other name is InvalidArgument naming it and what is served.
+  virtual Result<std::string> ResolveModel(const std::string& model_id) const = 0;
+  // The CPU engine's model and tokenizer of a served model (null for other engines);
+  // `model_id` a served id or alias, empty: the default model.
+  virtual const cpu::Model* cpu_model(const std::string& model_id = "") const = 0;
+  virtual const cpu::Tokenizer* tokenizer(const std::string& model_id = "") const = 0;
+
+  // What an LLM node needs beyond the workflow API's token counts: its new tokens' ids
+  // and sampling. Set it before the node is appended.
+  struct NodeInput {
+    std::vector<int32_t> prompt_token_ids;
+    double temperature = 0.0, top_p = 1.0;
+    uint64_t seed = 0;
+    bool stop_at_eos = true;
+    int token_mask = -1;  // engine "cpu", byte tokenizer: kTextMask (-1) or kJsonStringMask
+  };
+  static constexpr int kTextMask = 0, kJsonStringMask = 1;
+  virtual void SetNodeInput(const std::string& wf, const std::string& node, NodeInput input) = 0;
+
+  // An LLM node's output as its engine emits it, on the scheduler's thread: each token
+  // once (index: its place in the output; engines that compute no tokens send none), then
+  // one event with `finished` — OK when the node succeeded (output_tokens: how many it
+  // produced), an error when its workflow ended without it. Watch before the node runs.
+  struct TokenEvent {
+    int32_t token = -1;
+    int64_t index = -1;
+    bool finished = false;
+    Status status;
+    int64_t output_tokens = 0;
+  };
+  using TokenWatcher = std::function<void(const TokenEvent&)>;
+  virtual void Watch(const std::string& wf, const std::string& node, TokenWatcher watcher) = 0;
+  // Runs `fn` (on the scheduler's thread) when the core places the LLM node (a reported
+  // engine then runs it: proxy mode forwards it at that moment), or with -1 when its
+  // workflow ends first.
+  virtual void WatchPlacement(const std::string& wf, const std::string& node,
+                              std::function<void(int worker)> fn) = 0;
+};
+
+}  // namespace switchyard::executors

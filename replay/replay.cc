@@ -1,0 +1,567 @@
+#include "replay/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "base/virtual_event_loop.h"
+#include "executors/model_cost.h"
+#include "executors/runtime.h"
+#include "executors/simulated_engine.h"
+#include "executors/step_cost.h"
+#include "net_budget/topology.h"
+#include "replay/cluster.h"
+#include "scheduler/net_budget_env.h"
+#include "scheduler/reference_policies.h"
+
+namespace switchyard::replay {
+namespace {
+
+using scheduler::Command;
+using scheduler::CommandKind;
+using scheduler::Event;
+using scheduler::EventKind;
+using scheduler::Location;
+using scheduler::Tier;
+
+std::string Key(const std::string& wf, const std::string& node) { return wf + "/" + node; }
+
+// Kind of a net_budget cluster link (scheduler::BuildClusterTopology ids), for charts.
+std::string LinkKind(const std::string& id) {
+  if (id.find("nvme") != std::string::npos) return "nvme";
+  if (id.find("tor") != std::string::npos) return "nic";
+  if (id.find("nvswitch") != std::string::npos) return "nvlink";
+  if (id.find("/nic") != std::string::npos) return "pcie-gdr";
+  return "pcie";
+}
+
+// Accumulates a step function (value changes at event times) into equal buckets.
+class StepIntegrator {
+ public:
+  void Set(double t, double v) {
+    if (!points_.empty() && points_.back().second == v) return;
+    points_.push_back({t, v});
+  }
+  // Time-weighted mean over [t0, t1].
+  double Mean(double t0, double t1) const {
+    if (t1 <= t0 || points_.empty()) return 0;
+    double area = 0;
+    for (size_t i = 0; i < points_.size(); ++i) {
+      double a = std::max(t0, points_[i].first);
+      double b = std::min(t1, i + 1 < points_.size() ? points_[i + 1].first : t1);
+      if (b > a) area += (b - a) * points_[i].second;
+    }
+    return area / (t1 - t0);
+  }
+  Series Buckets(double end, int n) const {
+    Series s;
+    s.bucket_s = end / n;
+    size_t i = 0;
+    for (int k = 0; k < n; ++k) {
+      double t0 = k * s.bucket_s, t1 = t0 + s.bucket_s, area = 0;
+      while (i < points_.size() && i + 1 < points_.size() && points_[i + 1].first <= t0) ++i;
+      for (size_t j = i; j < points_.size() && points_[j].first < t1; ++j) {
+        double a = std::max(t0, points_[j].first);
+        double b = std::min(t1, j + 1 < points_.size() ? points_[j + 1].first : t1);
+        if (b > a) area += (b - a) * points_[j].second;
+      }
+      s.values.push_back(s.bucket_s > 0 ? area / s.bucket_s : 0);
+    }
+    return s;
+  }
+
+ private:
+  std::vector<std::pair<double, double>> points_;
+};
+
+struct PendingWorkflow {
+  std::map<std::string, std::vector<v1::ProgramNode>> held;  // revealed_after -> nodes
+  size_t held_count = 0;
+  bool closed = false;
+};
+
+struct Collector {
+  const executors::RooflineCostModel* cost = nullptr;
+  std::vector<executors::Engine*> engines;
+  uint64_t block_bytes = 0;
+  const scheduler::Core* core = nullptr;
+  const scheduler::NetBudgetEnvironment* env = nullptr;
+  int workers = 0;
+  double capacity = 1;
+  PolicyReport* r = nullptr;
+  std::map<uint64_t, Command> inflight;                   // transfer id -> command
+  std::unordered_map<std::string, double> finished_at;    // "wf/node" -> virtual seconds
+  std::unordered_map<std::string, double> first_token;    // running "wf/node" -> first token
+  std::map<std::string, const v1::TraceRecord*> records;  // wf -> record
+  std::unordered_map<std::string, std::unordered_map<std::string, const v1::ProgramNode*>> nodes;
+  StepIntegrator hbm;
+  std::vector<std::tuple<double, std::string, uint64_t>> moved;           // (t, kind/class, bytes)
+  std::vector<scheduler::NetBudgetEnvironment::ClassBytes> traffic, cur;  // last snapshot
+  std::vector<std::string> series;  // per link x class: "<link kind>/<class>"
+
+  // Bytes granted on every link since the last snapshot, charged at `now`.
+  void SampleTraffic(double now) {
+    env->TrafficBytes(&cur);
+    if (series.empty()) {
+      for (size_t i = 0; i < cur.size(); ++i)
+        for (size_t k = 0; k < net_budget::kNumClasses; ++k)
+          series.push_back(
+              LinkKind(env->topology().link(static_cast<net_budget::LinkIndex>(i)).id) + "/" +
+              std::string(net_budget::ClassName(net_budget::kAllClasses[k])));
+    }
+    for (size_t i = 0; i < cur.size(); ++i)
+      for (size_t k = 0; k < net_budget::kNumClasses; ++k) {
+        uint64_t before = i < traffic.size() ? traffic[i][k] : 0;
+        if (cur[i][k] > before)
+          moved.push_back({now, series[i * net_budget::kNumClasses + k], cur[i][k] - before});
+      }
+    traffic.swap(cur);
+  }
+  double last_t = 0;
+  uint64_t command_bytes = 0, completed_bytes = 0, failed_bytes = 0;
+
+  double ReadyAt(const std::string& wf, const v1::ProgramNode& n) {
+    double at = static_cast<double>(records[wf]->arrival_ms()) / 1e3;
+    for (const std::string& d : n.deps()) {
+      auto it = finished_at.find(Key(wf, d));
+      if (it != finished_at.end()) at = std::max(at, it->second);
+    }
+    return at;
+  }
+
+  void OnEvent(const Event& e, const scheduler::Commands& out, Time now_t) {
+    double now = now_t.seconds();
+    if (now < last_t) r->time_monotonic = false;
+    last_t = now;
+    if (e.kind == EventKind::kEngineReport)
+      for (const scheduler::SeqStep& st : e.steps)
+        if (st.output_done == 1) first_token.try_emplace(Key(st.workflow_id, st.node_id), now);
+    if ((e.kind == EventKind::kLlmFinished || e.kind == EventKind::kToolFinished) &&
+        e.status.ok()) {
+      std::string key = Key(e.workflow_id, e.node_id);
+      finished_at[key] = now;
+      if (e.kind == EventKind::kLlmFinished) {
+        auto wit = nodes.find(e.workflow_id);
+        if (wit != nodes.end()) {
+          auto nit = wit->second.find(e.node_id);
+          if (nit != wit->second.end()) {
+            // Time to the first output token the engine reported (a call that ended in the
+            // step of its first token: its end).
+            auto ft = first_token.find(key);
+            double first = ft != first_token.end() ? ft->second : now;
+            r->ttft_s.push_back(std::max(0.0, first - ReadyAt(e.workflow_id, *nit->second)));
+          }
+        }
+      }
+      first_token.erase(key);
+    }
+    if (e.kind == EventKind::kTransferCompleted) {
+      auto it = inflight.find(e.transfer_id);
+      if (it != inflight.end()) {
+        const Command& c = it->second;
+        std::string cls = scheduler::TrafficClassName(c.grant.traffic_class);
+        r->bytes_moved_by_class[cls] += c.bytes;
+        completed_bytes += c.bytes;
+        ++r->transfers;
+        inflight.erase(it);
+      }
+    } else if (e.kind == EventKind::kTransferFailed) {
+      auto it = inflight.find(e.transfer_id);
+      if (it != inflight.end()) {
+        failed_bytes += it->second.bytes;
+        inflight.erase(it);
+      }
+    }
+    bool granted = false;
+    for (const Command& c : out.list) {
+      switch (c.kind) {
+        case CommandKind::kDemote:
+        case CommandKind::kPrefetch:
+          inflight[c.transfer_id] = c;
+          command_bytes += c.bytes;
+          granted = true;
+          if (c.kind == CommandKind::kDemote) ++r->demotions;
+          if (c.kind == CommandKind::kPrefetch) ++r->prefetches;
+          break;
+        case CommandKind::kPlace:
+          r->recompute_tokens += static_cast<uint64_t>(std::max<int64_t>(0, c.recompute_tokens));
+          break;
+        case CommandKind::kPreempt:
+          ++r->preemptions;
+          break;
+        case CommandKind::kRetry:
+          ++r->retries;
+          break;
+        case CommandKind::kDiscard:
+          ++r->discards;
+          ++r->discards_by_reason[c.reason.substr(0, c.reason.find(" ("))];
+          break;
+        case CommandKind::kKeep:
+          ++r->keeps;
+          break;
+        default:
+          break;
+      }
+    }
+    if (granted) SampleTraffic(now);
+    uint64_t used = 0;
+    for (int w = 0; w < workers; ++w) used += core->hbm_used(w);
+    hbm.Set(now, static_cast<double>(used) / (capacity * workers));
+  }
+
+  // HBM ledger: per worker, the engine's KV blocks in use (running sequences, resident idle
+  // contexts, in-flight move destinations) are exactly the core's accounting, after the
+  // commands of every event were carried out.
+  void CheckLedger(double now) {
+    for (int w = 0; w < workers; ++w) {
+      uint64_t engine =
+          static_cast<uint64_t>(engines[static_cast<size_t>(w)]->blocks_used()) * block_bytes;
+      if (engine != core->hbm_used(w)) {
+        if (r->ledger_violations++ == 0)
+          r->ledger_first_violation = "worker " + std::to_string(w) + " at " + std::to_string(now) +
+                                      " s: engine " + std::to_string(engine) + " bytes, core " +
+                                      std::to_string(core->hbm_used(w));
+      }
+    }
+    ++r->ledger_checks;
+  }
+};
+
+// Appends `batch` in an order where every dep is already known to the runtime.
+void AppendBatch(executors::Runtime* rt, const std::string& wf, std::vector<v1::ProgramNode> batch,
+                 std::set<std::string>* known) {
+  while (!batch.empty()) {
+    bool progress = false;
+    for (size_t i = 0; i < batch.size();) {
+      bool ready = true;
+      for (const std::string& d : batch[i].deps()) {
+        bool in_batch = std::any_of(batch.begin(), batch.end(),
+                                    [&](const v1::ProgramNode& n) { return n.id() == d; });
+        if (in_batch && !known->count(d)) ready = false;
+      }
+      if (ready) {
+        known->insert(batch[i].id());
+        rt->Append(wf, batch[i]);
+        batch.erase(batch.begin() + static_cast<std::ptrdiff_t>(i));
+        progress = true;
+      } else {
+        ++i;
+      }
+    }
+    if (!progress) {  // a cycle inside the batch: hand it over as is, the core rejects it
+      for (const v1::ProgramNode& n : batch) rt->Append(wf, n);
+      return;
+    }
+  }
+}
+
+executors::EngineLimits EngineLimitsOf(const v1::ReplayCluster& c, const ClusterShapeInfo& shape,
+                                       uint64_t kv_bytes_per_token) {
+  executors::EngineLimits l;
+  if (c.max_num_seqs() > 0) l.max_num_seqs = static_cast<int>(c.max_num_seqs());
+  if (c.max_num_batched_tokens() > 0) l.max_num_batched_tokens = c.max_num_batched_tokens();
+  if (c.kv_block_tokens() > 0) l.block_tokens = c.kv_block_tokens();
+  l.pool_blocks = static_cast<int64_t>(
+      shape.kv_bytes_per_worker / (static_cast<uint64_t>(l.block_tokens) * kv_bytes_per_token));
+  return l;
+}
+
+Result<std::unique_ptr<executors::StepCostModel>> MakeStepCost(const v1::ReplayCluster& c,
+                                                               const std::string& dir) {
+  if (!c.step_table().empty()) {
+    std::string path = c.step_table();
+    if (path[0] != '/' && !dir.empty()) path = dir + "/" + path;
+    SY_ASSIGN_OR_RETURN(executors::TableStepCost t, executors::TableStepCost::FromFile(path));
+    return std::unique_ptr<executors::StepCostModel>(
+        std::make_unique<executors::TableStepCost>(std::move(t)));
+  }
+  Duration overhead = c.step_overhead_s() > 0 ? Seconds(c.step_overhead_s()) : Millis(2);
+  SY_ASSIGN_OR_RETURN(executors::RooflineStepCost r,
+                      executors::RooflineStepCost::Create(c.model(), c.gpu(), overhead));
+  return std::unique_ptr<executors::StepCostModel>(
+      std::make_unique<executors::RooflineStepCost>(std::move(r)));
+}
+
+Result<PolicyReport> FinishReport(const std::vector<v1::TraceRecord>& trace,
+                                  const std::map<std::string, executors::WorkflowOutcome>& outcomes,
+                                  Collector& col, const ReplayOptions& options, PolicyReport* rep) {
+  double first = trace.empty() ? 0 : 1e300, last_end = 0;
+  int64_t with_deadline = 0, missed = 0;
+  for (const v1::TraceRecord& rec : trace) {
+    double arrival = static_cast<double>(rec.arrival_ms()) / 1e3;
+    first = std::min(first, arrival);
+    int64_t dl = rec.workflow().deadline_ms();
+    with_deadline += dl > 0 ? 1 : 0;
+    auto it = outcomes.find(rec.workflow().id());
+    WorkflowRecord wr{rec.workflow().id(), arrival, -1, "unfinished",
+                      dl > 0 ? static_cast<double>(dl) / 1e3 : -1.0};
+    if (it != outcomes.end()) {
+      wr.end_s = it->second.at.seconds();
+      wr.state = it->second.kind == CommandKind::kComplete
+                     ? (it->second.reason.empty() ? "completed" : "cancelled")
+                     : "failed";
+    }
+    rep->workflow_records.push_back(std::move(wr));
+    if (it == outcomes.end()) {
+      ++rep->unfinished;
+      missed += dl > 0 ? 1 : 0;
+      continue;
+    }
+    double end = it->second.at.seconds();
+    last_end = std::max(last_end, end);
+    if (it->second.kind == CommandKind::kComplete && it->second.reason.empty()) {
+      ++rep->completed;
+      rep->jct_s.push_back(end - arrival);
+      if (dl > 0 && it->second.at.millis() > dl) ++missed;
+    } else {
+      ++rep->failed;
+      missed += dl > 0 ? 1 : 0;
+    }
+  }
+  std::sort(rep->jct_s.begin(), rep->jct_s.end());
+  std::sort(rep->ttft_s.begin(), rep->ttft_s.end());
+  double sum = 0;
+  for (double j : rep->jct_s) sum += j;
+  rep->jct_mean_s = rep->jct_s.empty() ? 0 : sum / static_cast<double>(rep->jct_s.size());
+  rep->jct_p50_s = Percentile(rep->jct_s, 50);
+  rep->jct_p95_s = Percentile(rep->jct_s, 95);
+  rep->jct_p99_s = Percentile(rep->jct_s, 99);
+  rep->ttft_p50_s = Percentile(rep->ttft_s, 50);
+  rep->ttft_p99_s = Percentile(rep->ttft_s, 99);
+  rep->deadline_miss_rate =
+      with_deadline > 0 ? static_cast<double>(missed) / static_cast<double>(with_deadline) : 0;
+  double span = last_end - first;
+  rep->throughput_wf_per_min = span > 0 ? static_cast<double>(rep->completed) / (span / 60.0) : 0;
+  rep->hbm_util_mean = col.hbm.Mean(first, last_end);
+  rep->makespan_s = last_end;
+  int n = std::max(1, options.series_points);
+  double end = last_end > 0 ? last_end : 1;
+  rep->hbm_util = col.hbm.Buckets(end, n);
+  for (const auto& [t, name, bytes] : col.moved) {
+    Series& s = rep->link_bytes[name];
+    if (s.values.empty()) {
+      s.bucket_s = end / n;
+      s.values.assign(static_cast<size_t>(n), 0);
+    }
+    size_t k = std::min(static_cast<size_t>(n - 1), static_cast<size_t>(t / s.bucket_s));
+    s.values[k] += static_cast<double>(bytes);
+  }
+  // Conservation: bytes by class = bytes of every transfer command that completed.
+  uint64_t by_class = 0, inflight = 0;
+  for (const auto& [cls, b] : rep->bytes_moved_by_class) by_class += b;
+  for (const auto& [id, c] : col.inflight) inflight += c.bytes;
+  if (by_class != col.completed_bytes ||
+      col.completed_bytes + col.failed_bytes + inflight != col.command_bytes)
+    rep->bytes_conserved = false;
+  return std::move(*rep);
+}
+
+}  // namespace
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
+  size_t i = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(sorted.size()))) - 1;
+  return sorted[i];
+}
+
+Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
+                               const v1::ReplayCluster& cluster, const std::string& policy_name,
+                               const ReplayOptions& options) {
+  SY_ASSIGN_OR_RETURN(ClusterShapeInfo shape, DeriveShape(cluster));
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::Policy> policy,
+                      scheduler::CreatePolicy(policy_name));
+  SY_ASSIGN_OR_RETURN(executors::RooflineCostModel cost,
+                      executors::RooflineCostModel::Create(cluster.model(), cluster.gpu()));
+  VirtualEventLoop loop;
+  scheduler::ClusterShape net_shape = ToClusterShape(cluster, shape);
+  SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(net_shape));
+  SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::NetBudgetEnvironment> env,
+                      scheduler::NetBudgetEnvironment::Create(
+                          std::move(topo), scheduler::ClusterLocationMap(net_shape), &loop));
+  executors::EngineLimits limits = EngineLimitsOf(cluster, shape, cost.KvBytesPerToken());
+  uint64_t block_bytes = static_cast<uint64_t>(limits.block_tokens) * cost.KvBytesPerToken();
+  scheduler::CoreOptions co;
+  co.workers = shape.workers;
+  // The pool is whole blocks: the core admits against exactly what the engines hold.
+  co.hbm_bytes_per_worker = static_cast<uint64_t>(limits.pool_blocks) * block_bytes;
+  co.max_num_seqs = limits.max_num_seqs;
+  co.kv_block_tokens = limits.block_tokens;
+  co.admission_watermark = cluster.admission_watermark() > 0 ? cluster.admission_watermark() : 0.01;
+  if (cluster.host_bytes_per_node() > 0)
+    co.host_bytes_per_worker = cluster.host_bytes_per_node() / shape.workers_per_node;
+  if (cluster.disk_bytes_per_node() > 0)
+    co.disk_bytes_per_worker = cluster.disk_bytes_per_node() / shape.workers_per_node;
+  if (cluster.default_max_output_tokens() > 0)
+    co.default_max_output_tokens = cluster.default_max_output_tokens();
+  co.share_prefixes = options.shared_prefixes;
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<executors::StepCostModel> step_cost,
+                      MakeStepCost(cluster, options.cluster_dir));
+  scheduler::Core core(co, policy.get(), env.get(), env.get(), &cost);
+
+  PolicyReport rep;
+  rep.policy = policy_name;
+  rep.cluster = cluster.name();
+  rep.seed = options.seed;
+  rep.workflows = static_cast<int64_t>(trace.size());
+
+  Collector col;
+  col.cost = &cost;
+  col.core = &core;
+  col.workers = shape.workers;
+  col.env = env.get();
+  col.capacity = static_cast<double>(shape.kv_bytes_per_worker);
+  col.r = &rep;
+
+  std::map<std::string, const v1::NodeActual*> actual;  // "wf/node"
+  std::map<std::string, int> tool_attempts;
+  std::map<std::string, PendingWorkflow> pending;
+  std::map<std::string, std::set<std::string>> known;
+  for (const v1::TraceRecord& rec : trace) {
+    const std::string& id = rec.workflow().id();
+    if (id.empty()) return Status::InvalidArgument("trace record without a workflow id");
+    if (col.records.count(id)) return Status::InvalidArgument("duplicate workflow id " + id);
+    col.records[id] = &rec;
+    for (const v1::ProgramNode& n : rec.workflow().nodes()) col.nodes[id][n.id()] = &n;
+    for (const v1::NodeActual& a : rec.actuals()) actual[Key(id, a.node_id())] = &a;
+  }
+
+  executors::SimulatedEngine::Options eo;
+  eo.fault = [&](const std::string& key) {
+    auto it = actual.find(key);
+    return it != actual.end() && it->second->fails() && !tool_attempts[key]++
+               ? Status::Unavailable("recorded failure (trace)")
+               : Status::OK();
+  };
+  std::vector<std::unique_ptr<executors::SimulatedEngine>> engines;
+  std::vector<executors::Engine*> engine_ptrs;
+  for (int w = 0; w < shape.workers; ++w) {
+    engines.push_back(
+        std::make_unique<executors::SimulatedEngine>(&loop, w, limits, step_cost.get(), eo));
+    engine_ptrs.push_back(engines.back().get());
+  }
+  col.engines = engine_ptrs;
+  col.block_bytes = block_bytes;
+  const Duration tool_overhead = Seconds(cluster.tool_overhead_s());
+  executors::SimulatedToolWaiter tools(
+      &loop, [&](const std::string& key, const v1::ProgramNode& n) {
+        executors::ToolOutcome o;
+        auto it = actual.find(key);
+        o.duration = (it != actual.end() ? Millis(it->second->duration_ms())
+                                         : Millis(n.hints().expected_duration_ms())) +
+                     tool_overhead;  // ReplayCluster.tool_overhead_s
+        if (it != actual.end() && it->second->fails() && !tool_attempts[key]++)
+          o.status = Status::Unavailable("recorded failure (trace)");
+        return o;
+      });
+  // KV moves take the duration net_budget's planner gave when the grant was issued.
+  executors::SimulatedKvMover mover(
+      &loop, env.get(), {}, [&](const Command& c) { return env->PlannedDuration(c.grant.id); });
+  executors::Runtime rt(&loop, &core, engine_ptrs, &tools, &mover);
+  // The recorded output length: only the engine sees it (it stops there); policies see
+  // the cap. Without a record, the engine decodes to the cap.
+  rt.SetOutputOracle([&](const std::string& wf, const v1::ProgramNode& n) -> int64_t {
+    auto it = actual.find(Key(wf, n.id()));
+    return it != actual.end() ? it->second->output_tokens() : 0;
+  });
+  rep.shared_prefixes = options.shared_prefixes;
+  rt.SetStepObserver([&rep](const executors::StepReport& s) {
+    rep.prefill_tokens += static_cast<uint64_t>(s.prefill_tokens);
+  });
+  if (options.check_ledger) rt.SetAfterCommands([&](Time now) { col.CheckLedger(now.seconds()); });
+
+  const Duration call_overhead = Seconds(cluster.call_overhead_s());
+  size_t ended = 0;
+  rt.SetObserver([&](const Event& e, const scheduler::Commands& out, Time now) {
+    col.OnEvent(e, out, now);
+    for (const Command& c : out.list)
+      if (c.kind == CommandKind::kComplete || c.kind == CommandKind::kFail) ++ended;
+    if ((e.kind == EventKind::kLlmFinished || e.kind == EventKind::kToolFinished) &&
+        e.status.ok()) {
+      auto pit = pending.find(e.workflow_id);
+      if (pit != pending.end()) {
+        PendingWorkflow& p = pit->second;
+        auto hit = p.held.find(e.node_id);
+        if (hit != p.held.end()) {
+          std::vector<v1::ProgramNode> batch = std::move(hit->second);
+          p.held.erase(hit);
+          p.held_count -= batch.size();
+          bool close = p.held_count == 0 && !p.closed;
+          if (close) p.closed = true;
+          // The agent's reaction (ReplayCluster.call_overhead_s): the batch appears that
+          // long after its predecessor succeeded; the Close follows it.
+          auto reveal = [&rt, &known, wf = e.workflow_id, batch = std::move(batch),
+                         close]() mutable {
+            AppendBatch(&rt, wf, std::move(batch), &known[wf]);
+            if (close) rt.Close(wf);
+          };
+          if (call_overhead > Duration(0))
+            loop.PostAt(now + call_overhead, std::move(reveal));
+          else
+            reveal();
+        }
+      }
+    }
+    if (ended >= trace.size()) loop.Stop();
+  });
+
+  Time last_arrival{0};
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const v1::TraceRecord& rec = trace[i];
+    Time at = Time::FromMillis(rec.arrival_ms());
+    last_arrival = std::max(last_arrival, at);
+    loop.PostAt(at, [&, i]() {
+      const v1::TraceRecord& r = trace[i];
+      std::map<std::string, const v1::NodeActual*> reveal;
+      for (const v1::NodeActual& a : r.actuals())
+        if (!a.revealed_after().empty()) reveal[a.node_id()] = &a;
+      v1::Workflow w = r.workflow();
+      w.clear_nodes();
+      PendingWorkflow p;
+      std::set<std::string>& k = known[w.id()];
+      for (const v1::ProgramNode& n : r.workflow().nodes()) {
+        auto it = reveal.find(n.id());
+        if (it == reveal.end()) {
+          *w.add_nodes() = n;
+          k.insert(n.id());
+        } else {
+          p.held[it->second->revealed_after()].push_back(n);
+          ++p.held_count;
+        }
+      }
+      rt.Submit(std::move(w));
+      if (p.held_count == 0) {
+        p.closed = true;
+        rt.Close(r.workflow().id());
+      }
+      pending[r.workflow().id()] = std::move(p);
+      if (options.progress && (i % 64 == 0 || i + 1 == trace.size()))
+        options.progress(static_cast<double>(i + 1) / static_cast<double>(trace.size()));
+    });
+  }
+
+  auto wall0 = std::chrono::steady_clock::now();
+  Time limit =
+      options.drain_limit_s > 0 ? last_arrival + Seconds(options.drain_limit_s) : Time::Max();
+  if (!trace.empty()) loop.RunUntil(limit);
+  rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  rep.events = rt.events_handled();
+  for (const auto& t : env->Traffic()) {
+    uint64_t b = 0;
+    for (uint64_t x : t.bytes) b += x;
+    if (b > 0) rep.bytes_moved_by_link[t.link] = b;
+  }
+  rep.events_per_s = rep.wall_s > 0 ? static_cast<double>(rep.events) / rep.wall_s : 0;
+  const scheduler::PrefixStats& ps = core.prefix_stats();
+  rep.prefill_tokens_saved = static_cast<uint64_t>(ps.hit_tokens);
+  rep.prefix_hits = ps.hits;
+  rep.prefix_builds = ps.builds;
+  rep.prefix_evictions = ps.evictions;
+  return FinishReport(trace, rt.outcomes(), col, options, &rep);
+}
+
+}  // namespace switchyard::replay

@@ -1,0 +1,43 @@
+// ServeSetup: what `switchyard serve` runs with. MakeServeSetup() takes the config file's
+// ServiceConfig, applies the command line's overrides and the embedded defaults
+// (127.0.0.1:8470, ./var, 2 HTTP threads, the simulated engine), and checks every
+// value, so that a bad setting stops the server before it opens its data directory, with
+// an error naming the setting (its flag and config field) and the value it got.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "http/http_server.h"
+#include "proto/switchyard/v1/api.pb.h"
+#include "serve/http_api.h"
+#include "service/service.h"
+
+namespace switchyard::serve {
+
+// Command-line values; an empty one leaves the config file's (or the default).
+struct ServeFlags {
+  std::string listen;                  // --listen HOST:PORT
+  std::string data_dir;                // --data-dir DIR
+  std::string llm;                     // --llm simulated|reported
+  std::string engine;                  // --engine simulated|cpu
+  std::string model;                   // --model FILE_OR_DIR (engine cpu)
+  int64_t kv_pool_mib = 0;             // --kv-pool-mib N (engine cpu; 0: the config's or 256)
+  std::vector<std::string> upstreams;  // --upstream URL[,URL...] (the OpenAI front's proxy)
+  std::string upstream_key;            // --upstream-key TOKEN
+  std::string links;                   // --links FILE (a link file; config linksFile)
+};
+
+struct ServeSetup {
+  http::HttpServerOptions http;
+  service::ServiceOptions service;
+  HttpApiOptions api;
+  std::string data_dir;  // also service.data_dir; tokens are written below it
+};
+
+Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFlags& flags);
+
+}  // namespace switchyard::serve

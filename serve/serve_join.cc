@@ -1,0 +1,327 @@
+// JoinRemoteWorkers (serve_join.h).
+#include "serve/serve_join.h"
+
+#include <filesystem>
+#include <mutex>
+
+#include "base/logging.h"
+#include "cluster/membership.h"
+#include "executors/cpu/cpu_engine.h"
+#include "executors/cpu/model_shape.h"
+#include "kv_tiers/local_mover.h"
+#include "kv_tiers/mover.h"
+#include "kv_tiers/tier.h"
+#include "kv_tiers/transport/direct_peer_mover.h"
+#include "kv_tiers/transport/remote_host_tier.h"
+#include "workers/put_orders.h"
+#include "workers/remote_engine.h"
+
+namespace switchyard::serve {
+
+namespace {
+
+namespace tx = kv_tiers::transport;
+
+// The joined workers' KV stores as the driver's HBM tiers: connected when the driver
+// starts, read by the cluster listing (the sender's credit ledger) while it runs, and
+// reconnected when a worker rejoins; and the orderer of direct puts between them.
+struct RemoteKv {
+  std::mutex mu;
+  std::map<int, tx::RemoteHostTier*> tiers;  // owned by the driver
+  std::shared_ptr<workers::ControlPutOrderer> orderer =
+      std::make_shared<workers::ControlPutOrderer>();
+};
+
+tx::PeerClientOptions KvClientOptions(const v1::WorkerHello& h) {
+  tx::PeerClientOptions client;
+  client.transport = h.kv_transport().empty() ? std::string("ucx") : h.kv_transport();
+  for (const auto& [k, v] : h.kv_transport_params()) client.transport_config.params[k] = v;
+  client.sender_name = "serve";
+  client.ack_timeout = Seconds(5);  // a stopped worker fails the move, then is declared lost
+  return client;
+}
+
+// Worker `w`'s tier as a store no worker backs yet (a spare slot, a lost worker): its
+// worker's store once one joins (ReconnectKvStore).
+std::unique_ptr<kv_tiers::Tier> DetachedStore(workers::RemoteWorker* rw, int w,
+                                              const kv_tiers::TierOptions& o,
+                                              const tx::RemoteHostTierOptions& ro, RemoteKv* kv) {
+  std::unique_ptr<tx::RemoteHostTier> tier = tx::RemoteHostTier::Detached(o, ro);
+  kv->orderer->AddStore(tier.get(), rw);
+  std::lock_guard<std::mutex> l(kv->mu);
+  kv->tiers[w] = tier.get();
+  return tier;
+}
+
+Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(workers::RemoteWorker* rw, int w,
+                                                       const kv_tiers::TierOptions& o,
+                                                       RemoteKv* kv) {
+  const v1::WorkerHello h = rw->hello();
+  tx::RemoteHostTierOptions ro;
+  ro.context = "hbm-w" + std::to_string(w);
+  ro.peer_id = static_cast<PeerId>(w);
+  // A spare slot, or a worker lost while serve waited for the others (its store went with
+  // it): the store of the worker that takes the slot, once one does (rejoin or replacement).
+  if (rw->vacant() || (rw->lost() && !h.kv_address().empty()))
+    return DetachedStore(rw, w, o, ro, kv);
+  if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
+  tx::PeerClientOptions client = KvClientOptions(h);
+  const kv_tiers::TierOptions& to = o;
+  // Refused (InvalidArgument) when the store holds less than the pool needs here.
+  auto tier = tx::RemoteHostTier::Connect(h.kv_address(), to, client, ro);
+  if (!tier.ok() && rw->lost()) return DetachedStore(rw, w, o, ro, kv);  // lost meanwhile
+  if (!tier.ok())
+    return tier.status().Annotate("worker " + h.worker_id() + "'s KV store at " + h.kv_address() +
+                                  (tier.status().IsInvalidArgument()
+                                       ? " (its --kv-capacity must hold the pool's blocks)"
+                                       : ""));
+  kv->orderer->AddStore(tier->get(), rw);
+  std::lock_guard<std::mutex> l(kv->mu);
+  kv->tiers[w] = tier->get();
+  return std::unique_ptr<kv_tiers::Tier>(std::move(*tier));
+}
+
+// A rejoined worker (RemoteWorker::Rejoin, a new incarnation under the same index): its
+// KV store is a new process, so the HBM tier is pointed at it (the blocks of the lost one
+// were dropped with its contexts). A store that cannot be reached or is too small loses
+// the worker again, with that reason. Attach then tells the scheduler.
+void ReconnectKvStore(workers::JoinServer* js, int local, RemoteKv* kv, int index) {
+  workers::RemoteWorker* rw = js->worker(static_cast<size_t>(index - local));
+  if (!rw) return;
+  const v1::WorkerHello h = rw->hello();
+  std::lock_guard<std::mutex> l(kv->mu);
+  auto t = kv->tiers.find(index);
+  if (t == kv->tiers.end()) return;  // serve holds this worker's pool blocks itself
+  Status st = h.kv_address().empty() ? Status::FailedPrecondition(
+                                           "it rejoined without a KV store, and its pool's "
+                                           "blocks are kept in one")
+                                     : t->second->Reconnect(h.kv_address(), KvClientOptions(h));
+  if (!st.ok())
+    rw->MarkLost(Status::Unavailable("rejoined, but its KV store at '" + h.kv_address() +
+                                         "' cannot hold the pool: " + st.ToString(),
+                                     ErrorScope::kPeer));
+}
+
+// The model config of a CPU engine checkpoint (a shape file, or a Hugging Face directory's
+// config.json), as the welcome names it and each worker checks its own against.
+Result<v1::ModelConfig> CpuModelConfig(const std::string& path) {
+  std::error_code ec;
+  Result<executors::cpu::ModelShape> shape =
+      std::filesystem::is_directory(path, ec)
+          ? executors::cpu::LoadHfConfig((std::filesystem::path(path) / "config.json").string())
+          : executors::cpu::LoadShapeFile(path);
+  if (!shape.ok()) return shape.status().Annotate("--model " + path);
+  return executors::cpu::ToModelConfig(*shape);
+}
+
+// A joined worker whose etcd key goes is lost; one that registers again (a new epoch) is
+// logged: it is admitted by its hello on the control connection (a rejoin), not by etcd.
+Status WatchMembership(const ServeJoinOptions& o, workers::JoinServer* js) {
+  SY_ASSIGN_OR_RETURN(std::shared_ptr<cluster::EtcdClient> etcd,
+                      cluster::EtcdClient::Create(o.etcd_url));
+  auto on_event = [js, url = o.etcd_url](const cluster::MembershipEvent& e) {
+    workers::RemoteWorker* rw = js->Find(e.worker.worker_id);
+    if (e.kind == cluster::MembershipEvent::Kind::kLost) {
+      if (!rw || rw->lost()) return;
+      rw->MarkLost(Status::Unavailable("its etcd key at " + url +
+                                           " is gone (lease expired or revoked; epoch " +
+                                           std::to_string(e.worker.epoch) + ")",
+                                       ErrorScope::kPeer));
+      return;
+    }
+    if (!rw || rw->lost())
+      Log(LogLevel::kInfo,
+          "etcd lists a worker that is not joined (admitted when its hello rejoins)",
+          LogKeys()
+              .With("worker", e.worker.worker_id)
+              .With("epoch", std::to_string(e.worker.epoch)));
+  };
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<cluster::MembershipWatcher> w,
+                      cluster::MembershipWatcher::Start(etcd, o.cluster, on_event));
+  // A joined worker not registered at all is not covered by etcd: say so.
+  auto members = w->Members();
+  for (size_t i = 0; i < js->size(); ++i) {
+    const std::string id = js->worker(i)->hello().worker_id();
+    if (!members.count(id))
+      Log(LogLevel::kWarn, "joined worker not registered in etcd (only its connection is watched)",
+          LogKeys().With("worker", id).With("cluster", o.cluster));
+  }
+  js->Hold(std::shared_ptr<cluster::MembershipWatcher>(std::move(w)));
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
+                                                               driver::SchedulerConfig* config) {
+  if (o.local_workers < 0 || o.remote_workers < 0 || o.spare_workers < 0)
+    return Status::InvalidArgument(
+        "--local-workers, --remote-workers and --spare-workers must be >= 0");
+  if (o.spare_workers > 0 && o.remote_workers + o.local_workers < 1)
+    return Status::InvalidArgument("--spare-workers needs a worker to start with");
+  if (o.local_workers + o.remote_workers < 1)
+    return Status::InvalidArgument(
+        "no workers: --local-workers 0 needs --remote-workers N (N >= 1)");
+  if (o.remote_workers > 0 &&
+      (!config->engines_run_llm || (config->engine != "simulated" && config->engine != "cpu")))
+    return Status::InvalidArgument(
+        "--remote-workers needs serve's own engines (--engine simulated or cpu, --llm "
+        "simulated)");
+  if (o.remote_workers > 0 && !config->extra_models.empty())
+    return Status::InvalidArgument("--remote-workers serves one model (models[] has " +
+                                   std::to_string(config->extra_models.size() + 1) + ")");
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<workers::JoinServer> join,
+                      workers::JoinServer::Listen(o.listen));
+  if (o.listening) o.listening(join->address());
+  workers::JoinOptions jo;
+  jo.expect = o.remote_workers;
+  jo.timeout = o.join_timeout;
+  jo.first_index = o.local_workers;
+  jo.heartbeat = o.heartbeat;
+  jo.heartbeat_misses = o.heartbeat_misses;
+  jo.engine = config->engine;
+  if (config->engine == "cpu") {  // the workers load the same checkpoint: its shape
+    SY_ASSIGN_OR_RETURN(jo.model, CpuModelConfig(config->model_path));
+    jo.kv_pool_bytes = config->kv_pool_bytes;
+    jo.kv_block_tokens = config->kv_block_tokens;
+  } else {
+    jo.model = config->model_config ? *config->model_config : driver::EmbeddedDefaultModel();
+  }
+  jo.gpu = config->gpu ? *config->gpu : driver::EmbeddedDefaultGpu();
+  jo.served_models.push_back(config->model_id.empty() ? jo.model.name() : config->model_id);
+  for (const std::string& a : config->model_aliases) jo.served_models.push_back(a);
+  SY_RETURN_IF_ERROR(join->AwaitWorkers(jo).Annotate("--remote-workers"));
+  join->AddSpareSlots(o.spare_workers, o.local_workers + o.remote_workers);
+  if (!o.etcd_url.empty()) SY_RETURN_IF_ERROR(WatchMembership(o, join.get()).Annotate("--etcd"));
+  config->workers = o.local_workers + o.remote_workers + o.spare_workers;
+  workers::JoinServer* js = join.get();
+  const int local = o.local_workers;
+  auto kv = std::make_shared<RemoteKv>();
+  join->Hold(kv);
+  if (config->engine == "cpu") {  // the token ids joined CPU engines compute from
+    config->cpu_token_log = std::make_shared<executors::cpu::TokenLog>();
+    join->Hold(config->cpu_token_log);
+  }
+  workers::RemoteEngineOptions reo;
+  reo.tokens = config->cpu_token_log.get();
+  reo.vocab = jo.model.vocab_size();
+  config->engine_factory =
+      [js, local, kv, reo](EventLoop* loop, int w,
+                           const executors::EngineLimits& limits) -> Result<driver::WorkerEngine> {
+    driver::WorkerEngine we;
+    if (w < local) return we;  // the driver's own engine
+    workers::RemoteWorker* rw = js->worker(static_cast<size_t>(w - local));
+    if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
+    tx::RemoteHostTier* store = nullptr;
+    {
+      std::lock_guard<std::mutex> l(kv->mu);
+      auto t = kv->tiers.find(w);
+      if (t != kv->tiers.end()) store = t->second;
+    }
+    if ((rw->hello().engine() == "cpu" || rw->vacant()) && reo.tokens && !store)
+      return Status::FailedPrecondition("joined worker " + rw->hello().worker_id() +
+                                        " runs engine cpu without a KV store (--kv-listen none): "
+                                        "its pool's KV could never move");
+    workers::RemoteEngineOptions ro = reo;
+    ro.store = store;
+    workers::RemoteEngine re = workers::MakeRemoteEngine(loop, w, limits, rw, ro);
+    we.engine = std::move(re.engine);
+    we.remote_kv = std::move(re.kv);
+    return we;
+  };
+  // Moves between two joined workers' stores are put directly by the source's worker
+  // when it takes put orders (DirectPeerMover, preferred to the relay), else relayed.
+  for (size_t i = 0; i < js->size(); ++i)
+    workers::ControlPutOrderer::Attach(kv->orderer, js->worker(i));
+  config->add_movers = [orderer = kv->orderer](const kv_tiers::MoverEnv& env,
+                                               kv_tiers::MoverSet* movers) {
+    // A destination the source's worker cannot reach: that move and the pair's next ones
+    // are relayed.
+    movers->Add(std::make_shared<tx::DirectPeerMover>(env, orderer,
+                                                      std::make_shared<kv_tiers::RelayMover>(env)),
+                3);
+  };
+  join->SetRejoinHandler(
+      [js, local, kv = kv.get()](int index) { ReconnectKvStore(js, local, kv, index); });
+  // Serve's service is going (JoinServer::Detach, before the driver, its loop and the tiers
+  // are destroyed): orders still out are dropped without their callbacks (the bye that
+  // follows would end them into the freed loop and tiers), and the tiers are forgotten.
+  join->AddDetachHook([kv] {
+    kv->orderer->Close();
+    std::lock_guard<std::mutex> l(kv->mu);
+    kv->tiers.clear();
+  });
+  config->hbm_tier_factory =
+      [js, local, kv](int w,
+                      const kv_tiers::TierOptions& o) -> Result<std::unique_ptr<kv_tiers::Tier>> {
+    if (w < local) return std::unique_ptr<kv_tiers::Tier>();
+    workers::RemoteWorker* rw = js->worker(static_cast<size_t>(w - local));
+    if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
+    return ConnectKvStore(rw, w, o, kv.get());
+  };
+  config->fill_cluster = [js, local, kv, engine = config->engine](v1::ClusterState* out) {
+    for (int w = 0; w < local; ++w) {
+      v1::JoinedWorker* l = out->add_joined_workers();
+      l->set_id("local-" + std::to_string(w));
+      l->set_host("serve (in process)");
+      l->set_engine(engine);
+      l->set_state("alive");
+      l->set_worker_index(w);
+    }
+    for (v1::JoinedWorker& w : js->Snapshot()) {
+      std::lock_guard<std::mutex> l(kv->mu);
+      auto t = kv->tiers.find(w.worker_index());
+      w.set_direct_orders(kv->orderer->orders_sent(w.worker_index()));
+      if (t != kv->tiers.end()) {  // serve's ledger of the credit the worker granted it
+        w.set_serve_puts(t->second->puts_posted());
+        w.set_serve_gets(t->second->gets_posted());
+        if (std::shared_ptr<tx::PeerClient> client = t->second->client()) {
+          tx::PeerClient& c = *client;
+          w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
+          if (auto st = c.credits()->State(c.address()); st.ok())
+            w.set_sender_credit_in_use_bytes(st->inflight_bytes);
+          if (auto flow = c.connection_flow(); flow.ok()) w.set_kv_connection_flow(*flow);
+        }
+      }
+      *out->add_joined_workers() = std::move(w);
+    }
+    // Pool use: the scheduler's committed KV in each worker's HBM (the listing's tiers);
+    // draining: the scheduler's state of a connected worker.
+    for (v1::JoinedWorker& w : *out->mutable_joined_workers()) {
+      for (const v1::WorkerEngine& e : out->worker_engines())
+        if (e.worker() == w.worker_index() && w.state() == "alive" && e.state() == "draining") {
+          w.set_state("draining");
+          w.set_drained(e.drained());
+        }
+      for (const v1::TierState& t : out->tiers())
+        if (t.tier() == "hbm" && t.worker() == w.worker_index()) {
+          w.set_kv_pool_used_bytes(t.used_bytes());
+          if (w.kv_pool_capacity_bytes() == 0) w.set_kv_pool_capacity_bytes(t.capacity_bytes());
+        }
+    }
+  };
+  return join;
+}
+
+void Attach(workers::JoinServer* join, driver::SchedulerDriver* driver) {
+  join->SetLossHandler(
+      [driver](int index, const Status& why) { driver->PeerLost(index, why.message()); });
+  // A rejoin: its KV store first (JoinRemoteWorkers' handler), then the scheduler, unless
+  // that lost it again. PeerJoined is posted under the worker's lock (IfAlive): a loss of
+  // the new incarnation, whose PeerLost is posted under the same lock, cannot come between
+  // the check and the join and be overtaken by it (a dead worker marked alive).
+  std::function<void(int)> reconnect = join->rejoin_handler();
+  join->SetRejoinHandler([join, driver, reconnect](int index) {
+    if (reconnect) reconnect(index);
+    workers::RemoteWorker* rw = nullptr;
+    for (size_t i = 0; i < join->size() && !rw; ++i)
+      if (join->worker(i)->index() == index) rw = join->worker(i);
+    if (!rw) return;
+    rw->IfAlive([&](const v1::WorkerHello& h) {
+      driver->PeerJoined(
+          index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")");
+    });
+  });
+}
+
+}  // namespace switchyard::serve

@@ -1,0 +1,210 @@
+// The OpenAI front's proxy mode end to end on loopback: a Switchyard server with the CPU
+// engine is the upstream; a second Switchyard server (no engine: it reports the proxied
+// calls) orders and admits the requests, forwards each to the upstream with session
+// affinity and passes the answer back unchanged, streaming included.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "http/http_server.h"
+#include "serve/http_api.h"
+#include "tests/http/http_test_client.h"
+
+namespace switchyard::frontends {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kUpToken[] = "upstream-tenant-token-0123456789";
+constexpr char kToken[] = "proxy-tenant-token-0123456789";
+constexpr char kModel[] = "tiny-llama-2l";
+
+// One server: a Service, its HttpApi and HttpServer.
+struct Server {
+  std::string dir;
+  std::unique_ptr<service::Service> service;
+  std::unique_ptr<serve::HttpApi> api;
+  std::unique_ptr<http::HttpServer> http;
+  uint16_t port = 0;
+
+  void Start(const std::string& d, const std::string& token, bool engine,
+             std::vector<std::string> upstreams = {}) {
+    dir = d;
+    std::filesystem::remove_all(dir);
+    service::ServiceOptions so;
+    so.data_dir = dir;
+    so.sync_writes = false;
+    so.scheduler.host_bytes = 64ULL << 20;
+    so.scheduler.disk_bytes = 64ULL << 20;
+    if (engine) {
+      so.scheduler.engine = "cpu";
+      so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+      so.scheduler.kv_pool_bytes = 4ULL << 20;
+    } else {
+      so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
+      so.scheduler.hbm_bytes_per_worker = 1ULL << 30;
+    }
+    auto svc = service::Service::Open(so, RealClock::Default());
+    ASSERT_TRUE(svc.ok()) << svc.status();
+    service = std::move(*svc);
+    v1::ServiceConfig cfg;
+    auto* t = cfg.add_tenants();
+    t->set_name("t");
+    t->set_token(token);
+    cfg.set_admin_token(std::string(token) + "-admin");
+    serve::HttpApiOptions ao;
+    ao.openai.upstreams = std::move(upstreams);
+    ao.openai.upstream_api_key = kUpToken;
+    api = std::make_unique<serve::HttpApi>(service.get(), *service::Auth::Create(cfg, dir),
+                                           RealClock::Default(), ao);
+    http::HttpServerOptions ho;
+    ho.port = 0;
+    ho.threads = 4;
+    http = std::make_unique<http::HttpServer>(
+        ho, [this](const http::HttpRequest& r, http::HttpServer::Respond d) {
+          api->HandleAsync(r, std::move(d));
+        });
+    auto p = http->Start();
+    ASSERT_TRUE(p.ok()) << p.status();
+    port = *p;
+  }
+  ~Server() {
+    if (http) http->Stop();
+    http.reset();
+    api.reset();
+    service.reset();
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+};
+
+class OpenAiProxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string base = ::testing::TempDir() + "/sy_proxy_" + std::to_string(::getpid());
+    up_.Start(base + "_up", kUpToken, /*engine=*/true);
+    proxy_.Start(base + "_front", kToken, /*engine=*/false,
+                 {"http://127.0.0.1:" + std::to_string(up_.port)});
+  }
+  testing::ClientResponse Post(uint16_t port, const char* token, const json& body,
+                               const std::string& session = "") {
+    std::map<std::string, std::string> h{{"Authorization", std::string("Bearer ") + token},
+                                         {"Content-Type", "application/json"}};
+    if (!session.empty()) h["x-session-id"] = session;
+    return testing::Request(port, "POST", "/v1/chat/completions", body.dump(), h);
+  }
+  json Get(uint16_t port, const char* token, const std::string& path) {
+    auto r = testing::Request(port, "GET", path, "",
+                              {{"Authorization", std::string("Bearer ") + token}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+  static json Body(const json& messages) {
+    return json{{"model", kModel}, {"messages", messages}, {"max_tokens", 8}, {"temperature", 0}};
+  }
+  Server up_, proxy_;
+};
+
+TEST_F(OpenAiProxyTest, AnswersPassThroughUnchangedAndTheSessionIsAWorkflowHere) {
+  json msgs = {{{"role", "user"}, {"content", "hello through the proxy"}}};
+  auto via = Post(proxy_.port, kToken, Body(msgs), "p-1");
+  ASSERT_EQ(via.status, 200) << via.body;
+  auto direct = Post(up_.port, kUpToken, Body(msgs));
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  json a = json::parse(via.body), b = json::parse(direct.body);
+  EXPECT_EQ(a["choices"][0]["message"]["content"], b["choices"][0]["message"]["content"]);
+  EXPECT_EQ(a["model"], kModel) << "the upstream's answer, unchanged";
+  const std::string wf = via.headers["x-switchyard-workflow-id"];
+  ASSERT_FALSE(wf.empty());
+  json st = Get(proxy_.port, kToken, "/v1/workflows/" + wf);
+  std::map<std::string, std::string> state;
+  for (const json& n : st["nodes"]) state[n["id"]] = n["state"];
+  EXPECT_EQ(state["llm-0"], "NODE_SUCCEEDED") << st.dump();
+  EXPECT_EQ(state["client-0"], "NODE_RUNNING") << "the wait until the next request";
+  bool placed = false;
+  for (const json& d : st["decisions"]) placed |= d["kind"] == "place";
+  EXPECT_TRUE(placed) << "the proxy's scheduler placed the call before it was forwarded";
+  json cluster = Get(proxy_.port, kToken, "/v1/cluster");
+  EXPECT_NE(cluster["openaiFront"].get<std::string>().find("advisory"), std::string::npos)
+      << cluster.dump();
+  // /v1/models is the upstream's.
+  json models = Get(proxy_.port, kToken, "/v1/models");
+  EXPECT_EQ(models["data"][0]["id"], kModel) << models.dump();
+}
+
+TEST_F(OpenAiProxyTest, StreamsPassThrough) {
+  json msgs = {{{"role", "user"}, {"content", "stream it"}}};
+  json body = Body(msgs);
+  body["stream"] = true;
+  auto via = Post(proxy_.port, kToken, body, "p-2");
+  ASSERT_EQ(via.status, 200) << via.body;
+  EXPECT_EQ(via.headers["content-type"], "text/event-stream");
+  EXPECT_NE(via.body.find("data: [DONE]"), std::string::npos) << via.body;
+  EXPECT_NE(via.body.find("chat.completion.chunk"), std::string::npos);
+  const std::string wf = via.headers["x-switchyard-workflow-id"];
+  ASSERT_FALSE(wf.empty());
+  json st;
+  for (int i = 0; i < 200; ++i) {  // the node ends with the stream
+    st = Get(proxy_.port, kToken, "/v1/workflows/" + wf);
+    bool done = false;
+    for (const json& n : st["nodes"]) done |= n["id"] == "llm-0" && n["state"] == "NODE_SUCCEEDED";
+    if (done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  bool done = false;
+  for (const json& n : st["nodes"]) done |= n["id"] == "llm-0" && n["state"] == "NODE_SUCCEEDED";
+  EXPECT_TRUE(done) << st.dump();
+}
+
+// An upstream that fails a call (5xx) or answers in shapes the front does not expect
+// (wrong JSON types where it looks for usage and tool calls): each answer goes back
+// unchanged, the proxy stays up, and the session goes on — a failed call's workflow is
+// replaced by a new one on the session's next request.
+TEST(OpenAiProxyFaultsTest, UpstreamFailuresAndOddAnswersLeaveTheSessionUsable) {
+  const std::vector<std::pair<int, std::string>> answers = {
+      {500, R"({"error":{"message":"upstream broke"}})"},
+      {200,
+       R"({"id":"a","object":"chat.completion","choices":[1],"usage":{"completion_tokens":null}})"},
+      {200,
+       R"({"id":"b","choices":[{"message":{"tool_calls":[{"function":{"name":7}},"x"]}}],"usage":"n"})"},
+      {200,
+       R"({"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"completion_tokens":1}})"}};
+  std::atomic<size_t> next{0};
+  http::HttpServerOptions ho;
+  ho.port = 0;
+  ho.threads = 2;
+  http::HttpServer upstream(ho, [&](const http::HttpRequest&, http::HttpServer::Respond done) {
+    const auto& [status, body] = answers[std::min(next.fetch_add(1), answers.size() - 1)];
+    done(http::HttpResponse{status, "application/json", {}, body});
+  });
+  auto up_port = upstream.Start();
+  ASSERT_TRUE(up_port.ok()) << up_port.status();
+  Server proxy;
+  proxy.Start(::testing::TempDir() + "/sy_proxy_faults_" + std::to_string(::getpid()), kToken,
+              /*engine=*/false, {"http://127.0.0.1:" + std::to_string(*up_port)});
+  json body = {{"model", kModel},
+               {"messages", {{{"role", "user"}, {"content", "hello"}}}},
+               {"max_tokens", 4}};
+  std::set<std::string> workflows;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    auto r = testing::Request(proxy.port, "POST", "/v1/chat/completions", body.dump(),
+                              {{"Authorization", std::string("Bearer ") + kToken},
+                               {"Content-Type", "application/json"},
+                               {"x-session-id", "faulty"}});
+    EXPECT_EQ(r.status, answers[i].first) << "answer " << i << ": " << r.body;
+    EXPECT_EQ(r.body, answers[i].second) << "answer " << i;
+    workflows.insert(r.headers["x-switchyard-workflow-id"]);
+  }
+  EXPECT_EQ(next.load(), answers.size());
+  EXPECT_EQ(workflows.size(), 2u) << "a new workflow after the failed call, then one workflow";
+  upstream.Stop();
+}
+
+}  // namespace
+}  // namespace switchyard::frontends
