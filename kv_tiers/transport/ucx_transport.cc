@@ -24,7 +24,7 @@ namespace {
 // them. TCP segments of 4 MiB: a 1 MiB message then crosses UCX's TCP transport as one
 // segment instead of sixteen 64 KiB ones (fewer fragments to send, receive and copy
 // piecewise into the posted buffer). Peer puts of 1 MiB over TCP ran ~1.4x faster
-// (bench/RESULTS.md, net_budget, stop 6); 64 MiB ones did not change. The cost is memory:
+// (bench/RESULTS.md, net_budget, 2026-11-30); 64 MiB ones did not change. The cost is memory:
 // UCX's TCP send and receive buffers are this size (one of each per endpoint moving data).
 // A transport-level key goes to ucp_config_modify without its transport prefix (UCX
 // applies it to every transport that has it: only TCP has these two); its environment

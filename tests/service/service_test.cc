@@ -511,7 +511,7 @@ TEST_F(ServiceTest, ArchivedWithoutSnapshotReadsFromHistory) {
 }
 
 // A snapshot that does not parse as an ArchiveSnapshot (corrupt, or the 8-byte-prefix
-// encoding of stop 6) is not trusted: the GET replays the history and reads the same.
+// encoding used until 2026-11-30) is not trusted: the GET replays the history and reads the same.
 TEST_F(ServiceTest, UnreadableSnapshotFallsBackToHistory) {
   ended_in_memory_ = 0;  // every ended workflow is archived, live: with a snapshot
   Reopen();
@@ -532,7 +532,7 @@ TEST_F(ServiceTest, UnreadableSnapshotFallsBackToHistory) {
     ASSERT_TRUE(store.ok()) << store.status();
     ASSERT_TRUE((*store)->EnqueueSnapshot(ids[0], "not a snapshot").ok());
     std::string old_format(8, '\0');
-    old_format[0] = 4;  // stop 6: u64 record count, then a bare WorkflowStatus
+    old_format[0] = 4;  // the 2026-11-30 format: u64 record count, then a bare WorkflowStatus
     ASSERT_TRUE((*store)->EnqueueSnapshot(ids[1], old_format + "\x0a\x02id").ok());
     ASSERT_TRUE((*store)->Flush().ok());
   }
