@@ -16,6 +16,7 @@
 
 #include "base/logging.h"
 #include "cli/command.h"
+#include "executors/engine_kind.h"
 #include "http/http_server.h"
 #include "proto/json.h"
 #include "serve/http_api.h"
@@ -93,7 +94,7 @@ void PrintBanner(const serve::ServeSetup& setup, uint16_t port, service::Service
   const std::string& host = setup.http.host;
   std::printf("switchyard serving on http://%s:%u (data dir %s)\n", host.c_str(), port,
               setup.data_dir.c_str());
-  if (auto* d = service.scheduler(); d && d->config().engine == "cpu") {
+  if (auto* d = service.scheduler(); d && executors::EngineComputes(d->config().engine)) {
     std::printf(
         "scheduler: %d worker(s), LLM nodes on the cpu engine (%s), KV of real bytes: a "
         "%.0f MiB KV pool per worker, moved through kv_tiers (host memory, RocksDB disk) "

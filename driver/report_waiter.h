@@ -27,7 +27,7 @@
 
 #include "base/event_loop.h"
 #include "executors/engine.h"
-#include "executors/simulated.h"
+#include "executors/tool_waiter.h"
 #include "proto/switchyard/v1/events.pb.h"
 
 namespace switchyard::driver {

@@ -83,73 +83,86 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
                                                                 Callbacks callbacks) {
   if (config.workers < 1) return Status::InvalidArgument("scheduler.workers must be >= 1");
   std::unique_ptr<SchedulerDriver> d(new SchedulerDriver(std::move(config), std::move(callbacks)));
-  SchedulerConfig& c = d->config_;
-  if (c.kv_bytes_scale == 0)
+  if (d->config_.kv_bytes_scale == 0)
     return Status::InvalidArgument("scheduler.kv_bytes_scale must be >= 1");
   SY_RETURN_IF_ERROR(d->MakeGroups());
-  const int total = d->total_workers();
-  // Real bytes (the CPU engine, an embedder's engines: scale 1) live in this process's
-  // memory and disk, so their defaults follow the pools, capped (see SchedulerConfig).
+  d->SizeSharedTiers();
+  d->loop_ = std::make_unique<AsioEventLoop>();
+  SY_RETURN_IF_ERROR(d->BuildCoreStack());
+  // Each model's tiers: an HBM arena per worker (engines that compute: their pools, real
+  // bytes), a host arena, RocksDB under <data-dir>/kv (later models: kv-m<i>).
+  d->workers_.resize(static_cast<size_t>(d->total_workers()));
+  const std::string kv_dir = data_dir + "/kv";
+  for (size_t i = 0; i < d->groups_.size(); ++i)
+    SY_RETURN_IF_ERROR(d->MakeGroupTiers(*d->groups_[i],
+                                         i == 0 ? kv_dir : data_dir + "/kv-m" + std::to_string(i)));
+  SY_RETURN_IF_ERROR(d->MakeEngines());
+  d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_.get());
+  SY_RETURN_IF_ERROR(d->MakeMover());
+  d->StartRuntime();
+  d->thread_ = std::thread([self = d.get()]() {
+    SetThreadName("sy-sched");
+    self->loop_->Run();
+  });
+  // Returns once the loop runs: a Stop() before Run() would be undone by Run()'s restart.
+  d->Sync();
+  d->LogStarted(kv_dir);
+  return d;
+}
+
+void SchedulerDriver::SizeSharedTiers() {
+  const SchedulerConfig& c = config_;
+  const int total = total_workers();
+  // Real bytes (engines that compute, an embedder's engines: scale 1) live in this
+  // process's memory and disk, so their defaults follow the pools, capped (SchedulerConfig).
   bool real = false;
   uint64_t pools = 0;
-  for (const auto& g : d->groups_) {
+  for (const auto& g : groups_) {
     real |= g->kv_bytes_scale == 1;
     pools += g->spec.hbm_bytes_per_worker * uint64_t(g->spec.workers);
   }
-  d->host_bytes_ = c.host_bytes ? c.host_bytes
-                   : real       ? std::min(8 * pools, SchedulerConfig::kRealHostBytesCap)
-                                : SchedulerConfig::kDefaultHostBytes;
-  d->disk_bytes_ = c.disk_bytes ? c.disk_bytes
-                   : real       ? std::min(32 * pools, SchedulerConfig::kRealDiskBytesCap)
-                                : SchedulerConfig::kDefaultDiskBytes;
+  host_bytes_ = c.host_bytes ? c.host_bytes
+                : real       ? std::min(8 * pools, SchedulerConfig::kRealHostBytesCap)
+                             : SchedulerConfig::kDefaultHostBytes;
+  disk_bytes_ = c.disk_bytes ? c.disk_bytes
+                : real       ? std::min(32 * pools, SchedulerConfig::kRealDiskBytesCap)
+                             : SchedulerConfig::kDefaultDiskBytes;
   // Each model's part of the host and disk tiers: its share of the workers.
-  for (auto& g : d->groups_) {
-    g->host_bytes = std::max<uint64_t>(1, d->host_bytes_ / uint64_t(total) * g->spec.workers);
-    g->disk_bytes = std::max<uint64_t>(1, d->disk_bytes_ / uint64_t(total) * g->spec.workers);
+  for (auto& g : groups_) {
+    g->host_bytes = std::max<uint64_t>(1, host_bytes_ / uint64_t(total) * g->spec.workers);
+    g->disk_bytes = std::max<uint64_t>(1, disk_bytes_ / uint64_t(total) * g->spec.workers);
   }
-  auto policy = scheduler::CreatePolicy(c.policy);
-  if (!policy.ok())
-    return Status::InvalidArgument("scheduler policy: " + policy.status().message());
-  d->policy_ = std::move(*policy);
-  d->loop_ = std::make_unique<AsioEventLoop>();
+}
 
+Status SchedulerDriver::BuildCoreStack() {
+  const SchedulerConfig& c = config_;
+  const int total = total_workers();
+  executors::StackSpec spec;
+  spec.policy = c.policy;
   // Link budgets and the planner over a loopback topology: one node, its workers, their
   // host memory and NVMe: the link bandwidths of the first model's GPU spec (the CPU
   // engine's rough figures for a cpu model), by the rule replay uses for a cluster file,
   // else the documented defaults of scheduler::ClusterShape; configured figures over both.
-  scheduler::ClusterShape shape;
-  shape.name = "loopback (one emulated node)";
-  shape.workers_per_node = total;
-  scheduler::ShapeFigureOrigins origins;
-  scheduler::ApplyGpuSpecLinks(d->groups_[0]->cost->gpu(), &shape, &origins);
-  SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &shape, &origins));
-  SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(shape));
+  spec.shape.name = "loopback (one emulated node)";
+  spec.shape.workers_per_node = total;
+  auto origins = std::make_shared<scheduler::ShapeFigureOrigins>();
+  scheduler::ApplyGpuSpecLinks(groups_[0]->cost->gpu(), &spec.shape, origins.get());
+  SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &spec.shape, origins.get()));
   // Every link's name and figure source; measured figures over the configured ones.
-  SY_RETURN_IF_ERROR(scheduler::LabelClusterLinks(shape, origins, &topo_proto));
-  if (!c.link_file_path.empty())
-    SY_RETURN_IF_ERROR(scheduler::ApplyLinkFile(c.link_file, c.link_file_path, &topo_proto));
-  SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
-  d->device_of_ = scheduler::ClusterLocationMap(shape);
-  SY_ASSIGN_OR_RETURN(d->env_, scheduler::NetBudgetEnvironment::Create(
-                                   std::move(topo), d->device_of_, d->loop_.get()));
-
-  // Each model's tiers: an HBM arena per worker (engine "cpu": the engines' pools, real
-  // bytes), a host arena, RocksDB under <data-dir>/kv (later models: kv-m<i>).
-  d->hbm_view_.assign(static_cast<size_t>(total), nullptr);
-  std::string kv_dir = data_dir + "/kv";
-  for (size_t i = 0; i < d->groups_.size(); ++i)
-    SY_RETURN_IF_ERROR(d->MakeGroupTiers(*d->groups_[i],
-                                         i == 0 ? kv_dir : data_dir + "/kv-m" + std::to_string(i)));
-
-  scheduler::CoreOptions co;
+  spec.edit_topology = [&c, shape = spec.shape, origins](v1::Topology* topo) {
+    SY_RETURN_IF_ERROR(scheduler::LabelClusterLinks(shape, *origins, topo));
+    if (c.link_file_path.empty()) return Status::OK();
+    return scheduler::ApplyLinkFile(c.link_file, c.link_file_path, topo);
+  };
+  scheduler::CoreOptions& co = spec.core;
   co.workers = total;
   co.hbm_bytes_per_worker = c.hbm_bytes_per_worker;
   // The host and disk tiers are shared by a model's workers: each gets an equal part, so a
   // demotion is never sent to a tier that cannot take it.
-  co.host_bytes_per_worker = std::max<uint64_t>(1, d->host_bytes_ / uint64_t(total));
-  co.disk_bytes_per_worker = std::max<uint64_t>(1, d->disk_bytes_ / uint64_t(total));
-  if (d->groups_.size() > 1) {
-    for (const auto& g : d->groups_) {
+  co.host_bytes_per_worker = std::max<uint64_t>(1, host_bytes_ / uint64_t(total));
+  co.disk_bytes_per_worker = std::max<uint64_t>(1, disk_bytes_ / uint64_t(total));
+  if (groups_.size() > 1) {
+    for (const auto& g : groups_) {
       co.model_costs[g->spec.id] = g->cost.get();
       for (int w = 0; w < g->spec.workers; ++w) {
         co.worker_models.push_back(g->spec.id);
@@ -159,77 +172,75 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
   }
   co.max_num_seqs = c.max_num_seqs;
   co.kv_block_tokens = c.kv_block_tokens;
-  co.admission_watermark = 0.01;
   co.tenant_weights = c.tenant_weights;
   co.use_peer = total > 1;
   // The CPU engine attends within each context of a sequence, so a context could not read
   // a shared prefix held as a context of its own: sharing is off there (exact outputs).
-  co.share_prefixes = !d->any_cpu_;
-  d->core_ = std::make_unique<scheduler::Core>(co, d->policy_.get(), d->env_.get(), d->env_.get(),
-                                               d->groups_[0]->cost.get());
-  SY_RETURN_IF_ERROR(d->MakeEngines());
+  co.share_prefixes = !any_computes_;
+  spec.cost = groups_[0]->cost.get();
+  SY_ASSIGN_OR_RETURN(stack_, executors::BuildStack(std::move(spec), loop_.get()));
+  return Status::OK();
+}
+
+void SchedulerDriver::StartRuntime() {
   std::vector<executors::Engine*> engines;
-  for (auto& e : d->engines_) engines.push_back(e.get());
-  d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_.get());
-  SY_RETURN_IF_ERROR(d->MakeMover());
-  d->runtime_ = std::make_unique<executors::Runtime>(d->loop_.get(), d->core_.get(), engines,
-                                                     d->tools_.get(), d->mover_.get());
-  SchedulerDriver* self = d.get();
-  d->runtime_->SetObserver([self](const Event& e, const scheduler::Commands& out, Time now) {
-    self->Observe(e, out, now);
-    self->EndWatchers(e, out);
+  for (EngineWorker& w : workers_) engines.push_back(w.engine.get());
+  executors::Runtime* rt =
+      stack_.StartRuntime(loop_.get(), std::move(engines), tools_.get(), mover_.get());
+  rt->SetObserver([this](const Event& e, const scheduler::Commands& out, Time now) {
+    Observe(e, out, now);
+    EndWatchers(e, out);
   });
-  d->runtime_->SetStepObserver([self](const executors::StepReport& r) { self->OnStep(r); });
-  d->runtime_->SetSpecHook(
-      [self](const std::string& wf, const v1::ProgramNode& n, executors::SequenceSpec* seq) {
-        auto it = self->inputs_.find(wf + "/" + n.id());
-        if (it == self->inputs_.end()) return;
-        const NodeInput& in = it->second;
-        int64_t rebuilt = 0;
-        for (const auto& c : seq->contexts)
-          if (!c.resident) rebuilt += c.tokens;
-        // The new tokens still to compute: the end of the node's (a preempted attempt's
-        // prefill stays in its context).
-        int64_t fresh = std::max<int64_t>(0, seq->prefill_tokens - rebuilt);
-        const auto& ids = in.prompt_token_ids;
-        if (fresh <= static_cast<int64_t>(ids.size()))
-          seq->prompt_token_ids.assign(ids.end() - fresh, ids.end());
-        seq->temperature = in.temperature;
-        seq->top_p = in.top_p;
-        seq->sampling_seed = in.seed;
-        seq->stop_at_eos = in.stop_at_eos;
-        seq->token_mask = in.token_mask;
-      });
-  d->thread_ = std::thread([self]() {
-    SetThreadName("sy-sched");
-    self->loop_->Run();
-  });
-  // Returns once the loop runs: a Stop() before Run() would be undone by Run()'s restart.
-  d->Sync();
+  rt->SetStepObserver([this](const executors::StepReport& r) { OnStep(r); });
+  rt->SetSpecHook([this](const std::string& wf, const v1::ProgramNode& n,
+                         executors::SequenceSpec* seq) { ApplyNodeInput(wf, n, seq); });
+}
+
+void SchedulerDriver::ApplyNodeInput(const std::string& wf, const v1::ProgramNode& n,
+                                     executors::SequenceSpec* seq) const {
+  auto it = inputs_.find(wf + "/" + n.id());
+  if (it == inputs_.end()) return;
+  const NodeInput& in = it->second;
+  int64_t rebuilt = 0;
+  for (const auto& c : seq->contexts)
+    if (!c.resident) rebuilt += c.tokens;
+  // The new tokens still to compute: the end of the node's (a preempted attempt's
+  // prefill stays in its context).
+  int64_t fresh = std::max<int64_t>(0, seq->prefill_tokens - rebuilt);
+  const auto& ids = in.prompt_token_ids;
+  if (fresh <= static_cast<int64_t>(ids.size()))
+    seq->prompt_token_ids.assign(ids.end() - fresh, ids.end());
+  seq->temperature = in.temperature;
+  seq->top_p = in.top_p;
+  seq->sampling_seed = in.seed;
+  seq->stop_at_eos = in.stop_at_eos;
+  seq->token_mask = in.token_mask;
+}
+
+void SchedulerDriver::LogStarted(const std::string& kv_dir) const {
   std::string models;
-  for (const auto& g : d->groups_)
+  for (const auto& g : groups_)
     models += (models.empty() ? "" : ", ") + g->spec.id + " x" + std::to_string(g->spec.workers) +
               " (" + g->spec.engine + ")";
   Log(LogLevel::kInfo, "scheduler started",
       LogKeys()
-          .With("workers", std::to_string(total))
+          .With("workers", std::to_string(total_workers()))
           .With("models", models)
-          .With("policy", std::string(d->policy_->name()))
-          .With("model_executor", d->model_executor_name())
-          .With("kv_mover", d->kv_mover_description())
+          .With("policy", std::string(stack_.policy->name()))
+          .With("model_executor", model_executor_name())
+          .With("kv_mover", kv_mover_description())
           .With("planner", "net_budget over a loopback topology")
           .With("hbm_bytes_per_worker",
-                std::to_string(c.hbm_bytes_per_worker))  // the first model's
-          .With("host_bytes", std::to_string(d->host_bytes_))
-          .With("disk_bytes", std::to_string(d->disk_bytes_))
+                std::to_string(config_.hbm_bytes_per_worker))  // the first model's
+          .With("host_bytes", std::to_string(host_bytes_))
+          .With("disk_bytes", std::to_string(disk_bytes_))
           .With("kv_dir", kv_dir));
-  return d;
 }
 
 SchedulerDriver::~SchedulerDriver() {
   if (loop_) loop_->Stop();
   if (thread_.joinable()) thread_.join();
-  runtime_.reset();  // before the executors it borrows
+  stack_.runtime.reset();  // before the executors it borrows
   mover_.reset();
   for (auto& g : groups_) g->mover.reset();   // before the block managers they move through
   for (auto& g : groups_) g->blocks.reset();  // before the tiers they hold
@@ -335,8 +346,8 @@ void SchedulerDriver::EndWatchers(const Event& e, const scheduler::Commands& out
 std::string SchedulerDriver::model_executor_name() const {
   // Distinct engine names in worker order ("simulated engine, cpu engine" with two models).
   std::string out;
-  for (const auto& e : engines_) {
-    std::string name(e->name());
+  for (const EngineWorker& w : workers_) {
+    std::string name(w.engine->name());
     if (out.find(name) == std::string::npos) out += (out.empty() ? "" : ", ") + name;
   }
   return out.empty() ? std::string("none") : out;
@@ -344,14 +355,14 @@ std::string SchedulerDriver::model_executor_name() const {
 
 std::string SchedulerDriver::kv_mover_description() const {
   bool all_cpu = true;
-  for (const auto& g : groups_) all_cpu = all_cpu && g->cpu();
+  for (const auto& g : groups_) all_cpu = all_cpu && g->computes();
   const std::string emulated = "emulated kv_tiers (emulated HBM, host arena, RocksDB disk) at 1/" +
                                std::to_string(config_.kv_bytes_scale) + " of the KV bytes";
   const std::string real =
       "the cpu engines' real KV blocks copied through kv_tiers (host arena, RocksDB disk, "
       "engine pools), checksummed and committed";
   if (all_cpu) return "tiered kv mover: " + real;
-  if (any_cpu_)
+  if (any_computes_)
     return "tiered kv mover: for cpu models " + real + "; for simulated ones " + emulated;
   return "tiered kv mover: blocks moved through " + emulated;
 }
@@ -359,16 +370,18 @@ std::string SchedulerDriver::kv_mover_description() const {
 void SchedulerDriver::Submit(const v1::Workflow& workflow) {
   // Posted before the runtime's own post, so the tenant is known before any move of it.
   loop_->Post([this, id = workflow.id(), t = workflow.tenant()]() { tenant_of_[id] = t; });
-  runtime_->Submit(workflow);
+  stack_.runtime->Submit(workflow);
 }
 
 void SchedulerDriver::Append(const std::string& workflow_id, const v1::ProgramNode& node) {
-  runtime_->Append(workflow_id, node);
+  stack_.runtime->Append(workflow_id, node);
 }
 
-void SchedulerDriver::Close(const std::string& workflow_id) { runtime_->Close(workflow_id); }
+void SchedulerDriver::Close(const std::string& workflow_id) { stack_.runtime->Close(workflow_id); }
 
-void SchedulerDriver::Cancel(const std::string& workflow_id) { runtime_->Cancel(workflow_id); }
+void SchedulerDriver::Cancel(const std::string& workflow_id) {
+  stack_.runtime->Cancel(workflow_id);
+}
 
 void SchedulerDriver::Fail(const std::string& workflow_id, const std::string& node_id,
                            const std::string& reason) {
@@ -377,7 +390,7 @@ void SchedulerDriver::Fail(const std::string& workflow_id, const std::string& no
   e.workflow_id = workflow_id;
   e.node_id = node_id;
   e.status = Status::Aborted(reason.empty() ? "workflow failed" : reason);
-  runtime_->Inject(std::move(e));
+  stack_.runtime->Inject(std::move(e));
 }
 
 void SchedulerDriver::Report(const std::string& workflow_id, const v1::NodeEvent& event) {
@@ -406,7 +419,7 @@ void SchedulerDriver::ScheduleDurationsSave() {
 
 void SchedulerDriver::SaveDurations() {
   durations_save_pending_ = false;
-  if (callbacks_.durations_learned) callbacks_.durations_learned(core_->durations().Export());
+  if (callbacks_.durations_learned) callbacks_.durations_learned(stack_.core->durations().Export());
 }
 
 void SchedulerDriver::SaveDurationsNow() {
@@ -417,13 +430,13 @@ void SchedulerDriver::SaveDurationsNow() {
 
 Status SchedulerDriver::RestoreDurations(const v1::LearnedDurations& saved) {
   Status st;
-  Sync([&]() { st = core_->RestoreDurations(saved); });
+  Sync([&]() { st = stack_.core->RestoreDurations(saved); });
   return st;
 }
 
 v1::LearnedDurations SchedulerDriver::LearnedDurations() {
   v1::LearnedDurations d;
-  Sync([&]() { d = core_->durations().Export(); });
+  Sync([&]() { d = stack_.core->durations().Export(); });
   return d;
 }
 
@@ -438,13 +451,13 @@ void SchedulerDriver::PeerLost(int worker, std::string reason) {
     std::lock_guard<std::mutex> lock(mu_);
     loss_reason_[worker] = reason.empty() ? std::string("lost") : std::move(reason);
   }
-  runtime_->PeerLost(worker);
+  stack_.runtime->PeerLost(worker);
 }
 
 void SchedulerDriver::PeerJoined(int worker, std::string reason) {
   Log(LogLevel::kInfo, "worker rejoined",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
-  runtime_->PeerJoined(worker);
+  stack_.runtime->PeerJoined(worker);
 }
 
 Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worker, bool on) {
@@ -453,11 +466,11 @@ Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worke
                                    std::to_string(total_workers() - 1) + ")");
   Status st;
   Sync([&]() {
-    if (!core_->alive(worker))
+    if (!stack_.core->alive(worker))
       st = Status::FailedPrecondition("worker " + std::to_string(worker) +
                                       " is lost: it cannot be drained or undrained");
     else
-      runtime_->Drain(worker, on);  // handled before the next task on the loop
+      stack_.runtime->Drain(worker, on);  // handled before the next task on the loop
   });
   if (!st.ok()) return st;
   Log(LogLevel::kInfo, on ? "worker draining" : "worker back in service",
@@ -465,8 +478,10 @@ Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worke
   WorkerDrainState out;
   out.worker = worker;
   Sync([&]() {
-    out.state = !core_->alive(worker) ? "lost" : core_->draining(worker) ? "draining" : "alive";
-    out.drained = core_->drained(worker);
+    out.state = !stack_.core->alive(worker)     ? "lost"
+                : stack_.core->draining(worker) ? "draining"
+                                                : "alive";
+    out.drained = stack_.core->drained(worker);
   });
   return out;
 }
@@ -480,14 +495,14 @@ uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
   loop_->Post([this, model_id, epoch]() {
     // The model's tiers' blocks: stale copies are never read.
     if (const Group* g = FindGroup(model_id)) (void)g->blocks->BumpModelEpoch();
-    runtime_->ModelEpochChanged(model_id, epoch);
+    stack_.runtime->ModelEpochChanged(model_id, epoch);
   });
   return epoch;
 }
 
 void SchedulerDriver::Forget(const std::string& workflow_id) {
   loop_->Post([this, workflow_id]() {
-    if (!core_->Forget(workflow_id)) return;  // still running in the core: keep its view
+    if (!stack_.core->Forget(workflow_id)) return;  // still running in the core: keep its view
     tenant_of_.erase(workflow_id);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = wfs_.find(workflow_id);
@@ -560,10 +575,10 @@ void SchedulerDriver::Refresh(const std::string& wf) {
     CtxView& v = ctxs_[key];
     v.wf = wf;
     v.name = ContextName(key, wf);
-    auto loc = core_->ContextLocation(key);
+    auto loc = stack_.core->ContextLocation(key);
     v.known = loc.has_value();
     v.loc = loc.value_or(Location{});
-    v.tokens = core_->ContextTokens(key);
+    v.tokens = stack_.core->ContextTokens(key);
     const Group& g =
         v.loc.worker >= 0 && v.loc.worker < total_workers() ? GroupOf(v.loc.worker) : *groups_[0];
     v.bytes = uint64_t(std::max<int64_t>(0, v.tokens)) * g.cost->KvBytesPerToken();
@@ -630,14 +645,14 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (const std::string& wf : touched) Refresh(wf);
     for (int w = 0; w < total_workers(); ++w) {
-      hbm_used_[w] = core_->hbm_used(w);
-      worker_state_[w] = {!core_->alive(w)     ? "lost"
-                          : core_->draining(w) ? "draining"
-                                               : "alive",
-                          core_->drained(w)};
+      hbm_used_[w] = stack_.core->hbm_used(w);
+      worker_state_[w] = {!stack_.core->alive(w)     ? "lost"
+                          : stack_.core->draining(w) ? "draining"
+                                                     : "alive",
+                          stack_.core->drained(w)};
     }
-    metrics_.SetQueuedNodes(core_->queued_nodes());
-    if (any_cpu_) {
+    metrics_.SetQueuedNodes(stack_.core->queued_nodes());
+    if (any_computes_) {
       real_bytes_moved_.clear();
       for (const auto& g : groups_)
         for (const auto& [k, n] : g->mover->real_bytes_by_destination()) real_bytes_moved_[k] += n;
@@ -694,13 +709,16 @@ void SchedulerDriver::Fill(const std::string& workflow_id, v1::WorkflowStatus* s
   }
 }
 
+kv_tiers::Tier* SchedulerDriver::HbmOf(int w) const {
+  return w >= 0 && w < static_cast<int>(workers_.size()) ? workers_[static_cast<size_t>(w)].hbm
+                                                         : nullptr;
+}
+
 std::string SchedulerDriver::TierName(const Location& l) const {
   switch (l.tier) {
     case Tier::kHbm:
     case Tier::kPeer:  // another worker's HBM, in this process
-      return l.worker >= 0 && l.worker < static_cast<int>(hbm_view_.size()) && hbm_view_[l.worker]
-                 ? hbm_view_[l.worker]->name()
-                 : "";
+      return HbmOf(l.worker) ? HbmOf(l.worker)->name() : "";
     case Tier::kHost:  // the tiers of the worker's model
       return l.worker >= 0 && l.worker < total_workers() ? GroupOf(l.worker).host_tier->name() : "";
     case Tier::kDisk:
@@ -713,9 +731,9 @@ std::string SchedulerDriver::TierName(const Location& l) const {
 // The topology links a move between two locations crosses (the route net_budget debits).
 std::vector<uint32_t> SchedulerDriver::LinksOf(const Location& src, const Location& dst) const {
   std::vector<uint32_t> out;
-  auto a = device_of_(src), b = device_of_(dst);
+  auto a = stack_.device_of(src), b = stack_.device_of(dst);
   if (!a.ok() || !b.ok()) return out;
-  auto path = env_->topology().FindPath(*a, *b);
+  auto path = stack_.env->topology().FindPath(*a, *b);
   if (!path.ok()) return out;
   for (const net_budget::Hop& h : path->hops) out.push_back(h.link);
   return out;

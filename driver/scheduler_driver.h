@@ -43,11 +43,13 @@
 
 #include "base/result.h"
 #include "base/time.h"
+#include "driver/engine_registry.h"
 #include "driver/scheduler_driver_metrics.h"
 #include "driver/timeline_recorder.h"
 #include "executors/engine.h"
 #include "executors/engine_kv.h"
 #include "executors/generation.h"
+#include "executors/stack.h"
 #include "proto/switchyard/v1/api.pb.h"
 #include "proto/switchyard/v1/link_file.pb.h"
 #include "proto/switchyard/v1/model.pb.h"
@@ -109,29 +111,15 @@ struct WorkerEngine {
 using EngineFactory = std::function<Result<WorkerEngine>(EventLoop* loop, int worker,
                                                          const executors::EngineLimits& limits)>;
 
-// A model served beside the first (SchedulerConfig::extra_models): the same fields as the
-// first model's in SchedulerConfig, for its own workers.
-struct ServedModelSpec {
-  std::string id;  // empty: the model's own name
-  std::vector<std::string> aliases;
-  std::string engine = "simulated";  // "simulated" or "cpu" (as SchedulerConfig::engine)
-  std::string model_path;            // engine "cpu"
-  uint64_t kv_pool_bytes = 256ULL << 20;
-  std::optional<v1::ModelConfig> model_config;  // engine "simulated" (unset: the default)
-  std::optional<v1::GpuSpec> gpu;
-  int workers = 1;
-  uint64_t hbm_bytes_per_worker = 0;  // 0: the GPU's HBM less the weights
-};
-
 struct SchedulerConfig {
   bool enabled = true;
   // true: the service runs LLM nodes on its own engine (`engine`); false: an engine
   // reports them.
   bool engines_run_llm = true;
-  // "simulated": the simulated engine (executors/simulated_engine.h: continuous batching
-  // timed by the roofline step cost); "cpu": the reference CPU engine
-  // (executors/cpu/cpu_engine.h: the model at `model_path` computed on the CPU, real KV
-  // bytes in a pool of `kv_pool_bytes` per worker, moved for real between the tiers).
+  // An engine kind (executors/engine_kind.h): "simulated", the simulated engine
+  // (continuous batching timed by the roofline step cost), or "cpu", the reference CPU
+  // engine (the model at `model_path` computed on the CPU, real KV bytes in a pool of
+  // `kv_pool_bytes` per worker, moved for real between the tiers).
   std::string engine = "simulated";
   std::string model_path;
   uint64_t kv_pool_bytes = 256ULL << 20;
@@ -207,11 +195,6 @@ struct SchedulerConfig {
   // what engine_factory makes (joined CPU workers' engines record and forward them).
   std::shared_ptr<executors::cpu::TokenLog> cpu_token_log;
 };
-
-// The embedded defaults the driver prices with when SchedulerConfig names no model / GPU:
-// Llama-3.1-8B on an H100-SXM (what a joined simulated worker is told to price).
-v1::ModelConfig EmbeddedDefaultModel();
-v1::GpuSpec EmbeddedDefaultGpu();
 
 class SchedulerDriver final : public executors::Generation {
  public:
@@ -382,31 +365,29 @@ class SchedulerDriver final : public executors::Generation {
   // and the tiers its KV lives in — a KV layout of its own (models' blocks differ in
   // size), so a BlockManager, host arena, disk tier and mover of its own. Models share the
   // links, the core and the policy.
-  struct Group {
+  struct Group : ServedModel {
     ServedModelSpec spec;  // spec.id resolved (the model's own name when it was empty)
-    int first = 0;         // its workers: first .. first + spec.workers - 1
-    uint64_t kv_bytes_scale = 64;
-    uint64_t host_bytes = 0, disk_bytes = 0;  // its part of the tiers (scheduler bytes)
-    v1::ModelConfig model;
-    std::unique_ptr<executors::RooflineCostModel> cost;
-    std::unique_ptr<executors::StepCostModel> step_cost;
-    // engine "cpu": the model and the token ids of every context (outlive the engines).
-    std::unique_ptr<executors::cpu::Model> cpu_model;
-    std::shared_ptr<executors::cpu::TokenLog> token_log;
-    std::unique_ptr<executors::cpu::Tokenizer> tokenizer;
+    const EngineImplementation* impl = nullptr;  // how its engines are made
+    int first = 0;                               // its workers: first .. first + spec.workers - 1
+    uint64_t host_bytes = 0, disk_bytes = 0;     // its part of the tiers (scheduler bytes)
     std::unique_ptr<kv_tiers::Tier> host_tier, disk_tier;
     std::unique_ptr<kv_tiers::BlockManager> blocks;
     std::unique_ptr<executors::TieredKvMover> mover;
     Group();
     ~Group();
-    bool cpu() const { return spec.engine == "cpu"; }
     bool Has(int w) const { return w >= first && w < first + spec.workers; }
   };
   // Parts of Start (scheduler_driver_models.cc): each model's group — its cost (and its
   // KV layout), tiers, block manager and engines — and the mover that routes each move to
   // the group of its workers.
   Status MakeGroups();
-  Status LoadModel(Group& g);
+  void SizeSharedTiers();   // host_bytes_, disk_bytes_ and each model's part of them
+  Status BuildCoreStack();  // the policy, budgets and core (executors::BuildStack)
+  void StartRuntime();      // the runtime over the engines, tools and mover
+  // A node's input (SetNodeInput) into the sequence the runtime admits for it.
+  void ApplyNodeInput(const std::string& wf, const v1::ProgramNode& n,
+                      executors::SequenceSpec* seq) const;
+  void LogStarted(const std::string& kv_dir) const;
   Status MakeGroupTiers(Group& g, const std::string& kv_dir);
   Status MakeEngines();  // every worker's, in order
   Status MakeMover();
@@ -422,24 +403,17 @@ class SchedulerDriver final : public executors::Generation {
   std::unique_ptr<AsioEventLoop> loop_;
   std::vector<std::unique_ptr<Group>> groups_;  // the first is the default model's
   std::vector<int> group_of_;                   // worker -> its group
-  std::function<Result<std::string>(const scheduler::Location&)> device_of_;
-  std::unique_ptr<scheduler::NetBudgetEnvironment> env_;
+  // The policy, link budgets, core and runtime (executors/stack.h, as replay builds them).
+  executors::Stack stack_;
   std::vector<std::unique_ptr<kv_tiers::Tier>> hbm_tiers_;  // the emulated HBM arenas
-  std::unique_ptr<scheduler::Policy> policy_;
-  std::unique_ptr<scheduler::Core> core_;
-  std::vector<std::unique_ptr<executors::Engine>> engines_;  // one per worker
-  // The same engines where a worker's is a CPU engine (else null), one per worker.
-  std::vector<executors::cpu::CpuEngine*> cpu_engines_;
-  bool any_cpu_ = false;
-  // Each worker's HBM tier: an emulated arena, or its CPU engine's KV pool (real bytes).
-  std::vector<kv_tiers::Tier*> hbm_view_;
-  std::vector<ReportedEngine*> reported_;        // the same engines, when results are reported
-  std::vector<executors::EngineKv*> engine_kv_;  // engine_factory: each engine's KV pool
-  // engine_factory: each joined computing engine's pool (else null), one per worker.
-  std::vector<std::shared_ptr<executors::RemoteEngineKv>> remote_kv_;
+  // One record per engine worker, in worker order: its engine, HBM tier and KV pool.
+  std::vector<EngineWorker> workers_;
+  std::vector<ReportedEngine*> reported_;  // the engines, when an outside engine reports
+  bool any_computes_ = false;              // some model's engines compute (real KV bytes)
+  // Worker w's HBM tier (null for one out of range).
+  kv_tiers::Tier* HbmOf(int w) const;
   std::unique_ptr<ReportedToolWaiter> tools_;
   std::unique_ptr<executors::KvMover> mover_;  // routes each move to its group's mover
-  std::unique_ptr<executors::Runtime> runtime_;
   std::thread thread_;
 
   std::map<std::string, std::string> tenant_of_;  // workflow -> tenant (loop thread only)

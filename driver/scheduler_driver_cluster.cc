@@ -69,9 +69,9 @@ void SchedulerDriver::FillClusterLocked(v1::ClusterState* out) const {
   out->set_queued_nodes(metrics_.queued_nodes());
   for (const auto& a : config_.model_aliases) out->add_model_aliases(a);
   out->set_kv_mover(kv_mover_description());
-  out->set_planner(
-      "net_budget planner and link budgets (loopback topology: " + env_->topology().name() + ")");
-  out->set_policy(std::string(policy_->name()));
+  out->set_planner("net_budget planner and link budgets (loopback topology: " +
+                   stack_.env->topology().name() + ")");
+  out->set_policy(std::string(stack_.policy->name()));
   out->set_hbm_capacity_bytes_per_worker(config_.hbm_bytes_per_worker);
   for (const auto& g : groups_) {
     v1::ServedModelState* m = out->add_models();
@@ -107,7 +107,7 @@ void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
   for (int w = 0; w < total_workers(); ++w) {
     const Group& g = GroupOf(w);
     const uint64_t scale = g.kv_bytes_scale;
-    const bool real = g.cpu();
+    const bool real = g.computes();
     FillWorkerTiers(w, g, scale, real, contexts, out);
   }
 }
@@ -127,7 +127,7 @@ void SchedulerDriver::FillWorkerTiers(int w, const Group& g, uint64_t scale, boo
       auto* t = out->add_tiers();
       t->set_tier(tier);
       t->set_worker(w);
-      const kv_tiers::Tier* quota_tier = t_name == "hbm"    ? hbm_view_[w]
+      const kv_tiers::Tier* quota_tier = t_name == "hbm"    ? HbmOf(w)
                                          : t_name == "host" ? g.host_tier.get()
                                                             : g.disk_tier.get();
       for (const auto& [tenant, q] : config_.tenant_quotas) {
@@ -141,19 +141,20 @@ void SchedulerDriver::FillWorkerTiers(int w, const Group& g, uint64_t scale, boo
         if (t_name == "hbm" ? k == w : true) n += contexts[{t_name, k}];
       t->set_contexts(n);
       if (t_name == "hbm") {
-        const kv_tiers::Tier& arena = *hbm_view_[w];
+        const kv_tiers::Tier& arena = *HbmOf(w);
         t->set_capacity_bytes(g.spec.hbm_bytes_per_worker);
         auto h = hbm_used_.find(w);
         t->set_used_bytes(h == hbm_used_.end() ? 0 : h->second);
         const bool remote = arena.name().rfind("peer:", 0) == 0;  // a joined worker's store
-        t->set_backing(!g.cpu() ? std::string(remote ? "emulated HBM of a joined worker (used: "
-                                                       "scheduler accounting; blocks of moved "
-                                                       "contexts in its KV store over the peer "
-                                                       "protocol, "
-                                                     : "emulated HBM (used: scheduler accounting, "
-                                                       "committed + reserved; blocks of moved "
-                                                       "contexts in ") +
-                                      scaled(arena) + ")"
+        t->set_backing(!g.computes()
+                           ? std::string(remote ? "emulated HBM of a joined worker (used: "
+                                                  "scheduler accounting; blocks of moved "
+                                                  "contexts in its KV store over the peer "
+                                                  "protocol, "
+                                                : "emulated HBM (used: scheduler accounting, "
+                                                  "committed + reserved; blocks of moved "
+                                                  "contexts in ") +
+                                 scaled(arena) + ")"
                        : remote ? "real bytes in a joined worker's cpu engine pool "
                                   "(used: scheduler accounting); its KV store, " +
                                       scaled(arena) + ", holds blocks being moved"
@@ -186,7 +187,8 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
     auto* e = out->add_worker_engines();
     e->set_worker(w);
     e->set_model_id(g.spec.id);
-    e->set_engine(w < static_cast<int>(engines_.size()) ? std::string(engines_[w]->name()) : "");
+    const EngineWorker& slot = workers_[static_cast<size_t>(w)];
+    e->set_engine(slot.engine ? std::string(slot.engine->name()) : "");
     e->set_kv_bytes_per_token(g.cost->KvBytesPerToken());
     auto ws = worker_state_.find(w);
     e->set_state(ws == worker_state_.end() ? "alive" : ws->second.first);
@@ -195,14 +197,14 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
       const executors::cpu::ModelShape& s = g.cpu_model->shape();
       e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));
       e->set_random_weights(s.random_weights);
-      const bool joined = w < static_cast<int>(remote_kv_.size()) && remote_kv_[w];
+      const bool joined = slot.remote_kv != nullptr;
       if (joined) {  // a joined worker's pool: the scheduler's accounting of it
         auto h = hbm_used_.find(w);
-        e->set_kv_pool(remote_kv_[w]->kv_pool_name());
+        e->set_kv_pool(slot.remote_kv->kv_pool_name());
         e->set_kv_pool_capacity_bytes(g.spec.hbm_bytes_per_worker);
         e->set_kv_pool_used_bytes(h == hbm_used_.end() ? 0 : h->second);
       } else {
-        const kv_tiers::Tier& pool = *hbm_view_[w];  // thread-safe accounting
+        const kv_tiers::Tier& pool = *HbmOf(w);  // thread-safe accounting
         e->set_kv_pool(pool.name());
         e->set_kv_pool_capacity_bytes(pool.capacity_bytes());
         e->set_kv_pool_used_bytes(pool.used_bytes());
@@ -214,13 +216,13 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
 }
 
 void SchedulerDriver::FillLinks(v1::ClusterState* out) const {
-  const net_budget::Topology& topo = env_->topology();
+  const net_budget::Topology& topo = stack_.env->topology();
   std::map<uint32_t, std::array<int, net_budget::kNumClasses>> active;
   for (const auto& [id, x] : xfers_)
     for (uint32_t l : x.links) ++active[l][static_cast<size_t>(x.cls) % net_budget::kNumClasses];
   std::map<std::string, int> worker_of;  // device id -> worker
   for (int k = 0; k < total_workers(); ++k) {
-    auto dev = device_of_(Location{Tier::kHbm, k});
+    auto dev = stack_.device_of(Location{Tier::kHbm, k});
     if (dev.ok()) worker_of[*dev] = k;
   }
   for (net_budget::LinkIndex i = 0; i < topo.num_links(); ++i) {
@@ -248,7 +250,7 @@ void SchedulerDriver::FillLinks(v1::ClusterState* out) const {
     auto source = link.attributes.find(scheduler::kFigureSourceAttribute);
     if (source != link.attributes.end()) l->set_figure_source(source->second);
     auto act = active.find(i);
-    FillLinkClasses(i, env_->budgets(), act == active.end() ? nullptr : &act->second, l);
+    FillLinkClasses(i, stack_.env->budgets(), act == active.end() ? nullptr : &act->second, l);
   }
 }
 

@@ -30,68 +30,6 @@ using scheduler::Tier;
 
 namespace {
 
-// Embedded default model: Llama-3.1-8B (configs/models/llama-3.1-8b.json) on an H100-SXM
-// (configs/gpus/h100.json), priced by the roofline of executors/model_cost.h; the KV
-// layout of the emulated tiers is the same model's.
-v1::ModelConfig DefaultModel() {
-  v1::ModelConfig m;
-  m.set_name("Llama-3.1-8B");
-  m.set_num_layers(32);
-  m.set_num_kv_heads(8);
-  m.set_head_dim(128);
-  m.set_kv_dtype(v1::BF16);
-  m.set_hidden_size(4096);
-  m.set_num_attention_heads(32);
-  m.set_intermediate_size(14336);
-  m.set_vocab_size(128256);
-  m.set_num_parameters(8030261248ULL);
-  m.set_tensor_parallel(1);
-  return m;
-}
-
-// The embedded default GPU: an H100-SXM (configs/gpus/h100.json).
-v1::GpuSpec DefaultGpu() {
-  v1::GpuSpec g;
-  g.set_name("H100-SXM");
-  g.set_hbm_bytes(80000000000ULL);
-  g.set_hbm_bandwidth_bytes_per_s(3.35e12);
-  g.set_bf16_flops(9.89e14);
-  g.set_pcie_bandwidth_bytes_per_s(5.0e10);
-  g.set_nvlink_bandwidth_bytes_per_s(9.0e11);
-  g.set_nic_bandwidth_bits_per_s(4.0e11);
-  g.set_compute_efficiency(0.6);
-  g.set_memory_efficiency(0.8);
-  return g;
-}
-
-// What the core's estimates assume of this machine's CPU when the CPU engine runs the
-// model (rough figures of a 2-core VM: the core only ranks choices with them).
-v1::GpuSpec CpuSpec(uint64_t pool_bytes) {
-  v1::GpuSpec g;
-  g.set_name("cpu (this machine, rough figures for the scheduler's estimates)");
-  g.set_hbm_bytes(pool_bytes);
-  g.set_hbm_bandwidth_bytes_per_s(1.0e10);
-  g.set_bf16_flops(5.0e10);
-  g.set_pcie_bandwidth_bytes_per_s(5.0e9);
-  g.set_nvlink_bandwidth_bytes_per_s(5.0e9);
-  g.set_nic_bandwidth_bits_per_s(1.0e10);
-  g.set_compute_efficiency(0.5);
-  g.set_memory_efficiency(0.5);
-  return g;
-}
-
-// HBM left for KV on one worker: the GPU's HBM less its share of the model's BF16 weights.
-Result<uint64_t> KvHbmBytes(const v1::ModelConfig& m, const v1::GpuSpec& g) {
-  uint64_t tp = std::max<uint32_t>(1, m.tensor_parallel());
-  uint64_t weights = m.num_parameters() * 2 / tp;
-  if (g.hbm_bytes() <= weights)
-    return Status::InvalidArgument("GPU '" + g.name() + "' has " + std::to_string(g.hbm_bytes()) +
-                                   " B of HBM, not more than model '" + m.name() +
-                                   "''s BF16 weights (" + std::to_string(weights) +
-                                   " B per GPU); set hbmBytesPerWorker or a larger GPU");
-  return g.hbm_bytes() - weights;
-}
-
 // The BlockManager never evicts on its own: the scheduler decides what leaves a tier, and
 // a block evicted behind the TieredKvMover's back would fail that context's next move. A
 // full emulated tier fails the move instead (the core handles the failure).
@@ -143,9 +81,6 @@ std::string ModelField(size_t i) { return "models[" + std::to_string(i) + "]"; }
 
 }  // namespace
 
-v1::ModelConfig EmbeddedDefaultModel() { return DefaultModel(); }
-v1::GpuSpec EmbeddedDefaultGpu() { return DefaultGpu(); }
-
 SchedulerDriver::Group::Group() = default;
 SchedulerDriver::Group::~Group() = default;
 
@@ -172,10 +107,12 @@ Status SchedulerDriver::MakeGroups() {
     g->kv_bytes_scale = c.kv_bytes_scale;
     if (g->spec.workers < 1)
       return Status::InvalidArgument(ModelField(i) + ".workers must be >= 1");
-    if (g->spec.engine != "simulated" && g->spec.engine != "cpu")
-      return Status::InvalidArgument(ModelField(i) + ".engine must be 'simulated' or 'cpu', got '" +
-                                     g->spec.engine + "'");
-    SY_RETURN_IF_ERROR(LoadModel(*g).Annotate(ModelField(i)));
+    SY_ASSIGN_OR_RETURN(g->impl,
+                        EngineRegistry::Builtin().Find(g->spec.engine, ModelField(i) + ".engine"));
+    g->kind = g->impl->kind;
+    // The first model's engines share the token log of what engine_factory makes.
+    std::shared_ptr<executors::cpu::TokenLog> log = i == 0 ? c.cpu_token_log : nullptr;
+    SY_RETURN_IF_ERROR(g->impl->load(&g->spec, log, g.get()).Annotate(ModelField(i)));
     std::vector<std::string> own = {g->spec.id};
     own.insert(own.end(), g->spec.aliases.begin(), g->spec.aliases.end());
     for (const std::string& n : own) {
@@ -186,7 +123,7 @@ Status SchedulerDriver::MakeGroups() {
     }
     next += g->spec.workers;
     group_of_.insert(group_of_.end(), static_cast<size_t>(g->spec.workers), static_cast<int>(i));
-    any_cpu_ |= g->cpu();
+    any_computes_ |= g->computes();
     groups_.push_back(std::move(g));
   }
   // The first model's resolved figures, for readers of config().
@@ -194,38 +131,6 @@ Status SchedulerDriver::MakeGroups() {
   c.model_id = g0.spec.id;
   c.hbm_bytes_per_worker = g0.spec.hbm_bytes_per_worker;
   c.kv_bytes_scale = g0.kv_bytes_scale;
-  return Status::OK();
-}
-
-Status SchedulerDriver::LoadModel(Group& g) {
-  ServedModelSpec& s = g.spec;
-  if (g.cpu()) {
-    auto m = executors::cpu::Model::Load(s.model_path);
-    if (!m.ok()) return m.status().Annotate("--model " + s.model_path);
-    g.cpu_model = std::move(*m);
-    const bool first = groups_.empty();  // LoadModel runs before the group joins groups_
-    g.token_log = first && config_.cpu_token_log ? config_.cpu_token_log
-                                                 : std::make_shared<executors::cpu::TokenLog>();
-    g.model = executors::cpu::ToModelConfig(g.cpu_model->shape());
-    if (s.id.empty()) s.id = g.cpu_model->shape().name;  // without "(random ...)"
-    auto tok = executors::cpu::LoadTokenizer(s.model_path, g.cpu_model->shape());
-    if (!tok.ok()) return tok.status().Annotate("--model " + s.model_path);
-    g.tokenizer = std::move(*tok);
-    g.kv_bytes_scale = 1;  // real bytes
-    s.hbm_bytes_per_worker = s.kv_pool_bytes;
-    SY_ASSIGN_OR_RETURN(auto cost,
-                        executors::RooflineCostModel::Create(g.model, CpuSpec(s.kv_pool_bytes)));
-    g.cost = std::make_unique<executors::RooflineCostModel>(std::move(cost));
-    return Status::OK();
-  }
-  g.model = s.model_config ? *s.model_config : DefaultModel();
-  if (s.id.empty()) s.id = g.model.name();
-  v1::GpuSpec gpu = s.gpu ? *s.gpu : DefaultGpu();
-  SY_ASSIGN_OR_RETURN(auto cost, executors::RooflineCostModel::Create(g.model, gpu));
-  g.cost = std::make_unique<executors::RooflineCostModel>(std::move(cost));
-  if (s.hbm_bytes_per_worker == 0) {
-    SY_ASSIGN_OR_RETURN(s.hbm_bytes_per_worker, KvHbmBytes(g.model, gpu));
-  }
   return Status::OK();
 }
 
@@ -248,14 +153,14 @@ Status SchedulerDriver::MakeGroupTiers(Group& g, const std::string& kv_dir) {
     if (c.hbm_tier_factory && first) {
       SY_ASSIGN_OR_RETURN(hbm, c.hbm_tier_factory(w, tier_options(g.spec.hbm_bytes_per_worker)));
     }
-    if (!hbm && g.cpu()) continue;  // its CPU engine's own pool (MakeEngines)
+    if (!hbm && g.computes()) continue;  // its computing engine's own pool (MakeEngines)
     if (!hbm) {
       kv_tiers::ArenaBackend b = kv_tiers::EmulatedHbmBackend();
       b.name += "-w" + std::to_string(w);
       SY_ASSIGN_OR_RETURN(
           hbm, kv_tiers::ArenaTier::Create(tier_options(g.spec.hbm_bytes_per_worker), b));
     }
-    hbm_view_[static_cast<size_t>(w)] = hbm.get();
+    workers_[static_cast<size_t>(w)].hbm = hbm.get();
     mine.push_back(hbm.get());
     hbm_tiers_.push_back(std::move(hbm));
   }
@@ -304,9 +209,8 @@ void SchedulerDriver::ApplyTenantQuotas(Group& g) {
   };
   for (const auto& [tenant, q] : config_.tenant_quotas) {
     for (int w = g.first; w < g.first + g.spec.workers; ++w)
-      if (kv_tiers::Tier* hbm = hbm_view_[static_cast<size_t>(w)])
-        hbm->SetTenantQuota(tenant, scaled(q.hbm));
-    if (q.hbm && g.cpu())
+      if (kv_tiers::Tier* hbm = HbmOf(w)) hbm->SetTenantQuota(tenant, scaled(q.hbm));
+    if (q.hbm && g.computes())
       Log(LogLevel::kWarn, "tenant HBM quota not enforced on the cpu engines' own pools",
           LogKeys().With("tenant", tenant).With("model_id", g.spec.id));
     g.host_tier->SetTenantQuota(tenant, scaled(q.host));
@@ -329,46 +233,32 @@ executors::EngineLimits SchedulerDriver::LimitsOf(const Group& g) const {
 Status SchedulerDriver::MakeEngines() {
   const SchedulerConfig& c = config_;
   auto early = std::make_shared<ReportedEngine::EarlyReports>();
-  cpu_engines_.assign(static_cast<size_t>(total_workers()), nullptr);
   for (auto& gp : groups_) {
     Group& g = *gp;
     const bool first = &g == groups_[0].get();
-    if (c.engines_run_llm && !g.cpu()) {
-      SY_ASSIGN_OR_RETURN(executors::RooflineStepCost step,
-                          executors::RooflineStepCost::Create(g.cost->model(), g.cost->gpu()));
-      g.step_cost = std::make_unique<executors::RooflineStepCost>(std::move(step));
-    }
     const executors::EngineLimits limits = LimitsOf(g);
     for (int w = g.first; w < g.first + g.spec.workers; ++w) {
+      EngineWorker& slot = workers_[static_cast<size_t>(w)];
       if (c.engine_factory && first) {  // the embedder's own engines (the first model's)
         SY_ASSIGN_OR_RETURN(WorkerEngine we, c.engine_factory(loop_.get(), w, limits));
-        if (we.kv) engine_kv_.resize(static_cast<size_t>(total_workers()), nullptr);
-        if (we.kv) engine_kv_[static_cast<size_t>(w)] = we.kv;
-        if (we.remote_kv) remote_kv_.resize(static_cast<size_t>(total_workers()));
-        if (we.remote_kv) remote_kv_[static_cast<size_t>(w)] = we.remote_kv;
+        slot.kv = we.kv;
+        slot.remote_kv = we.remote_kv;
         if (we.engine) {
-          engines_.push_back(std::move(we.engine));
+          slot.engine = std::move(we.engine);
           continue;
         }  // no engine: the driver's own for this worker (below)
       }
       if (!c.engines_run_llm) {
         auto e = std::make_unique<ReportedEngine>(loop_.get(), w, limits, early);
+        slot.reported = e.get();
         reported_.push_back(e.get());
-        engines_.push_back(std::move(e));
-      } else if (g.cpu()) {
-        executors::cpu::CpuEngine::Options o;
-        o.model = g.cpu_model.get();
-        o.tokens = g.token_log.get();
-        if (g.tokenizer && g.tokenizer->name() == "byte")
-          o.token_masks = executors::cpu::ByteTextMasks(g.cpu_model->shape());
-        SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop_.get(), w, limits, o));
-        cpu_engines_[static_cast<size_t>(w)] = e.get();
-        hbm_view_[static_cast<size_t>(w)] = &e->pool();
-        engines_.push_back(std::move(e));
-      } else {
-        engines_.push_back(std::make_unique<executors::SimulatedEngine>(
-            loop_.get(), w, limits, g.step_cost.get(), executors::SimulatedEngine::Options{}));
+        slot.engine = std::move(e);
+        continue;
       }
+      SY_ASSIGN_OR_RETURN(EngineWorker made, g.impl->make(loop_.get(), w, limits, g));
+      slot.engine = std::move(made.engine);
+      if (made.hbm) slot.hbm = made.hbm;
+      if (made.kv) slot.kv = made.kv;
     }
   }
   return Status::OK();
@@ -394,28 +284,23 @@ Status SchedulerDriver::MakeMover() {
       auto it = tenant_of_.find(wf);
       return it == tenant_of_.end() ? std::string() : it->second;
     };
-    auto pool_of = [](const std::vector<executors::EngineKv*>& pools, const Location& l) {
+    // A worker's pool, for moves to and from its HBM (or a peer's): the embedder's
+    // registered pools and computing engines' pools in this process; joined computing
+    // workers' pools through their KV stores.
+    auto slot_of = [this](const Location& l) -> const EngineWorker* {
       bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
-      return pool && l.worker >= 0 && l.worker < static_cast<int>(pools.size()) ? pools[l.worker]
-                                                                                : nullptr;
+      return pool && l.worker >= 0 && l.worker < total_workers()
+                 ? &workers_[static_cast<size_t>(l.worker)]
+                 : nullptr;
     };
-    if (!engine_kv_.empty()) {  // the embedder's engines: their registered KV pools
-      mo.engine_kv = [this, pool_of](const Location& l) { return pool_of(engine_kv_, l); };
-    } else if (g.cpu()) {
-      mo.engine_kv = [this](const Location& l) -> executors::EngineKv* {
-        bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
-        return pool && l.worker >= 0 && l.worker < total_workers()
-                   ? cpu_engines_[static_cast<size_t>(l.worker)]
-                   : nullptr;
-      };
-    }
-    if (!remote_kv_.empty())  // joined computing workers: their pools through their stores
-      mo.remote_kv = [this](const Location& l) -> executors::RemoteEngineKv* {
-        bool pool = l.tier == Tier::kHbm || l.tier == Tier::kPeer;
-        return pool && l.worker >= 0 && l.worker < static_cast<int>(remote_kv_.size())
-                   ? remote_kv_[static_cast<size_t>(l.worker)].get()
-                   : nullptr;
-      };
+    mo.engine_kv = [slot_of](const Location& l) -> executors::EngineKv* {
+      const EngineWorker* s = slot_of(l);
+      return s ? s->kv : nullptr;
+    };
+    mo.remote_kv = [slot_of](const Location& l) -> executors::RemoteEngineKv* {
+      const EngineWorker* s = slot_of(l);
+      return s ? s->remote_kv.get() : nullptr;
+    };
     g.mover = std::make_unique<executors::TieredKvMover>(loop_.get(), g.blocks.get(), mo);
     all.push_back(g.mover.get());
   }

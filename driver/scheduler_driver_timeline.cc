@@ -42,7 +42,8 @@ void SchedulerDriver::NoteDecision(const Command& c, const v1::Decision& d, Time
     route.dst_tier = scheduler::TierName(c.dst.tier);
     route.src_worker = c.src.worker;
     route.dst_worker = c.dst.worker;
-    for (uint32_t l : LinksOf(c.src, c.dst)) route.links.push_back(env_->topology().link(l).id);
+    for (uint32_t l : LinksOf(c.src, c.dst))
+      route.links.push_back(stack_.env->topology().link(l).id);
   }
   std::string node = TimelineOf(wfs_[c.workflow_id]).OnDecision(d, now, route);
   if (!LogEnabled(LogLevel::kDebug)) return;

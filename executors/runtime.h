@@ -29,7 +29,8 @@
 
 #include "base/event_loop.h"
 #include "executors/engine.h"
-#include "executors/simulated.h"
+#include "executors/kv_mover.h"
+#include "executors/tool_waiter.h"
 #include "scheduler/core.h"
 
 namespace switchyard::executors {

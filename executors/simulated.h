@@ -1,11 +1,6 @@
-// Executors the runtime drives besides the engines (executors/engine.h), and their
-// simulated implementations (virtual or real time).
-//
-//   ToolWaiter     starts a tool node (the agent framework runs real tools; the runtime
-//                  only waits) and reports its start and its end.
-//   KvMover        carries out a demote/prefetch/peer move and reports completion only once
-//                  the destination has committed the blocks (invariant 3).
-// The simulated implementations schedule their completions as timers on a base::EventLoop:
+// Simulated implementations of the executors the runtime drives besides the engines
+// (executors/tool_waiter.h, executors/kv_mover.h), in virtual or real time. They schedule
+// their completions as timers on a base::EventLoop:
 //   SimulatedToolWaiter     durations and outcomes from a caller-supplied function;
 //   SimulatedKvMover        move times from a TransferPlanner (SimulatedFabric or an adapter
 //                           over net_budget's planner), failures from an optional function.
@@ -20,29 +15,13 @@
 #include <string_view>
 
 #include "base/event_loop.h"
+#include "executors/kv_mover.h"
+#include "executors/tool_waiter.h"
 #include "proto/switchyard/v1/workflow.pb.h"
 #include "scheduler/environment.h"
 #include "scheduler/events.h"
 
 namespace switchyard::executors {
-
-class ToolWaiter {
- public:
-  virtual ~ToolWaiter() = default;
-  virtual void Start(const std::string& key, const v1::ProgramNode& node,
-                     std::function<void()> started, std::function<void(Status)> done) = 0;
-};
-
-class KvMover {
- public:
-  virtual ~KvMover() = default;
-  virtual void Move(const scheduler::Command& move, std::function<void(Status)> done) = 0;
-  // Cancels an in-flight move; its `done` runs with Cancelled. False if unknown.
-  virtual bool Cancel(uint64_t transfer_id) = 0;
-  // The core dropped the context: free whatever holds its bytes (after an in-flight move
-  // ends, if one is running). Movers that hold nothing ignore it.
-  virtual void Discard(const std::string& context) {}
-};
 
 struct ToolOutcome {
   Duration duration{0};

@@ -48,7 +48,7 @@
 
 #include "base/time.h"
 #include "executors/engine_kv.h"
-#include "executors/simulated.h"
+#include "executors/kv_mover.h"
 #include "kv_tiers/block_manager.h"
 
 namespace switchyard::executors {

@@ -10,7 +10,9 @@
 #include "base/virtual_event_loop.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
+#include "executors/simulated.h"
 #include "executors/simulated_engine.h"
+#include "executors/stack.h"
 #include "executors/step_cost.h"
 #include "net_budget/topology.h"
 #include "replay/cluster.h"
@@ -368,30 +370,26 @@ double Percentile(const std::vector<double>& sorted, double p) {
   return sorted[i];
 }
 
-Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
-                               const v1::ReplayCluster& cluster, const std::string& policy_name,
-                               const ReplayOptions& options) {
-  SY_ASSIGN_OR_RETURN(ClusterShapeInfo shape, DeriveShape(cluster));
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::Policy> policy,
-                      scheduler::CreatePolicy(policy_name));
-  SY_ASSIGN_OR_RETURN(executors::RooflineCostModel cost,
-                      executors::RooflineCostModel::Create(cluster.model(), cluster.gpu()));
-  VirtualEventLoop loop;
-  scheduler::ClusterShape net_shape = ToClusterShape(cluster, shape);
-  SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(net_shape));
-  SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::NetBudgetEnvironment> env,
-                      scheduler::NetBudgetEnvironment::Create(
-                          std::move(topo), scheduler::ClusterLocationMap(net_shape), &loop));
-  executors::EngineLimits limits = EngineLimitsOf(cluster, shape, cost.KvBytesPerToken());
-  uint64_t block_bytes = static_cast<uint64_t>(limits.block_tokens) * cost.KvBytesPerToken();
-  scheduler::CoreOptions co;
+namespace {
+
+// The stack of a replay: the cluster's topology and budgets, and a core planning with the
+// engines' exact pool (whole blocks: the core admits against what the engines hold).
+executors::StackSpec ReplayStackSpec(const v1::ReplayCluster& cluster,
+                                     const ClusterShapeInfo& shape,
+                                     const executors::EngineLimits& limits,
+                                     const std::string& policy_name, const ReplayOptions& options,
+                                     const executors::RooflineCostModel* cost) {
+  executors::StackSpec spec;
+  spec.policy = policy_name;
+  spec.shape = ToClusterShape(cluster, shape);
+  spec.cost = cost;
+  const uint64_t block_bytes = static_cast<uint64_t>(limits.block_tokens) * cost->KvBytesPerToken();
+  scheduler::CoreOptions& co = spec.core;
   co.workers = shape.workers;
-  // The pool is whole blocks: the core admits against exactly what the engines hold.
   co.hbm_bytes_per_worker = static_cast<uint64_t>(limits.pool_blocks) * block_bytes;
   co.max_num_seqs = limits.max_num_seqs;
   co.kv_block_tokens = limits.block_tokens;
-  co.admission_watermark = cluster.admission_watermark() > 0 ? cluster.admission_watermark() : 0.01;
+  co.admission_watermark = cluster.admission_watermark();  // 0: the default
   if (cluster.host_bytes_per_node() > 0)
     co.host_bytes_per_worker = cluster.host_bytes_per_node() / shape.workers_per_node;
   if (cluster.disk_bytes_per_node() > 0)
@@ -399,169 +397,235 @@ Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
   if (cluster.default_max_output_tokens() > 0)
     co.default_max_output_tokens = cluster.default_max_output_tokens();
   co.share_prefixes = options.shared_prefixes;
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<executors::StepCostModel> step_cost,
-                      MakeStepCost(cluster, options.cluster_dir));
-  scheduler::Core core(co, policy.get(), env.get(), env.get(), &cost);
+  return spec;
+}
 
-  PolicyReport rep;
-  rep.policy = policy_name;
-  rep.cluster = cluster.name();
-  rep.seed = options.seed;
-  rep.workflows = static_cast<int64_t>(trace.size());
+// One replay of a trace under one policy, in virtual time.
+class Replayer {
+ public:
+  Replayer(const std::vector<v1::TraceRecord>& trace, const v1::ReplayCluster& cluster,
+           const ReplayOptions& options)
+      : trace_(trace), cluster_(cluster), options_(options) {}
+  ~Replayer() { stack_.runtime.reset(); }  // before the executors it borrows
 
-  Collector col;
-  col.cost = &cost;
-  col.core = &core;
-  col.workers = shape.workers;
-  col.env = env.get();
-  col.capacity = static_cast<double>(shape.kv_bytes_per_worker);
-  col.r = &rep;
-
-  std::map<std::string, const v1::NodeActual*> actual;  // "wf/node"
-  std::map<std::string, int> tool_attempts;
-  std::map<std::string, PendingWorkflow> pending;
-  std::map<std::string, std::set<std::string>> known;
-  for (const v1::TraceRecord& rec : trace) {
-    const std::string& id = rec.workflow().id();
-    if (id.empty()) return Status::InvalidArgument("trace record without a workflow id");
-    if (col.records.count(id)) return Status::InvalidArgument("duplicate workflow id " + id);
-    col.records[id] = &rec;
-    for (const v1::ProgramNode& n : rec.workflow().nodes()) col.nodes[id][n.id()] = &n;
-    for (const v1::NodeActual& a : rec.actuals()) actual[Key(id, a.node_id())] = &a;
+  Result<PolicyReport> Run(const std::string& policy_name) {
+    SY_ASSIGN_OR_RETURN(ClusterShapeInfo shape, DeriveShape(cluster_));
+    SY_ASSIGN_OR_RETURN(executors::RooflineCostModel cost,
+                        executors::RooflineCostModel::Create(cluster_.model(), cluster_.gpu()));
+    cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
+    const executors::EngineLimits limits =
+        EngineLimitsOf(cluster_, shape, cost_->KvBytesPerToken());
+    SY_ASSIGN_OR_RETURN(
+        stack_,
+        executors::BuildStack(
+            ReplayStackSpec(cluster_, shape, limits, policy_name, options_, cost_.get()), &loop_));
+    SY_ASSIGN_OR_RETURN(step_cost_, MakeStepCost(cluster_, options_.cluster_dir));
+    rep_.policy = policy_name;
+    rep_.cluster = cluster_.name();
+    rep_.seed = options_.seed;
+    rep_.workflows = static_cast<int64_t>(trace_.size());
+    rep_.shared_prefixes = options_.shared_prefixes;
+    col_.cost = cost_.get();
+    col_.core = stack_.core.get();
+    col_.workers = shape.workers;
+    col_.env = stack_.env.get();
+    col_.capacity = static_cast<double>(shape.kv_bytes_per_worker);
+    col_.r = &rep_;
+    col_.block_bytes = static_cast<uint64_t>(limits.block_tokens) * cost_->KvBytesPerToken();
+    SY_RETURN_IF_ERROR(IndexTrace());
+    StartRuntime(shape.workers, limits);
+    const Time last_arrival = ScheduleArrivals();
+    auto wall0 = std::chrono::steady_clock::now();
+    Time limit =
+        options_.drain_limit_s > 0 ? last_arrival + Seconds(options_.drain_limit_s) : Time::Max();
+    if (!trace_.empty()) loop_.RunUntil(limit);
+    rep_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    return Finish();
   }
 
-  executors::SimulatedEngine::Options eo;
-  eo.fault = [&](const std::string& key) {
-    auto it = actual.find(key);
-    return it != actual.end() && it->second->fails() && !tool_attempts[key]++
+ private:
+  // Every record's nodes and recorded actuals, by workflow and "wf/node".
+  Status IndexTrace() {
+    for (const v1::TraceRecord& rec : trace_) {
+      const std::string& id = rec.workflow().id();
+      if (id.empty()) return Status::InvalidArgument("trace record without a workflow id");
+      if (col_.records.count(id)) return Status::InvalidArgument("duplicate workflow id " + id);
+      col_.records[id] = &rec;
+      for (const v1::ProgramNode& n : rec.workflow().nodes()) col_.nodes[id][n.id()] = &n;
+      for (const v1::NodeActual& a : rec.actuals()) actual_[Key(id, a.node_id())] = &a;
+    }
+    return Status::OK();
+  }
+
+  // A recorded failure, once per node: the first attempt fails, a retry runs.
+  Status RecordedFault(const std::string& key) {
+    auto it = actual_.find(key);
+    return it != actual_.end() && it->second->fails() && !attempts_[key]++
                ? Status::Unavailable("recorded failure (trace)")
                : Status::OK();
-  };
-  std::vector<std::unique_ptr<executors::SimulatedEngine>> engines;
-  std::vector<executors::Engine*> engine_ptrs;
-  for (int w = 0; w < shape.workers; ++w) {
-    engines.push_back(
-        std::make_unique<executors::SimulatedEngine>(&loop, w, limits, step_cost.get(), eo));
-    engine_ptrs.push_back(engines.back().get());
   }
-  col.engines = engine_ptrs;
-  col.block_bytes = block_bytes;
-  const Duration tool_overhead = Seconds(cluster.tool_overhead_s());
-  executors::SimulatedToolWaiter tools(
-      &loop, [&](const std::string& key, const v1::ProgramNode& n) {
-        executors::ToolOutcome o;
-        auto it = actual.find(key);
-        o.duration = (it != actual.end() ? Millis(it->second->duration_ms())
-                                         : Millis(n.hints().expected_duration_ms())) +
-                     tool_overhead;  // ReplayCluster.tool_overhead_s
-        if (it != actual.end() && it->second->fails() && !tool_attempts[key]++)
-          o.status = Status::Unavailable("recorded failure (trace)");
-        return o;
-      });
-  // KV moves take the duration net_budget's planner gave when the grant was issued.
-  executors::SimulatedKvMover mover(
-      &loop, env.get(), {}, [&](const Command& c) { return env->PlannedDuration(c.grant.id); });
-  executors::Runtime rt(&loop, &core, engine_ptrs, &tools, &mover);
-  // The recorded output length: only the engine sees it (it stops there); policies see
-  // the cap. Without a record, the engine decodes to the cap.
-  rt.SetOutputOracle([&](const std::string& wf, const v1::ProgramNode& n) -> int64_t {
-    auto it = actual.find(Key(wf, n.id()));
-    return it != actual.end() ? it->second->output_tokens() : 0;
-  });
-  rep.shared_prefixes = options.shared_prefixes;
-  rt.SetStepObserver([&rep](const executors::StepReport& s) {
-    rep.prefill_tokens += static_cast<uint64_t>(s.prefill_tokens);
-  });
-  if (options.check_ledger) rt.SetAfterCommands([&](Time now) { col.CheckLedger(now.seconds()); });
 
-  const Duration call_overhead = Seconds(cluster.call_overhead_s());
-  size_t ended = 0;
-  rt.SetObserver([&](const Event& e, const scheduler::Commands& out, Time now) {
-    col.OnEvent(e, out, now);
+  // The simulated engines, tools and mover, and the runtime over them.
+  void StartRuntime(int workers, const executors::EngineLimits& limits) {
+    executors::SimulatedEngine::Options eo;
+    eo.fault = [this](const std::string& key) { return RecordedFault(key); };
+    std::vector<executors::Engine*> engines;
+    for (int w = 0; w < workers; ++w) {
+      engines_.push_back(
+          std::make_unique<executors::SimulatedEngine>(&loop_, w, limits, step_cost_.get(), eo));
+      engines.push_back(engines_.back().get());
+    }
+    col_.engines = engines;
+    const Duration tool_overhead = Seconds(cluster_.tool_overhead_s());
+    tools_ = std::make_unique<executors::SimulatedToolWaiter>(
+        &loop_, [this, tool_overhead](const std::string& key, const v1::ProgramNode& n) {
+          executors::ToolOutcome o;
+          auto it = actual_.find(key);
+          o.duration = (it != actual_.end() ? Millis(it->second->duration_ms())
+                                            : Millis(n.hints().expected_duration_ms())) +
+                       tool_overhead;  // ReplayCluster.tool_overhead_s
+          o.status = RecordedFault(key);
+          return o;
+        });
+    // KV moves take the duration net_budget's planner gave when the grant was issued.
+    scheduler::NetBudgetEnvironment* env = stack_.env.get();
+    mover_ = std::make_unique<executors::SimulatedKvMover>(
+        &loop_, env, executors::SimulatedKvMover::FaultFn{},
+        [env](const Command& c) { return env->PlannedDuration(c.grant.id); });
+    rt_ = stack_.StartRuntime(&loop_, std::move(engines), tools_.get(), mover_.get());
+    // The recorded output length: only the engine sees it (it stops there); policies see
+    // the cap. Without a record, the engine decodes to the cap.
+    rt_->SetOutputOracle([this](const std::string& wf, const v1::ProgramNode& n) -> int64_t {
+      auto it = actual_.find(Key(wf, n.id()));
+      return it != actual_.end() ? it->second->output_tokens() : 0;
+    });
+    rt_->SetStepObserver([this](const executors::StepReport& s) {
+      rep_.prefill_tokens += static_cast<uint64_t>(s.prefill_tokens);
+    });
+    if (options_.check_ledger)
+      rt_->SetAfterCommands([this](Time now) { col_.CheckLedger(now.seconds()); });
+    rt_->SetObserver(
+        [this](const Event& e, const scheduler::Commands& out, Time now) { Observe(e, out, now); });
+  }
+
+  void Observe(const Event& e, const scheduler::Commands& out, Time now) {
+    col_.OnEvent(e, out, now);
     for (const Command& c : out.list)
-      if (c.kind == CommandKind::kComplete || c.kind == CommandKind::kFail) ++ended;
-    if ((e.kind == EventKind::kLlmFinished || e.kind == EventKind::kToolFinished) &&
-        e.status.ok()) {
-      auto pit = pending.find(e.workflow_id);
-      if (pit != pending.end()) {
-        PendingWorkflow& p = pit->second;
-        auto hit = p.held.find(e.node_id);
-        if (hit != p.held.end()) {
-          std::vector<v1::ProgramNode> batch = std::move(hit->second);
-          p.held.erase(hit);
-          p.held_count -= batch.size();
-          bool close = p.held_count == 0 && !p.closed;
-          if (close) p.closed = true;
-          // The agent's reaction (ReplayCluster.call_overhead_s): the batch appears that
-          // long after its predecessor succeeded; the Close follows it.
-          auto reveal = [&rt, &known, wf = e.workflow_id, batch = std::move(batch),
-                         close]() mutable {
-            AppendBatch(&rt, wf, std::move(batch), &known[wf]);
-            if (close) rt.Close(wf);
-          };
-          if (call_overhead > Duration(0))
-            loop.PostAt(now + call_overhead, std::move(reveal));
-          else
-            reveal();
-        }
+      if (c.kind == CommandKind::kComplete || c.kind == CommandKind::kFail) ++ended_;
+    if ((e.kind == EventKind::kLlmFinished || e.kind == EventKind::kToolFinished) && e.status.ok())
+      Reveal(e.workflow_id, e.node_id, now);
+    if (ended_ >= trace_.size()) loop_.Stop();
+  }
+
+  // The nodes the trace revealed only after `node` succeeded, and the workflow's close
+  // once none is held back any more.
+  void Reveal(const std::string& wf, const std::string& node, Time now) {
+    auto pit = pending_.find(wf);
+    if (pit == pending_.end()) return;
+    PendingWorkflow& p = pit->second;
+    auto hit = p.held.find(node);
+    if (hit == p.held.end()) return;
+    std::vector<v1::ProgramNode> batch = std::move(hit->second);
+    p.held.erase(hit);
+    p.held_count -= batch.size();
+    bool close = p.held_count == 0 && !p.closed;
+    if (close) p.closed = true;
+    // The agent's reaction (ReplayCluster.call_overhead_s): the batch appears that long
+    // after its predecessor succeeded; the Close follows it.
+    auto reveal = [this, wf, batch = std::move(batch), close]() mutable {
+      AppendBatch(rt_, wf, std::move(batch), &known_[wf]);
+      if (close) rt_->Close(wf);
+    };
+    const Duration call_overhead = Seconds(cluster_.call_overhead_s());
+    if (call_overhead > Duration(0))
+      loop_.PostAt(now + call_overhead, std::move(reveal));
+    else
+      reveal();
+  }
+
+  // Each record's workflow at its arrival, less the nodes revealed later. Returns the
+  // last arrival.
+  Time ScheduleArrivals() {
+    Time last_arrival{0};
+    for (size_t i = 0; i < trace_.size(); ++i) {
+      Time at = Time::FromMillis(trace_[i].arrival_ms());
+      last_arrival = std::max(last_arrival, at);
+      loop_.PostAt(at, [this, i]() { Arrive(i); });
+    }
+    return last_arrival;
+  }
+
+  void Arrive(size_t i) {
+    const v1::TraceRecord& r = trace_[i];
+    std::map<std::string, const v1::NodeActual*> reveal;
+    for (const v1::NodeActual& a : r.actuals())
+      if (!a.revealed_after().empty()) reveal[a.node_id()] = &a;
+    v1::Workflow w = r.workflow();
+    w.clear_nodes();
+    PendingWorkflow p;
+    std::set<std::string>& k = known_[w.id()];
+    for (const v1::ProgramNode& n : r.workflow().nodes()) {
+      auto it = reveal.find(n.id());
+      if (it == reveal.end()) {
+        *w.add_nodes() = n;
+        k.insert(n.id());
+      } else {
+        p.held[it->second->revealed_after()].push_back(n);
+        ++p.held_count;
       }
     }
-    if (ended >= trace.size()) loop.Stop();
-  });
-
-  Time last_arrival{0};
-  for (size_t i = 0; i < trace.size(); ++i) {
-    const v1::TraceRecord& rec = trace[i];
-    Time at = Time::FromMillis(rec.arrival_ms());
-    last_arrival = std::max(last_arrival, at);
-    loop.PostAt(at, [&, i]() {
-      const v1::TraceRecord& r = trace[i];
-      std::map<std::string, const v1::NodeActual*> reveal;
-      for (const v1::NodeActual& a : r.actuals())
-        if (!a.revealed_after().empty()) reveal[a.node_id()] = &a;
-      v1::Workflow w = r.workflow();
-      w.clear_nodes();
-      PendingWorkflow p;
-      std::set<std::string>& k = known[w.id()];
-      for (const v1::ProgramNode& n : r.workflow().nodes()) {
-        auto it = reveal.find(n.id());
-        if (it == reveal.end()) {
-          *w.add_nodes() = n;
-          k.insert(n.id());
-        } else {
-          p.held[it->second->revealed_after()].push_back(n);
-          ++p.held_count;
-        }
-      }
-      rt.Submit(std::move(w));
-      if (p.held_count == 0) {
-        p.closed = true;
-        rt.Close(r.workflow().id());
-      }
-      pending[r.workflow().id()] = std::move(p);
-      if (options.progress && (i % 64 == 0 || i + 1 == trace.size()))
-        options.progress(static_cast<double>(i + 1) / static_cast<double>(trace.size()));
-    });
+    rt_->Submit(std::move(w));
+    if (p.held_count == 0) {
+      p.closed = true;
+      rt_->Close(r.workflow().id());
+    }
+    pending_[r.workflow().id()] = std::move(p);
+    if (options_.progress && (i % 64 == 0 || i + 1 == trace_.size()))
+      options_.progress(static_cast<double>(i + 1) / static_cast<double>(trace_.size()));
   }
 
-  auto wall0 = std::chrono::steady_clock::now();
-  Time limit =
-      options.drain_limit_s > 0 ? last_arrival + Seconds(options.drain_limit_s) : Time::Max();
-  if (!trace.empty()) loop.RunUntil(limit);
-  rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  rep.events = rt.events_handled();
-  for (const auto& t : env->Traffic()) {
-    uint64_t b = 0;
-    for (uint64_t x : t.bytes) b += x;
-    if (b > 0) rep.bytes_moved_by_link[t.link] = b;
+  Result<PolicyReport> Finish() {
+    rep_.events = rt_->events_handled();
+    for (const auto& t : stack_.env->Traffic()) {
+      uint64_t b = 0;
+      for (uint64_t x : t.bytes) b += x;
+      if (b > 0) rep_.bytes_moved_by_link[t.link] = b;
+    }
+    rep_.events_per_s = rep_.wall_s > 0 ? static_cast<double>(rep_.events) / rep_.wall_s : 0;
+    const scheduler::PrefixStats& ps = stack_.core->prefix_stats();
+    rep_.prefill_tokens_saved = static_cast<uint64_t>(ps.hit_tokens);
+    rep_.prefix_hits = ps.hits;
+    rep_.prefix_builds = ps.builds;
+    rep_.prefix_evictions = ps.evictions;
+    return FinishReport(trace_, rt_->outcomes(), col_, options_, &rep_);
   }
-  rep.events_per_s = rep.wall_s > 0 ? static_cast<double>(rep.events) / rep.wall_s : 0;
-  const scheduler::PrefixStats& ps = core.prefix_stats();
-  rep.prefill_tokens_saved = static_cast<uint64_t>(ps.hit_tokens);
-  rep.prefix_hits = ps.hits;
-  rep.prefix_builds = ps.builds;
-  rep.prefix_evictions = ps.evictions;
-  return FinishReport(trace, rt.outcomes(), col, options, &rep);
+
+  const std::vector<v1::TraceRecord>& trace_;
+  const v1::ReplayCluster& cluster_;
+  const ReplayOptions& options_;
+  VirtualEventLoop loop_;  // first: destroyed last, after everything that posts to it
+  std::unique_ptr<executors::RooflineCostModel> cost_;
+  executors::Stack stack_;
+  std::unique_ptr<executors::StepCostModel> step_cost_;
+  std::vector<std::unique_ptr<executors::SimulatedEngine>> engines_;
+  std::unique_ptr<executors::SimulatedToolWaiter> tools_;
+  std::unique_ptr<executors::SimulatedKvMover> mover_;
+  executors::Runtime* rt_ = nullptr;  // stack_.runtime
+  PolicyReport rep_;
+  Collector col_;
+  std::map<std::string, const v1::NodeActual*> actual_;  // "wf/node"
+  std::map<std::string, int> attempts_;                  // recorded failures taken, "wf/node"
+  std::map<std::string, PendingWorkflow> pending_;
+  std::map<std::string, std::set<std::string>> known_;
+  size_t ended_ = 0;
+};
+
+}  // namespace
+
+Result<PolicyReport> RunReplay(const std::vector<v1::TraceRecord>& trace,
+                               const v1::ReplayCluster& cluster, const std::string& policy_name,
+                               const ReplayOptions& options) {
+  return Replayer(trace, cluster, options).Run(policy_name);
 }
 
 }  // namespace switchyard::replay

@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "executors/engine_kind.h"
 #include "frontends/openai/openai_upstream.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
@@ -116,9 +117,8 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
                        : served && !served->engine().empty() ? served->engine()
                                                              : config.engine();
   if (engine.empty()) engine = "simulated";
-  if (engine != "simulated" && engine != "cpu")
-    return Status::InvalidArgument("--engine (engine) must be 'simulated' or 'cpu', got '" +
-                                   engine + "'");
+  SY_ASSIGN_OR_RETURN(const executors::EngineKind* kind,
+                      executors::FindEngineKind(engine, "--engine (engine)"));
   if (!s->engines_run_llm && !flags.engine.empty())
     return Status::InvalidArgument("--engine " + engine +
                                    " runs LLM nodes in the service; --llm reported hands them to "
@@ -130,7 +130,7 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
   if (flags.kv_pool_mib < 0) return Status::InvalidArgument("--kv-pool-mib must be > 0");
   SY_RETURN_IF_ERROR(CheckNotNegative("kv_pool_mib", static_cast<double>(config.kv_pool_mib())));
   int64_t mib = flags.kv_pool_mib > 0 ? flags.kv_pool_mib : config.kv_pool_mib();
-  if (engine == "cpu") {
+  if (kind->computes) {
     if (s->model_path.empty())
       return Status::InvalidArgument(
           "--engine cpu needs --model (model): a shape file such as "
@@ -163,7 +163,7 @@ Status FillFrom(const std::string& file, const Msg& inline_msg, const std::strin
 template <typename Spec>
 Status FillModelShape(const v1::ServedModel& m, const std::string& engine, const std::string& field,
                       Spec* s) {
-  if (engine == "cpu") {
+  if (executors::EngineComputes(engine)) {
     if (!m.model_file().empty() || m.has_model() || !m.gpu_file().empty() || m.has_gpu())
       return Status::InvalidArgument(
           field +
@@ -190,10 +190,9 @@ Status FillExtraModel(const v1::ServiceConfig& config, const driver::SchedulerCo
   out->engine = !m.engine().empty()        ? m.engine()
                 : !config.engine().empty() ? config.engine()
                                            : "simulated";
-  if (out->engine != "simulated" && out->engine != "cpu")
-    return Status::InvalidArgument(field + ".engine must be 'simulated' or 'cpu', got '" +
-                                   out->engine + "'");
-  if (out->engine == "cpu" && !s.engines_run_llm)
+  SY_ASSIGN_OR_RETURN(const executors::EngineKind* kind,
+                      executors::FindEngineKind(out->engine, field + ".engine"));
+  if (kind->computes && !s.engines_run_llm)
     return Status::InvalidArgument(field +
                                    ".engine 'cpu' runs LLM nodes in the service; "
                                    "llmExecutor 'reported' hands them to an engine that "
@@ -205,7 +204,7 @@ Status FillExtraModel(const v1::ServiceConfig& config, const driver::SchedulerCo
       CheckNotNegative(field + ".kv_pool_mib", static_cast<double>(m.kv_pool_mib())));
   out->workers = m.workers() > 0 ? m.workers() : 1;
   out->hbm_bytes_per_worker = static_cast<uint64_t>(m.hbm_bytes_per_worker());
-  if (out->engine == "cpu") {
+  if (kind->computes) {
     if (m.checkpoint().empty())
       return Status::InvalidArgument(field + ": engine 'cpu' needs " + field +
                                      ".checkpoint: a shape file such as "
@@ -259,7 +258,7 @@ Status FillModels(const v1::ServiceConfig& config, const ServeFlags& flags,
   SY_RETURN_IF_ERROR(
       CheckNotNegative("models[0].kv_pool_mib", static_cast<double>(m.kv_pool_mib())));
   if (m.kv_pool_mib() > 0) {
-    if (s->engine != "cpu")
+    if (!executors::EngineComputes(s->engine))
       return Status::InvalidArgument("models[0].kv_pool_mib applies to engine 'cpu' only");
     if (flags.kv_pool_mib <= 0) s->kv_pool_bytes = static_cast<uint64_t>(m.kv_pool_mib()) << 20;
   }
@@ -384,7 +383,7 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
     if (so.scheduler.engines_run_llm && (!flags.engine.empty() || !config.engine().empty() ||
                                          (!flags.llm.empty() && flags.llm != "reported")))
       return Status::InvalidArgument(
-          "--upstream proxies LLM calls to the upstreams; --engine / --llm simulated run them "
+          "--upstream proxies LLM calls to the upstreams; --engine / --llm engine run them "
           "here: choose one");
     so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
   }

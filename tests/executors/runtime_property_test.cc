@@ -17,6 +17,7 @@
 
 #include "base/virtual_event_loop.h"
 #include "executors/runtime.h"
+#include "executors/simulated.h"
 #include "executors/simulated_engine.h"
 #include "executors/step_cost.h"
 #include "scheduler/net_budget_env.h"

@@ -11,6 +11,7 @@
 #include "base/virtual_event_loop.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
+#include "executors/simulated.h"
 #include "executors/simulated_engine.h"
 #include "executors/step_cost.h"
 #include "kv_tiers/disk_tier.h"
