@@ -593,73 +593,94 @@ void SchedulerDriver::Refresh(const std::string& wf) {
 }
 
 void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Time now) {
-  std::vector<std::string> touched;  // usually one workflow: deduplicated below
   std::vector<v1::Decision> emitted;
-  std::vector<v1::Decision>* want = callbacks_.decision ? &emitted : nullptr;
   std::vector<std::pair<std::string, v1::WorkerLoss>> losses;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++events_;
     NoteEvent(e, now);
-    auto add_contexts = [&](const std::string& wf, const v1::ProgramNode& n) {
-      for (const v1::CacheRef& r : n.cache_refs())
-        wfs_[wf].contexts.insert(scheduler::ContextKey(wf, r.context()));
-    };
-    if (e.kind == EventKind::kWorkflowSubmitted) {
-      wfs_[e.workflow.id()];
-      for (const v1::ProgramNode& n : e.workflow.nodes()) add_contexts(e.workflow.id(), n);
-      touched.push_back(e.workflow.id());
-    } else if (e.kind == EventKind::kNodeAppended) {
-      add_contexts(e.workflow_id, e.node);
-    }
-    if (!e.workflow_id.empty()) touched.push_back(e.workflow_id);
-    if (e.kind == EventKind::kTransferCompleted || e.kind == EventKind::kTransferFailed) {
-      auto x = xfers_.find(e.transfer_id);
-      if (x != xfers_.end()) {
-        if (e.kind == EventKind::kTransferCompleted)
-          bytes_moved_by_tier_[scheduler::TierName(x->second.dst.tier)] += x->second.bytes;
-        touched.push_back(x->second.wf);
-        metrics_.OnTransferEnded(e.transfer_id, x->second.links, x->second.cls, x->second.bytes,
-                                 e.kind == EventKind::kTransferCompleted, now);
-        EndTransfer(e, x->second, now);
-        xfers_.erase(x);
-      }
-    }
-    if (e.kind == EventKind::kPeerLost) {
-      losses = NoteWorkerLoss(e, out, now);
-      for (const auto& [wf, loss] : losses) touched.push_back(wf);
-    }
-    if (e.kind == EventKind::kLlmFinished) {
-      auto p = placed_.find(e.workflow_id);
-      if (p != placed_.end()) p->second.erase(e.node_id);
-    }
-    for (const Command& c : out.list) {
-      Record(c, now, want);
-      if (!c.workflow_id.empty()) touched.push_back(c.workflow_id);
-      if (c.kind == CommandKind::kPlace) placed_[c.workflow_id][c.node_id] = c.worker;
-      if (c.kind == CommandKind::kPreempt) placed_[c.workflow_id].erase(c.node_id);
-      if (c.kind == CommandKind::kFail || c.kind == CommandKind::kComplete)
-        placed_.erase(c.workflow_id);
-    }
+    std::vector<std::string> touched = MirrorEvent(e, out, now, &losses);
+    MirrorCommands(out, now, callbacks_.decision ? &emitted : nullptr, &touched);
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (const std::string& wf : touched) Refresh(wf);
-    for (int w = 0; w < total_workers(); ++w) {
-      hbm_used_[w] = stack_.core->hbm_used(w);
-      worker_state_[w] = {!stack_.core->alive(w)     ? "lost"
-                          : stack_.core->draining(w) ? "draining"
-                                                     : "alive",
-                          stack_.core->drained(w)};
-    }
-    metrics_.SetQueuedNodes(stack_.core->queued_nodes());
-    if (any_computes_) {
-      real_bytes_moved_.clear();
-      for (const auto& g : groups_)
-        for (const auto& [k, n] : g->mover->real_bytes_by_destination()) real_bytes_moved_[k] += n;
+    MirrorWorkers();
+  }
+  // Callbacks run without the mirror lock (they write durable state).
+  Notify(e, out, losses, emitted);
+}
+
+std::vector<std::string> SchedulerDriver::MirrorEvent(
+    const Event& e, const scheduler::Commands& out, Time now,
+    std::vector<std::pair<std::string, v1::WorkerLoss>>* losses) {
+  std::vector<std::string> touched;  // usually one workflow: deduplicated by the caller
+  auto add_contexts = [&](const std::string& wf, const v1::ProgramNode& n) {
+    for (const v1::CacheRef& r : n.cache_refs())
+      wfs_[wf].contexts.insert(scheduler::ContextKey(wf, r.context()));
+  };
+  if (e.kind == EventKind::kWorkflowSubmitted) {
+    wfs_[e.workflow.id()];
+    for (const v1::ProgramNode& n : e.workflow.nodes()) add_contexts(e.workflow.id(), n);
+    touched.push_back(e.workflow.id());
+  } else if (e.kind == EventKind::kNodeAppended) {
+    add_contexts(e.workflow_id, e.node);
+  }
+  if (!e.workflow_id.empty()) touched.push_back(e.workflow_id);
+  if (e.kind == EventKind::kTransferCompleted || e.kind == EventKind::kTransferFailed) {
+    auto x = xfers_.find(e.transfer_id);
+    if (x != xfers_.end()) {
+      if (e.kind == EventKind::kTransferCompleted)
+        bytes_moved_by_tier_[scheduler::TierName(x->second.dst.tier)] += x->second.bytes;
+      touched.push_back(x->second.wf);
+      metrics_.OnTransferEnded(e.transfer_id, x->second.links, x->second.cls, x->second.bytes,
+                               e.kind == EventKind::kTransferCompleted, now);
+      EndTransfer(e, x->second, now);
+      xfers_.erase(x);
     }
   }
-  // Callbacks run without the mirror lock (they write durable state); a loss's evidence
-  // first, before the failures it caused.
+  if (e.kind == EventKind::kPeerLost) {
+    *losses = NoteWorkerLoss(e, out, now);
+    for (const auto& [wf, loss] : *losses) touched.push_back(wf);
+  }
+  if (e.kind == EventKind::kLlmFinished) {
+    auto p = placed_.find(e.workflow_id);
+    if (p != placed_.end()) p->second.erase(e.node_id);
+  }
+  return touched;
+}
+
+void SchedulerDriver::MirrorCommands(const scheduler::Commands& out, Time now,
+                                     std::vector<v1::Decision>* emitted,
+                                     std::vector<std::string>* touched) {
+  for (const Command& c : out.list) {
+    Record(c, now, emitted);
+    if (!c.workflow_id.empty()) touched->push_back(c.workflow_id);
+    if (c.kind == CommandKind::kPlace) placed_[c.workflow_id][c.node_id] = c.worker;
+    if (c.kind == CommandKind::kPreempt) placed_[c.workflow_id].erase(c.node_id);
+    if (c.kind == CommandKind::kFail || c.kind == CommandKind::kComplete)
+      placed_.erase(c.workflow_id);
+  }
+}
+
+void SchedulerDriver::MirrorWorkers() {
+  const scheduler::Core& core = *stack_.core;
+  for (int w = 0; w < total_workers(); ++w) {
+    hbm_used_[w] = core.hbm_used(w);
+    worker_state_[w] = {!core.alive(w) ? "lost" : core.draining(w) ? "draining" : "alive",
+                        core.drained(w)};
+  }
+  metrics_.SetQueuedNodes(core.queued_nodes());
+  if (any_computes_) {
+    real_bytes_moved_.clear();
+    for (const auto& g : groups_)
+      for (const auto& [k, n] : g->mover->real_bytes_by_destination()) real_bytes_moved_[k] += n;
+  }
+}
+
+void SchedulerDriver::Notify(const Event& e, const scheduler::Commands& out,
+                             const std::vector<std::pair<std::string, v1::WorkerLoss>>& losses,
+                             const std::vector<v1::Decision>& emitted) {
+  // A loss's evidence first, before the failures it caused.
   if (callbacks_.worker_lost)
     for (const auto& [wf, loss] : losses) callbacks_.worker_lost(wf, loss);
   bool simulated = reported_.empty();

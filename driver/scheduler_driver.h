@@ -341,6 +341,18 @@ class SchedulerDriver final : public executors::Generation {
   TimelineRecorder& TimelineOf(WfView& w) const;
   void NoteEvent(const scheduler::Event& e, Time now);
   void NoteDecision(const scheduler::Command& c, const v1::Decision& d, Time now);
+  // Parts of Observe: the mirror's view of an event (returns the workflows it touched; a
+  // lost worker's evidence into `losses`), of the commands, and of the workers (mu_ held);
+  // then the callbacks (mu_ not held).
+  std::vector<std::string> MirrorEvent(const scheduler::Event& e, const scheduler::Commands& out,
+                                       Time now,
+                                       std::vector<std::pair<std::string, v1::WorkerLoss>>* losses);
+  void MirrorCommands(const scheduler::Commands& out, Time now, std::vector<v1::Decision>* emitted,
+                      std::vector<std::string>* touched);
+  void MirrorWorkers();
+  void Notify(const scheduler::Event& e, const scheduler::Commands& out,
+              const std::vector<std::pair<std::string, v1::WorkerLoss>>& losses,
+              const std::vector<v1::Decision>& emitted);
   void EndTransfer(const scheduler::Event& e, const XferView& x, Time now);
   // A kPeerLost (scheduler_driver_loss.cc; mu_ held, before the commands are recorded):
   // the evidence per workflow the worker held some of; the transfers to or from it end

@@ -211,6 +211,12 @@ void HttpApi::Finish(const CallPtr& call, http::HttpResponse resp) {
   if (LogEnabled(LogLevel::kDebug)) {
     LogKeys keys;
     keys.request_id = call->request_id;
+    // The workflow the request made or changed (a front's: its answer's header), so that
+    // the request's log line leads to the workflow's records (invariant 8).
+    auto wf = resp.headers.find("x-switchyard-workflow-id");
+    keys.workflow_id = !call->workflow_id.empty() ? call->workflow_id
+                       : wf != resp.headers.end() ? wf->second
+                                                  : std::string();
     keys.With("method", call->method)
         .With("route", call->route)
         .With("status", std::to_string(resp.status))
@@ -372,6 +378,7 @@ void HttpApi::Workflows(const http::HttpRequest& req, const service::Principal& 
 
 void HttpApi::Mutation(const http::HttpRequest& req, const service::Principal& who,
                        const std::string& id, const std::string& action, const CallPtr& call) {
+  call->workflow_id = id;  // empty for a create: set below once the id is known
   std::string key = req.Header("idempotency-key");
   // Held from the lookup until the mutation is queued: a repeat with the same key sees
   // the first one (durable, or pending in the store's queue).
@@ -416,6 +423,7 @@ void HttpApi::Mutation(const http::HttpRequest& req, const service::Principal& w
     auto wf = ParseBody<v1::Workflow>(req);
     if (!wf.ok()) return Finish(call, ErrorOf(wf.status()));
     if (wf->id().empty()) wf->set_id(service_->NewWorkflowId());
+    call->workflow_id = wf->id();
     answer.status = 201;
     answer.body = "{\"workflowId\":\"" + JsonEscape(wf->id()) + "\"}";
     return service_->SubmitAsync(who.tenant, std::move(*wf), idem, reply(201, answer.body));

@@ -84,6 +84,10 @@ TEST_F(ObservabilityLog, DecisionTransferAndRequestLinesCarryTheirKeys) {
   const std::string made = unsafe.headers["x-request-id"];
   EXPECT_EQ(made.rfind("req_", 0), 0u) << made;
   EXPECT_EQ(made.size(), 4u + 16u) << made;
+  // A mutation's request line names the workflow it changed (invariant 8).
+  http::HttpResponse cancel =
+      env.Call("DELETE", "/v1/workflows/big", "", {{"x-request-id", "trace-43.cancel"}});
+  EXPECT_EQ(cancel.headers["x-request-id"], "trace-43.cancel");
   http::HttpResponse missing = env.Call("GET", "/v1/workflows/nope");
   EXPECT_EQ(missing.status, 404);
   EXPECT_NE(missing.headers["x-request-id"], made);  // one per request
@@ -117,6 +121,9 @@ TEST_F(ObservabilityLog, DecisionTransferAndRequestLinesCarryTheirKeys) {
   EXPECT_EQ(by_id["trace-42.a"].get("status"), "200");
   EXPECT_EQ(by_id["trace-42.a"].get("method"), "GET");
   EXPECT_FALSE(by_id["trace-42.a"].get("latency_us").empty());
+  ASSERT_TRUE(by_id.count("trace-43.cancel"));
+  EXPECT_EQ(by_id["trace-43.cancel"].get("workflow_id"), "big");
+  EXPECT_EQ(by_id["trace-43.cancel"].get("method"), "DELETE");
   ASSERT_TRUE(by_id.count(made));
   ASSERT_TRUE(by_id.count(missing.headers["x-request-id"]));
   EXPECT_EQ(by_id[missing.headers["x-request-id"]].get("status"), "404");
