@@ -1,22 +1,35 @@
 #include "scheduler/core.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "scheduler/internal/core_state.h"
 
 namespace switchyard::scheduler {
 namespace internal {
 
+namespace {
+size_t WorkerCount(const CoreOptions& o) { return static_cast<size_t>(std::max(1, o.workers)); }
+
+// Per-worker lists shorter or longer than the workers: the last entry stands for the rest.
+CoreOptions Normalised(CoreOptions o) {
+  size_t n = WorkerCount(o);
+  if (!o.worker_models.empty()) o.worker_models.resize(n, o.worker_models.back());
+  if (!o.worker_hbm_bytes.empty()) o.worker_hbm_bytes.resize(n, o.worker_hbm_bytes.back());
+  return o;
+}
+}  // namespace
+
 CoreState::CoreState(CoreOptions o, const Policy* p, const TransferPlanner* pl, GrantIssuer* g,
                      const ComputeCostModel* c)
-    : opt(std::move(o)), policy(p), planner(pl), grants(g), cost(c), durations(opt.durations) {
-  workers.resize(static_cast<size_t>(std::max(1, opt.workers)));
-  // Per-worker lists shorter or longer than the workers: the last entry stands for the rest.
-  if (!opt.worker_models.empty())
-    opt.worker_models.resize(workers.size(), opt.worker_models.back());
-  if (!opt.worker_hbm_bytes.empty())
-    opt.worker_hbm_bytes.resize(workers.size(), opt.worker_hbm_bytes.back());
-}
+    : opt(Normalised(std::move(o))),
+      policy(p),
+      planner(pl),
+      grants(g),
+      cost(c),
+      durations(opt.durations),
+      kv(opt, c, WorkerCount(opt)),
+      workers(WorkerCount(opt)) {}
 
 WfRec* CoreState::FindWf(const std::string& id) {
   auto it = wfs.find(id);
@@ -39,147 +52,6 @@ Time CoreState::NodeDeadline(const WfRec& wf, const NodeRec& n) const {
   if (n.spec.deadline_ms() > 0)
     return std::min(wf.deadline, Time::FromMillis(n.spec.deadline_ms()));
   return wf.deadline;
-}
-
-void CoreState::Handle(const Event& e) {
-  uint64_t before = changes;
-  RunTimers();
-  if (e.kind == EventKind::kEngineReport) {
-    // A step's progress only consumes memory: re-dispatch only when something was freed
-    // (a timer, an eviction or a preemption), so a batching engine's many steps stay cheap.
-    bool fired = changes != before;
-    uint64_t preempted = pool_preemptions;
-    OnEngineReport(e);
-    // vLLM: no admissions in a step that preempted (the victim would come straight back);
-    // the next report dispatches.
-    if (pool_preemptions != preempted) {
-      dispatch_next_report = true;
-    } else if (fired || changes != before || dispatch_next_report) {
-      dispatch_next_report = false;
-      Dispatch();
-    }
-    out->wakeup = timers.empty() ? Time::Max() : std::max(now, timers.begin()->at);
-    return;
-  }
-  if (e.kind == EventKind::kWorkflowSubmitted) {
-    Submit(e.workflow);
-  } else if (e.kind == EventKind::kTransferCompleted || e.kind == EventKind::kTransferFailed) {
-    OnTransferDone(e.transfer_id, e.kind == EventKind::kTransferCompleted);
-  } else if (e.kind == EventKind::kPeerLost) {
-    OnPeerLost(e.worker);
-  } else if (e.kind == EventKind::kPeerJoined) {
-    OnPeerJoined(e.worker);
-  } else if (e.kind == EventKind::kDrainWorker || e.kind == EventKind::kUndrainWorker) {
-    OnDrain(e.worker, e.kind == EventKind::kDrainWorker);
-  } else if (e.kind == EventKind::kModelEpochChanged) {
-    OnEpochChanged(e.model_id, e.epoch);
-  } else if (e.kind != EventKind::kDeadlineTick) {
-    WfRec* wf = FindWf(e.workflow_id);
-    if (!wf) {
-      ++ignored;
-    } else if (e.kind == EventKind::kNodeAppended) {
-      Append(*wf, e.node);
-    } else if (e.kind == EventKind::kWorkflowClosed) {
-      Close(*wf);
-    } else if (e.kind == EventKind::kCancel) {
-      if (e.status.ok())
-        CancelWorkflow(*wf);
-      else
-        FailWorkflow(*wf, e.node_id, e.status.message());
-    } else {
-      std::optional<program_graph::NodeIndex> found = wf->graph->Find(e.node_id);
-      if (!found) {
-        ++ignored;
-      } else {
-        int idx = static_cast<int>(*found);
-        NodeRec& n = wf->nodes[static_cast<size_t>(idx)];
-        bool engine = e.kind == EventKind::kEngineStep || e.kind == EventKind::kLlmFinished;
-        if (engine && e.worker >= 0 && e.worker != n.worker) {
-          ++ignored;  // a report from an earlier attempt on another worker
-          Dispatch();
-          out->wakeup = timers.empty() ? Time::Max() : std::max(now, timers.begin()->at);
-          return;
-        }
-        switch (e.kind) {
-          case EventKind::kEngineStep:
-            if (n.state == NState::kRunning) OnEngineStep(*wf, idx, e.tokens_done);
-            break;
-          case EventKind::kLlmStarted:
-            break;  // placement already accounted for it
-          case EventKind::kLlmFinished:
-            if (n.state != NState::kRunning) {
-              ++ignored;
-              break;
-            }
-            if (e.status.ok()) {
-              int64_t out_tokens = std::clamp<int64_t>(e.output_tokens, 0,
-                                                       n.spec.hints().max_output_tokens() > 0
-                                                           ? n.spec.hints().max_output_tokens()
-                                                           : opt.default_max_output_tokens);
-              auto [mean, fresh] = output_mean.try_emplace(n.spec.model_id(), out_tokens);
-              if (!fresh) mean->second += (static_cast<double>(out_tokens) - mean->second) / 50;
-              // Grow the primary context by what the node wrote; release the rest.
-              std::vector<std::string> cs = NodeContexts(*wf, n);
-              int64_t grown =
-                  n.new_tokens - n.new_done + std::max<int64_t>(0, out_tokens - n.out_done);
-              n.new_done = n.new_tokens;
-              n.out_done = 0;
-              uint64_t grown_bytes = 0;
-              if (!cs.empty() && ExtendsPrimary(n)) {
-                CtxRec& c = ctxs[cs[0]];
-                c.tokens += grown;
-                uint64_t was = c.bytes;
-                c.bytes = BlockBytes(c.tokens, c.model);
-                grown_bytes = c.bytes - std::min(c.bytes, was);
-              }
-              OnPrefixProgress(*wf, idx, INT64_MAX);  // its prefill is done
-              TenantRec& t = Tenant(wf->tenant);
-              t.service += e.model_time - n.charged;
-              wf->plas += e.model_time;
-              wf->atlas = std::max(wf->atlas, n.inherited + e.model_time);
-              StopRunning(*wf, idx);
-              // StopRunning returned the reservation; account the grown bytes again.
-              if (grown_bytes > 0) Hold(ctxs[cs[0]].loc, static_cast<int64_t>(grown_bytes));
-              OnSucceeded(*wf, idx);
-            } else {
-              StopRunning(*wf, idx);
-              OnNodeFailed(*wf, idx, e.status);
-            }
-            break;
-          case EventKind::kToolStarted:
-            if (n.state == NState::kAdmitted) {
-              wf->admitted_tools--;
-              n.state = NState::kRunning;
-              n.started = now;
-              wf->running_tools++;
-              OnToolStarted(*wf, idx);
-            } else {
-              ++ignored;
-            }
-            break;
-          case EventKind::kToolFinished:
-            if (n.state != NState::kRunning && n.state != NState::kAdmitted) {
-              ++ignored;
-              break;
-            }
-            if (n.state == NState::kRunning) wf->running_tools--;
-            if (n.state == NState::kAdmitted) wf->admitted_tools--;
-            durations.Observe(wf->tenant, n.spec.tool_name(), now - n.started);
-            if (e.status.ok()) {
-              OnSucceeded(*wf, idx);
-            } else {
-              OnNodeFailed(*wf, idx, e.status);
-            }
-            break;
-          default:
-            ++ignored;
-        }
-      }
-    }
-  }
-  DrainStep();
-  Dispatch();
-  out->wakeup = timers.empty() ? Time::Max() : std::max(now, timers.begin()->at);
 }
 
 void CoreState::Submit(const v1::Workflow& w) {
@@ -233,29 +105,29 @@ void CoreState::AddNode(WfRec& wf, int idx) {
   }
   if (n.spec.cache_refs_size() > 0 && n.spec.cache_refs(0).mode() == v1::CacheRef::EXTEND)
     n.keep_tokens = n.spec.cache_refs(0).keep_tokens();
-  for (int k = 0; k < n.spec.cache_refs_size(); ++k) {
-    const v1::CacheRef& r = n.spec.cache_refs(k);
-    std::string key = ContextKey(wf.id, r.context());
-    if (!ctxs.count(key)) {
-      CtxRec& c = ctxs[key];
-      c.key = key;
-      c.name = r.context();
-      c.owner = &wf;
-      c.wf = wf.id;
-      c.model = n.spec.model_id();
-      wf.contexts.push_back(key);
-      if (opt.share_prefixes && r.mode() == v1::CacheRef::CREATE && !r.shared_prefix().empty() &&
-          r.shared_prefix_tokens() > 0) {
-        // The context starts with the tenant's prefix: it holds only what follows, and the
-        // node creating it prefills only that when the prefix is resident where it runs.
-        int64_t tokens = r.shared_prefix_tokens();
-        if (k == 0) tokens = std::min(tokens, n.new_tokens);
-        if (tokens > 0) {
-          c.prefix = PrefixKey(wf.tenant, n.spec.model_id(), r.shared_prefix());
-          c.prefix_tokens = tokens;
-          if (k == 0) n.new_tokens -= tokens;
-        }
-      }
+  for (int k = 0; k < n.spec.cache_refs_size(); ++k) AddContext(wf, n, k);
+}
+
+void CoreState::AddContext(WfRec& wf, NodeRec& n, int k) {
+  const v1::CacheRef& r = n.spec.cache_refs(k);
+  std::string key = ContextKey(wf.id, r.context());
+  if (kv.Has(key)) return;
+  CtxRec& c = kv.Create(key);
+  c.name = r.context();
+  c.owner = &wf;
+  c.wf = wf.id;
+  c.model = n.spec.model_id();
+  wf.contexts.push_back(key);
+  if (opt.share_prefixes && r.mode() == v1::CacheRef::CREATE && !r.shared_prefix().empty() &&
+      r.shared_prefix_tokens() > 0) {
+    // The context starts with the tenant's prefix: it holds only what follows, and the
+    // node creating it prefills only that when the prefix is resident where it runs.
+    int64_t tokens = r.shared_prefix_tokens();
+    if (k == 0) tokens = std::min(tokens, n.new_tokens);
+    if (tokens > 0) {
+      c.prefix = PrefixKey(wf.tenant, n.spec.model_id(), r.shared_prefix());
+      c.prefix_tokens = tokens;
+      if (k == 0) n.new_tokens -= tokens;
     }
   }
 }
@@ -340,16 +212,12 @@ void CoreState::EndWorkflow(WfRec& wf, CommandKind kind, const std::string& node
   // The program's view: every node still open is cancelled (a failed workflow stays failed).
   if (wf.graph) wf.graph->Cancel(why.empty() ? "workflow ended" : why);
   for (const std::string& key : wf.contexts) {
-    auto it = ctxs.find(key);
-    if (it == ctxs.end()) continue;
-    DiscardContext(it->second, kind == CommandKind::kFail ? "workflow failed"
-                               : why.empty()              ? "workflow ended"
-                                                          : "workflow " + why);
-    it->second.dead = true;
-    if (it->second.transfer == 0) {
-      DetachPrefix(it->second);
-      ctxs.erase(it);
-    }
+    CtxRec* c = kv.Find(key);
+    if (!c) continue;
+    DiscardContext(*c, kind == CommandKind::kFail ? "workflow failed"
+                       : why.empty()              ? "workflow ended"
+                                                  : "workflow " + why);
+    kv.Retire(*c);
   }
   wf.ended = true;
   Emit({.kind = kind, .workflow_id = wf.id, .node_id = node, .reason = why});
@@ -378,11 +246,10 @@ void CoreState::RunTimers() {
       ++changes;
       continue;
     }
-    auto it = ctxs.find(t.key);
-    if (it == ctxs.end() || it->second.dead) continue;
-    if (t.kind == TimerKind::kPrefetch && it->second.prefetch_at == t.at)
-      OnPrefetchTimer(it->second);
-    if (t.kind == TimerKind::kReeval && it->second.reeval_at == t.at) OnReevalTimer(it->second);
+    CtxRec* c = kv.Find(t.key);
+    if (!c || c->dead) continue;
+    if (t.kind == TimerKind::kPrefetch && c->prefetch_at == t.at) OnPrefetchTimer(*c);
+    if (t.kind == TimerKind::kReeval && c->reeval_at == t.at) OnReevalTimer(*c);
   }
 }
 
@@ -400,6 +267,7 @@ Core::~Core() = default;
 Commands Core::handle(const Event& event, Time now) {
   Commands out;
   s_->now = std::max(s_->now, now);
+  s_->kv.SetNow(s_->now);
   s_->out = &out;
   s_->Handle(event);
   s_->out = nullptr;
@@ -408,7 +276,7 @@ Commands Core::handle(const Event& event, Time now) {
 
 uint64_t Core::hbm_capacity(int worker) const {
   if (worker < 0 || worker >= static_cast<int>(s_->workers.size())) return 0;
-  return s_->Cap(worker);
+  return s_->kv.Capacity(worker);
 }
 
 bool Core::alive(int worker) const {
@@ -424,29 +292,28 @@ bool Core::drained(int worker) const { return s_->Drained(worker); }
 
 uint64_t Core::hbm_used(int worker) const {
   if (worker < 0 || worker >= static_cast<int>(s_->workers.size())) return 0;
-  return s_->workers[static_cast<size_t>(worker)].used;
+  return s_->kv.Used(worker);
 }
 
 std::optional<Location> Core::ContextLocation(const std::string& key) const {
-  auto it = s_->ctxs.find(key);
-  if (it == s_->ctxs.end() || it->second.dead) return std::nullopt;
-  return it->second.loc;
+  const internal::CtxRec* c = std::as_const(s_->kv).Find(key);
+  if (!c || c->dead) return std::nullopt;
+  return c->loc;
 }
 
 int64_t Core::ContextTokens(const std::string& key) const {
-  auto it = s_->ctxs.find(key);
-  return it == s_->ctxs.end() ? 0 : it->second.tokens;
+  const internal::CtxRec* c = std::as_const(s_->kv).Find(key);
+  return c ? c->tokens : 0;
 }
 
 std::optional<SharedPrefixView> Core::ContextPrefix(const std::string& key) const {
-  auto it = s_->ctxs.find(key);
-  if (it == s_->ctxs.end() || it->second.prefix.empty()) return std::nullopt;
-  return SharedPrefixView{it->second.prefix, it->second.prefix_tokens};
+  const internal::CtxRec* c = std::as_const(s_->kv).Find(key);
+  if (!c || c->prefix.empty()) return std::nullopt;
+  return SharedPrefixView{c->prefix, c->prefix_tokens};
 }
 
 int64_t Core::PrefixTokensOn(const std::string& prefix_key, int worker) const {
-  auto it = s_->prefixes.find({prefix_key, worker});
-  return it == s_->prefixes.end() ? -1 : it->second.tokens;
+  return s_->kv.PrefixTokensOn(prefix_key, worker);
 }
 
 const PrefixStats& Core::prefix_stats() const { return s_->prefix_stats; }
@@ -459,10 +326,8 @@ Duration Core::TenantService(const std::string& tenant) const {
 bool Core::Forget(const std::string& workflow_id) {
   auto it = s_->wfs.find(workflow_id);
   if (it == s_->wfs.end() || !it->second.ended) return false;
-  for (const std::string& key : it->second.contexts) {  // dead ones still moving
-    auto c = s_->ctxs.find(key);
-    if (c != s_->ctxs.end()) c->second.owner = nullptr;
-  }
+  for (const std::string& key : it->second.contexts)  // dead ones still moving
+    if (internal::CtxRec* c = s_->kv.Find(key)) c->owner = nullptr;
   s_->wfs.erase(it);
   return true;
 }

@@ -1,5 +1,6 @@
 // Ordering, admission against HBM, placement with KV locality, eviction and preemption.
 #include <algorithm>
+#include <optional>
 
 #include "scheduler/internal/core_state.h"
 
@@ -18,10 +19,10 @@ std::vector<std::string> CoreState::NodeContexts(const WfRec& wf, const NodeRec&
 Duration CoreState::EstimateRun(const WfRec& wf, const NodeRec& n) const {
   int64_t total = 0, recompute = 0;
   for (const std::string& key : NodeContexts(wf, n)) {
-    auto it = ctxs.find(key);
-    if (it == ctxs.end()) continue;
-    total += it->second.tokens;
-    if (it->second.loc.tier == Tier::kNone) recompute += it->second.tokens;
+    const CtxRec* c = kv.Find(key);
+    if (!c) continue;
+    total += c->tokens;
+    if (c->loc.tier == Tier::kNone) recompute += c->tokens;
   }
   for (const auto& [key, tokens] : NodePrefixes(wf, n)) total += tokens;  // read, not computed
   int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
@@ -34,9 +35,9 @@ Duration CoreState::EstimateRun(const WfRec& wf, const NodeRec& n) const {
 
 bool CoreState::ContextsResident(const WfRec& wf, const NodeRec& n) const {
   for (const v1::CacheRef& r : n.spec.cache_refs()) {
-    auto it = ctxs.find(ContextKey(wf.id, r.context()));
-    if (it == ctxs.end() || it->second.tokens == 0) continue;
-    if (it->second.loc.tier != Tier::kHbm || it->second.transfer != 0) return false;
+    const CtxRec* c = kv.Find(ContextKey(wf.id, r.context()));
+    if (!c || c->tokens == 0) continue;
+    if (c->loc.tier != Tier::kHbm || c->transfer != 0) return false;
   }
   return true;
 }
@@ -45,7 +46,7 @@ double CoreState::Pressure(int w) const {
   int alive = 0;
   for (const WorkerRec& r : workers) alive += r.alive ? 1 : 0;
   double share = static_cast<double>(queued_demand) / std::max(1, alive);
-  return std::min(1.0, share / static_cast<double>(std::max<uint64_t>(Free(w), 1)));
+  return std::min(1.0, share / static_cast<double>(std::max<uint64_t>(kv.Free(w), 1)));
 }
 
 void CoreState::Enqueue(WfRec& wf, int idx) {
@@ -89,10 +90,10 @@ void CoreState::Enqueue(WfRec& wf, int idx) {
     n.latest_start = dl - n.est_run;
     urgent.insert({n.latest_start, n.qkey.seq, wf.id, idx});
   }
-  uint64_t bpt = BytesPerToken(n.spec.model_id());
+  uint64_t bpt = kv.BytesPerToken(n.spec.model_id());
   n.demand = static_cast<uint64_t>(n.new_tokens - n.new_done) * bpt;
   for (const std::string& key : NodeContexts(wf, n)) {
-    const CtxRec& c = ctxs[key];
+    const CtxRec& c = kv.At(key);
     if (c.loc.tier != Tier::kHbm) n.demand += c.bytes;
   }
   queued_demand += n.demand;
@@ -199,120 +200,138 @@ double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens
 
 void CoreState::CutToKept(WfRec& wf, NodeRec& n, int worker) {
   if (n.keep_tokens <= 0 || n.new_done > 0 || n.out_done > 0 || !ExtendsPrimary(n)) return;
-  auto it = ctxs.find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
-  if (it == ctxs.end()) return;
-  CtxRec& c = it->second;
+  CtxRec* found = kv.Find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
+  if (!found) return;
+  CtxRec& c = *found;
   if (c.tokens <= n.keep_tokens || c.transfer != 0 || c.users > 0 || c.prefix_tokens > 0) return;
   const bool dropped = c.loc.tier == Tier::kNone;
   const bool resident = worker >= 0 && c.loc.tier == Tier::kHbm && c.loc.worker == worker;
   if (!dropped && !resident) return;  // cut once it is back in HBM
-  const uint64_t was = c.bytes;
-  c.tokens = n.keep_tokens;
-  c.bytes = BlockBytes(c.tokens, c.model);
-  if (resident) Hold(c.loc, -static_cast<int64_t>(was - std::min(was, c.bytes)));
+  kv.Truncate(c, n.keep_tokens, resident);
 }
 
 bool CoreState::TryPlace(WfRec& wf, int idx) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   std::vector<std::string> keys = NodeContexts(wf, n);
   for (const std::string& key : keys) {
-    const CtxRec& c = ctxs[key];
+    const CtxRec& c = kv.At(key);
     if (c.transfer != 0 || c.users > 0) return false;  // not committed / being written
   }
   CutToKept(wf, n, -1);  // a discarded context is rebuilt only up to what the node keeps
-  int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
-                                                       : opt.default_max_output_tokens;
   // Admission by free KV blocks: the prefill's blocks now (the engine allocates them at
   // admission), the decode's as it goes; the watermark keeps room for running decodes.
   uint64_t growth = Growth(wf, n, n.out_done);
   const std::string& model = n.spec.model_id();
-  const ComputeCostModel& cost = CostOf(model);
   int best = -1, any = -1;
   uint64_t cap = 0;  // the largest KV capacity of a worker of the node's model
   double best_cost = 0, any_cost = 0;
-  uint64_t best_need = 0, any_need = 0;
+  uint64_t any_need = 0;
   const std::vector<std::pair<std::string, int64_t>> prefixes_read = NodePrefixes(wf, n);
   for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
-    const WorkerRec& wr = workers[static_cast<size_t>(w)];
     if (!Serves(w, model)) continue;
-    cap = std::max(cap, Cap(w));
-    if (!wr.alive || wr.draining || wr.running >= opt.max_num_seqs) continue;
-    uint64_t watermark =
-        static_cast<uint64_t>(opt.admission_watermark * static_cast<double>(Cap(w)));
-    uint64_t need = growth + (wr.running > 0 ? watermark : 0);
-    double cost_s = 0;
-    // A shared prefix resident here costs nothing; one still being computed here cannot be
-    // read yet; one absent is computed by this node (its blocks and its prefill).
-    bool building = false;
-    for (const auto& [pkey, ptokens] : prefixes_read) {
-      if (PrefixBuilding(pkey, w)) building = true;
-      if (prefixes.count({pkey, w})) continue;
-      need += BlockBytes(ptokens, model);
-      cost_s += ToSeconds(cost.PrefillTime(ptokens, 0));
-    }
-    if (building) continue;
-    for (const std::string& key : keys) {
-      const CtxRec& c = ctxs[key];
-      if (c.tokens == 0 || (c.loc.worker == w && c.loc.tier != Tier::kHost &&
-                            c.loc.tier != Tier::kDisk && c.loc.tier != Tier::kNone))
-        continue;
-      need += c.bytes;
-      double rc = ToSeconds(cost.PrefillTime(c.tokens, 0));
-      if (c.loc.tier == Tier::kNone) {
-        cost_s += rc;
-      } else {
-        TransferEstimate e =
-            planner->Estimate(c.loc, {Tier::kHbm, w}, c.bytes, TrafficClass::kLatency);
-        cost_s += e.reachable ? std::min(rc, ToSeconds(e.duration)) : rc;
-      }
-    }
-    if (const double lw = policy->PlacementLoadWeight(); lw > 0) {
-      int64_t kv = n.new_tokens - n.new_done;
-      for (const std::string& key : keys) kv += ctxs[key].tokens;
-      cost_s += lw * LoadedDecodeSeconds(n, w, kv);
-    }
-    cost_s += 1e-9 * wr.running;  // locality first, then the less loaded worker
-    if (any < 0 || cost_s < any_cost) any = w, any_cost = cost_s, any_need = need;
-    if (Free(w) >= need && (best < 0 || cost_s < best_cost))
-      best = w, best_cost = cost_s, best_need = need;
+    cap = std::max(cap, kv.Capacity(w));
+    std::optional<WorkerFit> fit = FitOn(n, w, growth, keys, prefixes_read);
+    if (!fit) continue;
+    if (any < 0 || fit->cost_s < any_cost) any = w, any_cost = fit->cost_s, any_need = fit->need;
+    if (kv.Free(w) >= fit->need && (best < 0 || fit->cost_s < best_cost))
+      best = w, best_cost = fit->cost_s;
   }
-  // The node's prefill with all its contexts and one block to decode into on one worker
-  // (the output cap is not required to fit: most calls end well before it).
-  (void)out;
-  uint64_t whole = growth + BlockBytes(1, model);
-  for (const std::string& key : keys) whole += ctxs[key].bytes;
-  for (const auto& [pkey, ptokens] : prefixes_read) whole += BlockBytes(ptokens, model);
   if (best < 0) {
-    if (cap == 0) {  // no worker runs its model (the service refuses such nodes first)
-      Dequeue(wf, idx);
-      FailNode(wf, idx, "node '" + n.spec.id() + "': no worker runs model '" + model + "'");
-      return false;
+    // The node's prefill with all its contexts and one block to decode into on one worker
+    // (the output cap is not required to fit: most calls end well before it).
+    uint64_t whole = growth + kv.BlockBytes(1, model);
+    for (const std::string& key : keys) whole += kv.At(key).bytes;
+    for (const auto& [pkey, ptokens] : prefixes_read) whole += kv.BlockBytes(ptokens, model);
+    return NoRoom(wf, idx, keys, whole, cap, any, any_need);
+  }
+  std::optional<int64_t> recompute = ReadyContexts(n, best, keys);
+  if (!recompute) return false;  // placed when the moves commit (or retried if no grant yet)
+  Place(wf, idx, best, *recompute);
+  return true;
+}
+
+std::optional<CoreState::WorkerFit> CoreState::FitOn(
+    const NodeRec& n, int w, uint64_t growth, const std::vector<std::string>& keys,
+    const std::vector<std::pair<std::string, int64_t>>& prefixes_read) {
+  const WorkerRec& wr = workers[static_cast<size_t>(w)];
+  if (!wr.alive || wr.draining || wr.running >= opt.max_num_seqs) return std::nullopt;
+  const std::string& model = n.spec.model_id();
+  const ComputeCostModel& cost = CostOf(model);
+  uint64_t watermark =
+      static_cast<uint64_t>(opt.admission_watermark * static_cast<double>(kv.Capacity(w)));
+  WorkerFit fit;
+  fit.need = growth + (wr.running > 0 ? watermark : 0);
+  // A shared prefix resident here costs nothing; one still being computed here cannot be
+  // read yet; one absent is computed by this node (its blocks and its prefill).
+  bool building = false;
+  for (const auto& [pkey, ptokens] : prefixes_read) {
+    if (kv.PrefixBuilding(pkey, w)) building = true;
+    if (kv.FindPrefix(pkey, w)) continue;
+    fit.need += kv.BlockBytes(ptokens, model);
+    fit.cost_s += ToSeconds(cost.PrefillTime(ptokens, 0));
+  }
+  if (building) return std::nullopt;
+  for (const std::string& key : keys) {
+    const CtxRec& c = kv.At(key);
+    if (c.tokens == 0 || (c.loc.worker == w && c.loc.tier != Tier::kHost &&
+                          c.loc.tier != Tier::kDisk && c.loc.tier != Tier::kNone))
+      continue;
+    fit.need += c.bytes;
+    double rc = ToSeconds(cost.PrefillTime(c.tokens, 0));
+    if (c.loc.tier == Tier::kNone) {
+      fit.cost_s += rc;
+    } else {
+      TransferEstimate e =
+          planner->Estimate(c.loc, {Tier::kHbm, w}, c.bytes, TrafficClass::kLatency);
+      fit.cost_s += e.reachable ? std::min(rc, ToSeconds(e.duration)) : rc;
     }
-    if (whole > cap) {
-      Dequeue(wf, idx);
-      FailNode(wf, idx,
-               "node '" + n.spec.id() + "' needs " + std::to_string(whole) +
-                   " bytes of HBM, more than a worker's capacity of " + std::to_string(cap));
-      return false;
-    }
-    // Discards free HBM at once: try again now (no later event may come to trigger it).
-    if (any >= 0 && any_need > Free(any) && EvictFor(any, any_need - Free(any), keys) &&
-        any_need <= Free(any))
-      return TryPlace(wf, idx);
+  }
+  if (const double lw = policy->PlacementLoadWeight(); lw > 0) {
+    int64_t kv_tokens = n.new_tokens - n.new_done;
+    for (const std::string& key : keys) kv_tokens += kv.At(key).tokens;
+    fit.cost_s += lw * LoadedDecodeSeconds(n, w, kv_tokens);
+  }
+  fit.cost_s += 1e-9 * wr.running;  // locality first, then the less loaded worker
+  return fit;
+}
+
+bool CoreState::NoRoom(WfRec& wf, int idx, const std::vector<std::string>& keys, uint64_t whole,
+                       uint64_t cap, int any, uint64_t any_need) {
+  NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+  if (cap == 0) {  // no worker runs its model (the service refuses such nodes first)
+    Dequeue(wf, idx);
+    FailNode(wf, idx,
+             "node '" + n.spec.id() + "': no worker runs model '" + n.spec.model_id() + "'");
     return false;
   }
-  (void)best_need;
+  if (whole > cap) {
+    Dequeue(wf, idx);
+    FailNode(wf, idx,
+             "node '" + n.spec.id() + "' needs " + std::to_string(whole) +
+                 " bytes of HBM, more than a worker's capacity of " + std::to_string(cap));
+    return false;
+  }
+  // Discards free HBM at once: try again now (no later event may come to trigger it).
+  if (any >= 0 && any_need > kv.Free(any) && EvictFor(any, any_need - kv.Free(any), keys) &&
+      any_need <= kv.Free(any))
+    return TryPlace(wf, idx);
+  return false;
+}
+
+std::optional<int64_t> CoreState::ReadyContexts(const NodeRec& n, int w,
+                                                const std::vector<std::string>& keys) {
+  const ComputeCostModel& cost = CostOf(n.spec.model_id());
   int64_t recompute = 0;
   bool waiting = false;
   for (const std::string& key : keys) {
-    CtxRec& c = ctxs[key];
+    CtxRec& c = kv.At(key);
     if (c.tokens == 0) continue;
-    if (c.loc.worker == best && (c.loc.tier == Tier::kHbm || c.loc.tier == Tier::kPeer)) continue;
+    if (c.loc.worker == w && (c.loc.tier == Tier::kHbm || c.loc.tier == Tier::kPeer)) continue;
     if (c.loc.tier == Tier::kNone) {
       recompute += c.tokens;
       continue;
     }
-    Location dst{Tier::kHbm, best};
+    Location dst{Tier::kHbm, w};
     TransferEstimate e = planner->Estimate(c.loc, dst, c.bytes, TrafficClass::kLatency);
     Duration rc = cost.PrefillTime(c.tokens, 0);
     if (e.reachable && e.duration < rc) {
@@ -323,9 +342,8 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
       recompute += c.tokens;
     }
   }
-  if (waiting) return false;
-  Place(wf, idx, best, recompute);
-  return true;
+  if (waiting) return std::nullopt;
+  return recompute;
 }
 
 void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
@@ -339,55 +357,30 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   CutToKept(wf, n, w);  // in the same event as the kPlace the engine admits it by
   n.rebuilding.clear();
   for (const std::string& key : NodeContexts(wf, n)) {
-    CtxRec& c = ctxs[key];
+    CtxRec& c = kv.At(key);
     if (c.loc.tier == Tier::kNone && c.tokens > 0) n.rebuilding.push_back(key);
-    if (c.loc.tier == Tier::kNone || c.loc.tier == Tier::kPeer || c.tokens == 0) {
-      if (c.loc.tier == Tier::kPeer) Hold(c.loc, -static_cast<int64_t>(c.bytes));
-      SetLoc(c, {Tier::kHbm, w});
-      Hold(c.loc, static_cast<int64_t>(c.bytes));
-    }
+    if (c.loc.tier == Tier::kNone || c.loc.tier == Tier::kPeer || c.tokens == 0)
+      kv.CommitInHbm(c, w);
     if (c.model.empty()) c.model = n.spec.model_id();
     if (c.loc.tier == Tier::kHbm && c.tokens == 0) c.epoch = epoch;
     if (recompute > 0) c.epoch = epoch;
-    c.users++;
+    kv.AddUser(c);
     c.prefetch_at = c.reeval_at = Time::Max();
     c.wait_tool = -1;
     c.deferrals = 0;
     c.grant_refused_since = Time::Max();  // the move is no longer wanted
     c.evict_pending = false;
   }
-  // The shared prefixes it reads: found resident here (not prefilled), or computed by this
-  // node first, as part of what it recomputes.
-  n.prefix_hit = 0;
-  n.builds_prefix = false;
-  for (const auto& [pkey, ptokens] : NodePrefixes(wf, n)) {
-    PrefixRec* p = FindPrefix(pkey, w);
-    if (p) {
-      n.prefix_hit += ptokens;
-      ++prefix_stats.reads;
-      // Saved: what the node would have prefilled were the prefix part of its context (it
-      // creates the context, or rebuilds a discarded one). A context that kept its blocks
-      // would not have computed it again anyway.
-      if (PrefixSaves(wf, n, pkey)) {
-        prefix_stats.hit_tokens += ptokens;
-        ++prefix_stats.hits;
-      }
-    } else {
-      p = &BuildPrefix(pkey, ptokens, w, wf, idx, n.spec.model_id(), epoch);
-      recompute += ptokens;
-      n.builds_prefix = true;
-    }
-    p->users++;
-  }
+  recompute += ReadPrefixes(wf, idx, w, epoch);
   std::vector<std::string> keys = NodeContexts(wf, n);
-  for (const std::string& key : keys) AttachPrefix(ctxs[key]);
-  n.base_tokens = !keys.empty() && ExtendsPrimary(n) ? ctxs[keys[0]].tokens : 0;
+  for (const std::string& key : keys) kv.AttachPrefix(kv.At(key));
+  n.base_tokens = !keys.empty() && ExtendsPrimary(n) ? kv.At(keys[0]).tokens : 0;
   n.prog_prefill = 0;
   n.prog_out = n.out_done;
   n.reserved = Growth(wf, n, n.out_done);
   n.place_seq = next_seq++;
   WorkerRec& wr = workers[static_cast<size_t>(w)];
-  wr.used += n.reserved;
+  kv.Reserve(w, n.reserved);
   wr.running++;
   wr.nodes.insert({wf.id, idx});
   n.state = NState::kRunning;
@@ -408,23 +401,48 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
         .output_done = n.out_done});
 }
 
+int64_t CoreState::ReadPrefixes(WfRec& wf, int idx, int w, uint64_t epoch) {
+  NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
+  // The shared prefixes it reads: found resident here (not prefilled), or computed by this
+  // node first, as part of what it recomputes.
+  int64_t recompute = 0;
+  n.prefix_hit = 0;
+  n.builds_prefix = false;
+  for (const auto& [pkey, ptokens] : NodePrefixes(wf, n)) {
+    PrefixRec* p = kv.FindPrefix(pkey, w);
+    if (p) {
+      n.prefix_hit += ptokens;
+      ++prefix_stats.reads;
+      // Saved: what the node would have prefilled were the prefix part of its context (it
+      // creates the context, or rebuilds a discarded one). A context that kept its blocks
+      // would not have computed it again anyway.
+      if (PrefixSaves(wf, n, pkey)) {
+        prefix_stats.hit_tokens += ptokens;
+        ++prefix_stats.hits;
+      }
+    } else {
+      p = &BuildPrefix(pkey, ptokens, w, wf, idx, n.spec.model_id(), epoch);
+      recompute += ptokens;
+      n.builds_prefix = true;
+    }
+    kv.AddPrefixUser(*p);
+  }
+  return recompute;
+}
+
 void CoreState::StopRunning(WfRec& wf, int idx) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   if (n.worker < 0) return;
   WorkerRec& wr = workers[static_cast<size_t>(n.worker)];
-  wr.used -= std::min(wr.used, n.reserved);
+  kv.Unreserve(n.worker, n.reserved);
   wr.running--;
   wr.nodes.erase({wf.id, idx});
   n.reserved = 0;
   ReleaseNodePrefixes(wf, idx);
   n.worker = -1;
   ++changes;
-  for (const std::string& key : NodeContexts(wf, n)) {
-    auto it = ctxs.find(key);
-    if (it == ctxs.end()) continue;
-    it->second.users = std::max(0, it->second.users - 1);
-    it->second.idle_since = now;
-  }
+  for (const std::string& key : NodeContexts(wf, n))
+    if (CtxRec* c = kv.Find(key)) kv.RemoveUser(*c);
 }
 
 int CoreState::StepsToUse(const CtxRec& c) const {
@@ -445,22 +463,10 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
   std::vector<Cand> cands;
   // Bytes already on their way out of this HBM (demotions in flight, or deferred until the
   // link budget allows): evicting more for them would only thrash.
-  uint64_t leaving = 0;
-  for (CtxRec* cp : workers[static_cast<size_t>(w)].resident) {
+  KvLedger::EvictionView view = kv.EvictionCandidates(w, keep);
+  uint64_t leaving = view.leaving;
+  for (CtxRec* cp : view.idle) {
     const CtxRec& c = *cp;
-    if (c.evict_pending) {
-      leaving += c.bytes;
-      continue;
-    }
-    if (c.transfer != 0) {
-      auto x = xfers.find(c.transfer);
-      if (x != xfers.end() && x->second.src.worker == w && x->second.src.tier == Tier::kHbm &&
-          !(x->second.dst.tier == Tier::kHbm && x->second.dst.worker == w))
-        leaving += c.bytes;
-      continue;
-    }
-    if (c.users > 0 || c.dead) continue;
-    if (std::find(keep.begin(), keep.end(), c.key) != keep.end()) continue;  // the node's own
     const WfRec& wf = *c.owner;
     // Its tool is about to start: the tool-wait rule decides then.
     if (wf.admitted_tools > 0) continue;
@@ -486,7 +492,7 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
   }
   if (leaving >= need) return true;  // room is coming: wait for it
   need -= leaving;
-  uint64_t evictable = IdlePrefixBytes(w);
+  uint64_t evictable = kv.IdlePrefixBytes(w);
   for (const Cand& cand : cands) evictable += cand.ctx->bytes;
   if (evictable < need) return false;  // would not make room: do not thrash
   std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
@@ -509,8 +515,8 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
 uint64_t CoreState::Growth(const WfRec& wf, const NodeRec& n, int64_t out_total) const {
   int64_t base = 0;
   if (ExtendsPrimary(n)) {
-    auto it = ctxs.find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
-    base = it == ctxs.end() ? 0 : it->second.tokens;
+    const CtxRec* c = kv.Find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
+    base = c ? c->tokens : 0;
   }
   return GrowthFrom(n, base, out_total);
 }
@@ -518,8 +524,8 @@ uint64_t CoreState::Growth(const WfRec& wf, const NodeRec& n, int64_t out_total)
 uint64_t CoreState::GrowthFrom(const NodeRec& n, int64_t base, int64_t out_total) const {
   int64_t own = n.new_tokens - n.new_done + std::max<int64_t>(0, out_total - n.out_done);
   const std::string& model = n.spec.model_id();
-  if (!ExtendsPrimary(n)) return BlockBytes(own, model);
-  return BlockBytes(base + own, model) - BlockBytes(base, model);
+  if (!ExtendsPrimary(n)) return kv.BlockBytes(own, model);
+  return kv.BlockBytes(base + own, model) - kv.BlockBytes(base, model);
 }
 
 void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
@@ -537,12 +543,12 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
   // enough free KV): otherwise it runs beside the prefill in the same batch.
   uint64_t u_need = Growth(uwf, u, u.out_done);
   for (const std::string& key : NodeContexts(uwf, u)) {
-    auto it = ctxs.find(key);
-    if (it != ctxs.end() && it->second.loc.tier != Tier::kHbm) u_need += it->second.bytes;
+    const CtxRec* c = kv.Find(key);
+    if (c && c->loc.tier != Tier::kHbm) u_need += c->bytes;
   }
   for (size_t w = 0; w < workers.size(); ++w)
     if (Placeable(static_cast<int>(w)) && workers[w].running < opt.max_num_seqs &&
-        Free(static_cast<int>(w)) >= u_need)
+        kv.Free(static_cast<int>(w)) >= u_need)
       return;
   Duration wait = Duration::max();
   for (const WorkerRec& w : workers)
@@ -563,7 +569,7 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
   PreemptNode(wf, idx, tokens_done, n.prog_out);
   Duration slack = dl == Time::Max() ? Duration::max() : dl - now;
   for (const std::string& key : keys) {
-    CtxRec& c = ctxs[key];
+    CtxRec& c = kv.At(key);
     if (c.loc.tier == Tier::kHbm && c.users == 0 && c.transfer == 0)
       DecideWait(c, WaitReason::kPreempted, std::vector<Duration>(5, u.est_run), slack);
   }
@@ -586,11 +592,7 @@ void CoreState::PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out
   OnPrefixProgress(wf, idx, tokens_done);            // a copy it completed stays
   StopRunning(wf, idx);
   if (extends && (own > 0 || decoded > 0)) {
-    CtxRec& c = ctxs[keys[0]];
-    c.tokens += own + decoded;
-    uint64_t was = c.bytes;
-    c.bytes = BlockBytes(c.tokens, c.model);
-    Hold(c.loc, static_cast<int64_t>(c.bytes - std::min(c.bytes, was)));
+    kv.Grow(kv.At(keys[0]), own + decoded, true);
     n.new_done += own;
     n.out_done += decoded;
   }
@@ -598,7 +600,7 @@ void CoreState::PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out
   // context, so it is dropped and the next placement is charged the whole recompute.
   if (recompute > 0 && tokens_done < recompute) {
     for (const std::string& key : keys) {
-      CtxRec& c = ctxs[key];
+      CtxRec& c = kv.At(key);
       bool rebuilt = std::find(n.rebuilding.begin(), n.rebuilding.end(), key) != n.rebuilding.end();
       if (rebuilt && c.loc.tier == Tier::kHbm && c.transfer == 0 && c.users == 0)
         DiscardContext(c, "preempted while recomputing");
@@ -627,7 +629,8 @@ void CoreState::OnEngineReport(const Event& e) {
     // The primary context's tokens as placed: they do not change while the node runs, so
     // no context lookup per step.
     uint64_t res = GrowthFrom(n, n.base_tokens, st.output_done);
-    wr.used = wr.used - std::min(wr.used, n.reserved) + res;
+    kv.Unreserve(e.worker, n.reserved);
+    kv.Reserve(e.worker, res);
     n.reserved = res;
     n.prog_prefill = st.prefill_done;
     n.prog_out = st.output_done;
@@ -640,13 +643,13 @@ void CoreState::OnEngineReport(const Event& e) {
 
 void CoreState::OnPoolExhausted(int w, size_t needing) {
   WorkerRec& wr = workers[static_cast<size_t>(w)];
-  uint64_t need = static_cast<uint64_t>(needing) * BlockBytes(1, ModelOf(w));
-  if (Free(w) >= need) return;  // freed since the step (a later event got here first)
+  uint64_t need = static_cast<uint64_t>(needing) * kv.BlockBytes(1, ModelOf(w));
+  if (kv.Free(w) >= need) return;  // freed since the step (a later event got here first)
   // Idle contexts go first (vLLM reuses its cached free blocks before preempting)...
-  if (EvictFor(w, need - Free(w), {})) return;
+  if (EvictFor(w, need - kv.Free(w), {})) return;
   // ...then running nodes, the policy choosing each victim.
   uint64_t leaving = 0;  // demoted victims' bytes, freed when their moves commit
-  while (Free(w) + leaving < need && !wr.nodes.empty()) {
+  while (kv.Free(w) + leaving < need && !wr.nodes.empty()) {
     std::vector<PoolVictimInfo> infos;
     std::vector<std::pair<std::string, int>> ids;
     for (const auto& [wf_id, idx] : wr.nodes) {
@@ -672,7 +675,7 @@ void CoreState::OnPoolExhausted(int w, size_t needing) {
       StopRunning(wf, idx);
       FailNode(wf, idx,
                "node '" + n.spec.id() + "' needs more KV than a worker's pool holds (" +
-                   std::to_string(Cap(w)) + " bytes) after " + std::to_string(n.prog_out) +
+                   std::to_string(kv.Capacity(w)) + " bytes) after " + std::to_string(n.prog_out) +
                    " output tokens");
       return;
     }
@@ -680,7 +683,7 @@ void CoreState::OnPoolExhausted(int w, size_t needing) {
     PreemptNode(wf, idx, n.prog_prefill, n.prog_out);
     Duration slack = dl == Time::Max() ? Duration::max() : dl - now;
     for (const std::string& key : keys) {
-      CtxRec& c = ctxs[key];
+      CtxRec& c = kv.At(key);
       if (c.loc.tier != Tier::kHbm || c.users > 0 || c.transfer != 0) continue;
       DecideWait(c, WaitReason::kPreempted, std::vector<Duration>(5, n.est_run), slack);
       // The pool must shrink now: a victim whose KV the policy would keep is dropped.

@@ -1,48 +1,12 @@
-// Tool-wait KV decisions, transfers (grants, commit on completion), prefetch timing and
-// re-evaluation of late tools, peer loss and model-epoch invalidation.
+// Decisions about KV (the ledger keeps the facts): tool-wait decisions, transfers (grants,
+// commit on completion), prefetch timing and re-evaluation of late tools, peer loss and
+// model-epoch invalidation.
 #include <algorithm>
+#include <optional>
 
 #include "scheduler/internal/core_state.h"
 
 namespace switchyard::scheduler::internal {
-
-void CoreState::Hold(const Location& l, int64_t delta) {
-  if (l.worker < 0 || l.worker >= static_cast<int>(workers.size())) return;
-  WorkerRec& w = workers[static_cast<size_t>(l.worker)];
-  uint64_t* used = HbmAccounted(l)         ? &w.used
-                   : l.tier == Tier::kHost ? &w.host_used
-                   : l.tier == Tier::kDisk ? &w.disk_used
-                                           : nullptr;
-  if (!used) return;
-  if (delta < 0) {
-    *used -= std::min(*used, static_cast<uint64_t>(-delta));
-  } else {
-    *used += static_cast<uint64_t>(delta);
-  }
-}
-
-bool CoreState::OffloadRoom(const Location& l, uint64_t bytes) const {
-  if (l.worker < 0 || l.worker >= static_cast<int>(workers.size())) return true;
-  const WorkerRec& w = workers[static_cast<size_t>(l.worker)];
-  if (l.tier == Tier::kHost && opt.host_bytes_per_worker > 0)
-    return w.host_used + bytes <= opt.host_bytes_per_worker;
-  if (l.tier == Tier::kDisk && opt.disk_bytes_per_worker > 0)
-    return w.disk_used + bytes <= opt.disk_bytes_per_worker;
-  return true;
-}
-
-void CoreState::SetLoc(CtxRec& c, const Location& l) {
-  auto offload_tier = [&](const Location& x) {
-    return (x.tier == Tier::kHost || x.tier == Tier::kDisk) && x.worker >= 0 &&
-           x.worker < static_cast<int>(workers.size());
-  };
-  if (HbmAccounted(c.loc)) workers[static_cast<size_t>(c.loc.worker)].resident.erase(&c);
-  if (offload_tier(c.loc)) workers[static_cast<size_t>(c.loc.worker)].offloaded.erase(&c);
-  c.loc = l;
-  if (HbmAccounted(l)) workers[static_cast<size_t>(l.worker)].resident.insert(&c);
-  if (offload_tier(l)) workers[static_cast<size_t>(l.worker)].offloaded.insert(&c);
-  AttachPrefix(c);  // a context references its prefix's copy where its HBM blocks are
-}
 
 void CoreState::LoadAhead() {
   int limit = policy->LoadAheadSteps();
@@ -52,8 +16,8 @@ void CoreState::LoadAhead() {
     CtxRec* ctx;
   };
   std::vector<Cand> cands;
-  for (WorkerRec& wr : workers)
-    for (CtxRec* c : wr.offloaded) {
+  for (int w = 0; w < kv.workers(); ++w)
+    for (CtxRec* c : kv.Offloaded(w)) {
       if (c->dead || c->transfer != 0 || c->users > 0) continue;
       int steps = StepsToUse(*c);
       if (steps <= limit) cands.push_back({steps, c});
@@ -65,7 +29,7 @@ void CoreState::LoadAhead() {
     CtxRec& c = *cand.ctx;
     int home = c.home >= 0 && Placeable(c.home) ? c.home : c.loc.worker;
     if (home < 0 || !Placeable(home)) continue;
-    if (Free(home) < c.bytes) return;  // stops at the first that does not fit
+    if (kv.Free(home) < c.bytes) return;  // stops at the first that does not fit
     StartTransfer(c, {Tier::kHbm, home}, TrafficClass::kBackground, CommandKind::kPrefetch,
                   Time::Max());
   }
@@ -94,7 +58,7 @@ void CoreState::OnToolStarted(WfRec& wf, int idx) {
   std::vector<Duration> q = ToolQuantiles(wf, tool, Duration(0));
   Duration slack = wf.deadline == Time::Max() ? Duration::max() : wf.deadline - now - q[2];
   for (const std::string& key : wf.contexts) {
-    CtxRec& c = ctxs[key];
+    CtxRec& c = kv.At(key);
     if (c.dead || c.users > 0 || c.transfer != 0 || c.loc.tier != Tier::kHbm) continue;
     c.wait_tool = idx;
     c.wait_started = now;
@@ -102,16 +66,17 @@ void CoreState::OnToolStarted(WfRec& wf, int idx) {
   }
 }
 
-void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q, Duration slack) {
+WaitInput CoreState::MakeWaitInput(const CtxRec& c, WaitReason reason, std::vector<Duration> q,
+                                   Duration slack) {
   int w = c.loc.worker;
   WaitInput in;
   in.reason = reason;
   in.bytes = c.bytes;
   in.tokens = c.tokens;
-  double cap = static_cast<double>(std::max<uint64_t>(1, Cap(w)));
+  double cap = static_cast<double>(std::max<uint64_t>(1, kv.Capacity(w)));
   in.hbm_fraction = static_cast<double>(c.bytes) / cap;
   in.hbm_pressure = Pressure(w);
-  in.hbm_occupancy = std::min(1.0, static_cast<double>(workers[static_cast<size_t>(w)].used) / cap);
+  in.hbm_occupancy = std::min(1.0, static_cast<double>(kv.Used(w)) / cap);
   in.running_fraction = RunningFraction(w);
   in.queue_delay = queue_delay_ewma;
   in.wait_quantiles = std::move(q);
@@ -125,6 +90,13 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   if (c.wait_tool >= 0 && c.owner)
     in.tool_samples =
         durations.ToolSamples(c.owner->nodes[static_cast<size_t>(c.wait_tool)].spec.tool_name());
+  AddDemotionOptions(c, in);
+  return in;
+}
+
+void CoreState::AddDemotionOptions(const CtxRec& c, WaitInput& in) {
+  int w = c.loc.worker;
+  double cap = static_cast<double>(std::max<uint64_t>(1, kv.Capacity(w)));
   Location here{Tier::kHbm, w};
   auto add = [&](Location dst, double dst_pressure, double dst_fraction) {
     TransferEstimate out = planner->Estimate(here, dst, c.bytes, TrafficClass::kBackground);
@@ -135,27 +107,31 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   };
   constexpr int kMaxFailedMoves = 3;
   const bool offload = c.failed_moves < kMaxFailedMoves;
-  if (offload && opt.use_host && OffloadRoom({Tier::kHost, w}, c.bytes))
+  if (offload && opt.use_host && kv.OffloadRoom({Tier::kHost, w}, c.bytes))
     add({Tier::kHost, w}, 0, 0);
-  if (offload && opt.use_disk && OffloadRoom({Tier::kDisk, w}, c.bytes))
+  if (offload && opt.use_disk && kv.OffloadRoom({Tier::kDisk, w}, c.bytes))
     add({Tier::kDisk, w}, 0, 0);
-  if (offload && opt.use_peer) {
-    // The peers with the most free HBM (a few: each option costs two planner estimates,
-    // and on a large cluster most peers are alike).
-    constexpr size_t kPeerOptions = 4;
-    std::vector<std::pair<uint64_t, int>> peers;
-    for (int x = 0; x < static_cast<int>(workers.size()); ++x)
-      if (x != w && Placeable(x) && Serves(x, c.model) && Free(x) >= c.bytes)
-        peers.push_back({Free(x), x});
-    size_t k = std::min(kPeerOptions, peers.size());
-    std::partial_sort(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(k), peers.end(),
-                      [](const auto& a, const auto& b) {
-                        return a.first != b.first ? a.first > b.first : a.second < b.second;
-                      });
-    for (size_t i = 0; i < k; ++i)
-      add({Tier::kPeer, peers[i].second}, Pressure(peers[i].second),
-          static_cast<double>(c.bytes) / cap);
-  }
+  if (!offload || !opt.use_peer) return;
+  // The peers with the most free HBM (a few: each option costs two planner estimates, and
+  // on a large cluster most peers are alike).
+  constexpr size_t kPeerOptions = 4;
+  std::vector<std::pair<uint64_t, int>> peers;
+  for (int x = 0; x < static_cast<int>(workers.size()); ++x)
+    if (x != w && Placeable(x) && Serves(x, c.model) && kv.Free(x) >= c.bytes)
+      peers.push_back({kv.Free(x), x});
+  size_t k = std::min(kPeerOptions, peers.size());
+  std::partial_sort(peers.begin(), peers.begin() + static_cast<std::ptrdiff_t>(k), peers.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.first != b.first ? a.first > b.first : a.second < b.second;
+                    });
+  for (size_t i = 0; i < k; ++i)
+    add({Tier::kPeer, peers[i].second}, Pressure(peers[i].second),
+        static_cast<double>(c.bytes) / cap);
+}
+
+void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q, Duration slack) {
+  int w = c.loc.worker;
+  WaitInput in = MakeWaitInput(c, reason, std::move(q), slack);
   WaitDecision d = policy->OnWait(in);
   if (d.action == WaitAction::kDemote) {
     Time prefetch_at = reason == WaitReason::kEviction ? Time::Max() : now + d.prefetch_after;
@@ -229,9 +205,7 @@ double CoreState::BatchHeadroom(int w) const {
 }
 
 Duration CoreState::SwapBacklog(int w) const {
-  uint64_t bytes = 0;
-  for (const auto& [id, x] : xfers)
-    if (x.src.tier == Tier::kHbm && x.src.worker == w && x.dst.tier != Tier::kHbm) bytes += x.bytes;
+  uint64_t bytes = kv.BytesLeavingHbm(w);
   if (bytes == 0) return Duration(0);
   TransferEstimate e =
       planner->Estimate({Tier::kHbm, w}, {Tier::kHost, w}, bytes, TrafficClass::kBackground);
@@ -247,19 +221,17 @@ double CoreState::RunningFraction(int w) const {
     const NodeRec& n = wit->second.nodes[static_cast<size_t>(idx)];
     held += n.reserved;
     for (const v1::CacheRef& r : n.spec.cache_refs()) {
-      auto cit = ctxs.find(ContextKey(wf_id, r.context()));
-      if (cit != ctxs.end() && cit->second.loc.worker == w && HbmAccounted(cit->second.loc))
-        held += cit->second.bytes;
+      const CtxRec* c = kv.Find(ContextKey(wf_id, r.context()));
+      if (c && c->loc.worker == w && kv.HbmAccounted(c->loc)) held += c->bytes;
     }
   }
-  return std::min(1.0,
-                  static_cast<double>(held) / static_cast<double>(std::max<uint64_t>(1, Cap(w))));
+  return std::min(
+      1.0, static_cast<double>(held) / static_cast<double>(std::max<uint64_t>(1, kv.Capacity(w))));
 }
 
 bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind,
                               Time prefetch_at, bool* refused_grant) {
-  if (HbmAccounted(dst) && Free(dst.worker) < c.bytes) return false;
-  if (!OffloadRoom(dst, c.bytes)) return false;
+  if (!kv.HasRoom(dst, c.bytes)) return false;
   Result<Grant> g = grants->Acquire(c.loc, dst, c.bytes, cls, now);
   if (!g.ok()) {
     if (refused_grant) *refused_grant = true;
@@ -269,14 +241,12 @@ bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, Command
   Duration waited =
       c.grant_refused_since == Time::Max() ? Duration(0) : now - c.grant_refused_since;
   c.grant_refused_since = Time::Max();
-  uint64_t id = next_xfer++;
-  xfers[id] = XferRec{c.key, c.loc, dst, c.bytes, g->id, false};
-  c.transfer = id;
-  Hold(dst, static_cast<int64_t>(c.bytes));
+  Location src = c.loc;
+  uint64_t id = kv.BeginMove(c, dst, g->id);
   Command cmd{.kind = kind,
               .workflow_id = c.wf,
               .context = c.key,
-              .src = c.loc,
+              .src = src,
               .dst = dst,
               .bytes = c.bytes,
               .transfer_id = id,
@@ -292,37 +262,15 @@ bool CoreState::StartTransfer(CtxRec& c, Location dst, TrafficClass cls, Command
 }
 
 void CoreState::OnTransferDone(uint64_t id, bool ok) {
-  auto it = xfers.find(id);
-  if (it == xfers.end()) {
+  std::optional<XferRec> x = kv.TakeMove(id);
+  if (!x) {
     ++ignored;
     return;
   }
-  XferRec x = it->second;
-  xfers.erase(it);
-  grants->Release(x.grant);
-  auto cit = ctxs.find(x.ctx);
-  if (cit == ctxs.end()) return;
-  CtxRec& c = cit->second;
-  c.transfer = 0;
-  bool drop = x.discard_on_done || c.dead;
-  if (ok) {
-    Hold(x.src, -static_cast<int64_t>(x.bytes));  // source buffer released only now
-    SetLoc(c, x.dst);
-    c.failed_moves = 0;
-  } else {
-    Hold(x.dst, -static_cast<int64_t>(x.bytes));
-    if (x.src.tier == Tier::kHbm) ++c.failed_moves;
-  }
-  if (drop) {
-    Hold(c.loc, -static_cast<int64_t>(c.bytes));
-    SetLoc(c, {});
-  }
-  if (c.dead) {
-    DetachPrefix(c);
-    ctxs.erase(cit);
-    return;
-  }
-  if (!ok || drop) return;
+  grants->Release(x->grant);
+  CtxRec* moved = kv.SettleMove(*x, ok);
+  if (!moved) return;  // failed, dropped, erased
+  CtxRec& c = *moved;
   WfRec* wf = FindWf(c.wf);
   bool tool_out = wf && c.wait_tool >= 0 &&
                   wf->nodes[static_cast<size_t>(c.wait_tool)].state == NState::kRunning;
@@ -339,19 +287,12 @@ void CoreState::OnTransferDone(uint64_t id, bool ok) {
 
 void CoreState::DiscardContext(CtxRec& c, const std::string& reason) {
   c.prefetch_at = c.reeval_at = Time::Max();
-  if (c.transfer != 0) {
-    xfers[c.transfer].discard_on_done = true;
-  } else if (c.loc.tier == Tier::kNone) {
-    return;
-  } else {
-    Hold(c.loc, -static_cast<int64_t>(c.bytes));
-  }
-  Location was = c.loc;
-  if (c.transfer == 0) SetLoc(c, {});
+  std::optional<Location> was = kv.Discard(c);
+  if (!was) return;
   Emit({.kind = CommandKind::kDiscard,
         .workflow_id = c.wf,
         .context = c.key,
-        .src = was,
+        .src = *was,
         .transfer_id = c.transfer,
         .reason = reason});
 }
@@ -368,9 +309,9 @@ void CoreState::OnPrefetchTimer(CtxRec& c) {
   // room now it evicts them (farthest next use first), and while the bytes it freed are
   // still leaving it looks again shortly. If there is no room or budget even so, the
   // reload happens on demand when the node is ready.
-  if (Free(home) < c.bytes) {
-    bool coming = EvictFor(home, c.bytes - Free(home), {c.key});
-    if (Free(home) < c.bytes) {
+  if (kv.Free(home) < c.bytes) {
+    bool coming = EvictFor(home, c.bytes - kv.Free(home), {c.key});
+    if (kv.Free(home) < c.bytes) {
       constexpr int kMaxPrefetchRetries = 20;
       if (coming && c.prefetch_retries++ < kMaxPrefetchRetries) {
         c.prefetch_at = now + Millis(20);
@@ -413,51 +354,21 @@ void CoreState::OnPeerLost(int w) {
     return;
   workers[static_cast<size_t>(w)].alive = false;
   // 1. Transfers touching the lost worker end now; their late completions are ignored.
-  for (auto it = xfers.begin(); it != xfers.end();) {
-    if (it->second.src.worker != w && it->second.dst.worker != w) {
-      ++it;
-      continue;
-    }
-    XferRec x = it->second;
-    it = xfers.erase(it);
-    grants->Release(x.grant);
-    CtxRec& c = ctxs[x.ctx];
-    c.transfer = 0;
-    Hold(x.dst, -static_cast<int64_t>(x.bytes));
-    if (x.discard_on_done) {
-      Hold(c.loc, -static_cast<int64_t>(c.bytes));
-      SetLoc(c, {});
-    }
-  }
+  for (const XferRec& x : kv.AbortMovesTouching(w)) grants->Release(x.grant);
   // 2. Everything stored on the worker is gone: invalidate it (recompute on next use).
-  for (auto it = prefixes.begin(); it != prefixes.end();) {
-    if (it->first.second != w) {
-      ++it;
-      continue;
-    }
-    for (CtxRec* h : it->second.holders) h->prefix_worker = -1;
-    it = prefixes.erase(it);
-  }
-  std::vector<std::string> lost;
-  for (auto& [key, c] : ctxs)
-    if (c.loc.worker == w && c.loc.tier != Tier::kNone) lost.push_back(key);
-  std::sort(lost.begin(), lost.end());
+  kv.ForgetPrefixesOn(w);
+  std::vector<std::string> lost = kv.ContextsOn(w);
   // 3. Nodes running there failed with a peer-scoped error.
   std::vector<std::pair<std::string, int>> running(workers[static_cast<size_t>(w)].nodes.begin(),
                                                    workers[static_cast<size_t>(w)].nodes.end());
   for (const auto& [wf_id, idx] : running) StopRunning(wfs[wf_id], idx);
   for (const std::string& key : lost) {
-    auto it = ctxs.find(key);
-    if (it == ctxs.end()) continue;
-    DiscardContext(it->second, "peer " + std::to_string(w) + " lost");
-    if (it->second.dead && it->second.transfer == 0) {
-      DetachPrefix(it->second);
-      ctxs.erase(it);
-    }
+    CtxRec* c = kv.Find(key);
+    if (!c) continue;
+    DiscardContext(*c, "peer " + std::to_string(w) + " lost");
+    kv.EraseIfRetired(*c);
   }
-  workers[static_cast<size_t>(w)].used = 0;
-  workers[static_cast<size_t>(w)].host_used = workers[static_cast<size_t>(w)].disk_used = 0;
-  workers[static_cast<size_t>(w)].resident.clear();
+  kv.ClearWorker(w);
   for (const auto& [wf_id, idx] : running) {
     WfRec* wf = FindWf(wf_id);
     if (!wf) continue;
@@ -473,6 +384,7 @@ void CoreState::OnPeerJoined(int w) {
   WorkerRec& r = workers[static_cast<size_t>(w)];
   r = WorkerRec{};  // also not draining: a new incarnation is in service
   r.alive = true;
+  kv.ResetWorker(w);
 }
 
 void CoreState::OnDrain(int w, bool on) {
@@ -482,10 +394,9 @@ void CoreState::OnDrain(int w, bool on) {
 
 void CoreState::DrainStep() {
   for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
-    const WorkerRec& r = workers[static_cast<size_t>(w)];
-    if (!r.draining || r.resident.empty()) continue;
+    if (!workers[static_cast<size_t>(w)].draining || kv.Resident(w).empty()) continue;
     std::vector<CtxRec*> idle;
-    for (CtxRec* c : r.resident)
+    for (CtxRec* c : kv.Resident(w))
       if (c->users == 0 && c->transfer == 0 && !c->evict_pending && !c->dead) idle.push_back(c);
     std::sort(idle.begin(), idle.end(),
               [](const CtxRec* a, const CtxRec* b) { return a->key < b->key; });
@@ -508,25 +419,15 @@ void CoreState::DrainStep() {
 bool CoreState::Drained(int w) const {
   if (w < 0 || w >= static_cast<int>(workers.size())) return false;
   const WorkerRec& r = workers[static_cast<size_t>(w)];
-  if (!r.alive || !r.draining || r.running > 0 || !r.resident.empty()) return false;
-  auto here = [w](const Location& l) {
-    return l.worker == w && (l.tier == Tier::kHbm || l.tier == Tier::kPeer);
-  };
-  for (const auto& [id, x] : xfers)
-    if (here(x.src) || here(x.dst)) return false;
-  return true;
+  if (!r.alive || !r.draining || r.running > 0 || !kv.Resident(w).empty()) return false;
+  return !kv.MovesTouchHbm(w);
 }
 
 void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
   uint64_t& cur = model_epoch[model];
   if (epoch <= cur) return;
   cur = epoch;
-  std::vector<std::string> stale;
-  for (auto& [key, c] : ctxs)
-    if (c.model == model && c.epoch < epoch && !c.dead &&
-        (c.loc.tier != Tier::kNone || c.transfer != 0))
-      stale.push_back(key);
-  std::sort(stale.begin(), stale.end());
+  std::vector<std::string> stale = kv.StaleContexts(model, epoch);
   // Running nodes writing a stale context stop at once and start over on the new epoch.
   for (WorkerRec& wr : workers) {
     std::vector<std::pair<std::string, int>> running(wr.nodes.begin(), wr.nodes.end());
@@ -550,14 +451,11 @@ void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
     }
   }
   for (const std::string& key : stale) {
-    CtxRec& c = ctxs[key];
+    CtxRec& c = kv.At(key);
     DiscardContext(c,
                    "stale model epoch " + std::to_string(c.epoch) + " < " + std::to_string(epoch));
   }
-  std::vector<PrefixRec*> stale_prefixes;
-  for (auto& [id, p] : prefixes)
-    if (p.model == model && p.epoch < epoch) stale_prefixes.push_back(&p);
-  for (PrefixRec* p : stale_prefixes)
+  for (PrefixRec* p : kv.StalePrefixes(model, epoch))
     DropPrefix(*p, "stale model epoch " + std::to_string(p->epoch) + " < " + std::to_string(epoch));
 }
 

@@ -1,17 +1,22 @@
-// Internal state of scheduler::Core, split by responsibility over core*.cc files:
-//   core.cc           event dispatch, workflow graph (submit/append/close/cancel/end), timers
+// Internal state of scheduler::Core: workflows, ordering, admission and placement, and the
+// decisions about KV, over the KV ledger (kv_ledger.h: where every context lives and how
+// much room each worker's tiers have). Split by responsibility over core*.cc files:
+//   core_events.cc    the event table: one small handler per EventKind
+//   core.cc           workflow graph (submit/append/close/cancel/end), timers, Core's API
 //   core_dispatch.cc  ordering, admission against HBM, placement with KV locality,
-//                     eviction, preemption at chunk boundaries
+//                     eviction choice, preemption at chunk boundaries
 //   core_kv.cc        tool-wait decisions, transfers and their completion, prefetch timing,
 //                     peer loss and model-epoch invalidation
 //   core_retry.cc     failure classification, retry with backoff and credit, fail closed
-//   core_prefix.cc    shared prefixes: one worker's copy per (tenant, model, prefix id),
-//                     referenced by the contexts resident there that start with it
+//   core_prefix.cc    shared prefixes as nodes read and build them (the copies themselves
+//                     are the ledger's)
+//   kv_ledger.cc      KvLedger
 // Not a public interface: only the core's .cc files include it.
 #pragma once
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -21,6 +26,7 @@
 
 #include "program_graph/workflow.h"
 #include "scheduler/core.h"
+#include "scheduler/internal/kv_ledger.h"
 
 namespace switchyard::scheduler::internal {
 
@@ -97,80 +103,13 @@ struct WfRec {
   int queued_nodes = 0;    // LLM nodes in the ready queue
 };
 
-struct CtxRec {
-  std::string key, wf, model;
-  std::string name;        // the context's name within its workflow
-  WfRec* owner = nullptr;  // its workflow (WfRec addresses are stable in the map)
-  uint64_t epoch = 0;
-  int64_t tokens = 0;
-  uint64_t bytes = 0;
-  Location loc;           // committed location (kNone: must be recomputed)
-  uint64_t transfer = 0;  // in-flight transfer id, 0 if none
-  int users = 0;          // running nodes reading/extending it
-  bool dead = false;      // workflow ended; erased when no transfer is in flight
-  Time idle_since{0};
-  Time prefetch_at = Time::Max();
-  Time reeval_at = Time::Max();
-  Time wait_started{0};
-  int wait_tool = -1;  // tool node the context is waiting on
-  int home = -1;       // worker whose HBM it left when demoted
-  // A demotion the policy chose but the link budget refused for now (its class is in debt
-  // from earlier moves): retried at reeval_at instead of falling back to discard.
-  int deferrals = 0;
-  Time grant_refused_since = Time::Max();  // first refused grant of the move still wanted
-  bool evict_pending = false;              // the deferred demotion was an eviction
-  // Moves out of HBM that failed in a row (the tier refused the blocks): after a few, no
-  // more are tried until one succeeds, so a refusing tier cannot cause endless retries.
-  int failed_moves = 0;
-  Time pinned_until{0};      // WaitDecision::pin_for of the last keep
-  int prefetch_retries = 0;  // timed reloads waiting for room (OnPrefetchTimer)
-  // The tenant's shared prefix the context starts with (CoreOptions::share_prefixes): its
-  // key (PrefixKey) and tokens; `tokens` and `bytes` above are then the context's own,
-  // after the prefix. prefix_worker: the worker whose copy this context references (-1:
-  // none; a context references the copy on the worker whose HBM holds it).
-  std::string prefix;
-  int64_t prefix_tokens = 0;
-  int prefix_worker = -1;
-};
-
-// One worker's copy of a tenant's shared prefix: its blocks, committed in that worker's
-// HBM and charged there once, however many contexts start with it. `holders` are the
-// contexts resident on the worker that reference it; `users` the running nodes reading
-// it. With neither it is idle: kept (a later context may hit it) until EvictFor needs the
-// room. `builder` is the node computing it (its prefill has not covered it yet): no other
-// node reads it until then.
-struct PrefixRec {
-  std::string key;  // PrefixKey: also the engine's context key of these blocks
-  std::string model;
-  uint64_t epoch = 0;
-  int worker = -1;
-  int64_t tokens = 0;
-  uint64_t bytes = 0;
-  std::unordered_set<CtxRec*> holders;
-  int users = 0;
-  Time idle_since{0};
-  std::pair<std::string, int> builder{"", -1};  // (workflow, node index); node -1: built
-  bool idle() const { return holders.empty() && users == 0 && builder.second < 0; }
-};
-
-struct XferRec {
-  std::string ctx;
-  Location src, dst;
-  uint64_t bytes = 0;
-  uint64_t grant = 0;
-  bool discard_on_done = false;
-};
-
+// A worker as ordering and placement see it (its KV room is the ledger's WorkerKv).
 struct WorkerRec {
-  uint64_t used = 0;
-  uint64_t host_used = 0, disk_used = 0;  // held in its host and disk offload tiers
   int running = 0;
   bool alive = true;
   bool draining = false;                        // no new placements; contexts move off
   Duration step_time{0};                        // the engine's last reported step (0: none yet)
   std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
-  std::unordered_set<CtxRec*> resident;         // contexts committed in this HBM
-  std::unordered_set<CtxRec*> offloaded;        // committed in its host or disk tier
 };
 
 struct TenantRec {
@@ -199,13 +138,13 @@ struct CoreState {
   GrantIssuer* grants;
   const ComputeCostModel* cost;
   DurationModel durations;
+  // Where KV lives and how much room each worker's tiers have: contexts, moves in flight,
+  // shared-prefix copies, HBM / host / disk accounting (kv_ledger.h).
+  KvLedger kv;
 
   // Hash maps (element addresses are stable; nothing depends on their iteration order:
   // code that walks them sorts what it collects).
   std::unordered_map<std::string, WfRec> wfs;
-  std::unordered_map<std::string, CtxRec> ctxs;
-  std::map<uint64_t, XferRec> xfers;
-  std::map<std::pair<std::string, int>, PrefixRec> prefixes;  // (prefix key, worker)
   std::vector<WorkerRec> workers;
   std::map<std::string, TenantRec> tenants;
   std::set<std::tuple<Time, uint64_t, std::string, int>> urgent;  // latest_start index
@@ -217,8 +156,9 @@ struct CoreState {
   // Mean output tokens of finished calls per model (EWMA over ~50 calls; absent: none yet).
   std::map<std::string, double> output_mean;
   uint64_t deferred_demotions = 0;
-  uint64_t next_seq = 1, next_xfer = 1, ignored = 0;
+  uint64_t next_seq = 1, ignored = 0;
   uint64_t changes = 0;           // bumped whenever memory or a queue is freed (re-dispatch needed)
+  uint64_t changes_at_event = 0;  // Changes() when the event being handled arrived
   uint64_t pool_preemptions = 0;  // nodes preempted because a KV pool ran out
   PrefixStats prefix_stats;
   bool dispatch_next_report = false;  // a preempting step skipped its dispatch
@@ -229,11 +169,47 @@ struct CoreState {
   CoreState(CoreOptions o, const Policy* p, const TransferPlanner* pl, GrantIssuer* g,
             const ComputeCostModel* c);
 
-  // core.cc
+  // core_events.cc: one handler per event kind, dispatched through a table indexed by
+  // EventKind. A handler says what follows it: the idle contexts of draining workers move
+  // off and queued nodes are placed (most events), only the placement, or nothing.
+  enum class Then : uint8_t { kDrainAndDispatch, kDispatch, kNothing };
+  using Handler = Then (CoreState::*)(const Event&);
   void Handle(const Event& e);
+  static Handler HandlerFor(EventKind kind);
+  // Memory or a queue was freed since `changes_at_event` when this differs from it.
+  uint64_t Changes() const { return changes + kv.changes(); }
+  Then HandleSubmitted(const Event& e);
+  Then HandleAppended(const Event& e);
+  Then HandleClosed(const Event& e);
+  Then HandleCancel(const Event& e);
+  Then HandleEngineStep(const Event& e);
+  Then HandleEngineReport(const Event& e);
+  Then HandleLlmStarted(const Event& e);
+  Then HandleLlmFinished(const Event& e);
+  Then HandleToolStarted(const Event& e);
+  Then HandleToolFinished(const Event& e);
+  Then HandleTransfer(const Event& e);  // completed or failed
+  Then HandlePeerLost(const Event& e);
+  Then HandlePeerJoined(const Event& e);
+  Then HandleDrain(const Event& e);  // drain or undrain
+  Then HandleEpochChanged(const Event& e);
+  Then HandleTick(const Event& e);
+  Then HandleUnknown(const Event& e);
+  // The live workflow an event names (null, counted as ignored, when there is none).
+  WfRec* EventWorkflow(const Event& e);
+  // The workflow and node index an event names (null workflow: ignored).
+  std::pair<WfRec*, int> EventNode(const Event& e);
+  // An engine's report about an earlier attempt of the node on another worker (ignored).
+  bool FromEarlierAttempt(const Event& e, const NodeRec& n);
+  // kLlmFinished OK: the primary context grows by what the node wrote; service is charged.
+  void OnLlmSucceeded(WfRec& wf, int idx, const Event& e);
+
+  // core.cc
   void Submit(const v1::Workflow& w);
   void Append(WfRec& wf, const v1::ProgramNode& n);
   void AddNode(WfRec& wf, int idx);  // scheduler record of graph node idx
+  // The ledger's record of context `r` of node `n`, created when the node names it first.
+  void AddContext(WfRec& wf, NodeRec& n, int ref);
   void Close(WfRec& wf);
   void OnReady(WfRec& wf, int idx);
   void OnSucceeded(WfRec& wf, int idx);
@@ -263,17 +239,6 @@ struct CoreState {
   bool Serves(int w, const std::string& model) const {
     return opt.worker_models.empty() || opt.worker_models[static_cast<size_t>(w)] == model;
   }
-  uint64_t BytesPerToken(const std::string& model) const { return CostOf(model).KvBytesPerToken(); }
-  // Bytes of the whole KV blocks that `tokens` tokens of `model` occupy.
-  uint64_t BlockBytes(int64_t tokens, const std::string& model) const {
-    int64_t b = std::max<int64_t>(1, opt.kv_block_tokens);
-    return tokens <= 0 ? 0 : static_cast<uint64_t>((tokens + b - 1) / b * b) * BytesPerToken(model);
-  }
-  // KV capacity of worker `w` (CoreOptions::worker_hbm_bytes, else hbm_bytes_per_worker).
-  uint64_t Cap(int w) const {
-    return opt.worker_hbm_bytes.empty() ? opt.hbm_bytes_per_worker
-                                        : opt.worker_hbm_bytes[static_cast<size_t>(w)];
-  }
   // HBM a running node holds beyond its contexts' committed blocks, once it has decoded
   // `out_total` output tokens (its whole prefill is allocated at admission).
   uint64_t Growth(const WfRec& wf, const NodeRec& n, int64_t out_total) const;
@@ -290,6 +255,24 @@ struct CoreState {
   void Dispatch();
   const QKey* PickNext(const std::set<std::pair<std::string, int>>& skipped);
   bool TryPlace(WfRec& wf, int idx);
+  // What placing node `n` (its contexts `keys`, its prefixes `prefixes_read`) on worker w
+  // needs: HBM bytes beyond `growth` and the readying cost in seconds; nothing when w
+  // cannot take it now (no free sequence, not in service, its prefix still being built).
+  struct WorkerFit {
+    uint64_t need = 0;
+    double cost_s = 0;
+  };
+  std::optional<WorkerFit> FitOn(const NodeRec& n, int w, uint64_t growth,
+                                 const std::vector<std::string>& keys,
+                                 const std::vector<std::pair<std::string, int64_t>>& prefixes_read);
+  // No worker has room: fails a node that cannot fit anywhere, else evicts for the
+  // cheapest worker `any` and tries again. Whether the node was placed.
+  bool NoRoom(WfRec& wf, int idx, const std::vector<std::string>& keys, uint64_t growth,
+              uint64_t cap, int any, uint64_t any_need);
+  // Readies the node's contexts on worker w (a move where cheaper than recomputing, else a
+  // discard); the tokens to recompute, or nothing while moves are on their way.
+  std::optional<int64_t> ReadyContexts(const NodeRec& n, int w,
+                                       const std::vector<std::string>& keys);
   // Policy::PlacementLoadWeight's term: the call's expected decode seconds on worker w,
   // its model's mean output x one step of w's batch with the call added (the cost model's
   // decode step over the running calls' KV tokens and the call's own `kv_tokens`).
@@ -300,6 +283,9 @@ struct CoreState {
   // in that worker's HBM (the engine drops the same blocks when it admits the node).
   void CutToKept(WfRec& wf, NodeRec& n, int worker);
   void Place(WfRec& wf, int idx, int worker, int64_t recompute);
+  // Place's part for the shared prefixes the node reads on w: found resident (counted in
+  // prefix_stats) or built by the node; the prefix tokens it must compute.
+  int64_t ReadPrefixes(WfRec& wf, int idx, int w, uint64_t epoch);
   void StopRunning(WfRec& wf, int idx);
   bool EvictFor(int worker, uint64_t need, const std::vector<std::string>& keep);
   void OnEngineStep(WfRec& wf, int idx, int64_t tokens_done);
@@ -312,14 +298,15 @@ struct CoreState {
   Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;
   double Pressure(int worker) const;
   bool ContextsResident(const WfRec& wf, const NodeRec& n) const;  // all committed in HBM
-  uint64_t Free(int w) const {
-    uint64_t cap = Cap(w), used = workers[static_cast<size_t>(w)].used;
-    return used >= cap ? 0 : cap - used;
-  }
 
-  // core_kv.cc
+  // core_kv.cc: decisions about KV (the ledger keeps the facts)
   void OnToolStarted(WfRec& wf, int idx);
   void DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> quantiles, Duration slack);
+  // The policy's input for a decision about `c` (resident on its worker), with every
+  // destination a demotion could take.
+  WaitInput MakeWaitInput(const CtxRec& c, WaitReason reason, std::vector<Duration> quantiles,
+                          Duration slack);
+  void AddDemotionOptions(const CtxRec& c, WaitInput& in);
   std::vector<Duration> ToolQuantiles(const WfRec& wf, const NodeRec& tool, Duration elapsed);
   // Starts a move of `c` to `dst`; false when `dst` has no room or the links grant no
   // budget now (`*refused_grant` tells which).
@@ -330,15 +317,8 @@ struct CoreState {
   Duration SwapBacklog(int worker) const;    // planned time of moves out of its HBM in flight
   double BatchHeadroom(int worker) const;    // WaitInput::batch_headroom
   void OnTransferDone(uint64_t id, bool ok);
+  // Drops the context's KV (KvLedger::Discard) and emits kDiscard.
   void DiscardContext(CtxRec& c, const std::string& reason);
-  void Hold(const Location& l, int64_t delta);
-  void SetLoc(CtxRec& c, const Location& l);
-  // Room for `bytes` in a worker's host or disk tier (always, when not modelled).
-  bool OffloadRoom(const Location& l, uint64_t bytes) const;
-  bool HbmAccounted(const Location& l) const {
-    return (l.tier == Tier::kHbm || l.tier == Tier::kPeer) && l.worker >= 0 &&
-           l.worker < static_cast<int>(workers.size());
-  }
   void OnPrefetchTimer(CtxRec& c);
   void LoadAhead();  // Policy::LoadAheadSteps
   void OnReevalTimer(CtxRec& c);
@@ -358,23 +338,17 @@ struct CoreState {
   }
   void OnEpochChanged(const std::string& model, uint64_t epoch);
 
-  // core_prefix.cc
+  // core_prefix.cc: the nodes' side of shared prefixes (the copies are the ledger's)
   // The prefixes a node reads (those of its contexts), without repeats.
   std::vector<std::pair<std::string, int64_t>> NodePrefixes(const WfRec& wf,
                                                             const NodeRec& n) const;
-  PrefixRec* FindPrefix(const std::string& key, int worker);
   // A resident copy of `key` spares the node prefill: it creates a context starting with it
   // or rebuilds a discarded one (else its context holds its own tokens only and the prefix
   // would not have been computed again).
   bool PrefixSaves(const WfRec& wf, const NodeRec& n, const std::string& key) const;
-  // The copy on `worker` a node may read now: committed, its builder done.
-  const PrefixRec* ReadyPrefix(const std::string& key, int worker) const;
-  bool PrefixBuilding(const std::string& key, int worker) const;
   // Creates the copy on `worker`, built by node (wf, idx); charges its bytes there.
   PrefixRec& BuildPrefix(const std::string& key, int64_t tokens, int worker, const WfRec& wf,
                          int idx, const std::string& model, uint64_t epoch);
-  void AttachPrefix(CtxRec& c);  // references the copy where c is resident, if any
-  void DetachPrefix(CtxRec& c);
   // Drops the copy (emits kDiscard of its key at its worker) and detaches its holders.
   void DropPrefix(PrefixRec& p, const std::string& reason);
   // The node stops running: its reads end; a copy it was still building is dropped.
@@ -384,7 +358,6 @@ struct CoreState {
   void OnPrefixProgress(WfRec& wf, int idx, int64_t prefill_done);
   // Idle copies on `worker`, least recently used first, dropped until `need` is freed.
   uint64_t EvictIdlePrefixes(int worker, uint64_t need);
-  uint64_t IdlePrefixBytes(int worker) const;
 
   // core_retry.cc
   void OnNodeFailed(WfRec& wf, int idx, const Status& st);
