@@ -18,7 +18,7 @@
 #include <fstream>
 
 #include "cli/command.h"
-#include "kv_tiers/transport/calibrate.h"
+#include "net_budget/link_calibrate/calibrate.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
 #if SWITCHYARD_HAVE_CPU_CALIBRATE
@@ -149,8 +149,6 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
 }
 #endif
 
-namespace tx = switchyard::kv_tiers::transport;
-
 constexpr char kUsage[] =
     "usage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
     "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n"
@@ -164,14 +162,15 @@ int Usage(const std::string& why) {
 
 // The fit (`calibration_json`, CalibrationJson's) as link `link` of the link file `path`.
 switchyard::Status StoreInLinkFile(const std::string& path, const std::string& link,
-                                   const std::string& label, const tx::CalibrateOptions& options,
+                                   const std::string& label,
+                                   const switchyard::net_budget::CalibrateOptions& options,
                                    const std::string& calibration_json) {
   switchyard::v1::MeasuredLink m;
   SY_RETURN_IF_ERROR(switchyard::proto::ParseJson(calibration_json, m.mutable_calibration()));
   m.set_link(link);
   m.set_label(label);
   m.set_transport(options.transport);
-  m.set_peer(options.peer);
+  m.set_peer(options.address);
   m.set_min_bytes(options.min_bytes);
   m.set_max_bytes(options.max_bytes);
   m.set_iters(options.iters);
@@ -190,18 +189,18 @@ int RunCalibrate(const std::vector<std::string>& args) {
     return 2;
 #endif
   }
-  tx::CalibrateOptions options;
+  switchyard::net_budget::CalibrateOptions options;
   std::string out, label, link, links_out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (i + 1 >= args.size()) return Usage("missing value after " + a);
     const std::string& v = args[++i];
     if (a == "--peer") {
-      options.peer = v;
+      options.address = v;
     } else if (a == "--transport") {
       options.transport = v;
     } else if (a == "--min" || a == "--max") {
-      auto n = tx::ParseByteSize(v);
+      auto n = switchyard::net_budget::ParseByteSize(v);
       if (!n.ok()) return Usage(n.status().message());
       (a == "--min" ? options.min_bytes : options.max_bytes) = *n;
     } else if (a == "--iters") {
@@ -221,7 +220,7 @@ int RunCalibrate(const std::vector<std::string>& args) {
       return Usage("unknown option " + a);
     }
   }
-  if (options.peer.empty()) return Usage("--peer is required");
+  if (options.address.empty()) return Usage("--peer is required");
   if (link.empty() != links_out.empty())
     return Usage("--link NAME and --links-out FILE go together (the link file names each link)");
   if (label.empty()) {
@@ -230,12 +229,14 @@ int RunCalibrate(const std::vector<std::string>& args) {
   }
   std::printf("%12s %8s %12s %12s %12s %12s\n", "bytes", "samples", "p50_us", "p95_us", "p99_us",
               "p50_MB/s");
-  auto fit = tx::RunCalibration(options, [](const switchyard::net_budget::SizePercentiles& p) {
-    std::printf("%12llu %8u %12.1f %12.1f %12.1f %12.1f\n",
-                static_cast<unsigned long long>(p.bytes), p.samples, p.p50_s * 1e6, p.p95_s * 1e6,
-                p.p99_s * 1e6, p.p50_s > 0 ? static_cast<double>(p.bytes) / p.p50_s / 1e6 : 0.0);
-    std::fflush(stdout);
-  });
+  auto fit = switchyard::net_budget::RunCalibration(
+      options, [](const switchyard::net_budget::SizePercentiles& p) {
+        std::printf("%12llu %8u %12.1f %12.1f %12.1f %12.1f\n",
+                    static_cast<unsigned long long>(p.bytes), p.samples, p.p50_s * 1e6,
+                    p.p95_s * 1e6, p.p99_s * 1e6,
+                    p.p50_s > 0 ? static_cast<double>(p.bytes) / p.p50_s / 1e6 : 0.0);
+        std::fflush(stdout);
+      });
   if (!fit.ok()) {
     std::fprintf(stderr, "calibrate: %s\n", fit.status().ToString().c_str());
     return 1;
@@ -243,7 +244,7 @@ int RunCalibrate(const std::vector<std::string>& args) {
   std::printf("fit: alpha=%.2f us beta=%.4g s/B (bandwidth %.1f MB/s) r2=%.4f\n",
               fit->model.alpha_s * 1e6, fit->model.beta_s_per_byte, fit->model.bandwidth() / 1e6,
               fit->r_squared);
-  auto json = tx::CalibrationJson(*fit, label);
+  auto json = switchyard::net_budget::CalibrationJson(*fit, label);
   if (!json.ok()) {
     std::fprintf(stderr, "calibrate: %s\n", json.status().ToString().c_str());
     return 1;

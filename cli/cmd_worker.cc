@@ -2,7 +2,7 @@
 //                    [--credit-per-sender BYTES] [--credit-total BYTES]
 //                    [--verify-offload BYTES]
 //                    [--transport-param KEY=VALUE]... [--log-level LEVEL]`
-// Hosts a host tier for peers (kv_tiers/transport/peer_worker.h) until SIGINT/SIGTERM.
+// Runs a KV store (kv_tiers/kv_store/kv_store_server.h) until SIGINT/SIGTERM.
 // `switchyard worker --join HOST:PORT --engine simulated|cpu ...`: instead an engine joined to
 // a running serve (cli/worker_join.cc).
 // --credit-per-sender (alias --credit-bytes) / --credit-total: the receiver-granted credit
@@ -12,7 +12,7 @@
 // reason `credit`.
 // --verify-offload: puts this large or larger are verified on a thread of their own; 0
 // verifies all on the transport's thread (default: 256K without TCP, 4M with TCP in
-// UCX_TLS; WorkerOptions::verify_offload_bytes).
+// UCX_TLS; KvStoreServerOptions::verify_offload_bytes).
 // --transport-param: a transport setting (TransportConfig::params), e.g. err_mode=none or
 // a UCX key without its UCX_ prefix (TLS=sm,self); repeatable.
 // Prints "listening on HOST:PORT communicator_epoch=N verify_offload_bytes=N
@@ -23,8 +23,8 @@
 
 #include "base/logging.h"
 #include "cli/command.h"
-#include "kv_tiers/transport/calibrate.h"
-#include "kv_tiers/transport/peer_worker.h"
+#include "kv_tiers/kv_store/kv_store_server.h"
+#include "net_budget/link_calibrate/calibrate.h"
 
 namespace switchyard::cli {
 bool WantsJoin(const std::vector<std::string>& args);       // cli/worker_join.cc
@@ -34,14 +34,14 @@ const char* JoinedWorkerUsage();                            // cli/worker_join.c
 
 namespace {
 
-using switchyard::kv_tiers::transport::ParseByteSize;
-using switchyard::kv_tiers::transport::PeerWorker;
-using switchyard::kv_tiers::transport::WorkerOptions;
+using switchyard::kv_tiers::kv_store::KvStoreServer;
+using switchyard::kv_tiers::kv_store::KvStoreServerOptions;
+using switchyard::net_budget::ParseByteSize;
 
-std::atomic<PeerWorker*> g_worker{nullptr};
+std::atomic<KvStoreServer*> g_worker{nullptr};
 
 void OnSignal(int) {
-  PeerWorker* w = g_worker.load();
+  KvStoreServer* w = g_worker.load();
   if (w != nullptr) w->Stop();
 }
 
@@ -64,7 +64,7 @@ int RunWorker(const std::vector<std::string>& args) {
   }
   // --join: an engine joined to a running serve (cli/worker_join.cc).
   if (switchyard::cli::WantsJoin(args)) return switchyard::cli::RunJoinedWorker(args);
-  WorkerOptions options;
+  KvStoreServerOptions options;
   options.listen.clear();
   switchyard::LogOptions log;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -97,7 +97,7 @@ int RunWorker(const std::vector<std::string>& args) {
   }
   if (options.listen.empty()) return Usage("--listen is required");
   switchyard::InitLogging(log);
-  auto worker = PeerWorker::Start(options);
+  auto worker = KvStoreServer::Start(options);
   if (!worker.ok()) {
     std::fprintf(stderr, "worker: %s\n", worker.status().ToString().c_str());
     return 1;

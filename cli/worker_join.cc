@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "base/logging.h"
-#include "kv_tiers/transport/calibrate.h"
+#include "net_budget/link_calibrate/calibrate.h"
 #include "workers/worker_agent.h"
 
 namespace switchyard::cli {
@@ -79,7 +79,7 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
       o.model = v;
     } else if (a == "--kv-pool-bytes" || a == "--kv-capacity" || a == "--credit-per-sender" ||
                a == "--credit-total") {
-      auto n = kv_tiers::transport::ParseByteSize(v);
+      auto n = net_budget::ParseByteSize(v);
       if (!n.ok()) return JoinUsage(a + ": " + n.status().message());
       if (a == "--kv-pool-bytes") o.kv_pool_capacity_bytes = *n;
       if (a == "--kv-capacity") o.kv_capacity_bytes = *n;

@@ -76,15 +76,28 @@ install(TARGETS ${_sy_install_targets} sy_switchyard
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # Public headers of every installed module, and the generated protobuf headers.
+# The byte transports, the KV store, the tiers over it and link calibration
+# (sy_kv_transport, sy_kv_store, sy_kv_remote, sy_link_calibrate) are not part of the
+# embedding API: their headers are not installed, also where their folder sits inside an
+# installed module's (kv_tiers/transport/, kv_tiers/kv_store/, kv_tiers/remote/,
+# net_budget/link_calibrate/).
+set(_sy_headers_not_installed kv_tiers/transport kv_tiers/kv_store kv_tiers/remote
+    net_budget/link_calibrate)
 foreach(t ${_sy_install_targets})
   string(REGEX REPLACE "^sy_" "" module ${t})
-  if(module STREQUAL "kv_transport")
+  if(module MATCHES "^(kv_transport|kv_store|kv_remote|link_calibrate)$")
     continue()
   endif()
   if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${module})
+    set(_sy_skip)
+    foreach(sub ${_sy_headers_not_installed})
+      if(sub MATCHES "^${module}/")
+        list(APPEND _sy_skip REGEX "/${sub}$" EXCLUDE)
+      endif()
+    endforeach()
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${module}/
             DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${module}
-            FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
+            FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE ${_sy_skip})
   endif()
 endforeach()
 install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/switchyard/v1/

@@ -182,7 +182,7 @@ struct SchedulerConfig {
   // Set: completes FillCluster's answer, called last (serve's joined workers).
   std::function<void(v1::ClusterState*)> fill_cluster;
   // Set: worker w's HBM tier (its KV pool's blocks) when they live outside this process —
-  // serve's joined workers: each one's KV store, reached over the peer protocol (UCX). It
+  // serve's joined workers: each one's KV store, reached over the KV-store protocol (UCX). It
   // gets the tier's slot size and capacity; null for a worker whose pool stays an emulated
   // arena in this process.
   std::function<Result<std::unique_ptr<kv_tiers::Tier>>(int worker, const kv_tiers::TierOptions&)>

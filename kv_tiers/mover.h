@@ -12,7 +12,8 @@
 //
 // Implementations: "local" (chunked memcpy on a small worker pool), "cuda"
 // (cudaMemcpyAsync on streams with events; CUDA builds), "disk" (RocksDB block I/O), and
-// transports in kv_tiers/transport. They are selected by capability through MoverSet.
+// movers over KV stores in other processes (kv_tiers/remote: "direct"). They are selected by
+// capability through MoverSet.
 //
 // Thread-safety: Submit may be called from any thread; a MoveHandle is used from one
 // thread at a time. Completion callbacks run on the EventLoop.

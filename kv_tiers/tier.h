@@ -6,7 +6,7 @@
 //             *emulated HBM* arena in host memory whose name() is "emulated-hbm".
 //   - "host": pinned (cudaHostAlloc) memory when a device answers, else aligned memory.
 //   - "disk": RocksDB (a column family for block bytes, one for block metadata).
-//   - "peer": another node's memory, implemented by kv_tiers/transport (PeerTier).
+//   - "peer": another node's memory (PeerTier), implemented by kv_tiers/remote over a KV store.
 // Byte-addressable tiers (capabilities().addressable) expose Data(); every tier supports
 // block I/O (Write/Read and their batched forms) so movers and tests can copy through it.
 // Tiers are created by kind through the TierRegistry (tier_registry.h), never by #ifdef.

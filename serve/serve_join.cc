@@ -10,9 +10,9 @@
 #include "executors/cpu/model_shape.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/mover.h"
+#include "kv_tiers/remote/direct_put_mover.h"
+#include "kv_tiers/remote/kv_store_tier.h"
 #include "kv_tiers/tier.h"
-#include "kv_tiers/transport/direct_peer_mover.h"
-#include "kv_tiers/transport/remote_host_tier.h"
 #include "workers/put_orders.h"
 #include "workers/remote_engine.h"
 
@@ -20,20 +20,20 @@ namespace switchyard::serve {
 
 namespace {
 
-namespace tx = kv_tiers::transport;
+namespace kv_store = kv_tiers::kv_store;
 
 // The joined workers' KV stores as the driver's HBM tiers: connected when the driver
 // starts, read by the cluster listing (the sender's credit ledger) while it runs, and
 // reconnected when a worker rejoins; and the orderer of direct puts between them.
 struct RemoteKv {
   std::mutex mu;
-  std::map<int, tx::RemoteHostTier*> tiers;  // owned by the driver
+  std::map<int, kv_tiers::remote::KvStoreTier*> tiers;  // owned by the driver
   std::shared_ptr<workers::ControlPutOrderer> orderer =
       std::make_shared<workers::ControlPutOrderer>();
 };
 
-tx::PeerClientOptions KvClientOptions(const v1::WorkerHello& h) {
-  tx::PeerClientOptions client;
+kv_store::KvStoreClientOptions KvClientOptions(const v1::WorkerHello& h) {
+  kv_store::KvStoreClientOptions client;
   client.transport = h.kv_transport().empty() ? std::string("ucx") : h.kv_transport();
   for (const auto& [k, v] : h.kv_transport_params()) client.transport_config.params[k] = v;
   client.sender_name = "serve";
@@ -45,8 +45,10 @@ tx::PeerClientOptions KvClientOptions(const v1::WorkerHello& h) {
 // worker's store once one joins (ReconnectKvStore).
 std::unique_ptr<kv_tiers::Tier> DetachedStore(workers::RemoteWorker* rw, int w,
                                               const kv_tiers::TierOptions& o,
-                                              const tx::RemoteHostTierOptions& ro, RemoteKv* kv) {
-  std::unique_ptr<tx::RemoteHostTier> tier = tx::RemoteHostTier::Detached(o, ro);
+                                              const kv_tiers::remote::KvStoreTierOptions& ro,
+                                              RemoteKv* kv) {
+  std::unique_ptr<kv_tiers::remote::KvStoreTier> tier =
+      kv_tiers::remote::KvStoreTier::Detached(o, ro);
   kv->orderer->AddStore(tier.get(), rw);
   std::lock_guard<std::mutex> l(kv->mu);
   kv->tiers[w] = tier.get();
@@ -57,7 +59,7 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(workers::RemoteWorker* rw
                                                        const kv_tiers::TierOptions& o,
                                                        RemoteKv* kv) {
   const v1::WorkerHello h = rw->hello();
-  tx::RemoteHostTierOptions ro;
+  kv_tiers::remote::KvStoreTierOptions ro;
   ro.context = "hbm-w" + std::to_string(w);
   ro.peer_id = static_cast<PeerId>(w);
   // A spare slot, or a worker lost while serve waited for the others (its store went with
@@ -65,10 +67,10 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(workers::RemoteWorker* rw
   if (rw->vacant() || (rw->lost() && !h.kv_address().empty()))
     return DetachedStore(rw, w, o, ro, kv);
   if (h.kv_address().empty()) return std::unique_ptr<kv_tiers::Tier>();
-  tx::PeerClientOptions client = KvClientOptions(h);
+  kv_store::KvStoreClientOptions client = KvClientOptions(h);
   const kv_tiers::TierOptions& to = o;
   // Refused (InvalidArgument) when the store holds less than the pool needs here.
-  auto tier = tx::RemoteHostTier::Connect(h.kv_address(), to, client, ro);
+  auto tier = kv_tiers::remote::KvStoreTier::Connect(h.kv_address(), to, client, ro);
   if (!tier.ok() && rw->lost()) return DetachedStore(rw, w, o, ro, kv);  // lost meanwhile
   if (!tier.ok())
     return tier.status().Annotate("worker " + h.worker_id() + "'s KV store at " + h.kv_address() +
@@ -212,7 +214,7 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
     if (w < local) return we;  // the driver's own engine
     workers::RemoteWorker* rw = js->worker(static_cast<size_t>(w - local));
     if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
-    tx::RemoteHostTier* store = nullptr;
+    kv_tiers::remote::KvStoreTier* store = nullptr;
     {
       std::lock_guard<std::mutex> l(kv->mu);
       auto t = kv->tiers.find(w);
@@ -230,15 +232,15 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
     return we;
   };
   // Moves between two joined workers' stores are put directly by the source's worker
-  // when it takes put orders (DirectPeerMover, preferred to the relay), else relayed.
+  // when it takes put orders (DirectPutMover, preferred to the relay), else relayed.
   for (size_t i = 0; i < js->size(); ++i)
     workers::ControlPutOrderer::Attach(kv->orderer, js->worker(i));
   config->add_movers = [orderer = kv->orderer](const kv_tiers::MoverEnv& env,
                                                kv_tiers::MoverSet* movers) {
     // A destination the source's worker cannot reach: that move and the pair's next ones
     // are relayed.
-    movers->Add(std::make_shared<tx::DirectPeerMover>(env, orderer,
-                                                      std::make_shared<kv_tiers::RelayMover>(env)),
+    movers->Add(std::make_shared<kv_tiers::remote::DirectPutMover>(
+                    env, orderer, std::make_shared<kv_tiers::RelayMover>(env)),
                 3);
   };
   join->SetRejoinHandler(
@@ -275,8 +277,8 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
       if (t != kv->tiers.end()) {  // serve's ledger of the credit the worker granted it
         w.set_serve_puts(t->second->puts_posted());
         w.set_serve_gets(t->second->gets_posted());
-        if (std::shared_ptr<tx::PeerClient> client = t->second->client()) {
-          tx::PeerClient& c = *client;
+        if (std::shared_ptr<kv_store::KvStoreClient> client = t->second->client()) {
+          kv_store::KvStoreClient& c = *client;
           w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
           if (auto st = c.credits()->State(c.address()); st.ok())
             w.set_sender_credit_in_use_bytes(st->inflight_bytes);

@@ -10,8 +10,8 @@
 // workers 0..local-1 keep the driver's own engine (the factory returns none for them),
 // workers local..local+N-1 get a RemoteEngine (workers/remote_engine.h) over their
 // connection, in join order. Each worker's KV store becomes its HBM tier (hbm_tier_factory,
-// a RemoteHostTier); a move between two of them is a direct put the source's worker makes
-// when ordered over its control connection (add_movers: a kv_tiers DirectPeerMover over a
+// a KvStoreTier); a move between two of them is a direct put the source's worker makes
+// when ordered over its control connection (add_movers: a kv_tiers DirectPutMover over a
 // ControlPutOrderer, workers/put_orders.h, preferred to serve's relay; a worker that takes
 // no orders is relayed). Once the service runs, Attach wires each worker's loss to
 // SchedulerDriver::PeerLost (a loss before that is delivered then), and a lost worker's

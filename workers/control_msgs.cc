@@ -111,9 +111,9 @@ Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope
                             "on the worker: " + message, false, scope);
 }
 
-namespace tx = kv_tiers::transport;
+namespace kv_store = kv_tiers::kv_store;
 
-void ToStoreRef(const tx::StoreRef& s, v1::KvStoreRef* m) {
+void ToStoreRef(const kv_store::StoreRef& s, v1::KvStoreRef* m) {
   m->set_address(s.address);
   m->set_transport(s.transport);
   for (const auto& [k, v] : s.transport_config.params) (*m->mutable_transport_params())[k] = v;
@@ -123,8 +123,8 @@ void ToStoreRef(const tx::StoreRef& s, v1::KvStoreRef* m) {
   m->set_context_id(s.context_id);
 }
 
-tx::StoreRef FromStoreRef(const v1::KvStoreRef& m) {
-  tx::StoreRef s;
+kv_store::StoreRef FromStoreRef(const v1::KvStoreRef& m) {
+  kv_store::StoreRef s;
   s.address = m.address();
   if (!m.transport().empty()) s.transport = m.transport();
   for (const auto& [k, v] : m.transport_params()) s.transport_config.params[k] = v;
@@ -135,7 +135,7 @@ tx::StoreRef FromStoreRef(const v1::KvStoreRef& m) {
   return s;
 }
 
-void ToPutBlocks(const tx::DirectPutOrder& o, v1::PutBlocks* m) {
+void ToPutBlocks(const kv_store::DirectPutOrder& o, v1::PutBlocks* m) {
   m->set_order_id(o.order_id);
   m->set_transfer_id(o.transfer_id);
   ToStoreRef(o.source, m->mutable_source());
@@ -145,7 +145,7 @@ void ToPutBlocks(const tx::DirectPutOrder& o, v1::PutBlocks* m) {
   m->set_flow_key(o.flow_key);
   m->set_timeout_ms(static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout).count()));
-  for (const tx::DirectBlock& b : o.blocks) {
+  for (const kv_store::DirectBlock& b : o.blocks) {
     v1::PutBlock* x = m->add_blocks();
     x->set_source_block_id(b.source_block_id);
     x->set_source_generation(b.source_generation);
@@ -156,7 +156,7 @@ void ToPutBlocks(const tx::DirectPutOrder& o, v1::PutBlocks* m) {
   }
 }
 
-Result<tx::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m) {
+Result<kv_store::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m) {
   const std::string what = "put_blocks order " + std::to_string(m.order_id());
   if (m.blocks().empty()) return Status::InvalidArgument(what + ": no blocks");
   if (m.destination().address().empty())
@@ -166,7 +166,7 @@ Result<tx::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m) {
     return Status::InvalidArgument(what + ": traffic_class " +
                                    std::to_string(static_cast<int>(m.traffic_class())) +
                                    " is not a traffic class");
-  tx::DirectPutOrder o;
+  kv_store::DirectPutOrder o;
   o.order_id = m.order_id();
   o.transfer_id = m.transfer_id();
   o.source = FromStoreRef(m.source());
@@ -179,7 +179,7 @@ Result<tx::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m) {
     if (x.bytes() == 0)
       return Status::InvalidArgument(what + ": block " + std::to_string(x.block_id()) +
                                      " has bytes 0");
-    tx::DirectBlock b;
+    kv_store::DirectBlock b;
     b.source_block_id = x.source_block_id();
     b.source_generation = x.source_generation();
     b.block_id = x.block_id();
@@ -191,7 +191,7 @@ Result<tx::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m) {
   return o;
 }
 
-void ToPutBlocksDone(const tx::DirectPutOutcome& o, v1::PutBlocksDone* m) {
+void ToPutBlocksDone(const kv_store::DirectPutOutcome& o, v1::PutBlocksDone* m) {
   m->set_order_id(o.order_id);
   m->set_status_code(static_cast<int32_t>(o.status.code()));
   m->set_status_message(o.status.message());
@@ -200,9 +200,10 @@ void ToPutBlocksDone(const tx::DirectPutOutcome& o, v1::PutBlocksDone* m) {
   m->set_validated(o.events.validated);
   m->set_committed(o.events.committed);
   m->set_rejected(o.events.rejected);
-  if (o.events.rejected) m->set_reject_reason(std::string(tx::RejectReasonName(o.events.reason)));
+  if (o.events.rejected)
+    m->set_reject_reason(std::string(kv_store::RejectReasonName(o.events.reason)));
   m->set_unreachable(o.unreachable);
-  for (const tx::BlockRef& b : o.blocks) {
+  for (const kv_store::BlockRef& b : o.blocks) {
     v1::PutBlockResult* r = m->add_blocks();
     r->set_block_id(b.block_id);
     r->set_checksum(b.checksum);
@@ -212,8 +213,8 @@ void ToPutBlocksDone(const tx::DirectPutOutcome& o, v1::PutBlocksDone* m) {
   m->set_worker_time_ns(o.took.count());
 }
 
-tx::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m) {
-  tx::DirectPutOutcome o;
+kv_store::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m) {
+  kv_store::DirectPutOutcome o;
   o.order_id = m.order_id();
   o.status = StatusFromWire(m.status_code(), m.status_message(), ErrorScope::kTransfer);
   o.events.posted = m.posted();

@@ -12,7 +12,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "executors/step_runner.h"
-#include "kv_tiers/transport/direct_order.h"
+#include "kv_tiers/kv_store/direct_order.h"
 #include "proto/switchyard/v1/worker_control.pb.h"
 
 namespace switchyard::workers {
@@ -36,14 +36,14 @@ void FromItemResult(const v1::ControlItemResult& m, executors::StepItem* item);
 // Internal.
 Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope);
 
-void ToStoreRef(const kv_tiers::transport::StoreRef& s, v1::KvStoreRef* out);
-kv_tiers::transport::StoreRef FromStoreRef(const v1::KvStoreRef& m);
+void ToStoreRef(const kv_tiers::kv_store::StoreRef& s, v1::KvStoreRef* out);
+kv_tiers::kv_store::StoreRef FromStoreRef(const v1::KvStoreRef& m);
 
-void ToPutBlocks(const kv_tiers::transport::DirectPutOrder& order, v1::PutBlocks* out);
+void ToPutBlocks(const kv_tiers::kv_store::DirectPutOrder& order, v1::PutBlocks* out);
 // InvalidArgument naming the field when the order cannot be carried out as sent (no
 // blocks, no destination address, an unknown traffic class).
-Result<kv_tiers::transport::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m);
-void ToPutBlocksDone(const kv_tiers::transport::DirectPutOutcome& outcome, v1::PutBlocksDone* out);
-kv_tiers::transport::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m);
+Result<kv_tiers::kv_store::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m);
+void ToPutBlocksDone(const kv_tiers::kv_store::DirectPutOutcome& outcome, v1::PutBlocksDone* out);
+kv_tiers::kv_store::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m);
 
 }  // namespace switchyard::workers

@@ -9,7 +9,7 @@
 
 namespace switchyard::workers {
 
-namespace tx = kv_tiers::transport;
+namespace kv_store = kv_tiers::kv_store;
 
 Result<std::unique_ptr<CpuWorker>> CpuWorker::Load(const std::string& path) {
   std::unique_ptr<CpuWorker> w(new CpuWorker());
@@ -64,7 +64,8 @@ void SetStatus(const Status& st, std::chrono::steady_clock::time_point start, Do
 }
 }  // namespace
 
-void CpuWorker::Export(const v1::KvExport& m, tx::PeerWorker* store, v1::KvExportDone* out) const {
+void CpuWorker::Export(const v1::KvExport& m, kv_store::KvStoreServer* store,
+                       v1::KvExportDone* out) const {
   auto start = std::chrono::steady_clock::now();
   out->set_order_id(m.order_id());
   Status st = DoExport(m, store, out);
@@ -72,7 +73,7 @@ void CpuWorker::Export(const v1::KvExport& m, tx::PeerWorker* store, v1::KvExpor
   SetStatus(st.Annotate("exporting " + m.context()), start, out);
 }
 
-Status CpuWorker::DoExport(const v1::KvExport& m, tx::PeerWorker* store,
+Status CpuWorker::DoExport(const v1::KvExport& m, kv_store::KvStoreServer* store,
                            v1::KvExportDone* out) const {
   if (!runner_) return Status::FailedPrecondition("the worker's engine runs no steps yet");
   if (!store) return Status::FailedPrecondition("the worker has no KV store (--kv-listen none)");
@@ -87,21 +88,21 @@ Status CpuWorker::DoExport(const v1::KvExport& m, tx::PeerWorker* store,
       return Status::InvalidArgument("block " + std::to_string(i) + " is " +
                                      std::to_string(b.bytes()) + " B, the pool's are " +
                                      std::to_string(bpb));
-    auto buf = std::make_shared<tx::ByteBuffer>(bpb);
+    auto buf = std::make_shared<kv_store::ByteBuffer>(bpb);
     std::memcpy(buf->data.get(), v.blocks[static_cast<size_t>(i)], bpb);
-    tx::BlockHeader h;
+    kv_store::BlockHeader h;
     h.communicator_epoch = m.store().communicator_epoch();
     h.model_epoch = m.store().model_epoch();
     h.generation = b.generation();
     h.length = bpb;
     h.workflow_id = m.store().workflow_id();
     h.context_id = m.store().context_id();
-    h.blocks.push_back(tx::BlockRef{b.block_id(), bpb, 0});  // its checksum: the store's
-    tx::RejectReason r = store->CommitLocalHashing(&h, buf);
-    if (r != tx::RejectReason::kNone)
+    h.blocks.push_back(kv_store::BlockRef{b.block_id(), bpb, 0});  // its checksum: the store's
+    kv_store::RejectReason r = store->CommitLocalHashing(&h, buf);
+    if (r != kv_store::RejectReason::kNone)
       return Status::Aborted("the KV store refused block " + std::to_string(i) + " (id " +
                              std::to_string(b.block_id()) +
-                             "): " + std::string(tx::RejectReasonName(r)));
+                             "): " + std::string(kv_store::RejectReasonName(r)));
     out->add_checksums(h.blocks[0].checksum);
   }
   out->set_tokens(v.tokens);
@@ -110,7 +111,8 @@ Status CpuWorker::DoExport(const v1::KvExport& m, tx::PeerWorker* store,
   return Status::OK();
 }
 
-void CpuWorker::Import(const v1::KvImport& m, const tx::PeerWorker* store, v1::KvImportDone* out) {
+void CpuWorker::Import(const v1::KvImport& m, const kv_store::KvStoreServer* store,
+                       v1::KvImportDone* out) {
   auto start = std::chrono::steady_clock::now();
   out->set_order_id(m.order_id());
   Status st = DoImport(m, store);
@@ -118,30 +120,30 @@ void CpuWorker::Import(const v1::KvImport& m, const tx::PeerWorker* store, v1::K
   SetStatus(st.Annotate("importing " + m.context()), start, out);
 }
 
-Status CpuWorker::DoImport(const v1::KvImport& m, const tx::PeerWorker* store) {
+Status CpuWorker::DoImport(const v1::KvImport& m, const kv_store::KvStoreServer* store) {
   if (!runner_) return Status::FailedPrecondition("the worker's engine runs no steps yet");
   if (!store) return Status::FailedPrecondition("the worker has no KV store (--kv-listen none)");
   // Every block first (the store's checks), then the pool: nothing is copied from a set
   // that is not whole.
-  std::vector<tx::StoredBlock> found;
+  std::vector<kv_store::StoredBlock> found;
   const uint64_t bpb = runner_->block_bytes();
   for (int i = 0; i < m.blocks_size(); ++i) {
     const v1::KvStoreBlock& b = m.blocks(i);
-    tx::GetRequest g;
+    kv_store::GetRequest g;
     g.communicator_epoch = m.store().communicator_epoch();
     g.model_epoch = m.store().model_epoch();
     g.generation = b.generation();
     g.workflow_id = m.store().workflow_id();
     g.context_id = m.store().context_id();
     g.block_ids = {b.block_id()};
-    std::vector<tx::StoredBlock> one;
-    tx::RejectReason r = store->ReadCommitted(g, &one);
-    if (r != tx::RejectReason::kNone || one.size() != 1)
+    std::vector<kv_store::StoredBlock> one;
+    kv_store::RejectReason r = store->ReadCommitted(g, &one);
+    if (r != kv_store::RejectReason::kNone || one.size() != 1)
       return Status::DataLoss("block " + std::to_string(i) + " (id " +
                                   std::to_string(b.block_id()) +
                                   ") is not readable in the KV "
                                   "store: " +
-                                  std::string(tx::RejectReasonName(r)),
+                                  std::string(kv_store::RejectReasonName(r)),
                               ErrorScope::kBlock);
     if (one[0].bytes != bpb || (b.has_checksum() && b.checksum() != one[0].checksum))
       return Status::DataLoss("block " + std::to_string(i) + " (id " +

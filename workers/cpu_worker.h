@@ -12,7 +12,7 @@
 //
 // KV orders (worker_control.proto):
 //   Export: the pool's blocks of a context are copied into new blocks of the worker's own
-//     KV store (kv_tiers PeerWorker::CommitLocalHashing: hashed once by the store, then
+//     KV store (kv_tiers KvStoreServer::CommitLocalHashing: hashed once by the store, then
 //     checked and committed as a received put — epochs, owner, generation, capacity), under the ids
 //     and generations serve named; serve then moves them on like any block of that store.
 //   Import: committed store blocks (owner, epochs, generation checked by the store's
@@ -32,7 +32,7 @@
 #include "base/result.h"
 #include "executors/cpu/cpu_engine.h"
 #include "executors/cpu/cpu_step_runner.h"
-#include "kv_tiers/transport/peer_worker.h"
+#include "kv_tiers/kv_store/kv_store_server.h"
 #include "proto/switchyard/v1/worker_control.pb.h"
 
 namespace switchyard::workers {
@@ -58,16 +58,16 @@ class CpuWorker {
   void Forget(const std::string& context) { tokens_.Forget(context); }
   bool busy(const std::string& context) const;
 
-  void Export(const v1::KvExport& m, kv_tiers::transport::PeerWorker* store,
+  void Export(const v1::KvExport& m, kv_tiers::kv_store::KvStoreServer* store,
               v1::KvExportDone* out) const;
-  void Import(const v1::KvImport& m, const kv_tiers::transport::PeerWorker* store,
+  void Import(const v1::KvImport& m, const kv_tiers::kv_store::KvStoreServer* store,
               v1::KvImportDone* out);
 
  private:
   CpuWorker() = default;
-  Status DoExport(const v1::KvExport& m, kv_tiers::transport::PeerWorker* store,
+  Status DoExport(const v1::KvExport& m, kv_tiers::kv_store::KvStoreServer* store,
                   v1::KvExportDone* out) const;
-  Status DoImport(const v1::KvImport& m, const kv_tiers::transport::PeerWorker* store);
+  Status DoImport(const v1::KvImport& m, const kv_tiers::kv_store::KvStoreServer* store);
 
   std::unique_ptr<executors::cpu::Model> model_;
   bool byte_tokenizer_ = false;

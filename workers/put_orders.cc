@@ -7,14 +7,14 @@
 
 namespace switchyard::workers {
 
-namespace tx = kv_tiers::transport;
+namespace kv_store = kv_tiers::kv_store;
 
 namespace {
 
 // Ends an order serve gave up on (a lost worker, no report in time): sent, so what reached
 // the destination is unknown.
 void End(uint64_t id, const PutOrderDone& done, Status why, bool destination_lost) {
-  tx::DirectPutOutcome o;
+  kv_store::DirectPutOutcome o;
   o.order_id = id;
   o.status = std::move(why);
   o.events.posted = true;
@@ -24,7 +24,7 @@ void End(uint64_t id, const PutOrderDone& done, Status why, bool destination_los
 
 }  // namespace
 
-void ControlPutOrderer::AddStore(const tx::RemoteHostTier* tier, RemoteWorker* worker) {
+void ControlPutOrderer::AddStore(const kv_tiers::remote::KvStoreTier* tier, RemoteWorker* worker) {
   std::lock_guard<std::mutex> l(mu_);
   stores_[tier] = worker;
 }
@@ -37,21 +37,22 @@ void ControlPutOrderer::Attach(const std::shared_ptr<ControlPutOrderer>& orderer
   worker->SetKvSink(std::move(sink));
 }
 
-RemoteWorker* ControlPutOrderer::WorkerOf(const tx::RemoteHostTier& tier) const {
+RemoteWorker* ControlPutOrderer::WorkerOf(const kv_tiers::remote::KvStoreTier& tier) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = stores_.find(&tier);
   return it == stores_.end() ? nullptr : it->second;
 }
 
-bool ControlPutOrderer::Reaches(const tx::RemoteHostTier& src,
-                                const tx::RemoteHostTier& dst) const {
+bool ControlPutOrderer::Reaches(const kv_tiers::remote::KvStoreTier& src,
+                                const kv_tiers::remote::KvStoreTier& dst) const {
   RemoteWorker* from = WorkerOf(src);
   RemoteWorker* to = WorkerOf(dst);
   return from != nullptr && to != nullptr && from != to && from->hello().kv_direct_puts();
 }
 
-Status ControlPutOrderer::Order(const tx::RemoteHostTier& src, const tx::RemoteHostTier& dst,
-                                tx::DirectPutOrder order, Done done) {
+Status ControlPutOrderer::Order(const kv_tiers::remote::KvStoreTier& src,
+                                const kv_tiers::remote::KvStoreTier& dst,
+                                kv_store::DirectPutOrder order, Done done) {
   RemoteWorker* from = WorkerOf(src);
   RemoteWorker* to = WorkerOf(dst);
   if (from == nullptr || to == nullptr)

@@ -1,10 +1,10 @@
 // ControlPutOrderer: serve's side of direct worker-to-worker puts — the PutOrderer of
-// kv_tiers' DirectPeerMover (kv_tiers/transport/direct_peer_mover.h) over the worker
+// kv_tiers' DirectPutMover (kv_tiers/remote/direct_put_mover.h) over the worker
 // control protocol. An order goes to the worker holding the source store as a PutBlocks
 // on that worker's control connection; the worker's PutBlocksDone comes back to the mover
 // as the order's outcome (workers/worker_agent.h carries the order out).
 //
-// Stores: serve registers each joined worker's KV store (its HBM tier, a RemoteHostTier)
+// Stores: serve registers each joined worker's KV store (its HBM tier, a KvStoreTier)
 // as it connects it. Reaches(src, dst): two registered stores of two different workers,
 // and the source's hello says it takes put orders (kv_direct_puts); otherwise the mover
 // set falls back to serve's relay.
@@ -35,25 +35,24 @@
 #include <string>
 #include <vector>
 
-#include "kv_tiers/transport/direct_peer_mover.h"
+#include "kv_tiers/remote/direct_put_mover.h"
 #include "workers/join_server.h"
 
 namespace switchyard::workers {
 
-using PutOrderDone = kv_tiers::transport::PutOrderer::Done;
+using PutOrderDone = kv_tiers::remote::PutOrderer::Done;
 
-class ControlPutOrderer final : public kv_tiers::transport::PutOrderer {
+class ControlPutOrderer final : public kv_tiers::remote::PutOrderer {
  public:
   // `worker`'s KV store is `tier`.
-  void AddStore(const kv_tiers::transport::RemoteHostTier* tier, RemoteWorker* worker);
+  void AddStore(const kv_tiers::remote::KvStoreTier* tier, RemoteWorker* worker);
   // Routes `worker`'s reports and loss here (RemoteWorker::SetKvSink).
   static void Attach(const std::shared_ptr<ControlPutOrderer>& orderer, RemoteWorker* worker);
 
-  bool Reaches(const kv_tiers::transport::RemoteHostTier& src,
-               const kv_tiers::transport::RemoteHostTier& dst) const override;
-  Status Order(const kv_tiers::transport::RemoteHostTier& src,
-               const kv_tiers::transport::RemoteHostTier& dst,
-               kv_tiers::transport::DirectPutOrder order, Done done) override;
+  bool Reaches(const kv_tiers::remote::KvStoreTier& src,
+               const kv_tiers::remote::KvStoreTier& dst) const override;
+  Status Order(const kv_tiers::remote::KvStoreTier& src, const kv_tiers::remote::KvStoreTier& dst,
+               kv_tiers::kv_store::DirectPutOrder order, Done done) override;
   bool Abandon(uint64_t order_id, const Status& why) override;
 
   // Worker `index`'s report of an order.
@@ -71,7 +70,7 @@ class ControlPutOrderer final : public kv_tiers::transport::PutOrderer {
     std::string src_id, dst_id;
     Done done;
   };
-  RemoteWorker* WorkerOf(const kv_tiers::transport::RemoteHostTier& tier) const;
+  RemoteWorker* WorkerOf(const kv_tiers::remote::KvStoreTier& tier) const;
   // Removes order `id` and ends it with `why` (unknown events), unless it ended.
   bool Fail(uint64_t id, const Status& why, bool destination_lost);
   // Takes order `it`'s `done` out of pending_ (under mu_) and counts it running until
@@ -83,7 +82,7 @@ class ControlPutOrderer final : public kv_tiers::transport::PutOrderer {
   std::condition_variable idle_cv_;  // running_ fell to 0
   bool closed_ = false;
   size_t running_ = 0;  // `done` callbacks running now
-  std::map<const kv_tiers::transport::RemoteHostTier*, RemoteWorker*> stores_;
+  std::map<const kv_tiers::remote::KvStoreTier*, RemoteWorker*> stores_;
   std::map<uint64_t, Pending> pending_;
   std::map<int, uint64_t> sent_;
 };

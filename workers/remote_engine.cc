@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "executors/cpu/cpu_step_runner.h"
-#include "kv_tiers/transport/remote_host_tier.h"
+#include "kv_tiers/remote/kv_store_tier.h"
 #include "workers/control_msgs.h"
 
 namespace switchyard::workers {
 namespace {
 
-namespace tx = kv_tiers::transport;
+namespace kv_store = kv_tiers::kv_store;
 using executors::SequenceSpec;
 using executors::StepItem;
 using executors::StepShape;
@@ -212,8 +212,8 @@ class RemoteStepRunner final : public executors::StepRunner {
 // import orders over the control connection, the worker's KV store as the tier between.
 class RemoteKvPort final : public executors::RemoteEngineKv {
  public:
-  RemoteKvPort(std::shared_ptr<State> st, RemoteWorker* remote, tx::RemoteHostTier* store,
-               const executors::BatchingEngine* engine)
+  RemoteKvPort(std::shared_ptr<State> st, RemoteWorker* remote,
+               kv_tiers::remote::KvStoreTier* store, const executors::BatchingEngine* engine)
       : st_(std::move(st)),
         remote_(remote),
         store_(store),
@@ -233,9 +233,9 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
     v1::WorkerControl m;
     v1::KvExport* x = m.mutable_kv_export();
     x->set_context(context);
-    std::vector<tx::RemoteHostTier::DirectEnd> ends;
+    std::vector<kv_tiers::remote::KvStoreTier::DirectEnd> ends;
     for (const kv_tiers::Extent& e : targets) {
-      Result<tx::RemoteHostTier::DirectEnd> d = store_->DirectDestination(e, e.bytes);
+      Result<kv_tiers::remote::KvStoreTier::DirectEnd> d = store_->DirectDestination(e, e.bytes);
       if (!d.ok()) return Post([done, s = d.status()]() { done(s); });
       if (ends.empty()) ToStoreRef(d->store, x->mutable_store());
       v1::KvStoreBlock* b = x->add_blocks();
@@ -248,7 +248,7 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
       if (!m) return done(Lost());
       const v1::KvExportDone& r = m->kv_export_done();
       // Every block the worker may have committed is recorded, so that a free drops it there.
-      tx::TransferEvents ev;
+      kv_store::TransferEvents ev;
       ev.posted = ev.transport_complete = ev.receiver_transport_complete = true;
       ev.validated = ev.committed = r.status_code() == 0;
       for (size_t i = 0; i < targets.size(); ++i)
@@ -271,7 +271,8 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
     x->set_context(context);
     x->set_valid_tokens(valid_tokens);
     for (size_t i = 0; i < sources.size(); ++i) {
-      Result<tx::RemoteHostTier::DirectEnd> d = store_->DirectSource(sources[i], sources[i].bytes);
+      Result<kv_tiers::remote::KvStoreTier::DirectEnd> d =
+          store_->DirectSource(sources[i], sources[i].bytes);
       if (!d.ok()) return Post([done, s = d.status()]() { done(s); });
       if (i == 0) ToStoreRef(d->store, x->mutable_store());
       v1::KvStoreBlock* b = x->add_blocks();
@@ -305,7 +306,7 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
 
   std::shared_ptr<State> st_;
   RemoteWorker* remote_;
-  tx::RemoteHostTier* store_;
+  kv_tiers::remote::KvStoreTier* store_;
   const executors::BatchingEngine* engine_;
   const std::string name_;
 };
@@ -314,7 +315,7 @@ class RemoteKvPort final : public executors::RemoteEngineKv {
 
 RemoteEngine MakeRemoteEngine(EventLoop* loop, int worker, const executors::EngineLimits& limits,
                               RemoteWorker* remote, const RemoteEngineOptions& options) {
-  kv_tiers::transport::RemoteHostTier* store = options.store;
+  kv_tiers::remote::KvStoreTier* store = options.store;
   auto runner = std::make_unique<RemoteStepRunner>(loop, remote, options);
   std::shared_ptr<State> st = runner->state();
   RemoteEngine out;

@@ -26,7 +26,7 @@
 #include "executors/batching_engine.h"
 #include "executors/cpu/cpu_engine.h"
 #include "executors/engine_kv.h"
-#include "kv_tiers/transport/remote_host_tier.h"
+#include "kv_tiers/remote/kv_store_tier.h"
 #include "workers/join_server.h"
 
 namespace switchyard::workers {
@@ -42,7 +42,7 @@ struct RemoteEngine {
 
 struct RemoteEngineOptions {
   // The worker's KV store as serve's tier of it (borrowed; null: none).
-  kv_tiers::transport::RemoteHostTier* store = nullptr;
+  kv_tiers::remote::KvStoreTier* store = nullptr;
   // A computing worker: serve's record of every context's token ids (borrowed, shared with
   // the model's other engines) and the model's vocabulary. Each admission records its ids
   // here and carries them (SeqAdmit.context_tokens); each emitted token is recorded.

@@ -13,10 +13,10 @@
 // bye itself: serve marks it lost as "worker left"), Unavailable when serve was lost
 // (closed connection, missed heartbeats).
 //
-// KV store: unless kv_listen is "none", the worker also runs a kv_tiers PeerWorker (the
-// peer protocol of `switchyard worker --listen`: receiver-granted credit, validation, the
-// commit rule) on its own thread, bound to kv_listen (default: the address this host has
-// on the control connection, any port), and names it in the hello; serve's mover then
+// KV store: unless kv_listen is "none", the worker also runs a KvStoreServer
+// (kv_tiers/kv_store/, the store of `switchyard worker --listen`: receiver-granted credit,
+// validation, the commit rule) on its own thread, bound to kv_listen (default: the address this
+// host has on the control connection, any port), and names it in the hello; serve's mover then
 // keeps this worker's KV pool blocks there, moving them over UCX. Every heartbeat carries
 // the store's figures (capacity, credit granted and in use, puts refused for credit).
 // Direct puts: unless direct_puts is off, the hello says so and serve may order this worker
@@ -42,8 +42,8 @@
 #include "cluster/membership.h"
 #include "executors/step_cost.h"
 #include "executors/step_runner.h"
-#include "kv_tiers/transport/direct_put.h"
-#include "kv_tiers/transport/peer_worker.h"
+#include "kv_tiers/kv_store/direct_put.h"
+#include "kv_tiers/kv_store/kv_store_server.h"
 #include "workers/control_conn.h"
 #include "workers/cpu_worker.h"
 
@@ -59,7 +59,7 @@ struct AgentOptions {
   uint64_t kv_pool_capacity_bytes = 0;  // advertised (listed by serve)
   uint32_t protocol_version = 0;        // 0: kProtocolVersion (tests set others)
   Duration connect_timeout = Seconds(30);
-  // The KV store (see above). Credit 0: the PeerWorker's defaults.
+  // The KV store (see above). Credit 0: the KvStoreServer's defaults.
   std::string kv_listen;  // HOST:PORT; "": the control connection's local host, port 0
   uint64_t kv_capacity_bytes = 2ull << 30;
   std::string kv_transport = "ucx";
@@ -110,8 +110,8 @@ class WorkerAgent {
   void FillHeartbeat(v1::WorkerHeartbeat* hb) const;
 
   std::unique_ptr<ControlConn> conn_;
-  std::unique_ptr<kv_tiers::transport::PeerWorker> kv_;
-  std::unique_ptr<kv_tiers::transport::DirectPutter> putter_;  // after kv_: goes first
+  std::unique_ptr<kv_tiers::kv_store::KvStoreServer> kv_;
+  std::unique_ptr<kv_tiers::kv_store::DirectPutter> putter_;  // after kv_: goes first
   std::unique_ptr<cluster::Registration> registration_;
   std::thread kv_thread_;
   uint64_t kv_capacity_ = 0;

@@ -1,5 +1,5 @@
-// Receiver-granted credit under incast (docs/design.md invariant 7): four PeerClients put
-// 1 MiB blocks at once into one PeerWorker over TCP loopback (UCX_TLS=tcp), each keeping
+// Receiver-granted credit under incast (docs/design.md invariant 7): four KvStoreClients put
+// 1 MiB blocks at once into one KvStoreServer over TCP loopback (UCX_TLS=tcp), each keeping
 // as many puts in flight as its credit allows. Subject: the worker grants 2 MiB per sender
 // and 4 MiB in total (half of what the senders could hold together), so puts over the
 // total are refused and retried by their sender. Baseline: the same puts with credit far
@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "bench/common/report.h"
-#include "kv_tiers/transport/peer_client.h"
-#include "kv_tiers/transport/peer_worker.h"
+#include "kv_tiers/kv_store/kv_store_client.h"
+#include "kv_tiers/kv_store/kv_store_server.h"
 
-namespace switchyard::kv_tiers::transport {
+namespace switchyard::kv_tiers::kv_store {
 namespace {
 
 constexpr int kTrials = 3;
@@ -33,15 +33,15 @@ struct Run {
   uint64_t max_in_use = 0;
 };
 
-TransportConfig Tcp() {
-  TransportConfig c;
+transport::TransportConfig Tcp() {
+  transport::TransportConfig c;
   c.params["TLS"] = "tcp";
   return c;
 }
 
 // One sender's puts: post while credit lasts, else finish the oldest; a put the worker
 // refused for credit goes back in the queue.
-Status SendAll(PeerClient& c, int sender, const std::vector<char>& block, uint64_t checksum) {
+Status SendAll(KvStoreClient& c, int sender, const std::vector<char>& block, uint64_t checksum) {
   std::deque<int> todo;
   for (int i = 0; i < kPutsPerSender; ++i) todo.push_back(i);
   std::deque<std::pair<int, PendingPut>> pending;
@@ -76,19 +76,19 @@ Status SendAll(PeerClient& c, int sender, const std::vector<char>& block, uint64
 }
 
 Result<Run> Incast(uint64_t per_sender, uint64_t total) {
-  WorkerOptions wo;
+  KvStoreServerOptions wo;
   wo.transport_config = Tcp();
   wo.capacity_bytes = (kSenders * kPutsPerSender + 8) * kBlock;  // every put its own block
   wo.max_inflight_bytes = per_sender;
   wo.total_inflight_bytes = total;
-  SY_ASSIGN_OR_RETURN(auto worker, PeerWorker::Start(wo));
+  SY_ASSIGN_OR_RETURN(auto worker, KvStoreServer::Start(wo));
   std::thread serve([&] { worker->Run(); });
   Result<Run> out = [&]() -> Result<Run> {
-    std::vector<std::unique_ptr<PeerClient>> clients;
-    PeerClientOptions co;
+    std::vector<std::unique_ptr<KvStoreClient>> clients;
+    KvStoreClientOptions co;
     co.transport_config = Tcp();
     for (int s = 0; s < kSenders; ++s) {
-      SY_ASSIGN_OR_RETURN(auto c, PeerClient::Connect(worker->address(), co));
+      SY_ASSIGN_OR_RETURN(auto c, KvStoreClient::Connect(worker->address(), co));
       clients.push_back(std::move(c));
     }
     std::vector<char> block(kBlock);
@@ -103,7 +103,7 @@ Result<Run> Incast(uint64_t per_sender, uint64_t total) {
     for (auto& t : threads) t.join();
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (const Status& s : status) SY_RETURN_IF_ERROR(s);
-    WorkerStats st = worker->stats();
+    KvStoreServerStats st = worker->stats();
     return Run{kSenders * kPutsPerSender * kBlock / secs / kMiB, st.puts_refused_credit,
                st.max_credit_in_use_bytes};
   }();
@@ -145,4 +145,4 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
 
 SY_BENCH_REPORT(net_budget_credit, Report);
 
-}  // namespace switchyard::kv_tiers::transport
+}  // namespace switchyard::kv_tiers::kv_store

@@ -1,7 +1,7 @@
 // Direct worker-to-worker puts through the whole path serve uses, against ucx_perftest.
 //
 // Serve's own wiring (serve::JoinRemoteWorkers: each joined worker's KV store as a
-// RemoteHostTier, the DirectPeerMover with put orders over the worker control
+// KvStoreTier, the DirectPutMover with put orders over the worker control
 // connections) and two `switchyard worker --join` processes (the binary beside this one)
 // on loopback, their stores over UCX_TLS=tcp. A kv_tiers BlockManager on a real-time loop
 // moves blocks from worker A's store into worker B's; each move is: a net_budget grant in
@@ -48,7 +48,7 @@
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
 #include "kv_tiers/local_mover.h"
-#include "kv_tiers/transport/remote_host_tier.h"
+#include "kv_tiers/remote/kv_store_tier.h"
 #include "net_budget/budget.h"
 #include "net_budget/topology.h"
 #include "serve/serve_join.h"
@@ -205,8 +205,7 @@ class Cluster {
   }
 
   uint64_t relayed() const {
-    return static_cast<kv_tiers::transport::RemoteHostTier*>(tiers_.at("bench-a").get())
-        ->gets_posted();
+    return static_cast<kv_tiers::remote::KvStoreTier*>(tiers_.at("bench-a").get())->gets_posted();
   }
 
  private:
@@ -368,7 +367,7 @@ void ReportDirectPut(const std::map<std::string, Measured>&, bench::Report* repo
     if (!ours) continue;
     const std::string name = "direct_put_tcp_" + std::to_string(bytes >> 20) + "MiB";
     const std::string note =
-        "BlockManager move A->B via serve's DirectPeerMover: grant, order over A's control "
+        "BlockManager move A->B via serve's DirectPutMover: grant, order over A's control "
         "connection, A's put under B's credit, B's validation and commit, A's report, serve's "
         "commit; " +
         std::to_string(Window(bytes)) +

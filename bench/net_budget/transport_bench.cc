@@ -1,5 +1,5 @@
-// Peer-transport benchmarks against ucx_perftest, same transport, size and run:
-//   - peer put throughput (PeerClient -> PeerWorker: credit, header, bytes, validation,
+// Transport and KV-store benchmarks against ucx_perftest, same transport, size and run:
+//   - KV-store put throughput (KvStoreClient -> KvStoreServer: credit, header, bytes, validation,
 //     commit, ack) and raw transport tag bandwidth (PostSend/PostRecv) at 1 MiB and
 //     64 MiB, over TCP (UCX_TLS=tcp) and shared memory (UCX_TLS=sm,self), against
 //     `ucx_perftest -t tag_bw` with the same UCX_TLS, message size and endpoint error
@@ -29,11 +29,11 @@
 
 #include "bench/common/report.h"
 #include "bench/net_budget/perftest.h"
-#include "kv_tiers/transport/peer_client.h"
-#include "kv_tiers/transport/peer_worker.h"
+#include "kv_tiers/kv_store/kv_store_client.h"
+#include "kv_tiers/kv_store/kv_store_server.h"
 #include "kv_tiers/transport/transport.h"
 
-namespace switchyard::kv_tiers::transport {
+namespace switchyard::kv_tiers::kv_store {
 namespace {
 
 using bench::Median;
@@ -55,8 +55,8 @@ int Iterations(uint64_t bytes) {
 // shared-memory runs use err_mode=none (as ucx_perftest does by default; the transport's
 // control connection still detects a dead peer); TCP keeps UCX's peer mode, as in
 // production.
-TransportConfig Config(const std::string& tls) {
-  TransportConfig c;
+transport::TransportConfig Config(const std::string& tls) {
+  transport::TransportConfig c;
   c.params["TLS"] = tls;
   if (tls.find("tcp") == std::string::npos) c.params["err_mode"] = "none";
   // For A/B runs of UCX's two connection flows ("client-server", "address").
@@ -66,14 +66,14 @@ TransportConfig Config(const std::string& tls) {
 
 // Two UCX workers in this process, b connected to a.
 struct Endpoints {
-  std::unique_ptr<Transport> a, b;
-  PeerId b_to_a = 0;
+  std::unique_ptr<transport::Transport> a, b;
+  transport::PeerId b_to_a = 0;
 };
 
 Result<Endpoints> Connect(const std::string& tls) {
   Endpoints e;
-  SY_ASSIGN_OR_RETURN(e.a, TransportRegistry::Global().Create("ucx", Config(tls)));
-  SY_ASSIGN_OR_RETURN(e.b, TransportRegistry::Global().Create("ucx", Config(tls)));
+  SY_ASSIGN_OR_RETURN(e.a, transport::TransportRegistry::Global().Create("ucx", Config(tls)));
+  SY_ASSIGN_OR_RETURN(e.b, transport::TransportRegistry::Global().Create("ucx", Config(tls)));
   SY_ASSIGN_OR_RETURN(std::string addr, e.a->Listen("127.0.0.1:0"));
   SY_ASSIGN_OR_RETURN(e.b_to_a, e.b->Connect(addr));
   return e;
@@ -99,14 +99,14 @@ Result<double> TagBandwidth(Endpoints& e, uint64_t bytes, int destinations = 0) 
   std::vector<char> src(bytes, 7);
   std::vector<std::vector<char>> dst(ndst, std::vector<char>(bytes, 0));
   int next_dst = 0;
-  DescriptorList s{{src.data(), bytes}};
+  transport::DescriptorList s{{src.data(), bytes}};
   struct Slot {
-    TransferHandle r, w;
+    transport::TransferHandle r, w;
   };
   std::vector<Slot> slots(window);
-  auto post = [&](int i, Tag tag) -> Status {
-    SY_ASSIGN_OR_RETURN(slots[i].r,
-                        e.a->PostRecv({{dst[next_dst++ % ndst].data(), bytes}}, tag, ~Tag{0}, {}));
+  auto post = [&](int i, transport::Tag tag) -> Status {
+    SY_ASSIGN_OR_RETURN(slots[i].r, e.a->PostRecv({{dst[next_dst++ % ndst].data(), bytes}}, tag,
+                                                  ~transport::Tag{0}, {}));
     SY_ASSIGN_OR_RETURN(slots[i].w, e.b->PostSend(e.b_to_a, s, tag, {}));
     return Status::OK();
   };
@@ -131,18 +131,20 @@ Result<double> TagBandwidth(Endpoints& e, uint64_t bytes, int destinations = 0) 
 
 // Half the round trip of an 8 KiB ping-pong, P50, in microseconds.
 Result<double> PingPongHalfRttUs(Endpoints& e, uint64_t bytes) {
-  const PeerId a_to_b = 1;  // a registered b as its first peer when it accepted
+  const transport::PeerId a_to_b = 1;  // a registered b as its first peer when it accepted
   std::vector<char> b1(bytes, 1), b2(bytes, 0), a1(bytes, 0);
-  DescriptorList bs{{b1.data(), bytes}}, br{{b2.data(), bytes}}, ab{{a1.data(), bytes}};
+  transport::DescriptorList bs{{b1.data(), bytes}}, br{{b2.data(), bytes}}, ab{{a1.data(), bytes}};
   std::vector<double> samples;
   for (int i = 0; i < 400; ++i) {
-    Tag ping = 1000 + 2 * i, pong = ping + 1;
+    transport::Tag ping = 1000 + 2 * i, pong = ping + 1;
     auto t0 = std::chrono::steady_clock::now();
-    SY_ASSIGN_OR_RETURN(TransferHandle ra, e.a->PostRecv(ab, ping, ~Tag{0}, {}));
-    SY_ASSIGN_OR_RETURN(TransferHandle rb, e.b->PostRecv(br, pong, ~Tag{0}, {}));
-    SY_ASSIGN_OR_RETURN(TransferHandle sb, e.b->PostSend(e.b_to_a, bs, ping, {}));
+    SY_ASSIGN_OR_RETURN(transport::TransferHandle ra,
+                        e.a->PostRecv(ab, ping, ~transport::Tag{0}, {}));
+    SY_ASSIGN_OR_RETURN(transport::TransferHandle rb,
+                        e.b->PostRecv(br, pong, ~transport::Tag{0}, {}));
+    SY_ASSIGN_OR_RETURN(transport::TransferHandle sb, e.b->PostSend(e.b_to_a, bs, ping, {}));
     SY_RETURN_IF_ERROR(ra.wait());
-    SY_ASSIGN_OR_RETURN(TransferHandle sa, e.a->PostSend(a_to_b, ab, pong, {}));
+    SY_ASSIGN_OR_RETURN(transport::TransferHandle sa, e.a->PostSend(a_to_b, ab, pong, {}));
     SY_RETURN_IF_ERROR(rb.wait());
     SY_RETURN_IF_ERROR(sb.wait());
     SY_RETURN_IF_ERROR(sa.wait());
@@ -154,7 +156,7 @@ Result<double> PingPongHalfRttUs(Endpoints& e, uint64_t bytes) {
   return samples[samples.size() / 2];
 }
 
-// Peer put throughput in MB/s through PeerClient::PostPut, Window() puts in flight, each
+// KV-store put throughput in MB/s through KvStoreClient::PostPut, Window() puts in flight, each
 // one block of `bytes` with its stored checksum: credit, header, bytes, the worker's
 // checks (length, checksum,
 // owner, epochs, generation), commit, ack with the credit returned. The puts rewrite a
@@ -164,7 +166,7 @@ Result<double> PingPongHalfRttUs(Endpoints& e, uint64_t bytes) {
 // reuses its buffers, does not pay).
 Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
   const int window = Window(bytes);
-  WorkerOptions wo;
+  KvStoreServerOptions wo;
   wo.capacity_bytes = bytes * (3 * window + 2);
   wo.max_inflight_bytes = bytes * window;
   wo.max_inflight_transfers = std::max(64, window);
@@ -172,12 +174,12 @@ Result<double> PeerPutBandwidth(const std::string& tls, uint64_t bytes) {
   if (const char* v = std::getenv("SY_TRANSPORT_BENCH_VERIFY_OFFLOAD")) {  // for A/B runs
     wo.verify_offload_bytes = std::strtoull(v, nullptr, 10);
   }
-  SY_ASSIGN_OR_RETURN(auto worker, PeerWorker::Start(wo));
+  SY_ASSIGN_OR_RETURN(auto worker, KvStoreServer::Start(wo));
   std::thread serve([&] { worker->Run(); });
   Result<double> out = [&]() -> Result<double> {
-    PeerClientOptions co;
+    KvStoreClientOptions co;
     co.transport_config = Config(tls);
-    SY_ASSIGN_OR_RETURN(auto client, PeerClient::Connect(worker->address(), co));
+    SY_ASSIGN_OR_RETURN(auto client, KvStoreClient::Connect(worker->address(), co));
     std::vector<char> block(bytes);
     for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 31 + 1);
     // The block's checksum is computed once, as a host tier stores it when the block is
@@ -343,7 +345,7 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
           perf_e ? "ucx_perftest tag_bw -e (peer error handling, as ours)" : plain;
       const std::optional<double> like = perf_e ? perf_e : perf;
       const std::string put_note =
-          "PeerClient put to PeerWorker incl. checksum, validation, "
+          "KvStoreClient put to KvStoreServer incl. checksum, validation, "
           "commit, ack; " +
           std::to_string(Window(bytes)) + " puts in flight";
       if (put) {
@@ -383,4 +385,4 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
 
 SY_BENCH_REPORT(net_budget_transport, Report);
 
-}  // namespace switchyard::kv_tiers::transport
+}  // namespace switchyard::kv_tiers::kv_store

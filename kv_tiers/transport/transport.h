@@ -9,8 +9,8 @@
 // earlier. Destroying an unfinished handle cancels the operation and waits for the
 // cancellation, so a buffer is never touched after its handle is gone (invariant 2).
 // Per-operation TransferOptions carry the traffic class, deadline and flow key; what
-// goes on the wire beyond the tag is the caller's (see peer_protocol.h: a service class
-// and a flow key, never raw user request ids, invariant 8).
+// goes on the wire beyond the tag is the caller's (see kv_tiers/kv_store/kv_store_protocol.h: a
+// service class and a flow key, never raw user request ids, invariant 8).
 //
 // Backends register themselves by name in the TransportRegistry ("ucx", "nccl"); which
 // ones exist depends on the build, never on #ifdef chains at the call site. Optional

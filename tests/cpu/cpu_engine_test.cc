@@ -13,8 +13,8 @@
 #include "executors/tiered_mover.h"
 #include "kv_tiers/disk_tier.h"
 #include "kv_tiers/local_mover.h"
-#include "kv_tiers/transport/remote_host_tier.h"
-#include "tests/transport/worker_process.h"
+#include "kv_tiers/remote/kv_store_tier.h"
+#include "tests/kv_store/worker_process.h"
 
 namespace switchyard::executors::cpu {
 namespace {
@@ -348,22 +348,22 @@ TEST(CpuEngineTest, DemoteToDiskThenPrefetchContinuesIdentically) {
   EXPECT_EQ(SecondCall(h, held, true), ref);
 }
 
-// A peer worker process (`switchyard worker`): the blocks cross a socket (UCX over TCP
+// A KV store in a worker process (`switchyard worker`): the blocks cross a socket (UCX over TCP
 // loopback) into another process's memory, committed there under the commit rule.
 TEST(CpuEngineTest, DemoteToAPeerWorkerProcessThenPrefetchContinuesIdentically) {
-  namespace tx = kv_tiers::transport;
-  if (!tx::testing::HaveSwitchyardBinary())
-    GTEST_SKIP() << tx::testing::SwitchyardBinary() << " is not built";
+  namespace kv_store = kv_tiers::kv_store;
+  if (!kv_store::testing::HaveSwitchyardBinary())
+    GTEST_SKIP() << kv_store::testing::SwitchyardBinary() << " is not built";
   std::vector<int32_t> ref = Reference();
   const uint64_t bpb = kBlockTokens * TinyModel().shape().kv_bytes_per_token();  // one KV block
-  tx::testing::WorkerProcess worker;
+  kv_store::testing::WorkerProcess worker;
   ASSERT_TRUE(worker.Start("127.0.0.1:0", "tcp", "", std::to_string(64 * bpb)));
   kv_tiers::TierOptions o;
   o.capacity_bytes = 64 * bpb;
   o.slot_bytes = bpb;
-  tx::PeerClientOptions client;
+  kv_store::KvStoreClientOptions client;
   client.transport_config.params["TLS"] = "tcp";
-  auto remote = tx::RemoteHostTier::Connect(worker.address(), o, client);
+  auto remote = kv_tiers::remote::KvStoreTier::Connect(worker.address(), o, client);
   ASSERT_TRUE(remote.ok()) << remote.status();
   Harness h;
   MoverRig rig(h, std::move(*remote));

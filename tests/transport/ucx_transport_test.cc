@@ -6,7 +6,7 @@
 #include <thread>
 #include <tuple>
 
-#include "kv_tiers/transport/peer_protocol.h"
+#include "kv_tiers/kv_store/kv_store_protocol.h"
 #include "kv_tiers/transport/transport.h"
 
 namespace switchyard::kv_tiers::transport {
@@ -91,9 +91,11 @@ TEST(UcxTransportTest, PeersWithDifferentTcpSegmentsAreRefused) {
   ASSERT_TRUE(to_other.ok()) << to_other.status();
   std::vector<uint8_t> src(3 << 20, 7), dst(3 << 20, 0);
   DescriptorList d = {{dst.data(), dst.size()}}, sd = {{src.data(), src.size()}};
-  auto recv = (*other)->PostRecv(d, MakeTag(MsgType::kPutData, 0, 1), kFullMask, {});
+  auto recv = (*other)->PostRecv(d, kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 1),
+                                 kv_store::kFullMask, {});
   ASSERT_TRUE(recv.ok()) << recv.status();
-  auto send = (*client)->PostSend(*to_other, sd, MakeTag(MsgType::kPutData, 0, 1), {});
+  auto send =
+      (*client)->PostSend(*to_other, sd, kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 1), {});
   ASSERT_TRUE(send.ok()) << send.status();
   ASSERT_TRUE(send->wait().ok());
   ASSERT_TRUE(recv->wait().ok());
@@ -111,15 +113,17 @@ void RoundTrip(const TransportConfig& config, uint64_t bytes, bool split) {
     s = {{src.data(), a}, {src.data() + a, b - a}, {src.data() + b, bytes - b}};
     d = {{dst.data(), b}, {dst.data() + b, bytes - b}};
   }
-  auto recv = p.server->PostRecv(d, MakeTag(MsgType::kPutData, 0, 42), kFullMask, {});
+  auto recv = p.server->PostRecv(d, kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 42),
+                                 kv_store::kFullMask, {});
   ASSERT_TRUE(recv.ok()) << recv.status();
-  auto send = p.client->PostSend(p.to_server, s, MakeTag(MsgType::kPutData, 0, 42), {});
+  auto send =
+      p.client->PostSend(p.to_server, s, kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 42), {});
   ASSERT_TRUE(send.ok()) << send.status();
   ASSERT_TRUE(send->wait().ok());
   ASSERT_TRUE(recv->wait().ok());
   EXPECT_EQ(recv->bytes(), bytes);
-  EXPECT_EQ(recv->sender_tag(), MakeTag(MsgType::kPutData, 0, 42));
-  EXPECT_EQ(ChecksumOf(dst.data(), bytes), ChecksumOf(src.data(), bytes));
+  EXPECT_EQ(recv->sender_tag(), kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 42));
+  EXPECT_EQ(kv_store::ChecksumOf(dst.data(), bytes), kv_store::ChecksumOf(src.data(), bytes));
 }
 
 TransportConfig Flow(const std::string& tls, const std::string& connect) {
@@ -134,10 +138,10 @@ void BothWays(Transport& a, Transport& b, PeerId to_b, uint32_t transfer) {
   auto b_to_a = a.IdAtPeer(to_b);  // the peer id `b` gave `a`
   ASSERT_TRUE(b_to_a.ok()) << b_to_a.status();
   std::vector<uint8_t> src(64 << 10, static_cast<uint8_t>(transfer)), dst(src.size(), 0);
-  const Tag tag = MakeTag(MsgType::kPutData, 0, transfer);
+  const Tag tag = kv_store::MakeTag(kv_store::MsgType::kPutData, 0, transfer);
   for (auto [from, to, peer] : {std::tuple{&a, &b, to_b}, std::tuple{&b, &a, PeerId{*b_to_a}}}) {
     std::fill(dst.begin(), dst.end(), 0);
-    auto recv = to->PostRecv({{dst.data(), dst.size()}}, tag, kFullMask, {});
+    auto recv = to->PostRecv({{dst.data(), dst.size()}}, tag, kv_store::kFullMask, {});
     ASSERT_TRUE(recv.ok()) << recv.status();
     auto send = from->PostSend(peer, {{src.data(), src.size()}}, tag, {});
     ASSERT_TRUE(send.ok()) << send.status();
@@ -231,7 +235,7 @@ TEST(UcxTransportTest, SilentCompletionsLeaveTheCompletionCountAlone) {
   Pair p = MakePair(Tcp());
   std::vector<uint8_t> src(4096, 5), dst(4096, 0);
   auto send_one = [&](Tag tag, bool silent) {
-    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, tag, kFullMask, {});
+    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, tag, kv_store::kFullMask, {});
     ASSERT_TRUE(recv.ok()) << recv.status();
     TransferOptions o;
     o.silent_completion = silent;
@@ -248,10 +252,10 @@ TEST(UcxTransportTest, SilentCompletionsLeaveTheCompletionCountAlone) {
     return p.client->CompletionCount();
   };
   uint64_t before = p.client->CompletionCount();
-  send_one(MakeTag(MsgType::kPutData, 0, 7), false);
+  send_one(kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 7), false);
   EXPECT_EQ(count_at_least(before + 1), before + 1);
-  send_one(MakeTag(MsgType::kPutData, 0, 8), true);
-  send_one(MakeTag(MsgType::kPutData, 0, 9), false);
+  send_one(kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 8), true);
+  send_one(kv_store::MakeTag(kv_store::MsgType::kPutData, 0, 9), false);
   // The silent send completed before the last one was posted: counted, it would show.
   EXPECT_EQ(count_at_least(before + 2), before + 2);
 }
@@ -272,7 +276,7 @@ TEST(UcxTransportTest, SharedMemoryBetweenTransports) {
 TEST(UcxTransportTest, TruncationIsAnErrorNotSilentLoss) {
   Pair p = MakePair(Tcp());
   std::vector<uint8_t> src(1000, 1), dst(100);
-  auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 7, kFullMask, {});
+  auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 7, kv_store::kFullMask, {});
   auto send = p.client->PostSend(p.to_server, {{src.data(), src.size()}}, 7, {});
   ASSERT_TRUE(recv.ok() && send.ok());
   (void)send->wait();
@@ -283,14 +287,14 @@ TEST(UcxTransportTest, DroppingAHandleCancelsTheReceive) {
   Pair p = MakePair(Tcp());
   std::vector<uint8_t> dst(100);
   {
-    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 9, kFullMask, {});
+    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 9, kv_store::kFullMask, {});
     ASSERT_TRUE(recv.ok());
     EXPECT_FALSE(recv->poll());
     EXPECT_EQ(recv->wait_for(std::chrono::milliseconds(5)).code(), StatusCode::kDeadlineExceeded);
   }  // destructor cancels and waits
   TransferOptions o;
   o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-  auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 9, kFullMask, o);
+  auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 9, kv_store::kFullMask, o);
   ASSERT_TRUE(recv.ok());
   EXPECT_EQ(recv->wait().code(), StatusCode::kDeadlineExceeded);
 }
@@ -315,9 +319,10 @@ TEST(UcxTransportTest, ConcurrentWaitersShareTheWorker) {
         std::vector<uint8_t> src(bytes), dst(bytes), back(bytes);
         for (int r = 0; r < kRounds; ++r) {
           for (uint64_t i = 0; i < bytes; i += 4096) src[i] = static_cast<uint8_t>(t * 31 + r + i);
-          Tag ping = MakeTag(MsgType::kPutData, 0, t * 1000 + 2 * r), pong = ping + 1;
-          auto rs = p.server->PostRecv({{dst.data(), bytes}}, ping, kFullMask, {});
-          auto rc = p.client->PostRecv({{back.data(), bytes}}, pong, kFullMask, {});
+          Tag ping = kv_store::MakeTag(kv_store::MsgType::kPutData, 0, t * 1000 + 2 * r),
+              pong = ping + 1;
+          auto rs = p.server->PostRecv({{dst.data(), bytes}}, ping, kv_store::kFullMask, {});
+          auto rc = p.client->PostRecv({{back.data(), bytes}}, pong, kv_store::kFullMask, {});
           auto s1 = p.client->PostSend(p.to_server, {{src.data(), bytes}}, ping, {});
           if (!rs.ok() || !rc.ok() || !s1.ok() || !rs->wait().ok()) {
             ++failures;
@@ -337,7 +342,7 @@ TEST(UcxTransportTest, ConcurrentWaitersShareTheWorker) {
     // A receive posted here, waited on by another thread; a completion count waited on
     // here meanwhile.
     std::vector<uint8_t> src(4096, 9), dst(4096, 0);
-    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 77, kFullMask, {});
+    auto recv = p.server->PostRecv({{dst.data(), dst.size()}}, 77, kv_store::kFullMask, {});
     ASSERT_TRUE(recv.ok());
     uint64_t seen = p.server->CompletionCount();
     std::thread waiter([&] { EXPECT_TRUE(recv->wait().ok()); });

@@ -10,10 +10,10 @@
 namespace switchyard::workers {
 namespace {
 
-namespace tx = kv_tiers::transport;
+namespace kv_store = kv_tiers::kv_store;
 
-tx::DirectPutOrder AnOrder() {
-  tx::DirectPutOrder o;
+kv_store::DirectPutOrder AnOrder() {
+  kv_store::DirectPutOrder o;
   o.order_id = 7;
   o.transfer_id = 70;
   o.source = {"10.0.0.1:5000", "ucx", {}, 11, 3, "tenant", "hbm-w0"};
@@ -32,7 +32,7 @@ tx::DirectPutOrder AnOrder() {
 }
 
 TEST(ControlMsgs, APutOrderSurvivesTheTrip) {
-  const tx::DirectPutOrder o = AnOrder();
+  const kv_store::DirectPutOrder o = AnOrder();
   v1::PutBlocks m;
   ToPutBlocks(o, &m);
   auto back = FromPutBlocks(m);
@@ -83,7 +83,7 @@ TEST(ControlMsgs, AnOrderThatCannotBeCarriedOutIsRefusedNamingTheField) {
 // The destination's events come back apart (invariant 3), with each committed block's
 // checksum; a failure keeps its code and says it happened on the worker.
 TEST(ControlMsgs, AnOutcomeSurvivesTheTrip) {
-  tx::DirectPutOutcome o;
+  kv_store::DirectPutOutcome o;
   o.order_id = 7;
   o.events.posted = o.events.receiver_transport_complete = o.events.validated = true;
   o.events.committed = true;
@@ -93,7 +93,7 @@ TEST(ControlMsgs, AnOutcomeSurvivesTheTrip) {
   o.took = Millis(3);
   v1::PutBlocksDone m;
   ToPutBlocksDone(o, &m);
-  tx::DirectPutOutcome back = FromPutBlocksDone(m);
+  kv_store::DirectPutOutcome back = FromPutBlocksDone(m);
   EXPECT_TRUE(back.status.ok()) << back.status;
   EXPECT_TRUE(back.events.posted && back.events.receiver_transport_complete);
   EXPECT_TRUE(back.events.validated && back.events.committed && !back.events.rejected);
@@ -104,7 +104,7 @@ TEST(ControlMsgs, AnOutcomeSurvivesTheTrip) {
   EXPECT_EQ(back.credit_retries, 2u);
   EXPECT_EQ(back.took, Millis(3));
 
-  tx::DirectPutOutcome failed;
+  kv_store::DirectPutOutcome failed;
   failed.order_id = 8;
   failed.status = Status::Unavailable("direct put: cannot reach the destination store");
   failed.unreachable = true;

@@ -13,7 +13,7 @@
 namespace switchyard::workers {
 namespace {
 
-namespace tx = kv_tiers::transport;
+namespace kv_store = kv_tiers::kv_store;
 
 std::string ModelPath() {
   return std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
@@ -26,12 +26,12 @@ v1::WorkerWelcome Welcome() {
   return w;
 }
 
-std::unique_ptr<tx::PeerWorker> Store() {
-  tx::WorkerOptions wo;
+std::unique_ptr<kv_store::KvStoreServer> Store() {
+  kv_store::KvStoreServerOptions wo;
   wo.listen = "127.0.0.1:0";
   wo.capacity_bytes = 1 << 20;
   wo.transport_config.params["TLS"] = "tcp";
-  auto s = tx::PeerWorker::Start(wo);
+  auto s = kv_store::KvStoreServer::Start(wo);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(*s) : nullptr;
 }
@@ -55,7 +55,7 @@ Side MakeSide(EventLoop* loop, const std::string& id) {
   return s;
 }
 
-v1::KvStoreRef Ref(const tx::PeerWorker& store) {
+v1::KvStoreRef Ref(const kv_store::KvStoreServer& store) {
   v1::KvStoreRef r;
   r.set_communicator_epoch(store.communicator_epoch());
   r.set_workflow_id("t");
@@ -81,7 +81,7 @@ TEST(CpuWorker, LoadsTheModelAndRefusesAWelcomeWithoutAPool) {
 TEST(CpuWorker, ExportThenImportCarriesAContextsBytesFromOnePoolToAnother) {
   VirtualEventLoop loop;
   Side a = MakeSide(&loop, "a"), b = MakeSide(&loop, "b");
-  std::unique_ptr<tx::PeerWorker> store = Store();
+  std::unique_ptr<kv_store::KvStoreServer> store = Store();
   ASSERT_TRUE(store);
   // A holds "wf/main": 40 tokens (3 blocks), filled with a pattern, 40 of them computed.
   a.runner->OnResize("wf/main", 40);
@@ -143,7 +143,7 @@ TEST(CpuWorker, ExportThenImportCarriesAContextsBytesFromOnePoolToAnother) {
 TEST(CpuWorker, AnExportThatDoesNotMatchThePoolOrTheStoreFails) {
   VirtualEventLoop loop;
   Side a = MakeSide(&loop, "a");
-  std::unique_ptr<tx::PeerWorker> store = Store();
+  std::unique_ptr<kv_store::KvStoreServer> store = Store();
   ASSERT_TRUE(store);
   a.runner->OnResize("wf/main", 20);  // 2 blocks
   v1::KvExport x;

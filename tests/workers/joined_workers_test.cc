@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "kv_tiers/transport/remote_host_tier.h"
+#include "kv_tiers/remote/kv_store_tier.h"
 #include "proto/json.h"
 #include "serve/http_api.h"
 #include "serve/serve_join.h"
@@ -119,7 +119,7 @@ TEST(JoinedWorkers, ADrainedJoinedWorkerRunsNothingWhileTheOtherServes) {
   EXPECT_GT(steps(serving_id), 16u) << c.Log(serving_id);
 }
 
-// A joined worker's KV pool lives in its own process: its KV store (a PeerWorker beside
+// A joined worker's KV pool lives in its own process: its KV store (a KvStoreServer beside
 // its engine) holds the pool's blocks. A demotion during a tool wait gets them over UCX
 // into serve's host tier, and the prefetch after the tool puts them back, under the credit
 // the worker granted serve (its hello) and enforces (its heartbeats report what it did).
@@ -304,7 +304,7 @@ TEST(JoinedWorkers, APeerDemotionIsPutDirectlyByTheSourcesWorker) {
 // commit, the loss is recorded with that transfer, and the workflow completes off the lost
 // worker. (Killed while the source's UCX was still connecting to it, the source could die
 // too in UCX 1.13's worker-address flow, no longer the default over TCP:
-// kv_tiers/transport/README.md; PeerClientKillTest covers kills while connecting.)
+// kv_tiers/transport/README.md; KvStoreClientKillTest covers kills while connecting.)
 TEST(JoinedWorkers, SigkillOfADirectPutsDestinationFailsTheMoveAndTheWorkflowEnds) {
   SKIP_WITHOUT_BINARY();
   JoinedCluster c("joined_direct_kill");
@@ -609,7 +609,7 @@ TEST(JoinedWorkers, AWorkerLostBeforeTheServiceOpensDoesNotStopItsStart) {
   auto tier = config.hbm_tier_factory(0, to);
   ASSERT_TRUE(tier.ok()) << tier.status();
   ASSERT_TRUE(*tier);
-  auto* remote = dynamic_cast<kv_tiers::transport::RemoteHostTier*>(tier->get());
+  auto* remote = dynamic_cast<kv_tiers::remote::KvStoreTier*>(tier->get());
   ASSERT_NE(remote, nullptr);
   EXPECT_EQ(remote->client(), nullptr) << "detached until a worker backs it";
   (*join)->Detach();

@@ -1,6 +1,6 @@
 // Direct worker-to-worker puts with real `switchyard worker --join` processes (the binary
 // under SY_BINARY_DIR) on loopback, through serve's own wiring (JoinRemoteWorkers: each
-// worker's KV store as a RemoteHostTier, the DirectPeerMover ahead of the relay, put
+// worker's KV store as a KvStoreTier, the DirectPutMover ahead of the relay, put
 // orders over the control connections): a BlockManager here moves a block from worker
 // A's store into worker B's. The bytes read back from B intact while serve's own transport
 // moved none of them, and B's counters show the put; a worker started with --direct-puts
@@ -25,7 +25,7 @@
 
 #include "kv_tiers/arena_tier.h"
 #include "kv_tiers/block_manager.h"
-#include "kv_tiers/transport/remote_host_tier.h"
+#include "kv_tiers/remote/kv_store_tier.h"
 #include "serve/serve_join.h"
 #include "tests/kv_tiers/test_util.h"
 #include "tests/workers/processes.h"
@@ -96,7 +96,7 @@ class DirectCluster {
   // Worker `id`'s store (its tier) and scheduler index.
   kv_tiers::Tier* Store(const std::string& id) { return tiers_.at(index_.at(id)).get(); }
   auto* Remote(const std::string& id) {
-    return static_cast<kv_tiers::transport::RemoteHostTier*>(Store(id));
+    return static_cast<kv_tiers::remote::KvStoreTier*>(Store(id));
   }
   // A committed block of `data` in `id`'s store (serve's fill: host tier, then the peer mover).
   BlockId In(const std::string& id, const std::vector<char>& data) {
@@ -262,10 +262,10 @@ TEST(DirectPuts, ClosingTheOrdererEndsItsOrdersThenRunsNoCallback) {
     return std::make_unique<RemoteWorker>(std::make_unique<ControlConn>(fd, id), h, index);
   };
   std::unique_ptr<RemoteWorker> wa = worker(a[0], "a", 0), wb = worker(b[0], "b", 1);
-  namespace tx = kv_tiers::transport;
-  tx::RemoteHostTierOptions ro;
-  auto ta = tx::RemoteHostTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
-  auto tb = tx::RemoteHostTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
+  namespace kv_store = kv_tiers::kv_store;
+  kv_tiers::remote::KvStoreTierOptions ro;
+  auto ta = kv_tiers::remote::KvStoreTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
+  auto tb = kv_tiers::remote::KvStoreTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
   auto orderer = std::make_shared<ControlPutOrderer>();
   orderer->AddStore(ta.get(), wa.get());
   orderer->AddStore(tb.get(), wb.get());
@@ -274,9 +274,9 @@ TEST(DirectPuts, ClosingTheOrdererEndsItsOrdersThenRunsNoCallback) {
   std::atomic<int> done{0};
   Status last;
   auto order = [&](uint64_t id) {
-    tx::DirectPutOrder o;
+    kv_store::DirectPutOrder o;
     o.order_id = id;
-    return orderer->Order(*ta, *tb, o, [&](tx::DirectPutOutcome out) {
+    return orderer->Order(*ta, *tb, o, [&](kv_store::DirectPutOutcome out) {
       last = out.status;
       ++done;
     });

@@ -33,7 +33,7 @@ namespace switchyard::kv_tiers::transport::ucx_internal {
 
 // Handshake version 5: the hello carries the client's UCX client id (0: it connects by
 // worker address) and the reply the port of the listener's ucp_listener (0: it answered
-// with its worker address instead). Version 4: the peer protocol above carries per-block
+// with its worker address instead). Version 4: the KV-store protocol above carries per-block
 // checksums (its block headers changed); version 3 kept the handshake connection open as the peer's
 // control connection (its loss fails the peer); version 2 added the TCP segment sizes. Peers of
 // other versions are not answered.

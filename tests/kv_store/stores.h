@@ -1,0 +1,61 @@
+// Test helper: KvStoreServers (KV stores) in this process over TCP loopback (UCX_TLS=tcp),
+// each on its own thread, and how serve's tier of one names it (kv_tiers/transport
+// direct_order.h StoreRef). Header-only; for the direct put tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "kv_tiers/kv_store/direct_order.h"
+#include "kv_tiers/kv_store/kv_store_client.h"
+#include "kv_tiers/kv_store/kv_store_server.h"
+
+namespace switchyard::kv_tiers::kv_store::testing {
+
+inline transport::TransportConfig Tcp() {
+  transport::TransportConfig c;
+  c.params["TLS"] = "tcp";
+  return c;
+}
+
+inline KvStoreClientOptions TcpClient() {
+  KvStoreClientOptions o;
+  o.transport_config = Tcp();
+  o.ack_timeout = std::chrono::seconds(30);
+  return o;
+}
+
+// A KvStoreServer of `capacity` bytes (TCP; `o`'s credit and delays) on its own thread.
+struct Store {
+  explicit Store(KvStoreServerOptions o = {}, uint64_t capacity = 64ull << 20) {
+    o.transport_config = Tcp();
+    o.capacity_bytes = capacity;
+    auto w = KvStoreServer::Start(o);
+    EXPECT_TRUE(w.ok()) << w.status();
+    if (!w.ok()) return;
+    worker = std::move(*w);
+    thread = std::thread([this] { worker->Run(); });
+  }
+  ~Store() {
+    if (worker) worker->Stop();
+    if (thread.joinable()) thread.join();
+  }
+  const std::string& address() const { return worker->address(); }
+  // This store as serve's tier of it names it: owner ("t", `context`), its epochs.
+  StoreRef Ref(const std::string& context) const {
+    StoreRef r;
+    r.address = worker->address();
+    r.transport_config = Tcp();
+    r.communicator_epoch = worker->communicator_epoch();
+    r.workflow_id = "t";
+    r.context_id = context;
+    return r;
+  }
+  std::unique_ptr<KvStoreServer> worker;
+  std::thread thread;
+};
+
+}  // namespace switchyard::kv_tiers::kv_store::testing
