@@ -666,7 +666,9 @@ void SchedulerDriver::MirrorWorkers() {
   const scheduler::Core& core = *stack_.core;
   for (int w = 0; w < total_workers(); ++w) {
     hbm_used_[w] = core.hbm_used(w);
-    worker_state_[w] = {!core.alive(w) ? "lost" : core.draining(w) ? "draining" : "alive",
+    worker_state_[w] = {!core.alive(w)     ? "lost"
+                        : core.draining(w) ? "draining"
+                                           : "alive",
                         core.drained(w)};
   }
   metrics_.SetQueuedNodes(core.queued_nodes());

@@ -81,7 +81,7 @@ class HttpApi {
     // the answer's x-request-id header and logged with the request (invariant 8).
     std::string request_id;
     std::string method;
-    std::string workflow_id;  // the workflow a mutation names or creates (log lines)
+    std::string workflow_id;            // the workflow a mutation names or creates (log lines)
     std::atomic<bool> finished{false};  // answered: a second Finish() is ignored
   };
   using CallPtr = std::shared_ptr<Call>;

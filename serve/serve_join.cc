@@ -8,6 +8,7 @@
 #include "cluster/membership.h"
 #include "executors/cpu/cpu_engine.h"
 #include "executors/cpu/model_shape.h"
+#include "executors/engine_kind.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/mover.h"
 #include "kv_tiers/remote/direct_put_mover.h"
@@ -152,10 +153,7 @@ Status WatchMembership(const ServeJoinOptions& o, workers::JoinServer* js) {
   return Status::OK();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
-                                                               driver::SchedulerConfig* config) {
+Status CheckServeJoinOptions(const ServeJoinOptions& o, const driver::SchedulerConfig& config) {
   if (o.local_workers < 0 || o.remote_workers < 0 || o.spare_workers < 0)
     return Status::InvalidArgument(
         "--local-workers, --remote-workers and --spare-workers must be >= 0");
@@ -165,51 +163,47 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
     return Status::InvalidArgument(
         "no workers: --local-workers 0 needs --remote-workers N (N >= 1)");
   if (o.remote_workers > 0 &&
-      (!config->engines_run_llm || (config->engine != "simulated" && config->engine != "cpu")))
-    return Status::InvalidArgument(
-        "--remote-workers needs serve's own engines (--engine simulated or cpu, --llm "
-        "simulated)");
-  if (o.remote_workers > 0 && !config->extra_models.empty())
+      (!config.engines_run_llm || !executors::FindEngineKind(config.engine).ok()))
+    return Status::InvalidArgument("--remote-workers needs serve's own engines (--engine " +
+                                   executors::EngineKindNames(false) + ", --llm engine)");
+  if (o.remote_workers > 0 && !config.extra_models.empty())
     return Status::InvalidArgument("--remote-workers serves one model (models[] has " +
-                                   std::to_string(config->extra_models.size() + 1) + ")");
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<workers::JoinServer> join,
-                      workers::JoinServer::Listen(o.listen));
-  if (o.listening) o.listening(join->address());
+                                   std::to_string(config.extra_models.size() + 1) + ")");
+  return Status::OK();
+}
+
+// What serve asks of every joining worker: its engine, the model (for an engine that
+// computes: the checkpoint's shape, which the workers load too) and its names.
+Result<workers::JoinOptions> JoinOptionsFor(const ServeJoinOptions& o,
+                                            const driver::SchedulerConfig& config) {
   workers::JoinOptions jo;
   jo.expect = o.remote_workers;
   jo.timeout = o.join_timeout;
   jo.first_index = o.local_workers;
   jo.heartbeat = o.heartbeat;
   jo.heartbeat_misses = o.heartbeat_misses;
-  jo.engine = config->engine;
-  if (config->engine == "cpu") {  // the workers load the same checkpoint: its shape
-    SY_ASSIGN_OR_RETURN(jo.model, CpuModelConfig(config->model_path));
-    jo.kv_pool_bytes = config->kv_pool_bytes;
-    jo.kv_block_tokens = config->kv_block_tokens;
+  jo.engine = config.engine;
+  if (executors::EngineComputes(config.engine)) {
+    SY_ASSIGN_OR_RETURN(jo.model, CpuModelConfig(config.model_path));
+    jo.kv_pool_bytes = config.kv_pool_bytes;
+    jo.kv_block_tokens = config.kv_block_tokens;
   } else {
-    jo.model = config->model_config ? *config->model_config : driver::EmbeddedDefaultModel();
+    jo.model = config.model_config ? *config.model_config : driver::EmbeddedDefaultModel();
   }
-  jo.gpu = config->gpu ? *config->gpu : driver::EmbeddedDefaultGpu();
-  jo.served_models.push_back(config->model_id.empty() ? jo.model.name() : config->model_id);
-  for (const std::string& a : config->model_aliases) jo.served_models.push_back(a);
-  SY_RETURN_IF_ERROR(join->AwaitWorkers(jo).Annotate("--remote-workers"));
-  join->AddSpareSlots(o.spare_workers, o.local_workers + o.remote_workers);
-  if (!o.etcd_url.empty()) SY_RETURN_IF_ERROR(WatchMembership(o, join.get()).Annotate("--etcd"));
-  config->workers = o.local_workers + o.remote_workers + o.spare_workers;
-  workers::JoinServer* js = join.get();
-  const int local = o.local_workers;
-  auto kv = std::make_shared<RemoteKv>();
-  join->Hold(kv);
-  if (config->engine == "cpu") {  // the token ids joined CPU engines compute from
-    config->cpu_token_log = std::make_shared<executors::cpu::TokenLog>();
-    join->Hold(config->cpu_token_log);
-  }
-  workers::RemoteEngineOptions reo;
-  reo.tokens = config->cpu_token_log.get();
-  reo.vocab = jo.model.vocab_size();
-  config->engine_factory =
-      [js, local, kv, reo](EventLoop* loop, int w,
-                           const executors::EngineLimits& limits) -> Result<driver::WorkerEngine> {
+  jo.gpu = config.gpu ? *config.gpu : driver::EmbeddedDefaultGpu();
+  jo.served_models.push_back(config.model_id.empty() ? jo.model.name() : config.model_id);
+  for (const std::string& a : config.model_aliases) jo.served_models.push_back(a);
+  return jo;
+}
+
+// The scheduler's engines: none for serve's own workers (0 .. local-1: the driver makes
+// them), a RemoteEngine over its connection for each joined one.
+driver::EngineFactory JoinedEngines(workers::JoinServer* js, int local,
+                                    std::shared_ptr<RemoteKv> kv,
+                                    workers::RemoteEngineOptions reo) {
+  return [js, local, kv, reo](
+             EventLoop* loop, int w,
+             const executors::EngineLimits& limits) -> Result<driver::WorkerEngine> {
     driver::WorkerEngine we;
     if (w < local) return we;  // the driver's own engine
     workers::RemoteWorker* rw = js->worker(static_cast<size_t>(w - local));
@@ -220,9 +214,10 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
       auto t = kv->tiers.find(w);
       if (t != kv->tiers.end()) store = t->second;
     }
-    if ((rw->hello().engine() == "cpu" || rw->vacant()) && reo.tokens && !store)
+    if ((executors::EngineComputes(rw->hello().engine()) || rw->vacant()) && reo.tokens && !store)
       return Status::FailedPrecondition("joined worker " + rw->hello().worker_id() +
-                                        " runs engine cpu without a KV store (--kv-listen none): "
+                                        " runs engine " + rw->hello().engine() +
+                                        " without a KV store (--kv-listen none): "
                                         "its pool's KV could never move");
     workers::RemoteEngineOptions ro = reo;
     ro.store = store;
@@ -231,8 +226,13 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
     we.remote_kv = std::move(re.kv);
     return we;
   };
-  // Moves between two joined workers' stores are put directly by the source's worker
-  // when it takes put orders (DirectPutMover, preferred to the relay), else relayed.
+}
+
+// Moves between two joined workers' stores are put directly by the source's worker when
+// it takes put orders (DirectPutMover, preferred to the relay), else relayed; a rejoin
+// reconnects the worker's store; serve's going drops the orders still out.
+void WireKvStores(workers::JoinServer* js, int local, const std::shared_ptr<RemoteKv>& kv,
+                  driver::SchedulerConfig* config) {
   for (size_t i = 0; i < js->size(); ++i)
     workers::ControlPutOrderer::Attach(kv->orderer, js->worker(i));
   config->add_movers = [orderer = kv->orderer](const kv_tiers::MoverEnv& env,
@@ -243,12 +243,12 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
                     env, orderer, std::make_shared<kv_tiers::RelayMover>(env)),
                 3);
   };
-  join->SetRejoinHandler(
+  js->SetRejoinHandler(
       [js, local, kv = kv.get()](int index) { ReconnectKvStore(js, local, kv, index); });
   // Serve's service is going (JoinServer::Detach, before the driver, its loop and the tiers
   // are destroyed): orders still out are dropped without their callbacks (the bye that
   // follows would end them into the freed loop and tiers), and the tiers are forgotten.
-  join->AddDetachHook([kv] {
+  js->AddDetachHook([kv] {
     kv->orderer->Close();
     std::lock_guard<std::mutex> l(kv->mu);
     kv->tiers.clear();
@@ -261,7 +261,31 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
     if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
     return ConnectKvStore(rw, w, o, kv.get());
   };
-  config->fill_cluster = [js, local, kv, engine = config->engine](v1::ClusterState* out) {
+}
+
+// One joined worker's entry in /v1/cluster: its store's credit ledger as serve sees it.
+void FillKvStore(RemoteKv* kv, v1::JoinedWorker* w) {
+  std::lock_guard<std::mutex> l(kv->mu);
+  auto t = kv->tiers.find(w->worker_index());
+  w->set_direct_orders(kv->orderer->orders_sent(w->worker_index()));
+  if (t == kv->tiers.end()) return;
+  w->set_serve_puts(t->second->puts_posted());
+  w->set_serve_gets(t->second->gets_posted());
+  if (std::shared_ptr<kv_store::KvStoreClient> client = t->second->client()) {
+    kv_store::KvStoreClient& c = *client;
+    w->set_sender_credit_bytes(c.hello().max_inflight_bytes);
+    if (auto st = c.credits()->State(c.address()); st.ok())
+      w->set_sender_credit_in_use_bytes(st->inflight_bytes);
+    if (auto flow = c.connection_flow(); flow.ok()) w->set_kv_connection_flow(*flow);
+  }
+}
+
+// /v1/cluster's joinedWorkers: serve's own workers, then the joined ones with their pool
+// use (the scheduler's committed KV in each one's HBM) and draining state.
+std::function<void(v1::ClusterState*)> FillJoinedWorkers(workers::JoinServer* js, int local,
+                                                         std::shared_ptr<RemoteKv> kv,
+                                                         std::string engine) {
+  return [js, local, kv, engine](v1::ClusterState* out) {
     for (int w = 0; w < local; ++w) {
       v1::JoinedWorker* l = out->add_joined_workers();
       l->set_id("local-" + std::to_string(w));
@@ -271,24 +295,9 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
       l->set_worker_index(w);
     }
     for (v1::JoinedWorker& w : js->Snapshot()) {
-      std::lock_guard<std::mutex> l(kv->mu);
-      auto t = kv->tiers.find(w.worker_index());
-      w.set_direct_orders(kv->orderer->orders_sent(w.worker_index()));
-      if (t != kv->tiers.end()) {  // serve's ledger of the credit the worker granted it
-        w.set_serve_puts(t->second->puts_posted());
-        w.set_serve_gets(t->second->gets_posted());
-        if (std::shared_ptr<kv_store::KvStoreClient> client = t->second->client()) {
-          kv_store::KvStoreClient& c = *client;
-          w.set_sender_credit_bytes(c.hello().max_inflight_bytes);
-          if (auto st = c.credits()->State(c.address()); st.ok())
-            w.set_sender_credit_in_use_bytes(st->inflight_bytes);
-          if (auto flow = c.connection_flow(); flow.ok()) w.set_kv_connection_flow(*flow);
-        }
-      }
+      FillKvStore(kv.get(), &w);
       *out->add_joined_workers() = std::move(w);
     }
-    // Pool use: the scheduler's committed KV in each worker's HBM (the listing's tiers);
-    // draining: the scheduler's state of a connected worker.
     for (v1::JoinedWorker& w : *out->mutable_joined_workers()) {
       for (const v1::WorkerEngine& e : out->worker_engines())
         if (e.worker() == w.worker_index() && w.state() == "alive" && e.state() == "draining") {
@@ -302,6 +311,35 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
         }
     }
   };
+}
+
+}  // namespace
+
+Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& o,
+                                                               driver::SchedulerConfig* config) {
+  SY_RETURN_IF_ERROR(CheckServeJoinOptions(o, *config));
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<workers::JoinServer> join,
+                      workers::JoinServer::Listen(o.listen));
+  if (o.listening) o.listening(join->address());
+  SY_ASSIGN_OR_RETURN(workers::JoinOptions jo, JoinOptionsFor(o, *config));
+  SY_RETURN_IF_ERROR(join->AwaitWorkers(jo).Annotate("--remote-workers"));
+  join->AddSpareSlots(o.spare_workers, o.local_workers + o.remote_workers);
+  if (!o.etcd_url.empty()) SY_RETURN_IF_ERROR(WatchMembership(o, join.get()).Annotate("--etcd"));
+  config->workers = o.local_workers + o.remote_workers + o.spare_workers;
+  workers::JoinServer* js = join.get();
+  const int local = o.local_workers;
+  auto kv = std::make_shared<RemoteKv>();
+  join->Hold(kv);
+  if (executors::EngineComputes(config->engine)) {  // the token ids joined engines compute from
+    config->cpu_token_log = std::make_shared<executors::cpu::TokenLog>();
+    join->Hold(config->cpu_token_log);
+  }
+  workers::RemoteEngineOptions reo;
+  reo.tokens = config->cpu_token_log.get();
+  reo.vocab = jo.model.vocab_size();
+  config->engine_factory = JoinedEngines(js, local, kv, reo);
+  WireKvStores(js, local, kv, config);
+  config->fill_cluster = FillJoinedWorkers(js, local, kv, config->engine);
   return join;
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "base/logging.h"
+#include "executors/engine_kind.h"
 #include "executors/simulated_engine.h"
 #include "workers/control_msgs.h"
 #include "workers/join_server.h"
@@ -13,15 +14,14 @@
 namespace switchyard::workers {
 
 Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
-  if (o.engine != "simulated" && o.engine != "cpu")
-    return Status::InvalidArgument("--engine " + o.engine +
-                                   ": a joined worker runs engine simulated or cpu");
+  SY_ASSIGN_OR_RETURN(const executors::EngineKind* kind,
+                      executors::FindEngineKind(o.engine, "--engine"));
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   std::unique_ptr<WorkerAgent> a(new WorkerAgent());
   a->kv_capacity_ = o.kv_capacity_bytes;
   a->id_ = o.worker_id.empty() ? std::string(host) + "-" + std::to_string(::getpid()) : o.worker_id;
-  if (o.engine == "cpu") {
+  if (kind->computes) {
     if (o.model.empty())
       return Status::InvalidArgument(
           "--engine cpu needs --model: the shape file or Llama checkpoint directory serve "
