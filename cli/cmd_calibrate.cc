@@ -15,9 +15,11 @@
 // (executors/cpu_calibrate/calibrate.h) and writes the step table TableStepCost reads
 // (configs/step_tables/README.md), then loads it back and prints the fit.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "cli/command.h"
+#include "executors/engine_kind.h"
 #include "net_budget/link_calibrate/calibrate.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
@@ -104,7 +106,9 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
       return EngineUsage("unknown option " + a);
     }
   }
-  if (engine != "cpu") return EngineUsage("--engine must be cpu, not '" + engine + "'");
+  // Step times are measured on an engine that computes (the CPU engine).
+  if (!switchyard::executors::EngineComputes(engine))
+    return EngineUsage("--engine must be cpu, not '" + engine + "'");
   if (out.empty()) return EngineUsage("-o FILE is required");
   auto model = cpu::Model::Load(model_path);
   if (!model.ok()) {
@@ -149,6 +153,8 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
 }
 #endif
 
+namespace tx = switchyard::net_budget;  // the link calibration (net_budget/link_calibrate)
+
 constexpr char kUsage[] =
     "usage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
     "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n"
@@ -162,8 +168,7 @@ int Usage(const std::string& why) {
 
 // The fit (`calibration_json`, CalibrationJson's) as link `link` of the link file `path`.
 switchyard::Status StoreInLinkFile(const std::string& path, const std::string& link,
-                                   const std::string& label,
-                                   const switchyard::net_budget::CalibrateOptions& options,
+                                   const std::string& label, const tx::CalibrateOptions& options,
                                    const std::string& calibration_json) {
   switchyard::v1::MeasuredLink m;
   SY_RETURN_IF_ERROR(switchyard::proto::ParseJson(calibration_json, m.mutable_calibration()));
@@ -175,6 +180,107 @@ switchyard::Status StoreInLinkFile(const std::string& path, const std::string& l
   m.set_max_bytes(options.max_bytes);
   m.set_iters(options.iters);
   return switchyard::scheduler::AddToLinkFile(path, m);
+}
+
+// The flags of a peer calibration.
+struct PeerArgs {
+  tx::CalibrateOptions options;
+  std::string out, label, link, links_out;
+};
+
+// The peer calibration's flags (every one takes a value), checked; InvalidArgument says why
+// for the usage text.
+switchyard::Result<PeerArgs> ParsePeerArgs(const std::vector<std::string>& args) {
+  auto bad = [](const std::string& why) { return switchyard::Status::InvalidArgument(why); };
+  PeerArgs p;
+  tx::CalibrateOptions& options = p.options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (i + 1 >= args.size()) return bad("missing value after " + a);
+    const std::string& v = args[++i];
+    if (a == "--peer") {
+      options.address = v;
+    } else if (a == "--transport") {
+      options.transport = v;
+    } else if (a == "--min" || a == "--max") {
+      auto n = tx::ParseByteSize(v);
+      if (!n.ok()) return bad(n.status().message());
+      (a == "--min" ? options.min_bytes : options.max_bytes) = *n;
+    } else if (a == "--iters") {
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 6) {
+        return bad("bad --iters " + v);
+      }
+      options.iters = static_cast<uint32_t>(std::stoul(v));
+    } else if (a == "--out") {
+      p.out = v;
+    } else if (a == "--label") {
+      p.label = v;
+    } else if (a == "--link") {
+      p.link = v;
+    } else if (a == "--links-out") {
+      p.links_out = v;
+    } else {
+      return bad("unknown option " + a);
+    }
+  }
+  if (options.address.empty()) return bad("--peer is required");
+  if (p.link.empty() != p.links_out.empty())
+    return bad("--link NAME and --links-out FILE go together (the link file names each link)");
+  return p;
+}
+
+// The fit's JSON into --out (or stdout when neither --out nor --links-out is given) and the
+// link file; 0, or 1 after saying why on stderr.
+int StoreFit(const PeerArgs& p, const std::string& json) {
+  if (!p.out.empty()) {
+    std::ofstream f(p.out);
+    f << json << "\n";
+    if (!f) {
+      std::fprintf(stderr, "calibrate: cannot write %s\n", p.out.c_str());
+      return 1;
+    }
+    std::printf("stored fit in %s\n", p.out.c_str());
+  } else if (p.links_out.empty()) {
+    std::printf("%s\n", json.c_str());
+  }
+  if (!p.links_out.empty()) {
+    switchyard::Status st = StoreInLinkFile(p.links_out, p.link, p.label, p.options, json);
+    if (!st.ok()) return std::fprintf(stderr, "calibrate: %s\n", st.ToString().c_str()), 1;
+    std::printf("stored link %s in %s\n", p.link.c_str(), p.links_out.c_str());
+  }
+  return 0;
+}
+
+// --peer: the size sweep against a worker, its percentiles and alpha-beta fit.
+int RunPeerCalibrate(const std::vector<std::string>& args) {
+  switchyard::Result<PeerArgs> parsed = ParsePeerArgs(args);
+  if (!parsed.ok()) return Usage(parsed.status().message());
+  PeerArgs& p = *parsed;
+  if (p.label.empty()) {
+    const char* tls = std::getenv("UCX_TLS");
+    p.label = p.options.transport + "/" + (tls ? tls : "auto");
+  }
+  std::printf("%12s %8s %12s %12s %12s %12s\n", "bytes", "samples", "p50_us", "p95_us", "p99_us",
+              "p50_MB/s");
+  auto fit = tx::RunCalibration(p.options, [](const switchyard::net_budget::SizePercentiles& s) {
+    std::printf("%12llu %8u %12.1f %12.1f %12.1f %12.1f\n",
+                static_cast<unsigned long long>(s.bytes), s.samples, s.p50_s * 1e6, s.p95_s * 1e6,
+                s.p99_s * 1e6, s.p50_s > 0 ? static_cast<double>(s.bytes) / s.p50_s / 1e6 : 0.0);
+    std::fflush(stdout);
+  });
+  if (!fit.ok()) {
+    std::fprintf(stderr, "calibrate: %s\n", fit.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("fit: alpha=%.2f us beta=%.4g s/B (bandwidth %.1f MB/s) r2=%.4f\n",
+              fit->model.alpha_s * 1e6, fit->model.beta_s_per_byte, fit->model.bandwidth() / 1e6,
+              fit->r_squared);
+  auto json = tx::CalibrationJson(*fit, p.label);
+  if (!json.ok()) {
+    std::fprintf(stderr, "calibrate: %s\n", json.status().ToString().c_str());
+    return 1;
+  }
+  return StoreFit(p, *json);
 }
 
 int RunCalibrate(const std::vector<std::string>& args) {
@@ -189,83 +295,7 @@ int RunCalibrate(const std::vector<std::string>& args) {
     return 2;
 #endif
   }
-  switchyard::net_budget::CalibrateOptions options;
-  std::string out, label, link, links_out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (i + 1 >= args.size()) return Usage("missing value after " + a);
-    const std::string& v = args[++i];
-    if (a == "--peer") {
-      options.address = v;
-    } else if (a == "--transport") {
-      options.transport = v;
-    } else if (a == "--min" || a == "--max") {
-      auto n = switchyard::net_budget::ParseByteSize(v);
-      if (!n.ok()) return Usage(n.status().message());
-      (a == "--min" ? options.min_bytes : options.max_bytes) = *n;
-    } else if (a == "--iters") {
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 6) {
-        return Usage("bad --iters " + v);
-      }
-      options.iters = static_cast<uint32_t>(std::stoul(v));
-    } else if (a == "--out") {
-      out = v;
-    } else if (a == "--label") {
-      label = v;
-    } else if (a == "--link") {
-      link = v;
-    } else if (a == "--links-out") {
-      links_out = v;
-    } else {
-      return Usage("unknown option " + a);
-    }
-  }
-  if (options.address.empty()) return Usage("--peer is required");
-  if (link.empty() != links_out.empty())
-    return Usage("--link NAME and --links-out FILE go together (the link file names each link)");
-  if (label.empty()) {
-    const char* tls = std::getenv("UCX_TLS");
-    label = options.transport + "/" + (tls ? tls : "auto");
-  }
-  std::printf("%12s %8s %12s %12s %12s %12s\n", "bytes", "samples", "p50_us", "p95_us", "p99_us",
-              "p50_MB/s");
-  auto fit = switchyard::net_budget::RunCalibration(
-      options, [](const switchyard::net_budget::SizePercentiles& p) {
-        std::printf("%12llu %8u %12.1f %12.1f %12.1f %12.1f\n",
-                    static_cast<unsigned long long>(p.bytes), p.samples, p.p50_s * 1e6,
-                    p.p95_s * 1e6, p.p99_s * 1e6,
-                    p.p50_s > 0 ? static_cast<double>(p.bytes) / p.p50_s / 1e6 : 0.0);
-        std::fflush(stdout);
-      });
-  if (!fit.ok()) {
-    std::fprintf(stderr, "calibrate: %s\n", fit.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("fit: alpha=%.2f us beta=%.4g s/B (bandwidth %.1f MB/s) r2=%.4f\n",
-              fit->model.alpha_s * 1e6, fit->model.beta_s_per_byte, fit->model.bandwidth() / 1e6,
-              fit->r_squared);
-  auto json = switchyard::net_budget::CalibrationJson(*fit, label);
-  if (!json.ok()) {
-    std::fprintf(stderr, "calibrate: %s\n", json.status().ToString().c_str());
-    return 1;
-  }
-  if (!out.empty()) {
-    std::ofstream f(out);
-    f << *json << "\n";
-    if (!f) {
-      std::fprintf(stderr, "calibrate: cannot write %s\n", out.c_str());
-      return 1;
-    }
-    std::printf("stored fit in %s\n", out.c_str());
-  } else if (links_out.empty()) {
-    std::printf("%s\n", json->c_str());
-  }
-  if (!links_out.empty()) {
-    switchyard::Status st = StoreInLinkFile(links_out, link, label, options, *json);
-    if (!st.ok()) return std::fprintf(stderr, "calibrate: %s\n", st.ToString().c_str()), 1;
-    std::printf("stored link %s in %s\n", link.c_str(), links_out.c_str());
-  }
-  return 0;
+  return RunPeerCalibrate(args);
 }
 
 }  // namespace

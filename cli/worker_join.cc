@@ -52,22 +52,20 @@ int JoinUsage(const std::string& why) {
   return 2;
 }
 
-}  // namespace
-
-const char* JoinedWorkerUsage() { return kJoinUsage; }
-
-bool WantsJoin(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--join") return true;
-  return false;
-}
-
-int RunJoinedWorker(const std::vector<std::string>& args) {
-  workers::AgentOptions o;
+// The flags of a joined worker.
+struct JoinArgs {
+  workers::AgentOptions agent;
   LogOptions log;
+};
+
+// The --join flags (every one takes a value); InvalidArgument says why for the usage text.
+Result<JoinArgs> ParseJoinArgs(const std::vector<std::string>& args) {
+  auto bad = [](const std::string& why) { return Status::InvalidArgument(why); };
+  JoinArgs j;
+  workers::AgentOptions& o = j.agent;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (i + 1 >= args.size()) return JoinUsage("missing value after " + a);
+    if (i + 1 >= args.size()) return bad("missing value after " + a);
     const std::string& v = args[++i];
     if (a == "--join") {
       o.join = v;
@@ -80,7 +78,7 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
     } else if (a == "--kv-pool-bytes" || a == "--kv-capacity" || a == "--credit-per-sender" ||
                a == "--credit-total") {
       auto n = net_budget::ParseByteSize(v);
-      if (!n.ok()) return JoinUsage(a + ": " + n.status().message());
+      if (!n.ok()) return bad(a + ": " + n.status().message());
       if (a == "--kv-pool-bytes") o.kv_pool_capacity_bytes = *n;
       if (a == "--kv-capacity") o.kv_capacity_bytes = *n;
       if (a == "--credit-per-sender") o.credit_per_sender_bytes = *n;
@@ -88,7 +86,7 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
     } else if (a == "--kv-listen") {
       o.kv_listen = v;
     } else if (a == "--direct-puts") {
-      if (v != "on" && v != "off") return JoinUsage("--direct-puts '" + v + "': want on or off");
+      if (v != "on" && v != "off") return bad("--direct-puts '" + v + "': want on or off");
       o.direct_puts = v == "on";
     } else if (a == "--kv-finish-delay-ms") {  // tests: a slow receiver
       o.kv_finish_delay = std::chrono::milliseconds(std::strtol(v.c_str(), nullptr, 10));
@@ -98,30 +96,53 @@ int RunJoinedWorker(const std::vector<std::string>& args) {
       o.cluster = v;
     } else if (a == "--lease-ttl-s") {
       long ttl = std::strtol(v.c_str(), nullptr, 10);
-      if (ttl < 1) return JoinUsage("--lease-ttl-s needs S >= 1");
+      if (ttl < 1) return bad("--lease-ttl-s needs S >= 1");
       o.lease_ttl = std::chrono::seconds(ttl);
     } else if (a == "--kv-transport-param") {
       size_t eq = v.find('=');
       if (eq == 0 || eq == std::string::npos)
-        return JoinUsage("--kv-transport-param '" + v + "': want KEY=VALUE");
+        return bad("--kv-transport-param '" + v + "': want KEY=VALUE");
       o.kv_transport_params[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--protocol-version") {
       o.protocol_version = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-      if (o.protocol_version == 0) return JoinUsage("--protocol-version needs N >= 1");
+      if (o.protocol_version == 0) return bad("--protocol-version needs N >= 1");
     } else if (a == "--connect-timeout-s") {
       o.connect_timeout = Seconds(std::atof(v.c_str()));
     } else if (a == "--log-level") {
-      if (!ParseLogLevel(v, &log.level)) return JoinUsage("bad --log-level " + v);
+      if (!ParseLogLevel(v, &j.log.level)) return bad("bad --log-level " + v);
     } else {
-      return JoinUsage("unknown option " + a + " (with --join)");
+      return bad("unknown option " + a + " (with --join)");
     }
   }
-  InitLogging(log);
+  return j;
+}
+
+// SIGINT and SIGTERM blocked in this thread (and the threads it starts), for sigwait.
+sigset_t BlockStopSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+const char* JoinedWorkerUsage() { return kJoinUsage; }
+
+bool WantsJoin(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--join") return true;
+  return false;
+}
+
+int RunJoinedWorker(const std::vector<std::string>& args) {
+  Result<JoinArgs> parsed = ParseJoinArgs(args);
+  if (!parsed.ok()) return JoinUsage(parsed.status().message());
+  const workers::AgentOptions& o = parsed->agent;
+  InitLogging(parsed->log);
+  sigset_t set = BlockStopSignals();
   auto agent = workers::WorkerAgent::Join(o);
   if (!agent.ok()) {
     std::fprintf(stderr, "worker: %s\n", agent.status().ToString().c_str());

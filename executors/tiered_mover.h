@@ -137,7 +137,18 @@ class TieredKvMover final : public KvMover {
   // remote pool's store (the committed blocks land, the sources stay).
   void MoveLocal(const scheduler::Command& move, bool keep_sources,
                  std::function<void(Status)> done);
-  // Remote pools (see above).
+  // MoveLocal where a Location is a local engine's pool (engine_kv): the real-bytes move,
+  // posted (the runtime reserves the destination's blocks after this call returns);
+  // FinishEngineKv is its posted half: the copy, the move's times and the context's place.
+  void MoveEngineKv(const scheduler::Command& move, EngineKv* src_kv, EngineKv* dst_kv,
+                    bool keep_sources, std::function<void(Status)> done);
+  void FinishEngineKv(const scheduler::Command& move, EngineKv* src_kv, EngineKv* dst_kv,
+                      uint64_t transfer_id, bool keep_sources);
+  // MoveLocal between two tiers: the emulated fill first where it lacks, then every block
+  // through BlockManager::Move (OnBlockDone, Finish).
+  void MoveTiers(const scheduler::Command& move, bool keep_sources,
+                 std::function<void(Status)> done);
+  // Remote pools (see above; tiered_mover_remote.cc).
   void MoveRemote(const scheduler::Command& move, RemoteEngineKv* src, RemoteEngineKv* dst,
                   std::function<void(Status)> done);
   void ExportRemote(const scheduler::Command& move, RemoteEngineKv* src,

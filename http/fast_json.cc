@@ -98,55 +98,76 @@ class Parser {
 
   // One value for `f` (an element when f is repeated).
   bool Value(pb::Message* msg, const FD* f, int depth) {
-    const pb::Reflection* r = msg->GetReflection();
-    bool rep = f->is_repeated();
     Ws();
     if (i_ >= s_.size()) return false;
     switch (f->cpp_type()) {
       case FD::CPPTYPE_MESSAGE: {
-        pb::Message* sub = rep ? r->AddMessage(msg, f) : r->MutableMessage(msg, f);
+        const pb::Reflection* r = msg->GetReflection();
+        pb::Message* sub = f->is_repeated() ? r->AddMessage(msg, f) : r->MutableMessage(msg, f);
         return Object(sub, depth + 1);
       }
-      case FD::CPPTYPE_STRING: {
-        std::string_view v;
-        if (f->type() == FD::TYPE_BYTES || !String(&v)) return false;  // bytes are base64
-        if (rep)
-          r->AddString(msg, f, std::string(v));
-        else
-          r->SetString(msg, f, std::string(v));
-        return true;
-      }
-      case FD::CPPTYPE_ENUM: {
-        std::string_view v;
-        if (!String(&v)) return false;
-        const pb::EnumValueDescriptor* e = f->enum_type()->FindValueByName(std::string(v));
-        if (!e) return false;
-        if (rep)
-          r->AddEnumValue(msg, f, e->number());
-        else
-          r->SetEnumValue(msg, f, e->number());
-        return true;
-      }
-      case FD::CPPTYPE_BOOL: {
-        bool b;
-        if (Literal("true"))
-          b = true;
-        else if (Literal("false"))
-          b = false;
-        else
-          return false;
-        if (rep)
-          r->AddBool(msg, f, b);
-        else
-          r->SetBool(msg, f, b);
-        return true;
-      }
+      case FD::CPPTYPE_STRING:
+        return StringValue(msg, f);
+      case FD::CPPTYPE_ENUM:
+        return EnumValue(msg, f);
+      case FD::CPPTYPE_BOOL:
+        return BoolValue(msg, f);
       default:
         break;
     }
     std::string_view tok;
     bool integral = false;
     if (!Number(&tok, &integral)) return false;
+    return NumberValue(msg, f, tok, integral);
+  }
+
+  // A string value for the string field `f` (bytes fields are base64: left to protobuf).
+  bool StringValue(pb::Message* msg, const FD* f) {
+    const pb::Reflection* r = msg->GetReflection();
+    std::string_view v;
+    if (f->type() == FD::TYPE_BYTES || !String(&v)) return false;  // bytes are base64
+    if (f->is_repeated())
+      r->AddString(msg, f, std::string(v));
+    else
+      r->SetString(msg, f, std::string(v));
+    return true;
+  }
+
+  // An enum value, by name, for the enum field `f`.
+  bool EnumValue(pb::Message* msg, const FD* f) {
+    const pb::Reflection* r = msg->GetReflection();
+    std::string_view v;
+    if (!String(&v)) return false;
+    const pb::EnumValueDescriptor* e = f->enum_type()->FindValueByName(std::string(v));
+    if (!e) return false;
+    if (f->is_repeated())
+      r->AddEnumValue(msg, f, e->number());
+    else
+      r->SetEnumValue(msg, f, e->number());
+    return true;
+  }
+
+  // true or false for the bool field `f`.
+  bool BoolValue(pb::Message* msg, const FD* f) {
+    const pb::Reflection* r = msg->GetReflection();
+    bool b;
+    if (Literal("true"))
+      b = true;
+    else if (Literal("false"))
+      b = false;
+    else
+      return false;
+    if (f->is_repeated())
+      r->AddBool(msg, f, b);
+    else
+      r->SetBool(msg, f, b);
+    return true;
+  }
+
+  // The number token `tok` for the numeric field `f`; false when it does not fit the type.
+  static bool NumberValue(pb::Message* msg, const FD* f, std::string_view tok, bool integral) {
+    const pb::Reflection* r = msg->GetReflection();
+    bool rep = f->is_repeated();
     switch (f->cpp_type()) {
       case FD::CPPTYPE_INT32: {
         int32_t v;
@@ -173,23 +194,29 @@ class Parser {
         return true;
       }
       case FD::CPPTYPE_DOUBLE:
-      case FD::CPPTYPE_FLOAT: {
-        std::string t(tok);
-        char* end = nullptr;
-        double v = std::strtod(t.c_str(), &end);
-        if (end != t.c_str() + t.size() || !std::isfinite(v)) return false;
-        if (f->cpp_type() == FD::CPPTYPE_DOUBLE) {
-          rep ? r->AddDouble(msg, f, v) : r->SetDouble(msg, f, v);
-        } else {
-          if (std::fabs(v) > std::numeric_limits<float>::max()) return false;
-          rep ? r->AddFloat(msg, f, static_cast<float>(v))
-              : r->SetFloat(msg, f, static_cast<float>(v));
-        }
-        return true;
-      }
+      case FD::CPPTYPE_FLOAT:
+        return FloatingValue(msg, f, tok);
       default:
         return false;
     }
+  }
+
+  // The number token `tok` for the double or float field `f`; false when not finite or out
+  // of a float's range.
+  static bool FloatingValue(pb::Message* msg, const FD* f, std::string_view tok) {
+    const pb::Reflection* r = msg->GetReflection();
+    bool rep = f->is_repeated();
+    std::string t(tok);
+    char* end = nullptr;
+    double v = std::strtod(t.c_str(), &end);
+    if (end != t.c_str() + t.size() || !std::isfinite(v)) return false;
+    if (f->cpp_type() == FD::CPPTYPE_DOUBLE) {
+      rep ? r->AddDouble(msg, f, v) : r->SetDouble(msg, f, v);
+    } else {
+      if (std::fabs(v) > std::numeric_limits<float>::max()) return false;
+      rep ? r->AddFloat(msg, f, static_cast<float>(v)) : r->SetFloat(msg, f, static_cast<float>(v));
+    }
+    return true;
   }
 
   bool Object(pb::Message* msg, int depth) {

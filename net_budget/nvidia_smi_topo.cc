@@ -2,6 +2,8 @@
 #include <cctype>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "net_budget/discovery.h"
 
@@ -58,6 +60,63 @@ NvidiaSmiTopo::Cell ParseCell(const std::string& t) {
   return c;
 }
 
+// InvalidArgument naming line `lineno` of the output.
+Status Bad(int lineno, const std::string& what) {
+  return Status::InvalidArgument("nvidia-smi topo line " + std::to_string(lineno) + ": " + what);
+}
+
+// The header line: device columns into out->devices, the columns after them ("CPU
+// Affinity", ...) into `extra_headers`.
+Status ParseHeader(const std::string& line, int lineno, NvidiaSmiTopo* out,
+                   std::vector<std::string>* extra_headers) {
+  for (const auto& h : SplitTabs(line)) {
+    if (h.empty()) continue;
+    if (IsExtraHeader(h)) {
+      extra_headers->push_back(h);
+    } else if (extra_headers->empty()) {
+      out->devices.push_back(h);
+    }
+  }
+  if (out->devices.empty()) return Bad(lineno, "no device columns in the header");
+  return Status::OK();
+}
+
+// The next matrix row: its cells into out->matrix, its CPU and NUMA affinity (the columns
+// `extra_headers` names) into out->cpu_affinity and out->numa_affinity.
+Status ParseRow(const std::string& line, int lineno, const std::vector<std::string>& extra_headers,
+                NvidiaSmiTopo* out) {
+  auto cols = SplitTabs(line);
+  if (cols[0] != out->devices[out->matrix.size()]) {
+    return Bad(lineno,
+               "expected row '" + out->devices[out->matrix.size()] + "', got '" + cols[0] + "'");
+  }
+  if (cols.size() < out->devices.size() + 1) {
+    return Bad(lineno, "row '" + cols[0] + "' has " + std::to_string(cols.size() - 1) +
+                           " cells, expected " + std::to_string(out->devices.size()));
+  }
+  std::vector<NvidiaSmiTopo::Cell> row;
+  for (size_t i = 0; i < out->devices.size(); ++i) {
+    row.push_back(ParseCell(cols[i + 1]));
+    if (row.back().relation == NvidiaSmiTopo::Relation::kUnknown) {
+      return Bad(lineno, "unknown relation '" + cols[i + 1] + "' between " + cols[0] + " and " +
+                             out->devices[i]);
+    }
+  }
+  std::vector<std::string> extras;
+  for (size_t i = out->devices.size() + 1; i < cols.size(); ++i) {
+    if (!cols[i].empty()) extras.push_back(cols[i]);
+  }
+  std::string cpu, numa;
+  for (size_t i = 0; i < extras.size() && i < extra_headers.size(); ++i) {
+    if (extra_headers[i] == "CPU Affinity") cpu = extras[i];
+    if (extra_headers[i] == "NUMA Affinity") numa = extras[i];
+  }
+  out->cpu_affinity.push_back(cpu);
+  out->numa_affinity.push_back(numa);
+  out->matrix.push_back(std::move(row));
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<NvidiaSmiTopo> ParseNvidiaSmiTopo(const std::string& text) {
@@ -73,18 +132,7 @@ Result<NvidiaSmiTopo> ParseNvidiaSmiTopo(const std::string& text) {
     std::string t = Trim(line);
     if (!header_seen) {
       if (t.empty()) continue;
-      for (const auto& h : SplitTabs(line)) {
-        if (h.empty()) continue;
-        if (IsExtraHeader(h)) {
-          extra_headers.push_back(h);
-        } else if (extra_headers.empty()) {
-          out.devices.push_back(h);
-        }
-      }
-      if (out.devices.empty()) {
-        return Status::InvalidArgument("nvidia-smi topo line " + std::to_string(lineno) +
-                                       ": no device columns in the header");
-      }
+      SY_RETURN_IF_ERROR(ParseHeader(line, lineno, &out, &extra_headers));
       header_seen = true;
       continue;
     }
@@ -101,38 +149,7 @@ Result<NvidiaSmiTopo> ParseNvidiaSmiTopo(const std::string& text) {
     }
     if (out.matrix.size() == out.devices.size()) continue;  // legend text after the matrix
     if (t.empty()) continue;
-    auto cols = SplitTabs(line);
-    if (cols[0] != out.devices[out.matrix.size()]) {
-      return Status::InvalidArgument("nvidia-smi topo line " + std::to_string(lineno) +
-                                     ": expected row '" + out.devices[out.matrix.size()] +
-                                     "', got '" + cols[0] + "'");
-    }
-    if (cols.size() < out.devices.size() + 1) {
-      return Status::InvalidArgument("nvidia-smi topo line " + std::to_string(lineno) + ": row '" +
-                                     cols[0] + "' has " + std::to_string(cols.size() - 1) +
-                                     " cells, expected " + std::to_string(out.devices.size()));
-    }
-    std::vector<NvidiaSmiTopo::Cell> row;
-    for (size_t i = 0; i < out.devices.size(); ++i) {
-      row.push_back(ParseCell(cols[i + 1]));
-      if (row.back().relation == NvidiaSmiTopo::Relation::kUnknown) {
-        return Status::InvalidArgument("nvidia-smi topo line " + std::to_string(lineno) +
-                                       ": unknown relation '" + cols[i + 1] + "' between " +
-                                       cols[0] + " and " + out.devices[i]);
-      }
-    }
-    std::vector<std::string> extras;
-    for (size_t i = out.devices.size() + 1; i < cols.size(); ++i) {
-      if (!cols[i].empty()) extras.push_back(cols[i]);
-    }
-    std::string cpu, numa;
-    for (size_t i = 0; i < extras.size() && i < extra_headers.size(); ++i) {
-      if (extra_headers[i] == "CPU Affinity") cpu = extras[i];
-      if (extra_headers[i] == "NUMA Affinity") numa = extras[i];
-    }
-    out.cpu_affinity.push_back(cpu);
-    out.numa_affinity.push_back(numa);
-    out.matrix.push_back(std::move(row));
+    SY_RETURN_IF_ERROR(ParseRow(line, lineno, extra_headers, &out));
   }
   if (!header_seen) return Status::InvalidArgument("nvidia-smi topo: empty output");
   if (out.matrix.size() != out.devices.size()) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "scheduler/reference_policies.h"
 
@@ -185,9 +186,74 @@ Result<ReplayArgs> ParseReplayArgs(const std::vector<std::string>& args) {
   return r;
 }
 
+namespace {
+
+// The value of --rates: "auto", or numbers > 0 separated by commas (sorted, duplicates
+// dropped).
+Status TakeRates(const std::string& v, SweepArgs* s) {
+  s->rates.clear();
+  s->rates_auto = v == "auto";
+  if (s->rates_auto) return Status::OK();
+  for (const std::string& r : SplitList(v)) {
+    double d = 0;
+    if (!ParseNumber(r, &d) || !(d > 0) || !std::isfinite(d))
+      return Bad("--rates needs numbers > 0 separated by commas (or auto), not '" + r + "'");
+    s->rates.push_back(d);
+  }
+  std::sort(s->rates.begin(), s->rates.end());
+  s->rates.erase(std::unique(s->rates.begin(), s->rates.end()), s->rates.end());
+  return Status::OK();
+}
+
+// One SLO flag that needs --slo-capacity (--slo-k, --slo-target, --warmup-frac,
+// --drain-frac, --seeds) into `s`, its name appended to `given`; nullopt when `a` is not one.
+std::optional<Status> TakeSloFlag(const std::string& a, const std::string& v, SweepArgs* s,
+                                  std::vector<std::string>* given) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (a == "--slo-k") {
+    given->push_back(a);
+    return Number(a, v, 1, false, kInf, true, ">= 1", &s->slo_k);
+  } else if (a == "--slo-target") {
+    given->push_back(a);
+    return Number(a, v, 0, true, 1, false, "in (0, 1]", &s->slo_target);
+  } else if (a == "--warmup-frac") {
+    given->push_back(a);
+    return Number(a, v, 0, false, 1, true, "in [0, 1)", &s->warmup_frac);
+  } else if (a == "--drain-frac") {
+    given->push_back(a);
+    return Number(a, v, 0, false, 1, true, "in [0, 1)", &s->drain_frac);
+  } else if (a == "--seeds") {
+    given->push_back(a);
+    int64_t n = 0;
+    SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
+    if (n > 10000) return Bad("--seeds needs a whole number <= 10000, not '" + v + "'");
+    s->seeds = static_cast<int>(n);
+    return Status::OK();
+  }
+  return std::nullopt;
+}
+
+// The checks that span sweep flags, and the defaults of those not given.
+Status FinishSweepArgs(bool rates_given, const std::vector<std::string>& slo_flags, SweepArgs* s) {
+  if (s->trace.empty()) return Bad("--trace is required");
+  if (!rates_given) s->rates_auto = true;
+  if (!s->slo_capacity && !slo_flags.empty())
+    return Bad(slo_flags.front() + " needs --slo-capacity");
+  if (s->slo_capacity) {
+    if (s->arrivals != "poisson")
+      return Bad("--arrivals scale: --slo-capacity re-times with Poisson arrivals (one per seed)");
+    if (!(s->warmup_frac + s->drain_frac < 1))
+      return Bad("--warmup-frac + --drain-frac must be < 1, not " +
+                 std::to_string(s->warmup_frac + s->drain_frac));
+  }
+  if (s->policies.empty()) s->policies = AllPolicies();
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<SweepArgs> ParseSweepArgs(const std::vector<std::string>& args) {
   SweepArgs s;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<std::string> slo_flags;  // given SLO flags other than --slo-capacity
   bool rates_given = false;
   Status st =
@@ -217,38 +283,11 @@ Result<SweepArgs> ParseSweepArgs(const std::vector<std::string>& args) {
                s.arrivals = v;
              } else if (a == "--rates") {
                rates_given = true;
-               s.rates.clear();
-               s.rates_auto = v == "auto";
-               if (s.rates_auto) return Status::OK();
-               for (const std::string& r : SplitList(v)) {
-                 double d = 0;
-                 if (!ParseNumber(r, &d) || !(d > 0) || !std::isfinite(d))
-                   return Bad("--rates needs numbers > 0 separated by commas (or auto), not '" + r +
-                              "'");
-                 s.rates.push_back(d);
-               }
-               std::sort(s.rates.begin(), s.rates.end());
-               s.rates.erase(std::unique(s.rates.begin(), s.rates.end()), s.rates.end());
+               return TakeRates(v, &s);
              } else if (a == "--slo-capacity") {
                s.slo_capacity = true;
-             } else if (a == "--slo-k") {
-               slo_flags.push_back(a);
-               return Number(a, v, 1, false, kInf, true, ">= 1", &s.slo_k);
-             } else if (a == "--slo-target") {
-               slo_flags.push_back(a);
-               return Number(a, v, 0, true, 1, false, "in (0, 1]", &s.slo_target);
-             } else if (a == "--warmup-frac") {
-               slo_flags.push_back(a);
-               return Number(a, v, 0, false, 1, true, "in [0, 1)", &s.warmup_frac);
-             } else if (a == "--drain-frac") {
-               slo_flags.push_back(a);
-               return Number(a, v, 0, false, 1, true, "in [0, 1)", &s.drain_frac);
-             } else if (a == "--seeds") {
-               slo_flags.push_back(a);
-               int64_t n = 0;
-               SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
-               if (n > 10000) return Bad("--seeds needs a whole number <= 10000, not '" + v + "'");
-               s.seeds = static_cast<int>(n);
+             } else if (std::optional<Status> slo = TakeSloFlag(a, v, &s, &slo_flags)) {
+               return *slo;
              } else {
                return Bad("unexpected argument '" + a + "'");
              }
@@ -256,34 +295,126 @@ Result<SweepArgs> ParseSweepArgs(const std::vector<std::string>& args) {
            });
   if (!st.ok()) return st;
   if (s.help) return s;
-  if (s.trace.empty()) return Bad("--trace is required");
-  if (!rates_given) s.rates_auto = true;
-  if (!s.slo_capacity && !slo_flags.empty())
-    return Bad(slo_flags.front() + " needs --slo-capacity");
-  if (s.slo_capacity) {
-    if (s.arrivals != "poisson")
-      return Bad("--arrivals scale: --slo-capacity re-times with Poisson arrivals (one per seed)");
-    if (!(s.warmup_frac + s.drain_frac < 1))
-      return Bad("--warmup-frac + --drain-frac must be < 1, not " +
-                 std::to_string(s.warmup_frac + s.drain_frac));
-  }
-  if (s.policies.empty()) s.policies = AllPolicies();
+  SY_RETURN_IF_ERROR(FinishSweepArgs(rates_given, slo_flags, &s));
   return s;
 }
 
+namespace {
+
+// What the deadline flags of `convert` set, for the checks that span them.
+struct DeadlineFlags {
+  bool classes_given = false;       // --deadline-class, or --deadline classes
+  bool tenant_class_given = false;  // --tenant-class
+  std::string text;                 // what set a non-class rule, for errors
+};
+
+// One flag that shapes the converted workload (arrivals, sizes, tokens, model, times) into
+// `o`; nullopt when `a` is not one.
+std::optional<Status> TakeWorkloadFlag(const std::string& a, const std::string& v,
+                                       ConvertOptions* o) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  int64_t n = 0;
+  if (a == "--arrival") {
+    if (v == "poisson")
+      o->arrival = ArrivalProcess::kPoisson;
+    else if (v == "bursty")
+      o->arrival = ArrivalProcess::kBursty;
+    else
+      return Bad("--arrival must be poisson or bursty, not '" + v + "'");
+  } else if (a == "--model") {
+    if (v.empty()) return Bad("--model needs a model id");
+    o->model_id = v;
+  } else if (a == "--rate") {
+    return Number(a, v, 0, true, kInf, true, "> 0", &o->rate_per_s);
+  } else if (a == "--token-scale") {
+    return Number(a, v, 0, true, kInf, true, "> 0", &o->token_scale);
+  } else if (a == "--output-cap") {
+    if (v == "recorded") {
+      o->output_cap = 0;
+    } else {
+      SY_RETURN_IF_ERROR(Count(a, v, 1, &o->output_cap));
+    }
+  } else if (a == "--context-reuse") {
+    if (v != "prefix" && v != "exact")
+      return Bad("--context-reuse must be prefix or exact, not '" + v + "'");
+    o->prefix_reuse = v == "prefix";
+  } else if (a == "--time-scale") {
+    return Number(a, v, 0, true, kInf, true, "> 0", &o->time_scale);
+  } else if (a == "--burst-factor") {
+    return Number(a, v, 0, true, kInf, true, "> 0", &o->burst_factor);
+  } else if (a == "--seed") {
+    return Seed(v, &o->seed);
+  } else if (a == "--tenants") {
+    SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
+    if (n > 1'000'000) return Bad("--tenants needs a whole number <= 1000000, not '" + v + "'");
+    o->tenants = static_cast<int>(n);
+  } else if (a == "--repeat") {
+    SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
+    if (n > 1'000'000) return Bad("--repeat needs a whole number <= 1000000, not '" + v + "'");
+    o->repeat = static_cast<int>(n);
+  } else if (a == "--limit") {
+    SY_RETURN_IF_ERROR(Count(a, v, 0, &o->limit));
+  } else {
+    return std::nullopt;
+  }
+  return Status::OK();
+}
+
+// One deadline flag (--deadline, --deadline-factor, --deadline-class, --tenant-class) into
+// `o`, noted in `d`; nullopt when `a` is not one.
+std::optional<Status> TakeDeadlineFlag(const std::string& a, const std::string& v,
+                                       ConvertOptions* o, DeadlineFlags* d) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (a == "--deadline") {
+    SY_RETURN_IF_ERROR(ParseDeadlineOption(v, o));
+    d->text = o->deadline == DeadlineRule::kClasses ? "" : "--deadline " + v;
+    d->classes_given = d->classes_given || o->deadline == DeadlineRule::kClasses;
+  } else if (a == "--deadline-factor") {
+    SY_RETURN_IF_ERROR(Number(a, v, 0, false, kInf, true, ">= 0", &o->deadline_factor));
+    o->deadline = o->deadline_factor > 0 ? DeadlineRule::kOracleSpan : DeadlineRule::kNone;
+    d->text = "--deadline-factor " + v;
+  } else if (a == "--deadline-class") {
+    SY_ASSIGN_OR_RETURN(o->deadline_classes, ParseDeadlineClasses(v));
+    d->classes_given = true;
+  } else if (a == "--tenant-class") {
+    SY_ASSIGN_OR_RETURN(o->tenant_class, ParseTenantClasses(v));
+    d->tenant_class_given = true;
+  } else {
+    return std::nullopt;
+  }
+  return Status::OK();
+}
+
+// The required arguments of `convert` and the checks that span its deadline flags.
+Status CheckConvertArgs(const ConvertArgs& c, const DeadlineFlags& d) {
+  const ConvertOptions& o = c.options;
+  if (c.from.empty()) return Bad("--from is required");
+  if (c.input.empty()) return Bad("INPUT is required");
+  if (c.output.empty()) return Bad("-o is required");
+  if (o.deadline != DeadlineRule::kClasses && (d.classes_given || d.tenant_class_given)) {
+    return Bad(std::string(d.tenant_class_given ? "--tenant-class" : "--deadline-class") +
+               " sets class deadlines, which " + d.text + " replaces");
+  }
+  if (o.deadline == DeadlineRule::kClasses) {
+    for (const auto& [tenant, cls] : o.tenant_class) {
+      Result<size_t> k = DeadlineClassFor(tenant, o);
+      if (!k.ok()) return k.status();
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
   ConvertArgs c;
-  ConvertOptions& o = c.options;
-  bool classes_given = false, tenant_class_given = false;
-  std::string deadline_text;  // what set a non-class rule, for errors
+  DeadlineFlags deadline;
   Status st = Walk(
       args,
       {"--from", "-o", "--out", "--arrival", "--rate", "--seed", "--burst-factor", "--tenants",
        "--repeat", "--limit", "--model", "--deadline", "--deadline-class", "--tenant-class",
        "--deadline-factor", "--token-scale", "--time-scale", "--context-reuse", "--output-cap"},
       [&](const std::string& a, const std::string& v) -> Status {
-        constexpr double kInf = std::numeric_limits<double>::infinity();
-        int64_t n = 0;
         if (a == "-h" || a == "--help") {
           c.help = true;
         } else if (a == "--from") {
@@ -292,62 +423,10 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
           c.from = v;
         } else if (a == "-o" || a == "--out") {
           c.output = v;
-        } else if (a == "--arrival") {
-          if (v == "poisson")
-            o.arrival = ArrivalProcess::kPoisson;
-          else if (v == "bursty")
-            o.arrival = ArrivalProcess::kBursty;
-          else
-            return Bad("--arrival must be poisson or bursty, not '" + v + "'");
-        } else if (a == "--model") {
-          if (v.empty()) return Bad("--model needs a model id");
-          o.model_id = v;
-        } else if (a == "--rate") {
-          return Number(a, v, 0, true, kInf, true, "> 0", &o.rate_per_s);
-        } else if (a == "--token-scale") {
-          return Number(a, v, 0, true, kInf, true, "> 0", &o.token_scale);
-        } else if (a == "--output-cap") {
-          if (v == "recorded") {
-            o.output_cap = 0;
-          } else {
-            SY_RETURN_IF_ERROR(Count(a, v, 1, &o.output_cap));
-          }
-        } else if (a == "--context-reuse") {
-          if (v != "prefix" && v != "exact")
-            return Bad("--context-reuse must be prefix or exact, not '" + v + "'");
-          o.prefix_reuse = v == "prefix";
-        } else if (a == "--time-scale") {
-          return Number(a, v, 0, true, kInf, true, "> 0", &o.time_scale);
-        } else if (a == "--burst-factor") {
-          return Number(a, v, 0, true, kInf, true, "> 0", &o.burst_factor);
-        } else if (a == "--seed") {
-          return Seed(v, &o.seed);
-        } else if (a == "--tenants") {
-          SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
-          if (n > 1'000'000)
-            return Bad("--tenants needs a whole number <= 1000000, not '" + v + "'");
-          o.tenants = static_cast<int>(n);
-        } else if (a == "--repeat") {
-          SY_RETURN_IF_ERROR(Count(a, v, 1, &n));
-          if (n > 1'000'000)
-            return Bad("--repeat needs a whole number <= 1000000, not '" + v + "'");
-          o.repeat = static_cast<int>(n);
-        } else if (a == "--limit") {
-          SY_RETURN_IF_ERROR(Count(a, v, 0, &o.limit));
-        } else if (a == "--deadline") {
-          SY_RETURN_IF_ERROR(ParseDeadlineOption(v, &o));
-          deadline_text = o.deadline == DeadlineRule::kClasses ? "" : "--deadline " + v;
-          classes_given = classes_given || o.deadline == DeadlineRule::kClasses;
-        } else if (a == "--deadline-factor") {
-          SY_RETURN_IF_ERROR(Number(a, v, 0, false, kInf, true, ">= 0", &o.deadline_factor));
-          o.deadline = o.deadline_factor > 0 ? DeadlineRule::kOracleSpan : DeadlineRule::kNone;
-          deadline_text = "--deadline-factor " + v;
-        } else if (a == "--deadline-class") {
-          SY_ASSIGN_OR_RETURN(o.deadline_classes, ParseDeadlineClasses(v));
-          classes_given = true;
-        } else if (a == "--tenant-class") {
-          SY_ASSIGN_OR_RETURN(o.tenant_class, ParseTenantClasses(v));
-          tenant_class_given = true;
+        } else if (std::optional<Status> w = TakeWorkloadFlag(a, v, &c.options)) {
+          return *w;
+        } else if (std::optional<Status> d = TakeDeadlineFlag(a, v, &c.options, &deadline)) {
+          return *d;
         } else if (!a.empty() && a[0] != '-' && c.input.empty()) {
           c.input = a;
         } else {
@@ -357,19 +436,7 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
       });
   if (!st.ok()) return st;
   if (c.help) return c;
-  if (c.from.empty()) return Bad("--from is required");
-  if (c.input.empty()) return Bad("INPUT is required");
-  if (c.output.empty()) return Bad("-o is required");
-  if (o.deadline != DeadlineRule::kClasses && (classes_given || tenant_class_given)) {
-    return Bad(std::string(tenant_class_given ? "--tenant-class" : "--deadline-class") +
-               " sets class deadlines, which " + deadline_text + " replaces");
-  }
-  if (o.deadline == DeadlineRule::kClasses) {
-    for (const auto& [tenant, cls] : o.tenant_class) {
-      Result<size_t> k = DeadlineClassFor(tenant, o);
-      if (!k.ok()) return k.status();
-    }
-  }
+  SY_RETURN_IF_ERROR(CheckConvertArgs(c, deadline));
   return c;
 }
 

@@ -193,9 +193,11 @@ Spread SpreadOf(const std::vector<double>& values) {
   return s;
 }
 
-Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
-                                 const v1::ReplayCluster& cluster,
-                                 const std::vector<std::string>& policies, const SloOptions& o) {
+namespace {
+
+// The options' ranges and the trace's ids, checked before anything is replayed.
+Status CheckSloInputs(const std::vector<v1::TraceRecord>& trace,
+                      const std::vector<std::string>& policies, const SloOptions& o) {
   if (trace.empty()) return Bad("trace has no workflows");
   if (policies.empty()) return Bad("--policy: no policies");
   if (!(o.k >= 1) || !std::isfinite(o.k)) return Bad("--slo-k must be >= 1, not " + Num(o.k));
@@ -217,6 +219,12 @@ Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
     if (!ids.insert(r.workflow().id()).second)
       return Bad("trace: workflow id '" + r.workflow().id() + "' appears twice");
   }
+  return Status::OK();
+}
+
+// The result's header: the options echoed, the trace's rate and size, the rates (given or
+// AutoRates, checked ascending) and the seeds.
+Result<SloResult> SloHeader(const std::vector<v1::TraceRecord>& trace, const SloOptions& o) {
   SloResult res;
   res.name = o.name;
   res.k = o.k;
@@ -235,10 +243,15 @@ Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
       return Bad("--rates must be > 0 and strictly ascending");
   }
   for (int s = 0; s < o.seeds; ++s) res.seeds.push_back(o.seed + static_cast<uint64_t>(s));
+  return res;
+}
+
+// JCT⁰: each distinct workflow alone under the reference policy, into res.jct0_s (and
+// res.jct0_missing for those that do not complete alone).
+Status MeasureJct0(const std::vector<v1::TraceRecord>& trace, const v1::ReplayCluster& cluster,
+                   const SloOptions& o, SloResult& res) {
   ReplayOptions ro;
   ro.drain_limit_s = o.drain_limit_s;
-
-  // JCT⁰: each distinct workflow alone under the reference policy.
   std::vector<std::string> keys;
   std::map<std::string, std::vector<size_t>> by_key;
   std::map<std::string, v1::TraceRecord> alone;
@@ -268,8 +281,15 @@ Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
   if (res.jct0_s.empty()) {
     return Bad("no workflow completes alone under " + o.jct0_policy + " (no JCT0 to measure by)");
   }
+  return Status::OK();
+}
 
-  // Attainment curves: seed × rate × policy.
+// Attainment curves: every seed × rate × policy replayed, into res.policies[p].seeds.
+Status MeasureCurves(const std::vector<v1::TraceRecord>& trace, const v1::ReplayCluster& cluster,
+                     const std::vector<std::string>& policies, const SloOptions& o,
+                     SloResult& res) {
+  ReplayOptions ro;
+  ro.drain_limit_s = o.drain_limit_s;
   res.policies.resize(policies.size());
   for (size_t p = 0; p < policies.size(); ++p) {
     res.policies[p].policy = policies[p];
@@ -289,26 +309,35 @@ Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
       }
     }
   }
-  for (SloPolicyResult& pr : res.policies) {
-    std::vector<double> lambdas;
-    pr.attainment_mean.assign(res.rates.size(), 0);
-    for (SloSeedCurve& c : pr.seeds) {
-      std::vector<double> a;
-      for (size_t i = 0; i < c.attainment.size(); ++i) {
-        a.push_back(c.attainment[i].fraction);
-        pr.attainment_mean[i] += c.attainment[i].fraction / static_cast<double>(pr.seeds.size());
-      }
-      SY_ASSIGN_OR_RETURN(c.capacity, CapacityFromCurve(res.rates, a, o.target));
-      lambdas.push_back(c.capacity.rate_per_s);
-      pr.below_lowest += c.capacity.bound == CapacityBound::kBelowLowest ? 1 : 0;
-      pr.at_least_highest += c.capacity.bound == CapacityBound::kAtLeastHighest ? 1 : 0;
-    }
-    pr.capacity = SpreadOf(lambdas);
-  }
+  return Status::OK();
+}
 
-  // Slowdowns at fractions of each policy's mean λ*.
-  total = policies.size() * o.load_fractions.size() * res.seeds.size();
-  done = 0;
+// Each policy's λ* per seed (from its curve), their spread and censoring, and the mean
+// attainment per rate.
+Status SummarizeCurves(const std::vector<double>& rates, double target, SloPolicyResult& pr) {
+  std::vector<double> lambdas;
+  pr.attainment_mean.assign(rates.size(), 0);
+  for (SloSeedCurve& c : pr.seeds) {
+    std::vector<double> a;
+    for (size_t i = 0; i < c.attainment.size(); ++i) {
+      a.push_back(c.attainment[i].fraction);
+      pr.attainment_mean[i] += c.attainment[i].fraction / static_cast<double>(pr.seeds.size());
+    }
+    SY_ASSIGN_OR_RETURN(c.capacity, CapacityFromCurve(rates, a, target));
+    lambdas.push_back(c.capacity.rate_per_s);
+    pr.below_lowest += c.capacity.bound == CapacityBound::kBelowLowest ? 1 : 0;
+    pr.at_least_highest += c.capacity.bound == CapacityBound::kAtLeastHighest ? 1 : 0;
+  }
+  pr.capacity = SpreadOf(lambdas);
+  return Status::OK();
+}
+
+// Slowdowns at fractions of each policy's mean λ*, into res.policies[p].slowdown.
+Status MeasureSlowdowns(const std::vector<v1::TraceRecord>& trace, const v1::ReplayCluster& cluster,
+                        const SloOptions& o, SloResult& res) {
+  ReplayOptions ro;
+  ro.drain_limit_s = o.drain_limit_s;
+  size_t total = res.policies.size() * o.load_fractions.size() * res.seeds.size(), done = 0;
   for (SloPolicyResult& pr : res.policies) {
     for (double f : o.load_fractions) {
       SloSlowdown sd;
@@ -330,6 +359,22 @@ Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
       pr.slowdown.push_back(sd);
     }
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
+                                 const v1::ReplayCluster& cluster,
+                                 const std::vector<std::string>& policies, const SloOptions& o) {
+  SY_RETURN_IF_ERROR(CheckSloInputs(trace, policies, o));
+  SY_ASSIGN_OR_RETURN(SloResult res, SloHeader(trace, o));
+  SY_RETURN_IF_ERROR(MeasureJct0(trace, cluster, o, res));
+  SY_RETURN_IF_ERROR(MeasureCurves(trace, cluster, policies, o, res));
+  for (SloPolicyResult& pr : res.policies) {
+    SY_RETURN_IF_ERROR(SummarizeCurves(res.rates, o.target, pr));
+  }
+  SY_RETURN_IF_ERROR(MeasureSlowdowns(trace, cluster, o, res));
   return res;
 }
 

@@ -34,10 +34,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,13 +45,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/common/process.h"
 #include "bench/common/report.h"
 
 namespace switchyard::bench {
@@ -72,34 +69,6 @@ std::string RandomHex(size_t n) {
   std::string s;
   while (s.size() < n) s += "0123456789abcdef"[rd() % 16];
   return s;
-}
-
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// User + system CPU seconds the process has used so far (/proc/PID/stat).
-double ProcessCpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string f;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> f; ++i) {
-    if (i == 14) utime = std::atof(f.c_str());
-    if (i == 15) stime = std::atof(f.c_str());
-  }
-  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 double SelfCpuSeconds() {
@@ -236,15 +205,7 @@ class ServeProcess {
     argv.insert(argv.end(), {"--listen", "127.0.0.1:" + std::to_string(port_), "--data-dir",
                              (dir_ / "data").string()});
     std::string log = (dir_ / "serve.log").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (std::freopen(log.c_str(), "w", stdout)) ::dup2(::fileno(stdout), 2);
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      ::execv(binary.c_str(), cargv.data());
-      std::_Exit(127);
-    }
+    pid_ = Spawn(argv, log);
     std::filesystem::path token_file = dir_ / "data" / "tokens" / "default";
     for (int i = 0; i < 1200; ++i) {  // 60 s
       Answer a;
@@ -253,23 +214,18 @@ class ServeProcess {
         std::ifstream(token_file) >> token_;
         if (!token_.empty()) return true;
       }
-      if (::waitpid(pid_, nullptr, WNOHANG) != 0) {
+      if (Exited(pid_)) {
         pid_ = -1;
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    std::string tail;
-    if (std::ifstream in(log); in) tail.assign(std::istreambuf_iterator<char>(in), {});
     std::fprintf(stderr, "bench openai_proxy: the %s did not start; its log:\n%s\n", what.c_str(),
-                 tail.c_str());
+                 ReadText(log).c_str());
     return false;
   }
   ~ServeProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
+    if (pid_ > 0) Terminate(pid_);
     std::error_code ec;
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
@@ -469,14 +425,7 @@ void ReportOpenAiProxy(const std::map<std::string, Measured>&, Report* report) {
   if (const char* only = std::getenv("SY_BENCH_API_ONLY");
       only && std::string(only) != "openai_proxy")
     return;
-  std::string bin;
-  if (const char* env = std::getenv("SWITCHYARD_BIN")) {
-    bin = env;
-  } else {
-    std::error_code ec;
-    bin =
-        (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "switchyard").string();
-  }
+  std::string bin = SwitchyardBinary();
   const std::string model = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-4l.json";
   if (!std::filesystem::exists(bin) || !std::filesystem::exists(model)) {
     std::fprintf(stderr,

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include "bench/common/process.h"
 #include "bench/common/report.h"
 #include "bench/fidelity/fidelity.h"
 #include "proto/json.h"
@@ -17,11 +18,6 @@
 
 namespace switchyard::bench::fidelity {
 namespace {
-
-std::string SelfDir() {
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
-}
 
 std::string Num(double v) {
   char buf[64];
@@ -41,8 +37,7 @@ struct Setup {
 
 Setup MakeSetup() {
   Setup s;
-  const char* env = std::getenv("SWITCHYARD_BIN");
-  s.bin = env ? env : SelfDir() + "/switchyard";
+  s.bin = SwitchyardBinary();
   s.src = SY_SOURCE_DIR;
   s.model = s.src + "/configs/models/tiny-llama-4l.json";
   s.token_scale = EnvDouble("SY_BENCH_FIDELITY_TOKEN_SCALE", 0.02);
@@ -181,46 +176,68 @@ double MeanJct(const RealRun& r) {
   return r.jct_s.empty() ? 0 : Sum(r.jct_s) / static_cast<double>(r.jct_s.size());
 }
 
-void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::PolicyReport& rp0,
-                double call_overhead_s, double tool_overhead_s, const std::vector<RealRun>& runs,
-                Report* report) {
-  const RealRun real = Merge(runs);
+// What the results compare: the setup, the replay (`rp`; `rp0` without call overhead), the
+// real runs and their merge, the real JCTs sorted and their mean.
+struct Compared {
+  const Setup& s;
+  const replay::PolicyReport& rp;
+  const replay::PolicyReport& rp0;
+  const std::vector<RealRun>& runs;
+  RealRun real;
   std::vector<double> jct;
-  for (const auto& [id, v] : real.jct_s) jct.push_back(v);
-  std::sort(jct.begin(), jct.end());
-  double real_mean = jct.empty() ? 0 : Sum(real.jct_s) / static_cast<double>(jct.size());
-  const std::string goal = "goal within 10 %";
-  const std::string of = "real: mean of " + std::to_string(runs.size()) + " runs (";
-  Pair(report, "jct_mean_s", rp.jct_mean_s, real_mean, "s",
-       of + Spread(runs, MeanJct) + "); " + goal);
-  Pair(report, "jct_p90_s", replay::Percentile(rp.jct_s, 90), replay::Percentile(jct, 90), "s",
-       "nearest rank; " + goal);
-  Pair(report, "jct_p50_s", replay::Percentile(rp.jct_s, 50), replay::Percentile(jct, 50), "s",
+  double real_mean = 0;
+  std::string goal = "goal within 10 %";
+  std::string of;  // "real: mean of N runs (", the notes' opening
+};
+
+// JCT mean and percentiles (with and without call overhead) and time to first token.
+void AddLatencies(const Compared& c, Report* report) {
+  const replay::PolicyReport& rp = c.rp;
+  const replay::PolicyReport& rp0 = c.rp0;
+  Pair(report, "jct_mean_s", rp.jct_mean_s, c.real_mean, "s",
+       c.of + Spread(c.runs, MeanJct) + "); " + c.goal);
+  Pair(report, "jct_p90_s", replay::Percentile(rp.jct_s, 90), replay::Percentile(c.jct, 90), "s",
+       "nearest rank; " + c.goal);
+  Pair(report, "jct_p50_s", replay::Percentile(rp.jct_s, 50), replay::Percentile(c.jct, 50), "s",
        "nearest rank");
-  Pair(report, "jct_mean_s_no_overhead", rp0.jct_mean_s, real_mean, "s",
+  Pair(report, "jct_mean_s_no_overhead", rp0.jct_mean_s, c.real_mean, "s",
        "replay with callOverheadS 0");
   Pair(report, "jct_p90_s_no_overhead", replay::Percentile(rp0.jct_s, 90),
-       replay::Percentile(jct, 90), "s", "replay with callOverheadS 0; nearest rank");
-  Pair(report, "ttft_p50_s", rp.ttft_p50_s, Median(real.ttft_s), "s",
+       replay::Percentile(c.jct, 90), "s", "replay with callOverheadS 0; nearest rank");
+  Pair(report, "ttft_p50_s", rp.ttft_p50_s, Median(c.real.ttft_s), "s",
        "first token - max(arrival, dependencies' ends); real over " +
-           std::to_string(real.ttft_s.size()) + " calls, replay over " +
+           std::to_string(c.real.ttft_s.size()) + " calls, replay over " +
            std::to_string(rp.ttft_s.size()));
   report->Add({"ttft_p50_s_no_overhead", rp0.ttft_p50_s, "s", false, "", std::nullopt,
                "replay with callOverheadS 0"});
-  report->Add({"real_started_to_first_token_p50_s", Median(real.started_to_first_token_s), "s",
+  report->Add({"real_started_to_first_token_p50_s", Median(c.real.started_to_first_token_s), "s",
                false, "", std::nullopt, "real: node startedMs to firstTokenMs"});
-  report->Add({"call_overhead_s", call_overhead_s, "s", false, "", std::nullopt,
-               std::string(s.call_overhead >= 0 ? "set by SY_BENCH_FIDELITY_CALL_OVERHEAD"
-                                                : "measured: median over " +
-                                                      std::to_string(real.call_overhead_s.size()) +
-                                                      " revealed calls") +
-                   " (P10 " + Num(replay::Percentile(real.call_overhead_s, 10)) + ", P90 " +
-                   Num(replay::Percentile(real.call_overhead_s, 90)) + " s)"});
+}
+
+// The call and tool overheads replay was given, and how they were measured.
+void AddOverheads(const Compared& c, double call_overhead_s, double tool_overhead_s,
+                  Report* report) {
+  const RealRun& real = c.real;
+  report->Add(
+      {"call_overhead_s", call_overhead_s, "s", false, "", std::nullopt,
+       std::string(c.s.call_overhead >= 0
+                       ? "set by SY_BENCH_FIDELITY_CALL_OVERHEAD"
+                       : "measured: median over " + std::to_string(real.call_overhead_s.size()) +
+                             " revealed calls") +
+           " (P10 " + Num(replay::Percentile(real.call_overhead_s, 10)) + ", P90 " +
+           Num(replay::Percentile(real.call_overhead_s, 90)) + " s)"});
   report->Add({"tool_overhead_s", tool_overhead_s, "s", false, "", std::nullopt,
                "measured: median over " + std::to_string(real.tool_overhead_s.size()) +
                    " tools of (finishedMs - startedMs - recorded duration) (P10 " +
                    Num(replay::Percentile(real.tool_overhead_s, 10)) + ", P90 " +
                    Num(replay::Percentile(real.tool_overhead_s, 90)) + " s)"});
+}
+
+// Bytes moved (by class in replay, by tier in the real runs), the decisions by kind and the
+// workflows completed.
+void AddDecisions(const Compared& c, Report* report) {
+  const replay::PolicyReport& rp = c.rp;
+  const RealRun& real = c.real;
   double replay_bytes = 0;
   for (const auto& [cls, b] : rp.bytes_moved_by_class) {
     replay_bytes += static_cast<double>(b);
@@ -231,8 +248,8 @@ void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::Po
     report->Add({"real_bytes_moved_to_" + tier, b, "B", false, "", std::nullopt,
                  "real, by destination tier"});
   Pair(report, "bytes_moved_total", replay_bytes, Sum(real.bytes_moved_by_tier), "B",
-       of + Spread(runs, [](const RealRun& r) { return Sum(r.bytes_moved_by_tier); }) + " B); " +
-           goal);
+       c.of + Spread(c.runs, [](const RealRun& r) { return Sum(r.bytes_moved_by_tier); }) +
+           " B); " + c.goal);
   Pair(report, "decisions_keep", static_cast<double>(rp.keeps), Get(real.decisions_by_kind, "keep"),
        "decisions", "");
   Pair(report, "decisions_demote", static_cast<double>(rp.demotions),
@@ -243,26 +260,47 @@ void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::Po
        Get(real.decisions_by_kind, "discard"), "decisions", "");
   Pair(report, "decisions_preempt", static_cast<double>(rp.preemptions),
        Get(real.decisions_by_kind, "preempt"), "decisions", "");
-  Pair(report, "completed", static_cast<double>(rp.completed), static_cast<double>(jct.size()),
+  Pair(report, "completed", static_cast<double>(rp.completed), static_cast<double>(c.jct.size()),
        "workflows", "of " + std::to_string(rp.workflows));
+}
+
+// The real runs one by one (wall time, bytes, decisions, JCT), and each workflow's JCT in
+// replay and real on stderr.
+void AddRuns(const Compared& c, Report* report) {
+  const Setup& s = c.s;
+  const RealRun& real = c.real;
   report->Add({"real_wall_s", real.wall_s, "s", false, "", std::nullopt,
-               "mean of " + std::to_string(runs.size()) + " runs; token scale " +
+               "mean of " + std::to_string(c.runs.size()) + " runs; token scale " +
                    Num(s.token_scale) + ", time scale " + Num(s.time_scale) + ", pool " +
                    std::to_string(s.pool_mib) + " MiB, tiny-llama-4l (random weights)"});
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const RealRun& r = runs[i];
+  for (size_t i = 0; i < c.runs.size(); ++i) {
+    const RealRun& r = c.runs[i];
     report->Add({"real_run_" + std::to_string(i + 1) + "_bytes_moved_total",
                  Sum(r.bytes_moved_by_tier), "B", false, "", std::nullopt,
                  "demotions " + Num(Get(r.decisions_by_kind, "demote")) + ", prefetches " +
                      Num(Get(r.decisions_by_kind, "prefetch")) + ", JCT mean " + Num(MeanJct(r)) +
                      " s"});
   }
-  for (const replay::WorkflowRecord& w : rp.workflow_records) {
+  for (const replay::WorkflowRecord& w : c.rp.workflow_records) {
     double r = w.end_s >= 0 ? w.end_s - w.arrival_s : -1;
     std::fprintf(stderr, "bench fidelity: %s JCT replay %.3f s, real %.3f s (%s)\n", w.id.c_str(),
                  r, Get(real.jct_s, w.id),
                  real.states.count(w.id) ? real.states.at(w.id).c_str() : "not played");
   }
+}
+
+void AddResults(const Setup& s, const replay::PolicyReport& rp, const replay::PolicyReport& rp0,
+                double call_overhead_s, double tool_overhead_s, const std::vector<RealRun>& runs,
+                Report* report) {
+  Compared c{s, rp, rp0, runs, Merge(runs)};
+  for (const auto& [id, v] : c.real.jct_s) c.jct.push_back(v);
+  std::sort(c.jct.begin(), c.jct.end());
+  c.real_mean = c.jct.empty() ? 0 : Sum(c.real.jct_s) / static_cast<double>(c.jct.size());
+  c.of = "real: mean of " + std::to_string(runs.size()) + " runs (";
+  AddLatencies(c, report);
+  AddOverheads(c, call_overhead_s, tool_overhead_s, report);
+  AddDecisions(c, report);
+  AddRuns(c, report);
 }
 
 void ReportFidelity(const std::map<std::string, Measured>&, Report* report) {

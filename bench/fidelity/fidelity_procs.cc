@@ -1,10 +1,5 @@
 // Processes and files of bench_fidelity (fidelity.h).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,45 +9,12 @@
 #include <thread>
 
 #include <google/protobuf/struct.pb.h>
+#include "bench/common/process.h"
 #include "bench/fidelity/fidelity.h"
 
 #include "proto/json.h"
 
 namespace switchyard::bench::fidelity {
-namespace {
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-bool Healthy(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = false;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-    const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    if (::send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) > 0) {
-      char buf[64] = {};
-      ok = ::recv(fd, buf, sizeof(buf) - 1, 0) > 12 &&
-           std::string(buf).find(" 200 ") != std::string::npos;
-    }
-  }
-  ::close(fd);
-  return ok;
-}
-
-}  // namespace
 
 double EnvDouble(const char* name, double fallback) {
   const char* v = std::getenv(name);
@@ -86,22 +48,13 @@ double Median(const std::vector<double>& v) {
 
 Status ServeProcess::Start(const std::string& binary, const std::vector<std::string>& args,
                            const std::string& dir) {
-  port_ = FreePort();
+  port_ = FreeLoopbackPort();
   std::string listen = "127.0.0.1:" + std::to_string(port_);
   std::string data = dir + "/data", log = dir + "/serve.log";
   std::vector<std::string> argv = {binary, "serve"};
   argv.insert(argv.end(), args.begin(), args.end());
   for (const char* a : {"--listen", listen.c_str(), "--data-dir", data.c_str()}) argv.push_back(a);
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    if (f) ::dup2(::fileno(stdout), 2);
-    std::vector<char*> cargv;
-    for (std::string& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    ::execv(binary.c_str(), cargv.data());
-    std::_Exit(127);
-  }
+  pid_ = Spawn(argv, log);
   for (int i = 0; i < 1200; ++i) {
     if (Healthy(port_)) {
       auto token = proto::ReadFile(data + "/tokens/default");
@@ -110,7 +63,7 @@ Status ServeProcess::Start(const std::string& binary, const std::vector<std::str
       while (!token_.empty() && (token_.back() == '\n' || token_.back() == ' ')) token_.pop_back();
       return Status::OK();
     }
-    if (::waitpid(pid_, nullptr, WNOHANG) != 0) {
+    if (Exited(pid_)) {
       pid_ = -1;
       return Status::Unavailable("switchyard serve exited at start; log in " + log);
     }
@@ -120,10 +73,7 @@ Status ServeProcess::Start(const std::string& binary, const std::vector<std::str
 }
 
 ServeProcess::~ServeProcess() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-  }
+  if (pid_ > 0) Terminate(pid_);
 }
 
 ::switchyard::Result<RealRun> ReadRealRun(const std::string& path) {

@@ -25,8 +25,6 @@
 // alone (no relay, no ucx_perftest: for profiles and A/B runs; the rows carry no baseline);
 // SY_DIRECT_PUT_BENCH_CONNECT=address has the workers connect by UCX worker address instead
 // of UCX's client-server flow (the ucx transport's param "connect"), for A/B runs.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -43,6 +41,7 @@
 #include <vector>
 
 #include "base/asio_event_loop.h"
+#include "bench/common/process.h"
 #include "bench/common/report.h"
 #include "bench/net_budget/perftest.h"
 #include "kv_tiers/arena_tier.h"
@@ -64,12 +63,6 @@ int Window(uint64_t bytes) { return bytes >= (64u << 20) ? 4 : 8; }
 int Iterations(uint64_t bytes) {
   if (const char* n = std::getenv("SY_TRANSPORT_BENCH_ITERS")) return std::max(1, std::atoi(n));
   return bytes >= (64u << 20) ? 32 : 1024;
-}
-
-std::string SwitchyardBinary() {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("switchyard") : (self.parent_path() / "switchyard").string();
 }
 
 // A block layout of `bytes` per block: 16 layers x 8 KV heads x 128 dims x K and V x BF16
@@ -111,18 +104,13 @@ class Cluster {
     }
     tiers_.clear();
     join_.reset();  // its bye ends the workers
-    for (pid_t p : pids_) {
-      for (int i = 0; i < 100 && ::waitpid(p, nullptr, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      ::kill(p, SIGKILL);
-      ::waitpid(p, nullptr, 0);
-    }
+    for (pid_t p : pids_) Reap(p, 5);
   }
 
   // `direct`: serve's movers as serve sets them up; false: without the direct mover (each
   // move relayed through this process: a get from A, a put into B).
   Status Start(uint64_t bytes, int sources, bool direct) {
-    const std::string bin = SwitchyardBinary();
+    const std::string bin = SwitchyardBeside();
     if (!std::filesystem::exists(bin)) return Status::NotFound("no switchyard binary at " + bin);
     bytes_ = bytes;
     const int window = Window(bytes);
@@ -133,20 +121,14 @@ class Cluster {
     jo.remote_workers = 2;
     jo.join_timeout = Seconds(60);
     jo.listening = [&](const std::string& address) {
+      const std::string cap = std::to_string(store);
+      const char* flow = std::getenv("SY_DIRECT_PUT_BENCH_CONNECT");
+      const std::string param = std::string("connect=") + (flow ? flow : "client-server");
       for (const char* id : {"bench-a", "bench-b"}) {
-        pid_t pid = ::fork();
-        if (pid == 0) {
-          FILE* f = std::freopen("/dev/null", "w", stdout);
-          (void)f;
-          const std::string cap = std::to_string(store);
-          const char* flow = std::getenv("SY_DIRECT_PUT_BENCH_CONNECT");
-          const std::string param = std::string("connect=") + (flow ? flow : "client-server");
-          ::execl(bin.c_str(), bin.c_str(), "worker", "--join", address.c_str(), "--engine",
-                  "simulated", "--id", id, "--kv-capacity", cap.c_str(), "--log-level", "warn",
-                  "--kv-transport-param", param.c_str(), static_cast<char*>(nullptr));
-          ::_exit(127);
-        }
-        pids_.push_back(pid);
+        pids_.push_back(
+            Spawn({bin, "worker", "--join", address, "--engine", "simulated", "--id", id,
+                   "--kv-capacity", cap, "--log-level", "warn", "--kv-transport-param", param},
+                  "/dev/null", /*with_stderr=*/false));
       }
     };
     SY_ASSIGN_OR_RETURN(join_, serve::JoinRemoteWorkers(jo, &config_));

@@ -6,7 +6,6 @@
 // worker (recomputing its context there). Median of three trials; no baseline (ratio
 // null): the figure is a property of this system (detection + the core's reaction).
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "bench/common/process.h"
 #include "bench/common/report.h"
 #include "serve/serve_join.h"
 #include "service/service.h"
@@ -32,34 +32,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kWorkflows = 8;
 
-std::string SwitchyardBinary() {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("switchyard") : (self.parent_path() / "switchyard").string();
-}
-
 pid_t SpawnWorker(const std::string& bin, const std::string& id, const std::string& address,
                   const std::string& log) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    (void)f;
-    ::dup2(STDOUT_FILENO, STDERR_FILENO);
-    ::execl(bin.c_str(), bin.c_str(), "worker", "--join", address.c_str(), "--engine", "simulated",
-            "--id", id.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-void Reap(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
-    int st = 0;
-    if (::waitpid(pid, &st, WNOHANG) == pid) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
+  return Spawn({bin, "worker", "--join", address, "--engine", "simulated", "--id", id,
+                "--log-level", "warn"},
+               log);
 }
 
 v1::Workflow LongDecode(const std::string& id) {
@@ -97,13 +74,69 @@ struct Trial {
   std::string error;
 };
 
+// Submits and closes kWorkflows long decodes; their ids.
+std::vector<std::string> SubmitLongDecodes(service::Service& svc) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < kWorkflows; ++i) {
+    ids.push_back("f" + std::to_string(i));
+    (void)svc.Submit("bench", LongDecode(ids.back()));
+    (void)svc.Close("bench", ids.back());
+  }
+  return ids;
+}
+
+// The placements once both workers run LLM nodes (the last seen after 15 s of polling).
+std::map<std::string, int> AwaitBothBusy(service::Service& svc,
+                                         const std::vector<std::string>& ids) {
+  std::map<std::string, int> before;
+  for (int i = 0; i < 3000; ++i) {
+    before = Placements(svc, ids);
+    std::set<int> busy;
+    for (const auto& [k, w] : before) busy.insert(w);
+    if (busy.size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return before;
+}
+
+// SIGKILLs worker 1 (pids by worker id), then times until serve marks it lost and until
+// every LLM node that ran on it (by `before`) is placed on another worker, 30 s at most.
+void KillAndTime(workers::JoinServer& join, service::Service& svc,
+                 const std::vector<std::string>& ids, const std::map<std::string, int>& before,
+                 const std::map<std::string, pid_t>& pids, Trial* out) {
+  const int victim = 1;  // the scheduler's index: the second worker to join
+  const std::string victim_id = join.worker(victim)->hello().worker_id();
+  std::set<std::string> affected;
+  for (const auto& [k, w] : before)
+    if (w == victim) affected.insert(k);
+  out->affected = affected.size();
+  auto t0 = Clock::now();
+  ::kill(pids.at(victim_id), SIGKILL);
+  auto deadline = t0 + std::chrono::seconds(30);
+  while (Clock::now() < deadline && (out->lost_s < 0 || out->rescheduled_s < 0)) {
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (out->lost_s < 0 && join.worker(victim)->lost()) out->lost_s = secs;
+    if (out->rescheduled_s < 0 && out->lost_s >= 0) {
+      std::map<std::string, int> now = Placements(svc, ids);
+      bool all = true;
+      for (const std::string& k : affected) {
+        auto it = now.find(k);
+        all = all && it != now.end() && it->second != victim;
+      }
+      if (all) out->rescheduled_s = secs;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (affected.empty()) out->error = "no LLM node ran on the victim";
+}
+
 Trial RunTrial(int t) {
   Trial out;
   std::string dir = std::filesystem::temp_directory_path().string() + "/sy_failover_" +
                     std::to_string(::getpid()) + "_" + std::to_string(t);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::string bin = SwitchyardBinary();
+  const std::string bin = SwitchyardBeside();
   std::map<std::string, pid_t> pids;  // by worker id
   service::ServiceOptions so;
   so.data_dir = dir + "/data";
@@ -129,52 +162,17 @@ Trial RunTrial(int t) {
         out.error = svc.status().ToString();
       } else {
         serve::Attach(join->get(), (*svc)->scheduler());
-        std::vector<std::string> ids;
-        for (int i = 0; i < kWorkflows; ++i) {
-          ids.push_back("f" + std::to_string(i));
-          (void)(*svc)->Submit("bench", LongDecode(ids.back()));
-          (void)(*svc)->Close("bench", ids.back());
-        }
+        std::vector<std::string> ids = SubmitLongDecodes(**svc);
         // Wait until both workers run LLM nodes, then kill worker 1.
-        std::map<std::string, int> before;
-        for (int i = 0; i < 3000; ++i) {
-          before = Placements(**svc, ids);
-          std::set<int> busy;
-          for (const auto& [k, w] : before) busy.insert(w);
-          if (busy.size() == 2) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        const int victim = 1;  // the scheduler's index: the second worker to join
-        const std::string victim_id = (*join)->worker(victim)->hello().worker_id();
-        std::set<std::string> affected;
-        for (const auto& [k, w] : before)
-          if (w == victim) affected.insert(k);
-        out.affected = affected.size();
-        auto t0 = Clock::now();
-        ::kill(pids.at(victim_id), SIGKILL);
-        auto deadline = t0 + std::chrono::seconds(30);
-        while (Clock::now() < deadline && (out.lost_s < 0 || out.rescheduled_s < 0)) {
-          double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (out.lost_s < 0 && (*join)->worker(victim)->lost()) out.lost_s = secs;
-          if (out.rescheduled_s < 0 && out.lost_s >= 0) {
-            std::map<std::string, int> now = Placements(**svc, ids);
-            bool all = true;
-            for (const std::string& k : affected) {
-              auto it = now.find(k);
-              all = all && it != now.end() && it->second != victim;
-            }
-            if (all) out.rescheduled_s = secs;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-        if (affected.empty()) out.error = "no LLM node ran on the victim";
+        std::map<std::string, int> before = AwaitBothBusy(**svc, ids);
+        KillAndTime(**join, **svc, ids, before, pids, &out);
         (*join)->SetLossHandler({});
         svc->reset();
       }
       join->reset();
     }
   }
-  for (const auto& [id, p] : pids) Reap(p);
+  for (const auto& [id, p] : pids) Reap(p, 10);
   std::filesystem::remove_all(dir);
   return out;
 }
