@@ -78,42 +78,6 @@ std::string NodeIdOf(const std::string& name, int turn) {
   return id.substr(0, 40) + "-" + std::to_string(turn);
 }
 
-// The first required string property of a JSON-schema object, else the first string
-// property, else "input".
-std::string ArgumentName(const oa::ToolDef& tool) {
-  auto schema = nlohmann::json::parse(tool.parameters_json, nullptr, false);
-  if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object())
-    return "input";
-  const auto& props = schema["properties"];
-  // "type": "string", or a list of types that holds "string" (["string", "null"]: what
-  // schema generators write for an optional string).
-  auto is_string = [&](const std::string& k) {
-    if (!props.contains(k) || !props[k].is_object() || !props[k].contains("type")) return false;
-    const auto& t = props[k]["type"];
-    if (t.is_string()) return t.get<std::string>() == "string";
-    if (!t.is_array()) return false;
-    for (const auto& e : t)
-      if (e.is_string() && e.get<std::string>() == "string") return true;
-    return false;
-  };
-  if (schema.contains("required") && schema["required"].is_array())
-    for (const auto& r : schema["required"])
-      if (r.is_string() && is_string(r.get<std::string>())) return r.get<std::string>();
-  for (const auto& [k, v] : props.items())
-    if (is_string(k)) return k;
-  return "input";
-}
-
-std::string JsonString(const std::string& s) { return nlohmann::json(s).dump(); }
-
-// What the model is given before it generates a forced call's argument: the assistant
-// turn's call header as RenderAssistantTurn writes it, and the arguments object opened.
-std::string ForcedPrefix(const std::string& id, const std::string& name, const std::string& arg) {
-  const std::string mark = "\x01";
-  std::string turn = oa::RenderAssistantTurn("", {oa::ToolCall{id, name, mark}});
-  return turn.substr(0, turn.find(mark)) + "{" + JsonString(arg) + ": \"";
-}
-
 std::vector<int32_t> PseudoTokens(const std::string& text) {  // the simulated engine's
   std::vector<int32_t> ids;
   for (size_t i = 0; i < text.size(); i += 4) {
@@ -353,7 +317,7 @@ Status OpenAiFront::Prepare(const http::HttpRequest& req, const std::string& ten
     for (const oa::ToolDef& t : r.tools)
       if (r.tool_choice.kind == oa::ToolChoice::Kind::kFunction && t.name == r.tool_choice.function)
         c->tool = t;
-    c->arg_name = ArgumentName(*c->tool);
+    c->arg_name = oa::ForcedArgument(*c->tool);
   }
   c->prompt = Tokenize(text, c->model);  // a forced call's prefix is added once the id is known
   if (c->prompt.empty() && !text.empty())
@@ -416,8 +380,8 @@ void OpenAiFront::Complete(const http::HttpRequest& req, const std::string& tena
   c->node = "llm-" + std::to_string(turn);
   if (c->tool) {
     c->call_id = "call_" + Short(c->wf) + "_" + std::to_string(turn);
-    std::vector<int32_t> more =
-        Tokenize(ForcedPrefix(c->call_id, c->tool->name, c->arg_name), c->model);  // BOS first
+    std::vector<int32_t> more = Tokenize(
+        oa::ForcedCallPrefix(c->call_id, c->tool->name, c->arg_name), c->model);  // BOS first
     executors::Generation* d = service_->generation();
     const executors::cpu::Tokenizer* tok = d ? d->tokenizer(c->model) : nullptr;
     size_t skip = tok && tok->bos_id() >= 0 ? 1 : 0;  // drop the BOS
@@ -658,8 +622,7 @@ void OpenAiFront::Answer(const CallPtr& c) {
     resp.choice.finish_reason = c->eos || stopped ? "stop" : "length";
     if (c->tool) {
       resp.choice.tool_calls.push_back(
-          oa::ToolCall{c->call_id, c->tool->name,
-                       "{" + JsonString(c->arg_name) + ": " + JsonString(text) + "}"});
+          oa::ToolCall{c->call_id, c->tool->name, oa::ForcedCallArguments(c->arg_name, text)});
       resp.choice.finish_reason = "tool_calls";
     } else {
       resp.choice.text = text;
