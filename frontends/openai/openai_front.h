@@ -7,26 +7,20 @@
 //   DELETE /v1/sessions/{id}.
 //   Requests and answers have OpenAI's shapes (frontends/openai/openai_protocol.h), errors too.
 //
-// Sessions. The session id is the first of the headers x-session-id,
+// Sessions (frontends/session.h). The session id is the first of the headers x-session-id,
 // x-claude-code-session-id, session_id, session-id, the body's metadata.session_id, or
 // `user`; a request without one is a one-node workflow, closed at once. A session is a
 // workflow of its tenant (labels front=openai, session=<id>). Every request is an LLM node
 // `llm-N` on the session's context: its prompt is rendered (the chat template of
-// openai_protocol.h, or the prompt of /v1/completions) and tokenized, and the node
-// EXTENDs the session's context (the previous prompt and the output the engine produced)
-// from the longest prefix it shares with the new prompt: the whole context when it is a
-// prefix of the prompt, else the context cut to the shared prefix (CacheRef.keep_tokens:
-// the client re-sent the last answer changed, e.g. without its reasoning), as engines with
-// prefix caching reuse it. Only a prompt sharing nothing CREATEs a fresh context
-// (`main-K`), and the old one, no longer referenced, is the scheduler's to evict. When an
-// answer ends, wait nodes start, TOOL nodes named after the tool calls it asked for (or
-// one `client` when it asked for none); they end when the session's next request arrives,
-// which the LLM node of that request depends on. So the scheduler's tool-wait decision
-// (keep, demote, discard; a prefetch timed to the learned duration of that tool) runs
-// between turns exactly as for native workflows. A session ends after
-// Options::session_idle_timeout without a request, or by DELETE /v1/sessions/{id}: its
-// waits end and its workflow is closed, which frees its KV. Answers carry the
-// x-switchyard-workflow-id and x-switchyard-node-id headers.
+// openai_prompt.h, or the prompt of /v1/completions) and tokenized, and the node EXTENDs
+// the session's context from the longest prefix it shares with the new prompt (a fresh
+// context only when it shares nothing). When an answer ends, wait nodes start, TOOL nodes
+// named after the tool calls it asked for (or one `client` when it asked for none); they
+// end when the session's next request arrives, which the LLM node of that request depends
+// on. So the scheduler's tool-wait decision runs between turns exactly as for native
+// workflows. A session ends after Options::session_idle_timeout without a request, or by
+// DELETE /v1/sessions/{id}: its waits end and its workflow is closed, which frees its KV.
+// Answers carry the x-switchyard-workflow-id and x-switchyard-node-id headers.
 //
 // Failures. A request that fails (its submit or append refused, its node failed, the
 // upstream answered 5xx, the workflow ended) or whose streaming client goes away has its
@@ -68,27 +62,36 @@
 // one request at a time (a second one gets 409 — unless the session is named only by
 // `user`: then the second runs as a one-node workflow of its own). Completion work runs on the
 // scheduler's thread (tokens) and on the front's own thread (appends, answers).
+//
+// Files: openai_front.cc (requests: routing, parsing, the turn, failures),
+// openai_front_engine.cc (answers of this server's engine, whole and streamed),
+// openai_front_proxy.cc (proxy mode), openai_call.h (a request in flight).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
+#include <vector>
 
 #include "base/clock.h"
+#include "base/status.h"
+#include "frontends/lifetime.h"
 #include "frontends/openai/openai_upstream.h"
+#include "frontends/session.h"
 #include "http/http.h"
 #include "service/service.h"
 
 namespace switchyard::frontends {
+
+namespace openai {
+struct Response;  // openai_response.h
+}  // namespace openai
 
 class OpenAiFront {
  public:
@@ -124,93 +127,69 @@ class OpenAiFront {
   void SweepIdle();
 
  private:
-  struct Session;
-  struct Call;
-  using SessionPtr = std::shared_ptr<Session>;
+  struct Call;  // openai_call.h
   using CallPtr = std::shared_ptr<Call>;
 
-  void Complete(const http::HttpRequest& req, const std::string& tenant, bool chat,
-                Respond respond);
+  // ---- Requests (openai_front.cc)
   http::HttpResponse Models() const;
   http::HttpResponse Model(const std::string& id) const;  // GET /v1/models/{id}
   void DeleteSession(const std::string& tenant, const std::string& id, Respond respond);
-  Status Prepare(const http::HttpRequest& req, const std::string& tenant, Call* c);
+  void Complete(const http::HttpRequest& req, const std::string& tenant, bool chat,
+                Respond respond);
+  // The call's model, hints, token budget, forced tool and prompt; the error to answer if
+  // the request cannot be served.
+  Status Prepare(const http::HttpRequest& req, Call* c) const;
+  // The served model the request names (Call::model).
+  Status ResolveModel(Call* c) const;
   // The prompt's token ids for served model `model` (its tokenizer; pseudo tokens for a
   // simulated engine's).
   std::vector<int32_t> Tokenize(const std::string& text, const std::string& model) const;
-  // Takes the call's session (busy until answered) and says which turn the call is; else
-  // the error to answer: 409 while the session answers another request, except for a
-  // session named only by `user` (an end user's id, which parallel requests share), whose
-  // request then runs as a one-node workflow of its own (`c->session` cleared).
-  std::optional<http::HttpResponse> TakeSession(const CallPtr& c, bool by_user, int* turn);
+  // A forced call's header and opened arguments, appended to the prompt (once the call's
+  // id, which names its workflow and turn, is known).
+  void AddForcedPrefix(Call* c) const;
   void Start(const CallPtr& c);
-  void Forward(const CallPtr& c);    // proxy mode, once the scheduler placed the node
-  std::string UpstreamAuth() const;  // the Authorization header sent upstream
-  void Forwarded(const CallPtr& c, http::HttpResponse r);
-  void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
-  std::vector<v1::ProgramNode> NextTurn(const CallPtr& c, std::vector<int32_t> context,
-                                        std::vector<std::string> tools);
-  void StartWaits(const CallPtr& c, std::vector<v1::ProgramNode> waits,
-                  std::function<void()> respond);
+  void Fail(const CallPtr& c, const Status& st);
+  // The client of a streamed call went away before its answer ended.
+  void Abandon(const CallPtr& c);
+  void Post(std::function<void()> fn);
+  void Run();
+
+  // ---- Answers of this server's engine (openai_front_engine.cc)
+  // Hands the node's input to the engine and watches its tokens.
+  void Generate(const CallPtr& c);
   void OnToken(const CallPtr& c, int32_t token);
   void Finish(const CallPtr& c, const Status& st, int64_t output_tokens);
   void Answer(const CallPtr& c);
+  // The answer from the call's output (sets *output; streams the text not yet sent).
+  openai::Response Compose(const CallPtr& c, std::vector<int32_t>* output);
+  // Sends the answer, whole or as the stream's last chunks; once only.
+  void Reply(const CallPtr& c, const openai::Response& resp);
   // A streamed request's head (200, the role chunk), sent once the call was admitted (its
   // submit or append acknowledged, or its node ran): a refusal before that is a plain
   // error with its status. Once only; not for whole answers or proxy mode.
   void OpenStream(const CallPtr& c);
-  void Fail(const CallPtr& c, const Status& st);
-  // The client of a streamed call went away before its answer ended.
-  void Abandon(const CallPtr& c);
-  // Cancels the call's workflow (`why`) and, when it is its session's, has the session's
-  // next request start a new workflow and context; the session is no longer busy.
-  void ResetSession(const CallPtr& c, const std::string& why);
-  void EndSession(const SessionPtr& s);
-  void Post(std::function<void()> fn);
-  void Run();
-  // `fn` made safe to hand out: it runs only while the front lives, and the destructor
-  // waits for one that is running. No lock is held while it runs.
-  template <typename F>
-  auto Guarded(F fn) const {
-    return [life = life_, fn = std::move(fn)](auto&&... args) mutable {
-      {
-        std::lock_guard<std::mutex> lock(life->mu);
-        if (!life->alive) return;
-        ++life->running;
-      }
-      struct Done {
-        Lifetime* life;
-        ~Done() {
-          std::lock_guard<std::mutex> lock(life->mu);
-          if (--life->running == 0) life->idle.notify_all();
-        }
-      } done{life.get()};
-      fn(std::forward<decltype(args)>(args)...);
-    };
-  }
+
+  // ---- Proxy mode (openai_front_proxy.cc)
+  void WatchPlacement(const CallPtr& c);  // forwards the request once the node is placed
+  void Forward(const CallPtr& c);
+  std::string UpstreamAuth() const;  // the Authorization header sent upstream
+  void Forwarded(const CallPtr& c, http::HttpResponse r);
+  void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
 
   service::Service* service_;
   const Clock* clock_;
   Options options_;
+  // Whether the front lives, for the callbacks it hands the scheduler driver, the service,
+  // the upstream client and its streams, which may call after it is gone (the service
+  // outlives it); the session layer's callbacks share it.
+  Lifetime life_;
   std::unique_ptr<UpstreamClient> upstream_;  // proxy mode
-
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, SessionPtr> sessions_;  // (tenant, id)
+  Sessions sessions_;
 
   std::mutex work_mu_;
   std::condition_variable work_cv_;
   std::deque<std::function<void()>> work_;
   bool stopping_ = false;
-  // Whether the front lives, for the callbacks it hands the scheduler driver, the service,
-  // the upstream client and its streams, which may call after it is gone (the service
-  // outlives it): see Guarded.
-  struct Lifetime {
-    std::mutex mu;
-    std::condition_variable idle;
-    bool alive = true;
-    int running = 0;  // guarded callbacks running now
-  };
-  std::shared_ptr<Lifetime> life_ = std::make_shared<Lifetime>();
   std::thread thread_;
 };
 

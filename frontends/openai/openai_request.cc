@@ -1,0 +1,336 @@
+// Parsing the requests of the OpenAI front (see openai_request.h): the body, the fields
+// both endpoints share, /v1/completions' own fields, and the entry points. The chat-only
+// fields are openai_chat_request.cc's.
+#include "frontends/openai/openai_request.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include "frontends/openai/openai_chat_request.h"
+#include "frontends/openai/openai_json.h"
+
+namespace switchyard::frontends::openai {
+namespace {
+
+using detail::Bad;
+using detail::Get;
+using detail::Indexed;
+using detail::Json;
+using detail::ReadBool;
+using detail::ReadInt;
+using detail::ReadNumber;
+using detail::ReadObject;
+using detail::ReadString;
+using detail::WrongType;
+
+constexpr int kMaxDepth = 64;
+
+// ---------------------------------------------------------------------------------------------
+// The body.
+
+// The deepest nesting of [ and { outside strings; stops counting past kMaxDepth.
+int NestingDepth(std::string_view body) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+      if (max_depth > kMaxDepth) break;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+// Records where nlohmann's parser gave up (a second, failing pass; no exception is thrown).
+class ErrorSax : public nlohmann::json_sax<Json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t at, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: <what>; last read: ..."
+    std::string what = ex.what();
+    size_t start = what.find(": ", what.find("column"));
+    size_t end = what.find("; last read");
+    reason = start == std::string::npos ? "" : what.substr(start + 2, end - start - 2);
+    position = at;
+    return false;
+  }
+  size_t position = 0;
+  std::string reason;
+};
+
+Status JsonSyntaxError(std::string_view body) {
+  ErrorSax sax;
+  Json::sax_parse(body.data(), body.data() + body.size(), &sax);
+  std::string msg = "request body is not valid JSON (at byte " + std::to_string(sax.position);
+  if (!sax.reason.empty()) msg += ": " + sax.reason;
+  return Status::InvalidArgument(msg + ")");
+}
+
+Result<Json> ParseBody(std::string_view body) {
+  if (NestingDepth(body) > kMaxDepth) {
+    return Status::InvalidArgument("request body nests deeper than " + std::to_string(kMaxDepth) +
+                                   " levels");
+  }
+  Json j = Json::parse(body.data(), body.data() + body.size(), nullptr,
+                       /*allow_exceptions=*/false);
+  if (j.is_discarded()) return JsonSyntaxError(body);
+  if (!j.is_object()) return Status::InvalidArgument("request body must be a JSON object");
+  return j;
+}
+
+// The top-level members each endpoint reads; any other one is listed in Request::ignored.
+bool IsKnownField(const std::string& key, bool chat) {
+  static constexpr std::string_view kCommon =
+      " model max_tokens max_completion_tokens temperature top_p seed stream stream_options stop"
+      " user metadata nvext n frequency_penalty presence_penalty logit_bias logprobs service_tier"
+      " store ";
+  static constexpr std::string_view kChat =
+      " messages tools tool_choice parallel_tool_calls response_format audio modalities"
+      " top_logprobs functions function_call ";
+  static constexpr std::string_view kCompletion = " prompt echo suffix best_of ";
+  if (key.find(' ') != std::string::npos) return false;
+  const std::string word = " " + key + " ";
+  return kCommon.find(word) != std::string_view::npos ||
+         (chat ? kChat : kCompletion).find(word) != std::string_view::npos;
+}
+
+std::vector<std::string> UnknownFields(const Json& j, bool chat) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : j.items()) {
+    if (!IsKnownField(key, chat)) out.push_back(key);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fields common to both endpoints.
+
+Status ParseModel(const Json& j, Request* r) {
+  const Json* v = Get(j, "model");
+  if (v == nullptr) return Bad("model", "required");
+  SY_RETURN_IF_ERROR(ReadString(j, "", "model", &r->model));
+  if (r->model.empty()) return Bad("model", "must not be empty");
+  return Status::OK();
+}
+
+Status ParseMaxTokens(const Json& j, Request* r) {
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {  // the latter wins
+    std::optional<int64_t> v;
+    SY_RETURN_IF_ERROR(ReadInt(j, "", key, &v));
+    if (!v) continue;
+    if (*v < 1) return Bad(key, "must be at least 1");
+    r->max_tokens = *v;
+  }
+  return Status::OK();
+}
+
+Status ParseSeed(const Json& j, Request* r) {
+  const Json* v = Get(j, "seed");
+  if (v == nullptr) return Status::OK();
+  if (!v->is_number_integer()) return WrongType("seed", *v, "an integer");
+  r->seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
+  return Status::OK();
+}
+
+Status ParseSampling(const Json& j, Request* r) {
+  std::optional<double> temperature, top_p;
+  SY_RETURN_IF_ERROR(ReadNumber(j, "", "temperature", &temperature));
+  if (temperature) {
+    if (!(*temperature >= 0 && *temperature <= 2)) return Bad("temperature", "must be in [0, 2]");
+    r->temperature = *temperature;
+  }
+  SY_RETURN_IF_ERROR(ReadNumber(j, "", "top_p", &top_p));
+  if (top_p) {
+    if (!(*top_p > 0 && *top_p <= 1)) return Bad("top_p", "must be in (0, 1]");
+    r->top_p = *top_p;
+  }
+  return ParseSeed(j, r);
+}
+
+Status ParseStreaming(const Json& j, Request* r) {
+  SY_RETURN_IF_ERROR(ReadBool(j, "", "stream", &r->stream));
+  const Json* options = nullptr;
+  SY_RETURN_IF_ERROR(ReadObject(j, "", "stream_options", &options));
+  if (options == nullptr) return Status::OK();
+  return ReadBool(*options, "stream_options", "include_usage", &r->include_usage);
+}
+
+Status ParseStop(const Json& j, Request* r) {
+  const Json* v = Get(j, "stop");
+  if (v == nullptr) return Status::OK();
+  if (v->is_string()) {
+    if (v->get_ref<const std::string&>().empty()) return Bad("stop", "must not be empty");
+    r->stop.push_back(v->get<std::string>());
+    return Status::OK();
+  }
+  if (!v->is_array()) return WrongType("stop", *v, "a string or an array of strings");
+  if (v->size() > 4) return Bad("stop", "at most 4 sequences are supported");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& s = (*v)[i];
+    if (!s.is_string()) return WrongType(Indexed("stop", i), s, "a string");
+    if (s.get_ref<const std::string&>().empty())
+      return Bad(Indexed("stop", i), "must not be empty");
+    r->stop.push_back(s.get<std::string>());
+  }
+  return Status::OK();
+}
+
+Status ParseIdentity(const Json& j, Request* r) {
+  SY_RETURN_IF_ERROR(ReadString(j, "", "user", &r->user));
+  const Json* metadata = nullptr;
+  SY_RETURN_IF_ERROR(ReadObject(j, "", "metadata", &metadata));
+  if (metadata == nullptr) return Status::OK();
+  return ReadString(*metadata, "metadata", "session_id", &r->metadata_session_id);
+}
+
+Status ParseNvext(const Json& j, Request* r) {
+  const Json* nvext = nullptr;
+  const Json* hints = nullptr;
+  SY_RETURN_IF_ERROR(ReadObject(j, "", "nvext", &nvext));
+  if (nvext == nullptr) return Status::OK();
+  SY_RETURN_IF_ERROR(ReadObject(*nvext, "nvext", "agent_hints", &hints));
+  if (hints == nullptr) return Status::OK();
+  constexpr char kPrefix[] = "nvext.agent_hints";
+  SY_RETURN_IF_ERROR(
+      ReadNumber(*hints, kPrefix, "latency_sensitivity", &r->hints.latency_sensitivity));
+  SY_RETURN_IF_ERROR(ReadInt(*hints, kPrefix, "osl", &r->hints.osl));
+  if (r->hints.osl && *r->hints.osl < 0) return Bad("nvext.agent_hints.osl", "must be >= 0");
+  return ReadInt(*hints, kPrefix, "priority", &r->hints.priority);
+}
+
+// An integer parameter that only `allowed` may take ("n", "best_of").
+Status OnlyInt(const Json& j, const char* key, int64_t allowed) {
+  std::optional<int64_t> v;
+  SY_RETURN_IF_ERROR(ReadInt(j, "", key, &v));
+  if (v && *v != allowed) return Bad(key, "only " + std::to_string(allowed) + " is supported");
+  return Status::OK();
+}
+
+// A number parameter accepted only at its neutral value 0 (the penalties).
+Status OnlyZero(const Json& j, const char* key) {
+  std::optional<double> v;
+  SY_RETURN_IF_ERROR(ReadNumber(j, "", key, &v));
+  if (v && *v != 0) return Bad(key, "only 0 is supported");
+  return Status::OK();
+}
+
+Status ParseIgnoredCommon(const Json& j) {
+  SY_RETURN_IF_ERROR(OnlyInt(j, "n", 1));
+  SY_RETURN_IF_ERROR(OnlyZero(j, "frequency_penalty"));
+  SY_RETURN_IF_ERROR(OnlyZero(j, "presence_penalty"));
+  const Json* bias = nullptr;
+  SY_RETURN_IF_ERROR(ReadObject(j, "", "logit_bias", &bias));
+  if (bias != nullptr && !bias->empty()) return Bad("logit_bias", "not supported (only {})");
+  std::string tier;
+  bool store = false;
+  SY_RETURN_IF_ERROR(ReadString(j, "", "service_tier", &tier));
+  return ReadBool(j, "", "store", &store);
+}
+
+Status ParseCommon(const Json& j, Request* r) {
+  SY_RETURN_IF_ERROR(ParseModel(j, r));
+  SY_RETURN_IF_ERROR(ParseMaxTokens(j, r));
+  SY_RETURN_IF_ERROR(ParseSampling(j, r));
+  SY_RETURN_IF_ERROR(ParseStreaming(j, r));
+  SY_RETURN_IF_ERROR(ParseStop(j, r));
+  SY_RETURN_IF_ERROR(ParseIdentity(j, r));
+  SY_RETURN_IF_ERROR(ParseNvext(j, r));
+  return ParseIgnoredCommon(j);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completions.
+
+Status ParsePrompt(const Json& j, Request* r) {
+  const Json* v = Get(j, "prompt");
+  if (v == nullptr) return Bad("prompt", "required");
+  if (v->is_string()) {
+    r->prompt = v->get<std::string>();
+    return Status::OK();
+  }
+  if (!v->is_array()) return WrongType("prompt", *v, "a string");
+  if (v->empty()) return Bad("prompt", "must not be empty");
+  const Json& first = (*v)[0];
+  if (first.is_number_integer() || first.is_array()) {
+    return Bad("prompt", "token-id prompts are not supported; send text");
+  }
+  if (!first.is_string()) return WrongType("prompt[0]", first, "a string");
+  if (v->size() > 1) return Bad("prompt", "only one prompt per request is supported");
+  r->prompt = first.get<std::string>();
+  return Status::OK();
+}
+
+Status ParseCompletionLogprobs(const Json& j) {
+  const Json* v = Get(j, "logprobs");
+  if (v == nullptr || (v->is_boolean() && !v->get<bool>())) return Status::OK();
+  if (!v->is_number_integer() && !v->is_boolean()) return WrongType("logprobs", *v, "an integer");
+  return Bad("logprobs", "log probabilities are not supported");
+}
+
+Status ParseCompletionFields(const Json& j, Request* r) {
+  SY_RETURN_IF_ERROR(ParsePrompt(j, r));
+  bool echo = false;
+  SY_RETURN_IF_ERROR(ReadBool(j, "", "echo", &echo));
+  if (echo) return Bad("echo", "not supported");
+  std::string suffix;
+  SY_RETURN_IF_ERROR(ReadString(j, "", "suffix", &suffix));
+  if (!suffix.empty()) return Bad("suffix", "not supported");
+  SY_RETURN_IF_ERROR(OnlyInt(j, "best_of", 1));
+  return ParseCompletionLogprobs(j);
+}
+
+Result<Request> Parse(std::string_view body, bool chat) {
+  SY_ASSIGN_OR_RETURN(Json j, ParseBody(body));
+  Request r;
+  r.chat = chat;
+  r.ignored = UnknownFields(j, chat);
+  SY_RETURN_IF_ERROR(ParseCommon(j, &r));
+  SY_RETURN_IF_ERROR(chat ? detail::ParseChatFields(j, &r) : ParseCompletionFields(j, &r));
+  return r;
+}
+
+}  // namespace
+
+Result<Request> ParseChat(std::string_view body) { return Parse(body, /*chat=*/true); }
+
+Result<Request> ParseCompletion(std::string_view body) { return Parse(body, /*chat=*/false); }
+
+std::string ParamOf(const Status& s) {
+  if (!s.IsInvalidArgument()) return "";
+  const std::string& msg = s.message();
+  size_t colon = msg.find(": ");
+  if (colon == 0 || colon == std::string::npos) return "";
+  std::string param = msg.substr(0, colon);
+  bool plain = std::all_of(param.begin(), param.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_.[]-").find(c) != std::string_view::npos;
+  });
+  return plain ? param : "";
+}
+
+}  // namespace switchyard::frontends::openai
