@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "executors/engine_kind.h"
 
 namespace switchyard::workers {
 
@@ -24,8 +25,9 @@ std::string CheckHello(const v1::WorkerHello& hello, uint32_t serve_version) {
            std::to_string(hello.protocol_version()) + ", serve speaks version " +
            std::to_string(serve_version);
   if (hello.worker_id().empty()) return "hello without a worker id";
-  if (hello.engine() != "simulated" && hello.engine() != "cpu")
-    return "engine '" + hello.engine() + "' cannot join (joined workers run: simulated, cpu)";
+  if (!executors::FindEngineKind(hello.engine()).ok())
+    return "engine '" + hello.engine() +
+           "' cannot join (joined workers run: " + executors::EngineKindNames(false) + ")";
   return "";
 }
 
@@ -144,7 +146,7 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
   if (why.empty() && hello.engine() != o.engine)
     why = "engine mismatch: worker runs engine '" + hello.engine() +
           "', serve's model runs on engine '" + o.engine + "'";
-  if (why.empty() && o.engine == "cpu" &&
+  if (why.empty() && executors::EngineComputes(o.engine) &&
       hello.model_config().SerializeAsString() != o.model.SerializeAsString())
     why = "model mismatch: worker loaded '" + hello.model_config().name() + "' (" +
           std::to_string(hello.model_config().num_layers()) + " layers, hidden " +
