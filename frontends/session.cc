@@ -189,27 +189,41 @@ void Sessions::ReportFailed(const Turn& turn, const std::string& error) {
 
 // ---- Between turns ------------------------------------------------------------------------
 
+// The turn's context and its wait nodes, recorded in the session (s->mu held).
+std::vector<v1::ProgramNode> Sessions::StoreTurnLocked(Session* s, const Turn& turn,
+                                                       std::vector<int32_t> context,
+                                                       std::vector<std::string> tools) {
+  std::vector<v1::ProgramNode> waits;
+  s->tokens = std::move(context);
+  if (tools.empty()) tools.push_back("client");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    v1::ProgramNode w;
+    w.set_id(NodeIdOf(tools[i], s->turn) + (i ? "-" + std::to_string(i) : ""));
+    w.set_kind(v1::TOOL);
+    w.set_tool_name(tools[i]);
+    w.add_deps(turn.node);
+    s->waits.push_back(w.id());
+    waits.push_back(std::move(w));
+  }
+  ++s->turn;
+  s->last_active = std::chrono::steady_clock::now();
+  return waits;
+}
+
 void Sessions::EndTurn(const Turn& turn, std::vector<int32_t> context,
                        std::vector<std::string> tools, Done done) {
   if (!turn.session) return done(Status::OK());
   std::vector<v1::ProgramNode> waits;
+  bool stale = false;
   {
     Session& s = *turn.session;
     std::lock_guard<std::mutex> lock(s.mu);
-    s.tokens = std::move(context);
-    if (tools.empty()) tools.push_back("client");
-    for (size_t i = 0; i < tools.size(); ++i) {
-      v1::ProgramNode w;
-      w.set_id(NodeIdOf(tools[i], s.turn) + (i ? "-" + std::to_string(i) : ""));
-      w.set_kind(v1::TOOL);
-      w.set_tool_name(tools[i]);
-      w.add_deps(turn.node);
-      s.waits.push_back(w.id());
-      waits.push_back(std::move(w));
-    }
-    ++s.turn;
-    s.last_active = std::chrono::steady_clock::now();
+    // The turn's call was abandoned or failed first (Abort reset the session, or a later
+    // turn began a new workflow): the session no longer builds on this workflow.
+    stale = s.workflow_id != turn.workflow;
+    if (!stale) waits = StoreTurnLocked(&s, turn, std::move(context), std::move(tools));
   }
+  if (stale) return done(Status::OK());
   std::vector<std::string> ids;
   for (const auto& w : waits) ids.push_back(w.id());
   // The waits start once appended; `done` runs once that is durable.

@@ -108,7 +108,9 @@ class Sessions {
   void ReportFailed(const Turn& turn, const std::string& error);
   // The turn's answer ended: the session's context becomes `context` (the token ids the
   // engine holds), and a wait node per name in `tools` (or one `client`) starts. `done`
-  // runs once that is durable (at once for a one-node workflow), or with the failure.
+  // runs once that is durable (at once for a one-node workflow, or for a turn whose
+  // session Abort reset first: the session no longer builds on its workflow), or with the
+  // failure.
   void EndTurn(const Turn& turn, std::vector<int32_t> context, std::vector<std::string> tools,
                Done done);
   // The turn was answered: the session takes its next turn.
@@ -129,6 +131,10 @@ class Sessions {
   // Takes the session for `turn`, or says why not (see BeginTurn).
   Status Take(const SessionPtr& s, bool shared, const std::string& model, Turn* turn);
   void EndSession(const SessionPtr& s);
+  // Records the turn's context and wait nodes in `s` (s->mu held); returns the waits.
+  static std::vector<v1::ProgramNode> StoreTurnLocked(Session* s, const Turn& turn,
+                                                      std::vector<int32_t> context,
+                                                      std::vector<std::string> tools);
   // Reports TOOL_STARTED or TOOL_FINISHED for each of `waits`.
   void ReportWaits(const std::string& tenant, const std::string& workflow,
                    const std::vector<std::string>& waits, v1::NodeEventType type);

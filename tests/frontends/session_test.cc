@@ -237,6 +237,24 @@ TEST_F(SessionsTest, AnAbortedTurnStartsTheSessionAfresh) {
   EXPECT_EQ(t2.context, "main");
 }
 
+// An answer that ends after its call was abandoned (the engine finished the node just as
+// the client went away) leaves the session as Abort left it: its next turn starts afresh,
+// with no wait of the cancelled workflow to end.
+TEST_F(SessionsTest, AnAnswerEndingAfterItsAbortLeavesTheSessionAfresh) {
+  Sessions::Turn t0 = Begin("s1");
+  ASSERT_TRUE(Submit(&t0, {1, 2, 3}).ok());
+  sessions_->Abort(t0, "the client went away");
+  std::promise<Status> done;
+  sessions_->EndTurn(t0, {1, 2, 3, 4}, {"Bash"}, [&done](const Status& st) { done.set_value(st); });
+  EXPECT_TRUE(done.get_future().get().ok());
+  Sessions::Turn t1 = Begin("s1");
+  EXPECT_TRUE(t1.first);
+  EXPECT_NE(t1.workflow, t0.workflow);
+  EXPECT_TRUE(t1.waits.empty()) << "a wait of the cancelled workflow";
+  ASSERT_TRUE(Submit(&t1, {1, 2, 3, 4, 5}).ok());
+  EXPECT_TRUE(t1.create);
+}
+
 TEST_F(SessionsTest, EndingASessionClosesItsWorkflow) {
   Sessions::Turn t = Begin("s1");
   ASSERT_TRUE(Submit(&t, {1, 2, 3}).ok());
