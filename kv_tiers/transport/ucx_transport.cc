@@ -135,6 +135,21 @@ Status UcxTransport::Init(const TransportConfig& config) {
   ucp_config_t* cfg = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &cfg);
   if (st != UCS_OK) return FromUcs(st, "ucp_config_read");
+  Status configured = Configure(config, cfg);
+  if (!configured.ok()) {
+    ucp_config_release(cfg);
+    return configured;
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  st = ucp_init(&params, cfg, &context_);
+  ucp_config_release(cfg);
+  if (st != UCS_OK) return FromUcs(st, "ucp_init");
+  return StartWorker();
+}
+
+std::map<std::string, std::string> UcxTransport::Settings(const TransportConfig& config) {
   // Our defaults, unless the caller's params or the UCX_* environment set any of them (the
   // two sizes depend on each other: a send segment may not exceed a receive one).
   std::map<std::string, std::string> settings;
@@ -165,45 +180,40 @@ Status UcxTransport::Init(const TransportConfig& config) {
     settings["CM_USE_ALL_DEVICES"] = "n";
   }
   for (const auto& [key, value] : config.params) settings[key] = value;
-  for (const auto& [key, value] : settings) {
+  return settings;
+}
+
+Status UcxTransport::Configure(const TransportConfig& config, ucp_config_t* cfg) {
+  for (const auto& [key, value] : Settings(config)) {
     if (key == "err_mode") {
       err_mode_peer_ = value != "none";
       continue;
     }
     if (key == "connect") {
-      if (value != "client-server" && value != "address") {
-        ucp_config_release(cfg);
+      if (value != "client-server" && value != "address")
         return Status::InvalidArgument("ucx transport param connect=" + value +
                                        ": expected client-server or address");
-      }
       client_server_ = value == "client-server";
       continue;
     }
     if (key == "listener_port") {
       uint64_t port = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
-      if (ec != std::errc() || end != value.data() + value.size() || port > 65535) {
-        ucp_config_release(cfg);
+      if (ec != std::errc() || end != value.data() + value.size() || port > 65535)
         return Status::InvalidArgument("ucx transport param listener_port=" + value +
                                        ": expected a port number (0: any)");
-      }
       ucp_listener_port_wanted_ = static_cast<uint16_t>(port);
       continue;
     }
-    st = ucp_config_modify(cfg, key.c_str(), value.c_str());
-    if (st != UCS_OK) {
-      ucp_config_release(cfg);
+    ucs_status_t st = ucp_config_modify(cfg, key.c_str(), value.c_str());
+    if (st != UCS_OK)
       return Status::InvalidArgument("ucx config " + key + "=" + value + ": " +
                                      ucs_status_string(st));
-    }
   }
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
-  st = ucp_init(&params, cfg, &context_);
-  ucp_config_release(cfg);
-  if (st != UCS_OK) return FromUcs(st, "ucp_init");
+  return Status::OK();
+}
 
+Status UcxTransport::StartWorker() {
   // Once the progress thread runs, every ucp call on the worker is made by its owner, the
   // holder of progress_mu_ (serialised: this thread before it starts, the destructor
   // after it ends).
@@ -213,7 +223,7 @@ Status UcxTransport::Init(const TransportConfig& config) {
   std::random_device rd;
   while (client_id_ == 0) client_id_ = (uint64_t{rd()} << 32) | rd();
   wp.client_id = client_id_;
-  st = ucp_worker_create(context_, &wp, &worker_);
+  ucs_status_t st = ucp_worker_create(context_, &wp, &worker_);
   if (st != UCS_OK) return FromUcs(st, "ucp_worker_create");
   st = ucp_worker_get_efd(worker_, &worker_fd_);
   if (st != UCS_OK) return FromUcs(st, "ucp_worker_get_efd");

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -152,6 +153,12 @@ class UcxTransport final : public Transport {
 
   UcxTransport() = default;
   Status Init(const TransportConfig& config);
+  // Parts of Init: the UCX settings (our defaults under the caller's params and the UCX_*
+  // environment; sets the TCP segment sizes and the connection flow), applied to `cfg`
+  // (our own params taken out), then the worker and the progress threads.
+  std::map<std::string, std::string> Settings(const TransportConfig& config);
+  Status Configure(const TransportConfig& config, ucp_config_t* cfg);
+  Status StartWorker();
   // Owner: creates peer `id`'s endpoint from `ep` (its address fields set; error handling
   // is added here) and keeps it in eps_.
   ucs_status_t CreateEp(PeerId id, ucp_ep_params_t ep);
