@@ -351,4 +351,9 @@ std::vector<std::string> JoinServer::refusals() const {
   return refusals_;
 }
 
+bool JoinServer::handshaking() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return handshaking_ != nullptr;
+}
+
 }  // namespace switchyard::workers

@@ -194,6 +194,8 @@ class JoinServer {
   std::vector<v1::JoinedWorker> Snapshot() const;
   // Refusals AwaitWorkers sent ("peer: reason"), for messages and tests.
   std::vector<std::string> refusals() const;
+  // Whether a connection's hello is being read now (tests wait for a stalled handshake).
+  bool handshaking() const;
   // The joined worker whose hello named `worker_id` (null: none).
   RemoteWorker* Find(const std::string& worker_id) const;
   // The lost worker of the lowest index (null: none is lost).

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cluster/etcd_client.h"
+#include "tests/common/wait_until.h"
 
 extern char** environ;
 
@@ -139,17 +140,22 @@ class EtcdProcess {
     }
     auto etcd = EtcdClient::Create(url_, EtcdOptions{std::chrono::milliseconds(1000)});
     if (!etcd.ok()) return etcd.status().ToString();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return "etcd exited during startup (see " + log_path() + ")";
-      }
-      if ((*etcd)->Range("/sy-test-probe").ok()) return "";
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    bool exited = false;
+    const bool up = ::switchyard::testing::WaitUntil(
+        [&] {
+          int status = 0;
+          exited = ::waitpid(pid_, &status, WNOHANG) == pid_;
+          return exited || (*etcd)->Range("/sy-test-probe").ok();
+        },
+        ::switchyard::testing::kWaitSeconds, std::chrono::milliseconds(100));
+    if (exited) {
+      pid_ = -1;
+      return "etcd exited during startup (see " + log_path() + ")";
     }
-    return "etcd did not answer within 60 s (see " + log_path() + ")";
+    if (up) return "";
+    return "etcd did not answer within " +
+           std::to_string(static_cast<int>(::switchyard::testing::kWaitSeconds)) + " s (see " +
+           log_path() + ")";
   }
 
   std::string dir_;

@@ -14,6 +14,7 @@
 #include "kv_tiers/disk_tier.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/remote/kv_store_tier.h"
+#include "tests/common/wait_until.h"
 #include "tests/kv_store/worker_process.h"
 
 namespace switchyard::executors::cpu {
@@ -59,12 +60,15 @@ class Harness {
   TokenLog& log() { return log_; }
   const std::vector<int32_t>& out(const std::string& key) { return out_[key]; }
 
-  // Runs the loop (the engines compute on their own threads) until `done` or 30 s.
+  // Runs the loop (the engines compute on their own threads) until `done`
+  // (testing::WaitUntil's bound): between two runs, what the engines post arrives.
   bool RunUntil(const std::function<bool()>& done) {
-    auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!done() && std::chrono::steady_clock::now() < limit)
-      if (loop_.Run() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    return done();
+    return ::switchyard::testing::WaitUntil(
+        [&] {
+          loop_.Run();  // runs what is pending (Run returns when the loop is idle)
+          return done();
+        },
+        ::switchyard::testing::kWaitSeconds, std::chrono::microseconds(200));
   }
   bool Finish(const std::set<std::string>& keys) {
     return RunUntil([&] {

@@ -18,6 +18,7 @@
 #include "http/http_server.h"
 #include "proto/json.h"
 #include "serve/http_api.h"
+#include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
 
@@ -75,12 +76,11 @@ class SeveralModelsTest : public testing::LoopbackApiTest {
   }
   v1::WorkflowStatus WaitEnded(const std::string& id) {
     v1::WorkflowStatus s;
-    for (int i = 0; i < 3000; ++i) {
-      s = Get(id);
-      if (s.state() == v1::WORKFLOW_COMPLETED || s.state() == v1::WORKFLOW_FAILED) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
+    if (!testing::WaitUntil([&] {
+          s = Get(id);
+          return s.state() == v1::WORKFLOW_COMPLETED || s.state() == v1::WORKFLOW_FAILED;
+        }))
+      ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
     return s;
   }
   v1::ClusterState Cluster() {

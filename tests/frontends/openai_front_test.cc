@@ -19,6 +19,7 @@
 
 #include "http/http_server.h"
 #include "serve/http_api.h"
+#include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
 
@@ -74,11 +75,10 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
                             {{"Authorization", std::string("Bearer ") + kToken}});
   }
   std::string StateOf(const std::string& wf) { return Get("/v1/workflows/" + wf)["state"]; }
-  // Waits up to 4 s for workflow `wf` to reach `state`; returns its last state.
+  // Waits for workflow `wf` to reach `state` (testing::WaitUntil's bound); its last state.
   std::string AwaitState(const std::string& wf, const std::string& state) {
     std::string now;
-    for (int i = 0; i < 200 && (now = StateOf(wf)) != state; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    testing::WaitUntil([&] { return (now = StateOf(wf)) == state; });
     return now;
   }
   // The text a streamed chat answer carried (its content deltas, concatenated).
@@ -268,7 +268,8 @@ TEST_F(OpenAiFrontTest, ASessionIsAWorkflowWithToolWaitsBetweenTurns) {
     }
     wf = last_headers_["x-switchyard-workflow-id"];
     cached = r["usage"]["prompt_tokens"].get<int64_t>();
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the tool runs
+    // The tool's run time (not a synchronisation): the measured wait checked below.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
     msgs.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}});
     msgs.push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "a.txt b.txt"}});
   }
@@ -290,11 +291,7 @@ TEST_F(OpenAiFrontTest, ASessionIsAWorkflowWithToolWaitsBetweenTurns) {
   auto del = testing::Request(port_, "DELETE", "/v1/sessions/agent-1", "",
                               {{"Authorization", std::string("Bearer ") + kToken}});
   EXPECT_EQ(del.status, 200) << del.body;
-  for (int i = 0; i < 200; ++i) {
-    if (Get("/v1/workflows/" + wf)["state"] == "WORKFLOW_COMPLETED") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_EQ(Get("/v1/workflows/" + wf)["state"], "WORKFLOW_COMPLETED");
+  EXPECT_EQ(AwaitState(wf, "WORKFLOW_COMPLETED"), "WORKFLOW_COMPLETED");
 }
 
 // A client that re-sends the conversation with the assistant's answer changed (as agent
@@ -334,9 +331,7 @@ TEST_F(OpenAiFrontTest, AnIdleSessionEnds) {
   Start(4ULL << 20, std::chrono::milliseconds(300));
   Chat(Body({{{"role", "user"}, {"content", "hi"}}}, 2), "idle-1");
   std::string wf = last_headers_["x-switchyard-workflow-id"];
-  for (int i = 0; i < 150 && Get("/v1/workflows/" + wf)["state"] != "WORKFLOW_COMPLETED"; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(Get("/v1/workflows/" + wf)["state"], "WORKFLOW_COMPLETED");
+  EXPECT_EQ(AwaitState(wf, "WORKFLOW_COMPLETED"), "WORKFLOW_COMPLETED");
 }
 
 // Many sessions at once on a small KV pool (contexts are kept, demoted, discarded,
@@ -446,9 +441,8 @@ TEST_F(OpenAiFrontTest, ARefusedRequestIsAnErrorWithItsStatusAndTheSessionRecove
   EXPECT_EQ(whole.status, 429) << whole.body;
   ASSERT_EQ(Delete("/v1/sessions/holder").status, 200);
   testing::ClientResponse r;
-  for (int i = 0;
-       i < 100 && (r = Post("/v1/chat/completions", Body(msgs, 2), "late")).status == 429; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  testing::WaitUntil(
+      [&] { return (r = Post("/v1/chat/completions", Body(msgs, 2), "late")).status != 429; });
   EXPECT_EQ(r.status, 200) << r.body;
 }
 

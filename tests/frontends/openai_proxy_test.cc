@@ -15,6 +15,7 @@
 
 #include "http/http_server.h"
 #include "serve/http_api.h"
+#include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::frontends {
@@ -150,15 +151,12 @@ TEST_F(OpenAiProxyTest, StreamsPassThrough) {
   const std::string wf = via.headers["x-switchyard-workflow-id"];
   ASSERT_FALSE(wf.empty());
   json st;
-  for (int i = 0; i < 200; ++i) {  // the node ends with the stream
+  const bool done = testing::WaitUntil([&] {  // the node ends with the stream
     st = Get(proxy_.port, kToken, "/v1/workflows/" + wf);
-    bool done = false;
-    for (const json& n : st["nodes"]) done |= n["id"] == "llm-0" && n["state"] == "NODE_SUCCEEDED";
-    if (done) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  bool done = false;
-  for (const json& n : st["nodes"]) done |= n["id"] == "llm-0" && n["state"] == "NODE_SUCCEEDED";
+    for (const json& n : st["nodes"])
+      if (n["id"] == "llm-0" && n["state"] == "NODE_SUCCEEDED") return true;
+    return false;
+  });
   EXPECT_TRUE(done) << st.dump();
 }
 

@@ -20,11 +20,14 @@
 #include <vector>
 
 #include "http/http_server.h"
+#include "tests/common/wait_until.h"
 
 namespace switchyard::frontends {
 namespace {
 
 using namespace std::chrono_literals;
+using ::switchyard::testing::kWaitSeconds;
+using ::switchyard::testing::WaitUntil;
 
 std::string Url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
@@ -41,14 +44,15 @@ uint16_t ClosedPort() {
   return ntohs(addr.sin_port);
 }
 
-// Forwards and waits for the answer (status 0 when none came within 10 s).
+// Forwards and waits for the answer (status 0 when none came: WaitUntil's hang guard).
 http::HttpResponse ForwardAndWait(UpstreamClient& client, const http::HttpRequest& req, size_t i,
                                   const std::string& auth = "") {
   auto promise = std::make_shared<std::promise<http::HttpResponse>>();
   auto future = promise->get_future();
   client.Forward(req, i, auth,
                  [promise](http::HttpResponse r) { promise->set_value(std::move(r)); });
-  if (future.wait_for(10s) != std::future_status::ready) return http::HttpResponse{0};
+  if (future.wait_for(std::chrono::duration<double>(kWaitSeconds)) != std::future_status::ready)
+    return http::HttpResponse{0};
   return future.get();
 }
 
@@ -88,6 +92,7 @@ class RawUpstream {
   uint16_t port() const { return port_; }
   int accepts() const { return accepts_.load(); }
   int requests() const { return requests_.load(); }
+  int closes() const { return closes_.load(); }  // connections it closed
 
  private:
   void Loop() {
@@ -99,6 +104,7 @@ class RawUpstream {
       accepts_++;
       Serve(conn);
       ::close(conn);
+      closes_++;
     }
   }
 
@@ -142,7 +148,7 @@ class RawUpstream {
   int idle_close_ms_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<int> accepts_{0}, requests_{0};
+  std::atomic<int> accepts_{0}, requests_{0}, closes_{0};
 };
 
 // A blocking downstream client of the proxy server: one request, then its chunked body.
@@ -186,7 +192,7 @@ class Downstream {
  private:
   bool Fill() {
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0) return false;
+    if (::poll(&p, 1, static_cast<int>(kWaitSeconds * 1000)) <= 0) return false;
     char tmp[4096];
     ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
     if (n <= 0) return false;
@@ -222,9 +228,10 @@ std::string SseChunk(int i) { return "data: {\"i\":" + std::to_string(i) + "}\n\
 
 // Fake upstreams on HttpServer (2 of them) and a proxy server forwarding to the client.
 //   /json: 200 application/json echoing what it saw in x-seen-* headers and the body;
-//   /slow: the same after 1 s;
-//   /stream: kStreamChunks SSE chunks 20 ms apart, from a producer thread;
-//   /forever: an SSE chunk every 20 ms until the stream is cancelled.
+//   /slow: no answer until the test gives one (AnswerSlow);
+//   /stream, /forever: SSE chunks from a producer thread, chunk i once chunks_allowed_ > i
+//   (the test lets them out): kStreamChunks of them then the end, or chunks until the
+//   stream is cancelled.
 class OpenAiUpstreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -244,6 +251,8 @@ class OpenAiUpstreamTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    chunks_allowed_ = kStreamChunks;  // a held /stream ends; the rest end with Stop()
+    AnswerSlow();
     if (proxy_) proxy_->Stop();
     client_.reset();
     for (auto& s : upstreams_) s->Stop();
@@ -289,13 +298,32 @@ class OpenAiUpstreamTest : public ::testing::Test {
   }
 
   void WaitForEnd() {
-    for (int i = 0; i < 250 && ends_.load() == 0; ++i) std::this_thread::sleep_for(20ms);
+    WaitUntil([&] { return ends_.load() > 0; });
+  }
+
+  // Answers the /slow requests held so far (200, empty JSON).
+  void AnswerSlow() {
+    std::vector<http::HttpServer::Respond> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held.swap(slow_);
+    }
+    for (auto& respond : held) {
+      http::HttpResponse r;
+      r.content_type = "application/json";
+      r.body = "{}";
+      respond(std::move(r));
+    }
   }
 
   void Handle(int u, const http::HttpRequest& req, http::HttpServer::Respond respond) {
     std::string path(req.path());
     if (path == "/stream" || path == "/forever") return Stream(path == "/forever", respond);
-    if (path == "/slow") std::this_thread::sleep_for(1s);
+    if (path == "/slow") {
+      std::lock_guard<std::mutex> lock(mu_);
+      slow_.push_back(std::move(respond));
+      return;
+    }
     http::HttpResponse r;
     r.status = path == "/busy" ? 429 : 200;
     r.content_type = "application/json; charset=utf-8";
@@ -319,8 +347,8 @@ class OpenAiUpstreamTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(mu_);
     producers_.emplace_back([this, stream, forever] {
       for (int i = 0; forever || i < kStreamChunks; ++i) {
-        std::this_thread::sleep_for(20ms);
-        if (!stream->Write(SseChunk(i))) return;
+        WaitUntil([&] { return chunks_allowed_.load() > i || stream->cancelled(); });
+        if (chunks_allowed_.load() <= i || !stream->Write(SseChunk(i))) return;
         produced_++;
       }
       stream->Close();
@@ -333,6 +361,8 @@ class OpenAiUpstreamTest : public ::testing::Test {
   std::unique_ptr<http::HttpServer> proxy_;
   std::mutex mu_;
   std::vector<std::thread> producers_;
+  std::atomic<int> chunks_allowed_{kStreamChunks - 1};  // the last chunk waits for the test
+  std::vector<http::HttpServer::Respond> slow_;         // guarded by mu_
   std::atomic<int> produced_{0};
   std::atomic<int> produced_at_done_{-1};
   std::atomic<bool> upstream_cancelled_{false};
@@ -422,8 +452,13 @@ TEST_F(OpenAiUpstreamTest, StreamedAnswerArrivesInOrderBeforeTheLastChunkIsProdu
   EXPECT_NE(head.find("chunked"), std::string::npos) << head;
   std::string body;
   std::string chunk = down.ReadChunk();
-  // The first chunk came through while the upstream was still producing.
+  // The first chunk came through while the upstream was still producing: its last chunk
+  // is held until now.
   EXPECT_LT(produced_.load(), kStreamChunks);
+  // `done` ran as soon as the head came, before the last chunk existed.
+  EXPECT_GE(produced_at_done_.load(), 0);
+  EXPECT_LT(produced_at_done_.load(), kStreamChunks);
+  chunks_allowed_ = kStreamChunks;
   while (!chunk.empty() && chunk != "\x01") {
     body += chunk;
     chunk = down.ReadChunk();
@@ -432,12 +467,9 @@ TEST_F(OpenAiUpstreamTest, StreamedAnswerArrivesInOrderBeforeTheLastChunkIsProdu
   std::string expected;
   for (int i = 0; i < kStreamChunks; ++i) expected += SseChunk(i);
   EXPECT_EQ(body, expected);
-  // `done` ran as soon as the head came, before the last chunk existed.
-  EXPECT_GE(produced_at_done_.load(), 0);
-  EXPECT_LT(produced_at_done_.load(), kStreamChunks);
+  WaitForEnd();  // the upstream's answer ended: the client's figures are final
   EXPECT_EQ(client_->stats(0).bytes_in, expected.size());
   EXPECT_EQ(client_->stats(0).failures, 0u);
-  WaitForEnd();
   EXPECT_EQ(ends_.load(), 1);
   EXPECT_TRUE(end_complete_.load());
   std::lock_guard<std::mutex> lock(mu_);
@@ -446,16 +478,23 @@ TEST_F(OpenAiUpstreamTest, StreamedAnswerArrivesInOrderBeforeTheLastChunkIsProdu
 
 TEST_F(OpenAiUpstreamTest, ClientCancellingTheStreamClosesTheUpstreamConnection) {
   MakeClient({});
+  chunks_allowed_ = 2;  // then the producer holds its next chunk
   uint16_t proxy = StartProxy();
   Downstream down(proxy, "/forever");
   ASSERT_TRUE(down.connected());
   ASSERT_NE(down.ReadHead().find("200"), std::string::npos);
-  EXPECT_EQ(down.ReadChunk(), SseChunk(0));
-  EXPECT_EQ(down.ReadChunk(), SseChunk(1));
+  std::string got;
+  while (got.size() < (SseChunk(0) + SseChunk(1)).size()) {
+    std::string chunk = down.ReadChunk();
+    ASSERT_FALSE(chunk.empty() || chunk == "\x01") << "the stream ended after: " << got;
+    got += chunk;
+  }
+  EXPECT_EQ(got, SseChunk(0) + SseChunk(1));
   EXPECT_FALSE(upstream_cancelled_.load());
   down.Close();
-  for (int i = 0; i < 250 && !upstream_cancelled_.load(); ++i) std::this_thread::sleep_for(20ms);
-  EXPECT_TRUE(upstream_cancelled_.load()) << "the upstream's stream is still open";
+  // The producer is held (its next chunk waits): only the closed connections can cancel.
+  EXPECT_TRUE(WaitUntil([&] { return upstream_cancelled_.load(); }))
+      << "the upstream's stream is still open";
   EXPECT_EQ(client_->stats(0).failures, 0u);
   WaitForEnd();
   EXPECT_EQ(ends_.load(), 1);
@@ -493,13 +532,18 @@ TEST_F(OpenAiUpstreamTest, UnreachableUpstreamGives502WithAnOpenAiError) {
   EXPECT_EQ(client_->stats(0).failures, 1u);
 }
 
+// The upstream holds its answer until the test gives it, after the 504: the timeout, not
+// the answer, ended the call.
 TEST_F(OpenAiUpstreamTest, SlowUpstreamPastTheResponseTimeoutGives504) {
   UpstreamOptions opts;
   opts.response_timeout_ms = 200;
   MakeClient(opts);
-  auto start = std::chrono::steady_clock::now();
   http::HttpResponse r = ForwardAndWait(*client_, Post("/slow", "{}"), 0);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 900ms);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(slow_.size(), 1u) << "the upstream got the request and has not answered it";
+  }
+  AnswerSlow();
   EXPECT_EQ(r.status, 504);
   EXPECT_NE(r.body.find(R"("code":"upstream_timeout")"), std::string::npos) << r.body;
   EXPECT_NE(r.body.find(Url(ports_[0])), std::string::npos) << r.body;
@@ -538,7 +582,8 @@ TEST_F(OpenAiUpstreamTest, IdleConnectionClosedByTheUpstreamIsReplacedWithoutDup
     http::HttpResponse r = ForwardAndWait(*client_, Post("/v1/completions", "{}"), 0);
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.body, "{\"n\":" + std::to_string(i + 1) + "}");
-    std::this_thread::sleep_for(150ms);  // the upstream closes the idle connection
+    // The upstream closes the idle connection (30 ms of silence) before the next request.
+    ASSERT_TRUE(WaitUntil([&] { return raw.closes() == i + 1; }));
   }
   EXPECT_EQ(raw.requests(), 4);  // none sent twice
   EXPECT_EQ(raw.accepts(), 4);
@@ -554,11 +599,19 @@ TEST_F(OpenAiUpstreamTest, ConcurrentStreamsDoNotHoldThreads) {
   for (int i = 0; i < 6; ++i) downs.push_back(std::make_unique<Downstream>(proxy, "/stream"));
   std::string expected;
   for (int i = 0; i < kStreamChunks; ++i) expected += SseChunk(i);
-  for (auto& d : downs) {
-    ASSERT_NE(d->ReadHead().find("200"), std::string::npos);
-    std::string body, chunk;
-    while (!(chunk = d->ReadChunk()).empty() && chunk != "\x01") body += chunk;
-    EXPECT_EQ(body, expected);
+  // Every stream's head and first chunk while none of them can end (their last chunks are
+  // held): the client's one thread serves all six at once.
+  std::vector<std::string> bodies(downs.size());
+  for (size_t k = 0; k < downs.size(); ++k) {
+    ASSERT_NE(downs[k]->ReadHead().find("200"), std::string::npos) << "stream " << k;
+    bodies[k] = downs[k]->ReadChunk();  // chunk 0, perhaps with the next ones
+    ASSERT_EQ(bodies[k].rfind(SseChunk(0), 0), 0u) << "stream " << k << ": " << bodies[k];
+  }
+  chunks_allowed_ = kStreamChunks;
+  for (size_t k = 0; k < downs.size(); ++k) {
+    std::string chunk;
+    while (!(chunk = downs[k]->ReadChunk()).empty() && chunk != "\x01") bodies[k] += chunk;
+    EXPECT_EQ(bodies[k], expected) << "stream " << k;
   }
 }
 

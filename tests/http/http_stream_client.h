@@ -13,12 +13,16 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::testing {
 
 class StreamClient {
  public:
+  // A read's deadline: the hang guard of testing::WaitUntil (a test fails instead of
+  // hanging; a slow machine only waits longer).
+  static constexpr int kReadTimeoutMs = static_cast<int>(kWaitSeconds * 1000);
   enum class Chunk { kData, kLast, kError };
 
   explicit StreamClient(uint16_t port) {
@@ -56,7 +60,7 @@ class StreamClient {
   }
 
   // Reads the status line and headers into `head` (status, lower-case header names).
-  bool ReadHead(ClientResponse* head, int timeout_ms = 5000) {
+  bool ReadHead(ClientResponse* head, int timeout_ms = kReadTimeoutMs) {
     Deadline deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     std::string line;
     if (!ReadLine(&line, deadline) || line.size() < 12 || line.compare(0, 5, "HTTP/") != 0) {
@@ -78,7 +82,7 @@ class StreamClient {
 
   // Reads one chunk of a chunked body: kData with its bytes, kLast for the last chunk (and
   // its trailer), kError on a timeout, EOF or bad framing.
-  Chunk ReadChunk(std::string* data, int timeout_ms = 5000) {
+  Chunk ReadChunk(std::string* data, int timeout_ms = kReadTimeoutMs) {
     Deadline deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     std::string line;
     if (!ReadLine(&line, deadline) || line.empty()) return Chunk::kError;
@@ -98,7 +102,7 @@ class StreamClient {
   }
 
   // Reads a whole chunked body (every chunk concatenated); false unless it ended cleanly.
-  bool ReadChunkedBody(std::string* body, int timeout_ms = 5000) {
+  bool ReadChunkedBody(std::string* body, int timeout_ms = kReadTimeoutMs) {
     body->clear();
     std::string data;
     while (true) {
@@ -110,12 +114,12 @@ class StreamClient {
   }
 
   // Reads exactly `n` body bytes (a Content-Length body).
-  bool ReadExactly(size_t n, std::string* out, int timeout_ms = 5000) {
+  bool ReadExactly(size_t n, std::string* out, int timeout_ms = kReadTimeoutMs) {
     return ReadBytes(n, out, Clock::now() + std::chrono::milliseconds(timeout_ms));
   }
 
   // Reads until the server closes the connection; false on a timeout.
-  bool ReadToEof(std::string* out, int timeout_ms = 5000) {
+  bool ReadToEof(std::string* out, int timeout_ms = kReadTimeoutMs) {
     Deadline deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (Fill(deadline)) {
     }

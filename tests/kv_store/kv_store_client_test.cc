@@ -427,13 +427,11 @@ class SharedMemoryKillTest : public ::testing::Test {
     client_ = std::move(*c);
     ASSERT_TRUE(client_->Put(Request(sources_, 1, 1))->committed);
   }
-  // A failed put: Unavailable, detected well before its 60 s deadline.
-  static void ExpectDetected(const Result<TransferEvents>& r,
-                             std::chrono::steady_clock::time_point since) {
+  // A failed put: Unavailable, the peer's failure detected (its 60 s deadline passing
+  // would fail it DeadlineExceeded instead).
+  static void ExpectDetected(const Result<TransferEvents>& r) {
     EXPECT_FALSE(r.ok()) << "nobody is there to commit";
-    EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
-    EXPECT_LT(std::chrono::steady_clock::now() - since, std::chrono::seconds(10))
-        << "detected, not timed out";
+    EXPECT_TRUE(r.status().IsUnavailable()) << "detected, not timed out: " << r.status();
   }
   WorkerProcess worker_;
   std::unique_ptr<KvStoreClient> client_;
@@ -444,8 +442,7 @@ class SharedMemoryKillTest : public ::testing::Test {
 // with the sender still owning its blocks.
 TEST_F(SharedMemoryKillTest, KilledWorkerIsDetectedWithoutUcxErrorHandling) {
   worker_.Kill(SIGKILL);
-  auto t0 = std::chrono::steady_clock::now();
-  ExpectDetected(client_->Put(Request(sources_, 2, 1)), t0);
+  ExpectDetected(client_->Put(Request(sources_, 2, 1)));
   EXPECT_FALSE(client_->transport()->PeerStatus(1).ok());
 }
 
@@ -455,12 +452,12 @@ TEST_F(SharedMemoryKillTest, KilledWorkerIsDetectedWithoutUcxErrorHandling) {
 // with the peer's status instead of leaving the put's waiter spinning forever.
 TEST_F(SharedMemoryKillTest, WorkerKilledMidPutFailsTheInFlightPut) {
   worker_.Signal(SIGSTOP);
+  // PostPut posts the data send: the transport runs it (at once, or queued to its progress
+  // thread ahead of anything posted later, the endpoint's closing on the loss included).
   auto p = client_->PostPut(Request(sources_, 2, 1));
   ASSERT_TRUE(p.ok()) << p.status();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its data send is posted
   worker_.Kill(SIGKILL);
-  auto t0 = std::chrono::steady_clock::now();
-  ExpectDetected(p->Wait(), t0);
+  ExpectDetected(p->Wait());
 }
 
 // Puts `block` under ids 0, 1, ... until one fails or is rejected (or `max` committed):
@@ -494,6 +491,8 @@ TEST(KvStoreClientKillTest, AWorkerKilledMidPutsNeverAbortsTheSender) {
     ASSERT_TRUE(c.ok()) << c.status();
     Status ended;                                                           // why the puts stopped
     std::thread sender([&] { ended = PutUntilFailure(**c, block, 900); });  // >= ~0.2 s
+    // The kill's moment, varied by round (fault injection, not a synchronisation: every
+    // moment must end the same way).
     std::this_thread::sleep_for(std::chrono::milliseconds(round * 7 % 50));
     worker.Kill(SIGKILL);
     sender.join();
@@ -521,6 +520,7 @@ TEST(KvStoreClientKillTest, AWorkerKilledWhileConnectingNeverAbortsTheSender) {
     if (mode != nullptr) o.transport_config.params["connect"] = mode;
     o.ack_timeout = std::chrono::seconds(10);
     std::thread killer([&] {
+      // The kill's moment, varied by round (fault injection, not a synchronisation).
       std::this_thread::sleep_for(std::chrono::microseconds(round * 1733 % 40000));
       worker.Kill(SIGKILL);
     });

@@ -11,6 +11,7 @@
 
 #include "kv_tiers/kv_store/kv_store_client.h"
 #include "kv_tiers/kv_store/kv_store_server.h"
+#include "tests/common/wait_until.h"
 #include "tests/kv_store/worker_process.h"
 
 namespace switchyard::kv_tiers::kv_store {
@@ -32,16 +33,7 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
   return v;
 }
 
-// Waits (bounded) until `pred` holds; the loaded test machine may be slow.
-template <typename Pred>
-bool Eventually(Pred pred) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
+using ::switchyard::testing::WaitUntil;
 
 class KvStoreCreditTest : public ::testing::Test {
  protected:
@@ -194,7 +186,7 @@ TEST_F(KvStoreCreditTest, PutsBeyondCreditAreRefusedWithTheReason) {
   EXPECT_EQ(refused->credit_bytes_returned, 0u);  // nothing was charged
 
   a.SendHeader(11, epoch, 101, a_data);  // accepted: 2 MiB charged, data held back
-  ASSERT_TRUE(Eventually([&] { return worker_->stats().credit_in_use_bytes == 2 * kMiB; }));
+  ASSERT_TRUE(WaitUntil([&] { return worker_->stats().credit_in_use_bytes == 2 * kMiB; }));
   b.SendHeader(20, epoch, 200, b_data);  // 2 + 2 MiB > 3 MiB in total
   b.SendData(20, b_data);
   auto incast = b.WaitAck();
@@ -281,6 +273,8 @@ TEST_F(KvStoreCreditTest, ConcurrentSendersNeverExceedTheReceiverLimits) {
       }
       ++retries[s];
       todo.push_back(i);  // refused by the receiver: retry once credit has returned
+      // A load generator's back-off, not a synchronisation: a retry is right whenever it
+      // comes (refused again, it comes back here).
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       return true;
     };

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "kv_tiers/kv_store/kv_store_client.h"
+#include "tests/common/wait_until.h"
 #include "tests/kv_store/worker_process.h"
 
 namespace switchyard::kv_tiers::kv_store {
@@ -109,16 +110,15 @@ class NetnsPair {
   }
   // A veth end reports no carrier for a moment after both ends are up, and UCX's tcp
   // transport lists only running interfaces: wait until both are up before starting UCX.
-  bool WaitForCarrier(std::chrono::seconds bound) {
-    auto until = std::chrono::steady_clock::now() + bound;
-    while (std::chrono::steady_clock::now() < until) {
-      std::string sa, sb;
-      Shell("ip netns exec " + a_ + " cat /sys/class/net/" + va_ + "/operstate", &sa);
-      Shell("ip netns exec " + b_ + " cat /sys/class/net/" + vb_ + "/operstate", &sb);
-      if (sa.rfind("up", 0) == 0 && sb.rfind("up", 0) == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+  bool WaitForCarrier() {
+    return ::switchyard::testing::WaitUntil(
+        [&] {
+          std::string sa, sb;
+          Shell("ip netns exec " + a_ + " cat /sys/class/net/" + va_ + "/operstate", &sa);
+          Shell("ip netns exec " + b_ + " cat /sys/class/net/" + vb_ + "/operstate", &sb);
+          return sa.rfind("up", 0) == 0 && sb.rfind("up", 0) == 0;
+        },
+        ::switchyard::testing::kWaitSeconds, std::chrono::milliseconds(50));
   }
   std::string AddrA() const { return "10.250." + subnet_ + ".1"; }
   std::string AddrB() const { return "10.250." + subnet_ + ".2"; }
@@ -152,7 +152,7 @@ TEST(NetnsTest, BlocksCrossAVethPairBetweenNamespaces) {
     GTEST_SKIP() << "network namespaces not permitted here: " << why;
   }
   ASSERT_TRUE(why.empty()) << why;
-  ASSERT_TRUE(ns.WaitForCarrier(std::chrono::seconds(10))) << "veth carrier did not come up";
+  ASSERT_TRUE(ns.WaitForCarrier()) << "veth carrier did not come up";
 
   // The worker in namespace b, its UCX limited to the veth end (the child inherits the
   // environment).

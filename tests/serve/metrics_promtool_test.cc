@@ -26,6 +26,7 @@
 #include "http/http_server.h"
 #include "proto/json.h"
 #include "serve/http_api.h"
+#include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::serve {
@@ -125,14 +126,13 @@ class MetricsPromtoolTest : public ::testing::Test {
   }
   static v1::WorkflowStatus WaitFor(const std::function<bool(const v1::WorkflowStatus&)>& pred) {
     v1::WorkflowStatus s;
-    for (int i = 0; i < 2000; ++i) {
-      s = v1::WorkflowStatus();
-      auto r = Call("GET", "/v1/workflows/big");
-      EXPECT_TRUE(proto::ParseJson(r.body, &s).ok()) << r.body;
-      if (pred(s)) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
+    if (!testing::WaitUntil([&] {
+          s = v1::WorkflowStatus();
+          auto r = Call("GET", "/v1/workflows/big");
+          EXPECT_TRUE(proto::ParseJson(r.body, &s).ok()) << r.body;
+          return pred(s);
+        }))
+      ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
     return s;
   }
   static bool NodeSucceeded(const v1::WorkflowStatus& s, const std::string& id) {

@@ -17,6 +17,7 @@
 
 #include "proto/json.h"
 #include "serve/http_api.h"
+#include "tests/common/wait_until.h"
 
 namespace switchyard::testing {
 
@@ -74,16 +75,15 @@ class SchedulerApiEnv {
     EXPECT_TRUE(proto::ParseJson(r.body, &m).ok()) << r.body;
     return m;
   }
-  // Polls GET /v1/workflows/{id} until `pred` holds (at most ~20 s: real time).
+  // Polls GET /v1/workflows/{id} until `pred` holds (WaitUntil's bound: a failure then).
   v1::WorkflowStatus WaitFor(const std::string& id,
                              const std::function<bool(const v1::WorkflowStatus&)>& pred) {
     v1::WorkflowStatus s;
-    for (int i = 0; i < 2000; ++i) {
-      s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
-      if (pred(s)) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
+    if (!WaitUntil([&] {
+          s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
+          return pred(s);
+        }))
+      ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
     return s;
   }
   void Event(const std::string& id, const std::string& node, const std::string& type) {

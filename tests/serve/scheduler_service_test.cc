@@ -17,6 +17,7 @@
 #include "proto/json.h"
 #include "serve/http_api.h"
 #include "serve/serve_config.h"
+#include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
 
@@ -68,16 +69,16 @@ class SchedulerServiceTest : public testing::LoopbackApiTest {
       if (n.id() == id) return &n;
     return nullptr;
   }
-  // Polls GET until `pred` holds (at most ~20 s; the scheduler runs in real time).
+  // Polls GET until `pred` holds (testing::WaitUntil's bound; the scheduler runs in real
+  // time): a failure then.
   v1::WorkflowStatus WaitFor(const std::string& id,
                              const std::function<bool(const v1::WorkflowStatus&)>& pred) {
     v1::WorkflowStatus s;
-    for (int i = 0; i < 2000; ++i) {
-      s = Get(id);
-      if (pred(s)) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
+    if (!testing::WaitUntil([&] {
+          s = Get(id);
+          return pred(s);
+        }))
+      ADD_FAILURE() << "timed out; last status: " << *proto::ToJson(s);
     return s;
   }
   void Event(const std::string& id, const std::string& node, const std::string& type) {
@@ -363,18 +364,18 @@ TEST_F(SchedulerServiceTest, ADrainedWorkerIsEmptiedAndTakesNoNewWork) {
            !(s.kv(0).tier() == "hbm" && s.kv(0).worker() == w);
   });
   EXPECT_TRUE(Has(off, "demote") || Has(off, "discard")) << *proto::ToJson(off);
-  bool drained = false;
-  for (int i = 0; i < 500 && !drained; ++i) {
+  const bool drained = testing::WaitUntil([&] {
+    bool now = false;
     v1::ClusterState c = Cluster();
     for (const auto& e : c.worker_engines()) {
       if (e.worker() != w) EXPECT_EQ(e.state(), "alive");
       if (e.worker() == w) {
         EXPECT_EQ(e.state(), "draining");
-        drained = e.drained();
+        now = e.drained();
       }
     }
-    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    return now;
+  });
   EXPECT_TRUE(drained) << *proto::ToJson(Cluster());
 
   // New work and the agent's next call run on the other worker.
@@ -438,8 +439,7 @@ TEST_F(SchedulerServiceTest, LearnedToolDurationsSurviveARestart) {
   ASSERT_EQ(Call("POST", "/v1/workflows", kAgent).status, 201);
   WaitFor("agent", [](const auto& s) { return NodeState(s, "llm-0") == "NODE_SUCCEEDED"; });
   Event("agent", "bash", "TOOL_STARTED");
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  Event("agent", "bash", "TOOL_FINISHED");
+  Event("agent", "bash", "TOOL_FINISHED");  // whatever it lasted, one sample to learn
   ASSERT_EQ(Call("POST", "/v1/workflows/agent:close").status, 200);
   WaitFor("agent", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
   v1::LearnedDurations before = service_->scheduler()->LearnedDurations();
@@ -613,8 +613,6 @@ TEST_F(SchedulerServiceTest, TenantTierQuotasKeepItsContextsOutOfFullTiers) {
       if (kv.context() == "main" && !kv.in_flight()) settled = true;
     return decided && settled;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  during = Get("big");
   for (const auto& kv : during.kv())
     EXPECT_TRUE(kv.tier() == "hbm" || kv.tier() == "none") << *proto::ToJson(during);
   v1::ClusterState c = Cluster();
@@ -633,6 +631,14 @@ TEST_F(SchedulerServiceTest, TenantTierQuotasKeepItsContextsOutOfFullTiers) {
   ASSERT_EQ(Call("POST", "/v1/workflows/big:close").status, 200);
   auto done = WaitFor("big", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
   EXPECT_EQ(NodeState(done, "llm-1"), "NODE_SUCCEEDED");
+  // Not only when the tool started: through the whole run (ended, with every move of it),
+  // no move into host or disk completed.
+  const v1::ClusterState end = Cluster();
+  for (const char* tier : {"host", "disk"}) {
+    auto moved = end.bytes_moved_by_tier().find(tier);
+    EXPECT_TRUE(moved == end.bytes_moved_by_tier().end() || moved->second == 0)
+        << tier << ": " << *proto::ToJson(end);
+  }
 }
 
 TEST(SchedulerConfigTest, BadLinkFigureOrPolicyIsRefusedByName) {

@@ -12,12 +12,14 @@
 
 #include "proto/json.h"
 #include "proto/switchyard/v1/api.pb.h"
+#include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::service {
 namespace {
 
 using testing::Request;
+using testing::WaitUntil;
 constexpr char kToken[] = "crash-tenant-token-0123";
 constexpr int kWorkflows = 8;
 constexpr int kNodes = 40;
@@ -47,10 +49,9 @@ pid_t StartServer(const std::string& config, uint16_t port, const std::string& d
             listen.c_str(), "--data-dir", dir.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  for (int i = 0; i < 200; ++i) {  // up to 10 s
-    if (Request(port, "GET", "/healthz").status == 200) return pid;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  if (WaitUntil([&] { return Request(port, "GET", "/healthz").status == 200; },
+                testing::kWaitSeconds, std::chrono::milliseconds(50)))
+    return pid;
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   return -1;
@@ -137,7 +138,10 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndDuplicatesNothing) {
       }
     }
   });
-  while (total_acked < 150) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // Killed once 150 events were acknowledged (the client goes on posting meanwhile).
+  EXPECT_TRUE(WaitUntil([&] { return total_acked.load() >= 150; }, testing::kWaitSeconds,
+                        std::chrono::milliseconds(1)))
+      << "the client stopped after " << total_acked.load() << " acknowledged events";
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   stop = true;

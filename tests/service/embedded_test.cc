@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "proto/json.h"
+#include "tests/common/wait_until.h"
 #include "tests/service/pattern_engine.h"
 
 #include <atomic>
@@ -14,6 +15,8 @@
 
 namespace switchyard::service {
 namespace {
+
+using ::switchyard::testing::WaitUntil;
 
 v1::ProgramNode Llm(const std::string& id, const std::vector<std::string>& deps,
                     v1::CacheRef::Mode mode) {
@@ -47,14 +50,20 @@ class EmbeddedTest : public ::testing::Test {
     EXPECT_TRUE(e.ok()) << e.status();
     return e.ok() ? std::move(*e) : nullptr;
   }
-  // Waits for the next command of `kind` for `node`, skipping others; fails after 10 s.
+  // Waits for the next command of `kind` for `node`, skipping others (WaitUntil's bound:
+  // a failure then).
   static std::optional<EngineCommand> Expect(Embedded& e, const std::string& kind,
                                              const std::string& node) {
-    for (int i = 0; i < 1000; ++i) {
-      auto c = e.NextCommand(Millis(10));
-      if (c && c->decision.kind() == kind && (node.empty() || c->decision.node_id() == node))
-        return c;
-    }
+    std::optional<EngineCommand> c;
+    // NextCommand waits for a command itself: no pause between polls.
+    if (WaitUntil(
+            [&] {
+              c = e.NextCommand(Millis(10));
+              return c && c->decision.kind() == kind &&
+                     (node.empty() || c->decision.node_id() == node);
+            },
+            ::switchyard::testing::kWaitSeconds, std::chrono::microseconds(0)))
+      return c;
     ADD_FAILURE() << "no '" << kind << "' command for " << node;
     return std::nullopt;
   }
@@ -101,7 +110,7 @@ TEST_F(EmbeddedTest, EngineReceivesCommandsAndReportsResults) {
   });
   ASSERT_TRUE(e->Append("emb", {Llm("answer", {"grep"}, v1::CacheRef::EXTEND)}).ok());
   ASSERT_TRUE(e->Close("emb").ok());
-  for (int i = 0; i < 1000 && completes == 0; ++i) std::this_thread::sleep_for(Millis(10));
+  ASSERT_TRUE(WaitUntil([&] { return completes.load() > 0; }));
   EXPECT_EQ(places.load(), 1);
   EXPECT_EQ(completes.load(), 1);
   auto st = e->Get("emb");
@@ -133,7 +142,8 @@ TEST_F(EmbeddedTest, ResultsForUnplacedNodesAreRefused) {
   ASSERT_TRUE(e.Submit(a).ok());
   ASSERT_TRUE(Expect(e, "place", "a"));
   ASSERT_TRUE(e.Submit(b).ok());
-  std::this_thread::sleep_for(Millis(100));  // the scheduler has seen "b" and queued it
+  // The scheduler has seen "b" and queued it (its ready queue holds it: no slot for it).
+  ASSERT_TRUE(WaitUntil([&] { return e.service().scheduler()->metrics().queued_nodes() == 1; }));
   Status st = e.LlmFinished("b", "b", 8);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
   EXPECT_NE(st.message().find("node 'b' of workflow 'b'"), std::string::npos) << st;
@@ -148,8 +158,7 @@ TEST_F(EmbeddedTest, ResultsForUnplacedNodesAreRefused) {
   ASSERT_TRUE(Expect(e, "place", "b"));
   ASSERT_TRUE(e.LlmFinished("b", "b", 8).ok());
   // Once ended, a node is no longer placed: a second result is refused.
-  for (int i = 0; i < 100 && e.service().scheduler()->Placed("a", "a"); ++i)
-    std::this_thread::sleep_for(Millis(10));
+  ASSERT_TRUE(WaitUntil([&] { return !e.service().scheduler()->Placed("a", "a"); }));
   EXPECT_EQ(e.LlmFinished("a", "a", 8).code(), StatusCode::kFailedPrecondition);
 }
 
@@ -252,16 +261,15 @@ bool HasDecision(const v1::WorkflowStatus& s, const std::string& kind) {
 
 // Waits until the context "main" of `wf` is in the host or disk tier, not moving.
 bool WaitDemoted(Embedded& e, const std::string& wf) {
-  for (int i = 0; i < 1000; ++i) {
+  return WaitUntil([&] {
     auto st = e.Get(wf);
     if (st.ok())
       for (const auto& kv : st->kv())
         if (kv.context() == "main" && !kv.in_flight() &&
             (kv.tier() == "host" || kv.tier() == "disk"))
           return true;
-    std::this_thread::sleep_for(Millis(10));
-  }
-  return false;
+    return false;
+  });
 }
 
 TEST_F(EmbeddedTest, EngineMemoryIsDemotedDuringAToolAndPrefetchedBack) {
@@ -358,12 +366,16 @@ TEST_F(EmbeddedTest, StepReportsReachTheRuntimeAndExhaustionPreempts) {
   }
   int completes = 0;
   bool preempted = false;
-  for (int i = 0; i < 3000 && completes < 2; ++i) {
-    auto c = e.NextCommand(Millis(10));
-    if (!c) continue;
-    completes += c->decision.kind() == "complete";
-    preempted |= c->decision.kind() == "preempt";
-  }
+  WaitUntil(
+      [&] {
+        auto c = e.NextCommand(Millis(10));  // waits for a command itself
+        if (c) {
+          completes += c->decision.kind() == "complete";
+          preempted |= c->decision.kind() == "preempt";
+        }
+        return completes >= 2;
+      },
+      ::switchyard::testing::kWaitSeconds, std::chrono::microseconds(0));
   EXPECT_EQ(completes, 2);
   EXPECT_TRUE(preempted) << "700 tokens of output on a 1024-token pool never ran out";
   for (const char* id : {"s1", "s2"}) {
@@ -397,8 +409,7 @@ TEST_F(EmbeddedTest, WorkerLossRecomputesElsewhereOrFailsClosed) {
   auto place = Expect(e, "place", "gen");
   ASSERT_TRUE(place);
   const int lost = place->decision.worker();
-  for (int i = 0; i < 500 && probe.hold_next; ++i) std::this_thread::sleep_for(Millis(10));
-  ASSERT_FALSE(probe.hold_next) << "the held step never ran";
+  ASSERT_TRUE(WaitUntil([&] { return !probe.hold_next.load(); })) << "the held step never ran";
   ASSERT_TRUE(e.WorkerLost(lost, "test: engine hung").ok());
   auto again = Expect(e, "place", "gen");
   ASSERT_TRUE(again);
@@ -415,7 +426,7 @@ TEST_F(EmbeddedTest, WorkerLossRecomputesElsewhereOrFailsClosed) {
   ASSERT_TRUE(e.Submit(w).ok());
   place = Expect(e, "place", "gen");
   ASSERT_TRUE(place);
-  for (int i = 0; i < 500 && probe.hold_next; ++i) std::this_thread::sleep_for(Millis(10));
+  ASSERT_TRUE(WaitUntil([&] { return !probe.hold_next.load(); })) << "the held step never ran";
   ASSERT_TRUE(e.WorkerLost(place->decision.worker(), "test: engine hung").ok());
   auto fail = Expect(e, "fail", "");
   ASSERT_TRUE(fail);

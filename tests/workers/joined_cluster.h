@@ -167,16 +167,15 @@ class JoinedCluster {
     ASSERT_EQ(Call("POST", "/v1/workflows", body).status, 201);
     ASSERT_EQ(Call("POST", "/v1/workflows/" + id + ":close").status, 200);
   }
-  // Polls the workflow until `pred` holds (60 s at most: a test failure then).
+  // Polls the workflow until `pred` holds (testing::WaitUntil's bound: a test failure then).
   v1::WorkflowStatus WaitFor(const std::string& id,
                              const std::function<bool(const v1::WorkflowStatus&)>& pred) {
     v1::WorkflowStatus s;
-    for (int i = 0; i < 6000; ++i) {
-      s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
-      if (pred(s)) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "timed out: " << *proto::ToJson(s);
+    if (!testing::WaitUntil([&] {
+          s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
+          return pred(s);
+        }))
+      ADD_FAILURE() << "timed out: " << *proto::ToJson(s);
     return s;
   }
   static bool NodeDone(const v1::WorkflowStatus& s, const std::string& node) {
@@ -196,24 +195,24 @@ class JoinedCluster {
   std::map<std::string, v1::WorkflowStatus> Drive(const std::vector<std::string>& ids,
                                                   double seconds) {
     std::map<std::string, v1::WorkflowStatus> st;
-    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-      bool all = true;
-      for (const std::string& id : ids) {
-        v1::WorkflowStatus s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
-        st[id] = s;
-        if (Ended(s)) continue;
-        all = false;
-        for (const auto& n : s.nodes()) {
-          if (n.kind() != v1::TOOL || n.state() != v1::NODE_READY) continue;
-          if (!tools_started_.insert(id + "/" + n.id()).second) continue;
-          Event(id, n.id(), "TOOL_STARTED");
-          Event(id, n.id(), "TOOL_FINISHED");
-        }
-      }
-      if (all) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    testing::WaitUntil(
+        [&] {
+          bool all = true;
+          for (const std::string& id : ids) {
+            v1::WorkflowStatus s = Get<v1::WorkflowStatus>("/v1/workflows/" + id);
+            st[id] = s;
+            if (Ended(s)) continue;
+            all = false;
+            for (const auto& n : s.nodes()) {
+              if (n.kind() != v1::TOOL || n.state() != v1::NODE_READY) continue;
+              if (!tools_started_.insert(id + "/" + n.id()).second) continue;
+              Event(id, n.id(), "TOOL_STARTED");
+              Event(id, n.id(), "TOOL_FINISHED");
+            }
+          }
+          return all;
+        },
+        seconds, std::chrono::milliseconds(20));
     return st;
   }
   static bool Ended(const v1::WorkflowStatus& s) {
@@ -237,18 +236,18 @@ class JoinedCluster {
   void Respawn(const std::string& id) { Spawn(id, address_); }
   // Starts a worker with a new id (a replacement: it takes a lost member's place).
   void SpawnNew(const std::string& id) { Spawn(id, address_); }
-  // Polls /v1/cluster until worker `id`'s listing satisfies `pred` (30 s at most).
+  // Polls /v1/cluster until worker `id`'s listing satisfies `pred` (testing::WaitUntil's
+  // bound: a test failure then).
   v1::JoinedWorker WaitWorker(const std::string& id,
                               const std::function<bool(const v1::JoinedWorker&)>& pred) {
     v1::JoinedWorker last;
-    for (int i = 0; i < 3000; ++i) {
-      const v1::ClusterState c = Cluster();
-      for (const auto& w : c.joined_workers())
-        if (w.id() == id) last = w;
-      if (pred(last)) return last;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "worker " << id << " never got there: " << *proto::ToJson(last);
+    if (!testing::WaitUntil([&] {
+          const v1::ClusterState c = Cluster();
+          for (const auto& w : c.joined_workers())
+            if (w.id() == id) last = w;
+          return pred(last);
+        }))
+      ADD_FAILURE() << "worker " << id << " never got there: " << *proto::ToJson(last);
     return last;
   }
   std::string Log(const std::string& id) const { return testing::Slurp(dir_ + "/" + id + ".log"); }

@@ -53,10 +53,10 @@ std::map<std::string, std::vector<int32_t>> RunAgents(JoinedCluster& c,
     c.Event(id, "bash", "TOOL_STARTED");
   }
   for (const std::string& id : ids) {
-    for (int i = 0; i < 500 && wait_for_demotions; ++i) {
-      if (JoinedCluster::Demoted(c.Get<v1::WorkflowStatus>("/v1/workflows/" + id))) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    if (!wait_for_demotions) break;
+    testing::WaitUntil(
+        [&] { return JoinedCluster::Demoted(c.Get<v1::WorkflowStatus>("/v1/workflows/" + id)); },
+        5);
   }
   for (const std::string& id : ids) c.Event(id, "bash", "TOOL_FINISHED");
   std::map<std::string, std::vector<int32_t>> out;
@@ -146,11 +146,11 @@ TEST(JoinedCpuWorkers, ContextsMoveThroughJoinedPoolsAndTokensMatchOneEngine) {
   // Each context that came back (not recomputed) was imported whole.
   if (count("prefetch") > 0) EXPECT_GT(imported, 0u) << *proto::ToJson(after);
   uint64_t puts = 0;  // the stores' figures come with their heartbeats
-  for (int i = 0; i < 500 && puts == 0; ++i) {
+  testing::WaitUntil([&] {
     const v1::ClusterState now = c.Cluster();
     for (const auto& w : now.joined_workers()) puts += w.kv().puts_committed();
-    if (puts == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    return puts > 0;
+  });
   EXPECT_GT(puts, 0u) << "the exports were committed in the workers' stores";
 }
 

@@ -1,7 +1,7 @@
 // Child processes for the tests that run the `switchyard` binary (serve, joined workers):
 // spawn with output to a log file, read a log, reap with a bound, kill on early return,
-// a free TCP port, and a bounded poll for a condition. Header-only: each test file is its
-// own binary's part.
+// a free TCP port, and the tests' bounded wait for a condition (tests/common/wait_until.h).
+// Header-only: each test file is its own binary's part.
 #pragma once
 
 #include <netinet/in.h>
@@ -10,16 +10,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "tests/common/wait_until.h"
+
 namespace switchyard::workers::testing {
+
+using ::switchyard::testing::WaitUntil;
 
 inline std::string Binary() { return std::string(SY_BINARY_DIR) + "/bin/switchyard"; }
 
@@ -61,26 +63,11 @@ inline std::string Slurp(const std::string& path) {
 
 // Waits for `pid` up to `seconds`; SIGKILL after. Its waitpid status.
 inline int Reap(pid_t pid, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid, SIGKILL);
   int status = 0;
+  if (WaitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, seconds)) return status;
+  ::kill(pid, SIGKILL);
   ::waitpid(pid, &status, 0);
   return status;
-}
-
-// Polls `pred` every 5 ms until it holds or `seconds` passed; its last value.
-inline bool WaitUntil(const std::function<bool()>& pred, double seconds = 60) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
 }
 
 // Kills what is still running when the test returns early (a failed ASSERT).

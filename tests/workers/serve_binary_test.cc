@@ -32,6 +32,7 @@ using testing::KillOnExit;
 using testing::Reap;
 using testing::Slurp;
 using testing::Spawn;
+using testing::WaitUntil;
 
 TEST(ServeBinary, JoinedWorkerRunsNodesAndAStoppedOneIsLostAfterMissedHeartbeats) {
   if (!std::filesystem::exists(Binary()))
@@ -50,11 +51,8 @@ TEST(ServeBinary, JoinedWorkerRunsNodesAndAStoppedOneIsLostAfterMissedHeartbeats
                         "sw", "--connect-timeout-s", "60"},
                        dir + "/worker.log");
   KillOnExit guard{{serve, worker}};
-  bool up = false;
-  for (int i = 0; i < 1200 && !up; ++i) {  // up to 60 s (serve waits for the join first)
-    up = Request(http, "GET", "/healthz").status == 200;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // Serve waits for the join first.
+  const bool up = WaitUntil([&] { return Request(http, "GET", "/healthz").status == 200; });
   ASSERT_TRUE(up) << Slurp(dir + "/serve.log") << Slurp(dir + "/worker.log");
   std::string token = Slurp(dir + "/data/tokens/default");
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
@@ -92,34 +90,37 @@ TEST(ServeBinary, JoinedWorkerRunsNodesAndAStoppedOneIsLostAfterMissedHeartbeats
       "hints":{"promptTokens":500,"extendTokens":500,"maxOutputTokens":800}}]})";
     ASSERT_EQ(Request(http, "POST", "/v1/workflows", body, auth).status, 201);
     ASSERT_EQ(Request(http, "POST", "/v1/workflows/" + id + ":close", "", auth).status, 200);
-    for (int k = 0; k < 200 && !on_remote; ++k) {
-      v1::WorkflowStatus s = status(id);
-      for (const auto& d : s.decisions())
-        if (d.kind() == "place" && d.worker() == 1) on_remote = true;
-      if (!on_remote) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    // Until its node is placed (on either worker): the next workflow then.
+    WaitUntil([&] {
+      bool placed = false;
+      const v1::WorkflowStatus s = status(id);
+      for (const auto& d : s.decisions()) {
+        if (d.kind() != "place") continue;
+        placed = true;
+        on_remote |= d.worker() == 1;
+      }
+      return placed;
+    });
   }
   ASSERT_TRUE(on_remote) << "no LLM node was placed on the joined worker";
 
   ASSERT_EQ(::kill(worker, SIGSTOP), 0);  // alive but silent
   std::string reason;
-  for (int i = 0; i < 3000 && reason.empty(); ++i) {  // up to ~30 s
+  WaitUntil([&] {
     v1::ClusterState now = cluster();
     for (const auto& w : now.joined_workers())
       if (w.id() == "sw" && w.state() == "lost") reason = w.lost_reason();
-    if (reason.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    return !reason.empty();
+  });
   EXPECT_NE(reason.find("missed heartbeats"), std::string::npos) << reason;
 
-  bool all_done = false;
-  for (int i = 0; i < 6000 && !all_done; ++i) {  // up to ~2 min
-    all_done = true;
-    for (const std::string& id : wfs) {
-      v1::WorkflowStatus s = status(id);
-      all_done = all_done && s.state() == v1::WORKFLOW_COMPLETED;
-    }
-    if (!all_done) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool all_done = WaitUntil(
+      [&] {
+        for (const std::string& id : wfs)
+          if (status(id).state() != v1::WORKFLOW_COMPLETED) return false;
+        return true;
+      },
+      120, std::chrono::milliseconds(20));
   EXPECT_TRUE(all_done);
   for (const std::string& id : wfs) {
     v1::WorkflowStatus s = status(id);
