@@ -145,13 +145,14 @@ int RunServe(const std::vector<std::string>& all_args) {
   serve::WorkersAttached attached(joined->get(), (*service)->scheduler());
   auto auth = service::Auth::Create(config, setup->data_dir);
   if (!auth.ok()) return Fail(auth.status());
-  serve::HttpApi api(service->get(), std::move(*auth), RealClock::Default(), setup->api);
+  auto api = std::make_unique<serve::HttpApi>(service->get(), std::move(*auth),
+                                              RealClock::Default(), setup->api);
   // Reads are answered on the I/O threads; mutations once their group commit is durable.
-  http::HttpServer server(setup->http,
-                          http::HttpServer::AsyncHandler(
-                              [&api](const http::HttpRequest& r, http::HttpServer::Respond d) {
-                                api.HandleAsync(r, std::move(d));
-                              }));
+  http::HttpServer server(
+      setup->http, http::HttpServer::AsyncHandler(
+                       [api = api.get()](const http::HttpRequest& r, http::HttpServer::Respond d) {
+                         api->HandleAsync(r, std::move(d));
+                       }));
 
   sigset_t set;
   sigemptyset(&set);
@@ -160,13 +161,16 @@ int RunServe(const std::vector<std::string>& all_args) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // server threads inherit the mask
   auto port = server.Start();
   if (!port.ok()) return Fail(port.status());
-  PrintBanner(*setup, *port, **service, api);
+  PrintBanner(*setup, *port, **service, *api);
   int sig = 0;
   sigwait(&set, &sig);
   std::printf("switchyard: signal %d, shutting down\n", sig);
   server.Stop();
-  // Complete every answer still owed (its write is dropped) before the server goes.
+  // Complete every answer still owed (its write is dropped) before the server goes: the
+  // service's, then the fronts' (the API's destructor ends their threads after their last
+  // task). The server must outlive every answer callback it handed out.
   (void)(*service)->Flush();
+  api.reset();
   return 0;
 }
 

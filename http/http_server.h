@@ -33,6 +33,11 @@
 // run on the calling thread); answers still owed after Stop() are dropped, but their
 // callbacks must have run (or been destroyed) before the server is destroyed. A stream
 // may outlive the server: writing to it then returns false.
+// Lifetime: a Respond may run after Stop() (its answer is dropped), but it holds its
+// connection, whose socket belongs to the server: the server must outlive every Respond it
+// handed out. Stop the server, then destroy what may still answer (the API, its fronts'
+// threads, the service), then the server.
+//
 // Thread-safety: Start/Stop from one thread.
 #pragma once
 

@@ -77,10 +77,10 @@ struct Server {
     port = *p;
   }
   ~Server() {
-    if (http) http->Stop();
-    http.reset();
+    if (http) http->Stop();  // then what is still owed, then the server (loopback_api.h)
     api.reset();
     service.reset();
+    http.reset();
     if (!dir.empty()) std::filesystem::remove_all(dir);
   }
 };

@@ -70,10 +70,13 @@ class LoopbackApiTest : public ::testing::Test {
   }
   // Stops the server, then the API and the service (a restart test serves again after).
   void StopServing() {
+    // The server stops first (no new request), then the API and the service answer what
+    // they still owe (the answers are dropped), then the server goes: it must outlive every
+    // answer callback it handed out (http/http_server.h).
     if (server_) server_->Stop();
-    server_.reset();
     api_.reset();
     service_.reset();
+    server_.reset();
   }
   // A request with `token` as its bearer token (none when null) and `headers`.
   ClientResponse Send(const std::string& method, const std::string& target, const std::string& body,

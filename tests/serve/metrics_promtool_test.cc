@@ -112,9 +112,9 @@ class MetricsPromtoolTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     if (server_) server_->Stop();
-    delete server_;
     delete api_;
     delete service_;
+    delete server_;  // outlives every answer callback it handed out
     if (dir_) std::filesystem::remove_all(*dir_);
     delete dir_;
     delete scrape_;

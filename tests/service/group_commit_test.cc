@@ -452,9 +452,9 @@ TEST(HttpOverload, Answers503PastTheBoundOnRequestsNotYetAnswered) {
   EXPECT_EQ(testing::Request(*port, "GET", "/v1/workflows/chain", "", auth).status, 200);
   server->Stop();
   ASSERT_TRUE(service->Flush().ok());
-  server.reset();
   api.reset();
   service.reset();
+  server.reset();  // outlives every answer callback it handed out
   std::filesystem::remove_all(dir);
 }
 
