@@ -268,8 +268,8 @@ TEST_F(OpenAiFrontTest, ASessionIsAWorkflowWithToolWaitsBetweenTurns) {
     }
     wf = last_headers_["x-switchyard-workflow-id"];
     cached = r["usage"]["prompt_tokens"].get<int64_t>();
-    // The tool's run time (not a synchronisation): the measured wait checked below.
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // The measured wait checked below.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the tool's run time, not sync
     msgs.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}});
     msgs.push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "a.txt b.txt"}});
   }

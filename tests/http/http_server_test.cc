@@ -184,9 +184,8 @@ TEST_F(HttpServerStreamTest, SseHundredEventsRoundTripByteForByte) {
             "\"content\":\"tok" +
             std::to_string(i) + "\"}}]}\n\n";
         ASSERT_TRUE(stream->Write(std::move(event)));
-        // Pacing, not synchronisation: some events go out alone and some gathered; the body
-        // is checked byte for byte whatever the split.
-        if (i % 10 == 0) std::this_thread::sleep_for(1ms);
+        // Some events go out alone, some gathered; checked byte for byte whatever the split.
+        if (i % 10 == 0) std::this_thread::sleep_for(1ms);  // pacing, not a synchronisation
       }
       stream->Write("data: [DONE]\n\n");
       stream->Close();

@@ -491,9 +491,8 @@ TEST(KvStoreClientKillTest, AWorkerKilledMidPutsNeverAbortsTheSender) {
     ASSERT_TRUE(c.ok()) << c.status();
     Status ended;                                                           // why the puts stopped
     std::thread sender([&] { ended = PutUntilFailure(**c, block, 900); });  // >= ~0.2 s
-    // The kill's moment, varied by round (fault injection, not a synchronisation: every
-    // moment must end the same way).
-    std::this_thread::sleep_for(std::chrono::milliseconds(round * 7 % 50));
+    // The kill's moment, varied by round: every moment must end the same way.
+    std::this_thread::sleep_for(std::chrono::milliseconds(round * 7 % 50));  // fault injection
     worker.Kill(SIGKILL);
     sender.join();
     EXPECT_TRUE(ended.IsUnavailable()) << "round " << round << ": " << ended;
@@ -520,8 +519,8 @@ TEST(KvStoreClientKillTest, AWorkerKilledWhileConnectingNeverAbortsTheSender) {
     if (mode != nullptr) o.transport_config.params["connect"] = mode;
     o.ack_timeout = std::chrono::seconds(10);
     std::thread killer([&] {
-      // The kill's moment, varied by round (fault injection, not a synchronisation).
-      std::this_thread::sleep_for(std::chrono::microseconds(round * 1733 % 40000));
+      // The kill's moment, varied by round.
+      std::this_thread::sleep_for(std::chrono::microseconds(round * 1733 % 40000));  // fault inj.
       worker.Kill(SIGKILL);
     });
     auto c = KvStoreClient::Connect(worker.address(), o);

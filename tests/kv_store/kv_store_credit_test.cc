@@ -273,9 +273,8 @@ TEST_F(KvStoreCreditTest, ConcurrentSendersNeverExceedTheReceiverLimits) {
       }
       ++retries[s];
       todo.push_back(i);  // refused by the receiver: retry once credit has returned
-      // A load generator's back-off, not a synchronisation: a retry is right whenever it
-      // comes (refused again, it comes back here).
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // A retry is right whenever it comes (refused again, it comes back here).
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // load back-off, not sync
       return true;
     };
     while (!todo.empty() || !pending.empty()) {
