@@ -286,7 +286,7 @@ void ControlConn::WriteLoop() {
       l.lock();
       break;
     }
-    if (queue_.empty()) drained_cv_.notify_all();
+    if (queued_bytes_ == 0) drained_cv_.notify_all();
   }
   writer_done_ = true;
   drained_cv_.notify_all();
@@ -313,7 +313,10 @@ void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
   auto end = std::chrono::steady_clock::now() + wait;
   {
     std::unique_lock<std::mutex> l(q_mu_);
-    drained_cv_.wait_until(l, end, [this] { return queue_.empty() || writer_done_ || !started_; });
+    // Until the last frame is written, not only taken off the queue: the writer pops a
+    // frame before it writes it, and a shutdown in between would lose the bye.
+    drained_cv_.wait_until(l, end,
+                           [this] { return queued_bytes_ == 0 || writer_done_ || !started_; });
   }
   closed_ = true;
   ShutdownFd(SHUT_WR);
