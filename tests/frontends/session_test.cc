@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "tests/common/wait_until.h"
 
 namespace switchyard::frontends {
 namespace {
@@ -81,14 +82,8 @@ class SessionsTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *s : v1::WorkflowStatus{};
   }
-  // Whether `done` holds within 4 s (what follows an admission runs after `admitted`).
-  static bool Eventually(const std::function<bool()>& done) {
-    for (int i = 0; i < 200; ++i) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return done();
-  }
+  // Whether `done` comes to hold (what follows an admission runs after `admitted`).
+  static bool Eventually(const std::function<bool()>& done) { return testing::WaitUntil(done); }
   static const v1::NodeStatus* Node(const v1::WorkflowStatus& s, const std::string& id) {
     for (const auto& n : s.nodes())
       if (n.id() == id) return &n;
@@ -274,14 +269,18 @@ TEST_F(SessionsTest, AnIdleSessionIsSweptButABusyOneIsNot) {
   ASSERT_TRUE(Submit(&idle, {1}).ok());
   ASSERT_TRUE(Answer(idle, {1, 2}, {}).ok());
   Sessions::Turn busy = Begin("busy");
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  sessions_->SweepIdle();
+  // Sweeps until the idle one (idle past 1 ms) is gone: the busy one, as old, stays.
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    sessions_->SweepIdle();
+    return sessions_->size() < 2;
+  }));
   EXPECT_EQ(sessions_->size(), 1u) << "the busy one stays";
   EXPECT_EQ(State(idle.workflow).state(), v1::WORKFLOW_COMPLETED);
   sessions_->Release(busy);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  sessions_->SweepIdle();
-  EXPECT_EQ(sessions_->size(), 0u);
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    sessions_->SweepIdle();
+    return sessions_->size() == 0;
+  }));
 }
 
 }  // namespace
