@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Switchyard builds against, idempotently: packages already
 # present are skipped, and `apt-get update` runs only when something is missing. Then the
-# pinned npm packages of the Node SDK test (tests/node/package-lock.json, `npm ci`) when
-# tests/node/node_modules/openai is missing. Node and npm: Debian's nodejs/npm, unless a
+# pinned npm packages of configs/tokenizers and tests/node (`npm ci`, from their committed
+# package-lock.json) when not installed yet. Node and npm: Debian's nodejs/npm, unless a
 # `node` / `npm` is already on PATH (e.g. NodeSource's nodejs, which bundles npm).
 # Usage: scripts/bootstrap.sh [--with-browser]   (--with-browser, or SY_WITH_BROWSER=1 in
 # the environment, adds Debian's chromium: the dashboard test runs it headless, and skips
@@ -23,6 +23,7 @@ PACKAGES=(
   libopenblas-dev                       # CPU engine matrix products (cblas_sgemm)
   nlohmann-json3-dev                    # CPU engine: model configs, safetensors headers
   libsentencepiece-dev                  # CPU engine: SentencePiece tokenizers
+  libpcre2-dev                          # tokenizer.json pre-tokenizer split patterns
   libjemalloc-dev                       # the switchyard executable's allocator
   libucx-dev ucx-utils                  # peer transport (TCP, shared memory, verbs)
   libibverbs-dev librdmacm-dev          # RDMA verbs, used by UCX where a device exists
@@ -88,9 +89,15 @@ else
   echo "bootstrap: done"
 fi
 
-# The pinned npm packages of the Node SDK test (exactly package-lock.json's versions).
+# The pinned npm packages (exactly each package-lock.json's versions): the demo model's
+# tokenizer (configs/tokenizers: Qwen3's tokenizer.json and chat template) and the Node
+# tests' SDKs and reference implementations (tests/node). `npm ci` runs again when the
+# lock file changed since the last install.
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-if [[ ! -d "$ROOT/tests/node/node_modules/openai" ]]; then
-  echo "bootstrap: npm ci in tests/node"
-  (cd "$ROOT/tests/node" && npm ci --no-audit --no-fund)
-fi
+for dir in configs/tokenizers tests/node; do
+  stamp="$ROOT/$dir/node_modules/.package-lock.json"
+  if [[ ! -f "$stamp" || "$ROOT/$dir/package-lock.json" -nt "$stamp" ]]; then
+    echo "bootstrap: npm ci in $dir"
+    (cd "$ROOT/$dir" && npm ci --no-audit --no-fund)
+  fi
+done
