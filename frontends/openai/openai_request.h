@@ -18,28 +18,15 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "frontends/conversation.h"
 
 namespace switchyard::frontends::openai {
 
-struct ToolCall {
-  std::string id, name, arguments;  // arguments: a JSON object as text
-};
-
-struct Message {
-  std::string role;     // system, developer, user, assistant, tool
-  std::string content;  // text; an array of {"type":"text","text":...} parts is joined with "\n"
-  std::string name, tool_call_id;
-  std::vector<ToolCall> tool_calls;  // assistant messages
-};
-
-struct ToolDef {
-  std::string name, description, parameters_json;  // tools[i].function; parameters "" if absent
-};
-
-struct ToolChoice {
-  enum class Kind { kAuto, kNone, kRequired, kFunction } kind = Kind::kAuto;
-  std::string function;  // kFunction: the tool's name (one of Request::tools)
-};
+// The protocol-neutral types (frontends/conversation.h), as this front names them.
+using ToolCall = frontends::ToolCall;
+using Message = frontends::Message;  // content: an array of {"type":"text"} parts joined with "\n"
+using ToolDef = frontends::ToolDef;  // tools[i].function
+using ToolChoice = frontends::ToolChoice;
 
 // Dynamo's nvext.agent_hints.
 struct AgentHints {
