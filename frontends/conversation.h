@@ -26,8 +26,8 @@ struct ToolCall {
 // result: Messages' tool_result block, Responses' function_call_output item).
 struct Message {
   std::string role;
-  std::string content;  // text; a protocol's text parts are joined with "\n"
-  std::string name;     // the speaker's name, where the protocol has one
+  std::string content;               // text; a protocol's text parts are joined with "\n"
+  std::string name;                  // the speaker's name, where the protocol has one
   std::string tool_call_id;          // role tool: the call it answers
   std::vector<ToolCall> tool_calls;  // role assistant
   std::string reasoning;             // role assistant: reasoning text passed back, if any
