@@ -155,7 +155,7 @@ void Sessions::Submit(const Turn& turn, v1::ProgramNode node, int64_t deadline_m
   w.set_tenant(turn.tenant);
   w.set_deadline_ms(deadline_ms);
   if (priority > 0) w.set_priority(static_cast<v1::PriorityClass>(priority));
-  (*w.mutable_labels())["front"] = options_.front;
+  (*w.mutable_labels())["front"] = turn.front.empty() ? options_.front : turn.front;
   if (turn.session) (*w.mutable_labels())["session"] = turn.session_id;
   *w.add_nodes() = std::move(node);
   service_->SubmitAsync(turn.tenant, std::move(w), nullptr, std::move(done));

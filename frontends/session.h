@@ -62,6 +62,7 @@ class Sessions {
   struct Turn {
     std::string tenant;
     std::string session_id;      // "": a one-node workflow
+    std::string front;           // its workflow's label "front" ("": Options::front)
     std::string workflow, node;  // node: "llm-<index>"
     int index = 0;               // the turn's number in its session's workflow
     bool first = true;           // submits the workflow (later turns append to it)

@@ -134,7 +134,8 @@ HttpApi::HttpApi(service::Service* service, service::Auth auth, const Clock* clo
       clock_(clock),
       options_(options),
       limiter_(clock),
-      front_(std::make_unique<frontends::OpenAiFront>(service, clock, options.openai)) {
+      core_(std::make_unique<frontends::FrontCore>(service, clock, options.fronts)),
+      front_(std::make_unique<frontends::OpenAiFront>(core_.get())) {
   // /metrics: the HTTP families here; the service's and the scheduler's read their figures
   // at scrape time (service_metrics.h, scheduler_driver_metrics.h).
   Status st =
@@ -523,8 +524,8 @@ void HttpApi::Drain(const http::HttpRequest& req, const service::Principal& who,
 
 http::HttpResponse HttpApi::Cluster(const service::Principal& who) const {
   v1::ClusterState c = service_->Cluster();
-  if (service_->scheduler()) c.set_openai_front(front_->Describe());
-  c.set_openai_sessions(front_->sessions());
+  if (service_->scheduler()) c.set_openai_front(core_->Describe());
+  c.set_openai_sessions(core_->sessions());
   if (who.admin) {
     for (const auto& t : auth_.tenants()) {
       auto* s = c.add_tenants();

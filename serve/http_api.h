@@ -54,7 +54,7 @@ struct HttpApiOptions {
   // its body, <= the body limit). Beyond it: 503 with Retry-After.
   int max_inflight = 256;
   double default_rate_per_s = 1000;
-  frontends::OpenAiFront::Options openai;
+  frontends::FrontCore::Options fronts;  // the front doors: sessions, token budget, proxy mode
 };
 
 class HttpApi {
@@ -104,6 +104,7 @@ class HttpApi {
   HttpApiOptions options_;
   Metrics metrics_;
   service::RateLimiter limiter_;
+  std::unique_ptr<frontends::FrontCore> core_;  // what the front doors share
   std::unique_ptr<frontends::OpenAiFront>
       front_;  // /v1/chat/completions, /v1/completions, /v1/models
   std::atomic<int> inflight_{0};

@@ -369,15 +369,15 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
   SY_RETURN_IF_ERROR(CheckNotNegative("session_idle_timeout_s",
                                       static_cast<double>(config.session_idle_timeout_s())));
   if (config.session_idle_timeout_s() > 0)
-    setup.api.openai.session_idle_timeout = std::chrono::seconds(config.session_idle_timeout_s());
-  setup.api.openai.upstreams = flags.upstreams;
-  if (setup.api.openai.upstreams.empty())
-    setup.api.openai.upstreams.assign(config.upstreams().begin(), config.upstreams().end());
-  setup.api.openai.upstream_api_key =
+    setup.api.fronts.session_idle_timeout = std::chrono::seconds(config.session_idle_timeout_s());
+  setup.api.fronts.upstreams = flags.upstreams;
+  if (setup.api.fronts.upstreams.empty())
+    setup.api.fronts.upstreams.assign(config.upstreams().begin(), config.upstreams().end());
+  setup.api.fronts.upstream_api_key =
       !flags.upstream_key.empty() ? flags.upstream_key : config.upstream_api_key();
-  if (!setup.api.openai.upstreams.empty()) {
+  if (!setup.api.fronts.upstreams.empty()) {
     frontends::UpstreamOptions uo;
-    uo.urls = setup.api.openai.upstreams;
+    uo.urls = setup.api.fronts.upstreams;
     auto client = frontends::UpstreamClient::Create(uo);  // checks every URL
     if (!client.ok()) return client.status().Annotate("--upstream (upstreams)");
     if (so.scheduler.engines_run_llm && (!flags.engine.empty() || !config.engine().empty() ||

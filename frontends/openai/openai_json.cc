@@ -1,6 +1,8 @@
 // The JSON helpers of the OpenAI protocol (see openai_json.h).
 #include "frontends/openai/openai_json.h"
 
+#include "frontends/stream_text.h"
+
 #include <limits>
 
 #include "frontends/openai/openai_response.h"
@@ -22,7 +24,8 @@ Status Bad(std::string_view param, std::string_view what) {
 // 'value' for an error message, cut to kMaxQuoted bytes on a character boundary.
 std::string Quoted(std::string_view s) {
   if (s.size() <= kMaxQuoted) return "'" + std::string(s) + "'";
-  return "'" + std::string(s.substr(0, Utf8SafePrefix(s.substr(0, kMaxQuoted)))) + "...'";
+  return "'" + std::string(s.substr(0, frontends::Utf8SafePrefix(s.substr(0, kMaxQuoted)))) +
+         "...'";
 }
 
 Status WrongType(std::string_view param, const Json& v, std::string_view expected) {

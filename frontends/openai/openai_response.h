@@ -1,8 +1,8 @@
 // The answers of the OpenAI front in OpenAI's shapes: chat.completion and text_completion
 // responses, the SSE chunk events of a streamed answer (with its usage chunk and [DONE]),
-// model lists, errors, and which bytes of a streamed answer's text are settled enough to
-// send. Text that is not valid UTF-8 (a byte-level tokenizer's output) is written with
-// U+FFFD in place of the bad bytes; no exception leaves these functions.
+// model lists and errors (which bytes of a streamed answer are settled: stream_text.h). Text that
+// is not valid UTF-8 (a byte-level tokenizer's output) is written with U+FFFD in place of the bad
+// bytes; no exception leaves these functions.
 //
 // Thread-safety: pure functions; call from any thread.
 #pragma once
@@ -28,16 +28,6 @@ std::string ErrorJson(const Error& e);
 // Unauthenticated 401, PermissionDenied 403, NotFound 404, ResourceExhausted 429,
 // DeadlineExceeded 504, Unavailable 503, anything else 500.
 Error ErrorFromStatus(const Status& s);
-
-// How many bytes at the end of a streamed answer's decoded `text` may still change or be
-// cut when more tokens come, so are not sent yet: trailing U+FFFD (the decoder's stand-in
-// for a character whose bytes have not all been generated) and the longest tail that
-// begins one of the `stops` sequences.
-size_t UnsettledTail(std::string_view text, const std::vector<std::string>& stops);
-
-// The length of the longest prefix of `text` that does not end inside a UTF-8 sequence: stream
-// text[0..n) now and keep the rest for the next delta, so multi-byte characters are not split.
-size_t Utf8SafePrefix(std::string_view text);
 
 struct Choice {
   std::string text;

@@ -43,7 +43,7 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
     so.scheduler.host_bytes = 64ULL << 20;
     so.scheduler.disk_bytes = 64ULL << 20;
     serve::HttpApiOptions ao;
-    ao.openai.session_idle_timeout = idle;
+    ao.fronts.session_idle_timeout = idle;
     http::HttpServerOptions ho;
     ho.threads = 4;
     Serve(so, OneTenant(kToken, "openai-admin-token-0123456789"), ao, ho);

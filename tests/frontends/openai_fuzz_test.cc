@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontends/openai/openai_protocol.h"
+#include "frontends/stream_text.h"
 
 namespace switchyard::frontends::openai {
 namespace {

@@ -2,6 +2,7 @@
 // parameter an error names), the Switchyard headers, the plain chat template and its prefix
 // property, tool arguments from generated text, and the response / SSE / error formats.
 #include "frontends/openai/openai_protocol.h"
+#include "frontends/stream_text.h"
 
 #include <gtest/gtest.h>
 

@@ -61,8 +61,8 @@ struct Server {
     t->set_token(token);
     cfg.set_admin_token(std::string(token) + "-admin");
     serve::HttpApiOptions ao;
-    ao.openai.upstreams = std::move(upstreams);
-    ao.openai.upstream_api_key = kUpToken;
+    ao.fronts.upstreams = std::move(upstreams);
+    ao.fronts.upstream_api_key = kUpToken;
     api = std::make_unique<serve::HttpApi>(service.get(), *service::Auth::Create(cfg, dir),
                                            RealClock::Default(), ao);
     http::HttpServerOptions ho;

@@ -89,8 +89,8 @@ TEST(ServeConfigTest, UpstreamsMakeTheFrontAProxy) {
   f.upstream_key = "k";
   auto s = MakeServeSetup(v1::ServiceConfig{}, f);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->api.openai.upstreams, f.upstreams);
-  EXPECT_EQ(s->api.openai.upstream_api_key, "k");
+  EXPECT_EQ(s->api.fronts.upstreams, f.upstreams);
+  EXPECT_EQ(s->api.fronts.upstream_api_key, "k");
   EXPECT_FALSE(s->service.scheduler.engines_run_llm) << "the front reports the proxied calls";
   f.upstreams = {"https://example.com"};
   auto bad = MakeServeSetup(v1::ServiceConfig{}, f);

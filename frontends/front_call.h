@@ -1,9 +1,10 @@
-// OpenAiFront::Call: one request in flight, shared by the front's files (openai_front.cc,
-// openai_front_engine.cc, openai_front_proxy.cc); not for other code.
+// FrontCore::Call: one call in flight, shared by the core's files (front_core.cc,
+// front_core_engine.cc, front_core_proxy.cc); not for other code.
 //
 // Thread-safety: set up on a server thread before the call is handed out; then `output`,
-// `sent`, `eos`, `stopped` and `stream` (once opened) are guarded by `mu` (tokens arrive
-// on the scheduler's thread), `answered` is atomic, and the rest is read only.
+// `sent`, `eos`, `stopped`, `stream` (once opened) and the reply's stream state are
+// guarded by `mu` (tokens arrive on the scheduler's thread), `answered` is atomic, and
+// the rest is read only.
 #pragma once
 
 #include <atomic>
@@ -14,34 +15,34 @@
 #include <string>
 #include <vector>
 
-#include "frontends/openai/openai_front.h"
-#include "frontends/openai/openai_request.h"
-#include "frontends/openai/openai_response.h"
+#include "frontends/conversation.h"
+#include "frontends/front_core.h"
+#include "frontends/reply.h"
 #include "frontends/session.h"
 #include "http/http.h"
 
 namespace switchyard::frontends {
 
-struct OpenAiFront::Call {
-  http::HttpRequest original;  // proxy mode: forwarded as it came
-  openai::Request req;
+struct FrontCore::Call {
+  FrontRequest req;
+  std::unique_ptr<Reply> reply;
+  Respond respond;
   Sessions::Turn turn;          // its tenant, session, workflow, node and context
+  CallHead head;                // set once the turn began
   std::string model;            // the served id the request's model names (proxy mode: "")
   std::vector<int32_t> prompt;  // the whole prompt's token ids
-  int64_t max_tokens = 0, deadline_ms = 0;
-  int priority = 0;
+  int64_t max_tokens = 0;
   // A forced tool call: the tool, the call's id and the argument the model generates.
-  std::optional<openai::ToolDef> tool;
+  std::optional<ToolDef> tool;
   std::string call_id, arg_name;
-  Respond respond;
   std::shared_ptr<http::ResponseStream> stream;
-  openai::Response head;
   std::atomic<bool> answered{false};
   std::mutex mu;  // guards the output below (tokens arrive on the scheduler's thread)
   std::vector<int32_t> output;
   std::string sent;  // streamed text so far
   bool eos = false, stopped = false;
-  http::HttpResponse proxied;  // proxy mode: the upstream's whole answer, sent once waits started
+  int64_t upstream_tokens = 0;  // proxy mode: the output tokens the upstream reported
+  http::HttpResponse proxied;   // proxy mode: the upstream's whole answer, sent once waits started
 };
 
 }  // namespace switchyard::frontends

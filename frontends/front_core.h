@@ -1,0 +1,176 @@
+// FrontCore: what every front door shares — a call, parsed by its front (OpenAI Chat
+// Completions and Completions, Anthropic Messages, OpenAI Responses) into protocol-neutral
+// terms (conversation.h), made a turn of its session (session.h), answered by this
+// server's engine or forwarded to an upstream (proxy mode), and written back in its
+// protocol by the call's Reply (reply.h). One session layer, one prompt, one model of a
+// tool call, whatever the protocol.
+//
+// A call. Its served model is resolved, its prompt rendered (the conversation through the
+// prompt format, or a completion's text as is) and tokenized, and checked against the
+// model's context. Its session takes the turn (a second call of a busy session is refused,
+// unless the session is named only by `user`: that one runs as a one-node workflow), its
+// LLM node EXTENDs the session's context, and the node is submitted. A streamed call's
+// start goes out once the node was admitted, so a refusal is an error with its own status
+// (429 and 503 carry Retry-After). With this server's engine the node's tokens are decoded
+// as they come (a stream holds back a tail that may begin a stop sequence, and a character
+// whose bytes have not all been generated); when the node ends the answer is composed, the
+// session's waits start (TOOL nodes named after the answer's tool calls, or one `client`)
+// and the answer goes out. A forced tool choice (`required` or a named function) makes the
+// answer a call of that function: the call's header and the opening of its arguments are
+// written into the prompt, the model generates the first required string argument
+// (characters a JSON string holds unescaped) and the object is closed, so the arguments
+// are valid JSON. With the simulated engine the text is a placeholder of as many words as
+// the engine decoded tokens. A call that fails, or whose streaming client goes away, has
+// its workflow cancelled (which stops its generation) and its session starts afresh.
+//
+// Proxy mode (Options::upstreams): the scheduler still orders and admits each call's node;
+// when it is placed, the call's original request goes unchanged to an upstream chosen
+// with session affinity, and the upstream's answer — streamed or whole — goes back
+// unchanged (plus the x-switchyard headers). The core reports the node's start and end
+// (the service runs with llm_executor "reported"); prompt sizes are estimated (no
+// tokenizer), and the KV lives in the upstreams: Switchyard's KV decisions are advisory.
+//
+// Thread-safety: Serve() and the others may be called concurrently from the server's
+// threads. Completion work runs on the scheduler's thread (tokens) and on the core's own
+// thread (appends, answers); callbacks it hands out run only while it lives.
+//
+// Files: front_core.cc (a call's way in, failures, the core's thread), front_core_engine.cc
+// (answers of this server's engine), front_core_proxy.cc (proxy mode), front_call.h.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "frontends/conversation.h"
+#include "frontends/lifetime.h"
+#include "frontends/openai/openai_upstream.h"
+#include "frontends/reply.h"
+#include "frontends/session.h"
+#include "http/http.h"
+#include "service/service.h"
+
+namespace switchyard::frontends {
+
+// One call as its front parsed it.
+struct FrontRequest {
+  std::string front;  // the protocol it came in by ("openai", "anthropic", "responses")
+  std::string tenant;
+  bool chat = true;              // a conversation, else a completion's prompt taken as is
+  Conversation conv;             // chat
+  std::string prompt;            // completion
+  std::string session_id;        // "": a one-node workflow
+  bool session_is_user = false;  // the id is only the request's `user`
+  int64_t deadline_ms = 0;       // 0: none
+  int priority = 0;              // v1::PriorityClass, 0: the tenant's default
+  int64_t max_tokens = 0;        // 0: Options::default_max_tokens
+  bool stream = false;
+  http::HttpRequest original;  // proxy mode forwards it as it came
+};
+
+class FrontCore {
+ public:
+  struct Options {
+    std::chrono::milliseconds session_idle_timeout{std::chrono::minutes(10)};
+    int64_t default_max_tokens = 128;
+    // Proxy mode: upstream servers ("http://host:port") and the bearer token sent to them.
+    // Empty: answers come from this server's engine.
+    std::vector<std::string> upstreams;
+    std::string upstream_api_key;
+  };
+  using Respond = std::function<void(http::HttpResponse)>;
+
+  FrontCore(service::Service* service, const Clock* clock, Options options);
+  ~FrontCore();
+  FrontCore(const FrontCore&) = delete;
+  FrontCore& operator=(const FrontCore&) = delete;
+
+  // Answers one call; `respond` is called once (a stream's head is a response whose
+  // stream the core writes on).
+  void Serve(FrontRequest request, std::unique_ptr<Reply> reply, Respond respond);
+  // Ends a session of `tenant` (its waits end, its workflow closes); false if none.
+  bool EndSession(const std::string& tenant, const std::string& id);
+  // Proxy mode: forwards a request that is not a call (a model list) to an upstream.
+  void ForwardAsIs(const http::HttpRequest& req, Respond respond);
+
+  // The default served model's id ("" in proxy mode: the upstreams'), and every served id.
+  std::string model_id() const;
+  std::vector<std::string> model_ids() const;
+  // Whether `id` names a served model (an id or an alias).
+  bool ServesModel(const std::string& id) const;
+  // What answers (this server's engine, or upstreams) and whether KV placement is real.
+  std::string Describe() const;
+  bool proxy() const { return upstream_ != nullptr; }
+  size_t sessions() const;
+  // Ends sessions idle past the timeout (the core's thread does it every second).
+  void SweepIdle();
+  const Clock* clock() const { return clock_; }
+
+ private:
+  struct Call;  // front_call.h
+  using CallPtr = std::shared_ptr<Call>;
+
+  // ---- A call's way in (front_core.cc)
+  // The call's model, token budget, forced tool and prompt; the error to answer if it
+  // cannot be served.
+  Status Prepare(Call* c) const;
+  Status ResolveModel(Call* c) const;
+  // The prompt's token ids for served model `model` (its tokenizer; pseudo tokens for a
+  // simulated engine's).
+  std::vector<int32_t> Tokenize(const std::string& text, const std::string& model) const;
+  // A forced call's header and opened arguments, appended to the prompt (once the call's
+  // turn, which names its id, is known).
+  void AddForcedPrefix(Call* c) const;
+  void Start(const CallPtr& c);
+  void Fail(const CallPtr& c, const Status& st);
+  void Abandon(const CallPtr& c);  // a streamed call's client went away
+  void Post(std::function<void()> fn);
+  void Run();
+
+  // ---- Answers of this server's engine (front_core_engine.cc)
+  void Generate(const CallPtr& c);  // hands the node's input to the engine, watches tokens
+  void OnToken(const CallPtr& c, int32_t token);
+  void Finish(const CallPtr& c, const Status& st, int64_t output_tokens);
+  void Answer(const CallPtr& c);
+  // The answer from the call's output (sets *output; streams the text not yet sent).
+  frontends::Answer Compose(const CallPtr& c, std::vector<int32_t>* output);
+  // Sends the answer, whole or as the stream's end; once only.
+  void Send(const CallPtr& c, const frontends::Answer& answer);
+  // A streamed call's head, sent once the call was admitted. Once only; not for whole
+  // answers or proxy mode.
+  void OpenStream(const CallPtr& c);
+
+  // ---- Proxy mode (front_core_proxy.cc)
+  void WatchPlacement(const CallPtr& c);  // forwards the call once its node is placed
+  void Forward(const CallPtr& c);
+  std::string UpstreamAuth() const;  // the Authorization header sent upstream
+  void Forwarded(const CallPtr& c, http::HttpResponse r);
+  void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
+
+  service::Service* service_;
+  const Clock* clock_;
+  Options options_;
+  // Whether the core lives, for the callbacks it hands the scheduler driver, the service,
+  // the upstream client and its streams, which may call after it is gone (the service
+  // outlives it); the session layer's callbacks share it.
+  Lifetime life_;
+  std::unique_ptr<UpstreamClient> upstream_;  // proxy mode
+  Sessions sessions_;
+
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> work_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace switchyard::frontends

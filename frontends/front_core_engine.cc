@@ -1,0 +1,190 @@
+// FrontCore's answers from this server's engine (see front_core.h): the node's input, its
+// tokens as they come (a stream's text, held back where a stop sequence or a character may
+// still be cut), and the answer — whole or the stream's end — once the session's waits
+// started.
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string_view>
+
+#include "executors/cpu/tokenizer.h"
+#include "executors/generation.h"
+#include "frontends/front_call.h"
+#include "frontends/front_core.h"
+#include "frontends/openai/openai_prompt.h"
+#include "frontends/stream_text.h"
+
+namespace switchyard::frontends {
+
+namespace {
+
+// A sampling seed for a call that gave none: the hosted APIs sample afresh every time.
+uint64_t FreshSeed() {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return gen();
+}
+
+// `text` cut before the first of `stops` it holds; which one (empty if none).
+std::string CutAtStop(const std::vector<std::string>& stops, std::string* text) {
+  std::string which;
+  for (const std::string& stop : stops)
+    if (size_t at = text->find(stop); at != std::string::npos) text->resize(at), which = stop;
+  return which;
+}
+
+}  // namespace
+
+void FrontCore::Generate(const CallPtr& c) {
+  executors::Generation* d = service_->generation();
+  const Sampling& s = c->req.conv.sampling;
+  executors::Generation::NodeInput in;
+  in.prompt_token_ids.assign(c->prompt.begin() + c->turn.cached, c->prompt.end());
+  in.temperature = s.temperature;
+  in.top_p = s.top_p;
+  in.seed = s.seed ? *s.seed : FreshSeed();
+  in.stop_at_eos = !c->tool;
+  in.token_mask =
+      c->tool ? executors::Generation::kJsonStringMask : executors::Generation::kTextMask;
+  d->SetNodeInput(c->turn.workflow, c->turn.node, std::move(in));
+  d->Watch(c->turn.workflow, c->turn.node,
+           life_.Guard([this, c](const executors::Generation::TokenEvent& t) {
+             if (t.finished)
+               Finish(c, t.status, t.output_tokens);
+             else
+               OnToken(c, t.token);
+           }));
+}
+
+void FrontCore::OnToken(const CallPtr& c, int32_t token) {
+  executors::Generation* d = service_->generation();
+  const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (c->stopped) return;
+  if (tok && token == tok->eos_id() && !c->tool) {
+    c->eos = true;
+    return;
+  }
+  c->output.push_back(token);
+  if (!c->stream || c->tool || !tok) return;
+  const std::vector<std::string>& stops = c->req.conv.sampling.stop;
+  std::string text = tok->Decode(c->output);
+  if (!CutAtStop(stops, &text).empty()) c->stopped = true;
+  size_t safe = text.size();
+  if (!c->stopped) {
+    safe -= UnsettledTail(text, stops);
+    safe = Utf8SafePrefix(std::string_view(text).substr(0, safe));
+  }
+  if (safe > c->sent.size() && text.compare(0, c->sent.size(), c->sent) == 0) {
+    c->stream->Write(
+        c->reply->StreamText(std::string_view(text).substr(c->sent.size(), safe - c->sent.size())));
+    c->sent = text.substr(0, safe);
+  }
+}
+
+void FrontCore::Finish(const CallPtr& c, const Status& st, int64_t output_tokens) {
+  Post([this, c, st, output_tokens]() {
+    if (!st.ok()) return Fail(c, st);
+    if (!service_->generation()->tokenizer(c->model)) {  // simulated engine: a placeholder
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->output.assign(static_cast<size_t>(std::max<int64_t>(0, output_tokens)), 0);
+    }
+    Answer(c);
+  });
+}
+
+void FrontCore::OpenStream(const CallPtr& c) {
+  if (!c->req.stream || upstream_) return;
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (c->stream || c->answered) return;
+  c->stream = std::make_shared<http::ResponseStream>();
+  http::HttpResponse h{200, "text/event-stream", {}, ""};
+  h.headers["x-switchyard-workflow-id"] = c->turn.workflow;
+  h.headers["x-switchyard-node-id"] = c->turn.node;
+  h.stream = c->stream;
+  c->reply->SetHead(c->head);
+  c->stream->Write(c->reply->StreamStart());
+  // A client that goes away before the answer ends: its generation stops (the workflow is
+  // cancelled) and its session starts afresh with its next call.
+  // (The call is held weakly: the stream keeps its hook after it ends, and the call holds
+  // the stream.)
+  std::weak_ptr<Call> weak = c;
+  c->stream->SetOnCancel(life_.Guard([this, weak]() {
+    if (CallPtr call = weak.lock()) Post([this, call]() { Abandon(call); });
+  }));
+  c->respond(std::move(h));
+}
+
+void FrontCore::Answer(const CallPtr& c) {
+  OpenStream(c);  // the node ran, so it was admitted
+  const executors::cpu::Tokenizer* tok = service_->generation()->tokenizer(c->model);
+  std::vector<int32_t> output;
+  frontends::Answer answer = Compose(c, &output);
+  // The session goes on: its context is the prompt and what the engine produced, and a
+  // wait node per tool call (or one `client`) runs until its next call.
+  std::vector<int32_t> context = c->prompt;
+  context.insert(context.end(), output.begin(), output.end());
+  if (c->eos && tok) context.push_back(tok->eos_id());  // the context holds it too
+  std::vector<std::string> names;
+  for (const ToolCall& call : answer.tool_calls) names.push_back(call.name);
+  sessions_.EndTurn(c->turn, std::move(context), std::move(names),
+                    [this, c, answer](const Status& st) {
+                      if (!st.ok()) return Fail(c, st);
+                      Send(c, answer);
+                    });
+}
+
+frontends::Answer FrontCore::Compose(const CallPtr& c, std::vector<int32_t>* output) {
+  const executors::cpu::Tokenizer* tok = service_->generation()->tokenizer(c->model);
+  frontends::Answer a;
+  std::lock_guard<std::mutex> lock(c->mu);
+  *output = c->output;
+  std::string text;
+  if (tok) {
+    text = tok->Decode(*output);
+  } else {
+    for (size_t i = 0; i < output->size(); ++i) text += i ? " simulated" : "simulated";
+  }
+  a.stop_sequence = CutAtStop(c->req.conv.sampling.stop, &text);
+  a.end = !a.stop_sequence.empty() ? Answer::End::kStopSequence
+          : c->eos                 ? Answer::End::kStop
+                                   : Answer::End::kLength;
+  if (c->tool) {
+    a.tool_calls.push_back(
+        ToolCall{c->call_id, c->tool->name, openai::ForcedCallArguments(c->arg_name, text)});
+    a.end = Answer::End::kToolCalls;
+  } else {
+    a.text = text;
+  }
+  a.prompt_tokens = static_cast<int64_t>(c->prompt.size());
+  a.completion_tokens = static_cast<int64_t>(output->size()) + (c->eos ? 1 : 0);
+  a.cached_tokens = c->turn.cached;
+  if (c->stream && !c->tool && text.size() > c->sent.size() &&
+      text.compare(0, c->sent.size(), c->sent) == 0)
+    c->stream->Write(c->reply->StreamText(std::string_view(text).substr(c->sent.size())));
+  return a;
+}
+
+void FrontCore::Send(const CallPtr& c, const frontends::Answer& answer) {
+  if (c->answered.exchange(true)) return;  // failed or abandoned: the session was reset
+  sessions_.Release(c->turn);
+  std::optional<http::HttpResponse> whole;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->stream) {
+      c->reply->SetHead(c->head);
+      whole = c->reply->Whole(answer);
+    } else {
+      c->stream->Write(c->reply->StreamEnd(answer));
+      c->stream->Close();
+    }
+  }
+  if (!whole) return;
+  whole->headers["x-switchyard-workflow-id"] = c->turn.workflow;
+  whole->headers["x-switchyard-node-id"] = c->turn.node;
+  c->respond(std::move(*whole));
+}
+
+}  // namespace switchyard::frontends
