@@ -182,6 +182,21 @@ class Service {
   Status Flush() const;
   Store::Stats store_stats() const { return store_->stats(); }
 
+  // Documents the fronts keep (stored OpenAI Responses), each of one tenant: durable in
+  // the store like workflows (Store "Documents"), so they survive a restart. `kind`
+  // groups them ("response"); InvalidArgument for an empty kind or id. Put replaces;
+  // `done` runs once durable or failed.
+  void PutDocumentAsync(const std::string& tenant, const std::string& kind, const std::string& id,
+                        std::string value, Done done);
+  void DeleteDocumentAsync(const std::string& tenant, const std::string& kind,
+                           const std::string& id, Done done);
+  // The durable document, if any (another tenant's is not found).
+  Result<std::optional<std::string>> GetDocument(const std::string& tenant, const std::string& kind,
+                                                 const std::string& id) const;
+  // Deletes every durable document of `kind` for which `expired(value)` holds; the count.
+  Result<int64_t> EraseDocuments(const std::string& kind,
+                                 const std::function<bool(const std::string& value)>& expired);
+
   Result<v1::WorkflowStatus> Get(const std::string& tenant, const std::string& workflow_id) const;
   // The workflow's timeline from the scheduler's mirror (scheduler_driver.h FillTimeline):
   // empty without a scheduler, `archived` and empty once archived. NotFound for an unknown

@@ -28,6 +28,8 @@ size_t Bucket(std::chrono::duration<double, std::milli> d) {
 std::string LogKey(const std::string& id, uint64_t seq) { return id + "/" + HexId(seq); }
 std::string SnapshotKey(const std::string& id) { return "archive/" + id; }
 std::string MetaKey(const std::string& name) { return "meta/" + name; }
+constexpr char kDocPrefix[] = "doc/";
+std::string DocKey(const std::string& key) { return kDocPrefix + key; }
 std::string IdemKey(const std::string& tenant, const std::string& key) {
   std::string k;
   k.reserve(tenant.size() + 1 + key.size());
@@ -225,6 +227,45 @@ Result<std::optional<std::string>> Store::GetMeta(const std::string& name) const
   return std::optional<std::string>(std::move(value));
 }
 
+Status Store::EnqueueDocument(const std::string& key, std::string value, Done done) {
+  if (key.empty()) return Status::InvalidArgument("document key is empty");
+  Op op;
+  op.key = key;
+  op.value = std::move(value);
+  op.doc = true;
+  op.done = std::move(done);
+  return Push(std::move(op));
+}
+
+Status Store::EnqueueDocumentErase(const std::string& key, Done done) {
+  if (key.empty()) return Status::InvalidArgument("document key is empty");
+  Op op;
+  op.key = key;
+  op.doc = op.erase_doc = true;
+  op.done = std::move(done);
+  return Push(std::move(op));
+}
+
+Result<std::optional<std::string>> Store::GetDocument(const std::string& key) const {
+  std::string value;
+  auto s = db_->Get(rocksdb::ReadOptions(), default_cf_, DocKey(key), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, "document lookup of " + key);
+  return std::optional<std::string>(std::move(value));
+}
+
+Status Store::ForEachDocument(
+    const std::string& prefix,
+    const std::function<Status(const std::string& key, const std::string& value)>& fn) const {
+  const std::string from = DocKey(prefix);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), default_cf_));
+  for (it->Seek(from); it->Valid() && it->key().starts_with(from); it->Next()) {
+    std::string key = it->key().ToString().substr(sizeof(kDocPrefix) - 1);
+    SY_RETURN_IF_ERROR(fn(key, it->value().ToString()));
+  }
+  return FromRocks(it->status(), "document scan of " + prefix);
+}
+
 void Store::Barrier(Done done) {
   Status refused;
   {
@@ -291,6 +332,12 @@ Status Store::WriteBatch(const std::vector<Op>& ops) {
       if (!s.ok()) return FromRocks(s, "cannot build write batch");
       continue;
     }
+    if (op.doc) {
+      auto s = op.erase_doc ? batch.Delete(default_cf_, DocKey(op.key))
+                            : batch.Put(default_cf_, DocKey(op.key), op.value);
+      if (!s.ok()) return FromRocks(s, "cannot build write batch");
+      continue;
+    }
     if (op.snapshot || op.meta) {
       auto s = batch.Put(default_cf_, op.meta ? MetaKey(op.key) : SnapshotKey(op.key), op.value);
       if (!s.ok()) return FromRocks(s, "cannot build write batch");
@@ -336,7 +383,7 @@ void Store::Commit() {
       if (!st.ok() && failed_.ok()) failed_ = st;
       if (!failed_.ok()) st = failed_;  // a batch after a failure fails too
       for (const Op& op : ops) {
-        if (!op.key.empty() && op.erase == 0 && !op.snapshot && !op.meta) {
+        if (!op.key.empty() && op.erase == 0 && !op.snapshot && !op.meta && !op.doc) {
           ++records;
           ++stats_.record_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - op.enqueued))];
           stats_.record_seconds += std::chrono::duration<double>(t1 - op.enqueued).count();

@@ -97,6 +97,17 @@ class Store {
   [[nodiscard]] Status EnqueueMeta(const std::string& name, std::string value, Done done = {});
   // The durable value of metadata `name`, if any.
   Result<std::optional<std::string>> GetMeta(const std::string& name) const;
+  // Documents: values a front keeps by key (stored OpenAI Responses), in the default
+  // column family under "doc/<key>". EnqueueDocument puts (replacing), EnqueueDocumentErase
+  // deletes, with the next group commit; `done` (optional) runs once durable or failed.
+  [[nodiscard]] Status EnqueueDocument(const std::string& key, std::string value, Done done = {});
+  [[nodiscard]] Status EnqueueDocumentErase(const std::string& key, Done done = {});
+  // The durable document `key`, if any (nullopt also while it is still queued).
+  Result<std::optional<std::string>> GetDocument(const std::string& key) const;
+  // Visits the durable documents whose key starts with `prefix`, in key order.
+  Status ForEachDocument(
+      const std::string& prefix,
+      const std::function<Status(const std::string& key, const std::string& value)>& fn) const;
   // `done` runs after everything enqueued before it is durable (OK) or failed.
   void Barrier(Done done);
   // Synchronous forms (never from a `done` callback).
@@ -143,11 +154,12 @@ class Store {
 
  private:
   struct Op {
-    std::string key, value;            // empty key: a barrier
-    uint64_t erase = 0;                // > 0: delete records 0..erase-1 of workflow `key`
-    bool snapshot = false;             // `value` is workflow `key`'s snapshot
-    bool meta = false;                 // `value` is service metadata `key` ("meta/<key>")
-    std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
+    std::string key, value;               // empty key: a barrier
+    uint64_t erase = 0;                   // > 0: delete records 0..erase-1 of workflow `key`
+    bool snapshot = false;                // `value` is workflow `key`'s snapshot
+    bool meta = false;                    // `value` is service metadata `key` ("meta/<key>")
+    bool doc = false, erase_doc = false;  // put / delete document `key` ("doc/<key>")
+    std::string idem_key, idem_value;     // empty idem_key: no idempotency answer
     Done done;
     std::chrono::steady_clock::time_point enqueued;
   };
