@@ -31,6 +31,8 @@ struct Message {
   std::string tool_call_id;          // role tool: the call it answers
   std::vector<ToolCall> tool_calls;  // role assistant
   std::string reasoning;             // role assistant: reasoning text passed back, if any
+  bool is_error = false;             // role tool: the result reports a failure (Messages'
+                                     // tool_result.is_error); a prompt may say so
 };
 
 // A function the model may call.
