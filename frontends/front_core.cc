@@ -133,11 +133,22 @@ void FrontCore::Serve(FrontRequest request, std::unique_ptr<Reply> reply, Respon
   Start(c);
 }
 
+Result<int64_t> FrontCore::CountTokens(FrontRequest request) const {
+  Call c;
+  c.req = std::move(request);
+  SY_RETURN_IF_ERROR(ResolveModel(&c));
+  return static_cast<int64_t>(Tokenize(RenderPrompt(c.req), c.model).size());
+}
+
+std::string FrontCore::RenderPrompt(const FrontRequest& r) const {
+  return r.chat ? openai::RenderChat(r.conv.messages, r.conv.tools) : r.prompt;
+}
+
 Status FrontCore::Prepare(Call* c) const {
   SY_RETURN_IF_ERROR(ResolveModel(c));
   const FrontRequest& r = c->req;
   c->max_tokens = r.max_tokens > 0 ? r.max_tokens : options_.default_max_tokens;
-  std::string text = r.chat ? openai::RenderChat(r.conv.messages, r.conv.tools) : r.prompt;
+  std::string text = RenderPrompt(r);
   c->tool = ForcedTool(r);
   if (c->tool) c->arg_name = openai::ForcedArgument(*c->tool);
   c->prompt = Tokenize(text, c->model);  // a forced call's prefix is added once the id is known
@@ -197,6 +208,8 @@ void FrontCore::AddForcedPrefix(Call* c) const {
 void FrontCore::Start(const CallPtr& c) {
   const executors::cpu::Model* cm = service_->generation()->cpu_model(c->model);
   c->head.created = clock_->Now().millis() / 1000;
+  c->head.prompt_tokens = static_cast<int64_t>(c->prompt.size());
+  c->head.cached_tokens = c->turn.cached;
   c->head.model = upstream_ ? model_id() : c->model;
   c->head.engine = cm ? std::string("switchyard-cpu-engine") +
                             (cm->shape().random_weights ? "-random-weights" : "")

@@ -97,6 +97,9 @@ class FrontCore {
   // Answers one call; `respond` is called once (a stream's head is a response whose
   // stream the core writes on).
   void Serve(FrontRequest request, std::unique_ptr<Reply> reply, Respond respond);
+  // The tokens of the request's prompt as its model's tokenizer counts them (an estimate
+  // for a simulated engine); the errors Serve would answer for its model.
+  Result<int64_t> CountTokens(FrontRequest request) const;
   // Ends a session of `tenant` (its waits end, its workflow closes); false if none.
   bool EndSession(const std::string& tenant, const std::string& id);
   // Proxy mode: forwards a request that is not a call (a model list) to an upstream.
@@ -124,6 +127,8 @@ class FrontCore {
   // cannot be served.
   Status Prepare(Call* c) const;
   Status ResolveModel(Call* c) const;
+  // The prompt's text: the conversation rendered, or a completion's prompt as is.
+  std::string RenderPrompt(const FrontRequest& r) const;
   // The prompt's token ids for served model `model` (its tokenizer; pseudo tokens for a
   // simulated engine's).
   std::vector<int32_t> Tokenize(const std::string& text, const std::string& model) const;

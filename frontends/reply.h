@@ -25,6 +25,8 @@ struct CallHead {
   int turn = 0;                // the turn's index in its session
   int64_t created = 0;         // seconds since the Unix epoch
   std::string model;           // the served model id; proxy mode: "" (the upstreams')
+  int64_t prompt_tokens = 0;   // the prompt's tokens (proxy mode: an estimate)
+  int64_t cached_tokens = 0;   // of which the session's context already held
   // What computed the answer: "switchyard-cpu-engine[-random-weights]", or
   // "switchyard-simulated-engine-placeholder-text".
   std::string engine;

@@ -135,7 +135,8 @@ HttpApi::HttpApi(service::Service* service, service::Auth auth, const Clock* clo
       options_(options),
       limiter_(clock),
       core_(std::make_unique<frontends::FrontCore>(service, clock, options.fronts)),
-      front_(std::make_unique<frontends::OpenAiFront>(core_.get())) {
+      front_(std::make_unique<frontends::OpenAiFront>(core_.get())),
+      anthropic_(std::make_unique<frontends::AnthropicFront>(core_.get())) {
   // /metrics: the HTTP families here; the service's and the scheduler's read their figures
   // at scrape time (service_metrics.h, scheduler_driver_metrics.h).
   Status st =
@@ -157,6 +158,8 @@ HttpApi::HttpApi(service::Service* service, service::Auth auth, const Clock* clo
 
 http::HttpResponse HttpApi::ErrorFor(std::string_view path, int status, std::string_view code,
                                      const std::string& message) const {
+  if (frontends::AnthropicFront::Serves(path))
+    return frontends::AnthropicFront::Error(status, message);
   if (!frontends::OpenAiFront::Serves(path)) return http::JsonError(status, code, message);
   const char* type = status == 401   ? "authentication_error"
                      : status == 403 ? "permission_error"
@@ -249,7 +252,11 @@ void HttpApi::Route(const http::HttpRequest& req, const CallPtr& call) {
   }
   if (path.substr(0, 4) != "/v1/")
     return Finish(call, http::JsonError(404, "NotFound", "no such endpoint"));
-  auto who = auth_.Authenticate(req.Header("authorization"));
+  // The Messages API's clients authenticate with x-api-key: it is taken as a bearer token.
+  std::string authorization = req.Header("authorization");
+  if (authorization.empty() && !req.Header("x-api-key").empty())
+    authorization = "Bearer " + req.Header("x-api-key");
+  auto who = auth_.Authenticate(authorization);
   if (!who) {
     call->route = "unauthenticated";
     return Finish(call, ErrorFor(path, 401, "Unauthenticated", "missing or unknown bearer token"));
@@ -283,6 +290,15 @@ void HttpApi::Route(const http::HttpRequest& req, const CallPtr& call) {
                                    "tenant token"));
     return front_->Handle(req, who->tenant,
                           [this, call](http::HttpResponse r) { Finish(call, std::move(r)); });
+  }
+  if (frontends::AnthropicFront::Serves(path)) {
+    call->route = "anthropic";
+    if (who->admin)
+      return Finish(call, ErrorFor(path, 403, "PermissionDenied",
+                                   "the admin token reads /v1/cluster; messages need a tenant "
+                                   "token"));
+    return anthropic_->Handle(req, who->tenant,
+                              [this, call](http::HttpResponse r) { Finish(call, std::move(r)); });
   }
   if (path == "/v1/cluster") {
     call->route = "/v1/cluster";

@@ -41,6 +41,7 @@
 #include <mutex>
 
 #include "base/metrics.h"
+#include "frontends/anthropic/anthropic_front.h"
 #include "frontends/openai/openai_front.h"
 #include "http/http.h"
 #include "service/auth.h"
@@ -107,6 +108,7 @@ class HttpApi {
   std::unique_ptr<frontends::FrontCore> core_;  // what the front doors share
   std::unique_ptr<frontends::OpenAiFront>
       front_;  // /v1/chat/completions, /v1/completions, /v1/models
+  std::unique_ptr<frontends::AnthropicFront> anthropic_;  // /v1/messages
   std::atomic<int> inflight_{0};
   std::array<std::mutex, 64> idem_locks_;  // serialise requests sharing an Idempotency-Key
 };

@@ -1,0 +1,89 @@
+// A call's answer in the Messages API's shapes (see anthropic_reply.h).
+#include "frontends/anthropic/anthropic_reply.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+
+namespace switchyard::frontends::anthropic {
+
+namespace {
+
+std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.size() - 8) : wf; }
+
+}  // namespace
+
+http::HttpResponse ErrorResponse(int status, std::string_view message) {
+  http::HttpResponse r{status, "application/json", {}, ErrorJson(status, message)};
+  if (status == 529 || status == 503 || status == 429) r.headers["retry-after"] = "1";
+  return r;
+}
+
+void AnthropicReply::SetHead(const CallHead& head) {
+  call_ = head;
+  head_.id = "msg_" + head.workflow + "_" + head.node;
+}
+
+std::string AnthropicReply::ToolCallId(int index) const {
+  return "toolu_" + Short(call_.workflow) + "_" + std::to_string(call_.turn) + "_" +
+         std::to_string(index);
+}
+
+http::HttpResponse AnthropicReply::Whole(const Answer& answer) {
+  return http::HttpResponse{
+      200, "application/json", {}, MessageJson(answer, head_, UsageOf(answer))};
+}
+
+http::HttpResponse AnthropicReply::Error(const Status& st, Stage stage) {
+  if (stage == Stage::kTurn && st.code() == StatusCode::kAborted)
+    return ErrorResponse(409, st.message());  // the session answers another request
+  anthropic::Error e = ErrorFromStatus(st);
+  return ErrorResponse(e.http_status, e.message);
+}
+
+std::string AnthropicReply::StreamStart() {
+  stream_ = std::make_unique<MessagesStream>(head_);
+  Usage u;
+  u.cache_read_input_tokens = std::min(call_.cached_tokens, call_.prompt_tokens);
+  u.input_tokens = call_.prompt_tokens - u.cache_read_input_tokens;
+  return stream_->Start(u);
+}
+
+std::string AnthropicReply::StreamText(std::string_view delta) {
+  return stream_ ? stream_->Text(delta) : "";
+}
+
+std::string AnthropicReply::StreamEnd(const Answer& answer) {
+  return stream_ ? stream_->Finish(answer, UsageOf(answer)) : "";
+}
+
+std::string AnthropicReply::StreamError(const Status& st) {
+  return stream_ ? stream_->Fail(st) : "";
+}
+
+void AnthropicReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::string>* tools,
+                                        int64_t* output_tokens) const {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  *output_tokens = 0;
+  if (!j.is_object()) return;
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+    auto o = u->find("output_tokens");
+    if (o != u->end() && o->is_number_integer()) *output_tokens = o->get<int64_t>();
+  }
+  auto content = j.find("content");
+  if (content == j.end() || !content->is_array()) return;
+  for (const auto& block : *content) {
+    if (!block.is_object() || block.value("type", "") != "tool_use") continue;
+    auto name = block.find("name");
+    tools->push_back(name != block.end() && name->is_string() ? name->get<std::string>() : "tool");
+  }
+}
+
+int64_t AnthropicReply::UpstreamStreamTokens(std::string_view tail) const {
+  constexpr std::string_view kKey = "\"output_tokens\":";
+  size_t at = tail.rfind(kKey);
+  if (at == std::string_view::npos) return 0;
+  return std::atoll(std::string(tail.substr(at + kKey.size(), 24)).c_str());
+}
+
+}  // namespace switchyard::frontends::anthropic
