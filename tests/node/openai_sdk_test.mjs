@@ -9,18 +9,12 @@
 // tests/node/package.json (`npm ci` in tests/node; scripts/bootstrap.sh runs it). ctest runs
 // it as node_openai_sdk (tests/CMakeLists.txt). SY_KEEP_DATA=1 keeps the data dir (and its
 // server.log); the log's tail is printed when a check fails.
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
+import { check, getWorkflow as getWorkflowOf, sleep, startServer, stopServer } from './serve_fixture.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..', '..');
+const getWorkflow = (id) => getWorkflowOf(server, id);
 const MODEL = 'tiny-llama-4l';
 const TOOL_WAIT_MS = 200;  // the client "runs" the tool this long between turns
 
@@ -37,34 +31,7 @@ const BASH_TOOL = {
   },
 };
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-let server;  // { proc, dir, port, base, token, log, exited }
-let failed = false;
-
-// A check whose failure also prints the server's log (in after()).
-function check(name, fn) {
-  test(name, async (t) => {
-    try {
-      await fn(t);
-    } catch (e) {
-      failed = true;
-      throw e;
-    }
-  });
-}
+let server;  // serve_fixture.mjs startServer()
 
 function client(extra = {}) {
   return new OpenAI({
@@ -74,67 +41,6 @@ function client(extra = {}) {
     timeout: 120_000,
     ...extra,
   });
-}
-
-async function startServer() {
-  const bin = process.env.SWITCHYARD_BIN;
-  assert.ok(bin && fs.existsSync(bin), `SWITCHYARD_BIN ('${bin}') does not name the switchyard binary`);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy_node_sdk_'));
-  const port = await freePort();
-  const logPath = path.join(dir, 'server.log');
-  const log = fs.openSync(logPath, 'w');
-  const proc = spawn(bin, [
-    'serve', '--engine', 'cpu', '--model', path.join(ROOT, 'configs/models/tiny-llama-4l.json'),
-    '--kv-pool-mib', '8', '--listen', `127.0.0.1:${port}`, '--data-dir', dir,
-  ], { stdio: ['ignore', log, log] });
-  const s = { proc, dir, port, base: `http://127.0.0.1:${port}`, token: '', logPath, exited: null };
-  proc.on('exit', (code, signal) => { s.exited = { code, signal }; });
-  fs.closeSync(log);
-  const tokenFile = path.join(dir, 'tokens', 'default');
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (s.exited) break;
-    if (fs.existsSync(tokenFile)) {
-      try {
-        const r = await fetch(`${s.base}/healthz`, { signal: AbortSignal.timeout(1000) });
-        if (r.ok) {
-          s.token = fs.readFileSync(tokenFile, 'utf8').trim();
-          if (s.token) return s;
-        }
-      } catch { /* not listening yet */ }
-    }
-    await sleep(50);
-  }
-  const tail = fs.readFileSync(logPath, 'utf8').slice(-4000);
-  proc.kill('SIGKILL');
-  throw new Error(`the server did not come up (exit: ${JSON.stringify(s.exited)}); log:\n${tail}`);
-}
-
-async function stopServer(s) {
-  if (!s) return;
-  if (!s.exited) {
-    const done = new Promise((r) => s.proc.once('exit', r));
-    s.proc.kill('SIGTERM');
-    const t = setTimeout(() => s.proc.kill('SIGKILL'), 10_000);
-    await done;
-    clearTimeout(t);
-  }
-  if (failed) {
-    const tail = fs.readFileSync(s.logPath, 'utf8').slice(-6000);
-    console.error(`--- server log (${s.logPath}), last 6000 characters ---\n${tail}`);
-  }
-  if (process.env.SY_KEEP_DATA) console.error(`data dir kept: ${s.dir}`);
-  else fs.rmSync(s.dir, { recursive: true, force: true });
-}
-
-// GET /v1/workflows/{id} (the native API; protobuf JSON: int64 fields are strings).
-async function getWorkflow(id) {
-  const r = await fetch(`${server.base}/v1/workflows/${encodeURIComponent(id)}`, {
-    headers: { authorization: `Bearer ${server.token}` },
-  });
-  const body = await r.text();
-  assert.equal(r.status, 200, `GET /v1/workflows/${id}: ${r.status} ${body}`);
-  return JSON.parse(body);
 }
 
 // The assistant message as a client echoes it back into the conversation.
