@@ -188,14 +188,31 @@ TEST_F(CheckpointTest, Bf16AndShardedF32CheckpointsGiveTheApiModelsLogits) {
   }
 }
 
-TEST_F(CheckpointTest, NoLmHeadTensorTiesTheHeadToTheEmbedding) {
+TEST_F(CheckpointTest, TiedConfigUsesTheEmbeddingAsTheHead) {
   weights_.lm_head.clear();
   auto api = Model::FromWeights(shape_, weights_);
   ASSERT_TRUE(api.ok());
-  auto m = Model::LoadCheckpoint(Write("tied", CheckpointTensors(shape_, weights_), "BF16"));
+  auto m = Model::LoadCheckpoint(
+      Write("tied", CheckpointTensors(shape_, weights_), "BF16", 1, /*tie=*/true));
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_TRUE((*m)->shape().tie_embeddings);
   EXPECT_EQ(Logits(**m), Logits(**api));
+}
+
+// An untied config needs lm_head.weight; a tied one must not carry it (it would be unused).
+TEST_F(CheckpointTest, HeadTensorMustMatchTieWordEmbeddings) {
+  Weights untied = weights_;
+  weights_.lm_head.clear();
+  auto m = Model::LoadCheckpoint(Write("no_head", CheckpointTensors(shape_, weights_), "BF16"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(m.status().IsNotFound()) << m.status();
+  EXPECT_NE(m.status().message().find("lm_head.weight"), std::string::npos) << m.status();
+  m = Model::LoadCheckpoint(
+      Write("extra_head", CheckpointTensors(shape_, untied), "BF16", 1, /*tie=*/true));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("lm_head.weight: tensor not used by a llama model"),
+            std::string::npos)
+      << m.status();
 }
 
 TEST_F(CheckpointTest, RejectsATruncatedFileNamingIt) {
