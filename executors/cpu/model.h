@@ -120,6 +120,10 @@ class Model {
   struct Scratch;
 
   Model() = default;
+  // Construction (model_load.cc): packs one layer's weights (appended to layers_) or the
+  // embedding, head and final norm, as shape_.weight_dtype, freeing the fp32 copies.
+  void PackLayer(LayerWeights& l);
+  void PackRest(Weights& w);
   Status Validate(std::span<const Row> rows) const;
   void Embed(int32_t token, float* x) const;
   void RunLayer(int64_t l, std::span<const Row> rows, int64_t r0, int64_t n,

@@ -16,10 +16,11 @@ std::vector<float> Concat(std::initializer_list<const std::vector<float>*> parts
   return out;
 }
 
-// bf16 when every tensor of the checkpoint is BF16 (then bf16 storage is exact).
+// bf16 when every weight of the checkpoint is BF16 (then bf16 storage is exact); the
+// rotary buffers the loader ignores do not count.
 DType CheckpointDtype(const SafetensorsSet& st) {
   for (const auto& [name, t] : st.tensors())
-    if (t.dtype != "BF16") return DType::kF32;
+    if (t.dtype != "BF16" && !name.ends_with("rotary_emb.inv_freq")) return DType::kF32;
   return DType::kBf16;
 }
 
@@ -54,52 +55,74 @@ Result<std::unique_ptr<Model>> Model::LoadCheckpoint(const std::string& dir,
   if (shape.name.empty()) shape.name = dir;
   auto st = SafetensorsSet::OpenDir(dir);
   if (!st.ok()) return st.status();
-  auto w = ReadWeights(shape, **st);
-  if (!w.ok()) return w.status().Annotate(dir);
   shape.weight_dtype = options.weight_dtype.value_or(CheckpointDtype(**st));
   shape.kv_dtype = options.kv_dtype.value_or(DType::kF32);
-  return FromWeights(shape, std::move(*w));
+  // Layer by layer: each is packed as soon as it is read, so the fp32 copy of the whole
+  // model never exists (a bf16 checkpoint needs about its own size, not twice it).
+  std::unique_ptr<Model> m(new Model());
+  m->shape_ = shape;
+  Weights rest;
+  Status read = ReadWeightsByLayer(
+      shape, **st,
+      [&m](int64_t, LayerWeights& l) {
+        m->PackLayer(l);
+        return Status::OK();
+      },
+      &rest);
+  if (!read.ok()) return read.Annotate(dir);
+  m->PackRest(rest);
+  const unsigned hw = std::thread::hardware_concurrency();
+  m->SetThreads(static_cast<int>(std::clamp(hw, 1u, 8u)));
+  return m;
 }
 
 Result<std::unique_ptr<Model>> Model::FromWeights(const ModelShape& shape, Weights w) {
   SY_RETURN_IF_ERROR(ValidateShape(shape, "model shape '" + shape.name + "'"));
   SY_RETURN_IF_ERROR(CheckWeights(shape, w, "weights of '" + shape.name + "'"));
   std::unique_ptr<Model> m(new Model());
-  const ModelShape& s = shape;
-  const DType dt = s.weight_dtype;
   m->shape_ = shape;
-  m->shape_.tie_embeddings = w.lm_head.empty();
-  m->final_norm_ = std::move(w.final_norm);
-  if (w.lm_head.empty()) {  // tied: one packed copy serves the head and the lookups
-    m->head_ = PackedMatrix(w.embed.data(), s.vocab_size, s.hidden, dt);
-  } else {
-    m->head_ = PackedMatrix(w.lm_head.data(), s.vocab_size, s.hidden, dt);
-    if (dt == DType::kBf16) {
-      m->embed_bf16_.resize(w.embed.size());
-      std::transform(w.embed.begin(), w.embed.end(), m->embed_bf16_.begin(), FloatToBf16);
-    } else {
-      m->embed_ = std::move(w.embed);
-    }
-  }
-  w.embed = w.lm_head = {};
-  const int64_t qkvd = s.q_dim() + 2 * s.kv_dim();
-  for (LayerWeights& l : w.layers) {
-    Layer f;
-    f.attn_norm = std::move(l.attn_norm);
-    f.wqkv = PackedMatrix(Concat({&l.q, &l.k, &l.v}).data(), qkvd, s.hidden, dt);
-    f.wo = PackedMatrix(l.o.data(), s.hidden, s.q_dim(), dt);
-    if (s.qkv_bias()) f.qkv_bias = Concat({&l.q_bias, &l.k_bias, &l.v_bias});
-    f.q_norm = std::move(l.q_norm);
-    f.k_norm = std::move(l.k_norm);
-    f.mlp_norm = std::move(l.mlp_norm);
-    f.wgate_up = PackedMatrix(Concat({&l.gate, &l.up}).data(), 2 * s.intermediate, s.hidden, dt);
-    f.wdown = PackedMatrix(l.down.data(), s.hidden, s.intermediate, dt);
-    l = LayerWeights();  // free as we go
-    m->layers_.push_back(std::move(f));
-  }
+  for (LayerWeights& l : w.layers) m->PackLayer(l);
+  m->PackRest(w);
   const unsigned hw = std::thread::hardware_concurrency();
   m->SetThreads(static_cast<int>(std::clamp(hw, 1u, 8u)));
   return m;
+}
+
+void Model::PackLayer(LayerWeights& l) {
+  const ModelShape& s = shape_;
+  const DType dt = s.weight_dtype;
+  const int64_t qkvd = s.q_dim() + 2 * s.kv_dim();
+  Layer f;
+  f.attn_norm = std::move(l.attn_norm);
+  f.wqkv = PackedMatrix(Concat({&l.q, &l.k, &l.v}).data(), qkvd, s.hidden, dt);
+  f.wo = PackedMatrix(l.o.data(), s.hidden, s.q_dim(), dt);
+  if (s.qkv_bias()) f.qkv_bias = Concat({&l.q_bias, &l.k_bias, &l.v_bias});
+  f.q_norm = std::move(l.q_norm);
+  f.k_norm = std::move(l.k_norm);
+  f.mlp_norm = std::move(l.mlp_norm);
+  f.wgate_up = PackedMatrix(Concat({&l.gate, &l.up}).data(), 2 * s.intermediate, s.hidden, dt);
+  f.wdown = PackedMatrix(l.down.data(), s.hidden, s.intermediate, dt);
+  l = LayerWeights();  // free as we go
+  layers_.push_back(std::move(f));
+}
+
+void Model::PackRest(Weights& w) {
+  const ModelShape& s = shape_;
+  const DType dt = s.weight_dtype;
+  shape_.tie_embeddings = w.lm_head.empty();
+  final_norm_ = std::move(w.final_norm);
+  if (w.lm_head.empty()) {  // tied: one packed copy serves the head and the lookups
+    head_ = PackedMatrix(w.embed.data(), s.vocab_size, s.hidden, dt);
+  } else {
+    head_ = PackedMatrix(w.lm_head.data(), s.vocab_size, s.hidden, dt);
+    if (dt == DType::kBf16) {
+      embed_bf16_.resize(w.embed.size());
+      std::transform(w.embed.begin(), w.embed.end(), embed_bf16_.begin(), FloatToBf16);
+    } else {
+      embed_ = std::move(w.embed);
+    }
+  }
+  w.embed = w.lm_head = {};
 }
 
 uint64_t Model::weight_bytes() const {

@@ -1,5 +1,6 @@
 #include "executors/cpu/weights.h"
 
+#include <functional>
 #include <set>
 
 #include "executors/cpu/dtype.h"
@@ -161,40 +162,60 @@ Status RefuseUnused(const ModelShape& s, const SafetensorsSet& st,
   return Status::OK();
 }
 
-// fn(name, shape, destination) for every checkpoint tensor of the family, in file order.
-template <typename Fn>
-Status ForEachTensor(const ModelShape& s, Weights& w, Fn fn) {
-  SY_RETURN_IF_ERROR(fn("model.embed_tokens.weight", {s.vocab_size, s.hidden}, &w.embed));
-  w.layers.resize(static_cast<size_t>(s.layers));
-  for (int64_t i = 0; i < s.layers; ++i)
-    for (const auto& e : ExpectedTensors(s, w.layers[static_cast<size_t>(i)]))
+// fn(name, shape, destination) for every checkpoint tensor of the family: layer by layer
+// (layer_done(i, layer) after layer i's), then the embedding, final norm and head into
+// `rest`.
+template <typename Fn, typename Done>
+Status ForEachTensor(const ModelShape& s, Weights& rest, Fn fn, Done layer_done) {
+  for (int64_t i = 0; i < s.layers; ++i) {
+    LayerWeights l;
+    for (const auto& e : ExpectedTensors(s, l))
       SY_RETURN_IF_ERROR(
           fn(LayerPrefix(i) + e.name + e.suffix, TensorShape(e.rows, e.cols), e.data));
-  SY_RETURN_IF_ERROR(fn("model.norm.weight", {s.hidden}, &w.final_norm));
+    SY_RETURN_IF_ERROR(layer_done(i, l));
+  }
+  SY_RETURN_IF_ERROR(fn("model.embed_tokens.weight", {s.vocab_size, s.hidden}, &rest.embed));
+  SY_RETURN_IF_ERROR(fn("model.norm.weight", {s.hidden}, &rest.final_norm));
   if (!s.tie_embeddings)
-    SY_RETURN_IF_ERROR(fn("lm_head.weight", {s.vocab_size, s.hidden}, &w.lm_head));
+    SY_RETURN_IF_ERROR(fn("lm_head.weight", {s.vocab_size, s.hidden}, &rest.lm_head));
   return Status::OK();
 }
 
 }  // namespace
 
-Result<Weights> ReadWeights(const ModelShape& s, const SafetensorsSet& st) {
-  Weights w;
+Status ReadWeightsByLayer(const ModelShape& s, const SafetensorsSet& st,
+                          const std::function<Status(int64_t, LayerWeights&)>& on_layer,
+                          Weights* rest) {
   std::set<std::string> used;  // first the names: an unused tensor is refused before reading
+  Weights names;
   SY_RETURN_IF_ERROR(ForEachTensor(
-      s, w, [&](const std::string& name, const std::vector<int64_t>&, std::vector<float>*) {
+      s, names,
+      [&](const std::string& name, const std::vector<int64_t>&, std::vector<float>*) {
         used.insert(name);
         return Status::OK();
-      }));
+      },
+      [](int64_t, LayerWeights&) { return Status::OK(); }));
   SY_RETURN_IF_ERROR(RefuseUnused(s, st, used));
-  SY_RETURN_IF_ERROR(ForEachTensor(
-      s, w,
+  return ForEachTensor(
+      s, *rest,
       [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>* out) {
         Result<std::vector<float>> r = st.Read(name, shape);
         if (!r.ok()) return r.status();
         *out = std::move(*r);
         return Status::OK();
-      }));
+      },
+      on_layer);
+}
+
+Result<Weights> ReadWeights(const ModelShape& s, const SafetensorsSet& st) {
+  Weights w;
+  SY_RETURN_IF_ERROR(ReadWeightsByLayer(
+      s, st,
+      [&w](int64_t, LayerWeights& l) {
+        w.layers.push_back(std::move(l));
+        return Status::OK();
+      },
+      &w));
   return w;
 }
 

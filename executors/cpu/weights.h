@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,12 @@ Status CheckWeights(const ModelShape& shape, const Weights& w, const std::string
 // model too). Rotary inverse-frequency buffers (*.rotary_emb.inv_freq), which some
 // exports carry, are ignored: the engine computes them from the config.
 Result<Weights> ReadWeights(const ModelShape& shape, const SafetensorsSet& st);
+// The same checks and tensors, layer by layer: on_layer(i, layer) as soon as layer i is
+// read (it may consume the layer: a loader packs it and frees the fp32 copy, so a whole
+// fp32 model never exists at once), then the embedding, final norm and head into *rest
+// (rest->layers stays empty). The first error of on_layer is returned.
+Status ReadWeightsByLayer(const ModelShape& shape, const SafetensorsSet& st,
+                          const std::function<Status(int64_t, LayerWeights&)>& on_layer,
+                          Weights* rest);
 
 }  // namespace switchyard::executors::cpu

@@ -260,6 +260,15 @@ TEST(FamilyCheckpoint, Bf16AndF32CheckpointsGiveTheSameBits) {
     ASSERT_TRUE((*d)->Forward(testing::Rows(cd, toks, 0, 24, true), &ld).ok());
     ASSERT_EQ(lb.size(), ld.size());
     EXPECT_EQ(0, std::memcmp(lb.data(), ld.data(), lb.size() * sizeof(float))) << f.name;
+    // LoadOptions: the BF16 checkpoint stored as fp32, with bf16 KV.
+    LoadOptions o;
+    o.weight_dtype = DType::kF32;
+    o.kv_dtype = DType::kBf16;
+    auto e = Model::Load(dir.Write(std::string(f.name) + "_o", f, tensors, "BF16"), o);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ((*e)->shape().weight_dtype, DType::kF32);
+    EXPECT_EQ((*e)->shape().kv_dtype, DType::kBf16);
+    EXPECT_EQ((*e)->weight_bytes(), (*d)->weight_bytes());
   }
 }
 
@@ -289,11 +298,16 @@ TEST(FamilyCheckpoint, RefusesATensorTheFamilyDoesNotUseNamingIt) {
   as_q3.config["tie_word_embeddings"] = true;
   m = Model::Load(dir.Write("q2_as_q3", as_q3, CheckpointTensors(q2.shape, w2), "BF16"));
   ExpectRefused(m, "tensor not used by a qwen3 model");
-  // Rotary buffers some exports carry are ignored.
+  // Rotary buffers some exports carry are ignored, and an F32 one does not make the
+  // BF16 weights fp32-stored.
   const std::vector<float> inv(8, 1.0f);
   tensors.pop_back();
-  tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", {8}, &inv});
-  EXPECT_TRUE(Model::Load(dir.Write("inv_freq", llama, tensors, "BF16")).ok());
+  const std::string with_inv = dir.Write("inv_freq", llama, tensors, "BF16");
+  testing::WriteSafetensors(with_inv + "/rotary.safetensors",
+                            {{"model.layers.0.self_attn.rotary_emb.inv_freq", {8}, &inv}}, "F32");
+  m = Model::Load(with_inv);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->shape().weight_dtype, DType::kBf16);
 }
 
 TEST(FamilyCheckpoint, RefusesAMissingTensorNamingIt) {
