@@ -3,7 +3,8 @@
 // and a head_dim other than hidden/heads; Llama 3 with llama3 rope scaling; SmolLM2, a
 // tied Llama) with random weights, as BF16 and as F32 safetensors: they load, and their
 // logits and KV match the double-precision reference (reference_model.h) within 1e-5
-// relative to max(1, max |reference logit|) — absolute for these logits, all below 1.
+// relative to max(1, max |reference logit|) — an absolute bound while the logits stay
+// within ±1, a relative one beyond.
 // Checkpoints with a tensor too many or too few are refused naming it.
 #include <gtest/gtest.h>
 #include <unistd.h>
