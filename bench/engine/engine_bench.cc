@@ -14,6 +14,16 @@
 //     of what the step must read (every weight but the embedding table, 8 embedding rows,
 //     the 8 contexts' KV) vs a streaming read of the same number of bytes ("memory
 //     bandwidth"; goal ratio >= 0.5).
+// Weights are stored as each shape says (bf16 by default: ModelShape::weight_dtype); each
+// result's name says which. Then weight storage: a Qwen2.5-0.5B-like shape (hidden 896,
+// 24 layers, 14 heads / 2 KV heads of 64, MLP 4864, vocab 151936, tied embeddings, q/k/v
+// biases; random weights rounded to bf16) stored as bf16 and as fp32 — the same values,
+// the same bits out:
+//   - decode: one step of 8 sequences at 128 tokens of context, tokens/s, bf16 storage vs
+//     fp32 storage interleaved;
+//   - the bytes the weights occupy as stored (Model::weight_bytes) and the resident memory
+//     each model gives back when freed (RSS drop, after malloc_trim), bf16 vs fp32.
+// SY_ENGINE_BENCH_STORAGE_ONLY=1 runs only the storage figures.
 // Forward runs on the model's thread pool (Model::threads(): the machine's hardware
 // threads, at most 8; the partition never changes a bit). Every baseline runs on as many
 // threads as the side it is compared with — OpenBLAS set to that many threads around the
@@ -24,6 +34,7 @@
 // re-executes itself once with OPENBLAS_THREAD_TIMEOUT=4 (which OpenBLAS reads when it
 // loads: its workers then sleep at once), and each side has the cores to itself.
 #include <cblas.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -139,6 +150,10 @@ struct Contexts {
 
 std::string Threads(int t) { return std::to_string(t) + (t == 1 ? " thread" : " threads"); }
 
+std::string Tag(const ModelShape& s) {
+  return s.name + " (random weights, " + DTypeName(s.weight_dtype) + " weights)";
+}
+
 // One-call sgemm of every linear layer on `threads` OpenBLAS threads (back to 1 after).
 void Sgemm(const ModelShape& s, const std::vector<std::vector<float>>& w, const float* x, float* y,
            int threads) {
@@ -153,7 +168,7 @@ void Sgemm(const ModelShape& s, const std::vector<std::vector<float>>& w, const 
 
 void PrefillAndLinear(Model& m, bench::Report* report) {
   const ModelShape& s = m.shape();
-  const std::string tag = s.name + " (random weights)";
+  const std::string tag = Tag(s);
   const int threads = m.threads();
   // Forward over a 512-token prefill, logits for the last row.
   Contexts ctx(s, 1, kPrefill);
@@ -209,7 +224,7 @@ void PrefillAndLinear(Model& m, bench::Report* report) {
 
 void Decode(const Model& m, bench::Report* report) {
   const ModelShape& s = m.shape();
-  const std::string tag = s.name + " (random weights)";
+  const std::string tag = Tag(s);
   const int threads = m.threads();
   // One context prefilled for real, its KV copied into the other 7 (restoring is memcpy).
   Contexts ctx(s, kDecodeSeqs, kContext + 1);
@@ -224,9 +239,9 @@ void Decode(const Model& m, bench::Report* report) {
   rows.clear();
   for (int c = 0; c < kDecodeSeqs; ++c) rows.push_back({1 + c, kContext, ctx.kv(c), true});
   // What a step must read: every weight but the embedding table, 8 embedding rows, KV.
-  const double weights =
-      static_cast<double>(m.weight_bytes()) -
-      4.0 * static_cast<double>(s.vocab_size * s.hidden) * (s.tie_embeddings ? 0 : 1);
+  const double weights = static_cast<double>(m.weight_bytes()) -
+                         DTypeBytes(s.weight_dtype) * static_cast<double>(s.vocab_size * s.hidden) *
+                             (s.tie_embeddings ? 0 : 1);
   const double kv = static_cast<double>(kDecodeSeqs) * (kContext + 1) * s.kv_bytes_per_token();
   const double bytes = weights + 4.0 * kDecodeSeqs * s.hidden + kv;
   std::vector<float> stream(static_cast<size_t>(bytes / 4), 1.0f);
@@ -258,6 +273,85 @@ void Decode(const Model& m, bench::Report* report) {
        std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB per step; goal ratio >= 0.5"});
 }
 
+// A Qwen2.5-0.5B-like shape (the storage figures; see the header comment).
+ModelShape Qwen05Shape() {
+  ModelShape s;
+  s.name = "qwen2-0.5b-like";
+  s.arch = Arch::kQwen2;
+  s.vocab_size = 151936;
+  s.hidden = 896;
+  s.layers = 24;
+  s.heads = 14;
+  s.kv_heads = 2;
+  s.head_dim = 64;
+  s.intermediate = 4864;
+  s.tie_embeddings = true;
+  s.rope_theta = 1000000.0;
+  s.seed = 11;
+  return s;
+}
+
+// Resident bytes of this process after returning freed heap memory to the system.
+double ResidentBytes() {
+  malloc_trim(0);
+  std::ifstream f("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+constexpr int64_t kStorageContext = 128;
+
+// bf16 vs fp32 storage of the same (bf16) weights: decode tokens/s, bytes, resident memory.
+void WeightStorage(bench::Report* report) {
+  ModelShape s = Qwen05Shape();
+  s.weight_dtype = DType::kBf16;
+  ModelShape sf = s;
+  sf.weight_dtype = DType::kF32;
+  Weights w = RandomWeights(s);  // rounded to bf16: both storages hold the same values
+  auto bf = Model::FromWeights(s, w);
+  auto f32 = Model::FromWeights(sf, std::move(w));
+  if (!bf.ok() || !f32.ok()) {
+    std::fprintf(stderr, "bench engine: %s\n", (bf.ok() ? f32 : bf).status().ToString().c_str());
+    return;
+  }
+  std::fprintf(stderr, "bench engine: %s\n", (*bf)->shape().Describe().c_str());
+  const int threads = (*bf)->threads();
+  // One context prefilled (both models write the same KV bits), copied to the other 7.
+  Contexts ctx(s, kDecodeSeqs, kStorageContext + 1);
+  std::vector<Row> rows;
+  std::vector<float> logits;
+  for (int64_t p = 0; p < kStorageContext; ++p)
+    rows.push_back({static_cast<int32_t>((p * 104729) % s.vocab_size), p, ctx.kv(0), false});
+  if (!(*bf)->Forward(rows, &logits).ok()) std::abort();
+  for (int c = 1; c < kDecodeSeqs; ++c)
+    for (size_t b = 0; b < ctx.ptrs[c].size(); ++b)
+      std::memcpy(ctx.ptrs[c][b], ctx.ptrs[0][b], KvBlockBytes(s, kBlock));
+  rows.clear();
+  for (int c = 0; c < kDecodeSeqs; ++c) rows.push_back({1 + c, kStorageContext, ctx.kv(c), true});
+  auto step = [&](const Model& m) {
+    return [&] {
+      if (!m.Forward(rows, &logits).ok()) std::abort();
+    };
+  };
+  auto t = Interleaved({step(**bf), step(**f32)}, 10);
+  const std::string tag = s.name + " (random weights), " + Threads(threads);
+  report->Add({"decode 8 seqs at 128 context, bf16 weights, " + tag, kDecodeSeqs / t[0], "tokens/s",
+               true, "the same weights stored as fp32", kDecodeSeqs / t[1],
+               "bit-identical logits; the step reads every weight once"});
+  const double bb = static_cast<double>((*bf)->weight_bytes());
+  const double fb = static_cast<double>((*f32)->weight_bytes());
+  report->Add({"weight bytes as stored, bf16, " + s.name, bb / 1e6, "MB", false, "fp32 storage",
+               fb / 1e6, "packed panels, tied embedding once, norms and biases fp32"});
+  const double r0 = ResidentBytes();
+  bf.value().reset();
+  const double r1 = ResidentBytes();
+  f32.value().reset();
+  const double r2 = ResidentBytes();
+  report->Add({"resident memory freed with the model, bf16 weights, " + s.name, (r0 - r1) / 1e6,
+               "MB", false, "fp32 weights", (r1 - r2) / 1e6, "RSS drop after malloc_trim"});
+}
+
 }  // namespace
 
 void KvExportImport(const Model& model, bench::Report* report);  // kv_move_bench.cc
@@ -271,6 +365,10 @@ void ReportEngine(const std::map<std::string, bench::Measured>&, bench::Report* 
     return;
   }
   UseSingleThreadedBlas();
+  if (std::getenv("SY_ENGINE_BENCH_STORAGE_ONLY") != nullptr) {
+    WeightStorage(report);
+    return;
+  }
   // SY_ENGINE_BENCH_KV_ONLY=1: only the KV export/import figures (quick side-by-side runs).
   if (std::getenv("SY_ENGINE_BENCH_KV_ONLY") == nullptr) {
     auto large = Model::Random(LargeShape());
@@ -283,6 +381,7 @@ void ReportEngine(const std::map<std::string, bench::Measured>&, bench::Report* 
       PrefillAndLinear(*m, report);
       Decode(*m, report);
     }
+    WeightStorage(report);
   }
   KvExportImport(**tiny, report);
 }

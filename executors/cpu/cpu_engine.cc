@@ -14,7 +14,7 @@ v1::ModelConfig ToModelConfig(const ModelShape& s) {
   m.set_num_layers(static_cast<uint32_t>(s.layers));
   m.set_num_kv_heads(static_cast<uint32_t>(s.kv_heads));
   m.set_head_dim(static_cast<uint32_t>(s.head_dim));
-  m.set_kv_dtype(v1::FP32);
+  m.set_kv_dtype(s.kv_dtype == DType::kBf16 ? v1::BF16 : v1::FP32);
   m.set_hidden_size(static_cast<uint32_t>(s.hidden));
   m.set_num_attention_heads(static_cast<uint32_t>(s.heads));
   m.set_intermediate_size(static_cast<uint32_t>(s.intermediate));

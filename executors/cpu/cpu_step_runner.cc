@@ -24,6 +24,8 @@ std::vector<std::vector<bool>> ByteTextMasks(const ModelShape& shape) {
   if (vocab > '\n') text['\n'] = text['\t'] = true;
   std::vector<bool> json = text;
   if (vocab > '\\') json['\n'] = json['\t'] = json['"'] = json['\\'] = false;
+  for (int32_t id : shape.eos_ids)
+    if (id >= 0 && id < vocab) text[id] = true;
   if (shape.eos_id >= 0 && shape.eos_id < vocab) text[shape.eos_id] = true;
   return {text, json};
 }
@@ -195,12 +197,12 @@ void CpuStepRunner::Compute(Job* job) const {
 }
 
 void CpuStepRunner::Finish(std::vector<StepItem>* items, Job& job) {
-  const int32_t eos = model_->shape().eos_id;
+  const ModelShape& shape = model_->shape();
   for (size_t k = 0; k < job.emits.size(); ++k) {
     StepItem& it = (*items)[job.emits[k].item];
     if (!job.status.ok()) continue;
     it.token = job.tokens[k];
-    it.eos = job.emits[k].params.stop_at_eos && eos >= 0 && it.token == eos;
+    it.eos = job.emits[k].params.stop_at_eos && shape.IsEos(it.token);  // any of its ids
   }
   if (!job.status.ok())
     for (StepItem& it : *items)
@@ -244,7 +246,7 @@ Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
   if (!model || !log)
     return Status::InvalidArgument("cpu engine: a model and a token log are required");
   block_tokens = std::max<int64_t>(1, block_tokens);
-  const uint64_t bpb = KvBlockFloats(model->shape(), block_tokens) * sizeof(float);
+  const uint64_t bpb = KvBlockBytes(model->shape(), block_tokens);
   kv_tiers::TierOptions to;
   to.slot_bytes = bpb;
   to.capacity_bytes = bpb * static_cast<uint64_t>(std::max<int64_t>(1, pool_blocks));

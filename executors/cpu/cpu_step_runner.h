@@ -82,7 +82,7 @@ class CpuStepRunner final : public StepRunner {
         log_(log),
         pool_(std::move(pool)),
         block_tokens_(block_tokens),
-        block_bytes_(KvBlockFloats(model->shape(), block_tokens) * sizeof(float)),
+        block_bytes_(KvBlockBytes(model->shape(), block_tokens)),
         tenant_(std::move(tenant)),
         alive_(std::make_shared<std::atomic<bool>>(true)) {
     thread_ = std::thread([this]() { Work(); });

@@ -2,28 +2,23 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <map>
-#include <thread>
 
 #include "executors/cpu/kernels.h"
-#include "executors/cpu/safetensors.h"
 
 namespace switchyard::executors::cpu {
 namespace {
-
-std::vector<float> Concat(std::initializer_list<const std::vector<float>*> parts) {
-  std::vector<float> out;
-  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
-  return out;
-}
 
 std::string RowName(size_t i) { return "row " + std::to_string(i); }
 
 }  // namespace
 
+uint64_t KvBlockBytes(const ModelShape& s, int64_t block_tokens) {
+  return static_cast<uint64_t>(block_tokens) * s.kv_bytes_per_token();
+}
+
 uint64_t KvBlockFloats(const ModelShape& s, int64_t block_tokens) {
-  return static_cast<uint64_t>(block_tokens) * s.kv_bytes_per_token() / sizeof(float);
+  return KvBlockBytes(s, block_tokens) / sizeof(float);
 }
 
 // Rows per pass of a layer: any split gives the same bits (Linear is row-count invariant);
@@ -48,74 +43,6 @@ struct Model::Scratch {
         act(rows * s.intermediate) {}
   std::vector<float> xn, qkv, attn, out, gate_up, act;
 };
-
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return LoadCheckpoint(path);
-  SY_ASSIGN_OR_RETURN(ModelShape shape, LoadShapeFile(path));
-  if (!shape.random_weights)
-    return Status::InvalidArgument(path +
-                                   ": field 'randomWeights' is false, but a shape file holds "
-                                   "no weights (give a checkpoint directory)");
-  return Random(shape);
-}
-
-Result<std::unique_ptr<Model>> Model::Random(const ModelShape& shape) {
-  SY_RETURN_IF_ERROR(ValidateShape(shape, "model shape '" + shape.name + "'"));
-  ModelShape s = shape;
-  s.random_weights = true;
-  return FromWeights(s, RandomWeights(s));
-}
-
-Result<std::unique_ptr<Model>> Model::LoadCheckpoint(const std::string& dir) {
-  SY_ASSIGN_OR_RETURN(ModelShape shape, LoadHfConfig(dir + "/config.json"));
-  shape.name = std::filesystem::path(dir).lexically_normal().filename().string();
-  if (shape.name.empty()) shape.name = dir;
-  auto st = SafetensorsSet::OpenDir(dir);
-  if (!st.ok()) return st.status();
-  auto w = ReadWeights(shape, **st);
-  if (!w.ok()) return w.status().Annotate(dir);
-  if (w->lm_head.empty()) shape.tie_embeddings = true;
-  return FromWeights(shape, std::move(*w));
-}
-
-Result<std::unique_ptr<Model>> Model::FromWeights(const ModelShape& shape, Weights w) {
-  SY_RETURN_IF_ERROR(ValidateShape(shape, "model shape '" + shape.name + "'"));
-  SY_RETURN_IF_ERROR(CheckWeights(shape, w, "weights of '" + shape.name + "'"));
-  std::unique_ptr<Model> m(new Model());
-  const ModelShape& s = shape;
-  m->shape_ = shape;
-  m->shape_.tie_embeddings = w.lm_head.empty();
-  m->final_norm_ = std::move(w.final_norm);
-  if (w.lm_head.empty()) {  // tied: one packed copy serves the head and the lookups
-    m->head_ = PackedMatrix(w.embed.data(), s.vocab_size, s.hidden);
-  } else {
-    m->head_ = PackedMatrix(w.lm_head.data(), s.vocab_size, s.hidden);
-    m->embed_ = std::move(w.embed);
-  }
-  w.embed = w.lm_head = {};
-  const int64_t qkvd = s.q_dim() + 2 * s.kv_dim();
-  for (LayerWeights& l : w.layers) {
-    Layer f;
-    f.attn_norm = std::move(l.attn_norm);
-    f.wqkv = PackedMatrix(Concat({&l.q, &l.k, &l.v}).data(), qkvd, s.hidden);
-    f.wo = PackedMatrix(l.o.data(), s.hidden, s.q_dim());
-    f.mlp_norm = std::move(l.mlp_norm);
-    f.wgate_up = PackedMatrix(Concat({&l.gate, &l.up}).data(), 2 * s.intermediate, s.hidden);
-    f.wdown = PackedMatrix(l.down.data(), s.hidden, s.intermediate);
-    l = LayerWeights();  // free as we go
-    m->layers_.push_back(std::move(f));
-  }
-  const unsigned hw = std::thread::hardware_concurrency();
-  m->SetThreads(static_cast<int>(std::clamp(hw, 1u, 8u)));
-  return m;
-}
-
-uint64_t Model::weight_bytes() const { return shape_.parameters() * sizeof(float); }
-
-int Model::threads() const { return pool_->threads(); }
-
-void Model::SetThreads(int threads) { pool_ = std::make_unique<ThreadPool>(std::max(1, threads)); }
 
 Status Model::Validate(std::span<const Row> rows) const {
   std::map<const float* const*, int64_t> last;  // context -> its previous row's position
@@ -166,12 +93,7 @@ Status Model::Forward(std::span<const Row> rows, std::vector<float>* logits) con
                       s.rope_original_max_positions};
   for (int64_t i = 0; i < n; ++i) {
     const Row& r = rows[static_cast<size_t>(i)];
-    float* xr = &x[i * s.hidden];
-    if (embed_.empty()) {
-      for (int64_t d = 0; d < s.hidden; ++d) xr[d] = head_.At(r.token, d);
-    } else {
-      std::memcpy(xr, &embed_[r.token * s.hidden], s.hidden * sizeof(float));
-    }
+    Embed(r.token, &x[i * s.hidden]);
     RopeAngles(rp, r.position, &rope[i * 2 * half], &rope[i * 2 * half + half]);
   }
   const int64_t chunk = ChunkRows(n);
@@ -181,6 +103,44 @@ Status Model::Forward(std::span<const Row> rows, std::vector<float>* logits) con
       RunLayer(l, rows, r0, std::min(chunk, n - r0), rope, x, scratch);
   LmHead(rows, x, scratch, logits);
   return Status::OK();
+}
+
+void Model::Embed(int32_t token, float* x) const {
+  const int64_t h = shape_.hidden;
+  if (!embed_.empty()) {
+    std::memcpy(x, &embed_[token * h], h * sizeof(float));
+  } else if (!embed_bf16_.empty()) {
+    for (int64_t d = 0; d < h; ++d) x[d] = Bf16ToFloat(embed_bf16_[token * h + d]);
+  } else {
+    for (int64_t d = 0; d < h; ++d) x[d] = head_.At(token, d);
+  }
+}
+
+void Model::PrepareQkv(const Layer& w, int64_t l, const Row& r, const float* rope,
+                       float* qkv) const {
+  const ModelShape& s = shape_;
+  const int64_t q = s.q_dim(), kvd = s.kv_dim(), hd = s.head_dim, half = hd / 2;
+  const float eps = static_cast<float>(s.rms_eps);
+  if (!w.qkv_bias.empty())  // qwen2: y = x·wᵀ + b, the bias added once per element
+    for (int64_t i = 0; i < q + 2 * kvd; ++i) qkv[i] += w.qkv_bias[i];
+  if (!w.q_norm.empty()) {  // qwen3: RMSNorm over each head of q and of k
+    for (int64_t h = 0; h < s.heads; ++h)
+      RmsNorm(qkv + h * hd, w.q_norm.data(), hd, eps, qkv + h * hd);
+    for (int64_t h = 0; h < s.kv_heads; ++h)
+      RmsNorm(qkv + q + h * hd, w.k_norm.data(), hd, eps, qkv + q + h * hd);
+  }
+  for (int64_t h = 0; h < s.heads + s.kv_heads; ++h)  // Q heads then K heads
+    ApplyRope(qkv + h * hd, hd, rope, rope + half);
+  const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l, s.kv_dtype};
+  if (s.kv_dtype == DType::kBf16) {
+    uint16_t* k = view.Ptr<uint16_t>(r.position, 0);
+    uint16_t* v = view.Ptr<uint16_t>(r.position, 1);
+    for (int64_t i = 0; i < kvd; ++i) k[i] = FloatToBf16(qkv[q + i]);
+    for (int64_t i = 0; i < kvd; ++i) v[i] = FloatToBf16(qkv[q + kvd + i]);
+  } else {
+    std::memcpy(view.K(r.position), qkv + q, kvd * sizeof(float));
+    std::memcpy(view.V(r.position), qkv + q + kvd, kvd * sizeof(float));
+  }
 }
 
 // Rows [r0, r0 + n) through layer l. Earlier chunks of this layer have written their KV,
@@ -197,19 +157,12 @@ void Model::RunLayer(int64_t l, std::span<const Row> rows, int64_t r0, int64_t n
   // Attention block: norm, fused QKV, rotary, KV write, attention, output projection.
   for (int64_t i = 0; i < n; ++i) RmsNorm(&x[i * h], w.attn_norm.data(), h, eps, &sc.xn[i * h]);
   Linear(sc.xn.data(), n, w.wqkv, sc.qkv.data(), qkvd, pool);
-  for (int64_t i = 0; i < n; ++i) {
-    const Row& r = rows[static_cast<size_t>(r0 + i)];
-    float* qr = &sc.qkv[i * qkvd];
-    const float* cs = &rope[(r0 + i) * 2 * half];
-    for (int64_t hd = 0; hd < s.heads + s.kv_heads; ++hd)  // Q heads then K heads
-      ApplyRope(qr + hd * s.head_dim, s.head_dim, cs, cs + half);
-    const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
-    std::memcpy(view.K(r.position), qr + q, kvd * sizeof(float));
-    std::memcpy(view.V(r.position), qr + q + kvd, kvd * sizeof(float));
-  }
+  for (int64_t i = 0; i < n; ++i)
+    PrepareQkv(w, l, rows[static_cast<size_t>(r0 + i)], &rope[(r0 + i) * 2 * half],
+               &sc.qkv[i * qkvd]);
   pool->ParallelFor(n, [&](int64_t i) {  // one row per task, its own fixed order
     const Row& r = rows[static_cast<size_t>(r0 + i)];
-    const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l};
+    const KvLayerView view{r.kv.blocks, r.kv.block_tokens, kvd, l, s.kv_dtype};
     thread_local std::vector<float> scores;
     const auto need = static_cast<size_t>(std::min<int64_t>(s.heads / s.kv_heads, 4) *
                                           AttendScoresFloats(r.position));

@@ -1,16 +1,21 @@
-// cpu::Model: a Llama-architecture decoder computed in fp32 on the CPU — the reference
-// engine's model math. Token embedding; per layer RMSNorm → Q/K/V projections → rotary
-// embeddings (Hugging Face's "rotate half", theta from the config) → causal grouped-query
-// attention over the KV cache → output projection → residual → RMSNorm → SwiGLU MLP
-// (down(silu(gate(x)) · up(x))) → residual; final RMSNorm → LM head (tied to the embedding
-// when the checkpoint says so or has no lm_head tensor).
+// cpu::Model: a decoder of the Llama family (model_shape.h Arch: Llama, Qwen2, Qwen3)
+// computed in fp32 on the CPU — the reference engine's model math. Token embedding; per
+// layer RMSNorm → Q/K/V projections (+ biases: Qwen2) → per-head RMSNorm of q and k (Qwen3)
+// → rotary embeddings (Hugging Face's "rotate half", theta from the config, Llama 3
+// scaling) → causal grouped-query attention over the KV cache → output projection →
+// residual → RMSNorm → SwiGLU MLP (down(silu(gate(x)) · up(x))) → residual; final RMSNorm
+// → LM head (the embedding when tied).
+//
+// Storage: linear weights and the embedding as fp32 or bf16 (ModelShape::weight_dtype;
+// bf16 is widened in registers, so the results are the bits fp32 storage of the same
+// values gives); norms and biases fp32; KV as fp32 or bf16 (ModelShape::kv_dtype).
 //
 // Batch and chunk invariance: a row's K/V and logits are bit-identical whatever other
 // rows share its Forward call, however its context's prefill is split into calls, and
 // however many threads compute it. The linear layers run on weights packed at load
 // (kernels.h Linear: one fixed fma chain per output element, whatever the row count, slot
-// or thread) and attention runs per row in a fixed order. tests/cpu/model_test.cc checks
-// it bit for bit.
+// or thread); biases, q/k norms and rotary run per row, and attention per row in a fixed
+// order. tests/cpu/model_test.cc checks it bit for bit.
 //
 // Models from a shape file (configs/models/tiny-*.json) have random weights generated
 // from its seed: their text is meaningless, and every description says so
@@ -28,6 +33,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,11 +48,23 @@
 
 namespace switchyard::executors::cpu {
 
-// KV block layout (one block holds `block_tokens` tokens of every layer, fp32):
-//   float index of (layer l, kv 0=K/1=V, token t in block, kv head h, dim d) =
+// KV block layout (one block holds `block_tokens` tokens of every layer, elements of
+// ModelShape::kv_dtype: fp32, or bf16 rounded to nearest):
+//   element index of (layer l, kv 0=K/1=V, token t in block, kv head h, dim d) =
 //     ((l * 2 + kv) * block_tokens + t) * kv_heads * head_dim + h * head_dim + d
 // block bytes = block_tokens * kv_bytes_per_token(). K is stored AFTER rotary embedding.
+uint64_t KvBlockBytes(const ModelShape& s, int64_t block_tokens);
+// KvBlockBytes / sizeof(float): the floats of a block for fp32 KV. Callers that size a
+// block as KvBlockFloats(...) * sizeof(float) get its bytes for either KV dtype.
 uint64_t KvBlockFloats(const ModelShape& s, int64_t block_tokens);
+
+// How a model is stored in memory; unset fields keep the shape's (or the checkpoint's).
+struct LoadOptions {
+  // A checkpoint's default: bf16 when every tensor is BF16, else fp32. bf16 over other
+  // values rounds them to nearest (a different model, slightly).
+  std::optional<DType> weight_dtype;
+  std::optional<DType> kv_dtype;  // a checkpoint's default: fp32
+};
 
 struct KvBlocks {  // one context's KV: blocks[i] holds positions [i*bt, (i+1)*bt)
   float* const* blocks = nullptr;
@@ -64,15 +82,22 @@ struct Row {  // one token to compute
 class Model {
  public:
   // `path`: a JSON shape file (configs/models/tiny-*.json: random weights from its seed),
-  // or a Hugging Face Llama checkpoint directory (config.json + *.safetensors).
-  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+  // or a Hugging Face checkpoint directory (config.json, generation_config.json when
+  // present, *.safetensors) of a llama, qwen2 or qwen3 model.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path,
+                                             const LoadOptions& options = {});
   static Result<std::unique_ptr<Model>> Random(const ModelShape& shape);  // uses shape.seed
-  static Result<std::unique_ptr<Model>> LoadCheckpoint(const std::string& dir);
-  // A model over given weights (tests, tools); InvalidArgument on a wrong tensor size.
+  // Errors name the file and the tensor or field (weights.h ReadWeights, LoadHfConfig).
+  static Result<std::unique_ptr<Model>> LoadCheckpoint(const std::string& dir,
+                                                       const LoadOptions& options = {});
+  // A model over given weights (tests, tools), stored as shape.weight_dtype (bf16 rounds
+  // values that are not bf16 values); InvalidArgument on a wrong or foreign tensor.
   static Result<std::unique_ptr<Model>> FromWeights(const ModelShape& shape, Weights weights);
 
   const ModelShape& shape() const { return shape_; }
-  uint64_t weight_bytes() const;  // fp32 bytes of every weight (the tied head counted once)
+  // The bytes the weights occupy as stored: packed panels (bf16 or fp32, padding to whole
+  // panels included; the tied head counted once), the embedding table, norms, biases.
+  uint64_t weight_bytes() const;
   int threads() const;
   void SetThreads(int threads);  // >= 1; replaces the pool (not while Forward runs)
 
@@ -88,20 +113,32 @@ class Model {
  private:
   struct Layer {
     std::vector<float> attn_norm, mlp_norm;
+    std::vector<float> qkv_bias;             // [q_dim + 2 kv_dim] (qwen2), else empty
+    std::vector<float> q_norm, k_norm;       // [head_dim] (qwen3), else empty
     PackedMatrix wqkv, wo, wgate_up, wdown;  // Q/K/V and gate/up fused
   };
   struct Scratch;
 
   Model() = default;
+  // Construction (model_load.cc): packs one layer's weights (appended to layers_) or the
+  // embedding, head and final norm, as shape_.weight_dtype, freeing the fp32 copies.
+  void PackLayer(LayerWeights& l);
+  void PackRest(Weights& w);
   Status Validate(std::span<const Row> rows) const;
+  void Embed(int32_t token, float* x) const;
   void RunLayer(int64_t l, std::span<const Row> rows, int64_t r0, int64_t n,
                 const std::vector<float>& rope, std::vector<float>& x, Scratch& s) const;
+  // Biases, q/k norms and rotary of one row's fused Q/K/V, then its K and V into the KV.
+  void PrepareQkv(const Layer& w, int64_t l, const Row& r, const float* rope, float* qkv) const;
   void LmHead(std::span<const Row> rows, const std::vector<float>& x, Scratch& s,
               std::vector<float>* logits) const;
 
   ModelShape shape_;
-  std::vector<float> embed_, final_norm_;  // embed_ empty when tied: rows from head_
-  PackedMatrix head_;                      // the LM head (the embedding when tied)
+  std::vector<float> final_norm_;
+  // The embedding table when not tied (rows from head_ when tied), as weight_dtype.
+  std::vector<float> embed_;
+  std::vector<uint16_t> embed_bf16_;
+  PackedMatrix head_;  // the LM head (the embedding when tied)
   std::vector<Layer> layers_;
   std::unique_ptr<ThreadPool> pool_;
 };

@@ -1,99 +1,15 @@
 #include "executors/cpu/model_shape.h"
 
-#include <fstream>
-#include <optional>
+#include <algorithm>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
+#include "executors/cpu/internal/json_fields.h"
 
 namespace switchyard::executors::cpu {
 namespace {
 
-using Json = nlohmann::json;
-
-Result<Json> ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open");
-  Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument(path + ": not valid JSON");
-  if (!j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
-  return j;
-}
-
-// Reads one field of a JSON object; errors name the file and the field.
-class Fields {
- public:
-  Fields(const Json& j, std::string path) : j_(j), path_(std::move(path)) {}
-
-  Status Int(const char* key, int64_t* out, bool required) const {
-    const Json* v = Find(key);
-    if (!v) return required ? Missing(key) : Status::OK();
-    if (v->is_number_integer()) {
-      *out = v->get<int64_t>();
-      return Status::OK();
-    }
-    if (v->is_string()) {  // proto3 JSON writes 64-bit integers as strings
-      std::istringstream s(v->get<std::string>());
-      int64_t x = 0;
-      if (s >> x && s.eof()) {
-        *out = x;
-        return Status::OK();
-      }
-    }
-    return Bad(key, "must be an integer");
-  }
-  Status Int32(const char* key, int32_t* out, bool required) const {
-    int64_t x = *out;
-    SY_RETURN_IF_ERROR(Int(key, &x, required));
-    if (x < INT32_MIN || x > INT32_MAX) return Bad(key, "is out of range");
-    *out = static_cast<int32_t>(x);
-    return Status::OK();
-  }
-  Status Double(const char* key, double* out, bool required) const {
-    const Json* v = Find(key);
-    if (!v) return required ? Missing(key) : Status::OK();
-    if (!v->is_number()) return Bad(key, "must be a number");
-    *out = v->get<double>();
-    return Status::OK();
-  }
-  Status Bool(const char* key, bool* out) const {
-    const Json* v = Find(key);
-    if (!v) return Status::OK();
-    if (!v->is_boolean()) return Bad(key, "must be true or false");
-    *out = v->get<bool>();
-    return Status::OK();
-  }
-  Status String(const char* key, std::string* out) const {
-    const Json* v = Find(key);
-    if (!v) return Status::OK();
-    if (!v->is_string()) return Bad(key, "must be a string");
-    *out = v->get<std::string>();
-    return Status::OK();
-  }
-  // An id that may be a list (HF eos_token_id): the first entry. Null keeps -1.
-  Status FirstId(const char* key, int32_t* out) const {
-    const Json* v = Find(key);
-    if (!v || v->is_null()) return Status::OK();
-    if (v->is_array()) {
-      if (v->empty() || !(*v)[0].is_number_integer()) return Bad(key, "must list integer ids");
-      *out = (*v)[0].get<int32_t>();
-      return Status::OK();
-    }
-    return Int32(key, out, false);
-  }
-  const Json* Find(const char* key) const {
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  Status Bad(const char* key, const std::string& what) const {
-    return Status::InvalidArgument(path_ + ": field '" + key + "' " + what);
-  }
-
- private:
-  Status Missing(const char* key) const { return Bad(key, "is missing"); }
-  const Json& j_;
-  std::string path_;
-};
+using internal::Fields;
+using internal::Json;
 
 Status CheckPositive(const std::string& where, const char* field, int64_t v) {
   if (v > 0) return Status::OK();
@@ -101,17 +17,53 @@ Status CheckPositive(const std::string& where, const char* field, int64_t v) {
                                  std::to_string(v) + ")");
 }
 
+Status ReadDType(const Fields& f, const char* key, DType* out) {
+  std::string text;
+  SY_RETURN_IF_ERROR(f.String(key, &text));
+  if (text.empty()) return Status::OK();
+  std::optional<DType> t = ParseDType(text);
+  if (!t) return f.Bad(key, "must be \"fp32\" or \"bf16\" (got \"" + text + "\")");
+  *out = *t;
+  return Status::OK();
+}
+
 }  // namespace
 
+const char* ArchName(Arch a) {
+  switch (a) {
+    case Arch::kQwen2:
+      return "qwen2";
+    case Arch::kQwen3:
+      return "qwen3";
+    case Arch::kLlama:
+      break;
+  }
+  return "llama";
+}
+
+std::optional<Arch> ParseArch(const std::string& s) {
+  for (Arch a : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3})
+    if (s == ArchName(a)) return a;
+  return std::nullopt;
+}
+
+bool ModelShape::IsEos(int32_t token) const {
+  if (token < 0) return false;
+  return token == eos_id || std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end();
+}
+
 uint64_t ModelShape::kv_bytes_per_token() const {
-  return static_cast<uint64_t>(layers * 2 * kv_heads * head_dim) * sizeof(float);
+  return static_cast<uint64_t>(layers * 2 * kv_heads * head_dim) *
+         static_cast<uint64_t>(DTypeBytes(kv_dtype));
 }
 
 uint64_t ModelShape::parameters() const {
   const uint64_t h = static_cast<uint64_t>(hidden);
-  const uint64_t per_layer = h * static_cast<uint64_t>(q_dim() + 2 * kv_dim()) +
-                             static_cast<uint64_t>(q_dim()) * h +
-                             3 * h * static_cast<uint64_t>(intermediate) + 2 * h;
+  const uint64_t q = static_cast<uint64_t>(q_dim()), kv = static_cast<uint64_t>(kv_dim());
+  uint64_t per_layer =
+      h * (q + 2 * kv) + q * h + 3 * h * static_cast<uint64_t>(intermediate) + 2 * h;
+  if (qkv_bias()) per_layer += q + 2 * kv;
+  if (qk_norm()) per_layer += 2 * static_cast<uint64_t>(head_dim);
   const uint64_t embed = static_cast<uint64_t>(vocab_size) * h;
   return embed * (tie_embeddings ? 1 : 2) + static_cast<uint64_t>(layers) * per_layer + h;
 }
@@ -121,9 +73,10 @@ std::string ModelShape::Describe() const {
   s << name << " ("
     << (random_weights ? "random weights, seed " + std::to_string(seed)
                        : std::string("checkpoint weights"))
-    << "): " << layers << " layers, hidden " << hidden << ", " << heads << " heads, " << kv_heads
-    << " KV heads, head_dim " << head_dim << ", intermediate " << intermediate << ", vocab "
-    << vocab_size << ", " << parameters() << " parameters";
+    << "): " << ArchName(arch) << ", " << layers << " layers, hidden " << hidden << ", " << heads
+    << " heads, " << kv_heads << " KV heads, head_dim " << head_dim << ", intermediate "
+    << intermediate << ", vocab " << vocab_size << ", " << parameters() << " parameters, "
+    << DTypeName(weight_dtype) << " weights, " << DTypeName(kv_dtype) << " KV";
   return s.str();
 }
 
@@ -153,114 +106,58 @@ Status ValidateShape(const ModelShape& s, const std::string& where, bool hf_name
   if (!(s.rms_eps > 0)) return bad(key("rmsNormEps", "rms_norm_eps"), "must be positive");
   if (s.bos_id < -1 || s.bos_id >= s.vocab_size)
     return bad(key("bosId", "bos_token_id"), "is outside the vocab");
-  if (s.eos_id < -1 || s.eos_id >= s.vocab_size)
+  auto outside = [&s](int32_t id) { return id < -1 || id >= s.vocab_size; };
+  if (outside(s.eos_id) || std::any_of(s.eos_ids.begin(), s.eos_ids.end(), outside))
     return bad(key("eosId", "eos_token_id"), "is outside the vocab");
   return Status::OK();
 }
 
+namespace {
+
+Status ReadShapeSizes(const Fields& f, ModelShape* s) {
+  SY_RETURN_IF_ERROR(f.Int("vocabSize", &s->vocab_size, true));
+  SY_RETURN_IF_ERROR(f.Int("hiddenSize", &s->hidden, true));
+  SY_RETURN_IF_ERROR(f.Int("numLayers", &s->layers, true));
+  SY_RETURN_IF_ERROR(f.Int("numAttentionHeads", &s->heads, true));
+  SY_RETURN_IF_ERROR(f.Int("numKvHeads", &s->kv_heads, true));
+  SY_RETURN_IF_ERROR(f.Int("intermediateSize", &s->intermediate, true));
+  SY_RETURN_IF_ERROR(CheckPositive(f.path(), "hiddenSize", s->hidden));
+  SY_RETURN_IF_ERROR(CheckPositive(f.path(), "numAttentionHeads", s->heads));
+  if (!f.Find("headDim") && s->hidden % s->heads != 0)
+    return f.Bad("numAttentionHeads", "must divide hiddenSize when headDim is not given");
+  s->head_dim = s->hidden / s->heads;
+  SY_RETURN_IF_ERROR(f.Int("headDim", &s->head_dim, false));
+  SY_RETURN_IF_ERROR(f.Int("maxPositions", &s->max_positions, false));
+  SY_RETURN_IF_ERROR(f.Double("ropeTheta", &s->rope_theta, false));
+  return f.Double("rmsNormEps", &s->rms_eps, false);
+}
+
+}  // namespace
+
 Result<ModelShape> LoadShapeFile(const std::string& path) {
-  SY_ASSIGN_OR_RETURN(Json j, ReadJson(path));
+  SY_ASSIGN_OR_RETURN(Json j, internal::ReadJson(path));
   Fields f(j, path);
   ModelShape s;
   s.name = path;
   SY_RETURN_IF_ERROR(f.String("name", &s.name));
-  SY_RETURN_IF_ERROR(f.Int("vocabSize", &s.vocab_size, true));
-  SY_RETURN_IF_ERROR(f.Int("hiddenSize", &s.hidden, true));
-  SY_RETURN_IF_ERROR(f.Int("numLayers", &s.layers, true));
-  SY_RETURN_IF_ERROR(f.Int("numAttentionHeads", &s.heads, true));
-  SY_RETURN_IF_ERROR(f.Int("numKvHeads", &s.kv_heads, true));
-  SY_RETURN_IF_ERROR(f.Int("intermediateSize", &s.intermediate, true));
-  SY_RETURN_IF_ERROR(CheckPositive(path, "hiddenSize", s.hidden));
-  SY_RETURN_IF_ERROR(CheckPositive(path, "numAttentionHeads", s.heads));
-  if (!f.Find("headDim") && s.hidden % s.heads != 0)
-    return f.Bad("numAttentionHeads", "must divide hiddenSize when headDim is not given");
-  s.head_dim = s.hidden / s.heads;
-  SY_RETURN_IF_ERROR(f.Int("headDim", &s.head_dim, false));
-  SY_RETURN_IF_ERROR(f.Int("maxPositions", &s.max_positions, false));
-  SY_RETURN_IF_ERROR(f.Double("ropeTheta", &s.rope_theta, false));
-  SY_RETURN_IF_ERROR(f.Double("rmsNormEps", &s.rms_eps, false));
+  std::string arch = "llama";
+  SY_RETURN_IF_ERROR(f.String("arch", &arch));
+  std::optional<Arch> a = ParseArch(arch);
+  if (!a) return f.Bad("arch", "must be \"llama\", \"qwen2\" or \"qwen3\" (got \"" + arch + "\")");
+  s.arch = *a;
+  SY_RETURN_IF_ERROR(ReadShapeSizes(f, &s));
   SY_RETURN_IF_ERROR(f.Int32("bosId", &s.bos_id, false));
-  SY_RETURN_IF_ERROR(f.Int32("eosId", &s.eos_id, false));
+  SY_RETURN_IF_ERROR(f.Ids("eosId", &s.eos_ids));
+  s.eos_id = s.eos_ids.empty() ? -1 : s.eos_ids[0];
   SY_RETURN_IF_ERROR(f.Bool("randomWeights", &s.random_weights));
   SY_RETURN_IF_ERROR(f.Bool("tieEmbeddings", &s.tie_embeddings));
+  SY_RETURN_IF_ERROR(ReadDType(f, "weightDtype", &s.weight_dtype));
+  SY_RETURN_IF_ERROR(ReadDType(f, "kvDtype", &s.kv_dtype));
   int64_t seed = 0;
   SY_RETURN_IF_ERROR(f.Int("seed", &seed, false));
   if (seed < 0) return f.Bad("seed", "must not be negative");
   s.seed = static_cast<uint64_t>(seed);
   SY_RETURN_IF_ERROR(ValidateShape(s, path, false));
-  return s;
-}
-
-namespace {
-
-Status ReadRopeScaling(const Fields& f, const std::string& path, ModelShape* s) {
-  const Json* rs = f.Find("rope_scaling");
-  if (!rs || rs->is_null()) return Status::OK();
-  if (!rs->is_object()) return f.Bad("rope_scaling", "must be an object or null");
-  Fields r(*rs, path + ": rope_scaling");
-  std::string type;
-  SY_RETURN_IF_ERROR(r.String("rope_type", &type));
-  if (type.empty()) SY_RETURN_IF_ERROR(r.String("type", &type));
-  if (type == "default") return Status::OK();
-  if (type != "llama3")
-    return Status::NotSupported(path + ": field 'rope_scaling' type '" + type +
-                                "' is not supported (only llama3)");
-  SY_RETURN_IF_ERROR(r.Double("factor", &s->rope_scaling_factor, true));
-  SY_RETURN_IF_ERROR(r.Double("low_freq_factor", &s->rope_low_freq_factor, true));
-  SY_RETURN_IF_ERROR(r.Double("high_freq_factor", &s->rope_high_freq_factor, true));
-  SY_RETURN_IF_ERROR(
-      r.Int("original_max_position_embeddings", &s->rope_original_max_positions, true));
-  if (!(s->rope_scaling_factor > 0) || !(s->rope_high_freq_factor > s->rope_low_freq_factor))
-    return f.Bad("rope_scaling", "has inconsistent factors");
-  return Status::OK();
-}
-
-}  // namespace
-
-Result<ModelShape> LoadHfConfig(const std::string& path) {
-  SY_ASSIGN_OR_RETURN(Json j, ReadJson(path));
-  Fields f(j, path);
-  std::string type;
-  SY_RETURN_IF_ERROR(f.String("model_type", &type));
-  if (type != "llama")
-    return Status::NotSupported(path + ": field 'model_type' is '" + type +
-                                "'; only Llama checkpoints (\"llama\") are supported");
-  ModelShape s;
-  s.random_weights = false;
-  s.name = path;
-  s.rms_eps = 1e-6;  // LlamaConfig's default
-  SY_RETURN_IF_ERROR(f.Int("vocab_size", &s.vocab_size, true));
-  SY_RETURN_IF_ERROR(f.Int("hidden_size", &s.hidden, true));
-  SY_RETURN_IF_ERROR(f.Int("num_hidden_layers", &s.layers, true));
-  SY_RETURN_IF_ERROR(f.Int("num_attention_heads", &s.heads, true));
-  SY_RETURN_IF_ERROR(f.Int("intermediate_size", &s.intermediate, true));
-  SY_RETURN_IF_ERROR(CheckPositive(path, "num_attention_heads", s.heads));
-  s.kv_heads = s.heads;
-  SY_RETURN_IF_ERROR(f.Int("num_key_value_heads", &s.kv_heads, false));
-  s.head_dim = s.hidden / s.heads;
-  if (const Json* hd = f.Find("head_dim"); hd && !hd->is_null())
-    SY_RETURN_IF_ERROR(f.Int("head_dim", &s.head_dim, false));
-  else if (s.hidden % s.heads != 0)
-    return f.Bad("num_attention_heads", "must divide hidden_size when head_dim is not given");
-  SY_RETURN_IF_ERROR(f.Int("max_position_embeddings", &s.max_positions, false));
-  SY_RETURN_IF_ERROR(f.Double("rope_theta", &s.rope_theta, false));
-  SY_RETURN_IF_ERROR(f.Double("rms_norm_eps", &s.rms_eps, false));
-  SY_RETURN_IF_ERROR(f.FirstId("bos_token_id", &s.bos_id));
-  SY_RETURN_IF_ERROR(f.FirstId("eos_token_id", &s.eos_id));
-  SY_RETURN_IF_ERROR(f.Bool("tie_word_embeddings", &s.tie_embeddings));
-  bool bias = false;
-  SY_RETURN_IF_ERROR(f.Bool("attention_bias", &bias));
-  bool mlp_bias = false;
-  SY_RETURN_IF_ERROR(f.Bool("mlp_bias", &mlp_bias));
-  if (bias || mlp_bias)
-    return Status::NotSupported(path +
-                                ": field 'attention_bias'/'mlp_bias': biases are not "
-                                "supported");
-  std::string act = "silu";
-  SY_RETURN_IF_ERROR(f.String("hidden_act", &act));
-  if (act != "silu") return f.Bad("hidden_act", "must be \"silu\" (got \"" + act + "\")");
-  SY_RETURN_IF_ERROR(ReadRopeScaling(f, path, &s));
-  SY_RETURN_IF_ERROR(ValidateShape(s, path, true));
   return s;
 }
 

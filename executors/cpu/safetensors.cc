@@ -83,13 +83,6 @@ Result<TensorInfo> ParseEntry(const std::string& path, const std::string& name, 
 
 }  // namespace
 
-float Bf16ToFloat(uint16_t v) {
-  uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 float F16ToFloat(uint16_t v) {
   const uint32_t sign = static_cast<uint32_t>(v & 0x8000) << 16;
   uint32_t exp = (v >> 10) & 0x1f, mant = v & 0x3ff, bits;

@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "executors/cpu/dtype.h"
 
 namespace switchyard::executors::cpu {
 
@@ -50,8 +51,7 @@ class SafetensorsSet {
   std::map<std::string, int> fds_;  // file -> open descriptor
 };
 
-// Bit conversions (round-trip exact for every bf16 / f16 value).
-float Bf16ToFloat(uint16_t v);
+// Bit conversions (round-trip exact for every f16 value; Bf16ToFloat is in dtype.h).
 float F16ToFloat(uint16_t v);
 
 }  // namespace switchyard::executors::cpu

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -38,7 +39,8 @@ const Model& TinyModel() {
 // One scenario: a loop, a token log, engines, and what their reports said.
 class Harness {
  public:
-  explicit Harness(int workers = 1, int64_t budget = 64, int64_t pool_blocks = 256) {
+  explicit Harness(int workers = 1, int64_t budget = 64, int64_t pool_blocks = 256,
+                   const Model* model = &TinyModel()) {
     for (int w = 0; w < workers; ++w) {
       EngineLimits l;
       l.block_tokens = kBlockTokens;
@@ -46,7 +48,7 @@ class Harness {
       l.max_num_seqs = 16;
       l.max_num_batched_tokens = budget;
       CpuEngine::Options o;
-      o.model = &TinyModel();
+      o.model = model;
       o.tokens = &log_;
       auto e = CpuEngine::Create(&loop_, w, l, o);
       EXPECT_TRUE(e.ok()) << e.status().ToString();
@@ -459,6 +461,34 @@ TEST(CpuEngineTest, SeededSamplingIsReproducibleAndGreedyIsNotSampling) {
   EXPECT_EQ(run(1.0, 7), run(1.0, 7));
   EXPECT_NE(run(1.5, 7), run(1.5, 8));
   EXPECT_EQ(run(0.0, 7), run(0.0, 8));
+}
+
+// A model with several stop ids ends a sequence at whichever of them it emits first.
+TEST(CpuEngineTest, StopsAtAnyOfTheModelsEosIds) {
+  auto run = [](const Model* m, bool stop) {
+    Harness h(1, 64, 256, m);
+    SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 20, 16);
+    s.stop_at_eos = stop;
+    EXPECT_TRUE(h.engine().Admit(s).ok());
+    EXPECT_TRUE(h.Finish({"wf/n1"}));
+    return h.out("wf/n1");
+  };
+  const std::vector<int32_t> free_run = run(&TinyModel(), false);
+  ASSERT_EQ(free_run.size(), 16u);
+  // The first token from the third on that did not occur before: a second stop id.
+  size_t k = 2;
+  while (k < free_run.size() &&
+         std::find(free_run.begin(), free_run.begin() + k, free_run[k]) != free_run.begin() + k)
+    ++k;
+  ASSERT_LT(k, free_run.size()) << "greedy output repeats itself from the start";
+  ModelShape s = TinyModel().shape();
+  ASSERT_FALSE(s.IsEos(free_run[k]));
+  s.eos_ids = {s.eos_id, free_run[k]};
+  auto m = Model::Random(s);  // the same seed: the same weights
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(run(m->get(), false), free_run) << "stop ids do not change the computation";
+  const std::vector<int32_t> stopped = run(m->get(), true);
+  EXPECT_EQ(stopped, std::vector<int32_t>(free_run.begin(), free_run.begin() + k + 1));
 }
 
 }  // namespace

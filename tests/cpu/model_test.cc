@@ -6,111 +6,18 @@
 #include <cstring>
 
 #include "tests/cpu/cpu_test_util.h"
+#include "tests/cpu/reference_model.h"
 
 namespace switchyard::executors::cpu {
 namespace {
 
 using testing::Context;
+using testing::Reference;
+using testing::RelErr;
 using testing::Rows;
+using testing::RunReference;
 using testing::TinyShape;
 using testing::Tokens;
-
-// --- A straightforward reference: plain loops in double, no BLAS, whole sequence --------
-
-struct Reference {
-  std::vector<std::vector<double>> logits;             // [position][vocab]
-  std::vector<std::vector<std::vector<double>>> k, v;  // [layer][position][kv_dim]
-};
-
-std::vector<double> MatVec(const std::vector<float>& w, int64_t rows, int64_t cols,
-                           const std::vector<double>& x) {
-  std::vector<double> y(rows, 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) y[r] += static_cast<double>(w[r * cols + c]) * x[c];
-  return y;
-}
-
-std::vector<double> Norm(const std::vector<double>& x, const std::vector<float>& w, double eps) {
-  double ss = 0;
-  for (double a : x) ss += a * a;
-  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
-  std::vector<double> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[i];
-  return y;
-}
-
-// Hugging Face rotate_half: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin) per half.
-void Rotate(double* x, int64_t hd, int64_t pos, double theta) {
-  for (int64_t i = 0; i < hd / 2; ++i) {
-    const double f = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
-    const double c = std::cos(pos * f), s = std::sin(pos * f);
-    const double a = x[i], b = x[i + hd / 2];
-    x[i] = a * c - b * s;
-    x[i + hd / 2] = b * c + a * s;
-  }
-}
-
-Reference RunReference(const ModelShape& s, const Weights& w, const std::vector<int32_t>& toks) {
-  const int64_t n = static_cast<int64_t>(toks.size()), h = s.hidden, hd = s.head_dim;
-  Reference ref;
-  ref.k.assign(s.layers, {});
-  ref.v.assign(s.layers, {});
-  std::vector<std::vector<double>> x(n, std::vector<double>(h));
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t i = 0; i < h; ++i) x[p][i] = w.embed[toks[p] * h + i];
-  for (int64_t l = 0; l < s.layers; ++l) {
-    const LayerWeights& L = w.layers[l];
-    std::vector<std::vector<double>> q(n);
-    for (int64_t p = 0; p < n; ++p) {
-      auto xn = Norm(x[p], L.attn_norm, s.rms_eps);
-      q[p] = MatVec(L.q, s.q_dim(), h, xn);
-      auto k = MatVec(L.k, s.kv_dim(), h, xn);
-      for (int64_t hh = 0; hh < s.heads; ++hh) Rotate(&q[p][hh * hd], hd, p, s.rope_theta);
-      for (int64_t hh = 0; hh < s.kv_heads; ++hh) Rotate(&k[hh * hd], hd, p, s.rope_theta);
-      ref.k[l].push_back(k);
-      ref.v[l].push_back(MatVec(L.v, s.kv_dim(), h, xn));
-    }
-    for (int64_t p = 0; p < n; ++p) {
-      std::vector<double> attn(s.q_dim(), 0.0);
-      for (int64_t hh = 0; hh < s.heads; ++hh) {
-        const int64_t kvh = hh / (s.heads / s.kv_heads);
-        std::vector<double> sc(p + 1);
-        double max = -1e300, sum = 0;
-        for (int64_t j = 0; j <= p; ++j) {
-          double d = 0;
-          for (int64_t i = 0; i < hd; ++i) d += q[p][hh * hd + i] * ref.k[l][j][kvh * hd + i];
-          sc[j] = d / std::sqrt(static_cast<double>(hd));
-          max = std::max(max, sc[j]);
-        }
-        for (auto& a : sc) sum += (a = std::exp(a - max));
-        for (int64_t j = 0; j <= p; ++j)
-          for (int64_t i = 0; i < hd; ++i)
-            attn[hh * hd + i] += sc[j] / sum * ref.v[l][j][kvh * hd + i];
-      }
-      auto o = MatVec(L.o, h, s.q_dim(), attn);
-      for (int64_t i = 0; i < h; ++i) x[p][i] += o[i];
-      auto xn = Norm(x[p], L.mlp_norm, s.rms_eps);
-      auto g = MatVec(L.gate, s.intermediate, h, xn), u = MatVec(L.up, s.intermediate, h, xn);
-      for (int64_t i = 0; i < s.intermediate; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-      auto d = MatVec(L.down, h, s.intermediate, g);
-      for (int64_t i = 0; i < h; ++i) x[p][i] += d[i];
-    }
-  }
-  const auto& head = w.lm_head.empty() ? w.embed : w.lm_head;
-  for (int64_t p = 0; p < n; ++p)
-    ref.logits.push_back(MatVec(head, s.vocab_size, h, Norm(x[p], w.final_norm, s.rms_eps)));
-  return ref;
-}
-
-// Largest |a - b| over the span relative to max(1, max |b|).
-double RelErr(const float* a, const std::vector<double>& b) {
-  double err = 0, scale = 1;
-  for (size_t i = 0; i < b.size(); ++i) {
-    err = std::max(err, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return err / scale;
-}
 
 struct RefCase {
   const char* shape;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executors/cpu/model.h"
+#include "tests/cpu/checkpoint_writer.h"
 #include "tests/cpu/cpu_test_util.h"
 
 namespace switchyard::executors::cpu {
@@ -18,43 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uint16_t ToBf16(float f) {  // round to nearest even
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return static_cast<uint16_t>((b + 0x7fff + ((b >> 16) & 1)) >> 16);
-}
-
-struct Tensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  const std::vector<float>* data;
-};
-
-// Writes a safetensors file of `tensors` in `dtype` ("F32" or "BF16"; "I8" writes bytes).
-void WriteSafetensors(const std::string& path, const std::vector<Tensor>& tensors,
-                      const std::string& dtype) {
-  nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
-  std::string data;
-  for (const Tensor& t : tensors) {
-    const size_t begin = data.size();
-    for (float f : *t.data) {
-      if (dtype == "F32") {
-        data.append(reinterpret_cast<const char*>(&f), 4);
-      } else if (dtype == "BF16") {
-        const uint16_t v = ToBf16(f);
-        data.append(reinterpret_cast<const char*>(&v), 2);
-      } else {
-        data.push_back(static_cast<char>(f));
-      }
-    }
-    header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
-  }
-  std::string h = header.dump();
-  const uint64_t len = h.size();
-  std::ofstream out(path, std::ios::binary);
-  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xff));
-  out << h << data;
-}
+using testing::CheckpointTensors;
+using testing::Tensor;
+using testing::WriteSafetensors;
 
 ModelShape SmallShape() {
   ModelShape s;
@@ -96,38 +63,8 @@ std::string HfConfig(const ModelShape& s, bool tie) {
 // Every weight rounded to bf16, so the bf16 and f32 checkpoints hold the same values.
 Weights RoundedWeights(const ModelShape& s) {
   Weights w = RandomWeights(s);
-  auto round = [](std::vector<float>& v) {
-    for (float& f : v) {
-      uint32_t b = static_cast<uint32_t>(ToBf16(f)) << 16;
-      std::memcpy(&f, &b, 4);
-    }
-  };
-  round(w.embed);
-  round(w.lm_head);
-  for (auto& l : w.layers)
-    for (auto* v : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) round(*v);
+  testing::RoundWeights(&w);
   return w;
-}
-
-std::vector<Tensor> CheckpointTensors(const ModelShape& s, const Weights& w) {
-  const int64_t h = s.hidden, q = s.q_dim(), kv = s.kv_dim(), in = s.intermediate;
-  std::vector<Tensor> t = {{"model.embed_tokens.weight", {s.vocab_size, h}, &w.embed},
-                           {"model.norm.weight", {h}, &w.final_norm}};
-  if (!w.lm_head.empty()) t.push_back({"lm_head.weight", {s.vocab_size, h}, &w.lm_head});
-  for (int64_t i = 0; i < s.layers; ++i) {
-    const auto& l = w.layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    t.push_back({p + "input_layernorm.weight", {h}, &l.attn_norm});
-    t.push_back({p + "self_attn.q_proj.weight", {q, h}, &l.q});
-    t.push_back({p + "self_attn.k_proj.weight", {kv, h}, &l.k});
-    t.push_back({p + "self_attn.v_proj.weight", {kv, h}, &l.v});
-    t.push_back({p + "self_attn.o_proj.weight", {h, q}, &l.o});
-    t.push_back({p + "post_attention_layernorm.weight", {h}, &l.mlp_norm});
-    t.push_back({p + "mlp.gate_proj.weight", {in, h}, &l.gate});
-    t.push_back({p + "mlp.up_proj.weight", {in, h}, &l.up});
-    t.push_back({p + "mlp.down_proj.weight", {h, in}, &l.down});
-  }
-  return t;
 }
 
 class CheckpointTest : public ::testing::Test {
@@ -188,14 +125,31 @@ TEST_F(CheckpointTest, Bf16AndShardedF32CheckpointsGiveTheApiModelsLogits) {
   }
 }
 
-TEST_F(CheckpointTest, NoLmHeadTensorTiesTheHeadToTheEmbedding) {
+TEST_F(CheckpointTest, TiedConfigUsesTheEmbeddingAsTheHead) {
   weights_.lm_head.clear();
   auto api = Model::FromWeights(shape_, weights_);
   ASSERT_TRUE(api.ok());
-  auto m = Model::LoadCheckpoint(Write("tied", CheckpointTensors(shape_, weights_), "BF16"));
+  auto m = Model::LoadCheckpoint(
+      Write("tied", CheckpointTensors(shape_, weights_), "BF16", 1, /*tie=*/true));
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_TRUE((*m)->shape().tie_embeddings);
   EXPECT_EQ(Logits(**m), Logits(**api));
+}
+
+// An untied config needs lm_head.weight; a tied one must not carry it (it would be unused).
+TEST_F(CheckpointTest, HeadTensorMustMatchTieWordEmbeddings) {
+  Weights untied = weights_;
+  weights_.lm_head.clear();
+  auto m = Model::LoadCheckpoint(Write("no_head", CheckpointTensors(shape_, weights_), "BF16"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(m.status().IsNotFound()) << m.status();
+  EXPECT_NE(m.status().message().find("lm_head.weight"), std::string::npos) << m.status();
+  m = Model::LoadCheckpoint(
+      Write("extra_head", CheckpointTensors(shape_, untied), "BF16", 1, /*tie=*/true));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("lm_head.weight: tensor not used by a llama model"),
+            std::string::npos)
+      << m.status();
 }
 
 TEST_F(CheckpointTest, RejectsATruncatedFileNamingIt) {
@@ -243,7 +197,9 @@ TEST_F(CheckpointTest, RejectsAWrongShapeAndAnUnsupportedDtype) {
   m = Model::LoadCheckpoint(Write("int8", CheckpointTensors(shape_, weights_), "I8"));
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("I8"), std::string::npos) << m.status();
-  EXPECT_NE(m.status().message().find("model.embed_tokens.weight"), std::string::npos);
+  // The first tensor read: layer by layer, the embedding after the layers.
+  EXPECT_NE(m.status().message().find("model.layers.0.input_layernorm.weight"), std::string::npos)
+      << m.status();
 }
 
 TEST_F(CheckpointTest, RejectsOffsetsOutOfRangeAndDuplicatesAcrossShards) {
