@@ -3,6 +3,7 @@
 #include <array>
 #include <map>
 
+#include "base/mutex.h"
 #include "driver/scheduler_driver.h"
 #include "executors/cpu/cpu_engine.h"
 #include "executors/engine.h"
@@ -61,7 +62,7 @@ void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
 }
 
 void SchedulerDriver::FillClusterLocked(v1::ClusterState* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   out->set_workers(total_workers());
   out->set_model_executor(model_executor_name());
   out->set_model(config_.model_id);

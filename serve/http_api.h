@@ -107,7 +107,7 @@ class HttpApi {
   std::unique_ptr<frontends::OpenAiFront>
       front_;  // /v1/chat/completions, /v1/completions, /v1/models
   std::atomic<int> inflight_{0};
-  std::array<std::mutex, 64> idem_locks_;  // serialise requests sharing an Idempotency-Key
+  std::array<Mutex, 64> idem_locks_;  // serialise requests sharing an Idempotency-Key
 };
 
 // The OpenAPI 3 document of every endpoint, with a valid example for every POST body.

@@ -37,15 +37,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/status.h"
 #include "base/time.h"
@@ -120,15 +119,18 @@ class ControlConn {
   // Joins `t`, or detaches it when it is the calling thread (true then: it still runs).
   static bool JoinOrDetach(std::thread& t);
 
-  mutable std::mutex fd_mu_;  // guards fd_ against Close's close (dscp, LocalHost, shutdown)
+  // Guards fd_ against CloseFd's close for the calls that may race with it (dscp,
+  // LocalHost, shutdown). The I/O threads and the handshake read fd_ without it: CloseFd
+  // runs only once they were joined (Close) or ended (the destructor).
+  mutable Mutex fd_mu_;
   int fd_;
   std::string peer_;
   // Started: frames wait here for the writer thread (a stalled peer never blocks Send).
-  std::mutex q_mu_;
-  std::condition_variable q_cv_, drained_cv_;
-  std::deque<std::string> queue_;
-  size_t queued_bytes_ = 0;
-  bool writer_done_ = false;
+  Mutex q_mu_;
+  CondVar q_cv_, drained_cv_;
+  std::deque<std::string> queue_ GUARDED_BY(q_mu_);
+  size_t queued_bytes_ GUARDED_BY(q_mu_) = 0;
+  bool writer_done_ GUARDED_BY(q_mu_) = false;
   std::atomic<bool> started_{false};
   OnMessage on_message_;
   OnLost on_lost_;
@@ -137,14 +139,14 @@ class ControlConn {
   std::atomic<int64_t> last_heard_ms_{0};         // Unix time (reported)
   std::atomic<int64_t> last_heard_steady_ms_{0};  // steady clock (liveness)
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
-  std::mutex mu_;  // guards the wait of the heartbeat thread
-  std::condition_variable cv_;
+  Mutex mu_;  // guards the wait of the heartbeat thread
+  CondVar cv_;
   std::thread reader_, heartbeat_, writer_;
   // Close: the first caller joins the threads; later ones wait for it (kClosing).
   enum class CloseState { kOpen, kClosing, kClosed };
-  std::mutex close_mu_;
-  std::condition_variable close_cv_;
-  CloseState close_state_ = CloseState::kOpen;
+  Mutex close_mu_;
+  CondVar close_cv_;
+  CloseState close_state_ GUARDED_BY(close_mu_) = CloseState::kOpen;
   std::thread::id reader_id_, heartbeat_id_, writer_id_;  // set by Start
 };
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "executors/cpu/model.h"
 #include "executors/cpu/tokenizer.h"
@@ -105,10 +106,10 @@ OpenAiFront::OpenAiFront(service::Service* service, const Clock* clock, Options 
 OpenAiFront::~OpenAiFront() {
   life_.End();  // no callback enters from now on; one running elsewhere is waited for
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    MutexLock lock(&work_mu_);
     stopping_ = true;
   }
-  work_cv_.notify_all();
+  work_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -314,7 +315,7 @@ void OpenAiFront::Start(const CallPtr& c) {
 void OpenAiFront::Fail(const CallPtr& c, const Status& st) {
   std::shared_ptr<http::ResponseStream> stream;
   {
-    std::lock_guard<std::mutex> lock(c->mu);  // OpenStream opens under it
+    MutexLock lock(&c->mu);  // OpenStream opens under it
     if (c->answered.exchange(true)) return;
     stream = c->stream;
   }
@@ -350,10 +351,10 @@ void OpenAiFront::Abandon(const CallPtr& c) {
 
 void OpenAiFront::Post(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    MutexLock lock(&work_mu_);
     work_.push_back(std::move(fn));
   }
-  work_cv_.notify_one();
+  work_cv_.Signal();
 }
 
 void OpenAiFront::Run() {
@@ -362,8 +363,9 @@ void OpenAiFront::Run() {
   for (;;) {
     std::function<void()> fn;
     {
-      std::unique_lock<std::mutex> lock(work_mu_);
-      work_cv_.wait_until(lock, next_sweep, [this]() { return stopping_ || !work_.empty(); });
+      MutexLock lock(&work_mu_);
+      while (!(stopping_ || !work_.empty()) && work_cv_.WaitUntil(&work_mu_, next_sweep)) {
+      }
       if (stopping_ && work_.empty()) return;
       if (!work_.empty()) {
         fn = std::move(work_.front());

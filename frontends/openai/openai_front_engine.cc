@@ -3,10 +3,10 @@
 // sequence or a character may still be cut), and the answer — whole or the stream's last
 // chunks — once the session's waits started.
 #include <algorithm>
-#include <mutex>
 #include <random>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "executors/cpu/tokenizer.h"
 #include "executors/generation.h"
 #include "frontends/openai/openai_call.h"
@@ -22,9 +22,9 @@ namespace {
 
 // A sampling seed for a request that gave none: OpenAI samples afresh on every request.
 uint64_t FreshSeed() {
-  static std::mutex mu;
+  static Mutex mu;
   static std::mt19937_64 gen{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   return gen();
 }
 
@@ -62,7 +62,7 @@ void OpenAiFront::Generate(const CallPtr& c) {
 void OpenAiFront::OnToken(const CallPtr& c, int32_t token) {
   executors::Generation* d = service_->generation();
   const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
-  std::lock_guard<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   if (c->stopped) return;
   if (tok && token == tok->eos_id() && !c->tool) {
     c->eos = true;
@@ -88,7 +88,7 @@ void OpenAiFront::Finish(const CallPtr& c, const Status& st, int64_t output_toke
   Post([this, c, st, output_tokens]() {
     if (!st.ok()) return Fail(c, st);
     if (!service_->generation()->tokenizer(c->model)) {  // simulated engine: a placeholder
-      std::lock_guard<std::mutex> lock(c->mu);
+      MutexLock lock(&c->mu);
       c->output.assign(static_cast<size_t>(std::max<int64_t>(0, output_tokens)), 0);
     }
     Answer(c);
@@ -97,7 +97,7 @@ void OpenAiFront::Finish(const CallPtr& c, const Status& st, int64_t output_toke
 
 void OpenAiFront::OpenStream(const CallPtr& c) {
   if (!c->req.stream || upstream_) return;
-  std::lock_guard<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   if (c->stream || c->answered) return;
   c->stream = std::make_shared<http::ResponseStream>();
   http::HttpResponse h{200, "text/event-stream", {}, ""};
@@ -139,7 +139,7 @@ oa::Response OpenAiFront::Compose(const CallPtr& c, std::vector<int32_t>* output
   const executors::cpu::Tokenizer* tok = service_->generation()->tokenizer(c->model);
   oa::Response resp = c->head;
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(&c->mu);
     *output = c->output;
     std::string text;
     if (tok) {

@@ -1,7 +1,7 @@
 #include "kv_tiers/kv_store/kv_store_server.h"
+#include "base/mutex.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <list>
@@ -59,7 +59,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   SharedBuffer Get(uint64_t n) {
     ByteBuffer* b = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = free_.find(n);
       if (it != free_.end()) {
         b = it->second;
@@ -78,7 +78,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
  private:
   void Put(ByteBuffer* b) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (free_bytes_ + b->size <= limit_) {
         free_bytes_ += b->size;
         free_.emplace(b->size, b);
@@ -89,9 +89,9 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   }
 
   const uint64_t limit_;
-  std::mutex mu_;
-  std::multimap<uint64_t, ByteBuffer*> free_;
-  uint64_t free_bytes_ = 0;
+  Mutex mu_;
+  std::multimap<uint64_t, ByteBuffer*> free_ GUARDED_BY(mu_);
+  uint64_t free_bytes_ GUARDED_BY(mu_) = 0;
 };
 
 // Finishes received puts (checksum, commit, ack) on a thread of its own, in arrival
@@ -106,39 +106,39 @@ class Verifier {
   // Finishes what was queued, then joins.
   ~Verifier() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
-    cv_.notify_one();
+    cv_.Signal();
     thread_.join();
   }
   void Push(PendingPut p) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       queue_.push_back(std::move(p));
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
 
  private:
   void Serve() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     while (true) {
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      while (!(stop_ || !queue_.empty())) cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, nothing left
       PendingPut p = std::move(queue_.front());
       queue_.pop_front();
-      lock.unlock();
+      lock.Unlock();
       finish_(p);
-      lock.lock();
+      lock.Lock();
     }
   }
 
   std::function<void(PendingPut&)> finish_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<PendingPut> queue_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<PendingPut> queue_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -156,12 +156,12 @@ struct KvStoreServer::Impl {
   transport::TransferHandle ctrl;
   std::list<PendingPut> puts;
   std::list<PendingProbe> probes;
-  std::mutex sends_mu;  // the loop and the verifier send
-  std::list<PendingSend> sends;
-  std::mutex store_mu;  // the store's calls: the loop and the verifier
+  Mutex sends_mu;  // the loop and the verifier send
+  std::list<PendingSend> sends GUARDED_BY(sends_mu);
+  Mutex store_mu;  // the store's calls: the loop and the verifier
   std::shared_ptr<BufferPool> pool;
-  mutable std::mutex stats_mu;
-  KvStoreServerStats stats;
+  mutable Mutex stats_mu;
+  KvStoreServerStats stats GUARDED_BY(stats_mu);
   std::unique_ptr<ReceiverCredit> credit;
 };
 
@@ -207,7 +207,7 @@ Result<std::unique_ptr<KvStoreServer>> KvStoreServer::Start(const KvStoreServerO
 
 KvStoreServerStats KvStoreServer::stats() const {
   ReceiverCreditState c = impl_->credit->State();
-  std::lock_guard<std::mutex> lock(impl_->stats_mu);
+  MutexLock lock(&impl_->stats_mu);
   KvStoreServerStats s = impl_->stats;
   s.puts_refused_credit = c.refused;
   s.credit_in_use_bytes = c.in_use_bytes;
@@ -221,7 +221,7 @@ const ReceiverCreditLimits& KvStoreServer::credit_limits() const { return impl_-
 
 RejectReason KvStoreServer::ReadCommitted(const GetRequest& g,
                                           std::vector<StoredBlock>* out) const {
-  std::lock_guard<std::mutex> lock(impl_->store_mu);
+  MutexLock lock(&impl_->store_mu);
   return store_.Lookup(g, out);
 }
 
@@ -245,13 +245,13 @@ RejectReason KvStoreServer::CommitLocalHashing(BlockHeader* h, SharedBuffer data
 RejectReason KvStoreServer::CommitLocalChecked(const BlockHeader& h, SharedBuffer data,
                                                RejectReason r) {
   {
-    std::lock_guard<std::mutex> lock(impl_->store_mu);
+    MutexLock lock(&impl_->store_mu);
     if (r == RejectReason::kNone) r = store_.CheckIdentity(h);
     if (r == RejectReason::kNone && !store_.Reserve(h.length)) r = RejectReason::kCapacity;
     bool validated = false;
     if (r == RejectReason::kNone) r = store_.CommitChecked(h, std::move(data), r, &validated);
   }
-  std::lock_guard<std::mutex> stats(impl_->stats_mu);
+  MutexLock stats(&impl_->stats_mu);
   ++(r == RejectReason::kNone ? impl_->stats.puts_committed : impl_->stats.puts_rejected);
   return r;
 }
@@ -266,10 +266,8 @@ struct Loop {
   const KvStoreServerOptions* options;
   Verifier* verifier = nullptr;
 
-  std::unique_lock<std::mutex> LockStore() { return std::unique_lock<std::mutex>(impl->store_mu); }
-
   void Count(uint64_t KvStoreServerStats::*field) {
-    std::lock_guard<std::mutex> lock(impl->stats_mu);
+    MutexLock lock(&impl->stats_mu);
     ++(impl->stats.*field);
   }
 
@@ -284,7 +282,7 @@ struct Loop {
           LogKeys{}.With("error", h.status().ToString()));
       return;
     }
-    std::lock_guard<std::mutex> lock(impl->sends_mu);
+    MutexLock lock(&impl->sends_mu);
     impl->sends.push_back({keep, std::move(*h)});
   }
 
@@ -326,7 +324,7 @@ struct Loop {
     a.max_inflight_bytes = credit.per_sender_bytes;
     a.total_inflight_bytes = credit.total_bytes;
     a.max_inflight_transfers = credit.per_sender_transfers;
-    auto lock = LockStore();
+    MutexLock lock(&impl->store_mu);
     a.communicator_epoch = store->communicator_epoch();
     a.model_epoch = store->model_epoch();
     a.capacity_bytes = store->capacity_bytes();
@@ -343,7 +341,7 @@ struct Loop {
       // of it is staged.
       p.early = impl->credit->Charge(from, p.header.length, &p.early_message);
       p.charged = p.early == RejectReason::kNone;
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       if (p.early == RejectReason::kNone) p.early = store->CheckIdentity(p.header);
       if (p.early == RejectReason::kNone) {
         p.reserved = store->Reserve(p.header.length);
@@ -379,7 +377,7 @@ struct Loop {
     // before its sender died, e.g. a direct put whose worker was killed, commits nothing).
     if (s.ok() && !t->PeerStatus(p.sender).ok()) s = Status::Cancelled("sender failed");
     if (s.IsCancelled()) {  // the sender failed: nobody to ack
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       if (p.reserved) store->Unreserve(p.header.length);
       ReturnCredit(p);
       Count(&KvStoreServerStats::cancelled);
@@ -388,10 +386,10 @@ struct Loop {
     RejectReason reason = p.early;
     bool validated = false;
     if (reason != RejectReason::kNone) {
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       if (p.reserved) store->Unreserve(p.header.length);
     } else if (!s.ok()) {
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       store->Unreserve(p.header.length);
       reason = RejectReason::kShortLength;  // more bytes than the header announced
     } else {
@@ -399,7 +397,7 @@ struct Loop {
       // staging buffer holds at least header.length bytes, and the check compares the
       // received count with it before reading any.
       RejectReason checked = CheckLengthAndChecksum(p.header, p.recv.bytes(), p.buffer->data.get());
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       reason = store->CommitChecked(p.header, p.buffer, checked, &validated);
     }
     Count(reason == RejectReason::kNone ? &KvStoreServerStats::puts_committed
@@ -436,7 +434,7 @@ struct Loop {
       reply.flow_key = g->flow_key;
       reply.workflow_id = g->workflow_id;
       reply.context_id = g->context_id;
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       reply.status = store->Lookup(*g, blocks.get());
     }
     if (reply.status != RejectReason::kNone) {
@@ -456,7 +454,7 @@ struct Loop {
     o.flow_key = reply.flow_key;
     auto h = t->PostSend(from, src, MakeTag(MsgType::kGetData, 0, xfer), o);
     if (h.ok()) {
-      std::lock_guard<std::mutex> lock(impl->sends_mu);
+      MutexLock lock(&impl->sends_mu);
       impl->sends.push_back({blocks, std::move(*h)});
     }
     Count(&KvStoreServerStats::gets_served);
@@ -467,7 +465,7 @@ struct Loop {
     if (!e.ok()) return SendAck(from, xfer, RejectReason::kMalformed, true, false);
     size_t dropped = 0;
     {
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       dropped = store->SetModelEpoch(e->model_epoch);
     }
     LogKeys keys;
@@ -483,7 +481,7 @@ struct Loop {
     size_t freed = 0;
     RejectReason r = RejectReason::kNone;
     {
-      auto lock = LockStore();
+      MutexLock lock(&impl->store_mu);
       r = store->Free(*g, &freed);
     }
     LogKeys keys;
@@ -576,7 +574,7 @@ struct Loop {
       it = impl->probes.erase(it);
       any = true;
     }
-    std::lock_guard<std::mutex> lock(impl->sends_mu);
+    MutexLock lock(&impl->sends_mu);
     for (auto it = impl->sends.begin(); it != impl->sends.end();) {
       if (!it->send.poll()) {
         ++it;

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <future>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/internal/nccl_transport_impl.h"
 
 namespace switchyard::kv_tiers::transport {
@@ -87,16 +88,16 @@ NcclTransport::~NcclTransport() {
   if (accept_thread_.joinable()) accept_thread_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   stop_ = true;
-  queue_cv_.notify_all();
+  queue_cv_.SignalAll();
   if (progress_thread_.joinable()) progress_thread_.join();
 }
 
 void NcclTransport::Enqueue(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     queue_.push_back(std::move(fn));
   }
-  queue_cv_.notify_one();
+  queue_cv_.Signal();
 }
 
 void NcclTransport::Call(std::function<void()> fn) {
@@ -112,15 +113,17 @@ void NcclTransport::Call(std::function<void()> fn) {
 
 void NcclTransport::Bump() {
   {
-    std::lock_guard<std::mutex> lock(completion_mu_);
+    MutexLock lock(&completion_mu_);
     completions_++;
   }
-  completion_cv_.notify_all();
+  completion_cv_.SignalAll();
 }
 
 void NcclTransport::WaitForCompletion(uint64_t seen, Duration timeout) {
-  std::unique_lock<std::mutex> lock(completion_mu_);
-  completion_cv_.wait_for(lock, timeout, [&] { return completions_.load() != seen; });
+  MutexLock lock(&completion_mu_);
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (completions_.load() == seen && completion_cv_.WaitUntil(&completion_mu_, end)) {
+  }
 }
 
 Status NcclTransport::CheckDescriptors(const DescriptorList& list) const {
