@@ -3,8 +3,9 @@
 // much room each worker's tiers have). Split by responsibility over core*.cc files:
 //   core_events.cc    the event table: one small handler per EventKind
 //   core.cc           workflow graph (submit/append/close/cancel/end), timers, Core's API
-//   core_dispatch.cc  ordering, admission against HBM, placement with KV locality,
-//                     eviction choice, preemption at chunk boundaries
+//   core_dispatch.cc  ordering: the queue of ready nodes, its keys, the dispatch loop
+//   core_placement.cc admission against HBM, placement with KV locality
+//   core_preempt.cc   eviction choice, engine step reports, preemption at chunk boundaries
 //   core_kv.cc        tool-wait decisions, transfers and their completion, prefetch timing,
 //                     peer loss and model-epoch invalidation
 //   core_retry.cc     failure classification, retry with backoff and credit, fail closed
@@ -248,7 +249,7 @@ struct CoreState {
     return n.spec.cache_refs_size() > 0 && n.spec.cache_refs(0).mode() != v1::CacheRef::READ;
   }
 
-  // core_dispatch.cc
+  // core_dispatch.cc, core_placement.cc, core_preempt.cc
   void Enqueue(WfRec& wf, int idx);
   void Dequeue(WfRec& wf, int idx);
   void Rekey();  // every queued node keyed again (Policy::RekeyInterval)

@@ -121,6 +121,15 @@ class NcclTransport final : public Transport {
   void Enqueue(std::function<void()> fn);
   void Bump();
 
+  // PostSend's parts: the op's cancel hook; on the progress thread, the send's issue and
+  // its staging (a gather of `src` into one device buffer and the envelope's device copy).
+  std::function<void()> SendCanceller(const std::shared_ptr<OpState>& op,
+                                      std::shared_ptr<std::atomic<bool>> issued, PeerId peer);
+  void IssueSend(const std::shared_ptr<OpState>& op, const DescriptorList& src, Tag tag,
+                 PeerId peer, std::atomic<bool>& issued);
+  cudaError_t StageSend(Peer& p, const DescriptorList& src, Tag tag, Running* r,
+                        const void** payload, DeviceBuffer* env);
+
   // Progress thread only.
   bool PollPeer(PeerId id, Peer& p);
   void PostEnvelope(Peer& p);
