@@ -129,18 +129,18 @@ bool SchedulerDriver::Placed(const std::string& workflow_id, const std::string& 
   return it != placed_.end() && it->second.count(node_id) > 0;
 }
 
-void SchedulerDriver::PeerLost(int worker, std::string reason) {
+void SchedulerDriver::WorkerLost(int worker, std::string reason) {
   {
     MutexLock lock(&mu_);
     loss_reason_[worker] = reason.empty() ? std::string("lost") : std::move(reason);
   }
-  stack_.runtime->PeerLost(worker);
+  stack_.runtime->WorkerLost(worker);
 }
 
-void SchedulerDriver::PeerJoined(int worker, std::string reason) {
+void SchedulerDriver::WorkerJoined(int worker, std::string reason) {
   Log(LogLevel::kInfo, "worker rejoined",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
-  stack_.runtime->PeerJoined(worker);
+  stack_.runtime->WorkerJoined(worker);
 }
 
 Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worker, bool on) {
@@ -321,7 +321,7 @@ std::vector<std::string> SchedulerDriver::MirrorEvent(
       xfers_.erase(x);
     }
   }
-  if (e.kind == EventKind::kPeerLost) {
+  if (e.kind == EventKind::kWorkerLost) {
     *losses = NoteWorkerLoss(e, out, now);
     for (const auto& [wf, loss] : *losses) touched.push_back(wf);
   }

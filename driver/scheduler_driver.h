@@ -241,13 +241,13 @@ class SchedulerDriver final : public executors::Generation {
   // preempted since (the embedding API refuses results for nodes it never placed).
   bool Placed(const std::string& workflow_id, const std::string& node_id) const;
   // Worker `worker` is gone (its engine died): the core's failure sequence (invariant 5)
-  // for the nodes and contexts it held (executors::Runtime::PeerLost). Each workflow it
+  // for the nodes and contexts it held (executors::Runtime::WorkerLost). Each workflow it
   // held some of gets a v1::WorkerLoss (Callbacks::worker_lost) naming `reason`.
-  void PeerLost(int worker, std::string reason = "");
+  void WorkerLost(int worker, std::string reason = "");
   // A lost worker is back as a new incarnation: its engine starts over empty
   // (executors::Engine::Reset; an engine that cannot keeps the worker lost) and the core
-  // places on it again (executors::Runtime::PeerJoined). `reason` is logged.
-  void PeerJoined(int worker, std::string reason = "");
+  // places on it again (executors::Runtime::WorkerJoined). `reason` is logged.
+  void WorkerJoined(int worker, std::string reason = "");
   // Worker `worker` is drained (`on`) or put back in service (executors::Runtime::Drain):
   // nothing new is placed on it, its idle contexts move off (the policy's choice of tier,
   // or a discard), running calls finish there. Returns its state once the core has seen
@@ -356,7 +356,7 @@ class SchedulerDriver final : public executors::Generation {
               const std::vector<std::pair<std::string, v1::WorkerLoss>>& losses,
               const std::vector<v1::Decision>& emitted);
   void EndTransfer(const scheduler::Event& e, const XferView& x, Time now) REQUIRES(mu_);
-  // A kPeerLost (scheduler_driver_loss.cc; mu_ held, before the commands are recorded):
+  // A kWorkerLost (scheduler_driver_loss.cc; mu_ held, before the commands are recorded):
   // the evidence per workflow the worker held some of; the transfers to or from it end
   // failed in the mirror (the core already dropped them).
   std::vector<std::pair<std::string, v1::WorkerLoss>> NoteWorkerLoss(const scheduler::Event& e,
@@ -440,7 +440,7 @@ class SchedulerDriver final : public executors::Generation {
   // Placed LLM nodes not ended since, with their worker, by workflow (Placed()).
   std::unordered_map<std::string, std::map<std::string, int>> placed_ GUARDED_BY(mu_);
   std::map<int, std::string> loss_reason_
-      GUARDED_BY(mu_);  // PeerLost's reason until its event is observed
+      GUARDED_BY(mu_);  // WorkerLost's reason until its event is observed
   std::map<std::string, uint64_t> epochs_ GUARDED_BY(mu_);         // BumpModelEpoch's, by model
   std::unordered_map<std::string, CtxView> ctxs_ GUARDED_BY(mu_);  // looked up per event: hashed
   std::unordered_map<std::string, WfView> wfs_ GUARDED_BY(mu_);

@@ -57,7 +57,7 @@ void FillLinkClasses(net_budget::LinkIndex i, const net_budget::LinkBudgets& bud
 void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   FillClusterLocked(out);
   // Last, and outside mu_: it reads the tiers above, and it takes the joined workers' locks,
-  // under which a worker's loss calls PeerLost (which takes mu_).
+  // under which a worker's loss calls WorkerLost (which takes mu_).
   if (config_.fill_cluster) config_.fill_cluster(out);
 }
 

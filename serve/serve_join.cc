@@ -345,10 +345,10 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
 
 void Attach(workers::JoinServer* join, driver::SchedulerDriver* driver) {
   join->SetLossHandler(
-      [driver](int index, const Status& why) { driver->PeerLost(index, why.message()); });
+      [driver](int index, const Status& why) { driver->WorkerLost(index, why.message()); });
   // A rejoin: its KV store first (JoinRemoteWorkers' handler), then the scheduler, unless
-  // that lost it again. PeerJoined is posted under the worker's lock (IfAlive): a loss of
-  // the new incarnation, whose PeerLost is posted under the same lock, cannot come between
+  // that lost it again. WorkerJoined is posted under the worker's lock (IfAlive): a loss of
+  // the new incarnation, whose WorkerLost is posted under the same lock, cannot come between
   // the check and the join and be overtaken by it (a dead worker marked alive).
   std::function<void(int)> reconnect = join->rejoin_handler();
   join->SetRejoinHandler([join, driver, reconnect](int index) {
@@ -358,7 +358,7 @@ void Attach(workers::JoinServer* join, driver::SchedulerDriver* driver) {
       if (join->worker(i)->index() == index) rw = join->worker(i);
     if (!rw) return;
     rw->IfAlive([&](const v1::WorkerHello& h) {
-      driver->PeerJoined(
+      driver->WorkerJoined(
           index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")");
     });
   });

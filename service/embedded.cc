@@ -126,8 +126,8 @@ Status Embedded::WorkerLost(int worker, const std::string& reason) {
                                    " is outside [0, " + std::to_string(d->config().workers) + ")");
   Log(LogLevel::kWarn, "worker lost (reported by the embedder)",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
-  d->PeerLost(worker,
-              reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
+  d->WorkerLost(
+      worker, reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
   return Status::OK();
 }
 
@@ -137,7 +137,7 @@ Status Embedded::WorkerJoined(int worker, const std::string& reason) {
   if (worker < 0 || worker >= d->config().workers)
     return Status::InvalidArgument("WorkerJoined: worker " + std::to_string(worker) +
                                    " is outside [0, " + std::to_string(d->config().workers) + ")");
-  d->PeerJoined(
+  d->WorkerJoined(
       worker, reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
   return Status::OK();
 }

@@ -53,7 +53,8 @@ Status ReadFull(int fd, char* buf, size_t n, SteadyTime deadline, const char* wh
                                       std::to_string(n) + " bytes came");
     }
     ssize_t r = ::recv(fd, buf + got, n - got, 0);
-    if (r == 0) return Status::Unavailable("connection closed by peer", ErrorScope::kPeer);
+    if (r == 0)
+      return Status::Unavailable("connection closed by the other side", ErrorScope::kPeer);
     if (r < 0) {
       if (errno == EINTR) continue;
       return Errno("read");
@@ -158,7 +159,7 @@ Result<std::unique_ptr<ControlConn>> ControlConn::Connect(const std::string& hos
   return last;
 }
 
-ControlConn::ControlConn(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {
+ControlConn::ControlConn(int fd, std::string remote) : fd_(fd), remote_(std::move(remote)) {
   Heard();
   // The control class on the wire (see the header); best effort: a socket that refuses
   // (an unprivileged priority above 6, an exotic family) keeps working unmarked.
@@ -207,7 +208,7 @@ Result<v1::WorkerControl> ControlConn::ReadOne(Duration timeout) {
   const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
   auto m = ReadFrame(fd_, std::chrono::steady_clock::now() + std::chrono::milliseconds(ms));
   if (!m.ok() && m.status().code() == StatusCode::kDeadlineExceeded)
-    return Status::DeadlineExceeded("no whole control message from " + peer_ + " within " +
+    return Status::DeadlineExceeded("no whole control message from " + remote_ + " within " +
                                     std::to_string(ms) + " ms (" + m.status().message() + ")");
   if (m.ok()) Heard();
   if (m.ok()) bytes_received_ += 4 + m->ByteSizeLong();
@@ -229,10 +230,10 @@ void ControlConn::Start(OnMessage on_message, OnLost on_lost, Duration heartbeat
 }
 
 Status ControlConn::Send(const v1::WorkerControl& m) {
-  if (lost_ || closed_) return Status::Unavailable("control connection to " + peer_ + " is down");
-  // The peer would refuse a longer frame and end the connection: this message fails alone.
+  if (lost_ || closed_) return Status::Unavailable("control connection to " + remote_ + " is down");
+  // The other side would refuse a longer frame and end the connection: this message fails alone.
   if (const size_t size = m.ByteSizeLong(); size > kMaxFrameBytes)
-    return Status::InvalidArgument("control message to " + peer_ + " of " + std::to_string(size) +
+    return Status::InvalidArgument("control message to " + remote_ + " of " + std::to_string(size) +
                                    " bytes: over the frame limit of " +
                                    std::to_string(kMaxFrameBytes) + " bytes (not sent)");
   std::string body = m.SerializeAsString();
@@ -260,7 +261,7 @@ Status ControlConn::Send(const v1::WorkerControl& m) {
     }
   }
   if (over) {
-    Status st = Status::Unavailable("control connection to " + peer_ + ": over " +
+    Status st = Status::Unavailable("control connection to " + remote_ + ": over " +
                                         std::to_string(kMaxQueuedBytes) + " bytes queued unsent",
                                     ErrorScope::kPeer);
     Lose(st);
@@ -295,7 +296,7 @@ void ControlConn::WriteLoop() {
 }
 
 void ControlConn::ReadLoop() {
-  // Reads until the connection ends, also after Close began (Finish drains what the peer
+  // Reads until the connection ends, also after Close began (Finish drains what the other side
   // still sends: closing with unread data would reset the connection and lose the bye).
   while (!lost_) {
     auto m = ReadFrame(fd_, kNoDeadline);
@@ -354,7 +355,7 @@ void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
     int64_t silent = SteadyMillis() - last_heard_steady_ms_.load();
     if (silent > interval_ms * misses) {
       l.Unlock();
-      Lose(Status::Unavailable("missed heartbeats from " + peer_ + ": nothing heard for " +
+      Lose(Status::Unavailable("missed heartbeats from " + remote_ + ": nothing heard for " +
                                    std::to_string(silent) + " ms (" + std::to_string(misses) +
                                    " x " + std::to_string(interval_ms) + " ms)",
                                ErrorScope::kPeer));

@@ -7,16 +7,16 @@
 // naming both sizes; nothing sent, the connection kept).
 //
 // Two phases. Handshake: ReadOne / Send on the caller's thread; ReadOne's timeout bounds
-// the whole frame (a peer that sends part of one and stalls fails it with DeadlineExceeded).
+// the whole frame (an other side that sends part of one and stalls fails it with DeadlineExceeded).
 // Started: Send only queues
-// the frame and a writer thread writes it (in order; a stalled peer never blocks the
-// sender — the scheduler's loop —, and more than kMaxQueuedBytes unsent loses the peer);
+// the frame and a writer thread writes it (in order; a stalled other side never blocks the
+// sender — the scheduler's loop —, and more than kMaxQueuedBytes unsent loses the connection);
 // a reader thread delivers every message to `on_message` (heartbeats included), and a heartbeat
-// thread sends a WorkerHeartbeat every `heartbeat` and declares the peer lost when nothing was
+// thread sends a WorkerHeartbeat every `heartbeat` and declares the worker lost when nothing was
 // heard for `misses` intervals (measured on the steady clock: a wall clock step neither loses
-// nor keeps a peer; last_heard_ms reports Unix time). A lost peer (closed connection, read or
-// write error, missed heartbeats) is reported once to `on_lost`, from one of the connection's
-// threads, unless Close() came first.
+// nor keeps a connection; last_heard_ms reports Unix time). A lost connection (closed connection,
+// read or write error, missed heartbeats) is reported once to `on_lost`, from one of the
+// connection's threads, unless Close() came first.
 //
 // Close() ends its threads and, once they are joined, closes the socket (a retired
 // connection holds no descriptor); the socket of a connection never started is closed by
@@ -56,7 +56,7 @@ inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
 // DSCP of the control class (CS6, network control) and the socket priority it runs at.
 inline constexpr int kControlDscp = 48;
 inline constexpr int kControlSocketPriority = 6;
-// Bytes a started connection may hold queued unsent before the peer counts as lost.
+// Bytes a started connection may hold queued unsent before the other side counts as lost.
 inline constexpr size_t kMaxQueuedBytes = 256u << 20;
 
 // Splits "HOST:PORT" (PORT 0..65535); InvalidArgument naming the text otherwise.
@@ -73,8 +73,8 @@ class ControlConn {
   // Connects to HOST:PORT (numeric or a name resolved with getaddrinfo) within `timeout`.
   static Result<std::unique_ptr<ControlConn>> Connect(const std::string& host_port,
                                                       Duration timeout);
-  // Takes an accepted socket; `peer` names it in messages.
-  ControlConn(int fd, std::string peer);
+  // Takes an accepted socket; `remote` (its address) names it in messages.
+  ControlConn(int fd, std::string remote);
   ~ControlConn();
   ControlConn(const ControlConn&) = delete;
   ControlConn& operator=(const ControlConn&) = delete;
@@ -85,7 +85,7 @@ class ControlConn {
   void Start(OnMessage on_message, OnLost on_lost, Duration heartbeat, int misses);
   // Before Start.
   void SetHeartbeatFill(HeartbeatFill fill) { fill_ = std::move(fill); }
-  // The numeric address of this end of the connection ("" if unknown): where the peer
+  // The numeric address of this end of the connection ("" if unknown): where the other side
   // reached this host, so also where it can reach a listener bound to it.
   std::string LocalHost() const;
   // Sends one message (Unavailable once the connection is lost or closed). A message over
@@ -94,11 +94,11 @@ class ControlConn {
   Status Send(const v1::WorkerControl& m);
   // Idempotent and thread-safe; see the header comment.
   void Close();
-  // Sends `last` (a bye), then waits up to `wait` for the peer to close before Close(), so
+  // Sends `last` (a bye), then waits up to `wait` for the other side to close before Close(), so
   // that `last` arrives (no reset for unread data).
   void Finish(const v1::WorkerControl& last, Duration wait);
 
-  const std::string& peer() const { return peer_; }
+  const std::string& remote() const { return remote_; }
   // Unix time of the last message heard (for listings; liveness uses the steady clock).
   int64_t last_heard_ms() const { return last_heard_ms_.load(); }
   // The DSCP the socket sends with (-1: unknown), and the frame bytes each way so far.
@@ -124,8 +124,8 @@ class ControlConn {
   // runs only once they were joined (Close) or ended (the destructor).
   mutable Mutex fd_mu_;
   int fd_;
-  std::string peer_;
-  // Started: frames wait here for the writer thread (a stalled peer never blocks Send).
+  std::string remote_;
+  // Started: frames wait here for the writer thread (a stalled other side never blocks Send).
   Mutex q_mu_;
   CondVar q_cv_, drained_cv_;
   std::deque<std::string> queue_ GUARDED_BY(q_mu_);

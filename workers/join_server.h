@@ -14,7 +14,7 @@
 // naming a lost member's id with a larger epoch (a restarted process) is welcomed under
 // the member's scheduler index: RemoteWorker::Rejoin swaps in its connection and hello,
 // the sink's on_rejoined runs (the RemoteEngine takes steps again), then the rejoin
-// handler (serve: reconnects the worker's KV store, then SchedulerDriver::PeerJoined). A
+// handler (serve: reconnects the worker's KV store, then SchedulerDriver::WorkerJoined). A
 // stale epoch or a member that is alive is refused by name.
 //
 // Replacement: a hello naming an id that is not a member takes the place of a lost member
@@ -25,7 +25,7 @@
 //
 // Loss (invariant 5, "detect"): a closed connection, a read/write error or silence for
 // `heartbeat_misses` heartbeat intervals marks the worker lost, once: first the loss
-// handler (serve: SchedulerDriver::PeerLost of its index, so the core stops posting to it
+// handler (serve: SchedulerDriver::WorkerLost of its index, so the core stops posting to it
 // and recomputes or fails its nodes), then the step sink's on_lost (its RemoteEngine fails
 // the step in flight). A loss before SetLossHandler is delivered when the handler is set.
 //

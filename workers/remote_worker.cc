@@ -249,7 +249,7 @@ v1::JoinedWorker RemoteWorker::Snapshot() const {
   w.set_kv_pool_capacity_bytes(hello_.kv_pool_capacity_bytes());
   w.set_worker_index(index_);
   if (conn) {
-    w.set_address(conn->peer());
+    w.set_address(conn->remote());
     w.set_last_heartbeat_ms(conn->last_heard_ms());
     w.set_control_dscp(conn->dscp());
     w.set_control_bytes_sent(conn->bytes_sent());

@@ -760,7 +760,7 @@ TEST(WorkerControl, DetachEndsRejoinsAndHandlersThenRunsItsHooksOnce) {
   EXPECT_NE(answer.status().code(), StatusCode::kDeadlineExceeded) << answer.status();
 }
 
-// PeerJoined's guard: IfAlive runs its function only while the worker is not lost.
+// WorkerJoined's guard: IfAlive runs its function only while the worker is not lost.
 TEST(WorkerControl, IfAliveRunsOnlyWhileTheWorkerIsAlive) {
   HandWorker w;
   std::unique_ptr<JoinServer> js = ServerWithOneMember(&w, 7);
