@@ -166,7 +166,7 @@ void MembershipWatcher::SuperviseLoop() {
   SetThreadName("sy-membership");
   MutexLock lock(&mu_);
   while (true) {
-    while (!(stopping_ || watch_failed_)) cv_.Wait(&mu_);
+    while (!stopping_ && !watch_failed_) cv_.Wait(&mu_);
     if (stopping_) return;
     // The stream failed: drop it, wait out the backoff, re-list and watch again.
     lock.Unlock();

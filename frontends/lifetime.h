@@ -46,7 +46,7 @@ class Lifetime {
   void End() {
     MutexLock lock(&state_->mu);
     state_->alive = false;
-    while (!(state_->running == 0)) state_->idle.Wait(&state_->mu);
+    while (state_->running != 0) state_->idle.Wait(&state_->mu);
   }
 
  private:

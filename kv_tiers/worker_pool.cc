@@ -33,7 +33,7 @@ void WorkerPool::Loop() {
     std::function<void()> task;
     {
       MutexLock lock(&mu_);
-      while (!(stop_ || !tasks_.empty())) cv_.Wait(&mu_);
+      while (!stop_ && tasks_.empty()) cv_.Wait(&mu_);
       if (tasks_.empty()) return;  // stop_ and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -68,7 +68,7 @@ void ParallelFor(WorkerPool* pool, size_t n, const std::function<void(size_t, si
   const size_t last = std::min(n, (threads - 1) * per);
   if (last < n) fn(last, n);
   MutexLock lock(&mu);
-  while (!(running == 0)) cv.Wait(&mu);
+  while (running != 0) cv.Wait(&mu);
 }
 
 }  // namespace switchyard::kv_tiers

@@ -318,8 +318,7 @@ void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
     MutexLock l(&q_mu_);
     // Until the last frame is written, not only taken off the queue: the writer pops a
     // frame before it writes it, and a shutdown in between would lose the bye.
-    while (!(queued_bytes_ == 0 || writer_done_ || !started_) &&
-           drained_cv_.WaitUntil(&q_mu_, end)) {
+    while (queued_bytes_ != 0 && !writer_done_ && started_ && drained_cv_.WaitUntil(&q_mu_, end)) {
     }
   }
   closed_ = true;

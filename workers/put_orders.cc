@@ -186,7 +186,7 @@ void ControlPutOrderer::Close() {
         false);
   MutexLock l(&mu_);
   running_ -= ended.size();
-  while (!(running_ == 0)) idle_cv_.Wait(&mu_);
+  while (running_ != 0) idle_cv_.Wait(&mu_);
 }
 
 uint64_t ControlPutOrderer::orders_sent(int index) const {

@@ -364,7 +364,7 @@ void OpenAiFront::Run() {
     std::function<void()> fn;
     {
       MutexLock lock(&work_mu_);
-      while (!(stopping_ || !work_.empty()) && work_cv_.WaitUntil(&work_mu_, next_sweep)) {
+      while (!stopping_ && work_.empty() && work_cv_.WaitUntil(&work_mu_, next_sweep)) {
       }
       if (stopping_ && work_.empty()) return;
       if (!work_.empty()) {

@@ -103,7 +103,7 @@ void DirectPutter::SendLoop() {
     std::shared_ptr<Job> job;
     {
       MutexLock l(&mu_);
-      while (!(stop_ || !queue_.empty())) send_cv_.Wait(&mu_);
+      while (!stop_ && queue_.empty()) send_cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, nothing left
       job = queue_.front();
       queue_.pop_front();
@@ -141,7 +141,7 @@ void DirectPutter::CompleteLoop() {
     std::optional<Posted> p;
     {
       MutexLock l(&mu_);
-      while (!(sender_done_ || !posted_.empty())) complete_cv_.Wait(&mu_);
+      while (!sender_done_ && posted_.empty()) complete_cv_.Wait(&mu_);
       if (posted_.empty()) return;  // the sender stopped and everything was acked
       p.emplace(std::move(posted_.front()));
       posted_.pop_front();

@@ -129,7 +129,7 @@ class Verifier {
   void Serve() {
     MutexLock lock(&mu_);
     while (true) {
-      while (!(stop_ || !queue_.empty())) cv_.Wait(&mu_);
+      while (!stop_ && queue_.empty()) cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, nothing left
       PendingPut p = std::move(queue_.front());
       queue_.pop_front();
