@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 
 #include "base/completion_batch.h"
+#include "base/mutex.h"
 
 namespace switchyard {
 
@@ -11,7 +12,7 @@ AsioEventLoop::AsioEventLoop() = default;
 
 AsioEventLoop::~AsioEventLoop() {
   io_.stop();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   timers_.clear();
 }
 
@@ -35,7 +36,7 @@ TimerId AsioEventLoop::PostAt(Time when, Callback fn) {
   timer->expires_after(delay);
   TimerId id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     id = next_id_++;
     timers_.emplace(id, timer);
   }
@@ -44,7 +45,7 @@ TimerId AsioEventLoop::PostAt(Time when, Callback fn) {
     pending_.fetch_sub(1, std::memory_order_acq_rel);
     bool live;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       live = timers_.erase(id) > 0;
     }
     if (!ec && live) fn();
@@ -55,7 +56,7 @@ TimerId AsioEventLoop::PostAt(Time when, Callback fn) {
 bool AsioEventLoop::Cancel(TimerId id) {
   std::shared_ptr<boost::asio::steady_timer> timer;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = timers_.find(id);
     if (it == timers_.end()) return false;
     timer = it->second;

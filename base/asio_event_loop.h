@@ -12,13 +12,13 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/event_loop.h"
+#include "base/mutex.h"
 
 namespace switchyard {
 
@@ -42,9 +42,9 @@ class AsioEventLoop final : public EventLoop {
  private:
   RealClock clock_;
   boost::asio::io_context io_;
-  std::mutex mu_;
-  std::unordered_map<TimerId, std::shared_ptr<boost::asio::steady_timer>> timers_;
-  TimerId next_id_ = 1;
+  Mutex mu_;
+  std::unordered_map<TimerId, std::shared_ptr<boost::asio::steady_timer>> timers_ GUARDED_BY(mu_);
+  TimerId next_id_ GUARDED_BY(mu_) = 1;
   std::atomic<size_t> pending_{0};
 };
 

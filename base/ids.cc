@@ -1,4 +1,5 @@
 #include "base/ids.h"
+#include "base/mutex.h"
 
 namespace switchyard {
 
@@ -15,7 +16,7 @@ std::string HexId(uint64_t v) {
 std::string IdGenerator::NextString(std::string_view prefix) {
   uint64_t r;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     r = rng_();
   }
   std::string out(prefix);

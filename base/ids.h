@@ -11,10 +11,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
+
+#include "base/mutex.h"
 
 namespace switchyard {
 
@@ -55,8 +56,8 @@ class IdGenerator {
 
  private:
   std::atomic<uint64_t> counter_{0};
-  std::mutex mu_;
-  std::mt19937_64 rng_;
+  Mutex mu_;
+  std::mt19937_64 rng_ GUARDED_BY(mu_);
 };
 
 // Formats a 64-bit value as 16 lower-case hex digits.

@@ -7,15 +7,15 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "base/utf8.h"
 
 namespace switchyard {
 namespace {
 
-std::mutex g_mu;
-std::shared_ptr<spdlog::logger> g_logger;
+Mutex g_mu;
+std::shared_ptr<spdlog::logger> g_logger GUARDED_BY(g_mu);
 std::atomic<int> g_format{static_cast<int>(LogFormat::kText)};
 
 spdlog::level::level_enum ToSpd(LogLevel l) {
@@ -51,7 +51,7 @@ std::string_view LevelName(LogLevel l) {
 }
 
 std::shared_ptr<spdlog::logger> Logger() {
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   if (!g_logger) {
     g_logger = std::make_shared<spdlog::logger>("switchyard",
                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
@@ -159,7 +159,7 @@ void InitLogging(const LogOptions& options) {
   logger->set_level(ToSpd(options.level));
   logger->flush_on(spdlog::level::warn);
   g_format.store(static_cast<int>(options.format));
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   g_logger = std::move(logger);
 }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/mutex.h"
+
 namespace switchyard {
 namespace {
 
@@ -68,12 +70,12 @@ void HistogramValue::Observe(const std::vector<double>& bounds, double v) {
 }
 
 void HistogramSeries::Observe(const std::string& labels, double v) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   series_[labels].Observe(bounds_, v);
 }
 
 std::vector<std::pair<std::string, HistogramValue>> HistogramSeries::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return {series_.begin(), series_.end()};
 }
 
@@ -123,7 +125,7 @@ Status Metrics::Add(const std::string& name, Family f) {
                                      " is not finite and above the one before");
   if (f.type == "histogram" && f.bounds.empty())
     return Status::InvalidArgument(where + "a histogram needs at least one bound");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!families_.emplace(name, std::move(f)).second)
     return Status::InvalidArgument(where + "registered twice");
   return Status::OK();
@@ -152,18 +154,18 @@ Status Metrics::HistogramCallback(const std::string& name, const std::string& he
 }
 
 void Metrics::BeforeRender(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   before_render_.push_back(std::move(fn));
 }
 
 void Metrics::Inc(const std::string& name, const std::string& labels, double v) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = families_.find(name);
   if (it != families_.end()) it->second.values[labels] += v;
 }
 
 void Metrics::Observe(const std::string& name, const std::string& labels, double v) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = families_.find(name);
   if (it == families_.end()) return;
   it->second.hists[labels].Observe(it->second.bounds, v);
@@ -173,7 +175,7 @@ std::string Metrics::Render() const {
   std::map<std::string, Family> copy;
   std::vector<std::function<void()>> before;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     copy = families_;
     before = before_render_;
   }

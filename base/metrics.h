@@ -27,12 +27,12 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace switchyard {
@@ -58,8 +58,8 @@ class HistogramSeries {
 
  private:
   const std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::map<std::string, HistogramValue> series_;
+  mutable Mutex mu_;
+  std::map<std::string, HistogramValue> series_ GUARDED_BY(mu_);
 };
 
 class Metrics {
@@ -104,9 +104,9 @@ class Metrics {
   };
   Status Add(const std::string& name, Family f);
 
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
-  std::vector<std::function<void()>> before_render_;
+  mutable Mutex mu_;
+  std::map<std::string, Family> families_ GUARDED_BY(mu_);
+  std::vector<std::function<void()>> before_render_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard

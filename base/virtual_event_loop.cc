@@ -1,4 +1,5 @@
 #include "base/virtual_event_loop.h"
+#include "base/mutex.h"
 
 namespace switchyard {
 
@@ -7,7 +8,7 @@ VirtualEventLoop::VirtualEventLoop(Time start) : clock_(start) {}
 void VirtualEventLoop::Post(Callback fn) { PostAt(Now(), std::move(fn)); }
 
 TimerId VirtualEventLoop::PostAt(Time when, Callback fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Time now = clock_.Now();
   if (when < now) when = now;  // never schedule into the past
   TimerId id = next_id_++;
@@ -17,24 +18,24 @@ TimerId VirtualEventLoop::PostAt(Time when, Callback fn) {
 }
 
 bool VirtualEventLoop::Cancel(TimerId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return live_.erase(id) > 0;  // the heap entry is skipped lazily when popped
 }
 
 size_t VirtualEventLoop::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return live_.size();
 }
 
 Time VirtualEventLoop::NextDue() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto& heap = const_cast<decltype(heap_)&>(heap_);
   while (!heap.empty() && !live_.count(heap.top().id)) heap.pop();  // drop cancelled
   return heap.empty() ? Time::Max() : heap.top().due;
 }
 
 bool VirtualEventLoop::PopDue(Time limit, Callback* fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!heap_.empty()) {
     Entry top = heap_.top();
     auto it = live_.find(top.id);

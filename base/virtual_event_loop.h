@@ -10,12 +10,12 @@
 #pragma once
 
 #include <atomic>
-#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <vector>
 
 #include "base/event_loop.h"
+#include "base/mutex.h"
 
 namespace switchyard {
 
@@ -49,11 +49,11 @@ class VirtualEventLoop final : public EventLoop {
   bool PopDue(Time limit, Callback* fn);
 
   ManualClock clock_;
-  mutable std::mutex mu_;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
-  std::unordered_map<TimerId, Callback> live_;
-  uint64_t next_seq_ = 0;
-  TimerId next_id_ = 1;
+  mutable Mutex mu_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_ GUARDED_BY(mu_);
+  std::unordered_map<TimerId, Callback> live_ GUARDED_BY(mu_);
+  uint64_t next_seq_ GUARDED_BY(mu_) = 0;
+  TimerId next_id_ GUARDED_BY(mu_) = 1;
   std::atomic<bool> stop_{false};
 };
 

@@ -9,13 +9,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <condition_variable>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "cluster/etcd_client.h"
 #include "cluster/internal/etcd_wire.h"
@@ -63,10 +62,10 @@ class StreamWatch : public EtcdWatch {
   std::string pending_;  // bytes of a JSON object not complete yet
   std::thread thread_;
   std::atomic<bool> stopping_{false}, stopped_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool created_ = false;                // guarded by mu_
-  std::optional<Status> open_failure_;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool created_ GUARDED_BY(mu_) = false;                // guarded by mu_
+  std::optional<Status> open_failure_ GUARDED_BY(mu_);  // guarded by mu_
 };
 
 Status StreamWatch::Open(const EtcdEndpoint& ep, const std::string& body,
@@ -74,15 +73,17 @@ Status StreamWatch::Open(const EtcdEndpoint& ep, const std::string& body,
   SY_RETURN_IF_ERROR(
       internal::ConnectAndPost(ioc_, socket_, ep, "/v3/watch", body, deadline, where_));
   thread_ = std::thread([this] { Run(); });
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [this] { return created_ || open_failure_; })) {
-    lock.unlock();
+  MutexLock lock(&mu_);
+  while (!created_ && !open_failure_ && cv_.WaitUntil(&mu_, deadline)) {
+  }
+  if (!created_ && !open_failure_) {
+    lock.Unlock();
     Stop();
     return internal::TransportError(where_, "watch creation", {}, /*timed_out=*/true);
   }
   if (open_failure_) {
     Status failure = *open_failure_;
-    lock.unlock();
+    lock.Unlock();
     Stop();
     return failure;
   }
@@ -103,10 +104,10 @@ void StreamWatch::Run() {
 void StreamWatch::End(const Status& s) {
   if (stopping_.load()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!created_) {
       open_failure_ = s;
-      cv_.notify_all();
+      cv_.SignalAll();
       return;
     }
   }
@@ -183,9 +184,9 @@ Status StreamWatch::Handle(std::string_view text) {
   if (j.contains("error")) return internal::EtcdError(where_, 200, text);
   const json& r = j.value("result", json::object());
   if (r.value("created", false)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     created_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (r.value("canceled", false)) {
     Result<int64_t> compact = internal::Int64Field(r, "compact_revision");

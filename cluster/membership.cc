@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 
 namespace switchyard::cluster {
@@ -105,7 +106,8 @@ Result<std::unique_ptr<Registration>> Registration::Start(std::shared_ptr<const 
       new Registration(std::move(etcd), std::move(cluster), std::move(info), options));
   Status s = r->Register();
   if (!s.ok()) {
-    r->done_ = true;  // nothing to revoke
+    MutexLock lock(&r->mu_);  // no other thread has it yet: for the analysis
+    r->done_ = true;          // nothing to revoke
     return s.Annotate("registering worker '" + r->info_.worker_id + "'");
   }
   r->thread_ = std::thread([raw = r.get()] { raw->KeepAliveLoop(); });
@@ -131,7 +133,7 @@ Status Registration::Register() {
     (void)etcd_->LeaseRevoke(lease->id);
     return put.status();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   info_ = std::move(info);
   lease_ = lease->id;
   return Status::OK();
@@ -142,10 +144,14 @@ void Registration::KeepAliveLoop() {
   auto interval = options_.keepalive_interval.count() > 0
                       ? options_.keepalive_interval
                       : std::chrono::duration_cast<std::chrono::milliseconds>(options_.ttl) / 3;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval, [this] { return halting_; })) {
+  MutexLock lock(&mu_);
+  for (;;) {
+    const auto end = std::chrono::steady_clock::now() + interval;
+    while (!halting_ && cv_.WaitUntil(&mu_, end)) {
+    }
+    if (halting_) break;
     int64_t lease = lease_;
-    lock.unlock();
+    lock.Unlock();
     Status s;
     Result<int64_t> ttl = etcd_->LeaseKeepAlive(lease);
     if (!ttl.ok()) s = ttl.status();
@@ -158,7 +164,7 @@ void Registration::KeepAliveLoop() {
       Log(LogLevel::kWarn, "etcd keep-alive failed",
           LogKeys().With("worker_id", info().worker_id).With("error", s.ToString()));
     }
-    lock.lock();
+    lock.Lock();
     last_error_ = s;
   }
 }
@@ -166,12 +172,12 @@ void Registration::KeepAliveLoop() {
 bool Registration::Halt() {
   bool first;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     first = !done_;
     halting_ = true;
     done_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   return first;
 }
@@ -184,17 +190,17 @@ Status Registration::Stop() {
 void Registration::Abandon() { (void)Halt(); }
 
 WorkerInfo Registration::info() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return info_;
 }
 
 int64_t Registration::lease() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return lease_;
 }
 
 Status Registration::last_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_error_;
 }
 

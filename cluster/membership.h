@@ -21,17 +21,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/status.h"
 #include "cluster/etcd_client.h"
@@ -99,13 +98,13 @@ class Registration {
   const std::shared_ptr<const EtcdClient> etcd_;
   const std::string cluster_;
   const RegistrationOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  WorkerInfo info_;       // guarded by mu_
-  int64_t lease_ = 0;     // guarded by mu_
-  Status last_error_;     // guarded by mu_
-  bool halting_ = false;  // guarded by mu_
-  bool done_ = false;     // Stop or Abandon ran (mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  WorkerInfo info_ GUARDED_BY(mu_);       // guarded by mu_
+  int64_t lease_ GUARDED_BY(mu_) = 0;     // guarded by mu_
+  Status last_error_ GUARDED_BY(mu_);     // guarded by mu_
+  bool halting_ GUARDED_BY(mu_) = false;  // guarded by mu_
+  bool done_ GUARDED_BY(mu_) = false;     // Stop or Abandon ran (mu_)
   std::thread thread_;
 };
 
@@ -148,7 +147,7 @@ class MembershipWatcher {
  private:
   MembershipWatcher(std::shared_ptr<const EtcdClient> etcd, std::string cluster, Callback callback,
                     MembershipWatcherOptions options);
-  Status ListAndWatch();  // cb_mu_ held by the caller
+  Status ListAndWatch() REQUIRES(cb_mu_);  // cb_mu_ held by the caller
   void OnEvents(const std::vector<EtcdWatchEvent>& events);
   void OnPut(const std::string& id, const EtcdKeyValue& kv);
   void Report(MembershipEvent::Kind kind, const WorkerInfo& info, int64_t revision);
@@ -159,13 +158,14 @@ class MembershipWatcher {
   const std::string prefix_;
   const Callback callback_;
   const MembershipWatcherOptions options_;
-  std::mutex cb_mu_;  // serializes callbacks and the member map's updates
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, WorkerInfo> members_;  // guarded by mu_ (written under cb_mu_ too)
-  std::unique_ptr<EtcdWatch> watch_;           // guarded by cb_mu_
-  bool watch_failed_ = false;                  // guarded by mu_
-  bool stopping_ = false;                      // guarded by mu_
+  Mutex cb_mu_;  // serializes callbacks and the member map's updates
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, WorkerInfo> members_
+      GUARDED_BY(mu_);  // guarded by mu_ (written under cb_mu_ too)
+  std::unique_ptr<EtcdWatch> watch_ GUARDED_BY(cb_mu_);  // guarded by cb_mu_
+  bool watch_failed_ GUARDED_BY(mu_) = false;            // guarded by mu_
+  bool stopping_ GUARDED_BY(mu_) = false;                // guarded by mu_
   std::thread thread_;
 };
 

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "cluster/membership.h"
 
@@ -36,7 +37,7 @@ Result<std::unique_ptr<MembershipWatcher>> MembershipWatcher::Start(
   std::unique_ptr<MembershipWatcher> w(
       new MembershipWatcher(std::move(etcd), std::move(cluster), std::move(callback), options));
   {
-    std::lock_guard<std::mutex> lock(w->cb_mu_);
+    MutexLock lock(&w->cb_mu_);
     Status s = w->ListAndWatch();
     if (!s.ok()) return s.Annotate("watching cluster '" + w->cluster_ + "'");
   }
@@ -48,28 +49,28 @@ MembershipWatcher::~MembershipWatcher() { Stop(); }
 
 void MembershipWatcher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   std::unique_ptr<EtcdWatch> watch;
   {
-    std::lock_guard<std::mutex> lock(cb_mu_);
+    MutexLock lock(&cb_mu_);
     watch = std::move(watch_);
   }
   if (watch) watch->Stop();  // outside cb_mu_: its thread may be waiting for it
 }
 
 std::map<std::string, WorkerInfo> MembershipWatcher::Members() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return members_;
 }
 
 void MembershipWatcher::Report(MembershipEvent::Kind kind, const WorkerInfo& info,
                                int64_t revision) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (kind == MembershipEvent::Kind::kLost) {
       members_.erase(info.worker_id);
     } else {
@@ -102,7 +103,7 @@ void MembershipWatcher::OnPut(const std::string& id, const EtcdKeyValue& kv) {
   }
   std::optional<WorkerInfo> known;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (auto it = members_.find(id); it != members_.end()) known = it->second;
   }
   if (known && known->epoch != info->epoch) {
@@ -117,7 +118,7 @@ void MembershipWatcher::OnPut(const std::string& id, const EtcdKeyValue& kv) {
 }
 
 void MembershipWatcher::OnEvents(const std::vector<EtcdWatchEvent>& events) {
-  std::lock_guard<std::mutex> lock(cb_mu_);
+  MutexLock lock(&cb_mu_);
   for (const EtcdWatchEvent& e : events) {
     if (e.kv.key.compare(0, prefix_.size(), prefix_) != 0) continue;
     std::string id = e.kv.key.substr(prefix_.size());
@@ -127,7 +128,7 @@ void MembershipWatcher::OnEvents(const std::vector<EtcdWatchEvent>& events) {
     }
     std::optional<WorkerInfo> known;
     {
-      std::lock_guard<std::mutex> mlock(mu_);
+      MutexLock mlock(&mu_);
       if (auto it = members_.find(id); it != members_.end()) known = it->second;
     }
     if (known) Report(MembershipEvent::Kind::kLost, *known, e.kv.mod_revision);
@@ -152,9 +153,9 @@ Status MembershipWatcher::ListAndWatch() {
       [this](const Status& s) {
         Log(LogLevel::kWarn, "membership watch ended",
             LogKeys().With("cluster", cluster_).With("error", s.ToString()));
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         watch_failed_ = true;
-        cv_.notify_all();
+        cv_.SignalAll();
       });
   if (!watch.ok()) return watch.status();
   watch_ = std::move(*watch);
@@ -163,28 +164,31 @@ Status MembershipWatcher::ListAndWatch() {
 
 void MembershipWatcher::SuperviseLoop() {
   SetThreadName("sy-membership");
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || watch_failed_; });
+    while (!stopping_ && !watch_failed_) cv_.Wait(&mu_);
     if (stopping_) return;
     // The stream failed: drop it, wait out the backoff, re-list and watch again.
-    lock.unlock();
+    lock.Unlock();
     std::unique_ptr<EtcdWatch> old;
     {
-      std::lock_guard<std::mutex> cb(cb_mu_);
+      MutexLock cb(&cb_mu_);
       old = std::move(watch_);
     }
     if (old) old->Stop();
-    lock.lock();
-    if (cv_.wait_for(lock, options_.reconnect_backoff, [this] { return stopping_; })) return;
+    lock.Lock();
+    const auto end = std::chrono::steady_clock::now() + options_.reconnect_backoff;
+    while (!stopping_ && cv_.WaitUntil(&mu_, end)) {
+    }
+    if (stopping_) return;
     watch_failed_ = false;
-    lock.unlock();
+    lock.Unlock();
     Status s;
     {
-      std::lock_guard<std::mutex> cb(cb_mu_);
+      MutexLock cb(&cb_mu_);
       s = ListAndWatch();
     }
-    lock.lock();
+    lock.Lock();
     if (!s.ok()) {
       Log(LogLevel::kWarn, "membership re-list failed; retrying",
           LogKeys().With("cluster", cluster_).With("error", s.ToString()));

@@ -10,6 +10,7 @@
 #include "base/asio_event_loop.h"
 #include "base/completion_batch.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "driver/report_waiter.h"
 #include "executors/cpu/cpu_engine.h"
@@ -123,23 +124,23 @@ v1::LearnedDurations SchedulerDriver::LearnedDurations() {
 }
 
 bool SchedulerDriver::Placed(const std::string& workflow_id, const std::string& node_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = placed_.find(workflow_id);
   return it != placed_.end() && it->second.count(node_id) > 0;
 }
 
-void SchedulerDriver::PeerLost(int worker, std::string reason) {
+void SchedulerDriver::WorkerLost(int worker, std::string reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     loss_reason_[worker] = reason.empty() ? std::string("lost") : std::move(reason);
   }
-  stack_.runtime->PeerLost(worker);
+  stack_.runtime->WorkerLost(worker);
 }
 
-void SchedulerDriver::PeerJoined(int worker, std::string reason) {
+void SchedulerDriver::WorkerJoined(int worker, std::string reason) {
   Log(LogLevel::kInfo, "worker rejoined",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
-  stack_.runtime->PeerJoined(worker);
+  stack_.runtime->WorkerJoined(worker);
 }
 
 Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worker, bool on) {
@@ -171,7 +172,7 @@ Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worke
 uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
   uint64_t epoch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     epoch = ++epochs_[model_id];
   }
   loop_->Post([this, model_id, epoch]() {
@@ -186,7 +187,7 @@ void SchedulerDriver::Forget(const std::string& workflow_id) {
   loop_->Post([this, workflow_id]() {
     if (!stack_.core->Forget(workflow_id)) return;  // still running in the core: keep its view
     tenant_of_.erase(workflow_id);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = wfs_.find(workflow_id);
     if (it == wfs_.end()) return;
     for (const std::string& key : it->second.contexts) {
@@ -199,7 +200,7 @@ void SchedulerDriver::Forget(const std::string& workflow_id) {
 }
 
 size_t SchedulerDriver::mirrored_workflows() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return wfs_.size();
 }
 
@@ -278,7 +279,7 @@ void SchedulerDriver::Observe(const Event& e, const scheduler::Commands& out, Ti
   std::vector<v1::Decision> emitted;
   std::vector<std::pair<std::string, v1::WorkerLoss>> losses;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++events_;
     NoteEvent(e, now);
     std::vector<std::string> touched = MirrorEvent(e, out, now, &losses);
@@ -296,7 +297,7 @@ std::vector<std::string> SchedulerDriver::MirrorEvent(
     const Event& e, const scheduler::Commands& out, Time now,
     std::vector<std::pair<std::string, v1::WorkerLoss>>* losses) {
   std::vector<std::string> touched;  // usually one workflow: deduplicated by the caller
-  auto add_contexts = [&](const std::string& wf, const v1::ProgramNode& n) {
+  auto add_contexts = [&](const std::string& wf, const v1::ProgramNode& n) REQUIRES(mu_) {
     for (const v1::CacheRef& r : n.cache_refs())
       wfs_[wf].contexts.insert(scheduler::ContextKey(wf, r.context()));
   };
@@ -320,7 +321,7 @@ std::vector<std::string> SchedulerDriver::MirrorEvent(
       xfers_.erase(x);
     }
   }
-  if (e.kind == EventKind::kPeerLost) {
+  if (e.kind == EventKind::kWorkerLost) {
     *losses = NoteWorkerLoss(e, out, now);
     for (const auto& [wf, loss] : *losses) touched.push_back(wf);
   }
@@ -390,7 +391,7 @@ void SchedulerDriver::Notify(const Event& e, const scheduler::Commands& out,
 }
 
 void SchedulerDriver::Fill(const std::string& workflow_id, v1::WorkflowStatus* status) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = wfs_.find(workflow_id);
   if (it == wfs_.end()) return;
   for (const std::string& key : it->second.contexts) {

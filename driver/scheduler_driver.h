@@ -33,7 +33,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/time.h"
 #include "driver/engine_registry.h"
@@ -241,13 +241,13 @@ class SchedulerDriver final : public executors::Generation {
   // preempted since (the embedding API refuses results for nodes it never placed).
   bool Placed(const std::string& workflow_id, const std::string& node_id) const;
   // Worker `worker` is gone (its engine died): the core's failure sequence (invariant 5)
-  // for the nodes and contexts it held (executors::Runtime::PeerLost). Each workflow it
+  // for the nodes and contexts it held (executors::Runtime::WorkerLost). Each workflow it
   // held some of gets a v1::WorkerLoss (Callbacks::worker_lost) naming `reason`.
-  void PeerLost(int worker, std::string reason = "");
+  void WorkerLost(int worker, std::string reason = "");
   // A lost worker is back as a new incarnation: its engine starts over empty
   // (executors::Engine::Reset; an engine that cannot keeps the worker lost) and the core
-  // places on it again (executors::Runtime::PeerJoined). `reason` is logged.
-  void PeerJoined(int worker, std::string reason = "");
+  // places on it again (executors::Runtime::WorkerJoined). `reason` is logged.
+  void WorkerJoined(int worker, std::string reason = "");
   // Worker `worker` is drained (`on`) or put back in service (executors::Runtime::Drain):
   // nothing new is placed on it, its idle contexts move off (the policy's choice of tier,
   // or a discard), running calls finish there. Returns its state once the core has seen
@@ -334,45 +334,48 @@ class SchedulerDriver final : public executors::Generation {
 
   SchedulerDriver(SchedulerConfig config, Callbacks callbacks);
   void Observe(const scheduler::Event& e, const scheduler::Commands& out, Time now);
-  void Refresh(const std::string& wf);  // loop thread, mu_ held
-  void Record(const scheduler::Command& c, Time now, std::vector<v1::Decision>* emitted);
+  void Refresh(const std::string& wf) REQUIRES(mu_);  // loop thread, mu_ held
+  void Record(const scheduler::Command& c, Time now, std::vector<v1::Decision>* emitted)
+      REQUIRES(mu_);
   // The timeline and the decision / transfer log lines (scheduler_driver_timeline.cc;
   // loop thread, mu_ held).
-  TimelineRecorder& TimelineOf(WfView& w) const;
-  void NoteEvent(const scheduler::Event& e, Time now);
-  void NoteDecision(const scheduler::Command& c, const v1::Decision& d, Time now);
+  TimelineRecorder& TimelineOf(WfView& w) const REQUIRES(mu_);
+  void NoteEvent(const scheduler::Event& e, Time now) REQUIRES(mu_);
+  void NoteDecision(const scheduler::Command& c, const v1::Decision& d, Time now) REQUIRES(mu_);
   // Parts of Observe: the mirror's view of an event (returns the workflows it touched; a
   // lost worker's evidence into `losses`), of the commands, and of the workers (mu_ held);
   // then the callbacks (mu_ not held).
   std::vector<std::string> MirrorEvent(const scheduler::Event& e, const scheduler::Commands& out,
                                        Time now,
-                                       std::vector<std::pair<std::string, v1::WorkerLoss>>* losses);
+                                       std::vector<std::pair<std::string, v1::WorkerLoss>>* losses)
+      REQUIRES(mu_);
   void MirrorCommands(const scheduler::Commands& out, Time now, std::vector<v1::Decision>* emitted,
-                      std::vector<std::string>* touched);
-  void MirrorWorkers();
+                      std::vector<std::string>* touched) REQUIRES(mu_);
+  void MirrorWorkers() REQUIRES(mu_);
   void Notify(const scheduler::Event& e, const scheduler::Commands& out,
               const std::vector<std::pair<std::string, v1::WorkerLoss>>& losses,
               const std::vector<v1::Decision>& emitted);
-  void EndTransfer(const scheduler::Event& e, const XferView& x, Time now);
-  // A kPeerLost (scheduler_driver_loss.cc; mu_ held, before the commands are recorded):
+  void EndTransfer(const scheduler::Event& e, const XferView& x, Time now) REQUIRES(mu_);
+  // A kWorkerLost (scheduler_driver_loss.cc; mu_ held, before the commands are recorded):
   // the evidence per workflow the worker held some of; the transfers to or from it end
   // failed in the mirror (the core already dropped them).
   std::vector<std::pair<std::string, v1::WorkerLoss>> NoteWorkerLoss(const scheduler::Event& e,
                                                                      const scheduler::Commands& out,
-                                                                     Time now);
+                                                                     Time now) REQUIRES(mu_);
   std::vector<uint32_t> LinksOf(const scheduler::Location& src,
                                 const scheduler::Location& dst) const;
   std::string TierName(const scheduler::Location& l) const;
   // Parts of FillCluster (mu_ held): tier occupancy per worker; every topology link with
   // its budget by class and the grants in flight on it.
-  void FillClusterLocked(v1::ClusterState* out) const;  // FillCluster's part under mu_
-  void FillTiers(v1::ClusterState* out) const;
-  void FillLinks(v1::ClusterState* out) const;
-  void FillEngines(v1::ClusterState* out) const;
+  void FillClusterLocked(v1::ClusterState* out) const
+      EXCLUDES(mu_);  // FillCluster's part under mu_
+  void FillTiers(v1::ClusterState* out) const REQUIRES(mu_);
+  void FillLinks(v1::ClusterState* out) const REQUIRES(mu_);
+  void FillEngines(v1::ClusterState* out) const REQUIRES(mu_);
   struct Group;
   void FillWorkerTiers(int w, const Group& g, uint64_t scale, bool real,
                        std::map<std::pair<std::string, int>, int>& contexts,
-                       v1::ClusterState* out) const;
+                       v1::ClusterState* out) const REQUIRES(mu_);
   // One served model (scheduler_driver_models.cc): its workers, what prices and runs them,
   // and the tiers its KV lives in — a KV layout of its own (models' blocks differ in
   // size), so a BlockManager, host arena, disk tier and mover of its own. Models share the
@@ -433,20 +436,22 @@ class SchedulerDriver final : public executors::Generation {
   void SaveDurations();                           // loop thread
   bool durations_save_pending_ = false;
   void ApplyTenantQuotas(Group& g);
-  mutable std::mutex mu_;  // guards the mirror below
+  mutable Mutex mu_;  // guards the mirror below
   // Placed LLM nodes not ended since, with their worker, by workflow (Placed()).
-  std::unordered_map<std::string, std::map<std::string, int>> placed_;
-  std::map<int, std::string> loss_reason_;         // PeerLost's reason until its event is observed
-  std::map<std::string, uint64_t> epochs_;         // BumpModelEpoch's, by model
-  std::unordered_map<std::string, CtxView> ctxs_;  // looked up per event: hashed
-  std::unordered_map<std::string, WfView> wfs_;
-  std::map<uint64_t, XferView> xfers_;
-  std::map<int, uint64_t> hbm_used_;
+  std::unordered_map<std::string, std::map<std::string, int>> placed_ GUARDED_BY(mu_);
+  std::map<int, std::string> loss_reason_
+      GUARDED_BY(mu_);  // WorkerLost's reason until its event is observed
+  std::map<std::string, uint64_t> epochs_ GUARDED_BY(mu_);         // BumpModelEpoch's, by model
+  std::unordered_map<std::string, CtxView> ctxs_ GUARDED_BY(mu_);  // looked up per event: hashed
+  std::unordered_map<std::string, WfView> wfs_ GUARDED_BY(mu_);
+  std::map<uint64_t, XferView> xfers_ GUARDED_BY(mu_);
+  std::map<int, uint64_t> hbm_used_ GUARDED_BY(mu_);
   // Per worker, as of the last event: alive | lost | draining, and drained.
-  std::map<int, std::pair<std::string, bool>> worker_state_;
-  std::map<std::string, uint64_t> decisions_by_kind_;
-  std::map<std::string, uint64_t> bytes_moved_by_tier_;
-  std::map<std::string, uint64_t> real_bytes_moved_;  // the mover's, copied on the loop
+  std::map<int, std::pair<std::string, bool>> worker_state_ GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> decisions_by_kind_ GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> bytes_moved_by_tier_ GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> real_bytes_moved_
+      GUARDED_BY(mu_);  // the mover's, copied on the loop
   // Loop thread only: node inputs and output watchers by "wf/node".
   struct Watcher {
     TokenWatcher fn;

@@ -3,6 +3,7 @@
 #include <array>
 #include <map>
 
+#include "base/mutex.h"
 #include "driver/scheduler_driver.h"
 #include "executors/cpu/cpu_engine.h"
 #include "executors/engine.h"
@@ -56,12 +57,12 @@ void FillLinkClasses(net_budget::LinkIndex i, const net_budget::LinkBudgets& bud
 void SchedulerDriver::FillCluster(v1::ClusterState* out) const {
   FillClusterLocked(out);
   // Last, and outside mu_: it reads the tiers above, and it takes the joined workers' locks,
-  // under which a worker's loss calls PeerLost (which takes mu_).
+  // under which a worker's loss calls WorkerLost (which takes mu_).
   if (config_.fill_cluster) config_.fill_cluster(out);
 }
 
 void SchedulerDriver::FillClusterLocked(v1::ClusterState* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   out->set_workers(total_workers());
   out->set_model_executor(model_executor_name());
   out->set_model(config_.model_id);

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "base/mutex.h"
 #include "driver/scheduler_driver.h"
 #include "executors/engine.h"
 #include "scheduler/types.h"
@@ -30,10 +31,10 @@ std::string ClassName(int cls) {
 
 // One FillCluster() per scrape, shared by the families' callbacks.
 struct ClusterSnapshot {
-  std::mutex mu;
-  std::shared_ptr<const v1::ClusterState> c = std::make_shared<v1::ClusterState>();
+  Mutex mu;
+  std::shared_ptr<const v1::ClusterState> c GUARDED_BY(mu) = std::make_shared<v1::ClusterState>();
   std::shared_ptr<const v1::ClusterState> Get() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     return c;
   }
 };
@@ -281,7 +282,7 @@ void DriverMetrics::OnStep(const executors::StepReport& r) {
   step_seconds_.Observe(worker, std::max(0.0, ToSeconds(r.end - r.start)));
   step_batch_.Observe(worker, double(r.seqs.size()));
   step_tokens_.Observe(worker, double(r.prefill_tokens + r.decode_seqs));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const executors::SeqProgress& p : r.seqs) {
     if (p.output_done != 1 || !first_token_ms_.emplace(p.key, r.end.millis()).second) continue;
     first_token_order_.push_back(p.key);
@@ -293,7 +294,7 @@ void DriverMetrics::OnStep(const executors::StepReport& r) {
 }
 
 std::optional<int64_t> DriverMetrics::TakeFirstTokenMs(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = first_token_ms_.find(key);
   if (it == first_token_ms_.end()) return std::nullopt;
   int64_t ms = it->second;
@@ -302,7 +303,7 @@ std::optional<int64_t> DriverMetrics::TakeFirstTokenMs(const std::string& key) {
 }
 
 void DriverMetrics::OnTransferIssued(uint64_t transfer_id, Time now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   issued_[transfer_id] = now;
 }
 
@@ -310,7 +311,7 @@ void DriverMetrics::OnTransferEnded(uint64_t transfer_id, const std::vector<uint
                                     int cls, uint64_t bytes, bool completed, Time now) {
   std::optional<Time> since;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = issued_.find(transfer_id);
     if (it != issued_.end()) {
       since = it->second;
@@ -326,12 +327,12 @@ void DriverMetrics::OnTransferEnded(uint64_t transfer_id, const std::vector<uint
 }
 
 void DriverMetrics::SetQueuedNodes(size_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   queued_nodes_ = n;
 }
 
 std::map<std::pair<uint32_t, int>, uint64_t> DriverMetrics::link_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return link_bytes_;
 }
 
@@ -340,7 +341,7 @@ void DriverMetrics::OnCommand(const scheduler::Command& c) {
     grant_wait_seconds_.Observe(
         Metrics::Label("class", scheduler::TrafficClassName(c.grant.traffic_class)),
         std::max(0.0, ToSeconds(c.grant_wait)));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (c.kind == scheduler::CommandKind::kPrefetch) {
     ++kv_reuse_.hits_by_tier[scheduler::TierName(c.src.tier)];
   } else if (c.kind == scheduler::CommandKind::kPlace && c.recompute_tokens > 0) {
@@ -350,12 +351,12 @@ void DriverMetrics::OnCommand(const scheduler::Command& c) {
 }
 
 DriverMetrics::KvReuse DriverMetrics::kv_reuse() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return kv_reuse_;
 }
 
 size_t DriverMetrics::queued_nodes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return queued_nodes_;
 }
 
@@ -364,7 +365,7 @@ Status RegisterSchedulerMetrics(Metrics* m, const SchedulerDriver* driver) {
   m->BeforeRender([snap, driver] {
     auto c = std::make_shared<v1::ClusterState>();
     driver->FillCluster(c.get());
-    std::lock_guard<std::mutex> lock(snap->mu);
+    MutexLock lock(&snap->mu);
     snap->c = std::move(c);
   });
   const DriverMetrics* dm = &driver->metrics();

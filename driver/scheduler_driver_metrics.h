@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -27,6 +26,7 @@
 #include <vector>
 
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "base/time.h"
 #include "scheduler/events.h"
 
@@ -80,13 +80,13 @@ class DriverMetrics {
 
  private:
   HistogramSeries step_seconds_, step_batch_, step_tokens_, transfer_seconds_, grant_wait_seconds_;
-  mutable std::mutex mu_;
-  std::map<std::pair<uint32_t, int>, uint64_t> link_bytes_;
-  std::unordered_map<uint64_t, Time> issued_;  // transfers in flight: when granted
-  std::unordered_map<std::string, int64_t> first_token_ms_;
-  std::deque<std::string> first_token_order_;  // oldest first, for the bound
-  size_t queued_nodes_ = 0;
-  KvReuse kv_reuse_;
+  mutable Mutex mu_;
+  std::map<std::pair<uint32_t, int>, uint64_t> link_bytes_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, Time> issued_ GUARDED_BY(mu_);  // transfers in flight: when granted
+  std::unordered_map<std::string, int64_t> first_token_ms_ GUARDED_BY(mu_);
+  std::deque<std::string> first_token_order_ GUARDED_BY(mu_);  // oldest first, for the bound
+  size_t queued_nodes_ GUARDED_BY(mu_) = 0;
+  KvReuse kv_reuse_ GUARDED_BY(mu_);
 };
 
 // Adds the scheduler's families (tiers, links, transfers, decisions, queue, engine steps)

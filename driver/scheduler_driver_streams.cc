@@ -2,6 +2,7 @@
 // fed by the engines' step reports, and placement watchers.
 #include "base/asio_event_loop.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "driver/scheduler_driver.h"
 #include "executors/runtime.h"
 #include "executors/tiered_mover.h"
@@ -41,7 +42,7 @@ void SchedulerDriver::OnStep(const executors::StepReport& r) {
     if (p.output_done != 1) continue;
     size_t slash = p.key.find('/');
     if (slash == std::string::npos) continue;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto wf = wfs_.find(p.key.substr(0, slash));
     if (wf != wfs_.end() &&
         wf->second.first_token_ms.emplace(p.key.substr(slash + 1), r.end.millis()).second)

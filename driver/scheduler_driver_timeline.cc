@@ -2,6 +2,7 @@
 // (GET /v1/workflows/{id}/timeline), the debug line of every decision and the line of every
 // transfer's end, with the correlation keys of docs/design.md invariant 8.
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "driver/scheduler_driver.h"
 #include "executors/tiered_mover.h"
 #include "kv_tiers/block_manager.h"
@@ -90,7 +91,7 @@ void SchedulerDriver::EndTransfer(const Event& e, const XferView& x, Time now) {
 
 bool SchedulerDriver::FillTimeline(const std::string& workflow_id,
                                    v1::WorkflowTimeline* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = wfs_.find(workflow_id);
   if (it == wfs_.end()) return false;
   out->set_workflow_id(workflow_id);

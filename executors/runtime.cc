@@ -62,7 +62,7 @@ void Runtime::Cancel(const std::string& workflow_id) {
   Inject(std::move(e));
 }
 
-void Runtime::PeerLost(int worker) {
+void Runtime::WorkerLost(int worker) {
   loop_->Post([this, worker]() {
     // Runs on the lost worker produce nothing more.
     for (const std::string& key : running_on_[worker]) {
@@ -71,13 +71,13 @@ void Runtime::PeerLost(int worker) {
     }
     running_on_.erase(worker);
     Event e;
-    e.kind = EventKind::kPeerLost;
+    e.kind = EventKind::kWorkerLost;
     e.worker = worker;
     Feed(e);
   });
 }
 
-void Runtime::PeerJoined(int worker) {
+void Runtime::WorkerJoined(int worker) {
   loop_->Post([this, worker]() {
     if (Engine* eng = engine(worker)) {
       Status st = eng->Reset();
@@ -94,7 +94,7 @@ void Runtime::PeerJoined(int worker) {
       if (c.dst.worker == worker) c.dst.tier = scheduler::Tier::kNone;
     }
     Event e;
-    e.kind = EventKind::kPeerJoined;
+    e.kind = EventKind::kWorkerJoined;
     e.worker = worker;
     Feed(e);
   });

@@ -55,10 +55,10 @@ class Runtime {
   void Close(const std::string& workflow_id);
   void Cancel(const std::string& workflow_id);
   // Membership and model changes, and any other event (e.g. from a real engine).
-  void PeerLost(int worker);
+  void WorkerLost(int worker);
   // A lost worker is back (its engine is empty: a new process, or the lost one's sequences
   // and blocks were all dropped at the loss): the core places on it again.
-  void PeerJoined(int worker);
+  void WorkerJoined(int worker);
   // Draining (`on`): the core places nothing more on the worker and moves its idle
   // contexts off (Core::drained tells when it is empty); off: in service again. Running
   // sequences finish where they are.

@@ -10,11 +10,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "frontends/conversation.h"
 #include "frontends/front_core.h"
 #include "frontends/reply.h"
@@ -37,12 +37,14 @@ struct FrontCore::Call {
   std::string call_id, arg_name;
   std::shared_ptr<http::ResponseStream> stream;
   std::atomic<bool> answered{false};
-  std::mutex mu;  // guards the output below (tokens arrive on the scheduler's thread)
-  std::vector<int32_t> output;
-  std::string sent;  // streamed text so far
-  bool eos = false, stopped = false;
-  int64_t upstream_tokens = 0;  // proxy mode: the output tokens the upstream reported
-  http::HttpResponse proxied;   // proxy mode: the upstream's whole answer, sent once waits started
+  Mutex mu;  // guards the output below (tokens arrive on the scheduler's thread)
+  std::vector<int32_t> output GUARDED_BY(mu);
+  std::string sent GUARDED_BY(mu);  // streamed text so far
+  bool eos GUARDED_BY(mu) = false;
+  bool stopped GUARDED_BY(mu) = false;
+  // Proxy mode: the upstream's whole answer, sent once waits started. Not under mu: set
+  // before the turn ends, read by the end's callback only (handed over by EndTurn).
+  http::HttpResponse proxied;
 };
 
 }  // namespace switchyard::frontends

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 #include "executors/cpu/model.h"
 #include "executors/cpu/tokenizer.h"
@@ -62,10 +63,10 @@ FrontCore::FrontCore(service::Service* service, const Clock* clock, Options opti
 FrontCore::~FrontCore() {
   life_.End();  // no callback enters from now on; one running elsewhere is waited for
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    MutexLock lock(&work_mu_);
     stopping_ = true;
   }
-  work_cv_.notify_all();
+  work_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -231,7 +232,7 @@ void FrontCore::Start(const CallPtr& c) {
 void FrontCore::Fail(const CallPtr& c, const Status& st) {
   std::shared_ptr<http::ResponseStream> stream;
   {
-    std::lock_guard<std::mutex> lock(c->mu);  // OpenStream opens under it
+    MutexLock lock(&c->mu);  // OpenStream opens under it
     if (c->answered.exchange(true)) return;
     stream = c->stream;
   }
@@ -245,7 +246,7 @@ void FrontCore::Fail(const CallPtr& c, const Status& st) {
           .With("node", c->turn.node)
           .With("error", st.ToString()));
   if (!stream) return c->respond(c->reply->Error(st, Reply::Stage::kRun));
-  std::lock_guard<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   stream->Write(c->reply->StreamError(st));
   stream->Close();
 }
@@ -261,10 +262,10 @@ void FrontCore::Abandon(const CallPtr& c) {
 
 void FrontCore::Post(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    MutexLock lock(&work_mu_);
     work_.push_back(std::move(fn));
   }
-  work_cv_.notify_one();
+  work_cv_.Signal();
 }
 
 void FrontCore::Run() {
@@ -273,8 +274,9 @@ void FrontCore::Run() {
   for (;;) {
     std::function<void()> fn;
     {
-      std::unique_lock<std::mutex> lock(work_mu_);
-      work_cv_.wait_until(lock, next_sweep, [this]() { return stopping_ || !work_.empty(); });
+      MutexLock lock(&work_mu_);
+      while (!stopping_ && work_.empty() && work_cv_.WaitUntil(&work_mu_, next_sweep)) {
+      }
       if (stopping_ && work_.empty()) return;
       if (!work_.empty()) {
         fn = std::move(work_.front());

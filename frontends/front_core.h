@@ -39,17 +39,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "frontends/conversation.h"
 #include "frontends/lifetime.h"
@@ -171,10 +170,10 @@ class FrontCore {
   std::unique_ptr<UpstreamClient> upstream_;  // proxy mode
   Sessions sessions_;
 
-  std::mutex work_mu_;
-  std::condition_variable work_cv_;
-  std::deque<std::function<void()>> work_;
-  bool stopping_ = false;
+  Mutex work_mu_;
+  CondVar work_cv_;
+  std::deque<std::function<void()>> work_ GUARDED_BY(work_mu_);
+  bool stopping_ GUARDED_BY(work_mu_) = false;
   std::thread thread_;
 };
 

@@ -3,11 +3,11 @@
 // still be cut), and the answer — whole or the stream's end — once the session's waits
 // started.
 #include <algorithm>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "executors/cpu/tokenizer.h"
 #include "executors/generation.h"
 #include "frontends/front_call.h"
@@ -21,9 +21,9 @@ namespace {
 
 // A sampling seed for a call that gave none: the hosted APIs sample afresh every time.
 uint64_t FreshSeed() {
-  static std::mutex mu;
+  static Mutex mu;
   static std::mt19937_64 gen{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   return gen();
 }
 
@@ -61,7 +61,7 @@ void FrontCore::Generate(const CallPtr& c) {
 void FrontCore::OnToken(const CallPtr& c, int32_t token) {
   executors::Generation* d = service_->generation();
   const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
-  std::lock_guard<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   if (c->stopped) return;
   if (tok && token == tok->eos_id() && !c->tool) {
     c->eos = true;
@@ -88,7 +88,7 @@ void FrontCore::Finish(const CallPtr& c, const Status& st, int64_t output_tokens
   Post([this, c, st, output_tokens]() {
     if (!st.ok()) return Fail(c, st);
     if (!service_->generation()->tokenizer(c->model)) {  // simulated engine: a placeholder
-      std::lock_guard<std::mutex> lock(c->mu);
+      MutexLock lock(&c->mu);
       c->output.assign(static_cast<size_t>(std::max<int64_t>(0, output_tokens)), 0);
     }
     Answer(c);
@@ -97,7 +97,7 @@ void FrontCore::Finish(const CallPtr& c, const Status& st, int64_t output_tokens
 
 void FrontCore::OpenStream(const CallPtr& c) {
   if (!c->req.stream || upstream_) return;
-  std::lock_guard<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   if (c->stream || c->answered) return;
   c->stream = std::make_shared<http::ResponseStream>();
   http::HttpResponse h{200, "text/event-stream", {}, ""};
@@ -126,7 +126,12 @@ void FrontCore::Answer(const CallPtr& c) {
   // wait node per tool call (or one `client`) runs until its next call.
   std::vector<int32_t> context = c->prompt;
   context.insert(context.end(), output.begin(), output.end());
-  if (c->eos && tok) context.push_back(tok->eos_id());  // the context holds it too
+  bool eos;
+  {
+    MutexLock lock(&c->mu);
+    eos = c->eos;
+  }
+  if (eos && tok) context.push_back(tok->eos_id());  // the context holds it too
   std::vector<std::string> names;
   for (const ToolCall& call : answer.tool_calls) names.push_back(call.name);
   sessions_.EndTurn(c->turn, std::move(context), std::move(names),
@@ -139,7 +144,7 @@ void FrontCore::Answer(const CallPtr& c) {
 frontends::Answer FrontCore::Compose(const CallPtr& c, std::vector<int32_t>* output) {
   const executors::cpu::Tokenizer* tok = service_->generation()->tokenizer(c->model);
   frontends::Answer a;
-  std::lock_guard<std::mutex> lock(c->mu);
+  MutexLock lock(&c->mu);
   *output = c->output;
   std::string text;
   if (tok) {
@@ -172,7 +177,7 @@ void FrontCore::Send(const CallPtr& c, const frontends::Answer& answer) {
   sessions_.Release(c->turn);
   std::optional<http::HttpResponse> whole;
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(&c->mu);
     if (!c->stream) {
       c->reply->SetHead(c->head);
       whole = c->reply->Whole(answer);

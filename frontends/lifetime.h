@@ -13,10 +13,10 @@
 // be called from a guarded callback (it would wait for itself).
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <utility>
+
+#include "base/mutex.h"
 
 namespace switchyard::frontends {
 
@@ -27,15 +27,15 @@ class Lifetime {
   auto Guard(F fn) const {
     return [state = state_, fn = std::move(fn)](auto&&... args) mutable {
       {
-        std::lock_guard<std::mutex> lock(state->mu);
+        MutexLock lock(&state->mu);
         if (!state->alive) return;
         ++state->running;
       }
       struct Done {
         State* state;
         ~Done() {
-          std::lock_guard<std::mutex> lock(state->mu);
-          if (--state->running == 0) state->idle.notify_all();
+          MutexLock lock(&state->mu);
+          if (--state->running == 0) state->idle.SignalAll();
         }
       } done{state.get()};
       fn(std::forward<decltype(args)>(args)...);
@@ -44,17 +44,17 @@ class Lifetime {
 
   // No guarded callback enters from now on; one running elsewhere is waited for.
   void End() {
-    std::unique_lock<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->alive = false;
-    state_->idle.wait(lock, [this] { return state_->running == 0; });
+    while (state_->running != 0) state_->idle.Wait(&state_->mu);
   }
 
  private:
   struct State {
-    std::mutex mu;
-    std::condition_variable idle;
-    bool alive = true;
-    int running = 0;  // guarded callbacks running now
+    Mutex mu;
+    CondVar idle;
+    bool alive GUARDED_BY(mu) = true;
+    int running GUARDED_BY(mu) = 0;  // guarded callbacks running now
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
 };

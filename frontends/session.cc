@@ -4,12 +4,13 @@
 
 #include <cctype>
 
+#include "base/mutex.h"
 #include "base/utf8.h"
 
 namespace switchyard::frontends {
 
 struct Sessions::Session {
-  std::mutex mu;  // guards everything below
+  Mutex mu;  // guards everything below
   std::string tenant, id, workflow_id;
   int turn = 0, generation = 0;
   std::string context = "main";
@@ -53,7 +54,7 @@ Sessions::Sessions(service::Service* service, Options options, Lifetime life)
 Sessions::~Sessions() = default;
 
 size_t Sessions::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return sessions_.size();
 }
 
@@ -66,7 +67,7 @@ Result<Sessions::Turn> Sessions::BeginTurn(const std::string& tenant, const std:
   turn.tenant = tenant;
   SessionPtr s;
   if (!id.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     SessionPtr& slot = sessions_[{tenant, id}];
     if (!slot) {
       slot = std::make_shared<Session>();
@@ -82,7 +83,7 @@ Result<Sessions::Turn> Sessions::BeginTurn(const std::string& tenant, const std:
 }
 
 Status Sessions::Take(const SessionPtr& s, bool shared, const std::string& model, Turn* turn) {
-  std::lock_guard<std::mutex> lock(s->mu);
+  MutexLock lock(&s->mu);
   if (s->busy && !s->ended && shared) return Status::OK();  // runs on its own
   if (s->busy || s->ended)
     return Status::Aborted("session '" + s->id + "' is answering another request");
@@ -106,7 +107,7 @@ Status Sessions::Take(const SessionPtr& s, bool shared, const std::string& model
 void Sessions::Extend(Turn* turn, const std::vector<int32_t>& prompt) {
   if (!turn->session) return;  // a one-node workflow: a fresh "main"
   Session& s = *turn->session;
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(&s.mu);
   size_t lcp = 0;
   while (lcp < s.tokens.size() && lcp < prompt.size() && s.tokens[lcp] == prompt[lcp]) ++lcp;
   // The longest common prefix of the context's tokens and the new prompt is reused, as
@@ -217,7 +218,7 @@ void Sessions::EndTurn(const Turn& turn, std::vector<int32_t> context,
   bool stale = false;
   {
     Session& s = *turn.session;
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     // The turn's call was abandoned or failed first (Abort reset the session, or a later
     // turn began a new workflow): the session no longer builds on this workflow.
     stale = s.workflow_id != turn.workflow;
@@ -248,14 +249,14 @@ void Sessions::ReportWaits(const std::string& tenant, const std::string& workflo
 
 void Sessions::Release(const Turn& turn) {
   if (!turn.session) return;
-  std::lock_guard<std::mutex> lock(turn.session->mu);
+  MutexLock lock(&turn.session->mu);
   turn.session->busy = false;
 }
 
 void Sessions::Abort(const Turn& turn, const std::string& why) {
   if (turn.session) {
     Session& s = *turn.session;
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     s.busy = false;
     if (s.workflow_id == turn.workflow) {  // the next turn starts a new workflow and context
       s.workflow_id.clear();
@@ -274,7 +275,7 @@ void Sessions::Abort(const Turn& turn, const std::string& why) {
 bool Sessions::End(const std::string& tenant, const std::string& id) {
   SessionPtr s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = sessions_.find({tenant, id});
     if (it == sessions_.end()) return false;
     s = it->second;
@@ -288,7 +289,7 @@ void Sessions::EndSession(const SessionPtr& s) {
   std::string wf;
   std::vector<std::string> waits;
   {
-    std::lock_guard<std::mutex> lock(s->mu);
+    MutexLock lock(&s->mu);
     if (s->ended) return;
     s->ended = true;
     wf = s->workflow_id;
@@ -303,10 +304,10 @@ void Sessions::SweepIdle() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<SessionPtr> idle;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       Session& s = *it->second;
-      std::lock_guard<std::mutex> slock(s.mu);
+      MutexLock slock(&s.mu);
       if (!s.busy && now - s.last_active > options_.idle_timeout) {
         idle.push_back(it->second);
         it = sessions_.erase(it);

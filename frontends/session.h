@@ -36,11 +36,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/status.h"
 #include "frontends/lifetime.h"
@@ -144,8 +144,9 @@ class Sessions {
   service::Service* service_;
   Options options_;
   Lifetime life_;
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, SessionPtr> sessions_;  // (tenant, id)
+  mutable Mutex mu_;
+  std::map<std::pair<std::string, std::string>, SessionPtr> sessions_
+      GUARDED_BY(mu_);  // (tenant, id)
 };
 
 }  // namespace switchyard::frontends

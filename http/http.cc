@@ -1,6 +1,7 @@
 #include "http/http.h"
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/utf8.h"
 
 namespace switchyard::http {
@@ -95,7 +96,7 @@ ResponseStream::ResponseStream(size_t max_queued_bytes) : max_queued_bytes_(max_
 
 bool ResponseStream::Write(std::string chunk) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_ || cancelled()) return false;
     if (chunk.empty()) return true;
     if (pending_.size() + in_flight_ + chunk.size() <= max_queued_bytes_) {
@@ -113,7 +114,7 @@ bool ResponseStream::Write(std::string chunk) {
 }
 
 void ResponseStream::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_ || cancelled()) return;
   closed_ = true;
   WakeLocked();
@@ -121,7 +122,7 @@ void ResponseStream::Close() {
 
 void ResponseStream::SetOnCancel(std::function<void()> on_cancel) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!cancelled()) {
       on_cancel_ = std::move(on_cancel);
       return;
@@ -131,7 +132,7 @@ void ResponseStream::SetOnCancel(std::function<void()> on_cancel) {
 }
 
 size_t ResponseStream::queued_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return pending_.size() + in_flight_;
 }
 
@@ -143,7 +144,7 @@ void ResponseStream::WakeLocked() {
 }
 
 bool ResponseStream::Attach(std::function<void()> wake) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (attached_ || cancelled()) return false;
   attached_ = true;
   wake_ = std::move(wake);
@@ -152,7 +153,7 @@ bool ResponseStream::Attach(std::function<void()> wake) {
 }
 
 ResponseStream::Batch ResponseStream::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Batch batch;
   batch.bytes.swap(pending_);
   in_flight_ = batch.bytes.size();
@@ -163,7 +164,7 @@ ResponseStream::Batch ResponseStream::Take() {
 }
 
 void ResponseStream::Finish() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   closed_ = true;
   finished_ = true;
   in_flight_ = 0;
@@ -173,7 +174,7 @@ void ResponseStream::Finish() {
 void ResponseStream::Cancel(bool wake) {
   std::function<void()> on_cancel;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (finished_ || cancelled()) return;
     cancelled_.store(true, std::memory_order_release);
     pending_ = std::string();

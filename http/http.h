@@ -13,11 +13,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "base/result.h"
 
 namespace switchyard::http {
@@ -114,18 +114,18 @@ class ResponseStream {
   void Finish();
   // Cancels (any thread); `wake` says whether to wake the connection one last time.
   void Cancel(bool wake);
-  void WakeLocked();  // calls wake_ unless the connection will come back by itself
+  void WakeLocked() REQUIRES(mu_);  // calls wake_ unless the connection will come back by itself
 
   const size_t max_queued_bytes_;
-  mutable std::mutex mu_;
-  std::string pending_;        // accepted, not yet taken by the connection
-  size_t in_flight_ = 0;       // taken by the connection, being written
-  bool closed_ = false;        // Close() was called (or the stream finished)
-  bool attached_ = false;      // handed to a connection once
-  bool finished_ = false;      // completely sent: can no longer be cancelled
-  bool wake_pending_ = false;  // the connection will Take() again without a wake
-  std::function<void()> wake_;
-  std::function<void()> on_cancel_;
+  mutable Mutex mu_;
+  std::string pending_ GUARDED_BY(mu_);        // accepted, not yet taken by the connection
+  size_t in_flight_ GUARDED_BY(mu_) = 0;       // taken by the connection, being written
+  bool closed_ GUARDED_BY(mu_) = false;        // Close() was called (or the stream finished)
+  bool attached_ GUARDED_BY(mu_) = false;      // handed to a connection once
+  bool finished_ GUARDED_BY(mu_) = false;      // completely sent: can no longer be cancelled
+  bool wake_pending_ GUARDED_BY(mu_) = false;  // the connection will Take() again without a wake
+  std::function<void()> wake_ GUARDED_BY(mu_);
+  std::function<void()> on_cancel_ GUARDED_BY(mu_);
   std::atomic<bool> cancelled_{false};
 };
 

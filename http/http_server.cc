@@ -13,13 +13,13 @@
 #include <atomic>
 #include <cctype>
 #include <charconv>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "base/completion_batch.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 
 namespace switchyard::http {
@@ -49,7 +49,7 @@ class StreamRegistry {
   // Records `s`; once the server is stopping, cancels it instead and returns false.
   bool Add(const std::shared_ptr<ResponseStream>& s) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!stopping_) {
         open_[s.get()] = s;
         return true;
@@ -60,7 +60,7 @@ class StreamRegistry {
   }
 
   void Remove(const ResponseStream* s) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     open_.erase(s);
   }
 
@@ -68,7 +68,7 @@ class StreamRegistry {
   void CancelAll() {
     std::vector<std::shared_ptr<ResponseStream>> open;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
       for (auto& [ptr, weak] : open_) {
         if (auto s = weak.lock()) open.push_back(std::move(s));
@@ -79,9 +79,9 @@ class StreamRegistry {
   }
 
  private:
-  std::mutex mu_;
-  bool stopping_ = false;
-  std::unordered_map<const ResponseStream*, std::weak_ptr<ResponseStream>> open_;
+  Mutex mu_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::unordered_map<const ResponseStream*, std::weak_ptr<ResponseStream>> open_ GUARDED_BY(mu_);
 };
 
 // Bytes a client may send ahead (its next request) while a stream is being sent; more and

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "kv_tiers/prefix_hash.h"
 
 namespace switchyard::kv_tiers {
@@ -84,7 +85,7 @@ Result<Extent> ArenaTier::Allocate(const std::string& tenant, uint64_t bytes) {
                                    " B does not fit a " + std::to_string(slot_bytes) + " B slot");
   }
   SY_RETURN_IF_ERROR(Charge(tenant, slot_bytes));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (free_slots_.empty()) {  // cannot happen while accounting matches; be safe
     Uncharge(tenant, slot_bytes);
     return Status::ResourceExhausted("tier " + name() + ": no free slot");
@@ -98,7 +99,7 @@ Result<Extent> ArenaTier::Allocate(const std::string& tenant, uint64_t bytes) {
 Status ArenaTier::Free(const Extent& extent) {
   std::string tenant;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = owner_.find(extent.slot);
     if (it == owner_.end()) {
       return Status::NotFound("tier " + name() + ": slot " + std::to_string(extent.slot) +
@@ -118,7 +119,7 @@ void* ArenaTier::Data(const Extent& extent) {
 }
 
 Status ArenaTier::CheckLive(const Extent& extent, uint64_t bytes) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (owner_.count(extent.slot) == 0) {
     return Status::NotFound("tier " + name() + ": slot " + std::to_string(extent.slot) +
                             " is not allocated");

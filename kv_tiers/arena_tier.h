@@ -14,11 +14,11 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kv_tiers/tier.h"
 
 namespace switchyard::kv_tiers {
@@ -62,9 +62,9 @@ class ArenaTier final : public Tier {
   ArenaBackend backend_;
   void* base_;
   uint64_t num_slots_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> free_slots_;
-  std::unordered_map<uint64_t, std::string> owner_;  // live slot -> tenant
+  mutable Mutex mu_;
+  std::vector<uint64_t> free_slots_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, std::string> owner_ GUARDED_BY(mu_);  // live slot -> tenant
 };
 
 // Host-memory backends (always available).

@@ -1,6 +1,7 @@
 #include "kv_tiers/disk_tier.h"
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "kv_tiers/disk_tier_options.h"
 
 #include <rocksdb/db.h>
@@ -146,7 +147,9 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options,
   tier->default_cf_ = handles[0];
   tier->data_cf_ = handles[1];
   tier->meta_cf_ = handles[2];
-  // New slots go past every key already stored, so reopening never overwrites.
+  // New slots go past every key already stored, so reopening never overwrites. (No other
+  // thread has the tier yet; the lock is for the analysis.)
+  MutexLock lock(&tier->mu_);
   for (auto* cf : {tier->data_cf_, tier->meta_cf_}) {
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
     it->SeekToLast();
@@ -159,7 +162,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const TierOptions& options,
 DiskTier::~DiskTier() { (void)Close(); }
 
 Status DiskTier::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!db_) return Status::OK();
   rocksdb::FlushOptions flush;
   rocksdb::Status s = db_->Flush(flush, {data_cf_, meta_cf_});
@@ -172,13 +175,13 @@ Status DiskTier::Close() {
 }
 
 Status DiskTier::Flush() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
   return FromRocks(db_->Flush(rocksdb::FlushOptions(), {data_cf_, meta_cf_}), "flush");
 }
 
 Status DiskTier::WaitIdle() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!db_) return Status::Unavailable("disk tier: closed", ErrorScope::kTier);
   return FromRocks(DiskTierWaitIdle(db_.get(), {data_cf_, meta_cf_}), "wait for background work");
 }
@@ -192,7 +195,7 @@ TierCapabilities DiskTier::capabilities() const {
 Result<Extent> DiskTier::Allocate(const std::string& tenant, uint64_t bytes) {
   if (bytes == 0) return Status::InvalidArgument("disk tier: zero-byte allocation");
   SY_RETURN_IF_ERROR(Charge(tenant, bytes));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t slot = next_slot_++;
   live_[slot] = Live{tenant, bytes};
   return Extent{slot, bytes};
@@ -201,7 +204,7 @@ Result<Extent> DiskTier::Allocate(const std::string& tenant, uint64_t bytes) {
 Status DiskTier::Free(const Extent& extent) {
   Live live;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = live_.find(extent.slot);
     if (it == live_.end()) {
       return Status::NotFound("disk tier: slot " + std::to_string(extent.slot) +
@@ -243,7 +246,7 @@ constexpr uint64_t kMaxBatchBytes = 1ull << 20;
 
 Status DiskTier::Write(std::span<const BlockWrite> writes) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& w : writes) SY_RETURN_IF_ERROR(CheckLive(w.extent, w.bytes));
   }
   const rocksdb::WriteOptions wo = DiskTierDataWriteOptions(tuning_);
@@ -278,7 +281,7 @@ Status DiskTier::Read(std::span<const BlockRead> reads) {
   std::vector<std::string> keys;
   keys.reserve(reads.size());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& r : reads) {
       SY_RETURN_IF_ERROR(CheckLive(r.extent, r.bytes));
       keys.push_back(Key(r.extent.slot));
@@ -313,7 +316,7 @@ Status DiskTier::ReadOne(const std::string& key, const BlockRead& read) {
 }
 
 Status DiskTier::PersistMeta(const Extent& extent, const v1::KvBlockMeta& meta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   SY_RETURN_IF_ERROR(CheckLive(extent, 0));
   std::string value;
   meta.SerializeToString(&value);
@@ -339,11 +342,11 @@ Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> DiskTier::Recover() {
     }
     recorded.push_back(slot);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (live_.count(slot)) continue;  // already known in this process
     }
     SY_RETURN_IF_ERROR(Charge(meta.tenant(), meta.bytes()));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     live_[slot] = Live{meta.tenant(), meta.bytes()};
     next_slot_ = std::max(next_slot_, slot + 1);
     out.emplace_back(Extent{slot, meta.bytes()}, meta);
@@ -362,7 +365,7 @@ Status DiskTier::RemoveUnrecorded(const std::vector<uint64_t>& recorded,
   // rewritten, or any slot of this process below the watermark: none today).
   std::vector<uint64_t> keep = recorded;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [slot, live] : live_) {
       if (slot < open_watermark_) keep.push_back(slot);
     }

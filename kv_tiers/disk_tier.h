@@ -22,10 +22,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kv_tiers/tier.h"
 
 namespace rocksdb {
@@ -77,7 +77,7 @@ class DiskTier final : public Tier {
     std::string tenant;
     uint64_t bytes = 0;
   };
-  Status CheckLive(const Extent& extent, uint64_t bytes) const;
+  Status CheckLive(const Extent& extent, uint64_t bytes) const REQUIRES(mu_);
   // Copies the value stored under `key` into read.dst (DataLoss when missing or short).
   Status ReadOne(const std::string& key, const BlockRead& read);
   // Deletes, in one WAL-logged batch, the `unreadable` metadata keys and every data value
@@ -91,9 +91,9 @@ class DiskTier final : public Tier {
   rocksdb::ColumnFamilyHandle* data_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
-  mutable std::mutex mu_;
-  std::map<uint64_t, Live> live_;
-  uint64_t next_slot_ = 1;
+  mutable Mutex mu_;
+  std::map<uint64_t, Live> live_ GUARDED_BY(mu_);
+  uint64_t next_slot_ GUARDED_BY(mu_) = 1;
   // One past the highest slot stored when the DB was opened: slots allocated by this
   // process are at or above it.
   uint64_t open_watermark_ = 1;

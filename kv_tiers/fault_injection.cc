@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace switchyard::kv_tiers {
 
 Status CorruptOneByte(Tier& tier, const Extent& extent, uint64_t offset) {
@@ -30,7 +32,7 @@ FaultyMover::FaultyMover(std::shared_ptr<Mover> inner, FaultSpec spec, EventLoop
 FaultyMover::~FaultyMover() { watchers_.reset(); }
 
 FaultDice::Fault FaultDice::Draw() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t n = calls_.fetch_add(1);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   double fail_draw = u(rng_), corrupt_draw = u(rng_);

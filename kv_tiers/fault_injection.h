@@ -18,9 +18,9 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <random>
 
+#include "base/mutex.h"
 #include "kv_tiers/mover.h"
 #include "kv_tiers/worker_pool.h"
 
@@ -48,8 +48,8 @@ class FaultDice {
 
  private:
   FaultSpec spec_;
-  std::mutex mu_;
-  std::mt19937_64 rng_;
+  Mutex mu_;
+  std::mt19937_64 rng_ GUARDED_BY(mu_);
   std::atomic<uint64_t> calls_{0};
 };
 

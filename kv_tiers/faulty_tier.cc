@@ -3,6 +3,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace switchyard::kv_tiers {
 
 FaultyTier::FaultyTier(std::unique_ptr<Tier> inner, FaultSpec spec, uint32_t ops,
@@ -34,7 +36,7 @@ Result<Extent> FaultyTier::Allocate(const std::string& tenant, uint64_t bytes) {
     Uncharge(tenant, bytes);
     return extent.status();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   tenants_[extent->slot] = tenant;
   return extent;
 }
@@ -43,7 +45,7 @@ Status FaultyTier::Free(const Extent& extent) {
   SY_RETURN_IF_ERROR(inner_->Free(extent));
   std::string tenant;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = tenants_.find(extent.slot);
     if (it == tenants_.end()) return Status::OK();
     tenant = std::move(it->second);
@@ -97,7 +99,7 @@ Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> FaultyTier::Recover() {
   SY_ASSIGN_OR_RETURN(auto found, inner_->Recover());
   for (const auto& [extent, meta] : found) {
     SY_RETURN_IF_ERROR(Charge(meta.tenant(), extent.bytes));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     tenants_[extent.slot] = meta.tenant();
   }
   return found;

@@ -30,10 +30,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/time.h"
 #include "kv_tiers/fault_injection.h"
 #include "kv_tiers/tier.h"
@@ -82,8 +82,9 @@ class FaultyTier final : public Tier {
   uint32_t ops_;
   std::function<void(Duration)> wait_;
   FaultDice dice_;
-  std::mutex mu_;                            // guards tenants_
-  std::map<uint64_t, std::string> tenants_;  // slot -> tenant charged on the wrapper
+  Mutex mu_;  // guards tenants_
+  std::map<uint64_t, std::string> tenants_
+      GUARDED_BY(mu_);  // slot -> tenant charged on the wrapper
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> corruptions_{0};
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
 #include "kv_tiers/internal/builtin.h"
 
 namespace switchyard::kv_tiers {
@@ -13,33 +14,36 @@ uint64_t MoveRequest::total_bytes() const {
 }
 
 bool MoveState::Complete(Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (done_) return false;
   done_ = true;
   status_ = std::move(status);
   // Notify under the mutex: a waiter that saw done_ == false is already waiting.
-  cv_.notify_all();
+  cv_.SignalAll();
   return true;
 }
 
 bool MoveState::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return done_;
 }
 
 Status MoveState::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return status_;
 }
 
 void MoveState::Wait() const {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_; });
+  MutexLock lock(&mu_);
+  while (!done_) cv_.Wait(&mu_);
 }
 
 bool MoveState::WaitFor(Duration timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return done_; });
+  MutexLock lock(&mu_);
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (!done_ && cv_.WaitUntil(&mu_, end)) {
+  }
+  return done_;
 }
 
 MoveHandle::~MoveHandle() {
@@ -102,12 +106,12 @@ MoverRegistry& MoverRegistry::Global() {
 }
 
 void MoverRegistry::Register(MoverImplementation impl) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   impls_.push_back(std::move(impl));
 }
 
 std::vector<MoverImplementation> MoverRegistry::Implementations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return impls_;
 }
 

@@ -20,16 +20,15 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/event_loop.h"
 #include "base/ids.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/time.h"
 #include "kv_tiers/tier.h"
@@ -81,10 +80,10 @@ class MoveState {
   bool cancel_requested() const { return cancel_.load(std::memory_order_relaxed); }
 
  private:
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  bool done_ = false;
-  Status status_;
+  mutable Mutex mu_;
+  mutable CondVar cv_;
+  bool done_ GUARDED_BY(mu_) = false;
+  Status status_ GUARDED_BY(mu_);
   std::atomic<bool> cancel_{false};
 };
 
@@ -167,8 +166,8 @@ class MoverRegistry {
   Result<MoverSet> CreateAvailable(const MoverEnv& env) const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<MoverImplementation> impls_;
+  mutable Mutex mu_;
+  std::vector<MoverImplementation> impls_ GUARDED_BY(mu_);
 };
 
 struct MoverRegistrar {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "base/mutex.h"
+
 namespace switchyard::kv_tiers {
 
 std::string_view TierKindName(TierKind kind) {
@@ -35,18 +37,18 @@ Result<std::vector<std::pair<Extent, v1::KvBlockMeta>>> Tier::Recover() {
 }
 
 uint64_t Tier::used_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return used_;
 }
 
 uint64_t Tier::tenant_used_bytes(const std::string& tenant) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tenant_used_.find(tenant);
   return it == tenant_used_.end() ? 0 : it->second;
 }
 
 void Tier::SetTenantQuota(const std::string& tenant, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (bytes == 0) {
     tenant_quota_.erase(tenant);
   } else {
@@ -55,26 +57,26 @@ void Tier::SetTenantQuota(const std::string& tenant, uint64_t bytes) {
 }
 
 uint64_t Tier::tenant_quota(const std::string& tenant) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tenant_quota_.find(tenant);
   return it == tenant_quota_.end() ? 0 : it->second;
 }
 
 bool Tier::AboveHighWatermark() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return static_cast<double>(used_) >
          options_.high_watermark * static_cast<double>(options_.capacity_bytes);
 }
 
 uint64_t Tier::BytesAboveLowWatermark() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto low =
       static_cast<uint64_t>(options_.low_watermark * static_cast<double>(options_.capacity_bytes));
   return used_ > low ? used_ - low : 0;
 }
 
 Status Tier::Charge(const std::string& tenant, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (used_ + bytes > options_.capacity_bytes) {
     return Status::ResourceExhausted("tier " + name() + ": capacity " +
                                      std::to_string(options_.capacity_bytes) + " B full (" +
@@ -94,7 +96,7 @@ Status Tier::Charge(const std::string& tenant, uint64_t bytes) {
 }
 
 void Tier::Uncharge(const std::string& tenant, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tenant_used_.find(tenant);
   if (it != tenant_used_.end()) {
     it->second -= std::min(it->second, bytes);

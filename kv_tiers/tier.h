@@ -22,13 +22,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/status.h"
 #include "proto/switchyard/v1/kv.pb.h"
@@ -137,10 +137,10 @@ class Tier {
 
  private:
   TierOptions options_;
-  mutable std::mutex mu_;
-  uint64_t used_ = 0;
-  std::map<std::string, uint64_t> tenant_used_;
-  std::map<std::string, uint64_t> tenant_quota_;
+  mutable Mutex mu_;
+  uint64_t used_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, uint64_t> tenant_used_ GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> tenant_quota_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::kv_tiers

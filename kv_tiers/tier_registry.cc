@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "kv_tiers/internal/builtin.h"
 
 namespace switchyard::kv_tiers {
@@ -17,12 +18,12 @@ TierRegistry& TierRegistry::Global() {
 }
 
 void TierRegistry::Register(TierImplementation impl) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   impls_.push_back(std::move(impl));
 }
 
 std::vector<TierImplementation> TierRegistry::Implementations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return impls_;
 }
 

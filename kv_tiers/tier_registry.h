@@ -14,10 +14,10 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "kv_tiers/tier.h"
 
@@ -49,8 +49,8 @@ class TierRegistry {
   Status Probe(const std::string& name) const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<TierImplementation> impls_;
+  mutable Mutex mu_;
+  std::vector<TierImplementation> impls_ GUARDED_BY(mu_);
 };
 
 // Static-registration helper: `static TierRegistrar r({...});` in an implementation file.

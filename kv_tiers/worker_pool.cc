@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
+
 namespace switchyard::kv_tiers {
 
 WorkerPool::WorkerPool(int threads) {
@@ -11,27 +13,27 @@ WorkerPool::WorkerPool(int threads) {
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& t : threads_) t.join();
 }
 
 void WorkerPool::Submit(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WorkerPool::Loop() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stop_ && tasks_.empty()) cv_.Wait(&mu_);
       if (tasks_.empty()) return;  // stop_ and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -47,26 +49,26 @@ void ParallelFor(WorkerPool* pool, size_t n, const std::function<void(size_t, si
     return;
   }
   const size_t per = (n + threads - 1) / threads;
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   size_t running = 0;
   for (size_t t = 0; t + 1 < threads; ++t) {
     size_t from = t * per, to = std::min(n, (t + 1) * per);
     if (from >= to) break;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       ++running;
     }
     pool->Submit([&, from, to]() {
       fn(from, to);
-      std::lock_guard<std::mutex> lock(mu);
-      if (--running == 0) cv.notify_one();
+      MutexLock lock(&mu);
+      if (--running == 0) cv.Signal();
     });
   }
   const size_t last = std::min(n, (threads - 1) * per);
   if (last < n) fn(last, n);
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return running == 0; });
+  MutexLock lock(&mu);
+  while (running != 0) cv.Wait(&mu);
 }
 
 }  // namespace switchyard::kv_tiers

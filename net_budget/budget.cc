@@ -4,8 +4,9 @@
 #include <cmath>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace switchyard::net_budget {
 
@@ -79,7 +80,7 @@ struct BudgetCore : std::enable_shared_from_this<BudgetCore> {
   const Topology* topo;
   EventLoop* loop;
   BudgetPolicy policy;
-  mutable std::mutex mu;
+  mutable Mutex mu;
   std::vector<Channel> ch;
   std::map<RequestId, Request> pending;  // ordered by id = arrival (FIFO)
   RequestId next_id = 1;
@@ -244,7 +245,7 @@ struct BudgetCore : std::enable_shared_from_this<BudgetCore> {
   void Process() {
     std::vector<std::pair<LinkBudgets::GrantCallback, Grant>> ready;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       Time now = loop->Now();
       TouchAll(now);
       GrantReady(now, &ready);
@@ -255,7 +256,7 @@ struct BudgetCore : std::enable_shared_from_this<BudgetCore> {
 
   void OnTimer() {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       timer = kNoTimer;
       timer_at = Time::Max();
     }
@@ -270,7 +271,7 @@ struct BudgetCore : std::enable_shared_from_this<BudgetCore> {
   }
 
   void Release(const Grant& g) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     size_t k = ClassIndex(g.cls_);
     for (ChannelIndex i : g.channels_) ch[i].cls[k].inflight -= g.bytes_;
   }
@@ -325,7 +326,7 @@ LinkBudgets::LinkBudgets(const Topology& topo, EventLoop* loop, BudgetPolicy pol
 }
 
 LinkBudgets::~LinkBudgets() {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(&core_->mu);
   if (core_->timer != kNoTimer) core_->loop->Cancel(core_->timer);
   core_->timer = kNoTimer;
 }
@@ -365,7 +366,7 @@ std::vector<ChannelIndex> Channels(const Path& path) {
 }  // namespace
 
 Result<Grant> LinkBudgets::TryAcquire(const Path& path, TrafficClass cls, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(&core_->mu);
   SY_RETURN_IF_ERROR(CheckRequest(topo_, path, bytes, core_->ch));
   Time now = core_->loop->Now();
   internal::Request r{cls, Channels(path), bytes, nullptr};
@@ -391,7 +392,7 @@ RequestId LinkBudgets::Acquire(const Path& path, TrafficClass cls, uint64_t byte
                                GrantCallback done) {
   RequestId id;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     Status st = CheckRequest(topo_, path, bytes, core_->ch);
     if (!st.ok()) {
       core_->loop->Post([done = std::move(done), st] { done(st); });
@@ -416,7 +417,7 @@ RequestId LinkBudgets::Acquire(const Path& path, TrafficClass cls, uint64_t byte
 bool LinkBudgets::Cancel(RequestId id) {
   GrantCallback done;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     auto it = core_->pending.find(id);
     if (it == core_->pending.end()) return false;
     core_->Dequeue(id, it->second);
@@ -431,7 +432,7 @@ bool LinkBudgets::Cancel(RequestId id) {
 }
 
 ClassState LinkBudgets::State(ChannelIndex ch, TrafficClass cls) const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(&core_->mu);
   const auto& c = core_->ch.at(ch);
   const auto& cc = c.cls[ClassIndex(cls)];
   double tokens = cc.tokens + cc.rate * ToSeconds(core_->loop->Now() - c.last);
@@ -447,7 +448,7 @@ ClassState LinkBudgets::State(ChannelIndex ch, TrafficClass cls) const {
 
 void LinkBudgets::Snapshot(const Path& path, TrafficClass cls, double* rates,
                            double* backlog) const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(&core_->mu);
   Time now = core_->loop->Now();
   size_t k = ClassIndex(cls);
   for (size_t i = 0; i < path.hops.size(); ++i) {

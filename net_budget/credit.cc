@@ -2,9 +2,10 @@
 
 #include <deque>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace switchyard::net_budget {
 namespace internal {
@@ -27,7 +28,7 @@ struct Destination {
 struct CreditCore : std::enable_shared_from_this<CreditCore> {
   EventLoop* loop;
   std::optional<CreditLimits> defaults;
-  std::mutex mu;
+  Mutex mu;
   std::unordered_map<std::string, Destination> dests;
   CreditWaitId next_id = 1;
 
@@ -119,7 +120,7 @@ struct CreditCore : std::enable_shared_from_this<CreditCore> {
   void Return(const CreditLease& lease) {
     Ready ready;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       auto it = dests.find(lease.dest_);
       if (it == dests.end()) return;
       Destination& d = it->second;
@@ -176,7 +177,7 @@ Status CreditManager::SetLimits(const std::string& dest, CreditLimits limits) {
   }
   internal::CreditCore::Ready ready;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     auto& d = core_->dests[dest];
     d.limits = limits;
     core_->Serve(dest, d, &ready);
@@ -187,7 +188,7 @@ Status CreditManager::SetLimits(const std::string& dest, CreditLimits limits) {
 
 Result<CreditLease> CreditManager::AcquireCredit(const std::string& dest, uint64_t bytes,
                                                  const std::string& sender) {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(&core_->mu);
   internal::Destination* d = core_->Find(dest);
   if (!d) return internal::CreditCore::NoCredit(dest);
   SY_RETURN_IF_ERROR(internal::CreditCore::CheckSize(dest, *d, bytes));
@@ -205,7 +206,7 @@ CreditWaitId CreditManager::AcquireCreditAsync(const std::string& dest, uint64_t
   internal::CreditCore::Ready ready;
   CreditWaitId id = 0;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     internal::Destination* d = core_->Find(dest);
     Status st =
         d ? internal::CreditCore::CheckSize(dest, *d, bytes) : internal::CreditCore::NoCredit(dest);
@@ -224,7 +225,7 @@ CreditWaitId CreditManager::AcquireCreditAsync(const std::string& dest, uint64_t
 bool CreditManager::Cancel(CreditWaitId id) {
   internal::CreditCore::Ready ready;
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    MutexLock lock(&core_->mu);
     bool found = false;
     for (auto& [name, d] : core_->dests) {
       for (auto it = d.waiters.begin(); it != d.waiters.end(); ++it) {
@@ -245,7 +246,7 @@ bool CreditManager::Cancel(CreditWaitId id) {
 }
 
 Result<CreditState> CreditManager::State(const std::string& dest) const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  MutexLock lock(&core_->mu);
   auto it = core_->dests.find(dest);
   if (it == core_->dests.end()) {
     if (core_->defaults) return CreditState{*core_->defaults, 0, 0, 0, 0};

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "base/mutex.h"
+
 namespace switchyard::net_budget {
 
 Planner::Planner(const Topology& topo, const LinkBudgets* budgets, PlannerOptions opts)
@@ -12,7 +14,7 @@ Planner::Planner(const Topology& topo, const LinkBudgets* budgets, PlannerOption
 }
 
 void Planner::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   routes_.clear();
   costs_.assign(topo_.num_links(), {});
   for (LinkIndex i = 0; i < topo_.num_links(); ++i) {
@@ -31,7 +33,7 @@ const Path* Planner::CachedRoute(DeviceIndex src, DeviceIndex dst, Status* error
     return nullptr;
   }
   uint64_t key = (static_cast<uint64_t>(src) << 32) | dst;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = routes_.find(key);
   if (it == routes_.end()) {
     it = routes_.emplace(key, topo_.FindPath(src, dst, opts_.route_metric)).first;

@@ -22,11 +22,11 @@
 // estimates.
 #pragma once
 
-#include <mutex>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/time.h"
 #include "net_budget/budget.h"
@@ -75,8 +75,8 @@ class Planner {
   const LinkBudgets* budgets_;
   PlannerOptions opts_;
   std::vector<LinkCost> costs_;
-  mutable std::mutex mu_;
-  mutable std::unordered_map<uint64_t, Result<Path>> routes_;
+  mutable Mutex mu_;
+  mutable std::unordered_map<uint64_t, Result<Path>> routes_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::net_budget

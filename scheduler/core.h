@@ -111,7 +111,7 @@ class Core {
   // Introspection (tests, metrics, property checks).
   const Policy& policy() const { return *policy_; }
   uint64_t hbm_used(int worker) const;
-  // false from kPeerLost of the worker until its kPeerJoined (out of range: false).
+  // false from kWorkerLost of the worker until its kWorkerJoined (out of range: false).
   bool alive(int worker) const;
   // Between kDrainWorker and kUndrainWorker (or a loss); drained: draining, and nothing
   // runs there, is committed in its HBM or moves to or from it.

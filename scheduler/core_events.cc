@@ -29,11 +29,11 @@ constexpr Entry kEntries[] = {
     {EventKind::kToolFinished, &CoreState::HandleToolFinished},
     {EventKind::kTransferCompleted, &CoreState::HandleTransfer},
     {EventKind::kTransferFailed, &CoreState::HandleTransfer},
-    {EventKind::kPeerLost, &CoreState::HandlePeerLost},
+    {EventKind::kWorkerLost, &CoreState::HandleWorkerLost},
     {EventKind::kModelEpochChanged, &CoreState::HandleEpochChanged},
     {EventKind::kDeadlineTick, &CoreState::HandleTick},
     {EventKind::kCancel, &CoreState::HandleCancel},
-    {EventKind::kPeerJoined, &CoreState::HandlePeerJoined},
+    {EventKind::kWorkerJoined, &CoreState::HandleWorkerJoined},
     {EventKind::kDrainWorker, &CoreState::HandleDrain},
     {EventKind::kUndrainWorker, &CoreState::HandleDrain},
 };
@@ -235,13 +235,13 @@ CoreState::Then CoreState::HandleTransfer(const Event& e) {
   return Then::kDrainAndDispatch;
 }
 
-CoreState::Then CoreState::HandlePeerLost(const Event& e) {
-  OnPeerLost(e.worker);
+CoreState::Then CoreState::HandleWorkerLost(const Event& e) {
+  OnWorkerLost(e.worker);
   return Then::kDrainAndDispatch;
 }
 
-CoreState::Then CoreState::HandlePeerJoined(const Event& e) {
-  OnPeerJoined(e.worker);
+CoreState::Then CoreState::HandleWorkerJoined(const Event& e) {
+  OnWorkerJoined(e.worker);
   return Then::kDrainAndDispatch;
 }
 

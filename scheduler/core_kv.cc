@@ -1,5 +1,5 @@
 // Decisions about KV (the ledger keeps the facts): tool-wait decisions, transfers (grants,
-// commit on completion), prefetch timing and re-evaluation of late tools, peer loss and
+// commit on completion), prefetch timing and re-evaluation of late tools, worker loss and
 // model-epoch invalidation.
 #include <algorithm>
 #include <optional>
@@ -349,7 +349,7 @@ void CoreState::OnReevalTimer(CtxRec& c) {
   DecideWait(c, WaitReason::kReevaluate, q, slack);
 }
 
-void CoreState::OnPeerLost(int w) {
+void CoreState::OnWorkerLost(int w) {
   if (w < 0 || w >= static_cast<int>(workers.size()) || !workers[static_cast<size_t>(w)].alive)
     return;
   workers[static_cast<size_t>(w)].alive = false;
@@ -358,14 +358,14 @@ void CoreState::OnPeerLost(int w) {
   // 2. Everything stored on the worker is gone: invalidate it (recompute on next use).
   kv.ForgetPrefixesOn(w);
   std::vector<std::string> lost = kv.ContextsOn(w);
-  // 3. Nodes running there failed with a peer-scoped error.
+  // 3. Nodes running there failed with a worker-scoped error (ErrorScope::kPeer).
   std::vector<std::pair<std::string, int>> running(workers[static_cast<size_t>(w)].nodes.begin(),
                                                    workers[static_cast<size_t>(w)].nodes.end());
   for (const auto& [wf_id, idx] : running) StopRunning(wfs[wf_id], idx);
   for (const std::string& key : lost) {
     CtxRec* c = kv.Find(key);
     if (!c) continue;
-    DiscardContext(*c, "peer " + std::to_string(w) + " lost");
+    DiscardContext(*c, "worker " + std::to_string(w) + " lost");
     kv.EraseIfRetired(*c);
   }
   kv.ClearWorker(w);
@@ -377,10 +377,10 @@ void CoreState::OnPeerLost(int w) {
   }
 }
 
-void CoreState::OnPeerJoined(int w) {
+void CoreState::OnWorkerJoined(int w) {
   if (w < 0 || w >= static_cast<int>(workers.size()) || workers[static_cast<size_t>(w)].alive)
     return;
-  // OnPeerLost left it empty; a new incarnation starts from nothing of the old one's.
+  // OnWorkerLost left it empty; a new incarnation starts from nothing of the old one's.
   WorkerRec& r = workers[static_cast<size_t>(w)];
   r = WorkerRec{};  // also not draining: a new incarnation is in service
   r.alive = true;

@@ -29,9 +29,9 @@ const char* EventKindName(EventKind k) {
   static const char* kNames[] = {"workflow_submitted",  "node_appended",   "workflow_closed",
                                  "engine_step",         "engine_report",   "llm_started",
                                  "llm_finished",        "tool_started",    "tool_finished",
-                                 "transfer_completed",  "transfer_failed", "peer_lost",
+                                 "transfer_completed",  "transfer_failed", "worker_lost",
                                  "model_epoch_changed", "deadline_tick",   "cancel",
-                                 "peer_joined",         "drain_worker",    "undrain_worker"};
+                                 "worker_joined",       "drain_worker",    "undrain_worker"};
   return kNames[static_cast<int>(k)];
 }
 

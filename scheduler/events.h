@@ -33,13 +33,13 @@ enum class EventKind : uint8_t {
   kToolFinished,       // workflow_id, node_id, status
   kTransferCompleted,  // transfer_id: transport done, validated and committed (inv. 3)
   kTransferFailed,     // transfer_id, status
-  kPeerLost,           // worker
+  kWorkerLost,         // worker
   kModelEpochChanged,  // model_id, epoch
   kDeadlineTick,       // time passed (the runtime posts one at Commands::wakeup)
   kCancel,         // workflow_id; status OK: the client cancelled it (ends with `cancel`); not OK:
                    // it failed outside the core (the service's durable graph: a node failed for
                    // good), node_id names the node and status.message() says why (ends with `fail`)
-  kPeerJoined,     // worker: a lost worker is back (a new incarnation, empty): placed on again
+  kWorkerJoined,   // worker: a lost worker is back (a new incarnation, empty): placed on again
   kDrainWorker,    // worker: no new placements; its idle contexts move off (drained: empty)
   kUndrainWorker,  // worker: placed on again
 };

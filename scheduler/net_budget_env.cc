@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
+
 namespace switchyard::scheduler {
 namespace {
 
@@ -143,7 +145,7 @@ Result<const net_budget::Path*> NetBudgetEnvironment::Route(const Location& src,
   auto pack = [](const Location& l) {
     return (static_cast<uint64_t>(l.tier) << 24) | (static_cast<uint64_t>(l.worker) & 0xFFFFFF);
   };
-  std::lock_guard<std::mutex> lock(routes_mu_);
+  MutexLock lock(&routes_mu_);
   bool dense = src.worker >= 0 && dst.worker >= 0 && src.worker < (1 << 16) &&
                dst.worker < (1 << 16) && static_cast<int>(src.tier) < kTiers &&
                static_cast<int>(dst.tier) < kTiers;
@@ -152,7 +154,7 @@ Result<const net_budget::Path*> NetBudgetEnvironment::Route(const Location& src,
     size_t slots = static_cast<size_t>(kTiers * workers_cap_);
     flat_.assign(slots * slots, nullptr);
     for (const auto& [k, r] : routes_) {
-      auto slot = [&](uint64_t p) {
+      auto slot = [&](uint64_t p) REQUIRES(routes_mu_) {
         return static_cast<size_t>((p >> 24) * workers_cap_ + (p & 0xFFFFFF));
       };
       flat_[slot(k >> 32) * slots + slot(k & 0xFFFFFFFF)] = r.get();

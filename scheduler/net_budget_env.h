@@ -24,12 +24,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "base/event_loop.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "net_budget/budget.h"
 #include "net_budget/planner.h"
@@ -116,12 +116,13 @@ class NetBudgetEnvironment final : public TransferPlanner, public GrantIssuer {
   };
   std::map<uint64_t, Held> grants_;
   uint64_t next_id_ = 1;
-  mutable std::mutex routes_mu_;
+  mutable Mutex routes_mu_;
   // Routes by (src, dst) location: owned by routes_, indexed densely by flat_ (slot =
   // tier x workers_cap_ + worker), which grows when a larger worker index shows up.
-  mutable std::unordered_map<uint64_t, std::unique_ptr<Result<net_budget::Path>>> routes_;
-  mutable std::vector<const Result<net_budget::Path>*> flat_;
-  mutable int workers_cap_ = 0;
+  mutable std::unordered_map<uint64_t, std::unique_ptr<Result<net_budget::Path>>> routes_
+      GUARDED_BY(routes_mu_);
+  mutable std::vector<const Result<net_budget::Path>*> flat_ GUARDED_BY(routes_mu_);
+  mutable int workers_cap_ GUARDED_BY(routes_mu_) = 0;
 };
 
 }  // namespace switchyard::scheduler

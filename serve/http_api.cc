@@ -399,7 +399,7 @@ void HttpApi::Mutation(const http::HttpRequest& req, const service::Principal& w
   std::string key = req.Header("idempotency-key");
   // Held from the lookup until the mutation is queued: a repeat with the same key sees
   // the first one (durable, or pending in the store's queue).
-  std::unique_lock<std::mutex> idem_lock;
+  std::unique_lock<Mutex> idem_lock;  // unchecked: the stripes guard no data
   service::IdempotentAnswer answer;
   if (!key.empty()) {
     if (key.size() > 256)
@@ -409,7 +409,7 @@ void HttpApi::Mutation(const http::HttpRequest& req, const service::Principal& w
     answer.key = key;
     answer.fingerprint = XXH64(fp_input.data(), fp_input.size(), 0);
     size_t stripe = XXH64(key.data(), key.size(), 1) % idem_locks_.size();
-    idem_lock = std::unique_lock<std::mutex>(idem_locks_[stripe]);
+    idem_lock = std::unique_lock<Mutex>(idem_locks_[stripe]);
     auto prior = service_->PeekIdempotent(who.tenant, key);
     if (!prior.ok()) return Finish(call, ErrorOf(prior.status()));
     if (*prior) {

@@ -110,7 +110,7 @@ class HttpApi {
       front_;  // /v1/chat/completions, /v1/completions, /v1/models
   std::unique_ptr<frontends::AnthropicFront> anthropic_;  // /v1/messages
   std::atomic<int> inflight_{0};
-  std::array<std::mutex, 64> idem_locks_;  // serialise requests sharing an Idempotency-Key
+  std::array<Mutex, 64> idem_locks_;  // serialise requests sharing an Idempotency-Key
 };
 
 // The OpenAPI 3 document of every endpoint, with a valid example for every POST body.

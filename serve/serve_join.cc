@@ -2,9 +2,9 @@
 #include "serve/serve_join.h"
 
 #include <filesystem>
-#include <mutex>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "cluster/membership.h"
 #include "executors/cpu/cpu_engine.h"
 #include "executors/cpu/model_shape.h"
@@ -27,8 +27,8 @@ namespace kv_store = kv_tiers::kv_store;
 // starts, read by the cluster listing (the sender's credit ledger) while it runs, and
 // reconnected when a worker rejoins; and the orderer of direct puts between them.
 struct RemoteKv {
-  std::mutex mu;
-  std::map<int, kv_tiers::remote::KvStoreTier*> tiers;  // owned by the driver
+  Mutex mu;
+  std::map<int, kv_tiers::remote::KvStoreTier*> tiers GUARDED_BY(mu);  // owned by the driver
   std::shared_ptr<workers::ControlPutOrderer> orderer =
       std::make_shared<workers::ControlPutOrderer>();
 };
@@ -51,7 +51,7 @@ std::unique_ptr<kv_tiers::Tier> DetachedStore(workers::RemoteWorker* rw, int w,
   std::unique_ptr<kv_tiers::remote::KvStoreTier> tier =
       kv_tiers::remote::KvStoreTier::Detached(o, ro);
   kv->orderer->AddStore(tier.get(), rw);
-  std::lock_guard<std::mutex> l(kv->mu);
+  MutexLock l(&kv->mu);
   kv->tiers[w] = tier.get();
   return tier;
 }
@@ -62,7 +62,7 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(workers::RemoteWorker* rw
   const v1::WorkerHello h = rw->hello();
   kv_tiers::remote::KvStoreTierOptions ro;
   ro.context = "hbm-w" + std::to_string(w);
-  ro.peer_id = static_cast<PeerId>(w);
+  ro.peer_id = PeerId{static_cast<uint64_t>(w)};
   // A spare slot, or a worker lost while serve waited for the others (its store went with
   // it): the store of the worker that takes the slot, once one does (rejoin or replacement).
   if (rw->vacant() || (rw->lost() && !h.kv_address().empty()))
@@ -79,7 +79,7 @@ Result<std::unique_ptr<kv_tiers::Tier>> ConnectKvStore(workers::RemoteWorker* rw
                                        ? " (its --kv-capacity must hold the pool's blocks)"
                                        : ""));
   kv->orderer->AddStore(tier->get(), rw);
-  std::lock_guard<std::mutex> l(kv->mu);
+  MutexLock l(&kv->mu);
   kv->tiers[w] = tier->get();
   return std::unique_ptr<kv_tiers::Tier>(std::move(*tier));
 }
@@ -92,7 +92,7 @@ void ReconnectKvStore(workers::JoinServer* js, int local, RemoteKv* kv, int inde
   workers::RemoteWorker* rw = js->worker(static_cast<size_t>(index - local));
   if (!rw) return;
   const v1::WorkerHello h = rw->hello();
-  std::lock_guard<std::mutex> l(kv->mu);
+  MutexLock l(&kv->mu);
   auto t = kv->tiers.find(index);
   if (t == kv->tiers.end()) return;  // serve holds this worker's pool blocks itself
   Status st = h.kv_address().empty() ? Status::FailedPrecondition(
@@ -210,7 +210,7 @@ driver::EngineFactory JoinedEngines(workers::JoinServer* js, int local,
     if (!rw) return Status::Internal("no joined worker for scheduler worker " + std::to_string(w));
     kv_tiers::remote::KvStoreTier* store = nullptr;
     {
-      std::lock_guard<std::mutex> l(kv->mu);
+      MutexLock l(&kv->mu);
       auto t = kv->tiers.find(w);
       if (t != kv->tiers.end()) store = t->second;
     }
@@ -250,7 +250,7 @@ void WireKvStores(workers::JoinServer* js, int local, const std::shared_ptr<Remo
   // follows would end them into the freed loop and tiers), and the tiers are forgotten.
   js->AddDetachHook([kv] {
     kv->orderer->Close();
-    std::lock_guard<std::mutex> l(kv->mu);
+    MutexLock l(&kv->mu);
     kv->tiers.clear();
   });
   config->hbm_tier_factory =
@@ -265,7 +265,7 @@ void WireKvStores(workers::JoinServer* js, int local, const std::shared_ptr<Remo
 
 // One joined worker's entry in /v1/cluster: its store's credit ledger as serve sees it.
 void FillKvStore(RemoteKv* kv, v1::JoinedWorker* w) {
-  std::lock_guard<std::mutex> l(kv->mu);
+  MutexLock l(&kv->mu);
   auto t = kv->tiers.find(w->worker_index());
   w->set_direct_orders(kv->orderer->orders_sent(w->worker_index()));
   if (t == kv->tiers.end()) return;
@@ -345,10 +345,10 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
 
 void Attach(workers::JoinServer* join, driver::SchedulerDriver* driver) {
   join->SetLossHandler(
-      [driver](int index, const Status& why) { driver->PeerLost(index, why.message()); });
+      [driver](int index, const Status& why) { driver->WorkerLost(index, why.message()); });
   // A rejoin: its KV store first (JoinRemoteWorkers' handler), then the scheduler, unless
-  // that lost it again. PeerJoined is posted under the worker's lock (IfAlive): a loss of
-  // the new incarnation, whose PeerLost is posted under the same lock, cannot come between
+  // that lost it again. WorkerJoined is posted under the worker's lock (IfAlive): a loss of
+  // the new incarnation, whose WorkerLost is posted under the same lock, cannot come between
   // the check and the join and be overtaken by it (a dead worker marked alive).
   std::function<void(int)> reconnect = join->rejoin_handler();
   join->SetRejoinHandler([join, driver, reconnect](int index) {
@@ -358,7 +358,7 @@ void Attach(workers::JoinServer* join, driver::SchedulerDriver* driver) {
       if (join->worker(i)->index() == index) rw = join->worker(i);
     if (!rw) return;
     rw->IfAlive([&](const v1::WorkerHello& h) {
-      driver->PeerJoined(
+      driver->WorkerJoined(
           index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")");
     });
   });

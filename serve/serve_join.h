@@ -14,8 +14,8 @@
 // when ordered over its control connection (add_movers: a kv_tiers DirectPutMover over a
 // ControlPutOrderer, workers/put_orders.h, preferred to serve's relay; a worker that takes
 // no orders is relayed). Once the service runs, Attach wires each worker's loss to
-// SchedulerDriver::PeerLost (a loss before that is delivered then), and a lost worker's
-// rejoin (join_server.h) to its KV store's reconnection, then SchedulerDriver::PeerJoined.
+// SchedulerDriver::WorkerLost (a loss before that is delivered then), and a lost worker's
+// rejoin (join_server.h) to its KV store's reconnection, then SchedulerDriver::WorkerJoined.
 // A worker lost before the service opens is a store no worker backs (as a spare slot's),
 // reconnected when it rejoins or is replaced: the service still opens.
 //
@@ -58,7 +58,7 @@ struct ServeJoinOptions {
 // name the model sent in the welcome; unset: the embedded defaults).
 Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOptions& options,
                                                                driver::SchedulerConfig* config);
-// Sends each joined worker's loss to driver->PeerLost and its rejoin to PeerJoined. The
+// Sends each joined worker's loss to driver->WorkerLost and its rejoin to WorkerJoined. The
 // driver must outlive the attachment: the caller calls join->Detach() before destroying
 // the service, and destroys the join server after it.
 void Attach(workers::JoinServer* join, driver::SchedulerDriver* driver);

@@ -1,6 +1,7 @@
 #include "service/embedded.h"
 
 #include "base/logging.h"
+#include "base/mutex.h"
 
 namespace switchyard::service {
 
@@ -38,7 +39,7 @@ Embedded::~Embedded() {
 void Embedded::Deliver(const EngineCommand& c) {
   std::function<void(const EngineCommand&)> cb;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     cb = callback_;
     if (!cb) {
       queue_.push_back(c);
@@ -48,19 +49,20 @@ void Embedded::Deliver(const EngineCommand& c) {
   if (cb)
     cb(c);
   else
-    cv_.notify_one();
+    cv_.Signal();
 }
 
 void Embedded::OnCommand(std::function<void(const EngineCommand&)> callback) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   callback_ = std::move(callback);
 }
 
 std::optional<EngineCommand> Embedded::NextCommand(Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout),
-                    [this] { return !queue_.empty(); }))
-    return std::nullopt;
+  MutexLock lock(&mu_);
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (queue_.empty() && cv_.WaitUntil(&mu_, end)) {
+  }
+  if (queue_.empty()) return std::nullopt;
   EngineCommand c = std::move(queue_.front());
   queue_.pop_front();
   return c;
@@ -124,8 +126,8 @@ Status Embedded::WorkerLost(int worker, const std::string& reason) {
                                    " is outside [0, " + std::to_string(d->config().workers) + ")");
   Log(LogLevel::kWarn, "worker lost (reported by the embedder)",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
-  d->PeerLost(worker,
-              reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
+  d->WorkerLost(
+      worker, reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
   return Status::OK();
 }
 
@@ -135,7 +137,7 @@ Status Embedded::WorkerJoined(int worker, const std::string& reason) {
   if (worker < 0 || worker >= d->config().workers)
     return Status::InvalidArgument("WorkerJoined: worker " + std::to_string(worker) +
                                    " is outside [0, " + std::to_string(d->config().workers) + ")");
-  d->PeerJoined(
+  d->WorkerJoined(
       worker, reason.empty() ? "reported by the embedder" : "reported by the embedder: " + reason);
   return Status::OK();
 }

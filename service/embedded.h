@@ -39,16 +39,15 @@
 // scheduler's loop thread (executors::Engine's rule).
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "service/service.h"
 
@@ -119,10 +118,10 @@ class Embedded {
 
   EmbeddedOptions options_;
   std::unique_ptr<Service> service_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<void(const EngineCommand&)> callback_;
-  std::deque<EngineCommand> queue_;
+  Mutex mu_;
+  CondVar cv_;
+  std::function<void(const EngineCommand&)> callback_ GUARDED_BY(mu_);
+  std::deque<EngineCommand> queue_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::service

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
+
 namespace switchyard::service {
 
 Duration RateLimiter::Admit(const std::string& key, double rate_per_s, double burst) {
   // A bucket shallower than one token never holds one: every request would wait forever.
   burst = std::max(burst, 1.0);
   Time now = clock_->Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto [it, inserted] = buckets_.try_emplace(key, Bucket{burst, now});
   Bucket& b = it->second;
   if (!inserted) {

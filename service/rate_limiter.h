@@ -5,11 +5,11 @@
 // Thread-safety: thread-safe (one mutex; the critical section is a few arithmetic ops).
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace switchyard::service {
 
@@ -28,8 +28,8 @@ class RateLimiter {
     Time last;
   };
   const Clock* clock_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Bucket> buckets_;
+  Mutex mu_;
+  std::unordered_map<std::string, Bucket> buckets_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::service

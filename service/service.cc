@@ -12,6 +12,7 @@
 
 #include "base/ids.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 
 namespace switchyard::service {
 
@@ -53,7 +54,7 @@ Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clo
     cb.decision = [self](const std::string& wf, const v1::Decision& d) {
       std::shared_ptr<DecisionListener> l;
       {
-        std::lock_guard<std::mutex> lock(self->listener_mu_);
+        MutexLock lock(&self->listener_mu_);
         l = self->listener_;
       }
       if (!l) return;
@@ -136,7 +137,7 @@ Status CheckContextModels(std::vector<const v1::ProgramNode*> known, const Nodes
 
 Result<std::shared_ptr<Service::Entry>> Service::Find(const std::string& tenant,
                                                       const std::string& id) const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(&mu_);
   auto it = workflows_.find(id);
   if (it == workflows_.end() || it->second->tenant != tenant) {
     return Status::NotFound("no workflow '" + id + "'");
@@ -145,7 +146,7 @@ Result<std::shared_ptr<Service::Entry>> Service::Find(const std::string& tenant,
 }
 
 std::shared_ptr<Service::Entry> Service::Lookup(const std::string& id) const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(&mu_);
   auto it = workflows_.find(id);
   return it == workflows_.end() ? nullptr : it->second;
 }
@@ -166,7 +167,7 @@ void Service::MutateAsync(const std::string& tenant, const std::string& id,
     if (!entry.ok()) return done(entry.status());
     Status st;
     {
-      std::lock_guard<std::mutex> lock((*entry)->mu);
+      MutexLock lock(&(*entry)->mu);
       if ((*entry)->archived && attempt < 8) continue;
       st = (*entry)->archived ? Status::Unavailable("workflow '" + id + "' is being archived")
                               : MutateLocked(*entry, id, std::move(rec), idem, done);
@@ -230,7 +231,7 @@ void Service::OnCommitted(const std::shared_ptr<Entry>& entry, const std::string
     v1::WorkflowState state = v1::WORKFLOW_STATE_UNSPECIFIED;
     int64_t arrival_ms = 0;
     {
-      std::lock_guard<std::mutex> lock(entry->mu);
+      MutexLock lock(&entry->mu);
       --entry->pending;
       if (fx.ended && entry->graph) state = entry->graph->state();
       arrival_ms = entry->arrival_ms;
@@ -239,7 +240,7 @@ void Service::OnCommitted(const std::shared_ptr<Entry>& entry, const std::string
                        driver_ ? &driver_->metrics() : nullptr);
     if (rec.has_event()) events_applied_.fetch_add(1, std::memory_order_relaxed);
     if (fx.ended) {
-      std::unique_lock g(mu_);
+      WriterMutexLock g(&mu_);
       --live_[entry->tenant];
     }
     Forward(id, rec, fx);
@@ -249,7 +250,7 @@ void Service::OnCommitted(const std::shared_ptr<Entry>& entry, const std::string
   }
   bool submit = rec.has_submitted();
   {
-    std::lock_guard<std::mutex> lock(entry->mu);
+    MutexLock lock(&entry->mu);
     --entry->pending;
     if (submit) {
       entry->graph.reset();  // a reader that already holds the entry sees NotFound
@@ -260,7 +261,7 @@ void Service::OnCommitted(const std::shared_ptr<Entry>& entry, const std::string
     }
   }
   if (submit) {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(&mu_);
     auto it = workflows_.find(id);
     if (it != workflows_.end() && it->second == entry) {
       workflows_.erase(it);
@@ -296,9 +297,9 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
   Status st = ApplyRecord(entry.get(), *recp);  // validates the whole graph
   if (!st.ok()) return done(st);
   {
-    std::lock_guard<std::mutex> elock(entry->mu);
+    MutexLock elock(&entry->mu);
     {
-      std::unique_lock lock(mu_);
+      WriterMutexLock lock(&mu_);
       if (workflows_.count(id) || archived_.count(id)) {
         st = Status::AlreadyExists("workflow '" + id + "' exists");
       } else if (live_[tenant] >= LiveLimit(tenant)) {
@@ -332,7 +333,7 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
         return;
       }
       entry->graph.reset();
-      std::unique_lock lock(mu_);
+      WriterMutexLock lock(&mu_);
       workflows_.erase(id);
       --live_[tenant];
       st =

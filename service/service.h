@@ -75,9 +75,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -85,6 +83,7 @@
 
 #include "base/clock.h"
 #include "base/ids.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "driver/scheduler_driver.h"
 #include "program_graph/workflow.h"
@@ -261,7 +260,7 @@ class Service {
 
  private:
   struct Entry {
-    mutable std::mutex mu;
+    mutable Mutex mu;
     std::string tenant;
     std::unique_ptr<program_graph::Workflow> graph;
     uint64_t next_seq = 0;
@@ -312,7 +311,8 @@ class Service {
                    const IdempotentAnswer* idem, Done done);
   // The same with entry->mu held: an error returned means `done` will not be called.
   Status MutateLocked(const std::shared_ptr<Entry>& entry, const std::string& id,
-                      v1::WorkflowLogRecord rec, const IdempotentAnswer* idem, Done done);
+                      v1::WorkflowLogRecord rec, const IdempotentAnswer* idem, Done done)
+      REQUIRES(entry->mu);
   // Runs on the committer thread once a queued record is durable or failed.
   void OnCommitted(const std::shared_ptr<Entry>& entry, const std::string& id,
                    const v1::WorkflowLogRecord& rec, Effects fx, const Status& st,
@@ -362,7 +362,7 @@ class Service {
   // Applies and queues a record made by the service itself (no tenant check, entry->mu
   // held); a failed write is logged.
   Status RecordInternal(const std::string& id, const std::shared_ptr<Entry>& e,
-                        v1::WorkflowLogRecord rec);
+                        v1::WorkflowLogRecord rec) REQUIRES(e->mu);
   static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e);
   // An idempotency answer past options_.idempotency_retention_s.
   bool Expired(const v1::IdempotencyEntry& e) const;
@@ -381,10 +381,10 @@ class Service {
   const Clock* clock_;
   std::unique_ptr<Store> store_;
   IdGenerator ids_;
-  mutable std::shared_mutex mu_;  // guards workflows_ and live_
-  std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_;
-  std::unordered_map<std::string, int64_t> live_;  // not-done workflows per tenant
-  std::deque<std::string> ended_;                  // ended, in memory, oldest end first
+  mutable SharedMutex mu_;  // guards workflows_ and live_
+  std::unordered_map<std::string, std::shared_ptr<Entry>> workflows_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, int64_t> live_ GUARDED_BY(mu_);  // not-done workflows per tenant
+  std::deque<std::string> ended_;  // ended, in memory, oldest end first
   std::unordered_map<std::string, Archived> archived_;
   std::deque<std::string> archive_order_;  // ids as archived (oldest first), for retention
   int64_t last_sweep_ms_ = 0;
@@ -395,8 +395,8 @@ class Service {
   mutable std::atomic<uint64_t> archived_reads_snapshot_{0}, archived_reads_replay_{0};
   bool recovering_ = false;           // Recover() runs: archive without snapshots
   std::atomic<bool> closing_{false};  // the destructor runs: the scheduler records nothing
-  std::mutex listener_mu_;
-  std::shared_ptr<DecisionListener> listener_;
+  Mutex listener_mu_;
+  std::shared_ptr<DecisionListener> listener_ GUARDED_BY(listener_mu_);
   ServiceMetrics latency_;                           // fed by OnCommitted
   std::unique_ptr<driver::SchedulerDriver> driver_;  // last member: stopped first
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "service/service.h"
 
 namespace switchyard::service {
@@ -19,7 +20,7 @@ int EndedSlot(v1::WorkflowState s) {
 void Service::NoteEnded(const std::string& id) {
   std::vector<std::string> victims;
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(&mu_);
     ended_.push_back(id);
     while (ended_.size() > options_.ended_in_memory) {
       victims.push_back(std::move(ended_.front()));
@@ -28,7 +29,7 @@ void Service::NoteEnded(const std::string& id) {
   }
   for (const std::string& v : victims) {
     if (Archive(v, /*tell_scheduler=*/driver_ != nullptr, /*snapshot=*/!recovering_)) continue;
-    std::unique_lock lock(mu_);  // a record of it is still pending: look again later
+    WriterMutexLock lock(&mu_);  // a record of it is still pending: look again later
     ended_.push_back(v);
   }
   Sweep(/*force=*/false);
@@ -39,7 +40,7 @@ void Service::Sweep(bool force) {
   const int64_t now = clock_->Now().millis();
   size_t expired = 0;
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(&mu_);
     if (!force && now - last_sweep_ms_ < 1000) return;
     last_sweep_ms_ = now;
     const int64_t cutoff = now - options_.ended_retention_s * 1000;
@@ -70,7 +71,7 @@ void Service::Sweep(bool force) {
 bool Service::Archive(const std::string& id, bool tell_scheduler, bool snapshot) {
   std::shared_ptr<Entry> e = Lookup(id);
   if (!e) return true;  // gone already
-  std::lock_guard<std::mutex> elock(e->mu);
+  MutexLock elock(&e->mu);
   if (!e->graph || !e->graph->done() || e->pending > 0) return false;
   if (snapshot) {
     // Its records are all durable (pending == 0): the snapshot claims nothing more. It is
@@ -88,7 +89,7 @@ bool Service::Archive(const std::string& id, bool tell_scheduler, bool snapshot)
     }
   }
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(&mu_);
     auto it = workflows_.find(id);
     if (it == workflows_.end() || it->second != e) return true;
     workflows_.erase(it);
@@ -108,7 +109,7 @@ std::optional<v1::WorkflowStatus> Service::ReadSnapshot(const std::string& tenan
                                                         const std::string& id) const {
   uint64_t records = 0;
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     auto a = archived_.find(id);
     if (a == archived_.end() || tenant_names_[a->second.tenant] != tenant) return std::nullopt;
     records = a->second.records;
@@ -130,7 +131,7 @@ std::optional<v1::WorkflowStatus> Service::ReadSnapshot(const std::string& tenan
 Result<std::shared_ptr<Service::Entry>> Service::ReadArchived(const std::string& tenant,
                                                               const std::string& id) const {
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     auto a = archived_.find(id);
     if (a == archived_.end() || tenant_names_[a->second.tenant] != tenant) {
       return Status::NotFound("no workflow '" + id + "'");
@@ -146,7 +147,7 @@ Result<std::shared_ptr<Service::Entry>> Service::ReadArchived(const std::string&
 Result<std::shared_ptr<Service::Entry>> Service::Restore(const std::string& tenant,
                                                          const std::string& id) {
   SY_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e, ReadArchived(tenant, id));
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(&mu_);
   auto it = workflows_.find(id);
   if (it != workflows_.end()) return it->second;  // another caller restored it first
   auto a = archived_.find(id);

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "base/mutex.h"
 #include "driver/scheduler_driver_metrics.h"
 #include "service/service.h"
 
@@ -135,7 +136,7 @@ void ServiceMetrics::OnDurable(const std::string& tenant, const std::string& wf,
                                const v1::WorkflowLogRecord& rec, bool ended,
                                v1::WorkflowState state, int64_t arrival_ms,
                                driver::DriverMetrics* driver) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const std::string bounded = BoundedTenant(tenant);
   const std::string labels = Metrics::Label("tenant", bounded);
   if (rec.has_event()) {

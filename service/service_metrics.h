@@ -21,13 +21,13 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "proto/switchyard/v1/api.pb.h"
 
 namespace switchyard::driver {
@@ -54,16 +54,17 @@ class ServiceMetrics {
   const HistogramSeries& tool_wait_seconds() const { return tool_wait_; }
 
  private:
-  std::string BoundedTenant(const std::string& tenant);  // mu_ held: the name, or "other"
+  std::string BoundedTenant(const std::string& tenant)
+      REQUIRES(mu_);  // mu_ held: the name, or "other"
 
   HistogramSeries ttft_, jct_, tool_wait_;
-  std::mutex mu_;
-  std::set<std::string> tenants_;
+  Mutex mu_;
+  std::set<std::string> tenants_ GUARDED_BY(mu_);
   // Live workflows: node -> start (ms) of its running LLM attempt / tool call.
   struct Starts {
     std::unordered_map<std::string, int64_t> llm, tool;
   };
-  std::unordered_map<std::string, Starts> starts_;
+  std::unordered_map<std::string, Starts> starts_ GUARDED_BY(mu_);
 };
 
 // Adds the service's families to `metrics`; InvalidArgument if one cannot be registered.

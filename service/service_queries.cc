@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/ids.h"
+#include "base/mutex.h"
 #include "service/service.h"
 
 namespace switchyard::service {
@@ -56,7 +57,7 @@ void Service::GetAsync(const std::string& tenant, const std::string& workflow_id
   v1::WorkflowStatus s;
   bool pending = false;
   {
-    std::lock_guard<std::mutex> lock((*entry)->mu);
+    MutexLock lock(&(*entry)->mu);
     if (!(*entry)->graph) return done(Status::NotFound("no workflow '" + workflow_id + "'"));
     s = StatusOf(workflow_id, **entry);
     pending = (*entry)->pending > 0;
@@ -133,7 +134,7 @@ Result<v1::WorkflowList> Service::List(const std::string& tenant, const ListQuer
   };
   std::vector<Item> items;
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     auto t = tenant_index_.find(tenant);
     auto keep = [&](int64_t arrival, const std::string& id) {
       return !after || before(after->first, after->second, arrival, id);
@@ -157,7 +158,7 @@ Result<v1::WorkflowList> Service::List(const std::string& tenant, const ListQuer
   for (const Item& it : items) {
     v1::WorkflowStatus status;
     if (it.live) {
-      std::lock_guard<std::mutex> lock(it.live->mu);
+      MutexLock lock(&it.live->mu);
       if (!it.live->graph) continue;  // still being registered
       if (q.state && it.live->graph->state() != *q.state) continue;
       status = StatusOf(it.id, *it.live);
@@ -212,11 +213,11 @@ Service::Counts Service::counts() const {
   Counts c;
   std::vector<std::shared_ptr<Entry>> all;
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     for (const auto& [id, e] : workflows_) all.push_back(e);
   }
   for (const auto& e : all) {
-    std::lock_guard<std::mutex> lock(e->mu);
+    MutexLock lock(&e->mu);
     if (!e->graph) continue;
     ++c.workflows;
     switch (e->graph->state()) {
@@ -234,7 +235,7 @@ Service::Counts Service::counts() const {
     }
   }
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     c.completed += archived_by_state_[0];
     c.failed += archived_by_state_[1];
     c.cancelled += archived_by_state_[2];
@@ -248,12 +249,12 @@ Service::Counts Service::counts() const {
 }
 
 size_t Service::in_memory() const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(&mu_);
   return workflows_.size();
 }
 
 size_t Service::archived() const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(&mu_);
   return archived_.size();
 }
 

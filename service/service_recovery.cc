@@ -10,7 +10,9 @@ namespace switchyard::service {
 
 namespace pg = program_graph;
 
-Status Service::Recover() {
+// Runs in Open, before any other thread can see the service, and calls NoteEnded and Sweep,
+// which take mu_ themselves: workflows_ and live_ are read and written here without it.
+Status Service::Recover() NO_THREAD_SAFETY_ANALYSIS {
   // Recovery archives without storing snapshots: a workflow archived by an earlier run
   // has one already, and one that has none is read back from its history.
   recovering_ = true;
@@ -20,30 +22,32 @@ Status Service::Recover() {
   } done_recovering{&recovering_};
   size_t records = 0;
   std::string current;  // the workflow being replayed (records come in id order)
-  auto finished = [&]() {
+  auto finished = [&]() NO_THREAD_SAFETY_ANALYSIS {  // (see above)
     if (current.empty()) return;
     if (workflows_[current]->graph->done()) NoteEnded(current);
   };
-  Status st = store_->ForEachRecord([&](const std::string& id, uint64_t seq,
-                                        const v1::WorkflowLogRecord& rec) -> Status {
-    if (id != current) {
-      finished();  // archives as it goes: recovery's memory is bounded like the live one's
-      current = id;
-    }
-    auto& slot = workflows_[id];
-    if (!slot) slot = std::make_shared<Entry>();
-    if (seq != slot->next_seq) {
-      return Status::DataLoss("workflow " + id + ": history gap at record " + std::to_string(seq));
-    }
-    Status applied = ApplyRecord(slot.get(), rec);
-    if (!applied.ok()) {
-      return Status::DataLoss("workflow " + id + ": record " + std::to_string(seq) +
-                              " does not replay: " + applied.message());
-    }
-    slot->next_seq = seq + 1;
-    ++records;
-    return Status::OK();
-  });
+  Status st = store_->ForEachRecord(
+      [&](const std::string& id, uint64_t seq, const v1::WorkflowLogRecord& rec)
+          NO_THREAD_SAFETY_ANALYSIS -> Status {
+            if (id != current) {
+              finished();  // archives as it goes: recovery's memory is bounded like the live one's
+              current = id;
+            }
+            auto& slot = workflows_[id];
+            if (!slot) slot = std::make_shared<Entry>();
+            if (seq != slot->next_seq) {
+              return Status::DataLoss("workflow " + id + ": history gap at record " +
+                                      std::to_string(seq));
+            }
+            Status applied = ApplyRecord(slot.get(), rec);
+            if (!applied.ok()) {
+              return Status::DataLoss("workflow " + id + ": record " + std::to_string(seq) +
+                                      " does not replay: " + applied.message());
+            }
+            slot->next_seq = seq + 1;
+            ++records;
+            return Status::OK();
+          });
   SY_RETURN_IF_ERROR(st);
   finished();
   // Recovery archived in id order: retention needs the order of their ends.

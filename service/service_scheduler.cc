@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "service/service.h"
 
 namespace switchyard::service {
@@ -93,7 +94,7 @@ void Service::Forward(const std::string& id, const v1::WorkflowLogRecord& rec, c
 void Service::StartScheduler() {
   std::vector<std::pair<std::string, std::shared_ptr<Entry>>> live;
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(&mu_);
     for (const auto& [id, e] : workflows_)
       if (e->graph && !e->graph->done()) live.emplace_back(id, e);
   }
@@ -103,7 +104,7 @@ void Service::StartScheduler() {
                : a.first < b.first;
   });
   for (const auto& [id, e] : live) {
-    std::lock_guard<std::mutex> lock(e->mu);
+    MutexLock lock(&e->mu);
     Refeed(id, *e);
   }
   if (!live.empty())
@@ -160,7 +161,7 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
   if (closing_) return;
   std::shared_ptr<Entry> e = Lookup(id);
   if (!e) return;
-  std::lock_guard<std::mutex> lock(e->mu);
+  MutexLock lock(&e->mu);
   if (!e->graph || e->graph->done()) return;
   auto idx = e->graph->Find(node);
   if (!idx) return;
@@ -170,7 +171,7 @@ void Service::RecordLlm(const std::string& id, const std::string& node, bool fin
   if (retried && (g.node(*idx).kind() != v1::LLM || g.state(*idx) != v1::NODE_RUNNING ||
                   !g.RetryAllowed(*idx)))
     return;
-  auto event = [&](v1::NodeEventType type) {
+  auto event = [&](v1::NodeEventType type) REQUIRES(e->mu) {
     v1::WorkflowLogRecord rec;
     rec.set_time_ms(clock_->Now().millis());
     auto* ev = rec.mutable_event();
@@ -200,7 +201,7 @@ void Service::RecordSchedulerFailure(const std::string& id, const std::string& n
   if (closing_) return;
   std::shared_ptr<Entry> e = Lookup(id);
   if (!e) return;
-  std::lock_guard<std::mutex> lock(e->mu);
+  MutexLock lock(&e->mu);
   if (!e->graph || e->graph->done()) return;
   v1::WorkflowLogRecord rec;
   rec.set_time_ms(clock_->Now().millis());
@@ -216,7 +217,7 @@ void Service::RecordWorkerLoss(const std::string& id, const v1::WorkerLoss& loss
   if (closing_) return;
   std::shared_ptr<Entry> e = Lookup(id);
   if (!e) return;
-  std::lock_guard<std::mutex> lock(e->mu);
+  MutexLock lock(&e->mu);
   if (!e->graph) return;
   v1::WorkflowLogRecord rec;
   rec.set_time_ms(clock_->Now().millis());
@@ -243,7 +244,7 @@ v1::ClusterState Service::Cluster() const {
 }
 
 void Service::SetDecisionListener(DecisionListener listener) {
-  std::lock_guard<std::mutex> lock(listener_mu_);
+  MutexLock lock(&listener_mu_);
   listener_ = listener ? std::make_shared<DecisionListener>(std::move(listener)) : nullptr;
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/completion_batch.h"
 #include "base/ids.h"
+#include "base/mutex.h"
 #include "base/thread_name.h"
 
 namespace switchyard::service {
@@ -184,12 +185,12 @@ Status Store::Enqueue(const std::string& workflow_id, uint64_t seq,
 
 Status Store::Push(Op op) {
   op.enqueued = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!failed_.ok()) return failed_;
   if (stopping_) return Status::Unavailable("state store is shutting down");
   if (!op.idem_key.empty()) pending_idem_[op.idem_key] = op.idem_value;
   queue_.push_back(std::move(op));
-  if (queue_.size() == 1 && !committing_) wake_.notify_one();
+  if (queue_.size() == 1 && !committing_) wake_.Signal();
   return Status::OK();
 }
 
@@ -269,7 +270,7 @@ Status Store::ForEachDocument(
 void Store::Barrier(Done done) {
   Status refused;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!failed_.ok()) {
       refused = failed_;
     } else if (stopping_) {
@@ -280,7 +281,7 @@ void Store::Barrier(Done done) {
       Op op;
       op.done = std::move(done);
       queue_.push_back(std::move(op));
-      if (queue_.size() == 1 && !committing_) wake_.notify_one();
+      if (queue_.size() == 1 && !committing_) wake_.Signal();
       return;
     }
   }
@@ -311,11 +312,11 @@ Status Store::Flush() {
 
 void Store::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ && !committer_.joinable()) return;
     stopping_ = true;
   }
-  wake_.notify_one();
+  wake_.Signal();
   if (committer_.joinable()) committer_.join();
 }
 
@@ -359,16 +360,17 @@ void Store::Commit() {
   size_t last_ops = 0;  // in the previous commit (records, erasures, barriers)
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       committing_ = false;
-      wake_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      while (queue_.empty() && !stopping_) wake_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, nothing left
       // Records queued while the commit is delayed need no wake-up (committing_).
       committing_ = true;
       if (last_ops >= kDelaySiblings && commit_delay_.count() > 0 &&
           std::chrono::steady_clock::now() < last_start + commit_delay_) {
         ++stats_.delayed;
-        wake_.wait_until(lock, last_start + commit_delay_, [this] { return stopping_; });
+        while (!stopping_ && wake_.WaitUntil(&mu_, last_start + commit_delay_)) {
+        }
       }
       ops.swap(queue_);
     }
@@ -379,7 +381,7 @@ void Store::Commit() {
     double secs = std::chrono::duration<double>(t1 - t0).count();
     size_t records = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!st.ok() && failed_.ok()) failed_ = st;
       if (!failed_.ok()) st = failed_;  // a batch after a failure fails too
       for (const Op& op : ops) {
@@ -410,7 +412,7 @@ void Store::Commit() {
 }
 
 Store::Stats Store::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Stats s = stats_;
   s.queued = queue_.size();
   return s;
@@ -474,7 +476,7 @@ Result<std::optional<Store::Idempotent>> Store::GetIdempotent(const std::string&
   std::string value;
   bool pending = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = pending_idem_.find(k);
     if (it != pending_idem_.end()) {
       value = it->second;

@@ -39,17 +39,16 @@
 
 #include <array>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "proto/switchyard/v1/api.pb.h"
 
@@ -179,14 +178,15 @@ class Store {
   bool sync_ = true;
   std::chrono::microseconds commit_delay_{0};
 
-  mutable std::mutex mu_;  // guards everything below
-  std::condition_variable wake_;
-  std::vector<Op> queue_;
-  std::unordered_map<std::string, std::string> pending_idem_;  // queued idempotency answers
-  Status failed_;                                              // set for good after a failed write
-  bool stopping_ = false;
-  bool committing_ = false;
-  Stats stats_;
+  mutable Mutex mu_;  // guards everything below
+  CondVar wake_;
+  std::vector<Op> queue_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::string> pending_idem_
+      GUARDED_BY(mu_);             // queued idempotency answers
+  Status failed_ GUARDED_BY(mu_);  // set for good after a failed write
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool committing_ GUARDED_BY(mu_) = false;
+  Stats stats_ GUARDED_BY(mu_);
   std::thread committer_;
 };
 

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/mutex.h"
+
 namespace switchyard::workers {
 namespace {
 
@@ -51,7 +53,8 @@ Status ReadFull(int fd, char* buf, size_t n, SteadyTime deadline, const char* wh
                                       std::to_string(n) + " bytes came");
     }
     ssize_t r = ::recv(fd, buf + got, n - got, 0);
-    if (r == 0) return Status::Unavailable("connection closed by peer", ErrorScope::kPeer);
+    if (r == 0)
+      return Status::Unavailable("connection closed by the other side", ErrorScope::kPeer);
     if (r < 0) {
       if (errno == EINTR) continue;
       return Errno("read");
@@ -156,7 +159,7 @@ Result<std::unique_ptr<ControlConn>> ControlConn::Connect(const std::string& hos
   return last;
 }
 
-ControlConn::ControlConn(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {
+ControlConn::ControlConn(int fd, std::string remote) : fd_(fd), remote_(std::move(remote)) {
   Heard();
   // The control class on the wire (see the header); best effort: a socket that refuses
   // (an unprivileged priority above 6, an exotic family) keeps working unmarked.
@@ -168,7 +171,7 @@ ControlConn::ControlConn(int fd, std::string peer) : fd_(fd), peer_(std::move(pe
 }
 
 int ControlConn::dscp() const {
-  std::lock_guard<std::mutex> l(fd_mu_);
+  MutexLock l(&fd_mu_);
   if (fd_ < 0) return -1;
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
@@ -191,12 +194,12 @@ void ControlConn::Heard() {
 }
 
 void ControlConn::ShutdownFd(int how) {
-  std::lock_guard<std::mutex> l(fd_mu_);
+  MutexLock l(&fd_mu_);
   if (fd_ >= 0) ::shutdown(fd_, how);
 }
 
 void ControlConn::CloseFd() {
-  std::lock_guard<std::mutex> l(fd_mu_);
+  MutexLock l(&fd_mu_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
@@ -205,7 +208,7 @@ Result<v1::WorkerControl> ControlConn::ReadOne(Duration timeout) {
   const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
   auto m = ReadFrame(fd_, std::chrono::steady_clock::now() + std::chrono::milliseconds(ms));
   if (!m.ok() && m.status().code() == StatusCode::kDeadlineExceeded)
-    return Status::DeadlineExceeded("no whole control message from " + peer_ + " within " +
+    return Status::DeadlineExceeded("no whole control message from " + remote_ + " within " +
                                     std::to_string(ms) + " ms (" + m.status().message() + ")");
   if (m.ok()) Heard();
   if (m.ok()) bytes_received_ += 4 + m->ByteSizeLong();
@@ -217,7 +220,7 @@ void ControlConn::Start(OnMessage on_message, OnLost on_lost, Duration heartbeat
   on_lost_ = std::move(on_lost);
   Heard();
   started_ = true;
-  std::lock_guard<std::mutex> l(close_mu_);  // a Close now waits for the ids
+  MutexLock l(&close_mu_);  // a Close now waits for the ids
   writer_ = std::thread([this] { WriteLoop(); });
   reader_ = std::thread([this] { ReadLoop(); });
   heartbeat_ = std::thread([this, heartbeat, misses] { HeartbeatLoop(heartbeat, misses); });
@@ -227,10 +230,10 @@ void ControlConn::Start(OnMessage on_message, OnLost on_lost, Duration heartbeat
 }
 
 Status ControlConn::Send(const v1::WorkerControl& m) {
-  if (lost_ || closed_) return Status::Unavailable("control connection to " + peer_ + " is down");
-  // The peer would refuse a longer frame and end the connection: this message fails alone.
+  if (lost_ || closed_) return Status::Unavailable("control connection to " + remote_ + " is down");
+  // The other side would refuse a longer frame and end the connection: this message fails alone.
   if (const size_t size = m.ByteSizeLong(); size > kMaxFrameBytes)
-    return Status::InvalidArgument("control message to " + peer_ + " of " + std::to_string(size) +
+    return Status::InvalidArgument("control message to " + remote_ + " of " + std::to_string(size) +
                                    " bytes: over the frame limit of " +
                                    std::to_string(kMaxFrameBytes) + " bytes (not sent)");
   std::string body = m.SerializeAsString();
@@ -249,7 +252,7 @@ Status ControlConn::Send(const v1::WorkerControl& m) {
   }
   bool over = false;
   {
-    std::lock_guard<std::mutex> l(q_mu_);
+    MutexLock l(&q_mu_);
     if (queued_bytes_ + frame.size() > kMaxQueuedBytes) {
       over = true;
     } else {
@@ -258,42 +261,42 @@ Status ControlConn::Send(const v1::WorkerControl& m) {
     }
   }
   if (over) {
-    Status st = Status::Unavailable("control connection to " + peer_ + ": over " +
+    Status st = Status::Unavailable("control connection to " + remote_ + ": over " +
                                         std::to_string(kMaxQueuedBytes) + " bytes queued unsent",
                                     ErrorScope::kPeer);
     Lose(st);
     return st;
   }
-  q_cv_.notify_one();
+  q_cv_.Signal();
   return Status::OK();
 }
 
 void ControlConn::WriteLoop() {
-  std::unique_lock<std::mutex> l(q_mu_);
+  MutexLock l(&q_mu_);
   while (true) {
-    q_cv_.wait(l, [this] { return !queue_.empty() || lost_ || closed_; });
+    while (queue_.empty() && !lost_ && !closed_) q_cv_.Wait(&q_mu_);
     if (lost_ || queue_.empty()) break;
     std::string frame = std::move(queue_.front());
     queue_.pop_front();
-    l.unlock();
+    l.Unlock();
     Status st = WriteFull(fd_, frame.data(), frame.size());
     if (st.ok()) bytes_sent_ += frame.size();
-    l.lock();
+    l.Lock();
     queued_bytes_ -= frame.size();
     if (!st.ok()) {
-      l.unlock();
+      l.Unlock();
       Lose(st);
-      l.lock();
+      l.Lock();
       break;
     }
-    if (queued_bytes_ == 0) drained_cv_.notify_all();
+    if (queued_bytes_ == 0) drained_cv_.SignalAll();
   }
   writer_done_ = true;
-  drained_cv_.notify_all();
+  drained_cv_.SignalAll();
 }
 
 void ControlConn::ReadLoop() {
-  // Reads until the connection ends, also after Close began (Finish drains what the peer
+  // Reads until the connection ends, also after Close began (Finish drains what the other side
   // still sends: closing with unread data would reset the connection and lose the bye).
   while (!lost_) {
     auto m = ReadFrame(fd_, kNoDeadline);
@@ -312,11 +315,11 @@ void ControlConn::Finish(const v1::WorkerControl& last, Duration wait) {
   (void)Send(last);
   auto end = std::chrono::steady_clock::now() + wait;
   {
-    std::unique_lock<std::mutex> l(q_mu_);
+    MutexLock l(&q_mu_);
     // Until the last frame is written, not only taken off the queue: the writer pops a
     // frame before it writes it, and a shutdown in between would lose the bye.
-    drained_cv_.wait_until(l, end,
-                           [this] { return queued_bytes_ == 0 || writer_done_ || !started_; });
+    while (queued_bytes_ != 0 && !writer_done_ && started_ && drained_cv_.WaitUntil(&q_mu_, end)) {
+    }
   }
   closed_ = true;
   ShutdownFd(SHUT_WR);
@@ -329,7 +332,7 @@ std::string ControlConn::LocalHost() const {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   {
-    std::lock_guard<std::mutex> l(fd_mu_);
+    MutexLock l(&fd_mu_);
     if (fd_ < 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
   }
   char buf[INET6_ADDRSTRLEN] = {0};
@@ -344,14 +347,14 @@ std::string ControlConn::LocalHost() const {
 void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
   const int64_t interval_ms = std::max<int64_t>(
       1, std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat).count());
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!lost_ && !closed_) {
-    cv_.wait_for(l, std::chrono::milliseconds(interval_ms));
+    (void)cv_.WaitFor(&mu_, std::chrono::milliseconds(interval_ms));
     if (lost_ || closed_) return;
     int64_t silent = SteadyMillis() - last_heard_steady_ms_.load();
     if (silent > interval_ms * misses) {
-      l.unlock();
-      Lose(Status::Unavailable("missed heartbeats from " + peer_ + ": nothing heard for " +
+      l.Unlock();
+      Lose(Status::Unavailable("missed heartbeats from " + remote_ + ": nothing heard for " +
                                    std::to_string(silent) + " ms (" + std::to_string(misses) +
                                    " x " + std::to_string(interval_ms) + " ms)",
                                ErrorScope::kPeer));
@@ -359,21 +362,21 @@ void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
     }
     v1::WorkerControl hb;
     hb.mutable_heartbeat()->set_sent_unix_ms(UnixMillis());
-    l.unlock();
+    l.Unlock();
     if (fill_) fill_(hb.mutable_heartbeat());
     (void)Send(hb);
-    l.lock();
+    l.Lock();
   }
 }
 
 void ControlConn::Lose(const Status& why) {
   if (lost_.exchange(true)) return;
   ShutdownFd(SHUT_RDWR);  // wakes the reader
-  cv_.notify_all();
+  cv_.SignalAll();
   {
-    std::lock_guard<std::mutex> l(q_mu_);  // (under the lock: the writer cannot miss it)
+    MutexLock l(&q_mu_);  // (under the lock: the writer cannot miss it)
   }
-  q_cv_.notify_all();
+  q_cv_.SignalAll();
   if (!closed_ && !finishing_ && on_lost_) on_lost_(why);
 }
 
@@ -391,24 +394,25 @@ void ControlConn::Close() {
   closed_ = true;
   ShutdownFd(SHUT_RDWR);  // wakes the reader and a ReadOne in progress
   {
-    std::lock_guard<std::mutex> l(mu_);
-    cv_.notify_all();
+    MutexLock l(&mu_);
+    cv_.SignalAll();
   }
   {
-    std::lock_guard<std::mutex> l(q_mu_);
-    q_cv_.notify_all();
+    MutexLock l(&q_mu_);
+    q_cv_.SignalAll();
   }
-  std::unique_lock<std::mutex> l(close_mu_);
+  MutexLock l(&close_mu_);
   const auto self = std::this_thread::get_id();
   const bool own = self == reader_id_ || self == writer_id_ || self == heartbeat_id_;
   if (close_state_ != CloseState::kOpen) {  // another caller joins (never wait on oneself)
-    if (!own) close_cv_.wait(l, [this] { return close_state_ == CloseState::kClosed; });
+    if (own) return;
+    while (close_state_ != CloseState::kClosed) close_cv_.Wait(&close_mu_);
     return;
   }
   close_state_ = CloseState::kClosing;
   std::thread writer = std::move(writer_), reader = std::move(reader_),
               heartbeat = std::move(heartbeat_);
-  l.unlock();
+  l.Unlock();
   bool running = JoinOrDetach(writer);
   running = JoinOrDetach(reader) || running;
   running = JoinOrDetach(heartbeat) || running;
@@ -416,9 +420,9 @@ void ControlConn::Close() {
   // closes now. Else the handshake's thread or a still running own thread may hold it:
   // the destructor closes it.
   if (started_ && !running) CloseFd();
-  l.lock();
+  l.Lock();
   close_state_ = CloseState::kClosed;
-  close_cv_.notify_all();
+  close_cv_.SignalAll();
 }
 
 }  // namespace switchyard::workers

@@ -7,16 +7,16 @@
 // naming both sizes; nothing sent, the connection kept).
 //
 // Two phases. Handshake: ReadOne / Send on the caller's thread; ReadOne's timeout bounds
-// the whole frame (a peer that sends part of one and stalls fails it with DeadlineExceeded).
+// the whole frame (an other side that sends part of one and stalls fails it with DeadlineExceeded).
 // Started: Send only queues
-// the frame and a writer thread writes it (in order; a stalled peer never blocks the
-// sender — the scheduler's loop —, and more than kMaxQueuedBytes unsent loses the peer);
+// the frame and a writer thread writes it (in order; a stalled other side never blocks the
+// sender — the scheduler's loop —, and more than kMaxQueuedBytes unsent loses the connection);
 // a reader thread delivers every message to `on_message` (heartbeats included), and a heartbeat
-// thread sends a WorkerHeartbeat every `heartbeat` and declares the peer lost when nothing was
+// thread sends a WorkerHeartbeat every `heartbeat` and declares the worker lost when nothing was
 // heard for `misses` intervals (measured on the steady clock: a wall clock step neither loses
-// nor keeps a peer; last_heard_ms reports Unix time). A lost peer (closed connection, read or
-// write error, missed heartbeats) is reported once to `on_lost`, from one of the connection's
-// threads, unless Close() came first.
+// nor keeps a connection; last_heard_ms reports Unix time). A lost connection (closed connection,
+// read or write error, missed heartbeats) is reported once to `on_lost`, from one of the
+// connection's threads, unless Close() came first.
 //
 // Close() ends its threads and, once they are joined, closes the socket (a retired
 // connection holds no descriptor); the socket of a connection never started is closed by
@@ -37,15 +37,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/status.h"
 #include "base/time.h"
@@ -57,7 +56,7 @@ inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
 // DSCP of the control class (CS6, network control) and the socket priority it runs at.
 inline constexpr int kControlDscp = 48;
 inline constexpr int kControlSocketPriority = 6;
-// Bytes a started connection may hold queued unsent before the peer counts as lost.
+// Bytes a started connection may hold queued unsent before the other side counts as lost.
 inline constexpr size_t kMaxQueuedBytes = 256u << 20;
 
 // Splits "HOST:PORT" (PORT 0..65535); InvalidArgument naming the text otherwise.
@@ -74,8 +73,8 @@ class ControlConn {
   // Connects to HOST:PORT (numeric or a name resolved with getaddrinfo) within `timeout`.
   static Result<std::unique_ptr<ControlConn>> Connect(const std::string& host_port,
                                                       Duration timeout);
-  // Takes an accepted socket; `peer` names it in messages.
-  ControlConn(int fd, std::string peer);
+  // Takes an accepted socket; `remote` (its address) names it in messages.
+  ControlConn(int fd, std::string remote);
   ~ControlConn();
   ControlConn(const ControlConn&) = delete;
   ControlConn& operator=(const ControlConn&) = delete;
@@ -86,7 +85,7 @@ class ControlConn {
   void Start(OnMessage on_message, OnLost on_lost, Duration heartbeat, int misses);
   // Before Start.
   void SetHeartbeatFill(HeartbeatFill fill) { fill_ = std::move(fill); }
-  // The numeric address of this end of the connection ("" if unknown): where the peer
+  // The numeric address of this end of the connection ("" if unknown): where the other side
   // reached this host, so also where it can reach a listener bound to it.
   std::string LocalHost() const;
   // Sends one message (Unavailable once the connection is lost or closed). A message over
@@ -95,11 +94,11 @@ class ControlConn {
   Status Send(const v1::WorkerControl& m);
   // Idempotent and thread-safe; see the header comment.
   void Close();
-  // Sends `last` (a bye), then waits up to `wait` for the peer to close before Close(), so
+  // Sends `last` (a bye), then waits up to `wait` for the other side to close before Close(), so
   // that `last` arrives (no reset for unread data).
   void Finish(const v1::WorkerControl& last, Duration wait);
 
-  const std::string& peer() const { return peer_; }
+  const std::string& remote() const { return remote_; }
   // Unix time of the last message heard (for listings; liveness uses the steady clock).
   int64_t last_heard_ms() const { return last_heard_ms_.load(); }
   // The DSCP the socket sends with (-1: unknown), and the frame bytes each way so far.
@@ -120,15 +119,18 @@ class ControlConn {
   // Joins `t`, or detaches it when it is the calling thread (true then: it still runs).
   static bool JoinOrDetach(std::thread& t);
 
-  mutable std::mutex fd_mu_;  // guards fd_ against Close's close (dscp, LocalHost, shutdown)
+  // Guards fd_ against CloseFd's close for the calls that may race with it (dscp,
+  // LocalHost, shutdown). The I/O threads and the handshake read fd_ without it: CloseFd
+  // runs only once they were joined (Close) or ended (the destructor).
+  mutable Mutex fd_mu_;
   int fd_;
-  std::string peer_;
-  // Started: frames wait here for the writer thread (a stalled peer never blocks Send).
-  std::mutex q_mu_;
-  std::condition_variable q_cv_, drained_cv_;
-  std::deque<std::string> queue_;
-  size_t queued_bytes_ = 0;
-  bool writer_done_ = false;
+  std::string remote_;
+  // Started: frames wait here for the writer thread (a stalled other side never blocks Send).
+  Mutex q_mu_;
+  CondVar q_cv_, drained_cv_;
+  std::deque<std::string> queue_ GUARDED_BY(q_mu_);
+  size_t queued_bytes_ GUARDED_BY(q_mu_) = 0;
+  bool writer_done_ GUARDED_BY(q_mu_) = false;
   std::atomic<bool> started_{false};
   OnMessage on_message_;
   OnLost on_lost_;
@@ -137,14 +139,14 @@ class ControlConn {
   std::atomic<int64_t> last_heard_ms_{0};         // Unix time (reported)
   std::atomic<int64_t> last_heard_steady_ms_{0};  // steady clock (liveness)
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
-  std::mutex mu_;  // guards the wait of the heartbeat thread
-  std::condition_variable cv_;
+  Mutex mu_;  // guards the wait of the heartbeat thread
+  CondVar cv_;
   std::thread reader_, heartbeat_, writer_;
   // Close: the first caller joins the threads; later ones wait for it (kClosing).
   enum class CloseState { kOpen, kClosing, kClosed };
-  std::mutex close_mu_;
-  std::condition_variable close_cv_;
-  CloseState close_state_ = CloseState::kOpen;
+  Mutex close_mu_;
+  CondVar close_cv_;
+  CloseState close_state_ GUARDED_BY(close_mu_) = CloseState::kOpen;
   std::thread::id reader_id_, heartbeat_id_, writer_id_;  // set by Start
 };
 

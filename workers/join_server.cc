@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "executors/engine_kind.h"
 
 namespace switchyard::workers {
@@ -64,14 +65,14 @@ JoinServer::~JoinServer() {
   Detach();
   std::vector<std::shared_ptr<void>> held;  // first: their callbacks reach the workers
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     held.swap(held_);
   }
   held.clear();
   if (fd_ >= 0) ::close(fd_);
   std::vector<std::unique_ptr<RemoteWorker>> workers;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     workers.swap(workers_);
   }
   for (auto& w : workers) w->Shutdown("serve stopping");
@@ -87,9 +88,9 @@ void JoinServer::Refuse(ControlConn* conn, const v1::WorkerHello& hello, const J
 }
 
 void JoinServer::Detach() {
-  std::lock_guard<std::mutex> once(detach_mu_);
+  MutexLock once(&detach_mu_);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (detached_) return;
     stop_ = true;
     if (handshaking_) handshaking_->Close();  // wakes its read: the handshake fails now
@@ -99,7 +100,7 @@ void JoinServer::Detach() {
   SetRejoinHandler({});
   std::vector<std::function<void()>> hooks;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     detached_ = true;
     hooks.swap(detach_hooks_);
   }
@@ -108,7 +109,7 @@ void JoinServer::Detach() {
 
 void JoinServer::AddDetachHook(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!detached_) {
       detach_hooks_.push_back(std::move(fn));
       return;
@@ -119,12 +120,12 @@ void JoinServer::AddDetachHook(std::function<void()> fn) {
 
 Result<v1::WorkerControl> JoinServer::ReadHello(ControlConn* conn, Duration timeout) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stop_) return Status::Cancelled("serve is stopping");
     handshaking_ = conn;
   }
   auto first = conn->ReadOne(timeout);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   handshaking_ = nullptr;
   return first;
 }
@@ -192,7 +193,7 @@ Status JoinServer::Handshake(std::unique_ptr<ControlConn> conn, const JoinOption
           .With("engine", hello.engine())
           .With("epoch", std::to_string(hello.epoch()))
           .With("host", hello.host()));
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   workers_.push_back(std::move(rw));
   return Status::OK();
 }
@@ -228,7 +229,7 @@ Status JoinServer::AcceptOne(const JoinOptions& o, bool members_only, Duration w
   if (!st.ok()) {
     Log(LogLevel::kWarn, "worker join refused",
         LogKeys().With("peer", name).With("reason", st.message()));
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     refusals_.push_back(name + ": " + st.message());
   }
   return st;
@@ -247,7 +248,7 @@ Status JoinServer::AwaitWorkers(const JoinOptions& o) {
       return Status::DeadlineExceeded(msg);
     }
     Status st = AcceptOne(o, false, std::min<Duration>(left, Millis(200)), deadline);
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!st.ok() && o.max_refusals > 0 && static_cast<int>(refusals_.size()) >= o.max_refusals)
       return Status::FailedPrecondition("joined " + std::to_string(workers_.size()) + " of " +
                                         std::to_string(o.expect) + " workers at " + address_ +
@@ -268,14 +269,14 @@ void JoinServer::RejoinLoop() {
 }
 
 std::function<void(int)> JoinServer::rejoin_handler() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return rejoin_handler_;
 }
 
 void JoinServer::SetRejoinHandler(std::function<void(int)> fn) {
   std::vector<RemoteWorker*> ws;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     rejoin_handler_ = fn;
     for (auto& w : workers_) ws.push_back(w.get());
   }
@@ -283,19 +284,19 @@ void JoinServer::SetRejoinHandler(std::function<void(int)> fn) {
 }
 
 size_t JoinServer::size() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return workers_.size();
 }
 
 RemoteWorker* JoinServer::worker(size_t i) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return i < workers_.size() ? workers_[i].get() : nullptr;
 }
 
 void JoinServer::SetLossHandler(std::function<void(int, const Status&)> fn) {
   std::vector<RemoteWorker*> ws;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (auto& w : workers_) ws.push_back(w.get());
   }
   for (RemoteWorker* w : ws) w->SetLossHandler(fn);
@@ -305,7 +306,7 @@ void JoinServer::AddSpareSlots(int count, int first_index) {
   std::function<void(int)> rejoin;
   std::vector<RemoteWorker*> added;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     rejoin = rejoin_handler_;
     for (int i = 0; i < count; ++i) {
       workers_.push_back(RemoteWorker::Vacant(first_index + i));
@@ -317,28 +318,28 @@ void JoinServer::AddSpareSlots(int count, int first_index) {
 }
 
 RemoteWorker* JoinServer::FindLost() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& w : workers_)
     if (w->lost()) return w.get();
   return nullptr;
 }
 
 RemoteWorker* JoinServer::Find(const std::string& worker_id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& w : workers_)
     if (w->hello().worker_id() == worker_id) return w.get();
   return nullptr;
 }
 
 void JoinServer::Hold(std::shared_ptr<void> thing) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   held_.push_back(std::move(thing));
 }
 
 std::vector<v1::JoinedWorker> JoinServer::Snapshot() const {
   std::vector<RemoteWorker*> ws;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (auto& w : workers_) ws.push_back(w.get());
   }
   std::vector<v1::JoinedWorker> out;
@@ -347,12 +348,12 @@ std::vector<v1::JoinedWorker> JoinServer::Snapshot() const {
 }
 
 std::vector<std::string> JoinServer::refusals() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return refusals_;
 }
 
 bool JoinServer::handshaking() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return handshaking_ != nullptr;
 }
 

@@ -14,7 +14,7 @@
 // naming a lost member's id with a larger epoch (a restarted process) is welcomed under
 // the member's scheduler index: RemoteWorker::Rejoin swaps in its connection and hello,
 // the sink's on_rejoined runs (the RemoteEngine takes steps again), then the rejoin
-// handler (serve: reconnects the worker's KV store, then SchedulerDriver::PeerJoined). A
+// handler (serve: reconnects the worker's KV store, then SchedulerDriver::WorkerJoined). A
 // stale epoch or a member that is alive is refused by name.
 //
 // Replacement: a hello naming an id that is not a member takes the place of a lost member
@@ -25,7 +25,7 @@
 //
 // Loss (invariant 5, "detect"): a closed connection, a read/write error or silence for
 // `heartbeat_misses` heartbeat intervals marks the worker lost, once: first the loss
-// handler (serve: SchedulerDriver::PeerLost of its index, so the core stops posting to it
+// handler (serve: SchedulerDriver::WorkerLost of its index, so the core stops posting to it
 // and recomputes or fails its nodes), then the step sink's on_lost (its RemoteEngine fails
 // the step in flight). A loss before SetLossHandler is delivered when the handler is set.
 //
@@ -52,11 +52,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/status.h"
 #include "base/time.h"
@@ -134,19 +134,20 @@ class RemoteWorker {
   std::shared_ptr<ControlConn> Conn() const;
 
   const int index_;
-  mutable std::mutex mu_;
-  std::shared_ptr<ControlConn> conn_;                  // the incarnation's now
-  std::vector<std::shared_ptr<ControlConn>> retired_;  // earlier ones (closed)
-  v1::WorkerHello hello_;
-  uint64_t gen_ = 0;  // incarnations so far, less one
-  Sink sink_;
-  KvSink kv_sink_;
-  std::function<void(int, const Status&)> loss_handler_;
-  std::function<void(int)> rejoin_handler_;
-  bool rejoin_pending_ = false;  // rejoined before a handler was set: delivered then
+  mutable Mutex mu_;
+  std::shared_ptr<ControlConn> conn_ GUARDED_BY(mu_);                  // the incarnation's now
+  std::vector<std::shared_ptr<ControlConn>> retired_ GUARDED_BY(mu_);  // earlier ones (closed)
+  v1::WorkerHello hello_ GUARDED_BY(mu_);
+  uint64_t gen_ GUARDED_BY(mu_) = 0;  // incarnations so far, less one
+  Sink sink_ GUARDED_BY(mu_);
+  KvSink kv_sink_ GUARDED_BY(mu_);
+  std::function<void(int, const Status&)> loss_handler_ GUARDED_BY(mu_);
+  std::function<void(int)> rejoin_handler_ GUARDED_BY(mu_);
+  bool rejoin_pending_ GUARDED_BY(mu_) =
+      false;  // rejoined before a handler was set: delivered then
   bool lost_ = false, loss_delivered_ = false;
-  bool vacant_ = false;  // a spare slot no worker has taken yet
-  std::string lost_reason_;
+  bool vacant_ GUARDED_BY(mu_) = false;  // a spare slot no worker has taken yet
+  std::string lost_reason_ GUARDED_BY(mu_);
   uint64_t pool_used_bytes_ = 0;
   v1::WorkerKvStats kv_;  // its KV store, as of the last heartbeat
 };
@@ -242,15 +243,15 @@ class JoinServer {
   JoinOptions options_;  // AwaitWorkers' (the rejoin loop's)
   std::atomic<bool> stop_{false};
   std::thread rejoin_thread_;
-  bool accept_failing_ = false;  // the accepting thread's: the last accept failed
-  std::mutex detach_mu_;         // one Detach at a time
-  bool detached_ = false;        // under mu_
-  mutable std::mutex mu_;
-  ControlConn* handshaking_ = nullptr;  // the connection whose hello is being read
-  std::vector<std::function<void()>> detach_hooks_;
-  std::function<void(int)> rejoin_handler_;
-  std::vector<std::unique_ptr<RemoteWorker>> workers_;
-  std::vector<std::string> refusals_;
+  bool accept_failing_ = false;            // the accepting thread's: the last accept failed
+  Mutex detach_mu_;                        // one Detach at a time
+  bool detached_ GUARDED_BY(mu_) = false;  // under mu_
+  mutable Mutex mu_;
+  ControlConn* handshaking_ GUARDED_BY(mu_) = nullptr;  // the connection whose hello is being read
+  std::vector<std::function<void()>> detach_hooks_ GUARDED_BY(mu_);
+  std::function<void(int)> rejoin_handler_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<RemoteWorker>> workers_ GUARDED_BY(mu_);
+  std::vector<std::string> refusals_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<void>> held_;  // last: destroyed first
 };
 

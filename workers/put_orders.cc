@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "base/mutex.h"
 #include "workers/control_msgs.h"
 
 namespace switchyard::workers {
@@ -25,7 +26,7 @@ void End(uint64_t id, const PutOrderDone& done, Status why, bool destination_los
 }  // namespace
 
 void ControlPutOrderer::AddStore(const kv_tiers::remote::KvStoreTier* tier, RemoteWorker* worker) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   stores_[tier] = worker;
 }
 
@@ -38,7 +39,7 @@ void ControlPutOrderer::Attach(const std::shared_ptr<ControlPutOrderer>& orderer
 }
 
 RemoteWorker* ControlPutOrderer::WorkerOf(const kv_tiers::remote::KvStoreTier& tier) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = stores_.find(&tier);
   return it == stores_.end() ? nullptr : it->second;
 }
@@ -68,7 +69,7 @@ Status ControlPutOrderer::Order(const kv_tiers::remote::KvStoreTier& src,
   v1::WorkerControl m;
   ToPutBlocks(order, m.mutable_put_blocks());
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (closed_)
       return Status::Unavailable("direct put: serve is stopping (order " + std::to_string(id) +
                                  " not sent)");
@@ -77,7 +78,7 @@ Status ControlPutOrderer::Order(const kv_tiers::remote::KvStoreTier& src,
   }
   Status st = from->Send(m);
   if (!st.ok()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     // Not sent: the caller fails the move. Already ended by a loss: its done ran (dropped
     // by Close: it never runs, so the caller fails the move too).
     if (pending_.erase(id) > 0 || closed_)
@@ -106,15 +107,15 @@ ControlPutOrderer::Done ControlPutOrderer::TakeLocked(std::map<uint64_t, Pending
 }
 
 void ControlPutOrderer::Finished(size_t n) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   running_ -= n;
-  if (running_ == 0) idle_cv_.notify_all();
+  if (running_ == 0) idle_cv_.SignalAll();
 }
 
 bool ControlPutOrderer::Fail(uint64_t id, const Status& why, bool destination_lost) {
   Done done;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = pending_.find(id);
     if (it == pending_.end()) return false;  // ended (or dropped by Close)
     done = TakeLocked(it);
@@ -131,7 +132,7 @@ bool ControlPutOrderer::Abandon(uint64_t order_id, const Status& why) {
 void ControlPutOrderer::OnDone(int index, const v1::PutBlocksDone& m) {
   Done done;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = pending_.find(m.order_id());
     if (it == pending_.end() || it->second.src != index) return;  // late, or not its order
     done = TakeLocked(it);
@@ -143,7 +144,7 @@ void ControlPutOrderer::OnDone(int index, const v1::PutBlocksDone& m) {
 void ControlPutOrderer::OnLost(int index, const Status& why) {
   std::vector<std::pair<uint64_t, Pending>> ended;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->second.src == index || it->second.dst == index) {
         ended.emplace_back(it->first, std::move(it->second));
@@ -169,7 +170,7 @@ void ControlPutOrderer::OnLost(int index, const Status& why) {
 void ControlPutOrderer::Close() {
   std::map<uint64_t, Pending> ended;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (closed_) return;
     closed_ = true;
     ended.swap(pending_);
@@ -183,13 +184,13 @@ void ControlPutOrderer::Close() {
                         " to worker " + p.src_id + " abandoned")
             .WithScope(ErrorScope::kTransfer),
         false);
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   running_ -= ended.size();
-  idle_cv_.wait(l, [this] { return running_ == 0; });
+  while (running_ != 0) idle_cv_.Wait(&mu_);
 }
 
 uint64_t ControlPutOrderer::orders_sent(int index) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = sent_.find(index);
   return it == sent_.end() ? 0 : it->second;
 }

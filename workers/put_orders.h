@@ -28,13 +28,12 @@
 // lock, on the caller's thread or a connection's, and must not call Close.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kv_tiers/remote/direct_put_mover.h"
 #include "workers/join_server.h"
 
@@ -75,16 +74,16 @@ class ControlPutOrderer final : public kv_tiers::remote::PutOrderer {
   bool Fail(uint64_t id, const Status& why, bool destination_lost);
   // Takes order `it`'s `done` out of pending_ (under mu_) and counts it running until
   // Finished(): Close waits for it.
-  Done TakeLocked(std::map<uint64_t, Pending>::iterator it);
+  Done TakeLocked(std::map<uint64_t, Pending>::iterator it) REQUIRES(mu_);
   void Finished(size_t n);
 
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;  // running_ fell to 0
-  bool closed_ = false;
-  size_t running_ = 0;  // `done` callbacks running now
-  std::map<const kv_tiers::remote::KvStoreTier*, RemoteWorker*> stores_;
-  std::map<uint64_t, Pending> pending_;
-  std::map<int, uint64_t> sent_;
+  mutable Mutex mu_;
+  CondVar idle_cv_;  // running_ fell to 0
+  bool closed_ GUARDED_BY(mu_) = false;
+  size_t running_ GUARDED_BY(mu_) = 0;  // `done` callbacks running now
+  std::map<const kv_tiers::remote::KvStoreTier*, RemoteWorker*> stores_ GUARDED_BY(mu_);
+  std::map<uint64_t, Pending> pending_ GUARDED_BY(mu_);
+  std::map<int, uint64_t> sent_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::workers

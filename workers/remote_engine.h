@@ -13,7 +13,7 @@
 // Loss: once the worker is lost, a step in flight ends at once with every item failed
 // (Unavailable, peer scope, naming the worker and why), and every later step too, so no
 // sequence waits forever; the scheduler hears of the loss first (RemoteWorker's loss
-// handler: Runtime::PeerLost), which stops posting to the worker and preempts what ran there.
+// handler: Runtime::WorkerLost), which stops posting to the worker and preempts what ran there.
 // A rejoin (a new incarnation under the same index) makes steps go to it again.
 //
 // Thread-safety: loop-thread only (as every Engine); the runner takes its worker's

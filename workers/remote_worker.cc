@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "workers/join_server.h"
 
 namespace switchyard::workers {
@@ -12,6 +13,7 @@ RemoteWorker::RemoteWorker(std::unique_ptr<ControlConn> conn, v1::WorkerHello he
 
 std::unique_ptr<RemoteWorker> RemoteWorker::Vacant(int index) {
   std::unique_ptr<RemoteWorker> w(new RemoteWorker(nullptr, v1::WorkerHello(), index));
+  MutexLock lock(&w->mu_);  // no other thread has it yet: for the analysis
   w->lost_ = true;
   w->vacant_ = true;
   w->lost_reason_ = "spare slot " + std::to_string(index) + ": no worker has joined it yet";
@@ -34,7 +36,7 @@ void RemoteWorker::StartConn(const std::shared_ptr<ControlConn>& conn, uint64_t 
 }
 
 std::shared_ptr<ControlConn> RemoteWorker::Conn() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return conn_;
 }
 
@@ -45,39 +47,39 @@ Status RemoteWorker::Send(const v1::WorkerControl& m) {
 }
 
 bool RemoteWorker::IfAlive(const std::function<void(const v1::WorkerHello&)>& fn) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (lost_) return false;
   fn(hello_);
   return true;
 }
 
 bool RemoteWorker::vacant() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return vacant_;
 }
 
 std::string RemoteWorker::lost_reason() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return lost_reason_;
 }
 
 v1::WorkerHello RemoteWorker::hello() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return hello_;
 }
 
 void RemoteWorker::SetSink(Sink sink) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   sink_ = std::move(sink);
 }
 
 void RemoteWorker::SetKvSink(KvSink sink) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   kv_sink_ = std::move(sink);
 }
 
 void RemoteWorker::SetLossHandler(std::function<void(int, const Status&)> fn) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   loss_handler_ = std::move(fn);
   if (lost_ && !loss_delivered_ && loss_handler_) {
     loss_delivered_ = true;
@@ -88,7 +90,7 @@ void RemoteWorker::SetLossHandler(std::function<void(int, const Status&)> fn) {
 void RemoteWorker::SetRejoinHandler(std::function<void(int)> fn) {
   std::function<void(int)> deliver;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     rejoin_handler_ = std::move(fn);
     if (rejoin_pending_ && rejoin_handler_ && !lost_) {
       rejoin_pending_ = false;
@@ -101,7 +103,7 @@ void RemoteWorker::SetRejoinHandler(std::function<void(int)> fn) {
 void RemoteWorker::OnMessage(uint64_t gen, const v1::WorkerControl& m) {
   if (m.has_heartbeat()) {  // liveness (ControlConn counts it) and the KV store's figures
     if (m.heartbeat().has_kv()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (gen == gen_) kv_ = m.heartbeat().kv();
     }
     return;
@@ -110,7 +112,7 @@ void RemoteWorker::OnMessage(uint64_t gen, const v1::WorkerControl& m) {
     OnLost(gen, Status::Unavailable("worker left: " + m.bye().reason(), ErrorScope::kPeer));
     return;
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (gen != gen_) return;
   if (m.has_put_blocks_done()) {
     if (kv_sink_.on_done) kv_sink_.on_done(index_, m.put_blocks_done());
@@ -120,7 +122,7 @@ void RemoteWorker::OnMessage(uint64_t gen, const v1::WorkerControl& m) {
 }
 
 void RemoteWorker::OnLost(uint64_t gen, const Status& why) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (lost_ || gen != gen_) return;  // once per incarnation; a retired one's end is old news
   lost_ = true;
   lost_reason_ = "worker " + hello_.worker_id() + " (index " + std::to_string(index_) +
@@ -142,7 +144,7 @@ void RemoteWorker::OnLost(uint64_t gen, const Status& why) {
 }
 
 std::string RemoteWorker::CheckRejoin(const v1::WorkerHello& hello) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!lost_) return "worker id '" + hello.worker_id() + "' already joined";
   if (hello.worker_id() == hello_.worker_id() && hello.epoch() <= hello_.epoch())
     return "worker '" + hello.worker_id() + "' rejoins with epoch " +
@@ -160,7 +162,7 @@ Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello h
   std::shared_ptr<ControlConn> old;
   std::string old_id;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     old = conn_;
     old_id = hello_.worker_id();
     if (conn_) retired_.push_back(conn_);
@@ -187,7 +189,7 @@ Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello h
   std::function<void()> on_rejoined;
   std::function<void(int)> handler;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     on_rejoined = sink_.on_rejoined;
     handler = rejoin_handler_;
     rejoin_pending_ = !handler;
@@ -200,7 +202,7 @@ Status RemoteWorker::Rejoin(std::unique_ptr<ControlConn> conn, v1::WorkerHello h
 void RemoteWorker::Shutdown(const std::string& reason) {
   KvSink kv;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     sink_ = {};
     kv = std::exchange(kv_sink_, {});
     loss_handler_ = nullptr;
@@ -215,12 +217,12 @@ void RemoteWorker::Shutdown(const std::string& reason) {
 }
 
 bool RemoteWorker::lost() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return lost_;
 }
 
 void RemoteWorker::SetPoolUsedBytes(uint64_t bytes) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   pool_used_bytes_ = bytes;
 }
 
@@ -228,7 +230,7 @@ void RemoteWorker::MarkLost(const Status& why) {
   uint64_t gen;
   std::shared_ptr<ControlConn> conn;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     gen = gen_;
     conn = conn_;
   }
@@ -239,7 +241,7 @@ void RemoteWorker::MarkLost(const Status& why) {
 v1::JoinedWorker RemoteWorker::Snapshot() const {
   v1::JoinedWorker w;
   std::shared_ptr<ControlConn> conn = Conn();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   w.set_id(hello_.worker_id());
   w.set_host(hello_.host());
   w.set_engine(hello_.engine());
@@ -247,7 +249,7 @@ v1::JoinedWorker RemoteWorker::Snapshot() const {
   w.set_kv_pool_capacity_bytes(hello_.kv_pool_capacity_bytes());
   w.set_worker_index(index_);
   if (conn) {
-    w.set_address(conn->peer());
+    w.set_address(conn->remote());
     w.set_last_heartbeat_ms(conn->last_heard_ms());
     w.set_control_dscp(conn->dscp());
     w.set_control_bytes_sent(conn->bytes_sent());

@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "executors/engine_kind.h"
 #include "executors/simulated_engine.h"
 #include "workers/control_msgs.h"
@@ -150,7 +151,7 @@ Status WorkerAgent::Run() {
       },
       [this](const Status& why) {
         {
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           if (end_.ok()) end_ = why;
         }
         loop_.Stop();
@@ -170,7 +171,7 @@ Status WorkerAgent::Run() {
   conn_->Close();
   if (registration_) (void)registration_->Stop();  // leaving: the key goes at once
   if (bye_ || stop_requested_) return Status::OK();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return end_;
 }
 

@@ -37,6 +37,7 @@
 #include <thread>
 
 #include "base/asio_event_loop.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/time.h"
 #include "cluster/membership.h"
@@ -120,8 +121,8 @@ class WorkerAgent {
   std::unique_ptr<CpuWorker> cpu_;  // engine cpu (before runner_: the runner points into it)
   std::unique_ptr<executors::StepRunner> runner_;
   std::deque<v1::WorkerControl> kv_orders_;  // loop thread
-  std::mutex mu_;
-  Status end_;  // why Run returns
+  Mutex mu_;
+  Status end_ GUARDED_BY(mu_);  // why Run returns
   std::atomic<uint64_t> steps_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> bye_{false};  // serve said bye (set on the connection's reader)

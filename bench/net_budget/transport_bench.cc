@@ -311,7 +311,8 @@ void ReportColdDestinations(Endpoints& e, const std::string& path, uint64_t byte
 void Report(const std::map<std::string, bench::Measured>&, bench::Report* report) {
   if (QuickRun()) return;
   const std::pair<const char*, const char*> kPaths[] = {{"tcp", "tcp"}, {"shm", "sm,self"}};
-  for (const auto& [path, tls] : kPaths) {
+  for (const auto& [path, tls_name] : kPaths) {
+    const char* tls = tls_name;  // a lambda may not capture a structured binding in clang 14
     auto endpoints = Connect(tls);
     if (!endpoints.ok()) {
       std::fprintf(stderr, "transport bench: %s: %s\n", path,

@@ -12,14 +12,13 @@
 // when they match and the workflow completed (2 on a mismatch, 1 on any other failure).
 //
 // Usage: embed_example DATA_DIR MODEL_SHAPE_JSON (e.g. configs/models/tiny-llama-2l.json)
-#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "executors/cpu/cpu_engine.h"  // ToModelConfig: the model as the scheduler sees it
 #include "service/embedded.h"
 #include "toy_engine.h"
@@ -70,29 +69,30 @@ v1::GpuSpec ThisCpu() {
 class CommandQueue {
  public:
   void Push(service::EngineCommand c) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     q_.push_back(std::move(c));
-    cv_.notify_one();
+    cv_.Signal();
   }
   std::optional<service::EngineCommand> Pop(Duration timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout),
-                      [this] { return !q_.empty(); }))
-      return std::nullopt;
+    MutexLock lock(&mu_);
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (q_.empty() && cv_.WaitUntil(&mu_, end)) {
+    }
+    if (q_.empty()) return std::nullopt;
     service::EngineCommand c = std::move(q_.front());
     q_.pop_front();
     return c;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   std::deque<service::EngineCommand> q_;
 };
 
 // Checksums taken on the scheduler's thread (the engine's thread).
 struct Checks {
-  std::mutex mu;
+  Mutex mu;
   bool demoted = false, restored = false;
   uint64_t before = 0, after = 0;
   int64_t blocks = 0, blocks_after = 0;
@@ -155,12 +155,12 @@ int main(int argc, char** argv) {
     // still holds the context when a demotion is decided.
     const std::string& kind = c.decision.kind();
     if (kind == "demote" && c.decision.context() == "main") {
-      std::lock_guard<std::mutex> lock(checks.mu);
+      MutexLock lock(&checks.mu);
       checks.before = engine->Checksum(ctx, -1, &checks.blocks);
       checks.demoted = true;
     }
     if (kind == "place" && c.decision.node_id() == "answer") {  // the prefetch committed
-      std::lock_guard<std::mutex> lock(checks.mu);
+      MutexLock lock(&checks.mu);
       checks.after = engine->Checksum(ctx, checks.blocks, &checks.blocks_after);
       checks.restored = engine->pool()->tokens(ctx) >= 0;
     }
@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
               v1::WorkflowState_Name(st->state()).c_str(), st->decisions_size());
   bool prefetched = false;
   for (const auto& d : st->decisions()) prefetched |= d.kind() == "prefetch";
-  std::lock_guard<std::mutex> lock(checks.mu);
+  MutexLock lock(&checks.mu);
   std::printf("KV of %s before the demotion: %lld blocks, checksum %016llx\n", ctx.c_str(),
               static_cast<long long>(checks.blocks),
               static_cast<unsigned long long>(checks.before));

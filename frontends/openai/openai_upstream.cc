@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "base/mutex.h"
 #include "frontends/openai/openai_upstream_pool.h"
 
 namespace switchyard::frontends {
@@ -120,13 +121,13 @@ void UpstreamClient::Impl::Shutdown() {
   for (auto& t : threads) t.join();
   threads.clear();
   for (auto& up : upstreams) {
-    std::lock_guard<std::mutex> lock(up->mu);
+    MutexLock lock(&up->mu);
     up->idle.clear();
   }
 }
 
 std::unique_ptr<Conn> UpstreamClient::Impl::TakeIdle(Upstream& up) {
-  std::lock_guard<std::mutex> lock(up.mu);
+  MutexLock lock(&up.mu);
   while (!up.idle.empty()) {
     std::unique_ptr<Conn> c = std::move(up.idle.back());
     up.idle.pop_back();
@@ -137,7 +138,7 @@ std::unique_ptr<Conn> UpstreamClient::Impl::TakeIdle(Upstream& up) {
 
 void UpstreamClient::Impl::PutIdle(Upstream& up, std::unique_ptr<Conn> c) {
   c->stream.expires_never();
-  std::lock_guard<std::mutex> lock(up.mu);
+  MutexLock lock(&up.mu);
   if (up.idle.size() < options.max_idle_connections_per_upstream) {
     up.idle.push_back(std::move(c));
   }  // else closed here

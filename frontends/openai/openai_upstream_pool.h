@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "frontends/openai/openai_upstream.h"
 #include "http/http.h"
 
@@ -43,8 +43,8 @@ struct Upstream {
   std::string host;       // for the resolver (no brackets)
   std::string port;       // "80" when absent
   std::string authority;  // the Host header
-  std::mutex mu;
-  std::vector<std::unique_ptr<Conn>> idle;  // guarded by mu; most recent last
+  Mutex mu;
+  std::vector<std::unique_ptr<Conn>> idle GUARDED_BY(mu);  // guarded by mu; most recent last
   std::atomic<uint64_t> requests{0}, failures{0}, bytes_in{0}, connections{0};
 };
 

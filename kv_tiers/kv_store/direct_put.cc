@@ -5,6 +5,7 @@
 
 #include "base/ids.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 
 namespace switchyard::kv_tiers::kv_store {
 namespace {
@@ -63,17 +64,17 @@ DirectPutter::DirectPutter(KvStoreServer* source, DirectPutterOptions options)
 
 DirectPutter::~DirectPutter() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stop_ = true;
   }
-  send_cv_.notify_all();
-  credit_cv_.notify_all();
+  send_cv_.SignalAll();
+  credit_cv_.SignalAll();
   sender_.join();  // reports what it had not started; what it posted is in posted_
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     sender_done_ = true;
   }
-  complete_cv_.notify_all();
+  complete_cv_.SignalAll();
   completer_.join();
 }
 
@@ -85,15 +86,15 @@ void DirectPutter::Submit(DirectPutOrder order, Done done) {
   job->order = std::move(order);
   job->done = std::move(done);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ++stats_.orders;
     queue_.push_back(std::move(job));
   }
-  send_cv_.notify_one();
+  send_cv_.Signal();
 }
 
 DirectPutStats DirectPutter::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return stats_;
 }
 
@@ -101,16 +102,17 @@ void DirectPutter::SendLoop() {
   while (true) {
     std::shared_ptr<Job> job;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      send_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      MutexLock l(&mu_);
+      while (!stop_ && queue_.empty()) send_cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, nothing left
       job = queue_.front();
       queue_.pop_front();
       // A put refused for credit waits a little: the destination's other senders hold it.
       if (!stop_ && job->not_before > Clock::now())
-        send_cv_.wait_until(l, job->not_before, [&] { return stop_; });
+        while (!stop_ && send_cv_.WaitUntil(&mu_, job->not_before)) {
+        }
       if (stop_) {
-        l.unlock();
+        l.Unlock();
         Finish(*job, Status::Cancelled("direct put: the worker is stopping"));
         continue;
       }
@@ -126,11 +128,11 @@ void DirectPutter::SendLoop() {
       continue;
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       posted_.push_back(Posted{job, std::nullopt});
       posted_.back().put.emplace(std::move(*put));
     }
-    complete_cv_.notify_one();
+    complete_cv_.Signal();
   }
 }
 
@@ -138,18 +140,18 @@ void DirectPutter::CompleteLoop() {
   while (true) {
     std::optional<Posted> p;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      complete_cv_.wait(l, [&] { return sender_done_ || !posted_.empty(); });
+      MutexLock l(&mu_);
+      while (!sender_done_ && posted_.empty()) complete_cv_.Wait(&mu_);
       if (posted_.empty()) return;  // the sender stopped and everything was acked
       p.emplace(std::move(posted_.front()));
       posted_.pop_front();
     }
     Result<TransferEvents> ev = p->put->Wait();
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++acks_;  // the put's credit lease is released: a waiting sender may post
     }
-    credit_cv_.notify_all();
+    credit_cv_.SignalAll();
     OnAcked(std::move(p->job), std::move(ev));
   }
 }
@@ -224,7 +226,7 @@ Result<std::shared_ptr<KvStoreClient>> DirectPutter::ClientFor(const StoreRef& d
                                                                Duration timeout) {
   bool broken;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     broken = broken_.erase(dst.address) > 0;
   }
   auto it = clients_.find(dst.address);
@@ -245,7 +247,7 @@ Result<PendingPut> DirectPutter::PostWithCredit(Job& job) {
   while (true) {
     uint64_t seen;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (stop_) return Status::Cancelled("direct put: the worker is stopping");
       seen = acks_;
     }
@@ -254,8 +256,10 @@ Result<PendingPut> DirectPutter::PostWithCredit(Job& job) {
     if (Clock::now() > job.deadline)
       return Status::DeadlineExceeded("no credit left at the destination before the deadline (" +
                                       p.status().message() + ")");
-    std::unique_lock<std::mutex> l(mu_);
-    credit_cv_.wait_for(l, kCreditWait, [&] { return stop_ || acks_ != seen; });
+    MutexLock l(&mu_);
+    const auto end = std::chrono::steady_clock::now() + kCreditWait;
+    while (!stop_ && acks_ == seen && credit_cv_.WaitUntil(&mu_, end)) {
+    }
   }
 }
 
@@ -265,14 +269,14 @@ void DirectPutter::OnAcked(std::shared_ptr<Job> job, Result<TransferEvents> ev) 
     // Sent, and no answer: what the destination did is unknown to this sender.
     job->events.posted = true;
     if (ev.status().IsUnavailable()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       broken_.insert(job->order.destination.address);
     }
     return Finish(*job, ev.status());
   }
   job->events = *ev;
   if (ev->rejected && ev->reason == RejectReason::kCredit) {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!stop_ && Clock::now() < job->deadline) {  // the put was discarded: send it again
       ++job->credit_retries;
       ++stats_.credit_retries;
@@ -281,8 +285,8 @@ void DirectPutter::OnAcked(std::shared_ptr<Job> job, Result<TransferEvents> ev) 
                              kRefusedBackoff * (1u << std::min<uint32_t>(job->credit_retries, 6)),
                              kMaxRefusedBackoff);
       queue_.push_front(std::move(job));
-      l.unlock();
-      send_cv_.notify_one();
+      l.Unlock();
+      send_cv_.Signal();
       return;
     }
   }
@@ -309,7 +313,7 @@ void DirectPutter::Finish(Job& job, Status status) {
   out.status = status;
   job.pinned.clear();  // the put ended: the source bytes may go
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (status.ok()) {
       ++stats_.puts_committed;
       stats_.bytes_committed += out.bytes;

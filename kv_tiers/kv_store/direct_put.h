@@ -35,19 +35,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/time.h"
 #include "kv_tiers/kv_store/direct_order.h"
 #include "kv_tiers/kv_store/kv_store_client.h"
@@ -99,15 +98,17 @@ class DirectPutter {
 
   KvStoreServer* const source_;
   const DirectPutterOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable send_cv_, complete_cv_, credit_cv_;
-  std::deque<std::shared_ptr<Job>> queue_;  // to post (a credit refusal goes back in front)
-  std::deque<Posted> posted_;               // waiting for their acks, in posting order
-  std::set<std::string> broken_;            // destinations whose session failed
-  uint64_t acks_ = 0;                       // acks seen (credit may have returned)
-  bool stop_ = false;
-  bool sender_done_ = false;  // the sender thread ended (destructor): nothing more is posted
-  DirectPutStats stats_;
+  mutable Mutex mu_;
+  CondVar send_cv_, complete_cv_, credit_cv_;
+  std::deque<std::shared_ptr<Job>> queue_
+      GUARDED_BY(mu_);                            // to post (a credit refusal goes back in front)
+  std::deque<Posted> posted_ GUARDED_BY(mu_);     // waiting for their acks, in posting order
+  std::set<std::string> broken_ GUARDED_BY(mu_);  // destinations whose session failed
+  uint64_t acks_ GUARDED_BY(mu_) = 0;             // acks seen (credit may have returned)
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool sender_done_ GUARDED_BY(mu_) =
+      false;  // the sender thread ended (destructor): nothing more is posted
+  DirectPutStats stats_ GUARDED_BY(mu_);
   // The sender thread's sessions, by destination address.
   std::map<std::string, std::shared_ptr<KvStoreClient>> clients_;
   std::thread sender_, completer_;

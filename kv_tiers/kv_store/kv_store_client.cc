@@ -128,7 +128,7 @@ Status KvStoreClient::Handshake() {
   LogKeys keys;
   keys.communicator_epoch = hello_.communicator_epoch;
   keys.model_epoch = hello_.model_epoch;
-  Log(LogLevel::kInfo, "peer handshake",
+  Log(LogLevel::kInfo, "KV store handshake",
       keys.With("peer", address_)
           .With("credit_per_sender", std::to_string(hello_.max_inflight_bytes))
           .With("credit_total", std::to_string(hello_.total_inflight_bytes)));

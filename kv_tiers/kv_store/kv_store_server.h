@@ -125,7 +125,7 @@ class KvStoreServer {
   void Stop() { stop_ = true; }
   KvStoreServerStats stats() const;
 
-  struct Impl;  // the loop's state (kv_store_server.cc)
+  struct Impl;  // the loop's state (internal/kv_store_server_impl.h)
 
  private:
   // CommitLocal's identity, capacity and commit after its byte check `r`.

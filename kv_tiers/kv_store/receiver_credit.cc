@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
+
 namespace switchyard::kv_tiers::kv_store {
 namespace {
 
@@ -15,7 +17,7 @@ std::string Refusal(const char* limit, uint64_t bytes, uint64_t sender, uint64_t
 }  // namespace
 
 RejectReason ReceiverCredit::Charge(uint64_t sender, uint64_t bytes, std::string* why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Sender& s = senders_[sender];
   std::string refused;
   if (s.bytes + bytes > limits_.per_sender_bytes) {
@@ -43,7 +45,7 @@ RejectReason ReceiverCredit::Charge(uint64_t sender, uint64_t bytes, std::string
 }
 
 void ReceiverCredit::Return(uint64_t sender, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = senders_.find(sender);
   if (it == senders_.end()) return;
   Sender& s = it->second;
@@ -55,7 +57,7 @@ void ReceiverCredit::Return(uint64_t sender, uint64_t bytes) {
 }
 
 ReceiverCreditState ReceiverCredit::State() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return state_;
 }
 

@@ -17,9 +17,9 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "kv_tiers/kv_store/kv_store_protocol.h"
 
 namespace switchyard::kv_tiers::kv_store {
@@ -59,9 +59,9 @@ class ReceiverCredit {
     uint32_t transfers = 0;
   };
   const ReceiverCreditLimits limits_;
-  mutable std::mutex mu_;
-  std::map<uint64_t, Sender> senders_;
-  ReceiverCreditState state_;
+  mutable Mutex mu_;
+  std::map<uint64_t, Sender> senders_ GUARDED_BY(mu_);
+  ReceiverCreditState state_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::kv_tiers::kv_store

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/ids.h"
+#include "base/mutex.h"
 #include "kv_tiers/local_mover.h"
 
 namespace switchyard::kv_tiers::remote {
@@ -14,9 +15,10 @@ struct DirectPutMover::Shared {
   std::shared_ptr<PutOrderer> orderer;
   std::shared_ptr<Mover> fallback;
   std::atomic<uint64_t> next_order{1};
-  mutable std::mutex mu;
-  std::set<std::pair<std::string, std::string>> unreachable;  // (src, dst) tier names
-  DirectPutMoverStats stats;
+  mutable Mutex mu;
+  std::set<std::pair<std::string, std::string>> unreachable
+      GUARDED_BY(mu);  // (src, dst) tier names
+  DirectPutMoverStats stats GUARDED_BY(mu);
 };
 
 namespace {
@@ -78,12 +80,12 @@ bool DirectPutMover::Supports(const Tier& src, const Tier& dst) const {
   auto* s = dynamic_cast<const KvStoreTier*>(&src);
   auto* d = dynamic_cast<const KvStoreTier*>(&dst);
   if (s == nullptr || d == nullptr || s == d || !shared_->orderer->Reaches(*s, *d)) return false;
-  std::lock_guard<std::mutex> l(shared_->mu);
+  MutexLock l(&shared_->mu);
   return shared_->unreachable.count({s->name(), d->name()}) == 0;
 }
 
 DirectPutMoverStats DirectPutMover::stats() const {
-  std::lock_guard<std::mutex> l(shared_->mu);
+  MutexLock l(&shared_->mu);
   return shared_->stats;
 }
 
@@ -141,7 +143,7 @@ Result<MoveHandle> DirectPutMover::Submit(MoveRequest request, MoveCallback on_c
       *m->src, *m->dst, order,
       [sh, m](kv_store::DirectPutOutcome o) { OnOutcome(sh, m, std::move(o)); }));
   {
-    std::lock_guard<std::mutex> l(sh->mu);
+    MutexLock l(&sh->mu);
     ++sh->stats.orders;
   }
   if (!options_.watchdog) return MoveHandle(m->state);
@@ -181,7 +183,7 @@ void OnOutcome(const std::shared_ptr<DirectPutMover::Shared>& sh,
       m->dst->RecordDirectWrite(m->dst_extents[i], m->dst_ends[i], o.events);
   }
   {
-    std::lock_guard<std::mutex> l(sh->mu);
+    MutexLock l(&sh->mu);
     if (st.ok()) {
       ++sh->stats.committed;
       sh->stats.bytes_committed += o.bytes;

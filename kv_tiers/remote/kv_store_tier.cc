@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace switchyard::kv_tiers::remote {
 
 KvStoreTier::KvStoreTier(const TierOptions& tier_options,
@@ -23,12 +25,12 @@ Status KvStoreTier::NoWorker() const {
 }
 
 std::shared_ptr<kv_store::KvStoreClient> KvStoreTier::Client() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return client_;
 }
 
 uint64_t KvStoreTier::incarnation() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return incarnation_;
 }
 
@@ -40,7 +42,7 @@ Status KvStoreTier::Reconnect(const std::string& address,
     return Status::InvalidArgument("peer tier: capacity " + std::to_string(capacity_bytes()) +
                                    " B exceeds the worker's " +
                                    std::to_string(c->hello().capacity_bytes) + " B at " + address);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   client_ = std::move(c);
   ++incarnation_;
   return Status::OK();
@@ -74,14 +76,14 @@ Result<Extent> KvStoreTier::Allocate(const std::string& tenant, uint64_t bytes) 
   if (bytes == 0) return Status::InvalidArgument("peer tier: zero-byte allocation");
   if (tenant.empty()) return Status::InvalidArgument("peer tier: empty tenant");
   SY_RETURN_IF_ERROR(Charge(tenant, bytes));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t slot = next_slot_++;
   slots_[slot] = Slot{tenant, bytes, 0, {}, incarnation_};
   return Extent{slot, bytes};
 }
 
 Result<KvStoreTier::Slot> KvStoreTier::Lookup(const Extent& extent, uint64_t bytes) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = slots_.find(extent.slot);
   if (it == slots_.end()) {
     return Status::NotFound("peer tier: slot " + std::to_string(extent.slot) + " is not allocated");
@@ -97,13 +99,13 @@ Result<KvStoreTier::Slot> KvStoreTier::Lookup(const Extent& extent, uint64_t byt
 Status KvStoreTier::Free(const Extent& extent) {
   SY_ASSIGN_OR_RETURN(Slot slot, Lookup(extent, 0));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     slots_.erase(extent.slot);
   }
   Uncharge(slot.tenant, slot.bytes);
   std::shared_ptr<kv_store::KvStoreClient> client;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Nothing committed there, or only at an earlier incarnation: nothing to drop.
     if (slot.generation == 0 || slot.incarnation != incarnation_) return Status::OK();
     client = client_;
@@ -119,7 +121,7 @@ Status KvStoreTier::Write(std::span<const BlockWrite> writes) {
     std::shared_ptr<kv_store::KvStoreClient> client;
     uint64_t incarnation;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       client = client_;
       incarnation = incarnation_;
     }
@@ -135,7 +137,7 @@ Status KvStoreTier::Write(std::span<const BlockWrite> writes) {
     auto ev = client->Put(req, options_.transfer);
     if (!ev.ok()) return ev.status().Annotate(what);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = slots_.find(w.extent.slot);
       if (it != slots_.end()) {
         it->second.last = *ev;
@@ -160,7 +162,7 @@ Status KvStoreTier::Read(std::span<const BlockRead> reads) {
     }
     std::shared_ptr<kv_store::KvStoreClient> client;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (slot.incarnation != incarnation_)
         return Status::DataLoss(what + ": stored at an earlier incarnation of the worker",
                                 ErrorScope::kBlock);
@@ -185,7 +187,7 @@ Status KvStoreTier::Read(std::span<const BlockRead> reads) {
     auto ev = client->Get(spec, options_.transfer);
     if (!ev.ok()) return ev.status().Annotate(what);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = slots_.find(r.extent.slot);
       if (it != slots_.end()) it->second.last = *ev;
     }
@@ -212,7 +214,7 @@ Result<KvStoreTier::DirectEnd> KvStoreTier::DirectEndOf(const Extent& extent, ui
   std::shared_ptr<kv_store::KvStoreClient> client;
   DirectEnd end;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     client = client_;
     end.incarnation = incarnation_;
   }
@@ -240,7 +242,7 @@ Result<KvStoreTier::DirectEnd> KvStoreTier::DirectEndOf(const Extent& extent, ui
 
 void KvStoreTier::RecordDirectWrite(const Extent& extent, const DirectEnd& written,
                                     const kv_store::TransferEvents& events) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = slots_.find(extent.slot);
   if (it == slots_.end() || written.incarnation != incarnation_) return;
   it->second.last = events;
@@ -250,7 +252,7 @@ void KvStoreTier::RecordDirectWrite(const Extent& extent, const DirectEnd& writt
 }
 
 Result<kv_store::TransferEvents> KvStoreTier::LastEvents(uint64_t slot) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = slots_.find(slot);
   if (it == slots_.end()) {
     return Status::NotFound("peer tier: slot " + std::to_string(slot) + " is not allocated");

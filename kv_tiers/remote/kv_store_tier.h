@@ -30,9 +30,9 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "kv_tiers/kv_store/direct_order.h"
 #include "kv_tiers/kv_store/kv_store_client.h"
 #include "kv_tiers/peer_tier.h"
@@ -127,12 +127,12 @@ class KvStoreTier final : public kv_tiers::PeerTier {
   Status NoWorker() const;
 
   const std::string name_;
-  std::shared_ptr<kv_store::KvStoreClient> client_;  // under mu_
-  uint64_t incarnation_ = 0;                         // under mu_
+  std::shared_ptr<kv_store::KvStoreClient> client_ GUARDED_BY(mu_);  // under mu_
+  uint64_t incarnation_ GUARDED_BY(mu_) = 0;                         // under mu_
   KvStoreTierOptions options_;
-  mutable std::mutex mu_;
-  std::map<uint64_t, Slot> slots_;
-  uint64_t next_slot_ = 1;
+  mutable Mutex mu_;
+  std::map<uint64_t, Slot> slots_ GUARDED_BY(mu_);
+  uint64_t next_slot_ GUARDED_BY(mu_) = 1;
   std::atomic<uint64_t> puts_{0}, gets_{0};
 };
 

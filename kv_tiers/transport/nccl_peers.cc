@@ -5,6 +5,7 @@
 #include <cstring>
 #include <future>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/internal/nccl_transport_impl.h"
 #include "kv_tiers/transport/tcp_util.h"
 
@@ -100,7 +101,7 @@ Result<PeerId> NcclTransport::Join(int fd, bool listener) {
     return FromCuda(e, "nccl peer setup");
   }
   {
-    std::lock_guard<std::mutex> lock(status_mu_);
+    MutexLock lock(&status_mu_);
     status_[id] = {id_at_peer, Status::OK()};
   }
   Call([&] {
@@ -111,14 +112,14 @@ Result<PeerId> NcclTransport::Join(int fd, bool listener) {
 }
 
 Result<uint64_t> NcclTransport::IdAtPeer(PeerId peer) const {
-  std::lock_guard<std::mutex> lock(status_mu_);
+  MutexLock lock(&status_mu_);
   auto it = status_.find(peer);
   if (it == status_.end()) return Status::NotFound("nccl: unknown peer " + std::to_string(peer));
   return it->second.first;
 }
 
 Status NcclTransport::PeerStatus(PeerId peer) const {
-  std::lock_guard<std::mutex> lock(status_mu_);
+  MutexLock lock(&status_mu_);
   auto it = status_.find(peer);
   if (it == status_.end()) return Status::NotFound("nccl: unknown peer " + std::to_string(peer));
   return it->second.second;
@@ -126,7 +127,7 @@ Status NcclTransport::PeerStatus(PeerId peer) const {
 
 Status NcclTransport::Disconnect(PeerId peer) {
   {
-    std::lock_guard<std::mutex> lock(status_mu_);
+    MutexLock lock(&status_mu_);
     if (status_.erase(peer) == 0) {
       return Status::NotFound("nccl: unknown peer " + std::to_string(peer));
     }
@@ -176,7 +177,7 @@ void NcclTransport::FailPeer(PeerId id, Peer& p, Status why) {
   }
   unexpected_.remove_if([&](const Unexpected& u) { return u.from == id; });
   {
-    std::lock_guard<std::mutex> lock(status_mu_);
+    MutexLock lock(&status_mu_);
     auto it = status_.find(id);
     if (it != status_.end() && it->second.second.ok()) it->second.second = why;
   }

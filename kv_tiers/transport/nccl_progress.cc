@@ -3,6 +3,7 @@
 // errors, completing operations.
 #include <cstring>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/internal/nccl_transport_impl.h"
 
 namespace switchyard::kv_tiers::transport::nccl_internal {
@@ -151,12 +152,13 @@ void NcclTransport::ProgressLoop() {
   std::vector<std::function<void()>> batch;
   while (!stop_.load()) {
     {
-      std::unique_lock<std::mutex> lock(queue_mu_);
+      MutexLock lock(&queue_mu_);
       bool busy = false;
       for (auto& [id, p] : peers_) busy |= !p.sends.empty() || !p.recvs.empty() || p.env_posted;
       // Idle peers still have an envelope receive posted; poll it every 100 us.
-      queue_cv_.wait_for(lock, std::chrono::microseconds(busy ? 0 : 100),
-                         [&] { return !queue_.empty() || stop_.load(); });
+      const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(busy ? 0 : 100);
+      while (queue_.empty() && !stop_.load() && queue_cv_.WaitUntil(&queue_mu_, end)) {
+      }
       batch.swap(queue_);
     }
     for (auto& fn : batch) fn();
@@ -182,7 +184,7 @@ void NcclTransport::ProgressLoop() {
   }
   // Shutdown: queued work is cancelled, then every peer aborted (its operations fail).
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     batch.swap(queue_);
   }
   for (auto& fn : batch) fn();

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <future>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/internal/nccl_transport_impl.h"
 
 namespace switchyard::kv_tiers::transport {
@@ -87,16 +88,16 @@ NcclTransport::~NcclTransport() {
   if (accept_thread_.joinable()) accept_thread_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   stop_ = true;
-  queue_cv_.notify_all();
+  queue_cv_.SignalAll();
   if (progress_thread_.joinable()) progress_thread_.join();
 }
 
 void NcclTransport::Enqueue(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     queue_.push_back(std::move(fn));
   }
-  queue_cv_.notify_one();
+  queue_cv_.Signal();
 }
 
 void NcclTransport::Call(std::function<void()> fn) {
@@ -112,15 +113,17 @@ void NcclTransport::Call(std::function<void()> fn) {
 
 void NcclTransport::Bump() {
   {
-    std::lock_guard<std::mutex> lock(completion_mu_);
+    MutexLock lock(&completion_mu_);
     completions_++;
   }
-  completion_cv_.notify_all();
+  completion_cv_.SignalAll();
 }
 
 void NcclTransport::WaitForCompletion(uint64_t seen, Duration timeout) {
-  std::unique_lock<std::mutex> lock(completion_mu_);
-  completion_cv_.wait_for(lock, timeout, [&] { return completions_.load() != seen; });
+  MutexLock lock(&completion_mu_);
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (completions_.load() == seen && completion_cv_.WaitUntil(&completion_mu_, end)) {
+  }
 }
 
 Status NcclTransport::CheckDescriptors(const DescriptorList& list) const {
@@ -150,9 +153,17 @@ Result<TransferHandle> NcclTransport::PostSend(PeerId peer, const DescriptorList
   auto op = std::make_shared<OpState>();
   op->deadline = options.deadline;
   op->bytes = TotalLength(src);
-  std::weak_ptr<OpState> weak = op;
   auto issued = std::make_shared<std::atomic<bool>>(false);
-  op->cancel = [this, weak, issued, peer] {
+  op->cancel = SendCanceller(op, issued, peer);
+  Enqueue([this, op, src, tag, peer, issued] { IssueSend(op, src, tag, peer, *issued); });
+  return TransferHandle(std::move(op));
+}
+
+std::function<void()> NcclTransport::SendCanceller(const std::shared_ptr<OpState>& op,
+                                                   std::shared_ptr<std::atomic<bool>> issued,
+                                                   PeerId peer) {
+  std::weak_ptr<OpState> weak = op;
+  return [this, weak, issued, peer] {
     Enqueue([this, weak, issued, peer] {
       auto o = weak.lock();
       if (!o || o->done.load()) return;
@@ -163,70 +174,78 @@ Result<TransferHandle> NcclTransport::PostSend(PeerId peer, const DescriptorList
       }
     });
   };
-  Enqueue([this, op, src, tag, peer, issued] {
-    if (op->done.load()) return;
-    auto it = peers_.find(peer);
-    if (it == peers_.end() || it->second.failed) {
-      op->Complete(
-          Status::Unavailable("nccl: peer " + std::to_string(peer) + " is gone", ErrorScope::kPeer),
-          0, 0);
-      return Bump();
+}
+
+void NcclTransport::IssueSend(const std::shared_ptr<OpState>& op, const DescriptorList& src,
+                              Tag tag, PeerId peer, std::atomic<bool>& issued) {
+  if (op->done.load()) return;
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.failed) {
+    op->Complete(
+        Status::Unavailable("nccl: peer " + std::to_string(peer) + " is gone", ErrorScope::kPeer),
+        0, 0);
+    return Bump();
+  }
+  Peer& p = it->second;
+  Running r;
+  r.op = op;
+  r.bytes = op->bytes;
+  const void* payload = nullptr;
+  auto env = std::make_shared<DeviceBuffer>();
+  cudaError_t e = StageSend(p, src, tag, &r, &payload, env.get());
+  if (e != cudaSuccess) {
+    op->Complete(FromCuda(e, "nccl send staging"), 0, 0);
+    return Bump();
+  }
+  ncclResult_t nr = ncclGroupStart();
+  if (nr == ncclSuccess) {
+    nr = ncclSend(env->ptr, sizeof(Envelope), ncclUint8, p.other, p.out, p.send_stream);
+  }
+  if (nr == ncclSuccess && r.bytes > 0) {
+    nr = ncclSend(payload, r.bytes, ncclUint8, p.other, p.out, p.send_stream);
+  }
+  ncclResult_t ge = ncclGroupEnd();
+  if (nr == ncclSuccess) nr = ge;
+  if (nr != ncclSuccess) {
+    FailPeer(peer, p, FromNccl(nr, "ncclSend"));
+    op->Complete(FromNccl(nr, "ncclSend"), 0, 0);
+    return Bump();
+  }
+  issued.store(true);
+  // The envelope's device copy goes back to the stream-ordered pool after the send.
+  cudaFreeAsync(env->ptr, p.send_stream);
+  env->ptr = nullptr;
+  if (r.staging) {
+    cudaFreeAsync(r.staging->ptr, p.send_stream);
+    r.staging->ptr = nullptr;
+  }
+  cudaEventCreateWithFlags(&r.event, cudaEventDisableTiming);
+  cudaEventRecord(r.event, p.send_stream);
+  p.sends.push_back(std::move(r));
+}
+
+cudaError_t NcclTransport::StageSend(Peer& p, const DescriptorList& src, Tag tag, Running* r,
+                                     const void** payload, DeviceBuffer* env) {
+  *payload = src.empty() ? nullptr : src[0].addr;
+  cudaError_t e = cudaSuccess;
+  if (src.size() > 1) {  // gather into one buffer: NCCL pairs equal counts
+    r->staging = std::make_shared<DeviceBuffer>();
+    e = cudaMallocAsync(&r->staging->ptr, std::max<uint64_t>(r->bytes, 1), p.send_stream);
+    uint64_t off = 0;
+    for (const auto& d : src) {
+      if (e != cudaSuccess) break;
+      e = cudaMemcpyAsync(static_cast<char*>(r->staging->ptr) + off, d.addr, d.length,
+                          cudaMemcpyDeviceToDevice, p.send_stream);
+      off += d.length;
     }
-    Peer& p = it->second;
-    Running r;
-    r.op = op;
-    r.bytes = op->bytes;
-    const void* payload = src.empty() ? nullptr : src[0].addr;
-    cudaError_t e = cudaSuccess;
-    if (src.size() > 1) {  // gather into one buffer: NCCL pairs equal counts
-      r.staging = std::make_shared<DeviceBuffer>();
-      e = cudaMallocAsync(&r.staging->ptr, std::max<uint64_t>(r.bytes, 1), p.send_stream);
-      uint64_t off = 0;
-      for (const auto& d : src) {
-        if (e != cudaSuccess) break;
-        e = cudaMemcpyAsync(static_cast<char*>(r.staging->ptr) + off, d.addr, d.length,
-                            cudaMemcpyDeviceToDevice, p.send_stream);
-        off += d.length;
-      }
-      payload = r.staging->ptr;
-    }
-    auto env = std::make_shared<DeviceBuffer>();
-    Envelope host{tag, r.bytes};
-    if (e == cudaSuccess) e = cudaMallocAsync(&env->ptr, sizeof(Envelope), p.send_stream);
-    if (e == cudaSuccess) {
-      e = cudaMemcpyAsync(env->ptr, &host, sizeof(host), cudaMemcpyHostToDevice, p.send_stream);
-    }
-    if (e != cudaSuccess) {
-      op->Complete(FromCuda(e, "nccl send staging"), 0, 0);
-      return Bump();
-    }
-    ncclResult_t nr = ncclGroupStart();
-    if (nr == ncclSuccess) {
-      nr = ncclSend(env->ptr, sizeof(Envelope), ncclUint8, p.other, p.out, p.send_stream);
-    }
-    if (nr == ncclSuccess && r.bytes > 0) {
-      nr = ncclSend(payload, r.bytes, ncclUint8, p.other, p.out, p.send_stream);
-    }
-    ncclResult_t ge = ncclGroupEnd();
-    if (nr == ncclSuccess) nr = ge;
-    if (nr != ncclSuccess) {
-      FailPeer(peer, p, FromNccl(nr, "ncclSend"));
-      op->Complete(FromNccl(nr, "ncclSend"), 0, 0);
-      return Bump();
-    }
-    issued->store(true);
-    // The envelope's device copy goes back to the stream-ordered pool after the send.
-    cudaFreeAsync(env->ptr, p.send_stream);
-    env->ptr = nullptr;
-    if (r.staging) {
-      cudaFreeAsync(r.staging->ptr, p.send_stream);
-      r.staging->ptr = nullptr;
-    }
-    cudaEventCreateWithFlags(&r.event, cudaEventDisableTiming);
-    cudaEventRecord(r.event, p.send_stream);
-    p.sends.push_back(std::move(r));
-  });
-  return TransferHandle(std::move(op));
+    *payload = r->staging->ptr;
+  }
+  Envelope host{tag, r->bytes};
+  if (e == cudaSuccess) e = cudaMallocAsync(&env->ptr, sizeof(Envelope), p.send_stream);
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(env->ptr, &host, sizeof(host), cudaMemcpyHostToDevice, p.send_stream);
+  }
+  return e;
 }
 
 Result<TransferHandle> NcclTransport::PostRecv(const DescriptorList& dst, Tag tag, Tag mask,

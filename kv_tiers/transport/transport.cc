@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
 #include "net_budget/budget.h"
 #include "net_budget/traffic_class.h"
 
@@ -23,7 +24,7 @@ uint64_t TotalLength(const DescriptorList& list) {
 
 void OpState::Complete(Status s, uint64_t n, Tag tag) {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (done.load(std::memory_order_relaxed)) return;
     status = std::move(s);
     bytes = n;
@@ -33,7 +34,7 @@ void OpState::Complete(Status s, uint64_t n, Tag tag) {
     // Release: a waiter that sees done==true (acquire) also sees the fields above.
     done.store(true, std::memory_order_release);
   }
-  cv.notify_all();
+  cv.SignalAll();
 }
 
 TransferHandle TransferHandle::Done(Status status, uint64_t bytes, Tag tag) {
@@ -67,17 +68,21 @@ Status TransferHandle::wait() {
   if (!state_) return Status::FailedPrecondition("wait() on an empty TransferHandle");
   auto done = [&] { return state_->done.load(std::memory_order_acquire); };
   DriveProgress(state_->deadline);
-  std::unique_lock<std::mutex> lock(state_->mu);
-  if (state_->deadline && !state_->cv.wait_until(lock, *state_->deadline, done)) {
-    lock.unlock();
-    cancel();
-    lock.lock();
-    state_->cv.wait(lock, done);
-    if (state_->status.ok()) return state_->status;  // finished just in time
-    return Status::DeadlineExceeded("transfer passed its deadline and was cancelled")
-        .WithScope(ErrorScope::kTransfer);
+  MutexLock lock(&state_->mu);
+  if (state_->deadline) {
+    while (!done() && state_->cv.WaitUntil(&state_->mu, *state_->deadline)) {
+    }
+    if (!done()) {
+      lock.Unlock();
+      cancel();
+      lock.Lock();
+      while (!done()) state_->cv.Wait(&state_->mu);
+      if (state_->status.ok()) return state_->status;  // finished just in time
+      return Status::DeadlineExceeded("transfer passed its deadline and was cancelled")
+          .WithScope(ErrorScope::kTransfer);
+    }
   }
-  state_->cv.wait(lock, done);
+  while (!done()) state_->cv.Wait(&state_->mu);
   return state_->status;
 }
 
@@ -85,10 +90,11 @@ Status TransferHandle::wait_for(Duration timeout) {
   if (!state_) return Status::FailedPrecondition("wait_for() on an empty TransferHandle");
   const auto until = std::chrono::steady_clock::now() + timeout;
   DriveProgress(until);
-  std::unique_lock<std::mutex> lock(state_->mu);
-  bool done = state_->cv.wait_until(lock, until,
-                                    [&] { return state_->done.load(std::memory_order_acquire); });
-  if (!done) return Status::DeadlineExceeded("transfer still running");
+  MutexLock lock(&state_->mu);
+  auto done = [&] { return state_->done.load(std::memory_order_acquire); };
+  while (!done() && state_->cv.WaitUntil(&state_->mu, until)) {
+  }
+  if (!done()) return Status::DeadlineExceeded("transfer still running");
   return state_->status;
 }
 
@@ -100,7 +106,7 @@ void TransferHandle::DriveProgress(std::optional<std::chrono::steady_clock::time
   while (!done()) {
     std::function<bool(std::optional<std::chrono::steady_clock::time_point>)> fn;
     {
-      std::lock_guard<std::mutex> lock(state_->mu);
+      MutexLock lock(&state_->mu);
       fn = state_->drive;  // a copy: Complete() clears the hook while it runs
     }
     if (!fn) return;
@@ -108,8 +114,10 @@ void TransferHandle::DriveProgress(std::optional<std::chrono::steady_clock::time
     if (until && now >= *until) return;
     if (fn(until)) continue;
     auto retry = now + kRetry;
-    std::unique_lock<std::mutex> lock(state_->mu);
-    state_->cv.wait_until(lock, until ? std::min(*until, retry) : retry, done);
+    MutexLock lock(&state_->mu);
+    const auto wake = until ? std::min(*until, retry) : retry;
+    while (!done() && state_->cv.WaitUntil(&state_->mu, wake)) {
+    }
   }
 }
 
@@ -117,7 +125,7 @@ void TransferHandle::cancel() {
   if (!state_) return;
   std::function<void()> fn;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->done.load(std::memory_order_relaxed)) return;
     fn = state_->cancel;
   }
@@ -160,7 +168,7 @@ TransportRegistry& TransportRegistry::Global() {
 
 Status TransportRegistry::Register(const std::string& name, TransportFactory factory) {
   if (name.empty() || !factory) return Status::InvalidArgument("transport: empty name or factory");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!factories_.emplace(name, std::move(factory)).second) {
     return Status::AlreadyExists("transport '" + name + "' is already registered");
   }
@@ -171,7 +179,7 @@ Result<std::unique_ptr<Transport>> TransportRegistry::Create(const std::string& 
                                                              const TransportConfig& config) const {
   TransportFactory factory;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = factories_.find(name);
     if (it == factories_.end()) {
       std::string known;
@@ -185,14 +193,14 @@ Result<std::unique_ptr<Transport>> TransportRegistry::Create(const std::string& 
 }
 
 std::vector<std::string> TransportRegistry::Names() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [n, f] : factories_) out.push_back(n);
   return out;
 }
 
 bool TransportRegistry::Has(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return factories_.count(name) > 0;
 }
 

@@ -24,16 +24,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/status.h"
 #include "base/time.h"
@@ -89,8 +88,8 @@ using Tag = uint64_t;
 // Shared completion state between a backend and a handle. Backends fill it with
 // Complete(); handles read it. The done flag is released after the fields are written.
 struct OpState {
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   std::atomic<bool> done{false};
   Status status;
   uint64_t bytes = 0;            // bytes received (receive) or sent (send)
@@ -210,8 +209,8 @@ class TransportRegistry {
   bool Has(const std::string& name) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, TransportFactory> factories_;
+  mutable Mutex mu_;
+  std::map<std::string, TransportFactory> factories_ GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::kv_tiers::transport

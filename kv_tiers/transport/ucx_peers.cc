@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "kv_tiers/transport/internal/ucx_transport_impl.h"
 #include "kv_tiers/transport/tcp_util.h"
 
@@ -43,7 +44,7 @@ Result<PeerId> UcxTransport::NewPeer(const ucp_ep_params_t& ep, uint64_t id_at_p
   Call([&] {
     st = CreateEp(id, ep);
     if (st != UCS_OK) return;
-    std::lock_guard<std::mutex> lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     peers_[id] = PeerInfo{id_at_peer, Status::OK(), client_server};
   });
   if (st != UCS_OK) return FromUcs(st, what);
@@ -73,7 +74,7 @@ Result<PeerId> UcxTransport::AddClientServerPeer(const HostPort& server, uint64_
 PeerId UcxTransport::ExpectClientServerPeer(uint64_t client_id) {
   PeerId id = next_peer_.fetch_add(1);
   {
-    std::lock_guard<std::mutex> lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     peers_[id] = PeerInfo{0, Status::OK(), true};
   }
   Call([&] { awaiting_ep_[client_id].push_back(id); });
@@ -143,7 +144,7 @@ Status UcxTransport::StartUcpListener(const HostPort& hp) {
 
 void UcxTransport::OnEpError(PeerId peer, ucs_status_t status) {
   {
-    std::lock_guard<std::mutex> lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     auto it = peers_.find(peer);
     if (it != peers_.end() && it->second.status.ok()) {
       it->second.status =
@@ -246,7 +247,7 @@ void UcxTransport::AcceptLoop() {
 void UcxTransport::WatchControl(PeerId peer, int fd) {
   TcpKeepAlive(fd, kKeepIdleS, kKeepIntervalS, kKeepCount);
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    MutexLock lock(&control_mu_);
     control_fds_[peer] = fd;
   }
   uint64_t one = 1;
@@ -260,7 +261,7 @@ void UcxTransport::WatchLoop() {
     fds.assign(1, pollfd{control_wake_fd_, POLLIN, 0});
     ids.assign(1, 0);
     {
-      std::lock_guard<std::mutex> lock(control_mu_);
+      MutexLock lock(&control_mu_);
       for (const auto& [peer, fd] : control_fds_) {
         fds.push_back(pollfd{fd, POLLIN | POLLRDHUP, 0});
         ids.push_back(peer);
@@ -275,7 +276,7 @@ void UcxTransport::WatchLoop() {
       if (fds[i].revents == 0 || (fds[i].revents & POLLNVAL)) continue;
       {
         // Under the lock: Disconnect may have closed this fd (and its number been reused).
-        std::lock_guard<std::mutex> lock(control_mu_);
+        MutexLock lock(&control_mu_);
         auto it = control_fds_.find(ids[i]);
         if (it == control_fds_.end() || it->second != fds[i].fd || !TcpPeerGone(it->second)) {
           continue;
@@ -290,7 +291,7 @@ void UcxTransport::WatchLoop() {
 
 void UcxTransport::OnControlLost(PeerId peer) {
   {
-    std::lock_guard<std::mutex> lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     auto it = peers_.find(peer);
     if (it == peers_.end()) return;  // disconnected meanwhile
     if (it->second.status.ok()) {
@@ -382,21 +383,21 @@ Result<PeerId> UcxTransport::Connect(const std::string& address) {
 }
 
 Result<uint64_t> UcxTransport::IdAtPeer(PeerId peer) const {
-  std::lock_guard<std::mutex> lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
   return it->second.id_at_peer;
 }
 
 Result<std::string> UcxTransport::ConnectionFlow(PeerId peer) const {
-  std::lock_guard<std::mutex> lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
   return std::string(it->second.client_server ? "client-server" : "address");
 }
 
 Status UcxTransport::PeerStatus(PeerId peer) const {
-  std::lock_guard<std::mutex> lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
   return it->second.status;
@@ -404,13 +405,13 @@ Status UcxTransport::PeerStatus(PeerId peer) const {
 
 Status UcxTransport::Disconnect(PeerId peer) {
   {
-    std::lock_guard<std::mutex> lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     if (peers_.erase(peer) == 0) {
       return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
     }
   }
   {
-    std::lock_guard<std::mutex> lock(control_mu_);  // the peer sees us gone
+    MutexLock lock(&control_mu_);  // the peer sees us gone
     auto it = control_fds_.find(peer);
     if (it != control_fds_.end()) {
       ::close(it->second);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <future>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/internal/ucx_transport_impl.h"
 
 namespace switchyard::kv_tiers::transport::ucx_internal {
@@ -19,7 +20,7 @@ void UcxTransport::Wake() {
 
 void UcxTransport::Enqueue(Command c) {
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     queue_.push_back(std::move(c));
     queued_.fetch_add(1);  // seq_cst: pairs with sleepers_ in ArmForSleep
   }
@@ -68,8 +69,8 @@ void UcxTransport::Call(std::function<void()> fn) {
 void UcxTransport::BumpCompletions() {
   completions_.fetch_add(1);  // seq_cst: pairs with completion_waiters_
   if (completion_waiters_.load() > 0) {
-    { std::lock_guard<std::mutex> lock(completion_mu_); }
-    completion_cv_.notify_all();
+    { MutexLock lock(&completion_mu_); }
+    completion_cv_.SignalAll();
   }
 }
 
@@ -79,9 +80,11 @@ void UcxTransport::WaitForCompletion(uint64_t seen, Duration timeout) {
   while (!moved() && Clock::now() < until) {
     if (Drive(moved, until)) continue;
     // Another thread owns the worker: its completions wake us.
-    std::unique_lock<std::mutex> lock(completion_mu_);
+    MutexLock lock(&completion_mu_);
     completion_waiters_.fetch_add(1);
-    completion_cv_.wait_until(lock, std::min(until, Clock::now() + kRetryDrive), moved);
+    const TimePoint wake = std::min(until, Clock::now() + kRetryDrive);
+    while (!moved() && completion_cv_.WaitUntil(&completion_mu_, wake)) {
+    }
     completion_waiters_.fetch_sub(1);
   }
 }
@@ -105,7 +108,7 @@ void UcxTransport::DrainQueue() {
   if (queued_.load() == 0) return;
   std::vector<Command> batch;
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     batch.swap(queue_);
     queued_.store(0);
   }

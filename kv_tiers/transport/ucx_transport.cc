@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/internal/ucx_transport_impl.h"
 
 // Setup (UCX configuration, context, worker, threads), shutdown, and posting sends and
@@ -252,7 +253,7 @@ UcxTransport::~UcxTransport() {
   }
   if (watch_thread_.joinable()) watch_thread_.join();
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    MutexLock lock(&control_mu_);
     for (auto& [peer, fd] : control_fds_) ::close(fd);  // the peers see us gone
     control_fds_.clear();
   }
@@ -275,7 +276,7 @@ void UcxTransport::Shutdown() {
   // the callbacks deliver, close the endpoints, then fail whatever is left.
   std::vector<Command> batch;
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     batch.swap(queue_);
   }
   for (Command& c : batch) {
@@ -353,7 +354,7 @@ Result<TransferHandle> UcxTransport::PostSend(PeerId peer, const DescriptorList&
                                               const TransferOptions& options) {
   SY_RETURN_IF_ERROR(CheckGrant(options, TotalLength(src)));
   {
-    std::lock_guard<std::mutex> lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     auto it = peers_.find(peer);
     if (it == peers_.end()) return Status::NotFound("ucx: unknown peer " + std::to_string(peer));
     if (!it->second.status.ok()) return it->second.status;

@@ -3,10 +3,11 @@
 // much room each worker's tiers have). Split by responsibility over core*.cc files:
 //   core_events.cc    the event table: one small handler per EventKind
 //   core.cc           workflow graph (submit/append/close/cancel/end), timers, Core's API
-//   core_dispatch.cc  ordering, admission against HBM, placement with KV locality,
-//                     eviction choice, preemption at chunk boundaries
+//   core_dispatch.cc  ordering: the queue of ready nodes, its keys, the dispatch loop
+//   core_placement.cc admission against HBM, placement with KV locality
+//   core_preempt.cc   eviction choice, engine step reports, preemption at chunk boundaries
 //   core_kv.cc        tool-wait decisions, transfers and their completion, prefetch timing,
-//                     peer loss and model-epoch invalidation
+//                     worker loss and model-epoch invalidation
 //   core_retry.cc     failure classification, retry with backoff and credit, fail closed
 //   core_prefix.cc    shared prefixes as nodes read and build them (the copies themselves
 //                     are the ledger's)
@@ -189,8 +190,8 @@ struct CoreState {
   Then HandleToolStarted(const Event& e);
   Then HandleToolFinished(const Event& e);
   Then HandleTransfer(const Event& e);  // completed or failed
-  Then HandlePeerLost(const Event& e);
-  Then HandlePeerJoined(const Event& e);
+  Then HandleWorkerLost(const Event& e);
+  Then HandleWorkerJoined(const Event& e);
   Then HandleDrain(const Event& e);  // drain or undrain
   Then HandleEpochChanged(const Event& e);
   Then HandleTick(const Event& e);
@@ -248,7 +249,7 @@ struct CoreState {
     return n.spec.cache_refs_size() > 0 && n.spec.cache_refs(0).mode() != v1::CacheRef::READ;
   }
 
-  // core_dispatch.cc
+  // core_dispatch.cc, core_placement.cc, core_preempt.cc
   void Enqueue(WfRec& wf, int idx);
   void Dequeue(WfRec& wf, int idx);
   void Rekey();  // every queued node keyed again (Policy::RekeyInterval)
@@ -322,9 +323,9 @@ struct CoreState {
   void OnPrefetchTimer(CtxRec& c);
   void LoadAhead();  // Policy::LoadAheadSteps
   void OnReevalTimer(CtxRec& c);
-  void OnPeerLost(int worker);
+  void OnWorkerLost(int worker);
   // A lost worker is back, empty (a new incarnation: nothing of the lost one is trusted).
-  void OnPeerJoined(int worker);
+  void OnWorkerJoined(int worker);
   // Draining (`on`) or back in service. A draining worker takes no placement, no peer
   // demotion and no prefetch; DrainStep moves its idle contexts off (the policy's eviction
   // choice: another tier, a peer, or discard) until it is drained (Drained).

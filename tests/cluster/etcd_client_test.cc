@@ -4,9 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
-
+#include "base/mutex.h"
 #include "tests/cluster/etcd_process.h"
 
 namespace switchyard::cluster {
@@ -168,17 +166,20 @@ TEST_F(EtcdClientTest, RefusalNamesEndpointHttpStatusAndEtcdMessage) {
 
 // Collects watch events for the tests; waits without fixed sleeps.
 struct EventLog {
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   std::vector<EtcdWatchEvent> events;
   bool WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(20), [&] { return events.size() >= n; });
+    MutexLock lock(&mu);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (events.size() < n && cv.WaitUntil(&mu, end)) {
+    }
+    return events.size() >= n;
   }
   void Add(const std::vector<EtcdWatchEvent>& batch) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     events.insert(events.end(), batch.begin(), batch.end());
-    cv.notify_all();
+    cv.SignalAll();
   }
 };
 
@@ -195,7 +196,7 @@ TEST_F(EtcdClientTest, WatchStreamsPutsAndDeletesFromARevision) {
   ASSERT_TRUE(client_->Delete(prefix_ + "early").ok());
   ASSERT_TRUE(log.WaitFor(3));
   (*watch)->Stop();
-  std::lock_guard<std::mutex> lock(log.mu);
+  MutexLock lock(&log.mu);
   ASSERT_EQ(log.events.size(), 3u);
   EXPECT_EQ(log.events[0].type, EtcdWatchEvent::Type::kPut);
   EXPECT_EQ(log.events[0].kv.key, prefix_ + "early");
@@ -214,21 +215,24 @@ TEST(EtcdStoppedTest, ErrorsNameTheEndpoint) {
   SY_REQUIRE_ETCD_OR_SKIP(why);
   auto client = EtcdClient::Create(etcd.url(), EtcdOptions{std::chrono::milliseconds(2000)});
   ASSERT_TRUE(client.ok()) << client.status();
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   std::optional<Status> ended;
   Result<std::unique_ptr<EtcdWatch>> watch = (*client)->Watch(
       "/w/", 0, [](const std::vector<EtcdWatchEvent>&) {},
       [&](const Status& s) {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(&mu);
         ended = s;
-        cv.notify_all();
+        cv.SignalAll();
       });
   ASSERT_TRUE(watch.ok()) << watch.status();
   etcd.Kill();
   {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return ended.has_value(); }));
+    MutexLock lock(&mu);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!ended.has_value() && cv.WaitUntil(&mu, end)) {
+    }
+    ASSERT_TRUE(ended.has_value());
     EXPECT_TRUE(ended->IsUnavailable()) << *ended;
     EXPECT_NE(ended->message().find(etcd.url()), std::string::npos) << *ended;
   }

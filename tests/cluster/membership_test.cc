@@ -5,10 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "tests/cluster/etcd_process.h"
 #include "tests/common/wait_until.h"
 
@@ -48,41 +47,38 @@ TEST(MembershipLayoutTest, KeysAndDocument) {
 class Recorder {
  public:
   void Add(const MembershipEvent& e) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     events_.push_back({e, Clock::now()});
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   // Waits for the n-th event (0-based) of `kind` for `id`; returns its index or -1.
   int WaitFor(Kind kind, const std::string& id, int nth, std::chrono::seconds limit) {
-    std::unique_lock<std::mutex> lock(mu_);
-    int found = -1;
-    cv_.wait_for(lock, limit, [&] {
+    MutexLock lock(&mu_);
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
       int seen = 0;
       for (size_t i = 0; i < events_.size(); ++i) {
         if (events_[i].first.kind == kind && events_[i].first.worker.worker_id == id &&
-            seen++ == nth) {
-          found = static_cast<int>(i);
-          return true;
-        }
+            seen++ == nth)
+          return static_cast<int>(i);
       }
-      return false;
-    });
-    return found;
+      if (!cv_.WaitUntil(&mu_, end)) return -1;
+    }
   }
   std::pair<MembershipEvent, Clock::time_point> At(int i) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return events_.at(i);
   }
   size_t Count(Kind kind) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     size_t n = 0;
     for (auto& e : events_) n += e.first.kind == kind;
     return n;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   std::vector<std::pair<MembershipEvent, Clock::time_point>> events_;
 };
 

@@ -96,7 +96,7 @@ struct Harness {
         shadow.inflight.erase(it);
       }
     }
-    if (e.kind == EventKind::kPeerLost) {
+    if (e.kind == EventKind::kWorkerLost) {
       for (auto& [ctx, l] : shadow.loc)
         if (l.worker == e.worker) l = Location{};
       for (auto it = shadow.inflight.begin(); it != shadow.inflight.end();) {
@@ -366,13 +366,13 @@ std::string RunSeed(uint64_t seed) {
     int w = h.I(0, workers - 1);
     loop.PostAt(at, [&rt, &lost, w]() {
       lost.insert(w);
-      rt.PeerLost(w);
+      rt.WorkerLost(w);
     });
     // Half the time it comes back (a new incarnation, empty) and is placed on again.
     if (h.U() < 0.5)
       loop.PostAt(at + Millis(h.I(0, 3000)), [&rt, &rejoined, w]() {
         rejoined.insert(w);
-        rt.PeerJoined(w);
+        rt.WorkerJoined(w);
       });
   }
   if (h.U() < 0.3)

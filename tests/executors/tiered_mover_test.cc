@@ -4,10 +4,10 @@
 
 #include <chrono>
 #include <filesystem>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/virtual_event_loop.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
@@ -299,13 +299,13 @@ TEST(TieredMoverStaging, TheFillOfAFarTierIsStagedOffTheCallersThread) {
   kv_tiers::TierOptions d = o;
   d.path = ::testing::TempDir() + "/sy_staging_" + std::to_string(::getpid());
   std::filesystem::remove_all(d.path);
-  std::mutex mu;
+  Mutex mu;
   std::set<std::thread::id> far_threads;
   kv_tiers::FaultSpec spec;  // no faults: the wait only records the calling thread
   spec.delay = std::chrono::microseconds(1);
   auto far = std::make_unique<kv_tiers::FaultyTier>(
       kv_tiers::DiskTier::Open(d, {}).value(), spec, kv_tiers::kFaultWrite, [&](Duration) {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         far_threads.insert(std::this_thread::get_id());
       });
   ASSERT_FALSE(far->capabilities().addressable);
@@ -337,7 +337,7 @@ TEST(TieredMoverStaging, TheFillOfAFarTierIsStagedOffTheCallersThread) {
   mover.Move(demote, [&](Status st) { result = st; });
   {
     // The disk mover's thread may already be writing; this thread never does.
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     EXPECT_EQ(far_threads.count(std::this_thread::get_id()), 0u)
         << "the far tier was written on the caller's thread";
   }
@@ -350,7 +350,7 @@ TEST(TieredMoverStaging, TheFillOfAFarTierIsStagedOffTheCallersThread) {
   EXPECT_EQ(mover.BlocksOf("wf/main"), 3u);
   EXPECT_EQ(mover.bytes_moved(), 3 * 4096u);  // the move's bytes; the staging is not counted
   EXPECT_EQ(far->used_bytes(), 0u);           // demoted: the far copies are gone
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   ASSERT_FALSE(far_threads.empty()) << "the fill never reached the far tier";
   EXPECT_EQ(far_threads.count(std::this_thread::get_id()), 0u)
       << "a far-tier write ran on the caller's thread";

@@ -13,10 +13,10 @@
 #include <sys/socket.h>
 
 #include <filesystem>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "http/http_server.h"
 #include "serve/http_api.h"
 #include "tests/common/wait_until.h"
@@ -59,7 +59,7 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
     auto r = Post("/v1/chat/completions", body, session);
     EXPECT_EQ(r.status, expect) << r.body;
     {
-      std::lock_guard<std::mutex> lock(mu_);  // several threads chat at once
+      MutexLock lock(&mu_);  // several threads chat at once
       last_headers_ = r.headers;
     }
     return json::parse(r.body, nullptr, false);
@@ -145,7 +145,7 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
     return out;
   }
 
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::string, std::string> last_headers_;  // of the latest Chat (single-threaded use)
 };
 

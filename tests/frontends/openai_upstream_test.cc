@@ -12,13 +12,13 @@
 #include <atomic>
 #include <chrono>
 #include <future>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "http/http_server.h"
 #include "tests/common/wait_until.h"
 
@@ -256,7 +256,7 @@ class OpenAiUpstreamTest : public ::testing::Test {
     if (proxy_) proxy_->Stop();
     client_.reset();
     for (auto& s : upstreams_) s->Stop();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& t : producers_) t.join();
   }
 
@@ -277,7 +277,7 @@ class OpenAiUpstreamTest : public ::testing::Test {
         opts, [this](const http::HttpRequest& req, http::HttpServer::Respond respond) {
           UpstreamClient::Hooks hooks;
           hooks.on_bytes = [this](std::string_view bytes) {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(&mu_);
             hooked_bytes_.append(bytes);
           };
           hooks.on_end = [this](bool complete) {
@@ -305,7 +305,7 @@ class OpenAiUpstreamTest : public ::testing::Test {
   void AnswerSlow() {
     std::vector<http::HttpServer::Respond> held;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       held.swap(slow_);
     }
     for (auto& respond : held) {
@@ -320,7 +320,7 @@ class OpenAiUpstreamTest : public ::testing::Test {
     std::string path(req.path());
     if (path == "/stream" || path == "/forever") return Stream(path == "/forever", respond);
     if (path == "/slow") {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       slow_.push_back(std::move(respond));
       return;
     }
@@ -344,7 +344,7 @@ class OpenAiUpstreamTest : public ::testing::Test {
     r.content_type = "text/event-stream";
     r.stream = stream;
     respond(std::move(r));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     producers_.emplace_back([this, stream, forever] {
       for (int i = 0; forever || i < kStreamChunks; ++i) {
         WaitUntil([&] { return chunks_allowed_.load() > i || stream->cancelled(); });
@@ -359,7 +359,7 @@ class OpenAiUpstreamTest : public ::testing::Test {
   std::vector<std::unique_ptr<http::HttpServer>> upstreams_;
   std::unique_ptr<UpstreamClient> client_;
   std::unique_ptr<http::HttpServer> proxy_;
-  std::mutex mu_;
+  Mutex mu_;
   std::vector<std::thread> producers_;
   std::atomic<int> chunks_allowed_{kStreamChunks - 1};  // the last chunk waits for the test
   std::vector<http::HttpServer::Respond> slow_;         // guarded by mu_
@@ -472,7 +472,7 @@ TEST_F(OpenAiUpstreamTest, StreamedAnswerArrivesInOrderBeforeTheLastChunkIsProdu
   EXPECT_EQ(client_->stats(0).failures, 0u);
   EXPECT_EQ(ends_.load(), 1);
   EXPECT_TRUE(end_complete_.load());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   EXPECT_EQ(hooked_bytes_, expected);
 }
 
@@ -540,7 +540,7 @@ TEST_F(OpenAiUpstreamTest, SlowUpstreamPastTheResponseTimeoutGives504) {
   MakeClient(opts);
   http::HttpResponse r = ForwardAndWait(*client_, Post("/slow", "{}"), 0);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     EXPECT_EQ(slow_.size(), 1u) << "the upstream got the request and has not answered it";
   }
   AnswerSlow();

@@ -8,10 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <future>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "tests/common/wait_until.h"
 #include "tests/http/http_stream_client.h"
 #include "tests/http/http_test_client.h"
@@ -49,7 +49,7 @@ class HttpServerStreamTest : public ::testing::Test {
   }
 
   void Spawn(std::function<void()> fn) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     producers_.emplace_back(std::move(fn));
   }
 
@@ -75,7 +75,7 @@ class HttpServerStreamTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
   std::promise<std::shared_ptr<ResponseStream>> stream_promise_;
-  std::mutex mu_;
+  Mutex mu_;
   std::vector<std::thread> producers_;
 };
 

@@ -10,13 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "tests/kv_store/stores.h"
 
 namespace switchyard::kv_tiers::kv_store {
@@ -203,24 +202,26 @@ TEST(DirectPut, SeveralPuttersNeverTakeTheReceiverPastItsCredit) {
     }
     putters.push_back(std::make_unique<DirectPutter>(sources.back()->worker.get()));
   }
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   std::vector<DirectPutOutcome> outcomes;
   for (int i = 0; i < kOrders; ++i) {
     for (int s = 0; s < kSenders; ++s) {
       uint64_t dst_id = 100 + s * kOrders + i;
       DirectPutOrder o = Order(*sources[s], b, dst_id, {{1ull + i, 1, dst_id, kBlock, {}, {}}});
       putters[s]->Submit(std::move(o), [&](DirectPutOutcome out) {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         outcomes.push_back(std::move(out));
-        cv.notify_all();
+        cv.SignalAll();
       });
     }
   }
   {
-    std::unique_lock<std::mutex> l(mu);
-    ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(60),
-                            [&] { return outcomes.size() == kSenders * kOrders; }));
+    MutexLock l(&mu);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (outcomes.size() != kSenders * kOrders && cv.WaitUntil(&mu, end)) {
+    }
+    ASSERT_EQ(outcomes.size(), kSenders * kOrders);
   }
   uint64_t retries = 0;
   for (const DirectPutOutcome& o : outcomes) {

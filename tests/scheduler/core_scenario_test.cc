@@ -612,9 +612,9 @@ TEST(CoreScenario, ALostWorkerIsPlacedOnAgainWhenItRejoins) {
   auto one = [](const std::string& id) {
     return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 1000, 100)});
   };
-  Event lost = Of(EventKind::kPeerLost, "");
+  Event lost = Of(EventKind::kWorkerLost, "");
   lost.worker = 1;
-  Event joined = Of(EventKind::kPeerJoined, "");
+  Event joined = Of(EventKind::kWorkerJoined, "");
   joined.worker = 1;
   Event stray = joined;
   stray.worker = 7;
@@ -681,7 +681,7 @@ TEST(CoreScenario, ADrainingWorkerTakesNoPlacementAndIsEmptiedOfIdleContexts) {
   EXPECT_FALSE(r.core.draining(0));
   EXPECT_FALSE(r.core.drained(0));
   // A lost worker is not draining; a drain of a lost or unknown worker changes nothing.
-  Event lost = Of(EventKind::kPeerLost, "");
+  Event lost = Of(EventKind::kWorkerLost, "");
   lost.worker = 1;
   Event drain1 = drain, stray = drain;
   drain1.worker = 1;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/mutex.h"
 #include "proto/json.h"
 #include "tests/common/wait_until.h"
 #include "tests/service/pattern_engine.h"
@@ -289,7 +290,7 @@ TEST_F(EmbeddedTest, EngineMemoryIsDemotedDuringAToolAndPrefetchedBack) {
   EXPECT_EQ(st->state(), v1::WORKFLOW_COMPLETED);
   EXPECT_TRUE(HasDecision(*st, "demote"));
   EXPECT_TRUE(HasDecision(*st, "prefetch"));
-  std::lock_guard<std::mutex> lock(probe.mu);
+  MutexLock lock(&probe.mu);
   ASSERT_TRUE(probe.exported.count("tw/main"));
   ASSERT_TRUE(probe.imported.count("tw/main"));
   const std::vector<char>& out = probe.exported["tw/main"];
@@ -334,7 +335,7 @@ TEST_F(EmbeddedTest, EpochBumpInvalidatesBlocksAndTheNextCallRecomputes) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->state(), v1::WORKFLOW_COMPLETED);
   EXPECT_FALSE(HasDecision(*st, "prefetch"));
-  std::lock_guard<std::mutex> lock(probe.mu);
+  MutexLock lock(&probe.mu);
   EXPECT_FALSE(probe.imported.count("ep/main"));
   bool found = false;
   for (const auto& [w, spec] : probe.admitted) {
@@ -384,7 +385,7 @@ TEST_F(EmbeddedTest, StepReportsReachTheRuntimeAndExhaustionPreempts) {
     EXPECT_EQ(st->state(), v1::WORKFLOW_COMPLETED) << id;
     EXPECT_GT(st->nodes(0).first_token_ms(), 0) << id << ": no step report reached the driver";
   }
-  std::lock_guard<std::mutex> lock(probe.mu);
+  MutexLock lock(&probe.mu);
   EXPECT_GE(probe.steps, 400);
   // Results come from the step reports; an engine-side report is refused.
   EXPECT_EQ(e.LlmFinished("s1", "gen", 1).code(), StatusCode::kFailedPrecondition);

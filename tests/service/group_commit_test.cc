@@ -9,9 +9,9 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "http/http_server.h"
 #include "proto/json.h"
 #include "serve/http_api.h"
@@ -57,13 +57,13 @@ TEST(StoreGroupCommit, CompletesInQueueOrderInFewerBatchesAndDurably) {
     ASSERT_TRUE((*store)->Enqueue("w0", 0, Rec(0), gate.Hold()).ok());
     gate.entered.get_future().wait();  // the committer is held: the next ones queue up
     constexpr int kThreads = 4, kPerThread = 50;
-    std::mutex mu;
+    Mutex mu;
     std::vector<std::pair<int, int>> done;  // (thread, i) in completion order
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < kPerThread; ++i) {
-          std::lock_guard<std::mutex> lock(mu);  // enqueue order = seq order per workflow
+          MutexLock lock(&mu);  // enqueue order = seq order per workflow
           ASSERT_TRUE((*store)
                           ->Enqueue("w" + std::to_string(t + 1), uint64_t(i), Rec(i),
                                     [&, t, i](const Status& s) {
@@ -338,18 +338,18 @@ TEST_F(ServiceGroupCommitTest, AcknowledgesInWorkflowOrderOnlyOnceDurable) {
   ASSERT_TRUE(svc_->Submit("t", Chain(20)).ok());
   Gate gate;
   HoldCommitter(&gate, 0);
-  std::mutex mu;
+  Mutex mu;
   std::vector<int> acked;
   for (int step = 1; step < 40; ++step) {
     svc_->ReportEventAsync("t", "chain", Ev(step), nullptr, [&, step](const Status& s) {
       EXPECT_TRUE(s.ok()) << s;
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       acked.push_back(step);
     });
   }
   // Applied (the next event validated against it) but not acknowledged: not durable yet.
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     EXPECT_TRUE(acked.empty());
   }
   // A reader of the workflow waits for the records it would show.

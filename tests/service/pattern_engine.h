@@ -19,10 +19,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "executors/batching_engine.h"
 #include "executors/registered_kv.h"
 #include "service/embedded.h"
@@ -63,7 +63,7 @@ inline v1::GpuSpec SlowComputeGpu() {
 }
 
 struct EngineProbe {
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::pair<int, executors::SequenceSpec>> admitted;  // (worker, spec)
   std::map<std::string, std::vector<char>> exported, imported;    // by context key
   int steps = 0;
@@ -74,7 +74,7 @@ struct EngineProbe {
   // Runs on the loop: `end` now, or once steps_wait_for_admissions sequences are admitted.
   void EndStep(std::function<void()> end) {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       if (static_cast<int>(admitted.size()) < steps_wait_for_admissions) {
         gated.push_back(std::move(end));
         return;
@@ -86,7 +86,7 @@ struct EngineProbe {
   void ReleaseGated() {
     std::vector<std::function<void()>> ends;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       if (static_cast<int>(admitted.size()) < steps_wait_for_admissions) return;
       ends.swap(gated);
     }
@@ -94,7 +94,7 @@ struct EngineProbe {
   }
 
   int Admissions(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     int n = 0;
     for (const auto& [w, spec] : admitted) n += spec.key == key;
     return n;
@@ -114,7 +114,7 @@ class RecordingKv final : public executors::EngineKv {
     for (const void* b : v->blocks)
       bytes.insert(bytes.end(), static_cast<const char*>(b),
                    static_cast<const char*>(b) + kv_block_bytes());
-    std::lock_guard<std::mutex> lock(probe_->mu);
+    MutexLock lock(&probe_->mu);
     probe_->exported[context] = std::move(bytes);
     return v;
   }
@@ -126,7 +126,7 @@ class RecordingKv final : public executors::EngineKv {
     std::vector<char> bytes;
     for (void* b : pool_->Blocks(context))
       bytes.insert(bytes.end(), static_cast<char*>(b), static_cast<char*>(b) + kv_block_bytes());
-    std::lock_guard<std::mutex> lock(probe_->mu);
+    MutexLock lock(&probe_->mu);
     probe_->imported[context] = std::move(bytes);
     return Status::OK();
   }
@@ -171,7 +171,7 @@ class PatternRunner final : public executors::StepRunner {
       if (it.emits) it.token = 1;
     }
     {
-      std::lock_guard<std::mutex> lock(probe_->mu);
+      MutexLock lock(&probe_->mu);
       ++probe_->steps;
     }
     if (probe_->hold_next.exchange(false)) {
@@ -208,7 +208,7 @@ class PatternEngine final : public executors::BatchingEngine {
       : BatchingEngine(loop, worker, limits, std::move(runner)), probe_(probe) {}
   Status Admit(const executors::SequenceSpec& seq) override {
     {
-      std::lock_guard<std::mutex> lock(probe_->mu);
+      MutexLock lock(&probe_->mu);
       probe_->admitted.emplace_back(worker(), seq);
     }
     Status st = BatchingEngine::Admit(seq);

@@ -16,11 +16,11 @@
 #include <future>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "base/asio_event_loop.h"
+#include "base/mutex.h"
 #include "driver/scheduler_driver.h"
 #include "tests/workers/processes.h"
 #include "workers/control_conn.h"
@@ -57,7 +57,7 @@ struct AgentThread {
       o.model = model;
       auto a = WorkerAgent::Join(o);
       {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         join_status = a.status();
         if (a.ok()) agent = std::move(*a);
         joined = true;
@@ -70,13 +70,13 @@ struct AgentThread {
     if (!th.joinable()) return;
     WaitUntil([this] { return joined.load(); });
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       if (agent) agent->Stop();
     }
     th.join();
   }
   std::thread th;
-  std::mutex mu;
+  Mutex mu;
   std::atomic<bool> joined{false};
   Status join_status, run_status;
   std::unique_ptr<WorkerAgent> agent;
@@ -154,7 +154,7 @@ struct EngineRig {
     l.pool_blocks = 4096;
     engine = MakeRemoteEngine(&loop, 2, l, rw).engine;
     engine->SetListener([this](const executors::StepReport& r) {
-      std::lock_guard<std::mutex> g(mu);
+      MutexLock g(&mu);
       ++steps;
       for (const auto& p : r.seqs)
         if (p.finished) finished[p.key] = p;
@@ -185,7 +185,7 @@ struct EngineRig {
     return st;
   }
   std::optional<executors::SeqProgress> Finished(const std::string& key) {
-    std::lock_guard<std::mutex> g(mu);
+    MutexLock g(&mu);
     auto it = finished.find(key);
     if (it == finished.end()) return std::nullopt;
     return it->second;
@@ -193,7 +193,7 @@ struct EngineRig {
   AsioEventLoop loop;
   std::unique_ptr<executors::BatchingEngine> engine;
   std::thread th;
-  std::mutex mu;
+  Mutex mu;
   int steps = 0;
   std::map<std::string, executors::SeqProgress> finished;
 };
@@ -487,14 +487,14 @@ TEST(WorkerControl, SilentWorkerIsLostAfterMissedHeartbeats) {
   o.heartbeat = Millis(100);
   ASSERT_TRUE((*js)->AwaitWorkers(o).ok());
   client.join();
-  std::mutex mu;
+  Mutex mu;
   std::string why;
   (*js)->SetLossHandler([&](int, const Status& st) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     why = st.message();
   });
   ASSERT_TRUE(WaitUntil([&] { return (*js)->Snapshot()[0].state() == "lost"; }));
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   EXPECT_NE(why.find("missed heartbeats"), std::string::npos) << why;
   EXPECT_NE(why.find("silent"), std::string::npos) << why;
 }
@@ -760,7 +760,7 @@ TEST(WorkerControl, DetachEndsRejoinsAndHandlersThenRunsItsHooksOnce) {
   EXPECT_NE(answer.status().code(), StatusCode::kDeadlineExceeded) << answer.status();
 }
 
-// PeerJoined's guard: IfAlive runs its function only while the worker is not lost.
+// WorkerJoined's guard: IfAlive runs its function only while the worker is not lost.
 TEST(WorkerControl, IfAliveRunsOnlyWhileTheWorkerIsAlive) {
   HandWorker w;
   std::unique_ptr<JoinServer> js = ServerWithOneMember(&w, 7);
@@ -830,13 +830,13 @@ TEST(WorkerControl, CloseRacesWithItselfAndWithTheLossCallback) {
 TEST(WorkerControl, AnOversizedMessageIsRefusedAndTheConnectionStays) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  std::mutex mu;  // (before the connections: their threads use these until they go)
+  Mutex mu;  // (before the connections: their threads use these until they go)
   std::vector<std::string> got;
   std::atomic<bool> lost{false};
   ControlConn conn(sv[0], "pair"), peer(sv[1], "peer");
   peer.Start(
       [&](const v1::WorkerControl& m) {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         if (m.has_seq_leave()) got.push_back(m.seq_leave().seq());
       },
       [&](const Status&) { lost = true; }, Seconds(30), 3);
@@ -853,10 +853,10 @@ TEST(WorkerControl, AnOversizedMessageIsRefusedAndTheConnectionStays) {
   small.mutable_seq_leave()->set_seq("small");
   ASSERT_TRUE(conn.Send(small).ok());
   ASSERT_TRUE(WaitUntil([&] {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     return !got.empty();
   }));
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   EXPECT_EQ(got, (std::vector<std::string>{"small"}));
   EXPECT_FALSE(lost.load());
 }

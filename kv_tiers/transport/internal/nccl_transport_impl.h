@@ -13,18 +13,17 @@
 #include <nccl.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/transport.h"
 
 namespace switchyard::kv_tiers::transport::nccl_internal {
@@ -122,6 +121,15 @@ class NcclTransport final : public Transport {
   void Enqueue(std::function<void()> fn);
   void Bump();
 
+  // PostSend's parts: the op's cancel hook; on the progress thread, the send's issue and
+  // its staging (a gather of `src` into one device buffer and the envelope's device copy).
+  std::function<void()> SendCanceller(const std::shared_ptr<OpState>& op,
+                                      std::shared_ptr<std::atomic<bool>> issued, PeerId peer);
+  void IssueSend(const std::shared_ptr<OpState>& op, const DescriptorList& src, Tag tag,
+                 PeerId peer, std::atomic<bool>& issued);
+  cudaError_t StageSend(Peer& p, const DescriptorList& src, Tag tag, Running* r,
+                        const void** payload, DeviceBuffer* env);
+
   // Progress thread only.
   bool PollPeer(PeerId id, Peer& p);
   void PostEnvelope(Peer& p);
@@ -137,12 +145,13 @@ class NcclTransport final : public Transport {
   std::atomic<bool> stop_accept_{false};
   std::atomic<PeerId> next_peer_{1};
 
-  std::mutex queue_mu_;
-  std::vector<std::function<void()>> queue_;
-  std::condition_variable queue_cv_;
+  Mutex queue_mu_;
+  std::vector<std::function<void()>> queue_ GUARDED_BY(queue_mu_);
+  CondVar queue_cv_;
 
-  mutable std::mutex status_mu_;
-  std::unordered_map<PeerId, std::pair<uint64_t, Status>> status_;  // id at peer, status
+  mutable Mutex status_mu_;
+  std::unordered_map<PeerId, std::pair<uint64_t, Status>> status_
+      GUARDED_BY(status_mu_);  // id at peer, status
 
   // Progress thread only.
   std::unordered_map<PeerId, Peer> peers_;
@@ -150,8 +159,8 @@ class NcclTransport final : public Transport {
   std::list<Unexpected> unexpected_;
 
   std::atomic<uint64_t> completions_{0};
-  std::mutex completion_mu_;
-  std::condition_variable completion_cv_;
+  Mutex completion_mu_;
+  CondVar completion_cv_;
   std::thread progress_thread_, accept_thread_;
 };
 

@@ -14,7 +14,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -27,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kv_tiers/transport/tcp_util.h"
 #include "kv_tiers/transport/transport.h"
 
@@ -258,13 +258,13 @@ class UcxTransport final : public Transport {
   std::atomic<int64_t> last_drive_{0};  // when a driver last let go (steady ns)
 
   // The command queue (short lock: a push or a swap).
-  std::mutex queue_mu_;
-  std::vector<Command> queue_;
+  Mutex queue_mu_;
+  std::vector<Command> queue_ GUARDED_BY(queue_mu_);
   std::atomic<uint64_t> queued_{0};  // pushes not yet taken by an owner
   std::atomic<int> sleepers_{0};     // owners (about to be) in poll() on the fds
 
-  mutable std::mutex peers_mu_;
-  std::unordered_map<PeerId, PeerInfo> peers_;
+  mutable Mutex peers_mu_;
+  std::unordered_map<PeerId, PeerInfo> peers_ GUARDED_BY(peers_mu_);
   std::atomic<PeerId> next_peer_{1};
 
   // Owner only.
@@ -280,13 +280,13 @@ class UcxTransport final : public Transport {
   std::atomic<bool> stop_accept_{false};
   std::atomic<uint64_t> completions_{0};
   std::atomic<int> completion_waiters_{0};
-  std::mutex completion_mu_;
-  std::condition_variable completion_cv_;
+  Mutex completion_mu_;
+  CondVar completion_cv_;
   std::thread progress_thread_;
   std::thread accept_thread_;
 
-  std::mutex control_mu_;  // control_fds_; a fd is closed only under it
-  std::unordered_map<PeerId, int> control_fds_;
+  Mutex control_mu_;  // control_fds_; a fd is closed only under it
+  std::unordered_map<PeerId, int> control_fds_ GUARDED_BY(control_mu_);
   int control_wake_fd_ = -1;
   std::atomic<bool> stop_watch_{false};
   std::thread watch_thread_;
