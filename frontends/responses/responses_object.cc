@@ -130,9 +130,19 @@ void ApplyAnswer(const Answer& answer, const std::vector<ToolRoute>& routes, Sto
 
 void FailResponse(const Status& s, StoredResponse* r) {
   r->status = ResponseStatus::kFailed;
-  r->error_code = s.code() == StatusCode::kResourceExhausted ? "rate_limit_exceeded"
-                  : s.code() == StatusCode::kInvalidArgument ? "invalid_prompt"
-                                                             : "server_error";
+  switch (s.code()) {
+    case StatusCode::kResourceExhausted:
+      r->error_code = "rate_limit_exceeded";
+      break;
+    case StatusCode::kOutOfRange:
+      r->error_code = "context_length_exceeded";
+      break;
+    case StatusCode::kInvalidArgument:
+      r->error_code = "invalid_prompt";
+      break;
+    default:
+      r->error_code = "server_error";
+  }
   r->error_message = s.message();
 }
 

@@ -83,7 +83,8 @@ Item CallItem(const ToolCall& call, const std::vector<ToolRoute>& routes, std::s
 // completed otherwise.
 void ApplyAnswer(const Answer& answer, const std::vector<ToolRoute>& routes, StoredResponse* r);
 // Marks `r` failed with an error for `s`: code rate_limit_exceeded (ResourceExhausted),
-// invalid_prompt (InvalidArgument) or server_error, and s's message.
+// context_length_exceeded (OutOfRange: a prompt longer than the context; Codex compacts its
+// history on this code), invalid_prompt (InvalidArgument) or server_error, and s's message.
 void FailResponse(const Status& s, StoredResponse* r);
 
 // The response object {"id","object":"response","created_at","status",...,"usage","metadata"}.

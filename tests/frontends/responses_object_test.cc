@@ -106,8 +106,10 @@ TEST(ResponsesObjectTest, FailedCarriesTheError) {
   EXPECT_EQ(j["error"], json::parse(R"({"code":"server_error","message":"engine down"})"));
   FailResponse(Status::ResourceExhausted("busy"), &r);
   EXPECT_EQ(r.error_code, "rate_limit_exceeded");
-  FailResponse(Status::InvalidArgument("prompt too long"), &r);
+  FailResponse(Status::InvalidArgument("bad prompt"), &r);
   EXPECT_EQ(r.error_code, "invalid_prompt");
+  FailResponse(Status::OutOfRange("prompt longer than the context"), &r);
+  EXPECT_EQ(r.error_code, "context_length_exceeded");
 }
 
 TEST(ResponsesObjectTest, StatusNames) {
