@@ -1,0 +1,62 @@
+// The JSON helpers the Responses protocol's files share (not for the front): the body
+// parser, the readers of input items, tools and tool_choice (responses_input.cc,
+// responses_tools.cc), and the writers of items. The typed member readers and their error
+// shape ("<param>: <what>") are the OpenAI front's (openai_json.h), so both fronts name
+// parameters alike. No exception leaves these functions.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/status.h"
+#include "frontends/openai/openai_json.h"
+#include "frontends/responses/responses_items.h"
+#include "frontends/responses/responses_request.h"
+
+namespace switchyard::frontends::responses::detail {
+
+using openai::detail::Bad;
+using openai::detail::Dump;
+using openai::detail::Get;
+using openai::detail::Indexed;
+using openai::detail::Json;
+using openai::detail::NullIfEmpty;
+using openai::detail::Path;
+using openai::detail::Quoted;
+using openai::detail::ReadBool;
+using openai::detail::ReadInt;
+using openai::detail::ReadNumber;
+using openai::detail::ReadObject;
+using openai::detail::ReadString;
+using openai::detail::WrongType;
+
+// Whether `word` is one of the space-separated `words` (" a b c ").
+bool IsOneOf(std::string_view words, std::string_view word);
+
+// A JSON object, or InvalidArgument naming no parameter: not JSON (with the byte where the
+// parser stopped), not an object, or nested deeper than 64 levels (checked before parsing,
+// so a hostile body cannot exhaust the stack).
+Result<Json> ParseObject(std::string_view text);
+
+// `input` of a request body (a string, or an array of items) into r->input; ignored item
+// kinds are listed in r->ignored.
+Status ParseInput(const Json& body, CreateRequest* r);
+// One item at `path` ("input[3]", "output[0]"); nullopt for a kind that is accepted and left
+// out (hosted tools' calls), with that kind in *skipped_kind.
+Result<std::optional<Item>> ParseItem(const Json& item, const std::string& path,
+                                      std::string* skipped_kind);
+// `tools` and `tool_choice` of a request body (flattening namespaces; listing hosted tools).
+Status ParseTools(const Json& body, CreateRequest* r);
+Status ParseToolChoice(const Json& body, CreateRequest* r);
+
+// An item as the API shows it (input and output alike).
+Json ItemJson(const Item& item);
+// The response object (ResponseJson's) as JSON, for the stored form and the stream's events.
+Json ResponseObject(const StoredResponse& r);
+
+}  // namespace switchyard::frontends::responses::detail
