@@ -137,7 +137,12 @@ void FrontCore::Answer(const CallPtr& c) {
   sessions_.EndTurn(c->turn, std::move(context), std::move(names),
                     [this, c, answer](const Status& st) {
                       if (!st.ok()) return Fail(c, st);
-                      Send(c, answer);
+                      c->reply->Commit(answer, life_.Guard([this, c, answer](const Status& st) {
+                        Post([this, c, answer, st]() {
+                          if (!st.ok()) return Fail(c, st);
+                          Send(c, answer);
+                        });
+                      }));
                     });
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,14 @@ class Reply {
   virtual void SetHead(const CallHead& head) = 0;
   // The id of a tool call the answer makes (`index`: its place in the answer).
   virtual std::string ToolCallId(int index) const = 0;
+
+  // Runs before the answer goes out (whole or the stream's end), with the answer; the
+  // answer waits for `done` (OK, or the failure it then answers). Default: at once. A
+  // protocol that stores its answers (Responses) makes them durable here, so a client that
+  // chains on the answer finds it.
+  virtual void Commit(const Answer& answer, std::function<void(const Status&)> done) {
+    done(Status::OK());
+  }
 
   // A whole answer, and an error answered instead of one.
   virtual http::HttpResponse Whole(const Answer& answer) = 0;

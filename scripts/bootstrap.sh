@@ -30,6 +30,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev             # tests
   libbenchmark-dev                      # microbenchmarks
   clang-format                          # style check
+  clang                                 # thread-safety analysis (ctest thread_safety)
   iproute2                              # network-namespace integration tests
   python3                               # Python client and its tests
   prometheus                            # promtool: the /metrics test checks the scrape

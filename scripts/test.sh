@@ -47,7 +47,7 @@ if [[ "${SKIP_SANITIZE:-0}" != "1" ]]; then
   step "tests under ASan+UBSan"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$SAN_DIR" --output-on-failure -j "$JOBS" \
-      -E '^run_once$'  # run once above
+      -E '^(run_once|thread_safety|layering|layering_check_test)$'  # source checks: run above
 fi
 
 step "all tests passed"

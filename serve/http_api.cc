@@ -136,7 +136,8 @@ HttpApi::HttpApi(service::Service* service, service::Auth auth, const Clock* clo
       limiter_(clock),
       core_(std::make_unique<frontends::FrontCore>(service, clock, options.fronts)),
       front_(std::make_unique<frontends::OpenAiFront>(core_.get())),
-      anthropic_(std::make_unique<frontends::AnthropicFront>(core_.get())) {
+      anthropic_(std::make_unique<frontends::AnthropicFront>(core_.get())),
+      responses_(std::make_unique<frontends::ResponsesFront>(core_.get(), service)) {
   // /metrics: the HTTP families here; the service's and the scheduler's read their figures
   // at scrape time (service_metrics.h, scheduler_driver_metrics.h).
   Status st =
@@ -160,7 +161,8 @@ http::HttpResponse HttpApi::ErrorFor(std::string_view path, int status, std::str
                                      const std::string& message) const {
   if (frontends::AnthropicFront::Serves(path))
     return frontends::AnthropicFront::Error(status, message);
-  if (!frontends::OpenAiFront::Serves(path)) return http::JsonError(status, code, message);
+  if (!frontends::OpenAiFront::Serves(path) && !frontends::ResponsesFront::Serves(path))
+    return http::JsonError(status, code, message);
   const char* type = status == 401   ? "authentication_error"
                      : status == 403 ? "permission_error"
                      : status == 429 ? "rate_limit_error"
@@ -282,24 +284,7 @@ void HttpApi::Route(const http::HttpRequest& req, const CallPtr& call) {
       (req.method != "GET" || path.find(":bump-epoch") != std::string_view::npos))
     return BumpEpoch(req, *who, call);
   if (path.substr(0, 12) == "/v1/workers/") return Drain(req, *who, call);
-  if (frontends::OpenAiFront::Serves(path)) {
-    call->route = path.substr(0, 13) == "/v1/sessions/" ? "/v1/sessions" : "openai";
-    if (who->admin)
-      return Finish(call, ErrorFor(path, 403, "PermissionDenied",
-                                   "the admin token reads /v1/cluster; completions need a "
-                                   "tenant token"));
-    return front_->Handle(req, who->tenant,
-                          [this, call](http::HttpResponse r) { Finish(call, std::move(r)); });
-  }
-  if (frontends::AnthropicFront::Serves(path)) {
-    call->route = "anthropic";
-    if (who->admin)
-      return Finish(call, ErrorFor(path, 403, "PermissionDenied",
-                                   "the admin token reads /v1/cluster; messages need a tenant "
-                                   "token"));
-    return anthropic_->Handle(req, who->tenant,
-                              [this, call](http::HttpResponse r) { Finish(call, std::move(r)); });
-  }
+  if (Front(req, *who, call)) return;
   if (path == "/v1/cluster") {
     call->route = "/v1/cluster";
     if (req.method != "GET")
@@ -307,6 +292,39 @@ void HttpApi::Route(const http::HttpRequest& req, const CallPtr& call) {
     return Finish(call, Cluster(*who));
   }
   Workflows(req, *who, call);
+}
+
+// The front doors' paths: OpenAI, Responses, Anthropic (tenants only); false for others.
+bool HttpApi::Front(const http::HttpRequest& req, const service::Principal& who,
+                    const CallPtr& call) {
+  std::string_view path = req.path();
+  std::function<void(const http::HttpRequest&, const std::string&, Respond)> handle;
+  if (frontends::OpenAiFront::Serves(path)) {
+    call->route = path.substr(0, 13) == "/v1/sessions/" ? "/v1/sessions" : "openai";
+    handle = [this](const http::HttpRequest& r, const std::string& t, Respond d) {
+      front_->Handle(r, t, std::move(d));
+    };
+  } else if (frontends::ResponsesFront::Serves(path)) {
+    call->route = "responses";
+    handle = [this](const http::HttpRequest& r, const std::string& t, Respond d) {
+      responses_->Handle(r, t, std::move(d));
+    };
+  } else if (frontends::AnthropicFront::Serves(path)) {
+    call->route = "anthropic";
+    handle = [this](const http::HttpRequest& r, const std::string& t, Respond d) {
+      anthropic_->Handle(r, t, std::move(d));
+    };
+  } else {
+    return false;
+  }
+  if (who.admin) {
+    Finish(call, ErrorFor(path, 403, "PermissionDenied",
+                          "the admin token reads /v1/cluster; the front doors need a tenant "
+                          "token"));
+    return true;
+  }
+  handle(req, who.tenant, [this, call](http::HttpResponse r) { Finish(call, std::move(r)); });
+  return true;
 }
 
 namespace {

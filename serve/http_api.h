@@ -43,6 +43,7 @@
 #include "base/metrics.h"
 #include "frontends/anthropic/anthropic_front.h"
 #include "frontends/openai/openai_front.h"
+#include "frontends/responses/responses_front.h"
 #include "http/http.h"
 #include "service/auth.h"
 #include "service/rate_limiter.h"
@@ -89,6 +90,7 @@ class HttpApi {
   // Answers the call and gives its in-flight slot back; only the first answer counts.
   void Finish(const CallPtr& call, http::HttpResponse resp);
   void Route(const http::HttpRequest& req, const CallPtr& call);
+  bool Front(const http::HttpRequest& req, const service::Principal& who, const CallPtr& call);
   void Workflows(const http::HttpRequest& req, const service::Principal& who, const CallPtr& call);
   void Mutation(const http::HttpRequest& req, const service::Principal& who, const std::string& id,
                 const std::string& action, const CallPtr& call);
@@ -109,6 +111,7 @@ class HttpApi {
   std::unique_ptr<frontends::OpenAiFront>
       front_;  // /v1/chat/completions, /v1/completions, /v1/models
   std::unique_ptr<frontends::AnthropicFront> anthropic_;  // /v1/messages
+  std::unique_ptr<frontends::ResponsesFront> responses_;  // /v1/responses
   std::atomic<int> inflight_{0};
   std::array<Mutex, 64> idem_locks_;  // serialise requests sharing an Idempotency-Key
 };

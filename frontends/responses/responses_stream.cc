@@ -2,8 +2,8 @@
 #include "frontends/responses/responses_stream.h"
 
 #include "frontends/openai/openai_response.h"
-#include "frontends/stream_text.h"
 #include "frontends/responses/responses_json.h"
+#include "frontends/stream_text.h"
 
 namespace switchyard::frontends::responses {
 namespace {

@@ -16,9 +16,11 @@ TEST(OpenApiTest, DocumentListsEveryEndpoint) {
   google::protobuf::Struct doc;
   ASSERT_TRUE(proto::ParseJson(OpenApiDocument(), &doc).ok());
   const auto& paths = doc.fields().at("paths").struct_value().fields();
-  for (const char* p : {"/healthz", "/metrics", "/openapi.json", "/v1/cluster", "/v1/workflows",
-                        "/v1/workflows/{id}", "/v1/workflows/{id}/nodes",
-                        "/v1/workflows/{id}/events", "/v1/workflows/{id}:close"}) {
+  for (const char* p :
+       {"/healthz", "/metrics", "/openapi.json", "/v1/cluster", "/v1/workflows",
+        "/v1/workflows/{id}", "/v1/workflows/{id}/nodes", "/v1/workflows/{id}/events",
+        "/v1/workflows/{id}:close", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses",
+        "/v1/responses/{id}", "/v1/responses/{id}/cancel", "/v1/responses/{id}/input_items"}) {
     EXPECT_TRUE(paths.count(p)) << p;
   }
   EXPECT_EQ(doc.fields().at("openapi").string_value(), "3.0.3");
