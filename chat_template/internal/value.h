@@ -36,26 +36,9 @@ enum class Kind : uint8_t {
   kFunction,
 };
 
-class Value;
 class Callable;
-
-struct ArrayData {
-  std::vector<Value> items;
-};
-
-// A dict in insertion order; setting an existing key keeps its place (a JavaScript Map).
-class ObjectData {
- public:
-  const Value* Find(std::string_view key) const;
-  void Set(std::string key, Value value);
-  bool Erase(std::string_view key);
-  void Clear() { entries_.clear(); }
-  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
-  size_t size() const { return entries_.size(); }
-
- private:
-  std::vector<std::pair<std::string, Value>> entries_;
-};
+struct ArrayData;
+class ObjectData;
 
 class Value {
  public:
@@ -93,6 +76,24 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   double num_ = 0;  // numbers, and booleans as 0 / 1
   std::shared_ptr<void> ptr_;
+};
+
+struct ArrayData {
+  std::vector<Value> items;
+};
+
+// A dict in insertion order; setting an existing key keeps its place (a JavaScript Map).
+class ObjectData {
+ public:
+  const Value* Find(std::string_view key) const;
+  void Set(std::string key, Value value);
+  bool Erase(std::string_view key);
+  void Clear() { entries_.clear(); }
+  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, Value>> entries_;
 };
 
 // The reference's type names, for error messages ("StringValue" is "string").

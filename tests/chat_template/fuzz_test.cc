@@ -95,7 +95,7 @@ const char* kFragments[] = {"{%",
                             "\xC3\xA9",
                             "\xF0\x9F\x98\x80",
                             "\xFF",
-                            std::string("\0", 1).c_str(),
+                            "",  // stands for a NUL byte (see Fragment)
                             "|join(",
                             "|map(attribute=",
                             "|selectattr(",
