@@ -16,19 +16,20 @@ constexpr int32_t kNoRank = INT32_MAX;
 
 void BpeModel::Encode(std::string_view word, std::vector<int32_t>* out) const {
   if (word.empty()) return;
-  if (ignore_merges_) {
-    auto it = id_of_bytes_.find(word);
-    if (it != id_of_bytes_.end()) {
-      out->push_back(it->second);
-      return;
-    }
-  }
   if (word.size() == 1) {
     const int32_t id = byte_id_[static_cast<unsigned char>(word[0])];
     if (id >= 0 || unk_id_ >= 0) out->push_back(id >= 0 ? id : unk_id_);
     return;
   }
-  if (cache_.Get(word, out)) return;
+  const uint64_t hash = HashBytes(word);
+  if (ignore_merges_) {
+    const int32_t id = IdOfBytes(word, hash);
+    if (id >= 0) {
+      out->push_back(id);
+      return;
+    }
+  }
+  if (cache_.Get(word, hash, out)) return;
   std::vector<int32_t> syms(word.size());
   for (size_t i = 0; i < word.size(); ++i) syms[i] = byte_id_[static_cast<unsigned char>(word[i])];
   if (syms.size() <= kShortWord) {
@@ -40,7 +41,7 @@ void BpeModel::Encode(std::string_view word, std::vector<int32_t>* out) const {
   for (int32_t id : syms) {
     if (id >= 0 || unk_id_ >= 0) syms[kept++] = id >= 0 ? id : unk_id_;
   }
-  cache_.Put(word, syms.data(), kept);
+  cache_.Put(word, hash, syms.data(), kept);
   out->insert(out->end(), syms.begin(), syms.begin() + static_cast<long>(kept));
 }
 

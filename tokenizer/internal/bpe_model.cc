@@ -115,14 +115,37 @@ Status BpeModel::ReadVocab(const Json& vocab, const std::string& file, TextIds* 
     offsets_.push_back(static_cast<uint32_t>(arena_.size()));
   }
   byte_id_.fill(-1);
+  size_t slots = 16;
+  while (slots < 2 * vocab.size()) slots <<= 1;
+  index_.assign(slots, Slot{});
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     const auto id = static_cast<int32_t>(it.value().get<int64_t>());
     if (!ByteLevelToBytes(it.key())) continue;  // BPE never makes it from bytes
+    IndexBytes(id);
     const std::string_view b = TokenBytes(id);
-    id_of_bytes_.emplace(b, id);
     if (b.size() == 1) byte_id_[static_cast<unsigned char>(b[0])] = id;
   }
   return Status::OK();
+}
+
+void BpeModel::IndexBytes(int32_t id) {
+  const std::string_view b = TokenBytes(id);
+  const uint64_t hash = HashBytes(b);
+  if (IdOfBytes(b, hash) >= 0) return;
+  const size_t mask = index_.size() - 1;
+  size_t i = hash & mask;
+  while (index_[i].id >= 0) i = (i + 1) & mask;
+  index_[i] = {static_cast<uint32_t>(hash >> 32), id};
+}
+
+int32_t BpeModel::IdOfBytes(std::string_view bytes, uint64_t hash) const {
+  const size_t mask = index_.size() - 1;
+  const auto tag = static_cast<uint32_t>(hash >> 32);
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = index_[i];
+    if (s.id < 0) return -1;
+    if (s.tag == tag && TokenBytes(s.id) == bytes) return s.id;
+  }
 }
 
 Status BpeModel::ReadMerges(const Json& merges, const std::string& file, const TextIds& ids) {
@@ -163,8 +186,7 @@ std::string_view BpeModel::TokenBytes(int32_t id) const {
 int32_t BpeModel::IdOfText(std::string_view text) const {
   auto bytes = ByteLevelToBytes(text);
   if (!bytes) return -1;
-  auto it = id_of_bytes_.find(*bytes);
-  return it == id_of_bytes_.end() ? -1 : it->second;
+  return IdOfBytes(*bytes, HashBytes(*bytes));
 }
 
 }  // namespace switchyard::tokenizer::internal

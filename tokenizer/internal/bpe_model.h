@@ -74,11 +74,20 @@ class BpeModel {
   Status ReadMerges(const Json& merges, const std::string& file, const TextIds& ids);
   void MergeShort(std::vector<int32_t>* syms) const;
   void MergeLong(std::vector<int32_t>* syms) const;
+  // The id of the byte-level token whose bytes are `bytes` (HashBytes `hash`), or -1.
+  int32_t IdOfBytes(std::string_view bytes, uint64_t hash) const;
+  void IndexBytes(int32_t id);
 
   std::vector<char> arena_;        // every token's bytes, back to back
   std::vector<uint32_t> offsets_;  // token id → its bytes in arena_ (size() + 1 entries)
   std::vector<bool> present_;
-  std::unordered_map<std::string_view, int32_t> id_of_bytes_;  // byte-level tokens only
+  // Open-addressing index of the byte-level tokens by their bytes: (hash tag, id), id -1
+  // for an empty slot.
+  struct Slot {
+    uint32_t tag = 0;
+    int32_t id = -1;
+  };
+  std::vector<Slot> index_;
   std::array<int32_t, 256> byte_id_{};
   MergeTable merges_;
   bool ignore_merges_ = false;
