@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds Release and runs benchmark suites.
 # Usage: scripts/bench.sh SUITE... [--json]
-#   SUITE: program_graph, kv_tiers, net_budget, scheduler, replay, api (those built so far;
-#   `scripts/bench.sh --list` shows them). With --json every result is one JSON object per
-#   line: {"suite","name","value","unit","baseline","baseline_value","ratio"}; the
-#   baseline was measured in the same run on the same data.
+#   SUITE: program_graph, kv_tiers, net_budget, scheduler, engine (the CPU engine's math,
+#   the tokenizer), replay, api (`scripts/bench.sh --list` shows those built). With --json
+#   every result is one JSON object per line: {"suite","name","value","unit","baseline",
+#   "baseline_value","ratio"}; the baseline was measured in the same run on the same data.
 # Environment: BENCH_BUILD_DIR (default build-release/), JOBS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
