@@ -24,6 +24,7 @@ PACKAGES=(
   nlohmann-json3-dev                    # CPU engine: model configs, safetensors headers
   libsentencepiece-dev                  # CPU engine: SentencePiece tokenizers
   libpcre2-dev                          # tokenizer.json pre-tokenizer split patterns
+  libicu-dev                            # tokenizer: NFC normalization, Unicode properties
   libjemalloc-dev                       # the switchyard executable's allocator
   libucx-dev ucx-utils                  # peer transport (TCP, shared memory, verbs)
   libibverbs-dev librdmacm-dev          # RDMA verbs, used by UCX where a device exists
