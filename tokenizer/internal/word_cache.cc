@@ -15,7 +15,7 @@ size_t WordCache::Probe(const Shard& s, std::string_view word, uint64_t hash) co
     const Entry& e = s.table[i];
     if (e.hash == 0) return i;
     if (e.hash == hash && e.key_len == word.size() &&
-        std::memcmp(s.keys.data() + e.key_at, word.data(), word.size()) == 0) {
+        (word.empty() || std::memcmp(s.keys.data() + e.key_at, word.data(), word.size()) == 0)) {
       return i;
     }
   }
