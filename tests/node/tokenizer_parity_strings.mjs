@@ -3,10 +3,10 @@
 // scripts, emoji, whitespace runs, the vocabulary's added tokens inside text, numbers, and
 // random Unicode.
 //
-// Random Unicode is drawn from blocks assigned before Unicode 14 and unchanged since:
+// Most random Unicode is drawn from blocks assigned before Unicode 14 and unchanged since:
 // switchyard's pre-tokenizer patterns run on PCRE2's Unicode tables (Debian 12: Unicode 14)
 // and NFC on ICU's (Unicode 15), Node's on Unicode 17, so a letter assigned after 14 can
-// split differently (tokenizer/README.md says so).
+// split differently (tokenizer/README.md says so); a smaller share is any code point.
 
 // mulberry32: a small seeded PRNG.
 export function rng(seed) {
@@ -166,6 +166,24 @@ function randomUnicode(r) {
   return s;
 }
 
+// Code points from anywhere but surrogates, letters, numbers and marks: symbols,
+// punctuation, controls, private use, unassigned. Letters, numbers and marks come from
+// RANGES only: one assigned after Unicode 14 (U+13460 Egyptian hieroglyphs, Unicode 16)
+// splits differently in PCRE2's tables, and can change the ids.
+const LETTER_NUMBER_MARK = /[\p{L}\p{N}\p{M}]/u;
+function anyCodePoints(r) {
+  let s = '';
+  for (let i = 1 + r.int(20); i > 0; --i) {
+    let c;
+    do {
+      const cp = r.chance(0.7) ? r.int(0x10000) : r.int(0x110000);
+      c = cp >= 0xd800 && cp < 0xe000 ? 'a' : String.fromCodePoint(cp);
+    } while (LETTER_NUMBER_MARK.test(c));
+    s += c;
+  }
+  return s;
+}
+
 function contractions(r) {
   const c = r.pick(CONTRACTIONS);
   const w = r.pick(WORDS);
@@ -187,7 +205,7 @@ function specials(r, added) {
 
 const KINDS = [
   [words, 3], [code, 3], [json, 3], [chinese, 2], [emoji, 1], [whitespace, 2], [numbers, 2],
-  [randomUnicode, 2], [contractions, 1], [specials, 2],
+  [randomUnicode, 2], [anyCodePoints, 1], [contractions, 1], [specials, 2],
 ];
 
 function fragment(r, added) {
