@@ -1,9 +1,5 @@
-// The JSON helpers the OpenAI protocol's files share (not for the front): typed readers of
-// request members whose errors name the offending parameter ("messages[2].role: ..."),
-// and the writer of responses.
-//
-// ordered_json keeps the client's key order (tool schemas render as written) and writes
-// our responses in OpenAI's field order. No exception leaves these functions.
+// The JSON helpers of the OpenAI protocol's files: the fronts' shared ones
+// (frontends/json_params.h) under the names these files use.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -13,36 +9,25 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
-#include "base/status.h"
+#include "frontends/json_params.h"
 
 namespace switchyard::frontends::openai::detail {
 
-using Json = nlohmann::ordered_json;
-
-// InvalidArgument "<param>: <what>" (ParamOf recovers the parameter).
-Status Bad(std::string_view param, std::string_view what);
-// 'value' for an error message, cut to 64 bytes on a character boundary.
-std::string Quoted(std::string_view s);
-// "<param>: must be <expected>, got <type>".
-Status WrongType(std::string_view param, const Json& v, std::string_view expected);
-std::string Path(std::string_view prefix, std::string_view key);  // "prefix.key"
-std::string Indexed(std::string_view prefix, size_t i);           // "prefix[i]"
-
-// The member `key` of `obj`, or null when absent or JSON null.
-const Json* Get(const Json& obj, const char* key);
-// Typed readers: absent or null leaves *out unchanged; a wrong type names prefix.key.
-Status ReadString(const Json& obj, std::string_view prefix, const char* key, std::string* out);
-Status ReadBool(const Json& obj, std::string_view prefix, const char* key, bool* out);
-Status ReadInt(const Json& obj, std::string_view prefix, const char* key,
-               std::optional<int64_t>* out);
-Status ReadNumber(const Json& obj, std::string_view prefix, const char* key,
-                  std::optional<double>* out);
-Status ReadObject(const Json& obj, std::string_view prefix, const char* key, const Json** out);
-
-// Compact text; invalid UTF-8 is written with U+FFFD in place of the bad bytes.
-std::string Dump(const Json& j);
-Json NullIfEmpty(const std::string& s);
+using json::Bad;
+using json::Dump;
+using json::Get;
+using json::Indexed;
+using json::Json;
+using json::NullIfEmpty;
+using json::ParseBody;
+using json::Path;
+using json::Quoted;
+using json::ReadBool;
+using json::ReadInt;
+using json::ReadNumber;
+using json::ReadObject;
+using json::ReadString;
+using json::RequireString;
+using json::WrongType;
 
 }  // namespace switchyard::frontends::openai::detail

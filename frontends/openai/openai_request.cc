@@ -17,6 +17,7 @@ using detail::Bad;
 using detail::Get;
 using detail::Indexed;
 using detail::Json;
+using detail::ParseBody;
 using detail::ReadBool;
 using detail::ReadInt;
 using detail::ReadNumber;
@@ -28,80 +29,6 @@ constexpr int kMaxDepth = 64;
 
 // ---------------------------------------------------------------------------------------------
 // The body.
-
-// The deepest nesting of [ and { outside strings; stops counting past kMaxDepth.
-int NestingDepth(std::string_view body) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-      if (max_depth > kMaxDepth) break;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
-// Records where nlohmann's parser gave up (a second, failing pass; no exception is thrown).
-class ErrorSax : public nlohmann::json_sax<Json> {
- public:
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t at, const std::string&,
-                   const nlohmann::detail::exception& ex) override {
-    // "[json.exception.parse_error.101] parse error at line 1, column 5: <what>; last read: ..."
-    std::string what = ex.what();
-    size_t start = what.find(": ", what.find("column"));
-    size_t end = what.find("; last read");
-    reason = start == std::string::npos ? "" : what.substr(start + 2, end - start - 2);
-    position = at;
-    return false;
-  }
-  size_t position = 0;
-  std::string reason;
-};
-
-Status JsonSyntaxError(std::string_view body) {
-  ErrorSax sax;
-  Json::sax_parse(body.data(), body.data() + body.size(), &sax);
-  std::string msg = "request body is not valid JSON (at byte " + std::to_string(sax.position);
-  if (!sax.reason.empty()) msg += ": " + sax.reason;
-  return Status::InvalidArgument(msg + ")");
-}
-
-Result<Json> ParseBody(std::string_view body) {
-  if (NestingDepth(body) > kMaxDepth) {
-    return Status::InvalidArgument("request body nests deeper than " + std::to_string(kMaxDepth) +
-                                   " levels");
-  }
-  Json j = Json::parse(body.data(), body.data() + body.size(), nullptr,
-                       /*allow_exceptions=*/false);
-  if (j.is_discarded()) return JsonSyntaxError(body);
-  if (!j.is_object()) return Status::InvalidArgument("request body must be a JSON object");
-  return j;
-}
 
 // The top-level members each endpoint reads; any other one is listed in Request::ignored.
 bool IsKnownField(const std::string& key, bool chat) {

@@ -2,37 +2,8 @@
 // writer of items.
 #include "frontends/responses/responses_json.h"
 
-#include <algorithm>
-
 namespace switchyard::frontends::responses::detail {
 namespace {
-
-constexpr int kMaxDepth = 64;
-
-// The deepest nesting of [ and { outside strings; stops counting past kMaxDepth.
-int NestingDepth(std::string_view text) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-      if (max_depth > kMaxDepth) break;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
 
 // A message part: input_text for what the client said, output_text for the assistant.
 Json TextPart(const Item& item) {
@@ -54,23 +25,7 @@ bool IsOneOf(std::string_view words, std::string_view word) {
   return false;
 }
 
-Result<Json> ParseObject(std::string_view text) {
-  if (NestingDepth(text) > kMaxDepth) {
-    return Status::InvalidArgument("request body nests deeper than " + std::to_string(kMaxDepth) +
-                                   " levels");
-  }
-  Json j;
-  try {
-    j = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    return Status::InvalidArgument("request body is not valid JSON (at byte " +
-                                   std::to_string(e.byte) + ")");
-  } catch (const Json::exception& e) {
-    return Status::InvalidArgument(std::string("request body is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) return Status::InvalidArgument("request body must be a JSON object");
-  return j;
-}
+Result<Json> ParseObject(std::string_view text) { return json::ParseBody(text); }
 
 Json ItemJson(const Item& item) {
   Json j = {{"type", KindName(item.kind)}, {"id", item.id}};

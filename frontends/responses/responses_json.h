@@ -1,7 +1,7 @@
 // The JSON helpers the Responses protocol's files share (not for the front): the body
 // parser, the readers of input items, tools and tool_choice (responses_input.cc,
 // responses_tools.cc), and the writers of items. The typed member readers and their error
-// shape ("<param>: <what>") are the OpenAI front's (openai_json.h), so both fronts name
+// shape ("<param>: <what>") are the fronts' shared ones (json_params.h), so the fronts name
 // parameters alike. No exception leaves these functions.
 //
 // Thread-safety: pure functions.
@@ -14,26 +14,26 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "frontends/openai/openai_json.h"
+#include "frontends/json_params.h"
 #include "frontends/responses/responses_items.h"
 #include "frontends/responses/responses_request.h"
 
 namespace switchyard::frontends::responses::detail {
 
-using openai::detail::Bad;
-using openai::detail::Dump;
-using openai::detail::Get;
-using openai::detail::Indexed;
-using openai::detail::Json;
-using openai::detail::NullIfEmpty;
-using openai::detail::Path;
-using openai::detail::Quoted;
-using openai::detail::ReadBool;
-using openai::detail::ReadInt;
-using openai::detail::ReadNumber;
-using openai::detail::ReadObject;
-using openai::detail::ReadString;
-using openai::detail::WrongType;
+using json::Bad;
+using json::Dump;
+using json::Get;
+using json::Indexed;
+using json::Json;
+using json::NullIfEmpty;
+using json::Path;
+using json::Quoted;
+using json::ReadBool;
+using json::ReadInt;
+using json::ReadNumber;
+using json::ReadObject;
+using json::ReadString;
+using json::WrongType;
 
 // Whether `word` is one of the space-separated `words` (" a b c ").
 bool IsOneOf(std::string_view words, std::string_view word);

@@ -15,28 +15,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/frontends/fuzz_mutations.h"
+
 #include "frontends/anthropic/anthropic_protocol.h"
 
 namespace switchyard::frontends::anthropic {
 namespace {
 
 using Json = nlohmann::ordered_json;
+using fuzz::EnvOr;
+using fuzz::IsJson;
+using fuzz::MutateStructure;
+using fuzz::Pick;
 
 const char* kSeeds[] = {
     R"({"model":"m","max_tokens":64,"system":"s","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"top_p":0.9,"top_k":5,"stop_sequences":["\n"],"stream":true,"metadata":{"user_id":"{\"session_id\":\"s1\"}"}})",
     R"({"model":"m","max_tokens":64,"system":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"text","text":"b","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"redacted_thinking","data":"d"},{"type":"text","text":"ok"},{"type":"tool_use","id":"toolu_1","name":"f","input":{"k":[1,2,{"x":null}]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"r"}],"is_error":true},{"type":"text","text":"more","cache_control":{"type":"ephemeral"}}]},{"role":"system","content":"mid"}],"tools":[{"name":"f","description":"d","input_schema":{"type":"object","properties":{"k":{"type":"array"}}},"cache_control":{"type":"ephemeral"}},{"type":"web_search_20250305","name":"web_search"}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},"thinking":{"type":"enabled","budget_tokens":2048}})",
     R"({"model":"m","max_tokens":1,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"prefill"}],"tools":[{"type":"custom","name":"g","input_schema":{}}],"tool_choice":{"type":"any"},"context_management":{},"service_tier":"auto","container":null,"mcp_servers":[],"output_config":{"effort":"low"},"extra":[1,2]})",
 };
-
-uint64_t EnvOr(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
-template <typename T, size_t N>
-const T& Pick(const T (&items)[N], std::mt19937_64& rng) {
-  return items[rng() % N];
-}
 
 // Byte-level edits of a body.
 std::string Mutate(std::string s, std::mt19937_64& rng) {
@@ -73,96 +69,8 @@ std::string Mutate(std::string s, std::mt19937_64& rng) {
                                         "\xf4\x90\x80\x80",
                                         std::string(80, '['),
                                         std::string(80, '{')};
-  int edits = 1 + static_cast<int>(rng() % 4);
-  for (int e = 0; e < edits && !s.empty(); ++e) {
-    size_t pos = rng() % s.size();
-    switch (rng() % 5) {
-      case 0:
-        s[pos] = static_cast<char>(rng() % 256);
-        break;
-      case 1:
-        s.erase(pos, 1 + rng() % 8);
-        break;
-      case 2:
-        s.insert(pos, Pick(kTokens, rng));
-        break;
-      case 3:
-        s = s.substr(0, pos);
-        break;
-      default:
-        s.insert(pos, s.substr(rng() % s.size(), 1 + rng() % 16));
-        break;
-    }
-  }
-  return s;
+  return fuzz::MutateBytes(std::move(s), rng, kTokens);
 }
-
-// A value of a random type (the wrong one, mostly).
-Json RandomValue(std::mt19937_64& rng, const Json& original) {
-  switch (rng() % 14) {
-    case 0:
-      return nullptr;
-    case 1:
-      return rng() % 2 == 0;
-    case 2:
-      return -1;
-    case 3:
-      return 0;
-    case 4:
-      return 2048;
-    case 5:
-      return 1e308;
-    case 6:
-      return std::numeric_limits<uint64_t>::max();
-    case 7:
-      return "";
-    case 8:
-      return std::string("x\xff\xc3y");  // invalid UTF-8; written with U+FFFD
-    case 9:
-      return Json::array();
-    case 10:
-      return Json::object();
-    case 11: {
-      Json deep = "leaf";
-      for (int i = 0, n = 5 + static_cast<int>(rng() % 40); i < n; ++i) deep = Json::array({deep});
-      return deep;
-    }
-    case 12:
-      return Json::array({original, original});
-    default:
-      return original.dump();
-  }
-}
-
-void CollectPointers(const Json& j, const Json::json_pointer& at,
-                     std::vector<Json::json_pointer>* out) {
-  out->push_back(at);
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) CollectPointers(v, at / k, out);
-  } else if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) CollectPointers(j[i], at / i, out);
-  }
-}
-
-// A member or element replaced by a random value, removed, or a new unknown member added.
-std::string MutateStructure(const Json& seed, std::mt19937_64& rng) {
-  Json j = seed;
-  std::vector<Json::json_pointer> ptrs;
-  CollectPointers(j, Json::json_pointer(), &ptrs);
-  const Json::json_pointer at = ptrs[rng() % ptrs.size()];
-  const int action = static_cast<int>(rng() % 6);
-  if (action == 0 && !at.empty()) {
-    Json& parent = j[at.parent_pointer()];
-    if (parent.is_object()) parent.erase(at.back());
-  } else if (action == 1 && j[at].is_object()) {
-    j[at]["unknown_" + std::to_string(rng() % 10)] = RandomValue(rng, j[at]);
-  } else {
-    j[at] = RandomValue(rng, j[at]);
-  }
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-bool IsJson(const std::string& s) { return !Json::parse(s, nullptr, false).is_discarded(); }
 
 // Everything a front does with a parsed request must work on whatever the parser accepted.
 void ExerciseAccepted(const MessagesRequest& r) {

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/frontends/fuzz_mutations.h"
+
 #include "frontends/openai/openai_protocol.h"
 #include "frontends/stream_text.h"
 
@@ -19,6 +21,10 @@ namespace switchyard::frontends::openai {
 namespace {
 
 using Json = nlohmann::ordered_json;
+using fuzz::EnvOr;
+using fuzz::IsJson;
+using fuzz::MutateStructure;
+using fuzz::Pick;
 
 const char* kChatSeeds[] = {
     R"({"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],"max_tokens":8,"temperature":0.7,"stop":["\n"],"stream":true,"stream_options":{"include_usage":true}})",
@@ -29,16 +35,6 @@ const char* kCompletionSeeds[] = {
     R"({"model":"m","prompt":"once upon","max_tokens":16,"echo":false,"best_of":1,"stop":"."})",
     R"({"model":"m","prompt":["one"],"suffix":null,"logprobs":null,"seed":3,"temperature":0})",
 };
-
-uint64_t EnvOr(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
-template <typename T, size_t N>
-const T& Pick(const T (&items)[N], std::mt19937_64& rng) {
-  return items[rng() % N];
-}
 
 // Byte-level edits of a body.
 std::string Mutate(std::string s, std::mt19937_64& rng) {
@@ -70,96 +66,8 @@ std::string Mutate(std::string s, std::mt19937_64& rng) {
                                         "\xf4\x90\x80\x80",
                                         std::string(80, '['),
                                         std::string(80, '{')};
-  int edits = 1 + static_cast<int>(rng() % 4);
-  for (int e = 0; e < edits && !s.empty(); ++e) {
-    size_t pos = rng() % s.size();
-    switch (rng() % 5) {
-      case 0:
-        s[pos] = static_cast<char>(rng() % 256);
-        break;
-      case 1:
-        s.erase(pos, 1 + rng() % 8);
-        break;
-      case 2:
-        s.insert(pos, Pick(kTokens, rng));
-        break;
-      case 3:
-        s = s.substr(0, pos);
-        break;
-      default:
-        s.insert(pos, s.substr(rng() % s.size(), 1 + rng() % 16));
-        break;
-    }
-  }
-  return s;
+  return fuzz::MutateBytes(std::move(s), rng, kTokens);
 }
-
-// A value of a random type (the wrong one, mostly).
-Json RandomValue(std::mt19937_64& rng, const Json& original) {
-  switch (rng() % 14) {
-    case 0:
-      return nullptr;
-    case 1:
-      return rng() % 2 == 0;
-    case 2:
-      return -1;
-    case 3:
-      return 0;
-    case 4:
-      return 2;
-    case 5:
-      return 1e308;
-    case 6:
-      return std::numeric_limits<uint64_t>::max();
-    case 7:
-      return "";
-    case 8:
-      return std::string("x\xff\xc3y");  // invalid UTF-8; written with U+FFFD
-    case 9:
-      return Json::array();
-    case 10:
-      return Json::object();
-    case 11: {
-      Json deep = "leaf";
-      for (int i = 0, n = 5 + static_cast<int>(rng() % 40); i < n; ++i) deep = Json::array({deep});
-      return deep;
-    }
-    case 12:
-      return Json::array({original, original});
-    default:
-      return original.dump();
-  }
-}
-
-void CollectPointers(const Json& j, const Json::json_pointer& at,
-                     std::vector<Json::json_pointer>* out) {
-  out->push_back(at);
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) CollectPointers(v, at / k, out);
-  } else if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) CollectPointers(j[i], at / i, out);
-  }
-}
-
-// A member or element replaced by a random value, removed, or a new unknown member added.
-std::string MutateStructure(const Json& seed, std::mt19937_64& rng) {
-  Json j = seed;
-  std::vector<Json::json_pointer> ptrs;
-  CollectPointers(j, Json::json_pointer(), &ptrs);
-  const Json::json_pointer at = ptrs[rng() % ptrs.size()];
-  const int action = static_cast<int>(rng() % 6);
-  if (action == 0 && !at.empty()) {
-    Json& parent = j[at.parent_pointer()];
-    if (parent.is_object()) parent.erase(at.back());
-  } else if (action == 1 && j[at].is_object()) {
-    j[at]["unknown_" + std::to_string(rng() % 10)] = RandomValue(rng, j[at]);
-  } else {
-    j[at] = RandomValue(rng, j[at]);
-  }
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-bool IsJson(const std::string& s) { return !Json::parse(s, nullptr, false).is_discarded(); }
 
 // Everything a handler does with a parsed request must work on whatever the parser accepted.
 void ExerciseAccepted(const Request& r) {
