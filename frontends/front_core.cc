@@ -12,36 +12,8 @@
 #include "executors/cpu/tokenizer.h"
 #include "executors/generation.h"
 #include "frontends/front_call.h"
-#include "frontends/openai/openai_prompt.h"
 
 namespace switchyard::frontends {
-
-namespace {
-
-std::vector<int32_t> PseudoTokens(const std::string& text) {  // the simulated engine's
-  std::vector<int32_t> ids;
-  for (size_t i = 0; i < text.size(); i += 4) {
-    uint32_t h = 2166136261u;
-    for (size_t k = i; k < std::min(text.size(), i + 4); ++k)
-      h = (h ^ static_cast<unsigned char>(text[k])) * 16777619u;
-    ids.push_back(static_cast<int32_t>(h & 0xfffff));
-  }
-  return ids;
-}
-
-// The tool a forced tool choice calls (`required`: the first; or the named function), if
-// the call has one.
-std::optional<ToolDef> ForcedTool(const FrontRequest& r) {
-  using Kind = ToolChoice::Kind;
-  const Kind kind = r.conv.tool_choice.kind;
-  if (!r.chat || r.conv.tools.empty() || (kind != Kind::kRequired && kind != Kind::kFunction))
-    return std::nullopt;
-  for (const ToolDef& t : r.conv.tools)
-    if (kind == Kind::kFunction && t.name == r.conv.tool_choice.function) return t;
-  return r.conv.tools.front();
-}
-
-}  // namespace
 
 FrontCore::FrontCore(service::Service* service, const Clock* clock, Options options)
     : service_(service),
@@ -129,7 +101,12 @@ void FrontCore::Serve(FrontRequest request, std::unique_ptr<Reply> reply, Respon
   c->head.node = c->turn.node;
   c->head.turn = c->turn.index;
   c->reply->SetHead(c->head);  // the ids it writes; Start completes the head
-  if (c->tool) AddForcedPrefix(c.get());
+  if (c->tool) {
+    if (Status st = AddForcedPrefix(c.get()); !st.ok()) {
+      sessions_.Abort(c->turn, "the forced call's opening could not be tokenized");
+      return c->respond(c->reply->Error(st, Reply::Stage::kPrepare));
+    }
+  }
   sessions_.Extend(&c->turn, c->prompt);
   Start(c);
 }
@@ -138,23 +115,21 @@ Result<int64_t> FrontCore::CountTokens(FrontRequest request) const {
   Call c;
   c.req = std::move(request);
   SY_RETURN_IF_ERROR(ResolveModel(&c));
-  return static_cast<int64_t>(Tokenize(RenderPrompt(c.req), c.model).size());
-}
-
-std::string FrontCore::RenderPrompt(const FrontRequest& r) const {
-  return r.chat ? openai::RenderChat(r.conv.messages, r.conv.tools) : r.prompt;
+  SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids, PromptTokens(c.req, c.model));
+  return static_cast<int64_t>(ids.size());
 }
 
 Status FrontCore::Prepare(Call* c) const {
   SY_RETURN_IF_ERROR(ResolveModel(c));
   const FrontRequest& r = c->req;
   c->max_tokens = r.max_tokens > 0 ? r.max_tokens : options_.default_max_tokens;
-  std::string text = RenderPrompt(r);
   c->tool = ForcedTool(r);
-  if (c->tool) c->arg_name = openai::ForcedArgument(*c->tool);
-  c->prompt = Tokenize(text, c->model);  // a forced call's prefix is added once the id is known
-  if (c->prompt.empty() && !text.empty())
-    return Status::InvalidArgument("messages: the text could not be tokenized");
+  if (c->tool && !upstream_) SY_RETURN_IF_ERROR(PrepareForcedCall(c));
+  SY_ASSIGN_OR_RETURN(c->format, FormatOf(c->model));
+  // A forced call's opening is added once the call's id is known.
+  SY_ASSIGN_OR_RETURN(c->prompt, PromptTokens(r, c->model));
+  c->parse_calls = !c->tool && c->format->parser() != nullptr && !r.conv.tools.empty() &&
+                   r.conv.tool_choice.kind != ToolChoice::Kind::kNone;
   const executors::cpu::Model* m =
       upstream_ ? nullptr : service_->generation()->cpu_model(c->model);
   if (m && static_cast<int64_t>(c->prompt.size()) + c->max_tokens + 64 > m->shape().max_positions)
@@ -182,28 +157,6 @@ Status FrontCore::ResolveModel(Call* c) const {
   }
   c->model = *served;
   return Status::OK();
-}
-
-std::vector<int32_t> FrontCore::Tokenize(const std::string& text, const std::string& model) const {
-  executors::Generation* d = service_->generation();
-  const executors::cpu::Tokenizer* tok = d ? d->tokenizer(model) : nullptr;
-  if (!tok) return PseudoTokens(text);
-  auto ids = tok->Encode(text);
-  if (!ids.ok()) return {};
-  std::vector<int32_t> out;
-  if (tok->bos_id() >= 0) out.push_back(tok->bos_id());
-  out.insert(out.end(), ids->begin(), ids->end());
-  return out;
-}
-
-void FrontCore::AddForcedPrefix(Call* c) const {
-  c->call_id = c->reply->ToolCallId(0);
-  std::vector<int32_t> more =
-      Tokenize(openai::ForcedCallPrefix(c->call_id, c->tool->name, c->arg_name), c->model);
-  executors::Generation* d = service_->generation();
-  const executors::cpu::Tokenizer* tok = d ? d->tokenizer(c->model) : nullptr;
-  size_t skip = tok && tok->bos_id() >= 0 ? 1 : 0;  // Tokenize put a BOS first: dropped
-  c->prompt.insert(c->prompt.end(), more.begin() + std::min(skip, more.size()), more.end());
 }
 
 void FrontCore::Start(const CallPtr& c) {

@@ -6,22 +6,27 @@
 // tool call, whatever the protocol.
 //
 // A call. Its served model is resolved, its prompt rendered (the conversation through the
-// prompt format, or a completion's text as is) and tokenized, and checked against the
-// model's context. Its session takes the turn (a second call of a busy session is refused,
-// unless the session is named only by `user`: that one runs as a one-node workflow), its
-// LLM node EXTENDs the session's context, and the node is submitted. A streamed call's
-// start goes out once the node was admitted, so a refusal is an error with its own status
-// (429 and 503 carry Retry-After). With this server's engine the node's tokens are decoded
-// as they come (a stream holds back a tail that may begin a stop sequence, and a character
-// whose bytes have not all been generated); when the node ends the answer is composed, the
-// session's waits start (TOOL nodes named after the answer's tool calls, or one `client`)
-// and the answer goes out. A forced tool choice (`required` or a named function) makes the
-// answer a call of that function: the call's header and the opening of its arguments are
-// written into the prompt, the model generates the first required string argument
-// (characters a JSON string holds unescaped) and the object is closed, so the arguments
-// are valid JSON. With the simulated engine the text is a placeholder of as many words as
-// the engine decoded tokens. A call that fails, or whose streaming client goes away, has
-// its workflow cancelled (which stops its generation) and its session starts afresh.
+// model's PromptFormat — its checkpoint's chat template, or the plain format for a
+// tokenizer without one — or a completion's text as is) and tokenized, and checked
+// against the model's context. Its session takes the turn (a second call of a busy session
+// is refused, unless the session is named only by `user`: that one runs as a one-node
+// workflow), its LLM node EXTENDs the session's context, and the node is submitted. A
+// streamed call's start goes out once the node was admitted, so a refusal is an error with
+// its own status (429 and 503 carry Retry-After). With this server's engine the node's
+// tokens are decoded as they come (a stream holds back a tail that may begin a stop
+// sequence, a character whose bytes have not all been generated, and text that may begin a
+// tool call in the model's syntax); generation ends at any of the tokenizer's EOS ids. When
+// the node ends the answer is composed — with tools and tool_choice "auto" or "required",
+// its text is parsed for calls in the model family's syntax (prompt.h) — the session's
+// waits start (TOOL nodes named after the answer's tool calls, or one `client`) and the
+// answer goes out. A forced tool choice (`required` or a named function) makes the answer
+// a call of that function: the call's opening in the family's syntax is written into the
+// prompt and the engine generates the arguments constrained to the tool's schema (an
+// object holding every required property, executors/cpu/json_constraint.h), closed by the
+// constraint's completion if max_tokens cut it. With the simulated engine the text is a
+// placeholder of as many words as the engine decoded tokens. A call that fails, or whose
+// streaming client goes away, has its workflow cancelled (which stops its generation) and
+// its session starts afresh.
 //
 // Proxy mode (Options::upstreams): the scheduler still orders and admits each call's node;
 // when it is placed, the call's original request goes unchanged to an upstream chosen
@@ -34,7 +39,8 @@
 // threads. Completion work runs on the scheduler's thread (tokens) and on the core's own
 // thread (appends, answers); callbacks it hands out run only while it lives.
 //
-// Files: front_core.cc (a call's way in, failures, the core's thread), front_core_engine.cc
+// Files: front_core.cc (a call's way in, failures, the core's thread), front_core_prompt.cc
+// (prompt formats, tokens), front_core_engine.cc
 // (answers of this server's engine), front_core_proxy.cc (proxy mode), front_call.h.
 #pragma once
 
@@ -42,7 +48,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +61,7 @@
 #include "frontends/conversation.h"
 #include "frontends/lifetime.h"
 #include "frontends/openai/openai_upstream.h"
+#include "frontends/prompt.h"
 #include "frontends/reply.h"
 #include "frontends/session.h"
 #include "http/http.h"
@@ -126,14 +135,29 @@ class FrontCore {
   // cannot be served.
   Status Prepare(Call* c) const;
   Status ResolveModel(Call* c) const;
+
+  // ---- Prompts (front_core_prompt.cc)
+  // The tool a forced tool choice calls (`required`: the first; or the named function).
+  static std::optional<ToolDef> ForcedTool(const FrontRequest& r);
+  // A forced call's schema (the tool's parameters), refused when the engine cannot
+  // constrain its arguments to it.
+  Status PrepareForcedCall(Call* c) const;
+  // Served model `model`'s prompt format (made once; a chat template that cannot be
+  // parsed is an error naming the model).
+  Result<std::shared_ptr<const PromptFormat>> FormatOf(const std::string& model) const;
   // The prompt's text: the conversation rendered, or a completion's prompt as is.
-  std::string RenderPrompt(const FrontRequest& r) const;
-  // The prompt's token ids for served model `model` (its tokenizer; pseudo tokens for a
-  // simulated engine's).
-  std::vector<int32_t> Tokenize(const std::string& text, const std::string& model) const;
-  // A forced call's header and opened arguments, appended to the prompt (once the call's
+  Result<std::string> RenderPrompt(const FrontRequest& r, const PromptFormat& f) const;
+  // Token ids of `text` for served model `model` (its tokenizer, with its BOS first when
+  // `with_bos` and the tokenizer adds one; pseudo tokens for a simulated engine's).
+  Result<std::vector<int32_t>> Tokenize(const std::string& text, const std::string& model,
+                                        bool with_bos) const;
+  // The request's prompt rendered and tokenized for `model`.
+  Result<std::vector<int32_t>> PromptTokens(const FrontRequest& r, const std::string& model) const;
+  // A forced call's opening in the model's syntax, appended to the prompt (once the call's
   // turn, which names its id, is known).
-  void AddForcedPrefix(Call* c) const;
+  Status AddForcedPrefix(Call* c) const;
+
+  // ---- A call's start and failure, the core's thread (front_core.cc)
   void Start(const CallPtr& c);
   void Fail(const CallPtr& c, const Status& st);
   void Abandon(const CallPtr& c);  // a streamed call's client went away
@@ -143,6 +167,11 @@ class FrontCore {
   // ---- Answers of this server's engine (front_core_engine.cc)
   void Generate(const CallPtr& c);  // hands the node's input to the engine, watches tokens
   void OnToken(const CallPtr& c, int32_t token);
+  // Streams content the answer's text settled (through the family's parser when the call
+  // parses tool calls; `last`: the text ended). Under c->mu.
+  void StreamContent(Call* c, std::string_view delta, bool last);
+  // The calls the answer's text makes in the model's syntax, and the rest as its text.
+  void ReadCalls(const Call& c, const std::string& text, frontends::Answer* a) const;
   void Finish(const CallPtr& c, const Status& st, int64_t output_tokens);
   void Answer(const CallPtr& c);
   // The answer from the call's output (sets *output; streams the text not yet sent).
@@ -169,6 +198,9 @@ class FrontCore {
   Lifetime life_;
   std::unique_ptr<UpstreamClient> upstream_;  // proxy mode
   Sessions sessions_;
+  mutable Mutex formats_mu_;
+  mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_
+      GUARDED_BY(formats_mu_);
 
   Mutex work_mu_;
   CondVar work_cv_;

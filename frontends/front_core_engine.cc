@@ -12,7 +12,7 @@
 #include "executors/generation.h"
 #include "frontends/front_call.h"
 #include "frontends/front_core.h"
-#include "frontends/openai/openai_prompt.h"
+#include "frontends/prompt.h"
 #include "frontends/stream_text.h"
 
 namespace switchyard::frontends {
@@ -45,9 +45,9 @@ void FrontCore::Generate(const CallPtr& c) {
   in.temperature = s.temperature;
   in.top_p = s.top_p;
   in.seed = s.seed ? *s.seed : FreshSeed();
-  in.stop_at_eos = !c->tool;
-  in.token_mask =
-      c->tool ? executors::Generation::kJsonStringMask : executors::Generation::kTextMask;
+  in.stop_at_eos = true;
+  in.token_mask = executors::Generation::kTextMask;
+  if (c->tool) in.json_schema = c->schema;  // the engine ends it when the object closes
   d->SetNodeInput(c->turn.workflow, c->turn.node, std::move(in));
   d->Watch(c->turn.workflow, c->turn.node,
            life_.Guard([this, c](const executors::Generation::TokenEvent& t) {
@@ -63,8 +63,9 @@ void FrontCore::OnToken(const CallPtr& c, int32_t token) {
   const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
   MutexLock lock(&c->mu);
   if (c->stopped) return;
-  if (tok && token == tok->eos_id() && !c->tool) {
+  if (tok && tok->IsEos(token)) {
     c->eos = true;
+    c->eos_token = token;
     return;
   }
   c->output.push_back(token);
@@ -78,10 +79,21 @@ void FrontCore::OnToken(const CallPtr& c, int32_t token) {
     safe = Utf8SafePrefix(std::string_view(text).substr(0, safe));
   }
   if (safe > c->sent.size() && text.compare(0, c->sent.size(), c->sent) == 0) {
-    c->stream->Write(
-        c->reply->StreamText(std::string_view(text).substr(c->sent.size(), safe - c->sent.size())));
+    StreamContent(c.get(), std::string_view(text).substr(c->sent.size(), safe - c->sent.size()),
+                  /*last=*/false);
     c->sent = text.substr(0, safe);
   }
+}
+
+void FrontCore::StreamContent(Call* c, std::string_view delta, bool last) {
+  c->mu.AssertHeld();
+  std::string content(delta);
+  if (c->parse_calls) {  // what may be a call in the model's syntax is held back
+    if (!c->calls) c->calls = c->format->parser()->NewStream();
+    content = c->calls->Feed(delta).content;
+    if (last) content += c->calls->Finish().content;
+  }
+  if (!content.empty()) c->stream->Write(c->reply->StreamText(content));
 }
 
 void FrontCore::Finish(const CallPtr& c, const Status& st, int64_t output_tokens) {
@@ -127,11 +139,13 @@ void FrontCore::Answer(const CallPtr& c) {
   std::vector<int32_t> context = c->prompt;
   context.insert(context.end(), output.begin(), output.end());
   bool eos;
+  int32_t eos_token;
   {
     MutexLock lock(&c->mu);
     eos = c->eos;
+    eos_token = c->eos_token;
   }
-  if (eos && tok) context.push_back(tok->eos_id());  // the context holds it too
+  if (eos && eos_token >= 0) context.push_back(eos_token);  // the context holds it too
   std::vector<std::string> names;
   for (const ToolCall& call : answer.tool_calls) names.push_back(call.name);
   sessions_.EndTurn(c->turn, std::move(context), std::move(names),
@@ -162,19 +176,32 @@ frontends::Answer FrontCore::Compose(const CallPtr& c, std::vector<int32_t>* out
           : c->eos                 ? Answer::End::kStop
                                    : Answer::End::kLength;
   if (c->tool) {
-    a.tool_calls.push_back(
-        ToolCall{c->call_id, c->tool->name, openai::ForcedCallArguments(c->arg_name, text)});
+    a.tool_calls.push_back(ToolCall{c->call_id, c->tool->name, ForcedCallArguments(c->schema, text)});
     a.end = Answer::End::kToolCalls;
+  } else if (c->parse_calls) {
+    ReadCalls(*c, text, &a);
   } else {
     a.text = text;
   }
   a.prompt_tokens = static_cast<int64_t>(c->prompt.size());
   a.completion_tokens = static_cast<int64_t>(output->size()) + (c->eos ? 1 : 0);
   a.cached_tokens = c->turn.cached;
-  if (c->stream && !c->tool && text.size() > c->sent.size() &&
+  if (c->stream && !c->tool && text.size() >= c->sent.size() &&
       text.compare(0, c->sent.size(), c->sent) == 0)
-    c->stream->Write(c->reply->StreamText(std::string_view(text).substr(c->sent.size())));
+    StreamContent(c.get(), std::string_view(text).substr(c->sent.size()), /*last=*/true);
   return a;
+}
+
+void FrontCore::ReadCalls(const Call& c, const std::string& text, frontends::Answer* a) const {
+  chat_template::ParsedOutput parsed = c.format->parser()->Parse(text);
+  a->text = std::move(parsed.content);
+  for (chat_template::ToolCall& call : parsed.tool_calls) {
+    const int index = static_cast<int>(a->tool_calls.size());
+    a->tool_calls.push_back(
+        ToolCall{c.reply->ToolCallId(index), std::move(call.name), std::move(call.arguments_json)});
+    if (!c.req.conv.parallel_tool_calls) break;  // one call only
+  }
+  if (!a->tool_calls.empty()) a->end = Answer::End::kToolCalls;
 }
 
 void FrontCore::Send(const CallPtr& c, const frontends::Answer& answer) {

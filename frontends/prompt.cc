@@ -3,6 +3,7 @@
 #include "frontends/prompt.h"
 
 #include "chat_template/chat.h"
+#include "executors/cpu/json_constraint.h"
 #include "frontends/openai/openai_prompt.h"
 
 namespace switchyard::frontends {
@@ -39,6 +40,18 @@ Json TemplateMessage(const Message& m) {
 std::string JsonString(std::string_view s) { return Json(std::string(s)).dump(); }
 
 }  // namespace
+
+std::string ForcedCallArguments(const std::string& schema, std::string_view text) {
+  auto k = executors::cpu::JsonObjectConstraint::FromSchema(schema);
+  if (!k.ok()) return "{}";
+  size_t start = text.find_first_not_of(" \t\r\n");
+  std::string args;
+  for (size_t i = start == std::string_view::npos ? text.size() : start; i < text.size(); ++i) {
+    if (!k->Feed(text.substr(i, 1))) break;
+    args += text[i];
+  }
+  return k->complete() ? args : args + k->Completion();
+}
 
 Json TemplateMessages(const Conversation& conv) {
   Json out = Json::array();

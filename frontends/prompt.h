@@ -62,6 +62,14 @@ class PromptFormat {
   std::unique_ptr<chat_template::ToolCallParser> parser_;
 };
 
+// A forced call's arguments: the text the engine generated under the constraint of
+// `schema` (executors/cpu/json_constraint.h: an object holding every required property),
+// closed into a complete object where it was cut (max_tokens, a stop sequence). Leading
+// whitespace is dropped, and text past what the constraint accepts (the simulated engine's
+// placeholder is not JSON at all) is replaced by the completion: the result is always a
+// JSON object holding every required property. "{}" for a schema the constraint refuses.
+std::string ForcedCallArguments(const std::string& schema, std::string_view text);
+
 // The conversation in the shape Hugging Face chat templates read (OpenAI's): messages with
 // role, content, name, tool_calls ({id, type, function: {name, arguments}}), tool_call_id
 // and reasoning_content; developer turns become system turns. Tools as [{type: "function",

@@ -1,13 +1,11 @@
-// The prompt of a chat request: the plain chat template (for tokenizers without their own)
-// and its tool-call syntax — how a conversation, its tools and the calls an answer makes
-// are written for the model, and how a forced call's arguments are built around the text
-// the model generates.
+// The plain chat template (for tokenizers without their own; frontends/prompt.h chooses) and
+// its tool-call syntax: how a conversation, its tools and the calls an answer makes are
+// written for the model.
 //
 // Thread-safety: pure functions; call from any thread.
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "frontends/openai/openai_request.h"
@@ -26,27 +24,5 @@ std::string RenderChat(const std::vector<Message>& messages, const std::vector<T
 // in the next prompt): content, then per call "<|tool_call|> <id> <name>\n<arguments>", then
 // "\n".
 std::string RenderAssistantTurn(const std::string& content, const std::vector<ToolCall>& calls);
-
-// A forced tool call (tool_choice `required` or a named function) with a random-weights
-// model: the model generates one string argument, and the front writes the rest.
-// The argument it generates: the first required string property of the tool's parameters
-// schema (a "type" of "string", or a list of types that holds it), else the first string
-// property (in the order of the schema's keys, sorted), else "input".
-std::string ForcedArgument(const ToolDef& tool);
-// What the model is given before it generates that argument: the assistant turn's call
-// header as RenderAssistantTurn writes it (call `id` of tool `name`), and the arguments
-// object opened up to the argument's string value.
-std::string ForcedCallPrefix(const std::string& id, const std::string& name,
-                             const std::string& argument);
-// The call's arguments: the object with `argument` set to the generated `text` (UTF-8, as a
-// tokenizer decodes it).
-std::string ForcedCallArguments(const std::string& argument, const std::string& text);
-
-// For a forced tool call with a random-weights model: arguments that are a valid JSON object
-// built from the generated text. With a parameters schema that has required properties, each
-// is filled (strings with consecutive slices of the text, or their first enum value; other
-// types with 0 / false / [] / {}); with none, the first string property gets the whole text;
-// otherwise (no tool, no schema) {"input": "<text>"}.
-std::string ArgumentsFromText(const ToolDef* tool, std::string_view generated);
 
 }  // namespace switchyard::frontends::openai

@@ -15,6 +15,7 @@
 #include "tests/frontends/fuzz_mutations.h"
 
 #include "frontends/openai/openai_protocol.h"
+#include "frontends/prompt.h"
 #include "frontends/stream_text.h"
 
 namespace switchyard::frontends::openai {
@@ -74,7 +75,8 @@ void ExerciseAccepted(const Request& r) {
   const std::string prompt = r.chat ? RenderChat(r.messages, r.tools) : r.prompt;
   ASSERT_TRUE(!r.chat || prompt.size() >= 14) << prompt;
   for (const ToolDef& t : r.tools) {
-    Json args = Json::parse(ArgumentsFromText(&t, prompt.substr(0, 40)), nullptr, false);
+    Json args = Json::parse(ForcedCallArguments(t.parameters_json, prompt.substr(0, 40)), nullptr,
+                            false);
     ASSERT_TRUE(args.is_object()) << t.parameters_json;
   }
   Response resp;
@@ -211,7 +213,9 @@ TEST(OpenAiFuzzTest, HeadersSurviveGarbage) {
   }
 }
 
-TEST(OpenAiFuzzTest, ArgumentsAreAlwaysAJsonObject) {
+// A forced call's arguments (frontends/prompt.h) from mutated schemas and random text: a
+// JSON object holding every required property, or "{}" for a schema the constraint refuses.
+TEST(OpenAiFuzzTest, ForcedCallArgumentsAreAlwaysAJsonObject) {
   std::mt19937_64 rng(EnvOr("SY_FUZZ_SEED", 5150));
   const uint64_t iters = EnvOr("SY_FUZZ_ITERS", 3000);
   const char* kSchemas[] = {
@@ -225,8 +229,14 @@ TEST(OpenAiFuzzTest, ArgumentsAreAlwaysAJsonObject) {
     ToolDef t{"f", "", Mutate(Pick(kSchemas, rng), rng)};
     std::string text(rng() % 64, ' ');
     for (char& c : text) c = static_cast<char>(rng() % 256);
-    Json args = Json::parse(ArgumentsFromText(rng() % 8 == 0 ? nullptr : &t, text), nullptr, false);
+    Json args = Json::parse(ForcedCallArguments(t.parameters_json, text), nullptr, false);
     ASSERT_TRUE(args.is_object()) << t.parameters_json;
+    Json schema = Json::parse(t.parameters_json, nullptr, false);
+    if (args.empty() || !schema.is_object() || !schema.contains("required") ||
+        !schema["required"].is_array())
+      continue;
+    for (const Json& k : schema["required"])
+      if (k.is_string()) ASSERT_TRUE(args.contains(k.get<std::string>())) << t.parameters_json;
     ASSERT_LE(Utf8SafePrefix(text), text.size());
   }
 }

@@ -455,46 +455,9 @@ TEST(OpenAiTemplateTest, NextRequestExtendsThePreviousPromptAndAnswer) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tool arguments from generated text.
+// Streamed text.
 
-TEST(OpenAiArgumentsTest, WithoutASchemaTheTextGoesToInput) {
-  json a = Parsed(ArgumentsFromText(nullptr, "say \"hi\"\n"));
-  EXPECT_EQ(a, json({{"input", "say \"hi\"\n"}}));
-  ToolDef no_params{"f", "", ""};
-  EXPECT_EQ(Parsed(ArgumentsFromText(&no_params, "t")), json({{"input", "t"}}));
-}
-
-TEST(OpenAiArgumentsTest, FillsRequiredPropertiesFromTheText) {
-  ToolDef tool{"edit", "", R"({"type":"object","properties":{
-      "path":{"type":"string"},"line":{"type":"integer"},"mode":{"type":"string","enum":["a","b"]},
-      "text":{"type":["string","null"]},"flag":{"type":"boolean"}},
-      "required":["path","line","mode","text","flag"]})"};
-  json a = Parsed(ArgumentsFromText(&tool, "abcdefgh"));
-  ASSERT_TRUE(a.is_object());
-  EXPECT_EQ(a["line"], 0);
-  EXPECT_EQ(a["mode"], "a");
-  EXPECT_EQ(a["flag"], false);
-  EXPECT_EQ(a["path"].get<std::string>() + a["text"].get<std::string>(), "abcdefgh");
-  EXPECT_EQ(a["path"], "abcd");
-}
-
-TEST(OpenAiArgumentsTest, OptionalStringPropertyTakesTheText) {
-  ToolDef tool{"s", "",
-               R"({"type":"object","properties":{"n":{"type":"integer"},)"
-               R"("query":{"type":"string"}}})"};
-  EXPECT_EQ(Parsed(ArgumentsFromText(&tool, "q")), json({{"query", "q"}}));
-}
-
-TEST(OpenAiArgumentsTest, InvalidUtf8AndSplitCharactersStayValidJson) {
-  ToolDef tool{"t", "", R"({"properties":{"a":{},"b":{}},"required":["a","b"]})"};
-  const std::string text = "\xc3\xa9\xc3\xa9\xc3\xa9\xff";  // ééé + a stray byte
-  json a = Parsed(ArgumentsFromText(&tool, text));
-  ASSERT_TRUE(a.is_object());
-  EXPECT_EQ(a["a"], "\xc3\xa9");  // cut on a character boundary
-  EXPECT_TRUE(Parsed(ArgumentsFromText(nullptr, "\xff\xfe")).is_object());
-}
-
-TEST(OpenAiArgumentsTest, Utf8SafePrefix) {
+TEST(OpenAiStreamTextTest, Utf8SafePrefix) {
   EXPECT_EQ(Utf8SafePrefix(""), 0u);
   EXPECT_EQ(Utf8SafePrefix("abc"), 3u);
   EXPECT_EQ(Utf8SafePrefix("a\xc3"), 1u);
@@ -509,7 +472,7 @@ TEST(OpenAiArgumentsTest, Utf8SafePrefix) {
 // What a stream holds back: a tail that may begin a stop sequence, and trailing U+FFFD (a
 // character the decoder could not complete yet: a SentencePiece byte-fallback emoji
 // arrives one byte per token).
-TEST(OpenAiArgumentsTest, UnsettledTail) {
+TEST(OpenAiStreamTextTest, UnsettledTail) {
   EXPECT_EQ(UnsettledTail("hello", {}), 0u);
   EXPECT_EQ(UnsettledTail("hello EN", {"END"}), 2u);
   EXPECT_EQ(UnsettledTail("hello E", {"END", "xyz"}), 1u);
