@@ -21,6 +21,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/thread_name.h"
+#include "http/content_encoding.h"
 
 namespace switchyard::http {
 
@@ -114,11 +115,32 @@ const char* ReasonCode(int status) {
   switch (status) {
     case 413:
       return "payload_too_large";
+    case 415:
+      return "unsupported_media_type";
     case 400:
       return "bad_request";
     default:
       return "error";
   }
+}
+
+// A compressed body (Content-Encoding) decoded in place, the header dropped: handlers, and
+// a proxy forwarding the request, see the body as plain bytes. The HTTP status of a failure.
+int DecodeBody(HttpRequest* req, size_t limit, std::string* error) {
+  auto it = req->headers.find("content-encoding");
+  if (it == req->headers.end()) return 0;
+  Status st = DecodeContentEncoding(it->second, limit, &req->body);
+  if (!st.ok()) {
+    *error = st.message();
+    return st.code() == StatusCode::kNotSupported        ? 415
+           : st.code() == StatusCode::kResourceExhausted ? 413
+                                                         : 400;
+  }
+  req->headers.erase(it);
+  if (req->headers.count("content-length")) {
+    req->headers["content-length"] = std::to_string(req->body.size());
+  }
+  return 0;
 }
 
 // One connection: read a request, call the handler, write the response, repeat.
@@ -190,14 +212,18 @@ class Session : public std::enable_shared_from_this<Session> {
       req.headers.emplace(std::move(name), std::string(field.value()));
     }
     req.body = std::move(msg.body());
+    bool keep_alive = msg.keep_alive();
+    unsigned version = msg.version();
+    std::string error;
+    if (int status = DecodeBody(&req, options_.body_limit_bytes, &error)) {
+      return Reply(JsonError(status, ReasonCode(status), error), keep_alive, version);
+    }
     if (peer_.empty()) {  // once per connection (a syscall)
       beast::error_code ignored;
       auto ep = stream_.socket().remote_endpoint(ignored);
       peer_ = ignored ? "?" : ep.address().to_string();
     }
     req.peer = peer_;
-    bool keep_alive = msg.keep_alive();
-    unsigned version = msg.version();
     // Answered exactly once, on this connection's I/O thread: inline when called there,
     // through the caller's CompletionBatch when one is open (one wake-up per batch and
     // thread), else posted.

@@ -2,11 +2,14 @@
 //
 // Accepts connections on one address, reads requests with keep-alive, enforces a body
 // size limit (413 without calling the handler) and a header/read timeout, and hands each
-// complete request to a handler. An AsyncHandler gets a Respond callback that it (or
-// whoever it hands the request to) calls exactly once, from any thread: the answer is
-// written on the connection's I/O thread, inline when called there, and grouped with the
-// other answers to that thread when the caller has a CompletionBatch open
-// (base/completion_batch.h). A plain Handler returns the response. There are `threads` I/O
+// complete request to a handler. A compressed body (Content-Encoding gzip, deflate or zstd,
+// content_encoding.h) is decoded first and its header dropped, so handlers only see plain
+// bodies; the limit applies to the decoded body too (413, decoding stops at the limit), an
+// unknown coding is a 415 naming it and a corrupt body a 400, all without the handler. An
+// AsyncHandler gets a Respond callback that it (or whoever it hands the request to) calls exactly
+// once, from any thread: the answer is written on the connection's I/O thread, inline when called
+// there, and grouped with the other answers to that thread when the caller has a CompletionBatch
+// open (base/completion_batch.h). A plain Handler returns the response. There are `threads` I/O
 // threads, each running its own io_context; a connection stays on one of them (assigned
 // round-robin at accept), so handlers of different connections may run concurrently but
 // those of one connection never do. A connection has at most one request in the server.

@@ -26,6 +26,7 @@ PACKAGES=(
   libpcre2-dev                          # tokenizer.json pre-tokenizer split patterns
   libicu-dev                            # tokenizer: NFC normalization, Unicode properties
   libjemalloc-dev                       # the switchyard executable's allocator
+  zlib1g-dev libzstd-dev                # compressed request bodies (gzip, deflate, zstd)
   libucx-dev ucx-utils                  # peer transport (TCP, shared memory, verbs)
   libibverbs-dev librdmacm-dev          # RDMA verbs, used by UCX where a device exists
   libgtest-dev libgmock-dev             # tests

@@ -1,6 +1,7 @@
-// What the Node tests share: a live `switchyard serve` they start (the CPU engine on a free
-// loopback port with a temporary data dir), its stop (printing the log's tail when a check
-// failed), the native workflow API, and checks that remember a failure.
+// What the Node tests share: a live `switchyard serve` they start (the CPU engine, or the
+// simulated one, on a free loopback port with a temporary data dir), its stop (printing the
+// log's tail when a check failed), the native workflow API, and checks that remember a
+// failure.
 //
 // SWITCHYARD_BIN names the binary (ctest sets it); SY_KEEP_DATA=1 keeps the data dir.
 import { test } from 'node:test';
@@ -44,19 +45,25 @@ export function check(name, fn) {
 }
 
 // Starts `switchyard serve --engine cpu` with the model shape `model` (a file of
-// configs/models) and `args`; resolves once /healthz answers and the tenant token exists.
-export async function startServer({ model = 'tiny-llama-4l', args = [] } = {}) {
+// configs/models), or `--engine simulated` (which ignores `model`), and `args`; resolves
+// once /healthz answers and the tenant token exists. `s.models`: the ids GET /v1/models
+// lists.
+export async function startServer({ engine = 'cpu', model = 'tiny-llama-4l', args = [] } = {}) {
   const bin = process.env.SWITCHYARD_BIN;
   assert.ok(bin && fs.existsSync(bin), `SWITCHYARD_BIN ('${bin}') does not name the switchyard binary`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy_node_sdk_'));
   const port = await freePort();
   const logPath = path.join(dir, 'server.log');
   const log = fs.openSync(logPath, 'w');
+  const engineArgs = engine === 'cpu'
+    ? ['--engine', 'cpu', '--model', path.join(ROOT, `configs/models/${model}.json`), '--kv-pool-mib', '8']
+    : ['--engine', engine];
   const proc = spawn(bin, [
-    'serve', '--engine', 'cpu', '--model', path.join(ROOT, `configs/models/${model}.json`),
-    '--kv-pool-mib', '8', '--listen', `127.0.0.1:${port}`, '--data-dir', dir, ...args,
+    'serve', ...engineArgs, '--listen', `127.0.0.1:${port}`, '--data-dir', dir, ...args,
   ], { stdio: ['ignore', log, log] });
-  const s = { proc, dir, port, base: `http://127.0.0.1:${port}`, token: '', logPath, exited: null };
+  const s = {
+    proc, dir, port, base: `http://127.0.0.1:${port}`, token: '', models: [], logPath, exited: null,
+  };
   proc.on('exit', (code, signal) => { s.exited = { code, signal }; });
   fs.closeSync(log);
   const tokenFile = path.join(dir, 'tokens', 'default');
@@ -68,7 +75,11 @@ export async function startServer({ model = 'tiny-llama-4l', args = [] } = {}) {
         const r = await fetch(`${s.base}/healthz`, { signal: AbortSignal.timeout(1000) });
         if (r.ok) {
           s.token = fs.readFileSync(tokenFile, 'utf8').trim();
-          if (s.token) return s;
+          if (s.token) {
+            const m = await fetch(`${s.base}/v1/models`, { headers: { authorization: `Bearer ${s.token}` } });
+            s.models = (await m.json()).data.map((e) => e.id);
+            return s;
+          }
         }
       } catch { /* not listening yet */ }
     }
@@ -79,7 +90,8 @@ export async function startServer({ model = 'tiny-llama-4l', args = [] } = {}) {
   throw new Error(`the server did not come up (exit: ${JSON.stringify(s.exited)}); log:\n${tail}`);
 }
 
-export async function stopServer(s) {
+// Stops the server; its log's tail is printed when a check failed, or when `showLog`.
+export async function stopServer(s, { showLog = false } = {}) {
   if (!s) return;
   if (!s.exited) {
     const done = new Promise((r) => s.proc.once('exit', r));
@@ -88,7 +100,7 @@ export async function stopServer(s) {
     await done;
     clearTimeout(t);
   }
-  if (failed) {
+  if (failed || showLog) {
     const tail = fs.readFileSync(s.logPath, 'utf8').slice(-6000);
     console.error(`--- server log (${s.logPath}), last 6000 characters ---\n${tail}`);
   }
