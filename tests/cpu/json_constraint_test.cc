@@ -1,3 +1,5 @@
+// JsonObjectConstraint and TokenTrie (executors/cpu/json_constraint.h): the language byte by
+// byte, Completion() over random walks, schema errors, and the trie walk against CanFeed.
 #include "executors/cpu/json_constraint.h"
 
 #include <gtest/gtest.h>
