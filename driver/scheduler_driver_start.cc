@@ -192,6 +192,7 @@ void SchedulerDriver::ApplyNodeInput(const std::string& wf, const v1::ProgramNod
   seq->sampling_seed = in.seed;
   seq->stop_at_eos = in.stop_at_eos;
   seq->token_mask = in.token_mask;
+  seq->json_schema = in.json_schema;
 }
 
 void SchedulerDriver::LogStarted(const std::string& kv_dir) const {

@@ -84,6 +84,11 @@ struct SequenceSpec {
   uint64_t sampling_seed = 0;
   bool stop_at_eos = true;  // engines that compute: the end-of-sequence token ends it
   int token_mask = -1;      // engines that compute: a set of allowed output tokens (-1: default)
+  // Engines that compute: non-empty, a JSON schema of an object; the output is kept inside
+  // the language of executors/cpu/json_constraint.h (one object with the schema's required
+  // keys) and the sequence ends when the object closes, as at an end-of-sequence token
+  // (which is not allowed before). An engine that cannot constrain refuses the sequence.
+  std::string json_schema;
 };
 
 // Progress of one sequence in a step.

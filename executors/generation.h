@@ -52,6 +52,9 @@ class Generation {
     uint64_t seed = 0;
     bool stop_at_eos = true;
     int token_mask = -1;  // engine "cpu", byte tokenizer: kTextMask (-1) or kJsonStringMask
+    // Non-empty: the output is one JSON object of this schema's required keys
+    // (SequenceSpec::json_schema); a forced tool call's arguments.
+    std::string json_schema;
   };
   static constexpr int kTextMask = 0, kJsonStringMask = 1;
   virtual void SetNodeInput(const std::string& wf, const std::string& node, NodeInput input) = 0;

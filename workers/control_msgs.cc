@@ -26,6 +26,7 @@ void ToAdmit(const executors::SequenceSpec& s, const std::string& primary, int64
   m->set_sampling_seed(s.sampling_seed);
   m->set_stop_at_eos(s.stop_at_eos);
   m->set_token_mask(s.token_mask);
+  m->set_json_schema(s.json_schema);
 }
 
 executors::SequenceSpec FromAdmit(const v1::SeqAdmit& m) {
@@ -42,6 +43,7 @@ executors::SequenceSpec FromAdmit(const v1::SeqAdmit& m) {
   s.sampling_seed = m.sampling_seed();
   s.stop_at_eos = m.stop_at_eos();
   s.token_mask = m.token_mask();
+  s.json_schema = m.json_schema();
   return s;
 }
 

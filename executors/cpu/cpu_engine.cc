@@ -47,7 +47,7 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(EventLoop* loop, int worker
       std::unique_ptr<CpuStepRunner> runner,
       CpuStepRunner::Create(loop, o.model, o.tokens, limits.block_tokens, limits.pool_blocks,
                             "cpu engine KV pool (worker " + std::to_string(worker) + ")", o.tenant,
-                            o.token_masks));
+                            o.token_masks, o.token_bytes));
   return std::unique_ptr<CpuEngine>(
       new CpuEngine(loop, worker, limits, std::move(runner), std::move(o)));
 }

@@ -24,8 +24,9 @@
 // Steps run on the engine's own thread (one per worker), the event loop carrying on; the
 // report's times are the loop's clock around the real computation. Decoding: greedy at
 // temperature 0, else seeded sampling (model.h's Sample: seed, step), over the allowed
-// tokens (Options::allowed_tokens); the end-of-sequence token ends a sequence when the
-// spec asks for it.
+// tokens (Options::token_masks, and for a sequence with a json_schema the tokens that keep
+// its JSON object valid, Options::token_bytes); the end-of-sequence token ends a sequence
+// when the spec asks for it, and a constrained sequence ends when its object closes.
 //
 // Thread-safety: loop-thread only (the step thread touches only what a step snapshots).
 #pragma once
@@ -82,6 +83,12 @@ class CpuEngine final : public BatchingEngine, public EngineKv {
     // that its text is valid UTF-8 a client echoes back unchanged, and generated tool
     // arguments to characters a JSON string holds unescaped.
     std::vector<std::vector<bool>> token_masks;
+    // The raw bytes of each token id, from the model's tokenizer (empty for special tokens
+    // such as BOS/EOS, which constrained decoding never emits). A sequence with a
+    // json_schema (SequenceSpec) samples among the tokens whose bytes keep its output a
+    // valid prefix of its JSON object (json_constraint.h). Empty: such a sequence is
+    // refused at admission (InvalidArgument naming it).
+    std::vector<std::string> token_bytes;
   };
   // InvalidArgument without a model or token log; the pool's allocation error.
   static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker, EngineLimits limits,

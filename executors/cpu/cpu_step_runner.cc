@@ -59,12 +59,52 @@ Status RecordAdmit(TokenLog* log, int64_t vocab, const SequenceSpec& spec,
   return Status::OK();
 }
 
+Result<std::optional<JsonObjectConstraint>> CpuStepRunner::ConstraintFor(
+    const SequenceSpec& spec, const std::string& primary) const {
+  if (spec.json_schema.empty()) return std::optional<JsonObjectConstraint>();
+  const std::string who = "cpu engine: sequence '" + spec.key + "'";
+  if (!trie_)
+    return Status::InvalidArgument(who +
+                                   " asks for JSON-constrained output, but the engine has no "
+                                   "token bytes (CpuEngine::Options::token_bytes)");
+  Result<JsonObjectConstraint> c = JsonObjectConstraint::FromSchema(spec.json_schema);
+  if (!c.ok()) return Status::InvalidArgument(who + ": " + c.status().message());
+  // A readmitted sequence continues its output: its earlier tokens end the primary's log.
+  const size_t done = static_cast<size_t>(spec.output_done);
+  if (done == 0) return std::optional<JsonObjectConstraint>(std::move(*c));
+  const std::vector<int32_t>* l = log_->Find(primary);
+  if (!l || l->size() < done)
+    return Status::InvalidArgument(who + " continues after " + std::to_string(done) +
+                                   " output tokens, but the token log of '" + primary + "' holds " +
+                                   std::to_string(l ? l->size() : 0));
+  for (size_t i = l->size() - done; i < l->size(); ++i) {
+    const int32_t t = (*l)[i];
+    const bool ok = t >= 0 && static_cast<size_t>(t) < token_bytes_.size();
+    if (!ok || !c->Feed(token_bytes_[static_cast<size_t>(t)]))
+      return Status::InvalidArgument(who + ": its earlier output token " + std::to_string(t) +
+                                     " does not continue a JSON object of its schema");
+  }
+  return std::optional<JsonObjectConstraint>(std::move(*c));
+}
+
 Status CpuStepRunner::OnAdmit(const SequenceSpec& spec, const std::string& primary,
                               int64_t fresh_from) {
+  SY_ASSIGN_OR_RETURN(std::optional<JsonObjectConstraint> json, ConstraintFor(spec, primary));
   SY_RETURN_IF_ERROR(RecordAdmit(log_, model_->shape().vocab_size, spec, primary, fresh_from));
-  params_[spec.key] =
-      Params{spec.temperature, spec.top_p, spec.sampling_seed, spec.stop_at_eos, spec.token_mask};
+  Params p{spec.temperature, spec.top_p,      spec.sampling_seed,
+           spec.stop_at_eos, spec.token_mask, std::move(json)};
+  if (p.json) constrained_[primary] = spec.key;
+  params_[spec.key] = std::move(p);
   return Status::OK();
+}
+
+void CpuStepRunner::OnLeave(const std::string& seq) {
+  for (auto it = constrained_.begin(); it != constrained_.end(); ++it)
+    if (it->second == seq) {
+      constrained_.erase(it);
+      break;
+    }
+  params_.erase(seq);
 }
 
 void CpuStepRunner::Free(const std::string& key, const kv_tiers::Extent& e) {
@@ -108,6 +148,14 @@ void CpuStepRunner::OnEmitted(const std::string& primary, int64_t position, int3
   std::vector<int32_t>& l = log_->Of(primary);
   l.resize(static_cast<size_t>(position));
   l.push_back(token);
+  auto c = constrained_.find(primary);
+  if (c == constrained_.end()) return;
+  auto p = params_.find(c->second);
+  // The step chose the token among those its constraint allowed (a stop id that ended a
+  // stuck sequence has no bytes).
+  if (p != params_.end() && p->second.json && token >= 0 &&
+      static_cast<size_t>(token) < token_bytes_.size())
+    (void)p->second.json->Feed(token_bytes_[static_cast<size_t>(token)]);
 }
 
 // ---- Steps -----------------------------------------------------------------------------
@@ -175,25 +223,56 @@ void CpuStepRunner::Run(const StepShape&, std::vector<StepItem>* items,
   cv_.notify_one();
 }
 
+const std::vector<bool>* CpuStepRunner::StaticMask(int mask) const {
+  mask = std::max(0, mask);
+  return mask < static_cast<int>(masks_.size()) ? &masks_[static_cast<size_t>(mask)] : nullptr;
+}
+
+// The token an emit samples from its logits row (masked in place), and whether it ends
+// the sequence (its JSON object closed, or no token was allowed).
+int32_t CpuStepRunner::Choose(const Emit& e, float* row, std::vector<uint8_t>* allowed,
+                              uint8_t* ends) const {
+  const size_t vocab = static_cast<size_t>(model_->shape().vocab_size);
+  const Params& p = e.params;
+  const std::vector<bool>* mask = StaticMask(p.mask);
+  if (p.json) p.json->AllowedTokens(*trie_, allowed);
+  size_t kept = 0;
+  for (size_t t = 0; t < vocab; ++t) {
+    bool ok = !mask || (t < mask->size() && (*mask)[t]);
+    if (p.json) ok = ok && t < allowed->size() && (*allowed)[t];
+    if (!ok)
+      row[t] = -std::numeric_limits<float>::infinity();
+    else
+      ++kept;
+  }
+  if (p.json && kept == 0) {  // nothing continues the object: end here
+    *ends = 1;
+    return model_->shape().eos_id;
+  }
+  std::span<const float> l(row, vocab);
+  const uint64_t seed = SplitMix(p.seed ^ SplitMix(static_cast<uint64_t>(e.position)));
+  const int32_t token = p.temperature > 0 ? Sample(l, p.temperature, p.top_p, seed) : Argmax(l);
+  if (!p.json) return token;
+  JsonObjectConstraint fed = *p.json;
+  const bool in_vocab = token >= 0 && static_cast<size_t>(token) < token_bytes_.size();
+  if (!in_vocab || !fed.Feed(token_bytes_[static_cast<size_t>(token)])) {
+    *ends = 1;  // only NaN logits pick a token the mask refused: end as if none were allowed
+    return model_->shape().eos_id;
+  }
+  *ends = fed.complete() ? 1 : 0;
+  return token;
+}
+
 void CpuStepRunner::Compute(Job* job) const {
   std::vector<float> logits;
   if (!job->rows.empty()) job->status = model_->Forward(job->rows, &logits);
   if (!job->status.ok()) return;
   const size_t vocab = static_cast<size_t>(model_->shape().vocab_size);
   job->tokens.resize(job->emits.size());
-  for (size_t k = 0; k < job->emits.size(); ++k) {
-    float* row = logits.data() + k * vocab;
-    const int mask = std::max(0, job->emits[k].params.mask);
-    if (mask < static_cast<int>(masks_.size())) {
-      const std::vector<bool>& allowed = masks_[mask];
-      for (size_t t = 0; t < vocab; ++t)
-        if (t >= allowed.size() || !allowed[t]) row[t] = -std::numeric_limits<float>::infinity();
-    }
-    std::span<const float> l(row, vocab);
-    const Params& p = job->emits[k].params;
-    uint64_t seed = SplitMix(p.seed ^ SplitMix(static_cast<uint64_t>(job->emits[k].position)));
-    job->tokens[k] = p.temperature > 0 ? Sample(l, p.temperature, p.top_p, seed) : Argmax(l);
-  }
+  job->ends.assign(job->emits.size(), 0);
+  std::vector<uint8_t> allowed;
+  for (size_t k = 0; k < job->emits.size(); ++k)
+    job->tokens[k] = Choose(job->emits[k], logits.data() + k * vocab, &allowed, &job->ends[k]);
 }
 
 void CpuStepRunner::Finish(std::vector<StepItem>* items, Job& job) {
@@ -202,7 +281,8 @@ void CpuStepRunner::Finish(std::vector<StepItem>* items, Job& job) {
     StepItem& it = (*items)[job.emits[k].item];
     if (!job.status.ok()) continue;
     it.token = job.tokens[k];
-    it.eos = job.emits[k].params.stop_at_eos && shape.IsEos(it.token);  // any of its ids
+    it.eos = (job.emits[k].params.stop_at_eos && shape.IsEos(it.token)) ||  // any of its ids
+             job.ends[k] != 0;
   }
   if (!job.status.ok())
     for (StepItem& it : *items)
@@ -242,7 +322,8 @@ void CpuStepRunner::Stop() {
 
 Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
     EventLoop* loop, const Model* model, TokenLog* log, int64_t block_tokens, int64_t pool_blocks,
-    const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks) {
+    const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks,
+    std::vector<std::string> token_bytes) {
   if (!model || !log)
     return Status::InvalidArgument("cpu engine: a model and a token log are required");
   block_tokens = std::max<int64_t>(1, block_tokens);
@@ -256,7 +337,8 @@ Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
   SY_ASSIGN_OR_RETURN(std::unique_ptr<kv_tiers::ArenaTier> pool,
                       kv_tiers::ArenaTier::Create(to, std::move(b)));
   return std::make_unique<CpuStepRunner>(loop, model, log, std::move(pool), block_tokens,
-                                         std::move(tenant), std::move(masks));
+                                         std::move(tenant), std::move(masks),
+                                         std::move(token_bytes));
 }
 
 // ---- The pool as EngineKv -------------------------------------------------------------

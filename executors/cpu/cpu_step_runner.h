@@ -15,6 +15,16 @@
 // ids, or deterministic synthetic ids for token-count prompts, then each emitted token.
 // Steps run on the runner's own thread; `done` is posted to the loop.
 //
+// Constrained decoding (SequenceSpec::json_schema): each step, the sequence's allowed
+// tokens are those whose bytes (`token_bytes`) keep its output inside its
+// JsonObjectConstraint (json_constraint.h), found by one walk of a TokenTrie of the
+// vocabulary, intersected with its static token mask; sampling is unchanged among them.
+// The emitted token is fed to the constraint (OnEmitted); the token that closes the
+// object ends the sequence like an end-of-sequence token. When no token is allowed (a
+// restrictive static mask) the sequence ends with the first stop id, which adds no text.
+// A readmitted sequence (output_done > 0) rebuilds its constraint from its earlier output
+// tokens, the last output_done ids of its primary's token log.
+//
 // Thread-safety: loop-thread only (the step thread touches only what a step snapshots).
 #pragma once
 
@@ -24,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -31,7 +42,9 @@
 #include <vector>
 
 #include "base/event_loop.h"
+#include "executors/cpu/json_constraint.h"
 #include "executors/cpu/model.h"
+#include "executors/cpu/token_trie.h"
 #include "executors/engine_kv.h"
 #include "executors/step_runner.h"
 #include "kv_tiers/arena_tier.h"
@@ -69,14 +82,19 @@ class CpuStepRunner final : public StepRunner {
 
   // A runner whose pool holds `pool_blocks` blocks of `block_tokens` tokens, named
   // `pool_name` (InvalidArgument without a model or token log; the pool's allocation error).
+  // `token_bytes`: each token id's raw bytes (CpuEngine::Options::token_bytes); empty, a
+  // sequence with a json_schema is refused at admission.
   static Result<std::unique_ptr<CpuStepRunner>> Create(
       EventLoop* loop, const Model* model, TokenLog* log, int64_t block_tokens, int64_t pool_blocks,
-      const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks);
+      const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks,
+      std::vector<std::string> token_bytes = {});
 
   CpuStepRunner(EventLoop* loop, const Model* model, TokenLog* log,
                 std::unique_ptr<kv_tiers::ArenaTier> pool, int64_t block_tokens, std::string tenant,
-                std::vector<std::vector<bool>> masks)
+                std::vector<std::vector<bool>> masks, std::vector<std::string> token_bytes = {})
       : masks_(std::move(masks)),
+        token_bytes_(std::move(token_bytes)),
+        trie_(token_bytes_.empty() ? nullptr : std::make_unique<TokenTrie>(token_bytes_)),
         loop_(loop),
         model_(model),
         log_(log),
@@ -94,7 +112,7 @@ class CpuStepRunner final : public StepRunner {
   Status OnAdmit(const SequenceSpec& spec, const std::string& primary, int64_t fresh_from) override;
   void OnResize(const std::string& context, int64_t tokens) override;
   void OnEmitted(const std::string& primary, int64_t position, int32_t token) override;
-  void OnLeave(const std::string& seq) override { params_.erase(seq); }
+  void OnLeave(const std::string& seq) override;
   void Run(const StepShape& shape, std::vector<StepItem>* items,
            std::function<void()> done) override;
   void Stop() override;
@@ -129,6 +147,7 @@ class CpuStepRunner final : public StepRunner {
     uint64_t seed = 0;
     bool stop_at_eos = true;
     int mask = -1;
+    std::optional<JsonObjectConstraint> json;  // the output's constraint, fed as tokens emit
   };
   struct Emit {
     size_t item = 0;
@@ -141,16 +160,23 @@ class CpuStepRunner final : public StepRunner {
     std::vector<Emit> emits;                             // in the order of their logits rows
     std::vector<std::pair<std::string, int64_t>> spans;  // (context, to): valid after
     std::vector<int32_t> tokens;                         // out: per emit
+    std::vector<uint8_t> ends;                           // out: per emit, ends the sequence
     Status status;
   };
 
   void Free(const std::string& key, const kv_tiers::Extent& e);
   Status AddSpan(const StepSpan& span, bool logits, Job* job);
+  Result<std::optional<JsonObjectConstraint>> ConstraintFor(const SequenceSpec& spec,
+                                                            const std::string& primary) const;
+  const std::vector<bool>* StaticMask(int mask) const;
+  int32_t Choose(const Emit& e, float* row, std::vector<uint8_t>* allowed, uint8_t* ends) const;
   void Compute(Job* job) const;
   void Finish(std::vector<StepItem>* items, Job& job);
   void Work();
 
   const std::vector<std::vector<bool>> masks_;
+  const std::vector<std::string> token_bytes_;
+  const std::unique_ptr<const TokenTrie> trie_;  // of token_bytes_; null without them
   EventLoop* loop_;
   const Model* model_;
   TokenLog* log_;
@@ -160,7 +186,8 @@ class CpuStepRunner final : public StepRunner {
   std::string tenant_;
   std::unordered_map<std::string, Ctx> ctxs_;
   std::unordered_map<std::string, Params> params_;
-  std::unordered_set<std::string> busy_;    // contexts the running step writes
+  std::unordered_map<std::string, std::string> constrained_;  // primary -> constrained sequence
+  std::unordered_set<std::string> busy_;                      // contexts the running step writes
   std::vector<kv_tiers::Extent> deferred_;  // their freed blocks, returned at its end
 
   std::shared_ptr<std::atomic<bool>> alive_;  // false once stopped: late completions drop

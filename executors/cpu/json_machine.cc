@@ -150,7 +150,8 @@ LexResult StepNumber(State* st, uint8_t b) {
     case kNZero:
     case kNInt:
     case kNFrac:
-      if (digit && st->num != kNZero && st->digits < kMaxDigits) return to(Num(st->num), st->digits + 1);
+      if (digit && st->num != kNZero && st->digits < kMaxDigits)
+        return to(Num(st->num), st->digits + 1);
       if (b == '.' && st->num != kNFrac && !st->integer) return to(kNDot, 0);
       if ((b == 'e' || b == 'E') && !st->integer) return to(kNE, 0);
       return kEnded;

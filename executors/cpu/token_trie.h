@@ -20,7 +20,7 @@ namespace switchyard::executors::cpu {
 class TokenTrie {
  public:
   struct Node {
-    uint32_t end = 0;                          // index just past the subtree
+    uint32_t end = 0;                           // index just past the subtree
     uint32_t tokens_begin = 0, tokens_end = 0;  // tokens() range: tokens spelled by this prefix
     uint16_t depth = 0;                         // bytes of the prefix (1 for a root child)
     uint8_t byte = 0;
@@ -32,7 +32,7 @@ class TokenTrie {
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
-  size_t vocab() const { return vocab_; }     // token_bytes.size()
+  size_t vocab() const { return vocab_; }  // token_bytes.size()
   size_t max_depth() const { return max_depth_; }
 
  private:

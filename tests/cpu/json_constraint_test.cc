@@ -1,3 +1,5 @@
+// JsonObjectConstraint and TokenTrie (executors/cpu/json_constraint.h): the language byte by
+// byte, Completion() over random walks, schema errors, and the trie walk against CanFeed.
 #include "executors/cpu/json_constraint.h"
 
 #include <gtest/gtest.h>
@@ -87,10 +89,11 @@ TEST(JsonObjectConstraint, StringEscapesAndUtf8) {
                          "\\ud83d\\ude00", "\\uDBFF\\uDFFF", "\xc2\x80", "\xe0\xa0\x80",
                          "\xed\x9f\xbf", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", " ~"})
     EXPECT_TRUE(AcceptsWhole(c, open + ok + "\"}")) << ok;
-  for (const char* bad : {"\\x", "\\U", "\\u00G", "\\udc00", "\\ud83d\"", "\\ud83dx",
-                          "\\ud83d\\n", "\\ud83d\\u0041", "\xc0", "\xc1", "\x80", "\xe0\x80",
-                          "\xed\xa0", "\xf0\x80", "\xf4\x90", "\xf5", "\xff", "\xc3\x41",
-                          "\x01", "\n", "\t"})
+  for (const char* bad : {"\\x",      "\\U",        "\\u00G",         "\\udc00",  "\\ud83d\"",
+                          "\\ud83dx", "\\ud83d\\n", "\\ud83d\\u0041", "\xc0",     "\xc1",
+                          "\x80",     "\xe0\x80",   "\xed\xa0",       "\xf0\x80", "\xf4\x90",
+                          "\xf5",     "\xff",       "\xc3\x41",       "\x01",     "\n",
+                          "\t"})
     EXPECT_FALSE(Accepts(c, open + bad)) << bad;
   // A character split across feeds is fine.
   JsonObjectConstraint split = c;
@@ -215,11 +218,28 @@ TEST(JsonObjectConstraint, CompletionClosesEveryPrefixOfARandomWalk) {
 
 TEST(JsonObjectConstraint, CompletionOfHalfWrittenScalars) {
   for (const char* prefix :
-       {"", "  ", "{", "{\"", "{\"s", "{\"s\"", "{\"s\":", "{\"s\":\"", "{\"s\":\"\\",
-        "{\"s\":\"\\u00", "{\"s\":\"\\ud83d", "{\"s\":\"\\ud83d\\", "{\"s\":\"\\ud83d\\u",
-        "{\"s\":\"\\ud83d\\uDE", "{\"s\":\"\xe2", "{\"s\":\"\xf0\x9f", "{\"s\":\"\",\"n\":-",
-        "{\"s\":\"\",\"n\":1.", "{\"s\":\"\",\"n\":1e", "{\"s\":\"\",\"n\":1e+",
-        "{\"s\":\"\",\"n\":12", "{\"s\":\"\",\"n\":1,\"i\":0,\"b\":t",
+       {"",
+        "  ",
+        "{",
+        "{\"",
+        "{\"s",
+        "{\"s\"",
+        "{\"s\":",
+        "{\"s\":\"",
+        "{\"s\":\"\\",
+        "{\"s\":\"\\u00",
+        "{\"s\":\"\\ud83d",
+        "{\"s\":\"\\ud83d\\",
+        "{\"s\":\"\\ud83d\\u",
+        "{\"s\":\"\\ud83d\\uDE",
+        "{\"s\":\"\xe2",
+        "{\"s\":\"\xf0\x9f",
+        "{\"s\":\"\",\"n\":-",
+        "{\"s\":\"\",\"n\":1.",
+        "{\"s\":\"\",\"n\":1e",
+        "{\"s\":\"\",\"n\":1e+",
+        "{\"s\":\"\",\"n\":12",
+        "{\"s\":\"\",\"n\":1,\"i\":0,\"b\":t",
         "{\"s\":\"\",\"n\":1,\"i\":0,\"b\":true,\"z\":null,\"e\":\"gr",
         "{\"s\":\"\",\"n\":1,\"i\":0,\"b\":true,\"z\":null,\"e\":1",
         "{\"s\":\"\",\"n\":1,\"i\":0,\"b\":true,\"z\":null,\"e\":3,\"o\":{\"k\":[1,{\"q\"",

@@ -543,6 +543,7 @@ TEST(WorkerControl, StepRunnerCallsSurviveTheWire) {
   spec.temperature = 0.5;
   spec.sampling_seed = 42;
   spec.token_mask = 1;
+  spec.json_schema = R"({"type":"object","required":["path"]})";
   v1::SeqAdmit a;
   ToAdmit(spec, "wf/main", 150, &a);
   v1::SeqAdmit parsed;
@@ -562,6 +563,7 @@ TEST(WorkerControl, StepRunnerCallsSurviveTheWire) {
   EXPECT_EQ(back.temperature, 0.5);
   EXPECT_EQ(back.sampling_seed, 42u);
   EXPECT_EQ(back.token_mask, 1);
+  EXPECT_EQ(back.json_schema, spec.json_schema);
 
   std::string seq = "wf/n1", primary = "wf/main", side = "wf/side";
   executors::StepItem item;

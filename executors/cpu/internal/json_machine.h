@@ -15,7 +15,17 @@ namespace switchyard::executors::cpu::json_internal {
 
 // What a required property's value may be. Object and array values are any JSON object /
 // array; kAny is any JSON value (no type, or a list of types).
-enum class Kind : uint8_t { kAny, kString, kNumber, kInteger, kBoolean, kNull, kEnum, kObject, kArray };
+enum class Kind : uint8_t {
+  kAny,
+  kString,
+  kNumber,
+  kInteger,
+  kBoolean,
+  kNull,
+  kEnum,
+  kObject,
+  kArray
+};
 
 struct Property {
   Kind kind = Kind::kAny;
@@ -34,17 +44,17 @@ struct Schema {
 
 // Bounds that keep a random walk from spinning on one construct and keep every number
 // finite when parsed as a double.
-constexpr int kMaxDepth = 32;           // containers nested inside the top-level object
-constexpr int kMaxWhitespace = 8;       // whitespace bytes in a row
-constexpr int kMaxDigits = 18;          // digits before the point, and after it
-constexpr int kMaxExponentDigits = 2;   // digits of an exponent
-constexpr int kMaxEnumValues = 64;      // values of one enum
+constexpr int kMaxDepth = 32;          // containers nested inside the top-level object
+constexpr int kMaxWhitespace = 8;      // whitespace bytes in a row
+constexpr int kMaxDigits = 18;         // digits before the point, and after it
+constexpr int kMaxExponentDigits = 2;  // digits of an exponent
+constexpr int kMaxEnumValues = 64;     // values of one enum
 
 struct State {
-  uint8_t phase = 0;  // where in the structure (json_machine.cc: Phase)
-  uint8_t lex = 0;    // the scalar being read, if any (Lex)
-  uint8_t depth = 0;  // nested containers open inside the top-level object
-  uint8_t ws = 0;     // whitespace bytes in a row
+  uint8_t phase = 0;    // where in the structure (json_machine.cc: Phase)
+  uint8_t lex = 0;      // the scalar being read, if any (Lex)
+  uint8_t depth = 0;    // nested containers open inside the top-level object
+  uint8_t ws = 0;       // whitespace bytes in a row
   uint32_t arrays = 0;  // bit d-1: the container at depth d is an array (else an object)
   uint32_t prop = 0;    // the top-level property whose key or value comes now
   // String: sub-state, pending UTF-8 continuation bytes and the range of the next one,
