@@ -2,8 +2,9 @@
 // the HTTP/JSON service with embedded defaults (127.0.0.1:8470, ./var, a `default` tenant
 // whose token is printed and written to <data-dir>/tokens/default, mode 0600) driving the
 // scheduler: one simulated worker, emulated HBM/host/disk tiers sized from the machine,
-// loopback topology, LLM nodes on the simulated engine (--engine cpu --model F: on the
-// reference CPU engine, computed for real; --llm reported: an engine or the clients report
+// loopback topology, LLM nodes on the simulated engine (--engine cpu [--model F]: on the
+// reference CPU engine, computed for real — with no --model, the embedded demo model,
+// random weights over Qwen3's vocabulary; --llm reported: an engine or the clients report
 // LLM results; --links FILE: the figures `switchyard calibrate --links-out` measured, on the
 // links it names; --remote-workers N [--control-listen HOST:PORT] [--local-workers N]: N
 // more workers, each a `switchyard worker --join` process, waited for before serving —
@@ -16,6 +17,7 @@
 
 #include "base/logging.h"
 #include "cli/command.h"
+#include "executors/cpu/model_shape.h"
 #include "executors/engine_kind.h"
 #include "http/http_server.h"
 #include "proto/json.h"
@@ -49,6 +51,10 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->engine = args[++i];
     else if (args[i] == "--model" && v)
       flags->model = args[++i];
+    else if (args[i] == "--weight-dtype" && v)
+      flags->weight_dtype = args[++i];
+    else if (args[i] == "--kv-dtype" && v)
+      flags->kv_dtype = args[++i];
     else if (args[i] == "--upstream" && v) {
       std::string list = args[++i];
       for (size_t at = 0; at <= list.size();) {
@@ -78,7 +84,8 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       std::fprintf(help ? stdout : stderr,
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                    "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
-                   "[--model FILE_OR_DIR] [--kv-pool-mib N] [--upstream URL[,URL...]] "
+                   "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
+                   "[--kv-pool-mib N] [--upstream URL[,URL...]] "
                    "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
                    "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
                    "[--join-timeout-s S] "
@@ -99,7 +106,10 @@ void PrintBanner(const serve::ServeSetup& setup, uint16_t port, service::Service
         "scheduler: %d worker(s), LLM nodes on the cpu engine (%s), KV of real bytes: a "
         "%.0f MiB KV pool per worker, moved through kv_tiers (host memory, RocksDB disk) "
         "under net_budget link budgets\n",
-        d->config().workers, d->config().model_path.c_str(),
+        d->config().workers,
+        d->config().model_path == executors::cpu::kDemoModel
+            ? "demo-qwen3-random, the embedded demo model: RANDOM weights, Qwen3's vocabulary"
+            : d->config().model_path.c_str(),
         static_cast<double>(d->config().kv_pool_bytes) / (1 << 20));
   } else if (d) {
     std::printf(

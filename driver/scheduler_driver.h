@@ -122,6 +122,8 @@ struct SchedulerConfig {
   // `kv_pool_bytes` per worker, moved for real between the tiers).
   std::string engine = "simulated";
   std::string model_path;
+  // Engine cpu: how weights and KV are stored ("f32" | "bf16"; "": the model's own).
+  std::string cpu_weight_dtype, cpu_kv_dtype;
   uint64_t kv_pool_bytes = 256ULL << 20;
   // The served model (ServiceConfig.models): the id nodes name (empty: the model's own
   // name) and other names accepted for it; engine "simulated": the model's shape and the

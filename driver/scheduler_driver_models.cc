@@ -92,6 +92,8 @@ Status SchedulerDriver::MakeGroups() {
   first.aliases = c.model_aliases;
   first.engine = c.engine;
   first.model_path = c.model_path;
+  first.weight_dtype = c.cpu_weight_dtype;
+  first.kv_dtype = c.cpu_kv_dtype;
   first.kv_pool_bytes = c.kv_pool_bytes;
   first.model_config = c.model_config;
   first.gpu = c.gpu;

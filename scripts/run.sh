@@ -3,13 +3,15 @@
 #
 # Installs dependencies (scripts/bootstrap.sh), builds Release, starts `switchyard serve`
 # with the embedded defaults (127.0.0.1:8470, one worker, loopback topology) and the
-# reference CPU engine: a tiny Llama-architecture model with RANDOM weights
-# (configs/models/tiny-llama-4l.json: its text is meaningless) computed on this machine's
-# CPU, its KV in real bytes in a 12 MiB pool (small: the sessions contend for it), demoted to / prefetched from the host and
-# RocksDB disk tiers for real. Then it drives a sample agent workload through the HTTP API
+# reference CPU engine: the demo model, a small Qwen3-architecture model with RANDOM
+# weights over Qwen3's real vocabulary and chat template (demo-qwen3-random,
+# configs/models/demo-qwen3-random.json: its text is meaningless; its tokenizer is the npm
+# package scripts/bootstrap.sh installs) computed on this machine's CPU, its KV in real
+# bytes in a 6 MiB pool (small: the sessions contend for it), demoted to / prefetched from
+# the host and RocksDB disk tiers for real. Then it drives a sample agent workload through the HTTP API
 # with the Python client: the committed sample of real coding-agent sessions
 # (tests/fixtures/agent_sessions_sample.jsonl; source and licence in
-# tests/fixtures/README.md), converted with `switchyard convert`, token counts x0.02
+# tests/fixtures/README.md), converted with `switchyard convert`, token counts x0.1
 # (TOKEN_SCALE) so the CPU engine computes them in a minute or two. Tool waits are real
 # sleeps of the sessions' recorded tool durations compressed by TIME_SCALE (default 0.1:
 # ten times faster); arrivals are compressed by the same factor.
@@ -19,8 +21,9 @@
 # moved per tier, the real KV bytes copied, each worker's engine and pool) and the dashboard
 # URL. Keeps serving until Ctrl-C; `--once` exits after the workload.
 # Environment: BUILD_DIR (build-release/), OUT_DIR (var/), LISTEN (127.0.0.1:8470),
-# TIME_SCALE (0.1), ENGINE (cpu|simulated), MODEL, TOKEN_SCALE (0.02), KV_POOL_MIB (12),
-# JOBS (nproc), SKIP_BOOTSTRAP=1 to skip installing dependencies,
+# TIME_SCALE (0.1), ENGINE (cpu|simulated), MODEL (demo-qwen3-random; or a shape file or
+# a checkpoint directory), TOKEN_SCALE (0.1), KV_POOL_MIB (6), JOBS (nproc),
+# SKIP_BOOTSTRAP=1 to skip installing dependencies,
 # SWITCHYARD_BIN=path to use an already built binary (no bootstrap, no build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +31,7 @@ ONCE=0
 for arg in "$@"; do
   case "$arg" in
     --once) ONCE=1 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$arg' (use --once)" >&2; exit 2 ;;
   esac
 done
@@ -37,9 +40,9 @@ OUT_DIR=${OUT_DIR:-var}
 LISTEN=${LISTEN:-127.0.0.1:8470}
 TIME_SCALE=${TIME_SCALE:-0.1}
 ENGINE=${ENGINE:-cpu}  # cpu: the reference CPU engine computes the calls; simulated
-MODEL=${MODEL:-configs/models/tiny-llama-4l.json}
-TOKEN_SCALE=${TOKEN_SCALE:-0.02}
-KV_POOL_MIB=${KV_POOL_MIB:-12}
+MODEL=${MODEL:-demo-qwen3-random}  # the embedded demo model, a shape file or a checkpoint dir
+TOKEN_SCALE=${TOKEN_SCALE:-0.1}
+KV_POOL_MIB=${KV_POOL_MIB:-6}
 JOBS=${JOBS:-$(nproc)}
 
 if [ -n "${SWITCHYARD_BIN:-}" ]; then
@@ -61,7 +64,11 @@ ENGINE_ARGS=()
 if [ "$ENGINE" = cpu ]; then
   # The CPU engine computes every token: the sessions' token counts x TOKEN_SCALE.
   # Nodes name the served model (its shape file's "name"), which the server checks.
-  MODEL_ID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "$MODEL")
+  # The served model's name: a shape file's "name", a checkpoint directory's own name, or
+  # the embedded demo model's.
+  MODEL_ID=$(python3 -c 'import json, os, sys
+p = sys.argv[1]
+print(json.load(open(p))["name"] if os.path.isfile(p) else os.path.basename(os.path.normpath(p)))' "$MODEL")
   SCALE_ARGS=(--token-scale "$TOKEN_SCALE" --model "$MODEL_ID")
   ENGINE_ARGS=(--engine cpu --model "$MODEL" --kv-pool-mib "$KV_POOL_MIB")
   echo "   (token counts x$TOKEN_SCALE for the cpu engine: $MODEL, random weights)"

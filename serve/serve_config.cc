@@ -7,6 +7,8 @@
 #include <set>
 #include <string_view>
 
+#include "executors/cpu/dtype.h"
+#include "executors/cpu/model_shape.h"
 #include "executors/engine_kind.h"
 #include "frontends/openai/openai_upstream.h"
 #include "proto/json.h"
@@ -109,6 +111,19 @@ Status FillLinkFile(const v1::ServiceConfig& config, const ServeFlags& flags,
   return Status::OK();
 }
 
+// --weight-dtype / --kv-dtype of engine cpu: "f32" or "bf16" (empty: the model's own).
+Status FillCpuDtypes(const ServeFlags& flags, driver::SchedulerConfig* s) {
+  const std::pair<const char*, const std::string*> dtypes[] = {
+      {"--weight-dtype", &flags.weight_dtype}, {"--kv-dtype", &flags.kv_dtype}};
+  for (const auto& [flag, value] : dtypes)
+    if (!value->empty() && !executors::cpu::ParseDType(*value))
+      return Status::InvalidArgument(std::string(flag) + " must be f32 or bf16, got '" + *value +
+                                     "'");
+  s->cpu_weight_dtype = flags.weight_dtype;
+  s->cpu_kv_dtype = flags.kv_dtype;
+  return Status::OK();
+}
+
 // The scheduler: model executor, workers, emulated HBM, policy, links, tenant weights.
 Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
                   driver::SchedulerConfig* s) {
@@ -131,14 +146,15 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
   SY_RETURN_IF_ERROR(CheckNotNegative("kv_pool_mib", static_cast<double>(config.kv_pool_mib())));
   int64_t mib = flags.kv_pool_mib > 0 ? flags.kv_pool_mib : config.kv_pool_mib();
   if (kind->computes) {
-    if (s->model_path.empty())
-      return Status::InvalidArgument(
-          "--engine cpu needs --model (model): a shape file such as "
-          "configs/models/tiny-llama-4l.json (random weights) or a Llama checkpoint directory");
+    // No model named: the embedded demo model (random weights, Qwen3's vocabulary).
+    if (s->model_path.empty()) s->model_path = executors::cpu::kDemoModel;
     s->kv_pool_bytes = static_cast<uint64_t>(mib > 0 ? mib : 256) << 20;
-  } else if (!flags.model.empty() || flags.kv_pool_mib > 0) {
-    return Status::InvalidArgument("--model and --kv-pool-mib apply to --engine cpu only");
+    return FillCpuDtypes(flags, s);
   }
+  if (!flags.model.empty() || flags.kv_pool_mib > 0 || !flags.weight_dtype.empty() ||
+      !flags.kv_dtype.empty())
+    return Status::InvalidArgument(
+        "--model, --kv-pool-mib, --weight-dtype and --kv-dtype apply to --engine cpu only");
   return Status::OK();
 }
 

@@ -24,7 +24,9 @@ struct ServeFlags {
   std::string data_dir;                // --data-dir DIR
   std::string llm;                     // --llm simulated|reported
   std::string engine;                  // --engine simulated|cpu
-  std::string model;                   // --model FILE_OR_DIR (engine cpu)
+  std::string model;                   // --model FILE_OR_DIR (engine cpu; default: the demo)
+  std::string weight_dtype;            // --weight-dtype f32|bf16 (engine cpu)
+  std::string kv_dtype;                // --kv-dtype f32|bf16 (engine cpu)
   int64_t kv_pool_mib = 0;             // --kv-pool-mib N (engine cpu; 0: the config's or 256)
   std::vector<std::string> upstreams;  // --upstream URL[,URL...] (the OpenAI front's proxy)
   std::string upstream_key;            // --upstream-key TOKEN

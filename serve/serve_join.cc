@@ -108,11 +108,7 @@ void ReconnectKvStore(workers::JoinServer* js, int local, RemoteKv* kv, int inde
 // The model config of a CPU engine checkpoint (a shape file, or a Hugging Face directory's
 // config.json), as the welcome names it and each worker checks its own against.
 Result<v1::ModelConfig> CpuModelConfig(const std::string& path) {
-  std::error_code ec;
-  Result<executors::cpu::ModelShape> shape =
-      std::filesystem::is_directory(path, ec)
-          ? executors::cpu::LoadHfConfig((std::filesystem::path(path) / "config.json").string())
-          : executors::cpu::LoadShapeFile(path);
+  Result<executors::cpu::ModelShape> shape = executors::cpu::LoadModelShape(path);
   if (!shape.ok()) return shape.status().Annotate("--model " + path);
   return executors::cpu::ToModelConfig(*shape);
 }

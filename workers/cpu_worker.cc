@@ -18,8 +18,11 @@ Result<std::unique_ptr<CpuWorker>> CpuWorker::Load(const std::string& path) {
   w->model_ = std::move(*m);
   auto tok = executors::cpu::LoadTokenizer(path, w->model_->shape());
   if (!tok.ok()) return tok.status().Annotate("--model " + path);
-  // serve restricts a byte-level tokenizer's model to text (ByteTextMasks): so must we.
-  w->byte_tokenizer_ = (*tok)->name() == "byte";
+  // As serve's engine (driver/engine_registry.cc): the tokenizer's stop ids, and a model
+  // with random weights restricted to text (TextMasks).
+  SY_RETURN_IF_ERROR(w->model_->AddEosIds((*tok)->eos_ids()));
+  if (w->model_->shape().random_weights)
+    w->text_masks_ = executors::cpu::TextMasks(**tok, w->model_->shape());
   return w;
 }
 
@@ -39,9 +42,7 @@ Result<std::unique_ptr<executors::StepRunner>> CpuWorker::MakeRunner(
   SY_ASSIGN_OR_RETURN(std::unique_ptr<executors::cpu::CpuStepRunner> r,
                       executors::cpu::CpuStepRunner::Create(
                           loop, model_.get(), &tokens_, bt, blocks,
-                          "cpu engine KV pool (worker " + worker_id + ")", "default",
-                          byte_tokenizer_ ? executors::cpu::ByteTextMasks(model_->shape())
-                                          : std::vector<std::vector<bool>>{}));
+                          "cpu engine KV pool (worker " + worker_id + ")", "default", text_masks_));
   runner_ = r.get();
   return std::unique_ptr<executors::StepRunner>(std::move(r));
 }

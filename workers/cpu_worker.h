@@ -70,7 +70,7 @@ class CpuWorker {
   Status DoImport(const v1::KvImport& m, const kv_tiers::kv_store::KvStoreServer* store);
 
   std::unique_ptr<executors::cpu::Model> model_;
-  bool byte_tokenizer_ = false;
+  std::vector<std::vector<bool>> text_masks_;  // random weights: executors::cpu::TextMasks
   executors::cpu::TokenLog tokens_;
   executors::cpu::CpuStepRunner* runner_ = nullptr;  // made by MakeRunner, owned by the agent
 };

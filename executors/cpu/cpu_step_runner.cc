@@ -17,19 +17,6 @@ uint64_t SplitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::vector<std::vector<bool>> ByteTextMasks(const ModelShape& shape) {
-  const int64_t vocab = shape.vocab_size;
-  std::vector<bool> text(vocab, false);
-  for (int t = 32; t < 127 && t < vocab; ++t) text[t] = true;
-  if (vocab > '\n') text['\n'] = text['\t'] = true;
-  std::vector<bool> json = text;
-  if (vocab > '\\') json['\n'] = json['\t'] = json['"'] = json['\\'] = false;
-  for (int32_t id : shape.eos_ids)
-    if (id >= 0 && id < vocab) text[id] = true;
-  if (shape.eos_id >= 0 && shape.eos_id < vocab) text[shape.eos_id] = true;
-  return {text, json};
-}
-
 Status RecordAdmit(TokenLog* log, int64_t vocab, const SequenceSpec& spec,
                    const std::string& primary, int64_t fresh_from) {
   int64_t rebuild = 0;

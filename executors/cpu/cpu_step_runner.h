@@ -56,12 +56,6 @@ class TokenLog;
 // splitmix64's finaliser (seeds and synthetic ids).
 uint64_t SplitMix(uint64_t x);
 
-// The byte tokenizer's output sets (SequenceSpec::token_mask, CpuEngine::Options::
-// token_masks): 0, printable ASCII, newline, tab and EOS (valid UTF-8 a client echoes
-// unchanged); 1, printable ASCII but '"' and '\\' (text a JSON string holds unescaped:
-// generated tool arguments).
-std::vector<std::vector<bool>> ByteTextMasks(const ModelShape& shape);
-
 // Records in `log` the token ids of an admitted sequence (what OnAdmit does before it
 // keeps the sequence's sampling parameters; serve does the same for a joined worker's
 // engine, whose admissions then carry the ids): each context's ids up to its tokens

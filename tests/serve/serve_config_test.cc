@@ -26,6 +26,24 @@ std::string ErrorOf(const std::string& json, const ServeFlags& flags = {}) {
   return s.ok() ? "" : s.status().ToString();
 }
 
+TEST(ServeConfigTest, TheCpuEngineTakesWeightAndKvStorageTypes) {
+  ServeFlags f;
+  f.engine = "cpu";
+  f.weight_dtype = "f32";
+  f.kv_dtype = "bf16";
+  auto s = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.cpu_weight_dtype, "f32");
+  EXPECT_EQ(s->service.scheduler.cpu_kv_dtype, "bf16");
+  f.kv_dtype = "fp8";
+  EXPECT_EQ(MakeServeSetup(v1::ServiceConfig{}, f).status().message(),
+            "--kv-dtype must be f32 or bf16, got 'fp8'");
+  f.kv_dtype = "";
+  f.weight_dtype = "int4";
+  EXPECT_EQ(MakeServeSetup(v1::ServiceConfig{}, f).status().message(),
+            "--weight-dtype must be f32 or bf16, got 'int4'");
+}
+
 TEST(ServeConfigTest, NoConfigGivesTheEmbeddedDefaults) {
   auto s = MakeServeSetup(v1::ServiceConfig{}, {});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -42,13 +60,12 @@ TEST(ServeConfigTest, NoConfigGivesTheEmbeddedDefaults) {
   EXPECT_EQ(s->api.max_inflight, HttpApiOptions{}.max_inflight);
 }
 
-TEST(ServeConfigTest, TheCpuEngineNeedsAModelAndTakesAPoolSize) {
+TEST(ServeConfigTest, TheCpuEngineServesTheDemoModelUnlessGivenOneAndTakesAPoolSize) {
   ServeFlags f;
   f.engine = "cpu";
   auto s = MakeServeSetup(v1::ServiceConfig{}, f);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("--engine cpu needs --model"), std::string::npos)
-      << s.status().message();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.model_path, "demo-qwen3-random") << "the embedded demo model";
   f.model = "configs/models/tiny-llama-4l.json";
   s = MakeServeSetup(v1::ServiceConfig{}, f);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -73,6 +90,10 @@ TEST(ServeConfigTest, TheCpuEngineNeedsAModelAndTakesAPoolSize) {
             std::string::npos);
   f = ServeFlags{};
   f.model = "m.json";  // the simulated engine has no model to load
+  EXPECT_NE(MakeServeSetup(v1::ServiceConfig{}, f).status().message().find("--engine cpu only"),
+            std::string::npos);
+  f = ServeFlags{};
+  f.weight_dtype = "bf16";  // nor weights to store
   EXPECT_NE(MakeServeSetup(v1::ServiceConfig{}, f).status().message().find("--engine cpu only"),
             std::string::npos);
   f = ServeFlags{};
