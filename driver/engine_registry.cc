@@ -132,6 +132,7 @@ Status LoadCpu(ServedModelSpec* s, std::shared_ptr<executors::cpu::TokenLog> tok
   SY_RETURN_IF_ERROR(out->cpu_model->AddEosIds(out->tokenizer->eos_ids()));
   const executors::cpu::ModelShape& shape = out->cpu_model->shape();
   if (shape.random_weights) out->text_masks = executors::cpu::TextMasks(*out->tokenizer, shape);
+  out->token_bytes = executors::cpu::ConstraintTokenBytes(*out->tokenizer, shape.vocab_size);
   Log(LogLevel::kInfo, "cpu engine model loaded",
       LogKeys()
           .With("model", shape.Describe())
@@ -154,6 +155,7 @@ Result<EngineWorker> MakeCpu(EventLoop* loop, int worker, const executors::Engin
   o.model = m.cpu_model.get();
   o.tokens = m.token_log.get();
   o.token_masks = m.text_masks;
+  o.token_bytes = m.token_bytes;
   SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop, worker, limits, o));
   EngineWorker w;
   w.hbm = &e->pool();

@@ -70,6 +70,8 @@ struct ServedModel {
   std::unique_ptr<executors::cpu::Tokenizer> tokenizer;
   // Random weights: the outputs its engines may emit (executors::cpu::TextMasks).
   std::vector<std::vector<bool>> text_masks;
+  // Engine "cpu": each token id's bytes, for forced tool calls' constrained decoding.
+  std::vector<std::string> token_bytes;
   uint64_t kv_bytes_scale = 64;  // 1: real bytes
   bool computes() const { return kind && kind->computes; }
   ServedModel();

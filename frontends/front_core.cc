@@ -173,8 +173,11 @@ void FrontCore::Start(const CallPtr& c) {
     WatchPlacement(c);
   else
     Generate(c);
+  int64_t budget = c->max_tokens;
+  if (!upstream_ && !service_->generation()->tokenizer(c->model))  // a placeholder
+    budget = std::min(budget, options_.placeholder_tokens);
   v1::ProgramNode n = sessions_.LlmNode(c->turn, c->head.model,
-                                        static_cast<int64_t>(c->prompt.size()), c->max_tokens);
+                                        static_cast<int64_t>(c->prompt.size()), budget);
   sessions_.Submit(c->turn, std::move(n), c->req.deadline_ms, c->req.priority,
                    [this, c](const Status& st) {
                      if (!st.ok()) return Fail(c, st);

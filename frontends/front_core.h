@@ -24,7 +24,8 @@
 // prompt and the engine generates the arguments constrained to the tool's schema (an
 // object holding every required property, executors/cpu/json_constraint.h), closed by the
 // constraint's completion if max_tokens cut it. With the simulated engine the text is a
-// placeholder of as many words as the engine decoded tokens. A call that fails, or whose
+// placeholder of as many words as the engine decoded tokens (at most
+// Options::placeholder_tokens, then it ends as at an EOS). A call that fails, or whose
 // streaming client goes away, has its workflow cancelled (which stops its generation) and
 // its session starts afresh.
 //
@@ -90,6 +91,10 @@ class FrontCore {
   struct Options {
     std::chrono::milliseconds session_idle_timeout{std::chrono::minutes(10)};
     int64_t default_max_tokens = 128;
+    // The simulated engine's answer: this many placeholder words (fewer when max_tokens is
+    // lower), ending the turn as a model's end of sequence would (agents treat an answer
+    // cut at its cap as an error).
+    int64_t placeholder_tokens = 16;
     // Proxy mode: upstream servers ("http://host:port") and the bearer token sent to them.
     // Empty: answers come from this server's engine.
     std::vector<std::string> upstreams;

@@ -102,6 +102,7 @@ void FrontCore::Finish(const CallPtr& c, const Status& st, int64_t output_tokens
     if (!service_->generation()->tokenizer(c->model)) {  // simulated engine: a placeholder
       MutexLock lock(&c->mu);
       c->output.assign(static_cast<size_t>(std::max<int64_t>(0, output_tokens)), 0);
+      c->eos = output_tokens < c->max_tokens;  // the placeholder ended before the cap
     }
     Answer(c);
   });
@@ -184,7 +185,7 @@ frontends::Answer FrontCore::Compose(const CallPtr& c, std::vector<int32_t>* out
     a.text = text;
   }
   a.prompt_tokens = static_cast<int64_t>(c->prompt.size());
-  a.completion_tokens = static_cast<int64_t>(output->size()) + (c->eos ? 1 : 0);
+  a.completion_tokens = static_cast<int64_t>(output->size()) + (c->eos && tok ? 1 : 0);
   a.cached_tokens = c->turn.cached;
   if (c->stream && !c->tool && text.size() >= c->sent.size() &&
       text.compare(0, c->sent.size(), c->sent) == 0)

@@ -24,8 +24,9 @@ Json TemplateCall(const ToolCall& c) {
 Json TemplateMessage(const Message& m) {
   Json j = Json::object();
   j["role"] = m.role == "developer" ? "system" : m.role;
-  const bool no_text = m.content.empty() && !m.tool_calls.empty();
-  j["content"] = no_text ? Json(nullptr) : Json(m.content);
+  // A turn without text has content "" (not null): templates test `'</think>' in
+  // message.content` (Qwen3) or concatenate it.
+  j["content"] = m.content;
   if (!m.name.empty()) j["name"] = m.name;
   if (!m.reasoning.empty()) j["reasoning_content"] = m.reasoning;
   if (!m.tool_calls.empty()) {
@@ -44,9 +45,8 @@ std::string JsonString(std::string_view s) { return Json(std::string(s)).dump();
 std::string ForcedCallArguments(const std::string& schema, std::string_view text) {
   auto k = executors::cpu::JsonObjectConstraint::FromSchema(schema);
   if (!k.ok()) return "{}";
-  size_t start = text.find_first_not_of(" \t\r\n");
   std::string args;
-  for (size_t i = start == std::string_view::npos ? text.size() : start; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size(); ++i) {
     if (!k->Feed(text.substr(i, 1))) break;
     args += text[i];
   }

@@ -64,14 +64,13 @@ class PromptFormat {
 
 // A forced call's arguments: the text the engine generated under the constraint of
 // `schema` (executors/cpu/json_constraint.h: an object holding every required property),
-// closed into a complete object where it was cut (max_tokens, a stop sequence). Leading
-// whitespace is dropped, and text past what the constraint accepts (the simulated engine's
+// closed into a complete object where it was cut (max_tokens, a stop sequence). Text past what the constraint accepts (the simulated engine's
 // placeholder is not JSON at all) is replaced by the completion: the result is always a
 // JSON object holding every required property. "{}" for a schema the constraint refuses.
 std::string ForcedCallArguments(const std::string& schema, std::string_view text);
 
 // The conversation in the shape Hugging Face chat templates read (OpenAI's): messages with
-// role, content, name, tool_calls ({id, type, function: {name, arguments}}), tool_call_id
+// role, content ("" for a turn without text), name, tool_calls ({id, type, function: {name, arguments}}), tool_call_id
 // and reasoning_content; developer turns become system turns. Tools as [{type: "function",
 // function: {name, description, parameters}}] (a parameters text that is not JSON stays
 // out).

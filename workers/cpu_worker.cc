@@ -23,6 +23,7 @@ Result<std::unique_ptr<CpuWorker>> CpuWorker::Load(const std::string& path) {
   SY_RETURN_IF_ERROR(w->model_->AddEosIds((*tok)->eos_ids()));
   if (w->model_->shape().random_weights)
     w->text_masks_ = executors::cpu::TextMasks(**tok, w->model_->shape());
+  w->token_bytes_ = executors::cpu::ConstraintTokenBytes(**tok, w->model_->shape().vocab_size);
   return w;
 }
 
@@ -42,7 +43,7 @@ Result<std::unique_ptr<executors::StepRunner>> CpuWorker::MakeRunner(
   SY_ASSIGN_OR_RETURN(std::unique_ptr<executors::cpu::CpuStepRunner> r,
                       executors::cpu::CpuStepRunner::Create(
                           loop, model_.get(), &tokens_, bt, blocks,
-                          "cpu engine KV pool (worker " + worker_id + ")", "default", text_masks_));
+                          "cpu engine KV pool (worker " + worker_id + ")", "default", text_masks_, token_bytes_));
   runner_ = r.get();
   return std::unique_ptr<executors::StepRunner>(std::move(r));
 }

@@ -80,6 +80,8 @@ Status CpuStepRunner::OnAdmit(const SequenceSpec& spec, const std::string& prima
   SY_RETURN_IF_ERROR(RecordAdmit(log_, model_->shape().vocab_size, spec, primary, fresh_from));
   Params p{spec.temperature, spec.top_p,      spec.sampling_seed,
            spec.stop_at_eos, spec.token_mask, std::move(json)};
+  // Where its answer starts (none of it emitted yet), so the first token is never cut.
+  if (spec.output_done == 0) p.answer_start = static_cast<int64_t>(log_->Of(primary).size());
   if (p.json) constrained_[primary] = spec.key;
   params_[spec.key] = std::move(p);
   return Status::OK();
@@ -215,6 +217,21 @@ const std::vector<bool>* CpuStepRunner::StaticMask(int mask) const {
   return mask < static_cast<int>(masks_.size()) ? &masks_[static_cast<size_t>(mask)] : nullptr;
 }
 
+// A random-weights model's answer ends here instead of with `token`
+// (ModelShape::mean_answer_tokens), after its first token: with probability 1/N, from a draw of the sampling seed
+// (none when greedy, so a greedy answer depends on its context only), the position and
+// the token the step chose.
+bool CpuStepRunner::EndsAnswer(const Params& p, int32_t token, int64_t position) const {
+  const ModelShape& shape = model_->shape();
+  if (shape.mean_answer_tokens <= 0 || p.json || !p.stop_at_eos || shape.eos_id < 0 ||
+      position <= p.answer_start)  // an answer has one token at least
+    return false;
+  const uint64_t seed = p.temperature > 0 ? p.seed : 0;
+  const uint64_t draw = SplitMix(seed ^ SplitMix(static_cast<uint64_t>(position) ^
+                                                 (static_cast<uint64_t>(token) << 32)));
+  return draw % static_cast<uint64_t>(shape.mean_answer_tokens) == 0;
+}
+
 // The token an emit samples from its logits row (masked in place), and whether it ends
 // the sequence (its JSON object closed, or no token was allowed).
 int32_t CpuStepRunner::Choose(const Emit& e, float* row, std::vector<uint8_t>* allowed,
@@ -239,6 +256,7 @@ int32_t CpuStepRunner::Choose(const Emit& e, float* row, std::vector<uint8_t>* a
   std::span<const float> l(row, vocab);
   const uint64_t seed = SplitMix(p.seed ^ SplitMix(static_cast<uint64_t>(e.position)));
   const int32_t token = p.temperature > 0 ? Sample(l, p.temperature, p.top_p, seed) : Argmax(l);
+  if (EndsAnswer(p, token, e.position)) return model_->shape().eos_id;
   if (!p.json) return token;
   JsonObjectConstraint fed = *p.json;
   const bool in_vocab = token >= 0 && static_cast<size_t>(token) < token_bytes_.size();

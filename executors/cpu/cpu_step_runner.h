@@ -142,6 +142,7 @@ class CpuStepRunner final : public StepRunner {
     bool stop_at_eos = true;
     int mask = -1;
     std::optional<JsonObjectConstraint> json;  // the output's constraint, fed as tokens emit
+    int64_t answer_start = -1;  // the position its first output token takes (-1: emitted)
   };
   struct Emit {
     size_t item = 0;
@@ -164,6 +165,7 @@ class CpuStepRunner final : public StepRunner {
                                                             const std::string& primary) const;
   const std::vector<bool>* StaticMask(int mask) const;
   int32_t Choose(const Emit& e, float* row, std::vector<uint8_t>* allowed, uint8_t* ends) const;
+  bool EndsAnswer(const Params& p, int32_t token, int64_t position) const;
   void Compute(Job* job) const;
   void Finish(std::vector<StepItem>* items, Job& job);
   void Work();

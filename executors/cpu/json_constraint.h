@@ -3,7 +3,7 @@
 // inside, and what a front door uses to close an output that stopped short.
 //
 // The language, from a JSON schema of an object:
-//   * optional leading whitespace, then one JSON object, and nothing after its '}';
+//   * one JSON object from its first byte (no leading whitespace), nothing after its '}';
 //   * its keys are exactly the schema's "required" properties, each once, in the order
 //     "required" lists them (written as nlohmann::json writes the key: `"name"`); a schema
 //     that requires nothing allows only `{}`;

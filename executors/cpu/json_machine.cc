@@ -332,7 +332,9 @@ bool StepObjAfter(const Schema& s, State* st, uint8_t b) {
 
 bool StepStructure(const Schema& s, State* st, uint8_t b) {
   if (IsWs(b)) {
-    if (st->phase == kDone || st->ws >= kMaxWhitespace) return false;
+    // None before the object: the prompt ends where it opens (a random model would spend
+    // its tokens there).
+    if (st->phase == kStart || st->phase == kDone || st->ws >= kMaxWhitespace) return false;
     ++st->ws;
     return true;
   }

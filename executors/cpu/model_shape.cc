@@ -79,6 +79,7 @@ std::string ModelShape::Describe() const {
     << " heads, " << kv_heads << " KV heads, head_dim " << head_dim << ", intermediate "
     << intermediate << ", vocab " << vocab_size << ", " << parameters() << " parameters, "
     << DTypeName(weight_dtype) << " weights, " << DTypeName(kv_dtype) << " KV";
+  if (mean_answer_tokens > 0) s << ", answers of " << mean_answer_tokens << " tokens on average";
   return s.str();
 }
 
@@ -169,6 +170,10 @@ Result<ModelShape> ParseShapeFile(const std::string& text, const std::string& pa
   SY_RETURN_IF_ERROR(f.Int("seed", &seed, false));
   if (seed < 0) return f.Bad("seed", "must not be negative");
   s.seed = static_cast<uint64_t>(seed);
+  SY_RETURN_IF_ERROR(f.Int("meanAnswerTokens", &s.mean_answer_tokens, false));
+  if (s.mean_answer_tokens < 0) return f.Bad("meanAnswerTokens", "must not be negative");
+  if (s.mean_answer_tokens > 0 && !s.random_weights)
+    return f.Bad("meanAnswerTokens", "applies to random weights only");
   std::string tokenizer;
   SY_RETURN_IF_ERROR(f.String("tokenizer", &tokenizer));
   if (!tokenizer.empty())

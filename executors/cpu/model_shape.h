@@ -42,6 +42,14 @@ struct ModelShape {
   std::vector<int32_t> eos_ids;  // every id that ends a generation (IsEos)
   bool random_weights = true;    // generated from a seed: the model's text is meaningless
   uint64_t seed = 0;             // random weights only
+  // Random weights only, 0: off. A random model never learns to stop, so its answers would
+  // always run to max_tokens (which agents take for an error); with N > 0 every sampled
+  // step of a sequence that stops at EOS but its first ends it with probability 1/N (decided by the
+  // sequence's sampling seed — none when greedy — its position and the token chosen, so
+  // batch invariance and greedy determinism hold): answers of N tokens on average,
+  // geometrically distributed. Constrained sequences (forced tool calls) end when
+  // their object closes instead.
+  int64_t mean_answer_tokens = 0;
   bool tie_embeddings = false;   // the LM head is the token embedding matrix
   // Llama 3 "llama3" rope scaling (rope_scaling in config.json); factor 0 = none.
   double rope_scaling_factor = 0, rope_low_freq_factor = 1, rope_high_freq_factor = 4;
@@ -80,6 +88,7 @@ Status ValidateShape(const ModelShape& s, const std::string& where, bool hf_name
 // "hiddenSize", "numLayers", "numAttentionHeads", "numKvHeads", "headDim" (default
 // hiddenSize / numAttentionHeads), "intermediateSize", "maxPositions", "ropeTheta",
 // "rmsNormEps", "bosId", "eosId" (an id or a list of ids), "randomWeights", "seed",
+// "meanAnswerTokens" (random weights: ModelShape::mean_answer_tokens),
 // "tieEmbeddings", "weightDtype" (fp32 | bf16, default bf16), "kvDtype" (fp32 | bf16,
 // default fp32), "tokenizer" (a tokenizer.json or a directory holding one, relative to the
 // shape file's directory: ModelShape::tokenizer_paths; absent: the byte tokenizer)}; other keys of

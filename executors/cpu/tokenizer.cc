@@ -194,6 +194,14 @@ bool Printable(unsigned char c) { return c >= 32 && c < 127; }
 
 }  // namespace
 
+std::vector<std::string> ConstraintTokenBytes(const Tokenizer& tok, int64_t vocab) {
+  std::vector<std::string> bytes(static_cast<size_t>(std::max<int64_t>(vocab, 0)));
+  const int64_t n = std::min(vocab, tok.vocab_size());
+  for (int32_t id = 0; id < n; ++id)
+    if (!tok.IsSpecial(id)) bytes[static_cast<size_t>(id)] = tok.TokenBytes(id);
+  return bytes;
+}
+
 std::vector<std::vector<bool>> TextMasks(const Tokenizer& tok, const ModelShape& shape) {
   const int64_t vocab = shape.vocab_size;
   std::vector<bool> text(vocab, false), json(vocab, false);

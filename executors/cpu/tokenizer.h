@@ -121,6 +121,12 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model_path,
 // (but for stop ids in set 0), nor is an id with no bytes.
 std::vector<std::vector<bool>> TextMasks(const Tokenizer& tok, const ModelShape& shape);
 
+// The raw bytes of each of the model's `vocab` ids for constrained decoding
+// (CpuEngine::Options::token_bytes): TokenBytes, but "" for special tokens (an EOS or a
+// chat template's markers are never part of generated JSON) and ids past the tokenizer's
+// vocabulary.
+std::vector<std::string> ConstraintTokenBytes(const Tokenizer& tok, int64_t vocab);
+
 // The offset of the first byte of `text` that is not part of well-formed UTF-8 (no
 // overlong forms, surrogates or code points past U+10FFFF), or -1 when it is valid.
 int64_t FirstInvalidUtf8(std::string_view text);

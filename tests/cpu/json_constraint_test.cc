@@ -47,7 +47,7 @@ bool AcceptsWhole(const JsonObjectConstraint& c, const std::string& text) {
 
 TEST(JsonObjectConstraint, AcceptsAnObjectOfEveryKindByteByByte) {
   const std::string text =
-      " \n{ \"s\": \"h\\\"i\\\\ \\/ \\u00e9 \\ud83d\\ude00 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\","
+      "{ \"s\": \"h\\\"i\\\\ \\/ \\u00e9 \\ud83d\\ude00 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\","
       "\"n\":-12.5e+3,\"i\": 42 ,\"b\":true,\"z\":null,\"e\":10,"
       "\"o\":{\"x\":[1,{\"y\":null}],\"w\":\"v\"},\"a\":[1,\"a\",[true],{}],\"any\":[],"
       "\"multi\":\"m\"}";
@@ -74,10 +74,10 @@ TEST(JsonObjectConstraint, KeysAreTheRequiredOnesInOrderAndNothingFollowsTheClos
 
 TEST(JsonObjectConstraint, WhitespaceRunsAreBounded) {
   JsonObjectConstraint c = One("{}");
-  EXPECT_TRUE(Accepts(c, std::string(8, ' ') + "{" + std::string(8, '\n') + "\"v\"" +
+  EXPECT_TRUE(Accepts(c, "{" + std::string(8, '\n') + "\"v\"" +
                              std::string(8, '\t') + ":" + std::string(8, ' ') + "[" +
                              std::string(8, '\r') + "]" + std::string(8, ' ') + "}"));
-  EXPECT_FALSE(Accepts(c, std::string(9, ' ')));
+  EXPECT_FALSE(Accepts(c, " ")) << "nothing before the object";
   EXPECT_FALSE(Accepts(c, "{" + std::string(9, ' ')));
   EXPECT_TRUE(Accepts(c, "{" + std::string(8, ' ') + "\"v\"  :\"" + std::string(50, ' ')));
 }
@@ -219,7 +219,6 @@ TEST(JsonObjectConstraint, CompletionClosesEveryPrefixOfARandomWalk) {
 TEST(JsonObjectConstraint, CompletionOfHalfWrittenScalars) {
   for (const char* prefix :
        {"",
-        "  ",
         "{",
         "{\"",
         "{\"s",

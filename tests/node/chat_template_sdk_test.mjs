@@ -30,8 +30,10 @@ const template = new Template(config.chat_template);
 // The reference count: the template rendered as Hugging Face's apply_chat_template does
 // (tool call arguments as objects), tokenized adding nothing.
 function referenceTokens(messages, tools) {
+  // A turn without text is given content "" (templates concatenate it or search it).
   const msgs = messages.map((m) => (m.tool_calls ? {
     ...m,
+    content: m.content ?? '',
     tool_calls: m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: JSON.parse(c.function.arguments) } })),
   } : m));
   const text = template.render({

@@ -1,0 +1,126 @@
+// A random-weights model's answer length (ModelShape::mean_answer_tokens, a shape file's
+// "meanAnswerTokens"): sampled answers end with the stop id after about N tokens on
+// average instead of always running to max_output_tokens; a greedy answer does not depend
+// on the seed; a shape of checkpoint weights may not set it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "base/virtual_event_loop.h"
+#include "executors/cpu/cpu_engine.h"
+#include "executors/cpu/model.h"
+#include "tests/common/wait_until.h"
+
+namespace switchyard::executors::cpu {
+namespace {
+
+// tiny-llama-2l with answers of 8 tokens on average.
+const Model& ShortAnswerModel() {
+  static std::unique_ptr<Model> m = [] {
+    const auto dir = std::filesystem::temp_directory_path() / "sy_answer_length_test";
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "tiny-short-answers.json").string();
+    std::ofstream(path) << R"({"name": "tiny-short-answers", "randomWeights": true, "seed": "2",
+      "meanAnswerTokens": 8, "vocabSize": 300, "hiddenSize": 64, "numLayers": 2,
+      "numAttentionHeads": 4, "numKvHeads": 2, "headDim": 16, "intermediateSize": 176,
+      "maxPositions": 2048, "bosId": 256, "eosId": 257})";
+    auto r = Model::Load(path);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(*r) : nullptr;
+  }();
+  return *m;
+}
+
+// Runs sequences to their end on a virtual-time loop; their tokens by key.
+class Runner {
+ public:
+  Runner() {
+    EngineLimits l;
+    l.block_tokens = 16;
+    l.pool_blocks = 512;
+    l.max_num_seqs = 16;
+    l.max_num_batched_tokens = 256;
+    CpuEngine::Options o;
+    o.model = &ShortAnswerModel();
+    o.tokens = &log_;
+    auto e = CpuEngine::Create(&loop_, 0, l, o);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(*e);
+    engine_->SetListener([this](const StepReport& r) {
+      for (const SeqProgress& p : r.seqs) {
+        if (p.token >= 0) out_[p.key].push_back(p.token);
+        if (p.finished) done_[p.key] = p.status.ok();
+      }
+    });
+  }
+  std::vector<int32_t> Run(const std::string& key, double temperature, uint64_t seed) {
+    SequenceSpec s;
+    s.key = key;
+    s.contexts.push_back(SeqContext{key + "-ctx", 0, false});
+    s.prefill_tokens = 6;
+    for (char c : std::string("Hello:")) s.prompt_token_ids.push_back(c);
+    s.max_output_tokens = 200;
+    s.temperature = temperature;
+    s.sampling_seed = seed;
+    EXPECT_TRUE(engine_->Admit(s).ok());
+    EXPECT_TRUE(::switchyard::testing::WaitUntil(
+        [&] {
+          loop_.Run();
+          return done_.count(key) > 0;
+        },
+        ::switchyard::testing::kWaitSeconds, std::chrono::microseconds(200)));
+    EXPECT_TRUE(done_[key]);
+    return out_[key];
+  }
+
+ private:
+  VirtualEventLoop loop_;
+  TokenLog log_;
+  std::unique_ptr<CpuEngine> engine_;
+  std::map<std::string, std::vector<int32_t>> out_;
+  std::map<std::string, bool> done_;
+};
+
+TEST(AnswerLength, SampledAnswersEndAfterAboutTheMeanNotAtTheCap) {
+  Runner r;
+  const int32_t eos = ShortAnswerModel().shape().eos_id;
+  int64_t total = 0, ended = 0;
+  const int kRuns = 60;
+  for (int i = 0; i < kRuns; ++i) {
+    std::vector<int32_t> out = r.Run("s" + std::to_string(i), 1.0, 1000 + i);
+    ASSERT_GE(out.size(), 2u) << "a token, then the stop id at the earliest";
+    total += static_cast<int64_t>(out.size());
+    if (out.back() == eos) ++ended;
+  }
+  EXPECT_GE(ended, kRuns - 1) << "answers end with the stop id, not at max_output_tokens (200)";
+  const double mean = static_cast<double>(total) / kRuns;
+  EXPECT_GT(mean, 4.0);  // 1 + geometric with mean 8 (the stop id counted): 60 draws
+  EXPECT_LT(mean, 15.0);
+}
+
+TEST(AnswerLength, AGreedyAnswerDoesNotDependOnTheSeed) {
+  Runner r;
+  EXPECT_EQ(r.Run("g1", 0.0, 1), r.Run("g2", 0.0, 999));
+}
+
+TEST(AnswerLength, OnlyRandomWeightsMayHaveIt) {
+  auto bad = ParseShapeFile(
+      R"({"name": "x", "randomWeights": false, "meanAnswerTokens": 8, "vocabSize": 300,
+      "hiddenSize": 64, "numLayers": 2, "numAttentionHeads": 4, "numKvHeads": 2,
+      "intermediateSize": 176})",
+      "x.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("meanAnswerTokens"), std::string::npos)
+      << bad.status().ToString();
+  auto negative = ParseShapeFile(
+      R"({"name": "x", "randomWeights": true, "meanAnswerTokens": -1, "vocabSize": 300,
+      "hiddenSize": 64, "numLayers": 2, "numAttentionHeads": 4, "numKvHeads": 2,
+      "intermediateSize": 176})",
+      "x.json");
+  EXPECT_FALSE(negative.ok());
+}
+
+}  // namespace
+}  // namespace switchyard::executors::cpu
