@@ -193,6 +193,8 @@ void SchedulerDriver::ApplyNodeInput(const std::string& wf, const v1::ProgramNod
   seq->stop_at_eos = in.stop_at_eos;
   seq->token_mask = in.token_mask;
   seq->json_schema = in.json_schema;
+  seq->logit_bias = in.logit_bias;
+  seq->choices = in.choices;
 }
 
 void SchedulerDriver::LogStarted(const std::string& kv_dir) const {

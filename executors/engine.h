@@ -89,6 +89,13 @@ struct SequenceSpec {
   // keys) and the sequence ends when the object closes, as at an end-of-sequence token
   // (which is not allowed before). An engine that cannot constrain refuses the sequence.
   std::string json_schema;
+  // Engines that compute: (token id, bias) added to the logits before sampling, as OpenAI's
+  // logit_bias (-100 bans a token, +100 all but forces it).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // Engines that compute: non-empty, the output is exactly one of these texts (guided
+  // choice: only tokens whose bytes keep it a prefix of one are allowed) and the sequence
+  // ends once it equals one. Not with json_schema.
+  std::vector<std::string> choices;
 };
 
 // Progress of one sequence in a step.

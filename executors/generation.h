@@ -55,6 +55,8 @@ class Generation {
     // Non-empty: the output is one JSON object of this schema's required keys
     // (SequenceSpec::json_schema); a forced tool call's arguments.
     std::string json_schema;
+    std::vector<std::pair<int32_t, float>> logit_bias;  // SequenceSpec::logit_bias
+    std::vector<std::string> choices;                   // SequenceSpec::choices
   };
   static constexpr int kTextMask = 0, kJsonStringMask = 1;
   virtual void SetNodeInput(const std::string& wf, const std::string& node, NodeInput input) = 0;

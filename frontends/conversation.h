@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace switchyard::frontends {
@@ -54,6 +55,11 @@ struct Sampling {
   double top_p = 1.0;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;  // stop sequences
+  // (token id, bias in [-100, 100]) added to the logits (OpenAI's logit_bias); the ids are
+  // checked against the model's vocabulary when the call is prepared.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // Guided choice (vLLM's structured_outputs.choice): the answer is exactly one of these.
+  std::vector<std::string> choices;
 };
 
 struct Conversation {

@@ -125,6 +125,7 @@ Status FrontCore::Prepare(Call* c) const {
   c->max_tokens = r.max_tokens > 0 ? r.max_tokens : options_.default_max_tokens;
   c->tool = ForcedTool(r);
   if (c->tool && !upstream_) SY_RETURN_IF_ERROR(PrepareForcedCall(c));
+  if (!upstream_) SY_RETURN_IF_ERROR(CheckGuided(*c));
   SY_ASSIGN_OR_RETURN(c->format, FormatOf(c->model));
   // A forced call's opening is added once the call's id is known.
   SY_ASSIGN_OR_RETURN(c->prompt, PromptTokens(r, c->model));

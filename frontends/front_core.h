@@ -147,6 +147,9 @@ class FrontCore {
   // A forced call's schema (the tool's parameters), refused when the engine cannot
   // constrain its arguments to it.
   Status PrepareForcedCall(Call* c) const;
+  // logit_bias and guided choices: only for a model this server computes, ids in its
+  // vocabulary, a choice not with a forced call.
+  Status CheckGuided(const Call& c) const;
   // Served model `model`'s prompt format (made once; a chat template that cannot be
   // parsed is an error naming the model).
   Result<std::shared_ptr<const PromptFormat>> FormatOf(const std::string& model) const;

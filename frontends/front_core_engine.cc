@@ -48,6 +48,8 @@ void FrontCore::Generate(const CallPtr& c) {
   in.stop_at_eos = true;
   in.token_mask = executors::Generation::kTextMask;
   if (c->tool) in.json_schema = c->schema;  // the engine ends it when the object closes
+  in.logit_bias = s.logit_bias;
+  in.choices = s.choices;
   d->SetNodeInput(c->turn.workflow, c->turn.node, std::move(in));
   d->Watch(c->turn.workflow, c->turn.node,
            life_.Guard([this, c](const executors::Generation::TokenEvent& t) {

@@ -47,6 +47,26 @@ Status FrontCore::PrepareForcedCall(Call* c) const {
   return Status::OK();
 }
 
+Status FrontCore::CheckGuided(const Call& c) const {
+  const Sampling& s = c.req.conv.sampling;
+  if (s.logit_bias.empty() && s.choices.empty()) return Status::OK();
+  const std::string what = s.choices.empty() ? "logit_bias" : "structured_outputs.choice";
+  executors::Generation* d = service_->generation();
+  const executors::cpu::Model* m = d ? d->cpu_model(c.model) : nullptr;
+  if (!m)
+    return Status::InvalidArgument(what + ": model '" + c.model +
+                                   "' is not computed here (the simulated engine has no "
+                                   "vocabulary to bias or constrain)");
+  if (!s.choices.empty() && c.tool)
+    return Status::InvalidArgument(what + ": not with a forced tool_choice (choose one)");
+  for (const auto& [id, bias] : s.logit_bias)
+    if (id >= m->shape().vocab_size)
+      return Status::InvalidArgument("logit_bias." + std::to_string(id) +
+                                     ": not a token of the model's vocabulary (" +
+                                     std::to_string(m->shape().vocab_size) + " ids)");
+  return Status::OK();
+}
+
 Result<std::shared_ptr<const PromptFormat>> FrontCore::FormatOf(const std::string& model) const {
   MutexLock lock(&formats_mu_);
   auto it = formats_.find(model);

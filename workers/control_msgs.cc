@@ -27,6 +27,11 @@ void ToAdmit(const executors::SequenceSpec& s, const std::string& primary, int64
   m->set_stop_at_eos(s.stop_at_eos);
   m->set_token_mask(s.token_mask);
   m->set_json_schema(s.json_schema);
+  for (const auto& [token, bias] : s.logit_bias) {
+    m->add_logit_bias_tokens(token);
+    m->add_logit_bias_values(bias);
+  }
+  for (const std::string& c : s.choices) m->add_choices(c);
 }
 
 executors::SequenceSpec FromAdmit(const v1::SeqAdmit& m) {
@@ -44,6 +49,9 @@ executors::SequenceSpec FromAdmit(const v1::SeqAdmit& m) {
   s.stop_at_eos = m.stop_at_eos();
   s.token_mask = m.token_mask();
   s.json_schema = m.json_schema();
+  for (int i = 0; i < m.logit_bias_tokens_size() && i < m.logit_bias_values_size(); ++i)
+    s.logit_bias.emplace_back(m.logit_bias_tokens(i), m.logit_bias_values(i));
+  s.choices.assign(m.choices().begin(), m.choices().end());
   return s;
 }
 

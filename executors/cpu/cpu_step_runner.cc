@@ -46,6 +46,30 @@ Status RecordAdmit(TokenLog* log, int64_t vocab, const SequenceSpec& spec,
   return Status::OK();
 }
 
+Result<std::optional<ChoiceConstraint>> CpuStepRunner::ChoiceFor(const SequenceSpec& spec,
+                                                                 const std::string& primary) const {
+  if (spec.choices.empty()) return std::optional<ChoiceConstraint>();
+  const std::string who = "cpu engine: sequence '" + spec.key + "'";
+  if (!spec.json_schema.empty())
+    return Status::InvalidArgument(who + " asks for both a JSON schema and a choice");
+  if (token_bytes_.empty())
+    return Status::InvalidArgument(who + " asks for a guided choice, but the engine has no " +
+                                   "token bytes (CpuEngine::Options::token_bytes)");
+  ChoiceConstraint c(spec.choices);
+  const std::vector<int32_t>* l = log_->Find(primary);
+  const size_t done = static_cast<size_t>(spec.output_done);
+  if (done > 0 && (!l || l->size() < done))
+    return Status::InvalidArgument(who + " continues after " + std::to_string(done) +
+                                   " output tokens its token log does not hold");
+  for (size_t i = done > 0 ? l->size() - done : 0; done > 0 && i < l->size(); ++i) {
+    const int32_t t = (*l)[i];
+    const bool ok = t >= 0 && static_cast<size_t>(t) < token_bytes_.size();
+    if (!ok || !c.Feed(token_bytes_[static_cast<size_t>(t)]))
+      return Status::InvalidArgument(who + ": its earlier output does not begin a choice");
+  }
+  return std::optional<ChoiceConstraint>(std::move(c));
+}
+
 Result<std::optional<JsonObjectConstraint>> CpuStepRunner::ConstraintFor(
     const SequenceSpec& spec, const std::string& primary) const {
   if (spec.json_schema.empty()) return std::optional<JsonObjectConstraint>();
@@ -77,12 +101,15 @@ Result<std::optional<JsonObjectConstraint>> CpuStepRunner::ConstraintFor(
 Status CpuStepRunner::OnAdmit(const SequenceSpec& spec, const std::string& primary,
                               int64_t fresh_from) {
   SY_ASSIGN_OR_RETURN(std::optional<JsonObjectConstraint> json, ConstraintFor(spec, primary));
+  SY_ASSIGN_OR_RETURN(std::optional<ChoiceConstraint> choice, ChoiceFor(spec, primary));
   SY_RETURN_IF_ERROR(RecordAdmit(log_, model_->shape().vocab_size, spec, primary, fresh_from));
   Params p{spec.temperature, spec.top_p,      spec.sampling_seed,
            spec.stop_at_eos, spec.token_mask, std::move(json)};
   // Where its answer starts (none of it emitted yet), so the first token is never cut.
   if (spec.output_done == 0) p.answer_start = static_cast<int64_t>(log_->Of(primary).size());
-  if (p.json) constrained_[primary] = spec.key;
+  p.bias = spec.logit_bias;
+  p.choice = std::move(choice);
+  if (p.json || p.choice) constrained_[primary] = spec.key;
   params_[spec.key] = std::move(p);
   return Status::OK();
 }
@@ -142,9 +169,10 @@ void CpuStepRunner::OnEmitted(const std::string& primary, int64_t position, int3
   auto p = params_.find(c->second);
   // The step chose the token among those its constraint allowed (a stop id that ended a
   // stuck sequence has no bytes).
-  if (p != params_.end() && p->second.json && token >= 0 &&
-      static_cast<size_t>(token) < token_bytes_.size())
-    (void)p->second.json->Feed(token_bytes_[static_cast<size_t>(token)]);
+  if (p == params_.end() || token < 0 || static_cast<size_t>(token) >= token_bytes_.size()) return;
+  const std::string& bytes = token_bytes_[static_cast<size_t>(token)];
+  if (p->second.json) (void)p->second.json->Feed(bytes);
+  if (p->second.choice) (void)p->second.choice->Feed(bytes);
 }
 
 // ---- Steps -----------------------------------------------------------------------------
@@ -223,7 +251,7 @@ const std::vector<bool>* CpuStepRunner::StaticMask(int mask) const {
 // the token the step chose.
 bool CpuStepRunner::EndsAnswer(const Params& p, int32_t token, int64_t position) const {
   const ModelShape& shape = model_->shape();
-  if (shape.mean_answer_tokens <= 0 || p.json || !p.stop_at_eos || shape.eos_id < 0 ||
+  if (shape.mean_answer_tokens <= 0 || p.json || p.choice || !p.stop_at_eos || shape.eos_id < 0 ||
       position <= p.answer_start)  // an answer has one token at least
     return false;
   const uint64_t seed = p.temperature > 0 ? p.seed : 0;
@@ -232,24 +260,35 @@ bool CpuStepRunner::EndsAnswer(const Params& p, int32_t token, int64_t position)
   return draw % static_cast<uint64_t>(shape.mean_answer_tokens) == 0;
 }
 
-// The token an emit samples from its logits row (masked in place), and whether it ends
-// the sequence (its JSON object closed, or no token was allowed).
-int32_t CpuStepRunner::Choose(const Emit& e, float* row, std::vector<uint8_t>* allowed,
-                              uint8_t* ends) const {
+size_t CpuStepRunner::MaskRow(const Params& p, float* row, std::vector<uint8_t>* allowed) const {
   const size_t vocab = static_cast<size_t>(model_->shape().vocab_size);
-  const Params& p = e.params;
+  for (const auto& [t, b] : p.bias)
+    if (t >= 0 && static_cast<size_t>(t) < vocab) row[t] += b;
   const std::vector<bool>* mask = StaticMask(p.mask);
   if (p.json) p.json->AllowedTokens(*trie_, allowed);
+  if (p.choice) p.choice->AllowedTokens(token_bytes_, allowed);
+  const bool constrained = p.json || p.choice;
   size_t kept = 0;
   for (size_t t = 0; t < vocab; ++t) {
     bool ok = !mask || (t < mask->size() && (*mask)[t]);
-    if (p.json) ok = ok && t < allowed->size() && (*allowed)[t];
+    if (constrained) ok = ok && t < allowed->size() && (*allowed)[t];
     if (!ok)
       row[t] = -std::numeric_limits<float>::infinity();
     else
       ++kept;
   }
-  if (p.json && kept == 0) {  // nothing continues the object: end here
+  return kept;
+}
+
+// The token an emit samples from its logits row (masked in place), and whether it ends
+// the sequence (its JSON object closed or its choice complete, or no token was allowed).
+int32_t CpuStepRunner::Choose(const Emit& e, float* row, std::vector<uint8_t>* allowed,
+                              uint8_t* ends) const {
+  const size_t vocab = static_cast<size_t>(model_->shape().vocab_size);
+  const Params& p = e.params;
+  const bool constrained = p.json || p.choice;
+  const size_t kept = MaskRow(p, row, allowed);
+  if (constrained && kept == 0) {  // nothing continues the constrained output: end here
     *ends = 1;
     return model_->shape().eos_id;
   }
@@ -257,14 +296,16 @@ int32_t CpuStepRunner::Choose(const Emit& e, float* row, std::vector<uint8_t>* a
   const uint64_t seed = SplitMix(p.seed ^ SplitMix(static_cast<uint64_t>(e.position)));
   const int32_t token = p.temperature > 0 ? Sample(l, p.temperature, p.top_p, seed) : Argmax(l);
   if (EndsAnswer(p, token, e.position)) return model_->shape().eos_id;
-  if (!p.json) return token;
-  JsonObjectConstraint fed = *p.json;
+  if (!constrained) return token;
   const bool in_vocab = token >= 0 && static_cast<size_t>(token) < token_bytes_.size();
-  if (!in_vocab || !fed.Feed(token_bytes_[static_cast<size_t>(token)])) {
+  const std::string_view bytes = in_vocab ? token_bytes_[static_cast<size_t>(token)] : "";
+  std::optional<JsonObjectConstraint> json = p.json;
+  std::optional<ChoiceConstraint> choice = p.choice;
+  if (!in_vocab || (json && !json->Feed(bytes)) || (choice && !choice->Feed(bytes))) {
     *ends = 1;  // only NaN logits pick a token the mask refused: end as if none were allowed
     return model_->shape().eos_id;
   }
-  *ends = fed.complete() ? 1 : 0;
+  *ends = (json && json->complete()) || (choice && choice->complete()) ? 1 : 0;
   return token;
 }
 

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "base/event_loop.h"
+#include "executors/cpu/choice_constraint.h"
 #include "executors/cpu/json_constraint.h"
 #include "executors/cpu/model.h"
 #include "executors/cpu/token_trie.h"
@@ -143,6 +144,8 @@ class CpuStepRunner final : public StepRunner {
     int mask = -1;
     std::optional<JsonObjectConstraint> json;  // the output's constraint, fed as tokens emit
     int64_t answer_start = -1;  // the position its first output token takes (-1: emitted)
+    std::vector<std::pair<int32_t, float>> bias;  // SequenceSpec::logit_bias
+    std::optional<ChoiceConstraint> choice;       // SequenceSpec::choices, fed as tokens emit
   };
   struct Emit {
     size_t item = 0;
@@ -161,6 +164,12 @@ class CpuStepRunner final : public StepRunner {
 
   void Free(const std::string& key, const kv_tiers::Extent& e);
   Status AddSpan(const StepSpan& span, bool logits, Job* job);
+  // The sequence's guided choice (SequenceSpec::choices), rebuilt from its earlier output
+  // when it is readmitted.
+  Result<std::optional<ChoiceConstraint>> ChoiceFor(const SequenceSpec& spec,
+                                                    const std::string& primary) const;
+  // Masks `row` to what the emit's constraints allow; how many tokens stay.
+  size_t MaskRow(const Params& p, float* row, std::vector<uint8_t>* allowed) const;
   Result<std::optional<JsonObjectConstraint>> ConstraintFor(const SequenceSpec& spec,
                                                             const std::string& primary) const;
   const std::vector<bool>* StaticMask(int mask) const;

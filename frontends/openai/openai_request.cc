@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cstdlib>
 #include <limits>
 
 #include "frontends/openai/openai_chat_request.h"
@@ -35,7 +37,7 @@ bool IsKnownField(const std::string& key, bool chat) {
   static constexpr std::string_view kCommon =
       " model max_tokens max_completion_tokens temperature top_p seed stream stream_options stop"
       " user metadata nvext n frequency_penalty presence_penalty logit_bias logprobs service_tier"
-      " store ";
+      " store structured_outputs guided_choice ";
   static constexpr std::string_view kChat =
       " messages tools tool_choice parallel_tool_calls response_format audio modalities"
       " top_logprobs functions function_call ";
@@ -84,6 +86,47 @@ Status ParseSeed(const Json& j, Request* r) {
   return Status::OK();
 }
 
+// logit_bias: {"<token id>": bias in [-100, 100]} (ids are checked against the model's
+// vocabulary later, when the model is known).
+Status ParseLogitBias(const Json& j, Request* r) {
+  const Json* bias = nullptr;
+  SY_RETURN_IF_ERROR(ReadObject(j, "", "logit_bias", &bias));
+  if (bias == nullptr) return Status::OK();
+  if (bias->size() > 1024) return Bad("logit_bias", "holds more than 1024 tokens");
+  for (const auto& [key, value] : bias->items()) {
+    const std::string field = "logit_bias." + key;
+    char* end = nullptr;
+    const long id = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX)
+      return Bad(field, "the key must be a token id (a non-negative integer)");
+    if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100))
+      return Bad(field, "must be a number in [-100, 100]");
+    r->logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
+  }
+  return Status::OK();
+}
+
+// structured_outputs: {"choice": [texts]} (vLLM's guided choice), or the older top-level
+// guided_choice: the answer is exactly one of the texts.
+Status ParseChoices(const Json& j, Request* r) {
+  const Json* so = nullptr;
+  SY_RETURN_IF_ERROR(ReadObject(j, "", "structured_outputs", &so));
+  const Json* list = so ? Get(*so, "choice") : Get(j, "guided_choice");
+  const std::string field = so ? "structured_outputs.choice" : "guided_choice";
+  if (so)
+    for (const auto& [key, value] : so->items())
+      if (key != "choice") return Bad("structured_outputs." + key, "not supported (only choice)");
+  if (list == nullptr) return Status::OK();
+  if (!list->is_array() || list->empty() || list->size() > 256)
+    return Bad(field, "must be an array of 1 to 256 non-empty strings");
+  for (const Json& c : *list) {
+    if (!c.is_string() || c.get_ref<const std::string&>().empty())
+      return Bad(field, "must be an array of 1 to 256 non-empty strings");
+    r->choices.push_back(c.get<std::string>());
+  }
+  return Status::OK();
+}
+
 Status ParseSampling(const Json& j, Request* r) {
   std::optional<double> temperature, top_p;
   SY_RETURN_IF_ERROR(ReadNumber(j, "", "temperature", &temperature));
@@ -96,6 +139,8 @@ Status ParseSampling(const Json& j, Request* r) {
     if (!(*top_p > 0 && *top_p <= 1)) return Bad("top_p", "must be in (0, 1]");
     r->top_p = *top_p;
   }
+  SY_RETURN_IF_ERROR(ParseLogitBias(j, r));
+  SY_RETURN_IF_ERROR(ParseChoices(j, r));
   return ParseSeed(j, r);
 }
 
@@ -170,9 +215,6 @@ Status ParseIgnoredCommon(const Json& j) {
   SY_RETURN_IF_ERROR(OnlyInt(j, "n", 1));
   SY_RETURN_IF_ERROR(OnlyZero(j, "frequency_penalty"));
   SY_RETURN_IF_ERROR(OnlyZero(j, "presence_penalty"));
-  const Json* bias = nullptr;
-  SY_RETURN_IF_ERROR(ReadObject(j, "", "logit_bias", &bias));
-  if (bias != nullptr && !bias->empty()) return Bad("logit_bias", "not supported (only {})");
   std::string tier;
   bool store = false;
   SY_RETURN_IF_ERROR(ReadString(j, "", "service_tier", &tier));

@@ -45,6 +45,8 @@ struct Request {
   std::optional<uint64_t> seed;                // a negative seed is kept as its two's complement
   bool stream = false, include_usage = false;  // stream_options.include_usage (as sent)
   std::vector<std::string> stop;               // a string or an array of up to 4 non-empty strings
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias in [-100, 100]
+  std::vector<std::string> choices;  // structured_outputs.choice (or guided_choice)
   std::vector<ToolDef> tools;                  // chat only; names unique
   ToolChoice tool_choice;                      // kRequired / kFunction only with tools
   std::string metadata_session_id;             // metadata.session_id

