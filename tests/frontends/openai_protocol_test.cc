@@ -188,7 +188,11 @@ TEST(OpenAiParseTest, RefusesWhatItCannotHonourNamingTheField) {
           {Chat(R"("modalities":["text","audio"])"), "modalities"},
           {Chat(R"("frequency_penalty":0.5)"), "frequency_penalty"},
           {Chat(R"("presence_penalty":-1)"), "presence_penalty"},
-          {Chat(R"("logit_bias":{"50256":-100})"), "logit_bias"},
+          {Chat(R"("logit_bias":{"x":-100})"), "logit_bias.x"},
+          {Chat(R"("logit_bias":{"5":101})"), "logit_bias.5"},
+          {Chat(R"("structured_outputs":{"choice":[]})"), "structured_outputs.choice"},
+          {Chat(R"("structured_outputs":{"regex":"a"})"), "structured_outputs.regex"},
+          {Chat(R"("guided_choice":[1])"), "guided_choice"},
           {Chat(R"("functions":[{"name":"f"}])"), "functions"},
           {R"({"model":"m","messages":[{"role":"function","content":"x"}]})", "messages[0].role"},
           {R"({"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":)"
