@@ -177,8 +177,8 @@ void FrontCore::Start(const CallPtr& c) {
   int64_t budget = c->max_tokens;
   if (!upstream_ && !service_->generation()->tokenizer(c->model))  // a placeholder
     budget = std::min(budget, options_.placeholder_tokens);
-  v1::ProgramNode n = sessions_.LlmNode(c->turn, c->head.model,
-                                        static_cast<int64_t>(c->prompt.size()), budget);
+  v1::ProgramNode n =
+      sessions_.LlmNode(c->turn, c->head.model, static_cast<int64_t>(c->prompt.size()), budget);
   sessions_.Submit(c->turn, std::move(n), c->req.deadline_ms, c->req.priority,
                    [this, c](const Status& st) {
                      if (!st.ok()) return Fail(c, st);

@@ -179,7 +179,8 @@ frontends::Answer FrontCore::Compose(const CallPtr& c, std::vector<int32_t>* out
           : c->eos                 ? Answer::End::kStop
                                    : Answer::End::kLength;
   if (c->tool) {
-    a.tool_calls.push_back(ToolCall{c->call_id, c->tool->name, ForcedCallArguments(c->schema, text)});
+    a.tool_calls.push_back(
+        ToolCall{c->call_id, c->tool->name, ForcedCallArguments(c->schema, text)});
     a.end = Answer::End::kToolCalls;
   } else if (c->parse_calls) {
     ReadCalls(*c, text, &a);

@@ -39,7 +39,8 @@ std::optional<ToolDef> FrontCore::ForcedTool(const FrontRequest& r) {
 
 Status FrontCore::PrepareForcedCall(Call* c) const {
   // No parameters: any object.
-  c->schema = c->tool->parameters_json.empty() ? "{\"type\": \"object\"}" : c->tool->parameters_json;
+  c->schema =
+      c->tool->parameters_json.empty() ? "{\"type\": \"object\"}" : c->tool->parameters_json;
   auto constraint = executors::cpu::JsonObjectConstraint::FromSchema(c->schema);
   if (!constraint.ok())
     return constraint.status().Annotate("tools: the parameters of function '" + c->tool->name +

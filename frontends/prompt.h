@@ -28,7 +28,7 @@ namespace switchyard::frontends {
 class PromptFormat {
  public:
   struct Spec {
-    std::string chat_template;  // the checkpoint's; "" for the plain format
+    std::string chat_template;         // the checkpoint's; "" for the plain format
     std::string bos_token, eos_token;  // their text, for the template's context
     std::string model_type;  // config.json's ("qwen3", "llama"): the tool-call family when
                              // the template names none
@@ -64,16 +64,17 @@ class PromptFormat {
 
 // A forced call's arguments: the text the engine generated under the constraint of
 // `schema` (executors/cpu/json_constraint.h: an object holding every required property),
-// closed into a complete object where it was cut (max_tokens, a stop sequence). Text past what the constraint accepts (the simulated engine's
-// placeholder is not JSON at all) is replaced by the completion: the result is always a
-// JSON object holding every required property. "{}" for a schema the constraint refuses.
+// closed into a complete object where it was cut (max_tokens, a stop sequence). Text past what the
+// constraint accepts (the simulated engine's placeholder is not JSON at all) is replaced by the
+// completion: the result is always a JSON object holding every required property. "{}" for a schema
+// the constraint refuses.
 std::string ForcedCallArguments(const std::string& schema, std::string_view text);
 
 // The conversation in the shape Hugging Face chat templates read (OpenAI's): messages with
-// role, content ("" for a turn without text), name, tool_calls ({id, type, function: {name, arguments}}), tool_call_id
-// and reasoning_content; developer turns become system turns. Tools as [{type: "function",
-// function: {name, description, parameters}}] (a parameters text that is not JSON stays
-// out).
+// role, content ("" for a turn without text), name, tool_calls ({id, type, function: {name,
+// arguments}}), tool_call_id and reasoning_content; developer turns become system turns. Tools as
+// [{type: "function", function: {name, description, parameters}}] (a parameters text that is not
+// JSON stays out).
 chat_template::Json TemplateMessages(const Conversation& conv);
 chat_template::Json TemplateTools(const Conversation& conv);
 

@@ -40,10 +40,11 @@ Result<std::unique_ptr<executors::StepRunner>> CpuWorker::MakeRunner(
   const int64_t bt = welcome.kv_block_tokens();
   const uint64_t bpb = executors::cpu::KvBlockFloats(model_->shape(), bt) * sizeof(float);
   const int64_t blocks = static_cast<int64_t>((welcome.kv_pool_bytes() + bpb - 1) / bpb);
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<executors::cpu::CpuStepRunner> r,
-                      executors::cpu::CpuStepRunner::Create(
-                          loop, model_.get(), &tokens_, bt, blocks,
-                          "cpu engine KV pool (worker " + worker_id + ")", "default", text_masks_, token_bytes_));
+  SY_ASSIGN_OR_RETURN(
+      std::unique_ptr<executors::cpu::CpuStepRunner> r,
+      executors::cpu::CpuStepRunner::Create(loop, model_.get(), &tokens_, bt, blocks,
+                                            "cpu engine KV pool (worker " + worker_id + ")",
+                                            "default", text_masks_, token_bytes_));
   runner_ = r.get();
   return std::unique_ptr<executors::StepRunner>(std::move(r));
 }

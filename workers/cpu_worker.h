@@ -71,7 +71,7 @@ class CpuWorker {
 
   std::unique_ptr<executors::cpu::Model> model_;
   std::vector<std::vector<bool>> text_masks_;  // random weights: executors::cpu::TextMasks
-  std::vector<std::string> token_bytes_;        // executors::cpu::ConstraintTokenBytes
+  std::vector<std::string> token_bytes_;       // executors::cpu::ConstraintTokenBytes
   executors::cpu::TokenLog tokens_;
   executors::cpu::CpuStepRunner* runner_ = nullptr;  // made by MakeRunner, owned by the agent
 };

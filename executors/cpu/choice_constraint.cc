@@ -28,8 +28,7 @@ bool ChoiceConstraint::complete() const {
 void ChoiceConstraint::AllowedTokens(const std::vector<std::string>& token_bytes,
                                      std::vector<uint8_t>* allowed) const {
   allowed->assign(token_bytes.size(), 0);
-  for (size_t t = 0; t < token_bytes.size(); ++t)
-    (*allowed)[t] = CanFeed(token_bytes[t]) ? 1 : 0;
+  for (size_t t = 0; t < token_bytes.size(); ++t) (*allowed)[t] = CanFeed(token_bytes[t]) ? 1 : 0;
 }
 
 }  // namespace switchyard::executors::cpu

@@ -246,17 +246,17 @@ const std::vector<bool>* CpuStepRunner::StaticMask(int mask) const {
 }
 
 // A random-weights model's answer ends here instead of with `token`
-// (ModelShape::mean_answer_tokens), after its first token: with probability 1/N, from a draw of the sampling seed
-// (none when greedy, so a greedy answer depends on its context only), the position and
-// the token the step chose.
+// (ModelShape::mean_answer_tokens), after its first token: with probability 1/N, from a draw of the
+// sampling seed (none when greedy, so a greedy answer depends on its context only), the position
+// and the token the step chose.
 bool CpuStepRunner::EndsAnswer(const Params& p, int32_t token, int64_t position) const {
   const ModelShape& shape = model_->shape();
   if (shape.mean_answer_tokens <= 0 || p.json || p.choice || !p.stop_at_eos || shape.eos_id < 0 ||
       position <= p.answer_start)  // an answer has one token at least
     return false;
   const uint64_t seed = p.temperature > 0 ? p.seed : 0;
-  const uint64_t draw = SplitMix(seed ^ SplitMix(static_cast<uint64_t>(position) ^
-                                                 (static_cast<uint64_t>(token) << 32)));
+  const uint64_t draw = SplitMix(
+      seed ^ SplitMix(static_cast<uint64_t>(position) ^ (static_cast<uint64_t>(token) << 32)));
   return draw % static_cast<uint64_t>(shape.mean_answer_tokens) == 0;
 }
 

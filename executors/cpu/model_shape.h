@@ -50,7 +50,7 @@ struct ModelShape {
   // geometrically distributed. Constrained sequences (forced tool calls) end when
   // their object closes instead.
   int64_t mean_answer_tokens = 0;
-  bool tie_embeddings = false;   // the LM head is the token embedding matrix
+  bool tie_embeddings = false;  // the LM head is the token embedding matrix
   // Llama 3 "llama3" rope scaling (rope_scaling in config.json); factor 0 = none.
   double rope_scaling_factor = 0, rope_low_freq_factor = 1, rope_high_freq_factor = 4;
   int64_t rope_original_max_positions = 8192;

@@ -74,9 +74,9 @@ TEST(JsonObjectConstraint, KeysAreTheRequiredOnesInOrderAndNothingFollowsTheClos
 
 TEST(JsonObjectConstraint, WhitespaceRunsAreBounded) {
   JsonObjectConstraint c = One("{}");
-  EXPECT_TRUE(Accepts(c, "{" + std::string(8, '\n') + "\"v\"" +
-                             std::string(8, '\t') + ":" + std::string(8, ' ') + "[" +
-                             std::string(8, '\r') + "]" + std::string(8, ' ') + "}"));
+  EXPECT_TRUE(Accepts(c, "{" + std::string(8, '\n') + "\"v\"" + std::string(8, '\t') + ":" +
+                             std::string(8, ' ') + "[" + std::string(8, '\r') + "]" +
+                             std::string(8, ' ') + "}"));
   EXPECT_FALSE(Accepts(c, " ")) << "nothing before the object";
   EXPECT_FALSE(Accepts(c, "{" + std::string(9, ' ')));
   EXPECT_TRUE(Accepts(c, "{" + std::string(8, ' ') + "\"v\"  :\"" + std::string(50, ' ')));

@@ -75,8 +75,8 @@ void ExerciseAccepted(const Request& r) {
   const std::string prompt = r.chat ? RenderChat(r.messages, r.tools) : r.prompt;
   ASSERT_TRUE(!r.chat || prompt.size() >= 14) << prompt;
   for (const ToolDef& t : r.tools) {
-    Json args = Json::parse(ForcedCallArguments(t.parameters_json, prompt.substr(0, 40)), nullptr,
-                            false);
+    Json args =
+        Json::parse(ForcedCallArguments(t.parameters_json, prompt.substr(0, 40)), nullptr, false);
     ASSERT_TRUE(args.is_object()) << t.parameters_json;
   }
   Response resp;

@@ -48,8 +48,8 @@ Conversation ToolConversation() {
   Conversation c;
   c.messages.push_back(Message{.role = "developer", .content = "Be brief."});
   c.messages.push_back(Message{.role = "user", .content = "List files."});
-  c.messages.push_back(Message{
-      .role = "assistant", .tool_calls = {ToolCall{"call_1", "bash", R"({"cmd": "ls"})"}}});
+  c.messages.push_back(
+      Message{.role = "assistant", .tool_calls = {ToolCall{"call_1", "bash", R"({"cmd": "ls"})"}}});
   c.messages.push_back(Message{.role = "tool", .content = "a.txt", .tool_call_id = "call_1"});
   c.tools.push_back(ToolDef{"bash", "Runs a command",
                             R"({"type": "object", "properties": {"cmd": {"type": "string"}}})"});
@@ -104,8 +104,8 @@ TEST(PromptFormat, TheTemplatesContextHoldsBosAndEosTokens) {
 }
 
 TEST(PromptFormat, TheFamilyComesFromTheModelTypeWhenTheTemplateNamesNone) {
-  auto f = PromptFormat::Create({.chat_template = "{{ messages[0].content }}",
-                                 .model_type = "qwen2"});
+  auto f =
+      PromptFormat::Create({.chat_template = "{{ messages[0].content }}", .model_type = "qwen2"});
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->family(), chat_template::ToolCallFamily::kHermes);
   auto llama = PromptFormat::Create({.chat_template = "x", .model_type = "llama"});

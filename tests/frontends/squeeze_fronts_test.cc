@@ -49,17 +49,19 @@ class SqueezeFrontsTest : public testing::LoopbackApiTest {
     std::map<std::string, std::string> h = {{"x-api-key", kToken},
                                             {"anthropic-version", "2023-06-01"}};
     if (!session.empty()) h["x-claude-code-session-id"] = session;
-    json m = Post("/v1/messages",
-                  {{"model", kModel}, {"messages", msgs}, {"max_tokens", kMaxTokens},
-                   {"temperature", 0}},
-                  h);
+    json m = Post(
+        "/v1/messages",
+        {{"model", kModel}, {"messages", msgs}, {"max_tokens", kMaxTokens}, {"temperature", 0}}, h);
     if (!m.contains("content") || m["content"].empty()) return "";
     return m["content"][0].value("text", "");
   }
   // One Responses turn (stateless, as Codex sends them): the answer's text.
   std::string Response(const json& input, const std::string& session) {
-    json body = {{"model", kModel},       {"input", input}, {"max_output_tokens", kMaxTokens},
-                 {"temperature", 0},      {"store", false}};
+    json body = {{"model", kModel},
+                 {"input", input},
+                 {"max_output_tokens", kMaxTokens},
+                 {"temperature", 0},
+                 {"store", false}};
     if (!session.empty()) body["prompt_cache_key"] = session;
     json r = Post("/v1/responses", body, {{"Authorization", std::string("Bearer ") + kToken}});
     std::string text;
@@ -119,9 +121,8 @@ TEST_F(SqueezeFrontsTest, MessagesAnswersUnderAKvSqueezeEqualFreshRequests) {
 }
 
 TEST_F(SqueezeFrontsTest, ResponsesAnswersUnderAKvSqueezeEqualFreshRequests) {
-  ExpectSessionsEqualFreshRequests("responses", [this](const json& msgs, const std::string& s) {
-    return Response(msgs, s);
-  });
+  ExpectSessionsEqualFreshRequests(
+      "responses", [this](const json& msgs, const std::string& s) { return Response(msgs, s); });
 }
 
 }  // namespace
