@@ -105,7 +105,10 @@ Status CpuStepRunner::OnAdmit(const SequenceSpec& spec, const std::string& prima
   SY_RETURN_IF_ERROR(RecordAdmit(log_, model_->shape().vocab_size, spec, primary, fresh_from));
   Params p{spec.temperature, spec.top_p,      spec.sampling_seed,
            spec.stop_at_eos, spec.token_mask, std::move(json)};
-  // Where its answer starts (none of it emitted yet), so the first token is never cut.
+  // An answer to a text prompt (the front doors'; a node given as token counts decodes to
+  // its max_output_tokens, as a trace recorded it): where it starts, so its first token is
+  // never cut.
+  p.text = !spec.prompt_token_ids.empty();
   if (spec.output_done == 0) p.answer_start = static_cast<int64_t>(log_->Of(primary).size());
   p.bias = spec.logit_bias;
   p.choice = std::move(choice);
@@ -251,8 +254,8 @@ const std::vector<bool>* CpuStepRunner::StaticMask(int mask) const {
 // and the token the step chose.
 bool CpuStepRunner::EndsAnswer(const Params& p, int32_t token, int64_t position) const {
   const ModelShape& shape = model_->shape();
-  if (shape.mean_answer_tokens <= 0 || p.json || p.choice || !p.stop_at_eos || shape.eos_id < 0 ||
-      position <= p.answer_start)  // an answer has one token at least
+  if (shape.mean_answer_tokens <= 0 || !p.text || p.json || p.choice || !p.stop_at_eos ||
+      shape.eos_id < 0 || position <= p.answer_start)  // an answer has one token at least
     return false;
   const uint64_t seed = p.temperature > 0 ? p.seed : 0;
   const uint64_t draw = SplitMix(

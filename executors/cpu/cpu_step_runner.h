@@ -144,6 +144,7 @@ class CpuStepRunner final : public StepRunner {
     int mask = -1;
     std::optional<JsonObjectConstraint> json;  // the output's constraint, fed as tokens emit
     int64_t answer_start = -1;  // the position its first output token takes (-1: emitted)
+    bool text = false;          // it answers prompt token ids (not a token-count workload)
     std::vector<std::pair<int32_t, float>> bias;  // SequenceSpec::logit_bias
     std::optional<ChoiceConstraint> choice;       // SequenceSpec::choices, fed as tokens emit
   };

@@ -42,11 +42,12 @@ struct ModelShape {
   std::vector<int32_t> eos_ids;  // every id that ends a generation (IsEos)
   bool random_weights = true;    // generated from a seed: the model's text is meaningless
   uint64_t seed = 0;             // random weights only
-  // Random weights only, 0: off. A random model never learns to stop, so its answers would
-  // always run to max_tokens (which agents take for an error); with N > 0 every sampled
-  // step of a sequence that stops at EOS but its first ends it with probability 1/N (decided by the
-  // sequence's sampling seed — none when greedy — its position and the token chosen, so
-  // batch invariance and greedy determinism hold): answers of N tokens on average,
+  // Random weights only, 0: off. Answers to text prompts only (sequences with prompt token
+  // ids; a token-count node decodes to its cap). A random model never learns to stop, so its
+  // answers would always run to max_tokens (which agents take for an error); with N > 0 every
+  // sampled step of a sequence that stops at EOS but its first ends it with probability 1/N
+  // (decided by the sequence's sampling seed — none when greedy — its position and the token
+  // chosen, so batch invariance and greedy determinism hold): answers of N tokens on average,
   // geometrically distributed. Constrained sequences (forced tool calls) end when
   // their object closes instead.
   int64_t mean_answer_tokens = 0;

@@ -1,7 +1,8 @@
 // A random-weights model's answer length (ModelShape::mean_answer_tokens, a shape file's
 // "meanAnswerTokens"): sampled answers end with the stop id after about N tokens on
 // average instead of always running to max_output_tokens; a greedy answer does not depend
-// on the seed; a shape of checkpoint weights may not set it.
+// on the seed; a node given as token counts still decodes to its cap; a shape of checkpoint
+// weights may not set it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -55,12 +56,14 @@ class Runner {
       }
     });
   }
-  std::vector<int32_t> Run(const std::string& key, double temperature, uint64_t seed) {
+  std::vector<int32_t> Run(const std::string& key, double temperature, uint64_t seed,
+                           bool text = true) {
     SequenceSpec s;
     s.key = key;
     s.contexts.push_back(SeqContext{key + "-ctx", 0, false});
     s.prefill_tokens = 6;
-    for (char c : std::string("Hello:")) s.prompt_token_ids.push_back(c);
+    if (text)
+      for (char c : std::string("Hello:")) s.prompt_token_ids.push_back(c);
     s.max_output_tokens = 200;
     s.temperature = temperature;
     s.sampling_seed = seed;
@@ -103,6 +106,11 @@ TEST(AnswerLength, SampledAnswersEndAfterAboutTheMeanNotAtTheCap) {
 TEST(AnswerLength, AGreedyAnswerDoesNotDependOnTheSeed) {
   Runner r;
   EXPECT_EQ(r.Run("g1", 0.0, 1), r.Run("g2", 0.0, 999));
+}
+
+TEST(AnswerLength, ATokenCountNodeStillDecodesToItsCap) {
+  Runner r;  // no prompt ids: a workflow-API node replaying a trace's recorded lengths
+  EXPECT_EQ(r.Run("counts", 1.0, 7, /*text=*/false).size(), 200u);
 }
 
 TEST(AnswerLength, OnlyRandomWeightsMayHaveIt) {
