@@ -301,7 +301,8 @@ int32_t CpuStepRunner::Choose(const Emit& e, float* row, std::vector<uint8_t>* a
   if (EndsAnswer(p, token, e.position)) return model_->shape().eos_id;
   if (!constrained) return token;
   const bool in_vocab = token >= 0 && static_cast<size_t>(token) < token_bytes_.size();
-  const std::string_view bytes = in_vocab ? token_bytes_[static_cast<size_t>(token)] : "";
+  std::string_view bytes;  // (not `in_vocab ? string : ""`: that makes a temporary string)
+  if (in_vocab) bytes = token_bytes_[static_cast<size_t>(token)];
   std::optional<JsonObjectConstraint> json = p.json;
   std::optional<ChoiceConstraint> choice = p.choice;
   if (!in_vocab || (json && !json->Feed(bytes)) || (choice && !choice->Feed(bytes))) {
