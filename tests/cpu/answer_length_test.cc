@@ -7,12 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
-
-#include "base/virtual_event_loop.h"
-#include "executors/cpu/cpu_engine.h"
 #include "executors/cpu/model.h"
-#include "tests/common/wait_until.h"
+#include "tests/cpu/engine_runner.h"
 
 namespace switchyard::executors::cpu {
 namespace {
@@ -34,28 +30,10 @@ const Model& ShortAnswerModel() {
   return *m;
 }
 
-// Runs sequences to their end on a virtual-time loop; their tokens by key.
-class Runner {
+// Runs sequences on the short-answer model to their end.
+class Runner : public testing::EngineRunner {
  public:
-  Runner() {
-    EngineLimits l;
-    l.block_tokens = 16;
-    l.pool_blocks = 512;
-    l.max_num_seqs = 16;
-    l.max_num_batched_tokens = 256;
-    CpuEngine::Options o;
-    o.model = &ShortAnswerModel();
-    o.tokens = &log_;
-    auto e = CpuEngine::Create(&loop_, 0, l, o);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(*e);
-    engine_->SetListener([this](const StepReport& r) {
-      for (const SeqProgress& p : r.seqs) {
-        if (p.token >= 0) out_[p.key].push_back(p.token);
-        if (p.finished) done_[p.key] = p.status.ok();
-      }
-    });
-  }
+  Runner() : EngineRunner(&ShortAnswerModel()) {}
   std::vector<int32_t> Run(const std::string& key, double temperature, uint64_t seed,
                            bool text = true) {
     SequenceSpec s;
@@ -67,23 +45,8 @@ class Runner {
     s.max_output_tokens = 200;
     s.temperature = temperature;
     s.sampling_seed = seed;
-    EXPECT_TRUE(engine_->Admit(s).ok());
-    EXPECT_TRUE(::switchyard::testing::WaitUntil(
-        [&] {
-          loop_.Run();
-          return done_.count(key) > 0;
-        },
-        ::switchyard::testing::kWaitSeconds, std::chrono::microseconds(200)));
-    EXPECT_TRUE(done_[key]);
-    return out_[key];
+    return EngineRunner::Run(s);
   }
-
- private:
-  VirtualEventLoop loop_;
-  TokenLog log_;
-  std::unique_ptr<CpuEngine> engine_;
-  std::map<std::string, std::vector<int32_t>> out_;
-  std::map<std::string, bool> done_;
 };
 
 TEST(AnswerLength, SampledAnswersEndAfterAboutTheMeanNotAtTheCap) {

@@ -5,12 +5,8 @@
 // bytes, or with a JSON schema too, is refused.
 #include <gtest/gtest.h>
 
-#include <map>
-
-#include "base/virtual_event_loop.h"
 #include "executors/cpu/choice_constraint.h"
-#include "executors/cpu/cpu_engine.h"
-#include "tests/common/wait_until.h"
+#include "tests/cpu/engine_runner.h"
 
 namespace switchyard::executors::cpu {
 namespace {
@@ -24,31 +20,10 @@ const Model& Tiny() {
   return *m;
 }
 
-class Runner {
+// A runner over the tiny model, with its byte vocabulary's token bytes unless told not.
+class Runner : public testing::EngineRunner {
  public:
-  explicit Runner(bool token_bytes = true) {
-    EngineLimits l;
-    l.block_tokens = 16;
-    l.pool_blocks = 256;
-    l.max_num_seqs = 8;
-    l.max_num_batched_tokens = 128;
-    CpuEngine::Options o;
-    o.model = &Tiny();
-    o.tokens = &log_;
-    if (token_bytes) {
-      o.token_bytes.resize(static_cast<size_t>(Tiny().shape().vocab_size));
-      for (int b = 0; b < 256; ++b) o.token_bytes[static_cast<size_t>(b)] = std::string(1, char(b));
-    }
-    auto e = CpuEngine::Create(&loop_, 0, l, o);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(*e);
-    engine_->SetListener([this](const StepReport& r) {
-      for (const SeqProgress& p : r.seqs) {
-        if (p.token >= 0) out_[p.key].push_back(p.token);
-        if (p.finished) done_[p.key] = true;
-      }
-    });
-  }
+  explicit Runner(bool token_bytes = true) : EngineRunner(&Tiny(), Options(token_bytes)) {}
   static SequenceSpec Spec(const std::string& key, uint64_t seed) {
     SequenceSpec s;
     s.key = key;
@@ -60,24 +35,16 @@ class Runner {
     s.sampling_seed = seed;
     return s;
   }
-  Status Admit(const SequenceSpec& s) { return engine_->Admit(s); }
-  std::vector<int32_t> Run(const SequenceSpec& s) {
-    EXPECT_TRUE(Admit(s).ok());
-    EXPECT_TRUE(::switchyard::testing::WaitUntil(
-        [&] {
-          loop_.Run();
-          return done_.count(s.key) > 0;
-        },
-        ::switchyard::testing::kWaitSeconds, std::chrono::microseconds(200)));
-    return out_[s.key];
-  }
 
  private:
-  VirtualEventLoop loop_;
-  TokenLog log_;
-  std::unique_ptr<CpuEngine> engine_;
-  std::map<std::string, std::vector<int32_t>> out_;
-  std::map<std::string, bool> done_;
+  static CpuEngine::Options Options(bool token_bytes) {
+    CpuEngine::Options o;
+    if (token_bytes) {
+      o.token_bytes.resize(static_cast<size_t>(Tiny().shape().vocab_size));
+      for (int b = 0; b < 256; ++b) o.token_bytes[static_cast<size_t>(b)] = std::string(1, char(b));
+    }
+    return o;
+  }
 };
 
 std::string Text(const std::vector<int32_t>& ids) {
