@@ -53,6 +53,9 @@ struct FrontCore::Call {
   // Proxy mode: the upstream's whole answer, sent once waits started. Not under mu: set
   // before the turn ends, read by the end's callback only (handed over by EndTurn).
   http::HttpResponse proxied;
+  // Proxy mode, a streamed answer: what keeps the client's stream open after the
+  // upstream's last byte, until the session is free for its next turn (then reset).
+  UpstreamClient::CloseHold stream_hold;
 };
 
 }  // namespace switchyard::frontends

@@ -196,6 +196,7 @@ class FrontCore {
   std::string UpstreamAuth() const;  // the Authorization header sent upstream
   void Forwarded(const CallPtr& c, http::HttpResponse r);
   void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
+  void StreamBroke(const CallPtr& c);
 
   service::Service* service_;
   const Clock* clock_;

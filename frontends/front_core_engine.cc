@@ -134,7 +134,6 @@ void FrontCore::OpenStream(const CallPtr& c) {
 
 void FrontCore::Answer(const CallPtr& c) {
   OpenStream(c);  // the node ran, so it was admitted
-  const executors::cpu::Tokenizer* tok = service_->generation()->tokenizer(c->model);
   std::vector<int32_t> output;
   frontends::Answer answer = Compose(c, &output);
   // The session goes on: its context is the prompt and what the engine produced, and a

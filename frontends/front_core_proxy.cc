@@ -34,9 +34,15 @@ void FrontCore::Forward(const CallPtr& c) {
     tail->append(bytes);
     if (tail->size() > 8192) tail->erase(0, tail->size() - 4096);
   };
-  hooks.on_end = life_.Guard([this, c, tail](bool) {
+  // The client's stream stays open until the session is free: an agent sends its next
+  // turn as soon as it read the last event, and that turn must find the session released.
+  hooks.on_end = life_.Guard([this, c, tail](bool complete, UpstreamClient::CloseHold hold) {
     int64_t tokens = c->reply->UpstreamStreamTokens(*tail);
-    Post([this, c, tokens]() { Ended(c, tokens, {}); });
+    Post([this, c, tokens, complete, hold = std::move(hold)]() mutable {
+      c->stream_hold = std::move(hold);
+      if (!complete) return StreamBroke(c);
+      Ended(c, tokens, {});
+    });
   });
   upstream_->Forward(c->req.original, upstream_->Pick(key), UpstreamAuth(),
                      life_.Guard([this, c](http::HttpResponse r) {
@@ -73,11 +79,29 @@ void FrontCore::Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::
   sessions_.ReportFinished(c->turn, output_tokens);
   // The answer's tokens are the upstream's: not known here.
   sessions_.EndTurn(c->turn, c->prompt, std::move(tools), [this, c](const Status& st) {
+    if (c->stream_hold) {  // the answer went out as it came; its end goes now
+      if (st.ok()) {
+        sessions_.Release(c->turn);
+      } else {
+        sessions_.Abort(c->turn, "request failed: " + st.message());
+      }
+      c->stream_hold.reset();
+      return;
+    }
     if (!st.ok()) return Fail(c, st);
     if (c->answered.exchange(true)) return;  // failed or abandoned: the session was reset
     sessions_.Release(c->turn);
     c->respond(std::move(c->proxied));
   });
+}
+
+// A streamed answer that did not end as the upstream meant it to (the upstream broke or
+// timed out, or the client went away): the node failed, and the session starts afresh.
+void FrontCore::StreamBroke(const CallPtr& c) {
+  const std::string why = "the upstream's stream did not complete";
+  sessions_.ReportFailed(c->turn, why);
+  sessions_.Abort(c->turn, why);
+  c->stream_hold.reset();
 }
 
 }  // namespace switchyard::frontends

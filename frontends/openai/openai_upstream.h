@@ -22,7 +22,8 @@
 //    soon as its head arrived: HttpResponse::stream is set, the body's bytes are written to
 //    it as they arrive (unchanged), and it is Close()d after the upstream's last chunk. If
 //    the upstream breaks or times out mid-stream, an event-stream gets one last
-//    `data: {"error":{...}}` event before Close() (other bodies just end early). If the
+//    `data: {"error":{...}}` event before Close() (other bodies just end early). Hooks::
+//    on_end may hold the Close() back. If the
 //    stream is cancelled (the downstream client went away), the upstream connection is
 //    closed at once, which is how OpenAI servers learn to stop generating. While the
 //    stream holds more than 1 MiB not yet sent, reading from the upstream pauses.
@@ -95,6 +96,8 @@ class UpstreamClient {
   size_t Pick(const std::string& affinity_key);
   // The upstream's URL as given (without a trailing '/'); i < size().
   const std::string& url(size_t i) const;
+  // Keeps a streamed answer open: it is closed when the last copy is destroyed.
+  using CloseHold = std::shared_ptr<void>;
   // Observers of a streamed answer (HttpResponse::stream set), for the caller's own
   // accounting; both run on a client thread and must be quick. Not called for a whole
   // answer (its body is in the HttpResponse).
@@ -103,8 +106,10 @@ class UpstreamClient {
     std::function<void(std::string_view bytes)> on_bytes;
     // Once, after `done`, when the stream ended: true when the upstream's body was
     // complete; false when it broke or timed out, the stream was cancelled, or the client
-    // stopped.
-    std::function<void(bool complete)> on_end;
+    // stopped. The stream is closed when the last copy of `hold` is gone, so a hook that
+    // keeps it holds the stream's end back (the front does, until the session is free for
+    // its next turn); the hook must not wait on anything while it holds it.
+    std::function<void(bool complete, CloseHold hold)> on_end;
   };
 
   // Forwards `req` to upstream `i` and calls `done` exactly once (see the header comment).

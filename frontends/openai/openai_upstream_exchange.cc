@@ -289,18 +289,26 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     }
     if (stream_) {
       stream_->SetOnCancel([] {});
-      stream_->Close();
-      stream_.reset();
       StreamEnded(true);
     } else {
       Reply(std::move(response_));
     }
   }
 
+  // Hands the stream's Close() to on_end's hold (closed at once without a hook).
   void StreamEnded(bool complete) {
+    struct Closer {
+      std::shared_ptr<http::ResponseStream> stream;
+      ~Closer() {
+        if (stream) stream->Close();
+      }
+    };
+    auto closer = std::make_shared<Closer>();
+    closer->stream = std::move(stream_);
+    UpstreamClient::CloseHold hold = std::move(closer);
     auto on_end = std::move(hooks_.on_end);
     hooks_.on_end = nullptr;
-    if (on_end) on_end(complete);
+    if (on_end) on_end(complete, std::move(hold));
   }
 
   void ReadFailed(beast::error_code ec, const std::string& what) {
@@ -331,8 +339,6 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (IsEventStream(response_.content_type)) {
       stream_->Write("data: " + ErrorJson(code, message) + "\n\n");
     }
-    stream_->Close();
-    stream_.reset();
     StreamEnded(false);
   }
 

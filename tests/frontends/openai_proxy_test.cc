@@ -139,7 +139,7 @@ TEST_F(OpenAiProxyTest, AnswersPassThroughUnchangedAndTheSessionIsAWorkflowHere)
   EXPECT_EQ(models["data"][0]["id"], kModel) << models.dump();
 }
 
-TEST_F(OpenAiProxyTest, StreamsPassThrough) {
+TEST_F(OpenAiProxyTest, StreamsPassThroughAndTheSessionsNextTurnFollowsAtOnce) {
   json msgs = {{{"role", "user"}, {"content", "stream it"}}};
   json body = Body(msgs);
   body["stream"] = true;
@@ -158,6 +158,20 @@ TEST_F(OpenAiProxyTest, StreamsPassThrough) {
     return false;
   });
   EXPECT_TRUE(done) << st.dump();
+  // The next turn, sent as soon as the stream ended (as agents do), finds the session
+  // free: the stream's end was held back until the session was released.
+  msgs.push_back({{"role", "assistant"}, {"content", "streamed"}});
+  msgs.push_back({{"role", "user"}, {"content", "and again"}});
+  for (int turn = 1; turn <= 2; ++turn) {
+    json next = Body(msgs);
+    next["stream"] = true;
+    auto again = Post(proxy_.port, kToken, next, "p-2");
+    ASSERT_EQ(again.status, 200) << "turn " << turn << ": " << again.body;
+    EXPECT_EQ(again.headers["x-switchyard-workflow-id"], wf) << "one session, one workflow";
+    EXPECT_NE(again.body.find("data: [DONE]"), std::string::npos) << again.body;
+    msgs.push_back({{"role", "assistant"}, {"content", "streamed"}});
+    msgs.push_back({{"role", "user"}, {"content", "once more"}});
+  }
 }
 
 // An upstream that fails a call (5xx) or answers in shapes the front does not expect

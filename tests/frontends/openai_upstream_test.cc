@@ -280,7 +280,7 @@ class OpenAiUpstreamTest : public ::testing::Test {
             MutexLock lock(&mu_);
             hooked_bytes_.append(bytes);
           };
-          hooks.on_end = [this](bool complete) {
+          hooks.on_end = [this](bool complete, UpstreamClient::CloseHold) {
             ends_++;
             end_complete_ = complete;
           };
