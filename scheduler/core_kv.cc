@@ -62,6 +62,8 @@ void CoreState::OnToolStarted(WfRec& wf, int idx) {
     if (c.dead || c.users > 0 || c.transfer != 0 || c.loc.tier != Tier::kHbm) continue;
     c.wait_tool = idx;
     c.wait_started = now;
+    const int64_t retain_ms = tool.spec.hints().retain_ms();
+    c.retain_until = retain_ms > 0 ? now + Millis(retain_ms) : Time{0};
     DecideWait(c, WaitReason::kToolWait, q, slack);
   }
 }
@@ -133,6 +135,7 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
   int w = c.loc.worker;
   WaitInput in = MakeWaitInput(c, reason, std::move(q), slack);
   WaitDecision d = policy->OnWait(in);
+  if (d.action == WaitAction::kDiscard && c.retain_until > now) d = Retained(c, in, reason);
   if (d.action == WaitAction::kDemote) {
     Time prefetch_at = reason == WaitReason::kEviction ? Time::Max() : now + d.prefetch_after;
     c.home = w;
@@ -145,6 +148,7 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     if (refused_grant && DeferDemotion(c, reason, in, d)) return;
     in.options.clear();  // no room, or waiting for budget costs more: keep or discard
     d = policy->OnWait(in);
+    if (d.action == WaitAction::kDiscard && c.retain_until > now) d = Retained(c, in, reason);
   }
   c.deferrals = 0;
   c.grant_refused_since = Time::Max();  // the move is no longer wanted
@@ -164,6 +168,26 @@ void CoreState::DecideWait(CtxRec& c, WaitReason reason, std::vector<Duration> q
     c.reeval_at = now + after;
     timers.insert({c.reeval_at, TimerKind::kReeval, c.key, -1});
   }
+}
+
+// The client asked for the context to be retained (Hints.retain_ms) and the policy would
+// drop it: it moves to the reachable tier whose move out is quickest, its reload timed to
+// the wait's median; with no tier room it stays where it is, pinned until the retention
+// ends — unless HBM must be freed (an eviction), which a retention does not stop.
+WaitDecision CoreState::Retained(const CtxRec& c, const WaitInput& in, WaitReason reason) const {
+  const WaitOption* best = nullptr;
+  for (const WaitOption& o : in.options)
+    if (!best || o.out < best->out) best = &o;
+  if (best) {
+    Duration median = in.wait_quantiles.empty() ? Duration(0) : in.wait_quantiles[2];
+    Duration reload_after = std::max(Duration(0), median - best->in);
+    return {WaitAction::kDemote, best->dst, reload_after, 0, "retained (client's cache ttl)"};
+  }
+  if (reason == WaitReason::kEviction)
+    return {WaitAction::kDiscard, {}, Duration(0), 0, "no tier room for a retained context"};
+  WaitDecision keep{WaitAction::kKeep, {}, Duration(0), 0, "retained (client's cache ttl)"};
+  keep.pin_for = c.retain_until - now;
+  return keep;
 }
 
 bool CoreState::DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in,

@@ -192,6 +192,7 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
     kv.AddUser(c);
     c.prefetch_at = c.reeval_at = Time::Max();
     c.wait_tool = -1;
+    c.retain_until = Time{0};
     c.deferrals = 0;
     c.grant_refused_since = Time::Max();  // the move is no longer wanted
     c.evict_pending = false;

@@ -314,6 +314,8 @@ struct CoreState {
   bool StartTransfer(CtxRec& c, Location dst, TrafficClass cls, CommandKind kind, Time prefetch_at,
                      bool* refused_grant = nullptr);
   bool DeferDemotion(CtxRec& c, WaitReason reason, const WaitInput& in, const WaitDecision& d);
+  // What a wait decision to discard becomes for a context the client asked to retain.
+  WaitDecision Retained(const CtxRec& c, const WaitInput& in, WaitReason reason) const;
   double RunningFraction(int worker) const;  // HBM held by running nodes there / capacity
   Duration SwapBacklog(int worker) const;    // planned time of moves out of its HBM in flight
   double BatchHeadroom(int worker) const;    // WaitInput::batch_headroom
