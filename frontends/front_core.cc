@@ -97,6 +97,8 @@ void FrontCore::Serve(FrontRequest request, std::unique_ptr<Reply> reply, Respon
   if (!turn.ok()) return c->respond(c->reply->Error(turn.status(), Reply::Stage::kTurn));
   c->turn = std::move(*turn);
   c->turn.front = c->req.front;
+  c->turn.retain_ms = c->req.retain_ms;
+  c->turn.parent = c->req.parent_session;
   c->head.workflow = c->turn.workflow;
   c->head.node = c->turn.node;
   c->head.turn = c->turn.index;

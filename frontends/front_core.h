@@ -79,9 +79,13 @@ struct FrontRequest {
   std::string prompt;            // completion
   std::string session_id;        // "": a one-node workflow
   bool session_is_user = false;  // the id is only the request's `user`
-  int64_t deadline_ms = 0;       // 0: none
-  int priority = 0;              // v1::PriorityClass, 0: the tenant's default
-  int64_t max_tokens = 0;        // 0: Options::default_max_tokens
+  // The session this one branches from (a sub-agent's parent session; "": none), and the
+  // retention the client asked for its prompt's cache in ms (0: none). See Sessions::Turn.
+  std::string parent_session;
+  int64_t retain_ms = 0;
+  int64_t deadline_ms = 0;  // 0: none
+  int priority = 0;         // v1::PriorityClass, 0: the tenant's default
+  int64_t max_tokens = 0;   // 0: Options::default_max_tokens
   bool stream = false;
   http::HttpRequest original;  // proxy mode forwards it as it came
 };

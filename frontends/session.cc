@@ -3,6 +3,7 @@
 #include "frontends/session.h"
 
 #include <cctype>
+#include <cstdio>
 
 #include "base/mutex.h"
 #include "base/utf8.h"
@@ -107,7 +108,47 @@ Status Sessions::Take(const SessionPtr& s, bool shared, const std::string& model
 void Sessions::Extend(Turn* turn, const std::vector<int32_t>& prompt) {
   if (!turn->session) return;  // a one-node workflow: a fresh "main"
   Session& s = *turn->session;
-  MutexLock lock(&s.mu);
+  std::string model;
+  {
+    MutexLock lock(&s.mu);
+    ExtendLocked(&s, turn, prompt);
+    model = s.model;
+  }
+  if (turn->create && !turn->parent.empty()) {
+    auto [name, tokens] = ParentPrefix(*turn, model, prompt);
+    turn->shared_prefix = std::move(name);
+    turn->shared_prefix_tokens = tokens;
+  }
+}
+
+std::pair<std::string, int64_t> Sessions::ParentPrefix(const Turn& turn, const std::string& model,
+                                                       const std::vector<int32_t>& prompt) const {
+  SessionPtr parent;
+  {
+    MutexLock lock(&mu_);
+    auto it = sessions_.find({turn.tenant, turn.parent});
+    if (it == sessions_.end() || it->second == turn.session) return {"", 0};
+    parent = it->second;
+  }
+  MutexLock lock(&parent->mu);
+  if (parent->model != model) return {"", 0};
+  size_t lcp = 0;
+  const std::vector<int32_t>& t = parent->tokens;
+  while (lcp < t.size() && lcp < prompt.size() && t[lcp] == prompt[lcp]) ++lcp;
+  if (static_cast<int64_t>(lcp) < kMinSharedPrefix) return {"", 0};
+  // FNV-1a over the token ids: the name says which tokens, so equal prefixes share.
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < lcp; ++i) {
+    h ^= static_cast<uint32_t>(t[i]);
+    h *= 1099511628211ULL;
+  }
+  char name[40];
+  std::snprintf(name, sizeof(name), "session-prefix-%016llx", static_cast<unsigned long long>(h));
+  return {name, static_cast<int64_t>(lcp)};
+}
+
+void Sessions::ExtendLocked(Session* sp, Turn* turn, const std::vector<int32_t>& prompt) {
+  Session& s = *sp;
   size_t lcp = 0;
   while (lcp < s.tokens.size() && lcp < prompt.size() && s.tokens[lcp] == prompt[lcp]) ++lcp;
   // The longest common prefix of the context's tokens and the new prompt is reused, as
@@ -132,6 +173,10 @@ v1::ProgramNode Sessions::LlmNode(const Turn& turn, const std::string& model, in
   ref->set_context(turn.context);
   ref->set_mode(turn.create ? v1::CacheRef::CREATE : v1::CacheRef::EXTEND);
   if (turn.keep > 0) ref->set_keep_tokens(turn.keep);
+  if (turn.create && !turn.shared_prefix.empty()) {
+    ref->set_shared_prefix(turn.shared_prefix);
+    ref->set_shared_prefix_tokens(turn.shared_prefix_tokens);
+  }
   for (const std::string& w : turn.waits) n.add_deps(w);
   n.mutable_hints()->set_prompt_tokens(prompt_tokens);
   n.mutable_hints()->set_extend_tokens(prompt_tokens - turn.cached);
@@ -202,6 +247,7 @@ std::vector<v1::ProgramNode> Sessions::StoreTurnLocked(Session* s, const Turn& t
     w.set_id(NodeIdOf(tools[i], s->turn) + (i ? "-" + std::to_string(i) : ""));
     w.set_kind(v1::TOOL);
     w.set_tool_name(tools[i]);
+    if (turn.retain_ms > 0) w.mutable_hints()->set_retain_ms(turn.retain_ms);
     w.add_deps(turn.node);
     s->waits.push_back(w.id());
     waits.push_back(std::move(w));

@@ -71,6 +71,16 @@ class Sessions {
     int64_t cached = 0;              // prompt tokens the context already holds
     int64_t keep = 0;                // > 0: the context continues from its first `keep`
     std::vector<std::string> waits;  // the wait nodes it ends (its LLM node's deps)
+    // Set by the front before EndTurn: the retention the client asked for its prompt's
+    // cache (Anthropic's cache_control ttl, OpenAI's prompt_cache_retention), given to the
+    // wait nodes as Hints.retain_ms (0: none).
+    int64_t retain_ms = 0;
+    // Set by the front before Extend: the session this one branches from (a sub-agent's
+    // parent). A CREATEd context then starts with the prefix it shares with the parent's
+    // context, named for the scheduler as a shared prefix (CacheRef.shared_prefix).
+    std::string parent;
+    std::string shared_prefix;         // set by Extend: the prefix's name ("" none)
+    int64_t shared_prefix_tokens = 0;  // and its length
 
    private:
     friend class Sessions;
@@ -91,8 +101,15 @@ class Sessions {
   Result<Turn> BeginTurn(const std::string& tenant, const std::string& id, bool shared,
                          const std::string& model);
   // The turn's context for its prompt's token ids: the longest prefix they share with the
-  // session's context is reused (sets context, create, cached and keep; see above).
+  // session's context is reused (sets context, create, cached and keep; see above). A
+  // context CREATEd for a turn with a `parent` session of the same model starts with the
+  // prefix the prompt shares with the parent's context (at least kMinSharedPrefix tokens):
+  // sets shared_prefix, named by its tokens' hash so that every session starting with the
+  // same tokens (a parent's sub-agents) names the same prefix. The scheduler computes it
+  // once per worker and keeps one copy where it shares prefixes (the simulated engine,
+  // replay); an engine that computes each context whole (the CPU engine) ignores it.
   void Extend(Turn* turn, const std::vector<int32_t>& prompt);
+  static constexpr int64_t kMinSharedPrefix = 16;
   // The turn's LLM node for served model `model` (the model id the scheduler sees).
   v1::ProgramNode LlmNode(const Turn& turn, const std::string& model, int64_t prompt_tokens,
                           int64_t max_output_tokens) const;
@@ -129,9 +146,15 @@ class Sessions {
  private:
   using SessionPtr = std::shared_ptr<Session>;
 
+  // The tokens `prompt` shares with session `parent`'s context and their prefix's name
+  // (see Extend); 0 tokens when the parent is unknown, another model's or shares too few.
+  std::pair<std::string, int64_t> ParentPrefix(const Turn& turn, const std::string& model,
+                                               const std::vector<int32_t>& prompt) const;
   // Takes the session for `turn`, or says why not (see BeginTurn).
   Status Take(const SessionPtr& s, bool shared, const std::string& model, Turn* turn);
   void EndSession(const SessionPtr& s);
+  // Extend's own session part (s->mu held).
+  static void ExtendLocked(Session* s, Turn* turn, const std::vector<int32_t>& prompt);
   // Records the turn's context and wait nodes in `s` (s->mu held); returns the waits.
   static std::vector<v1::ProgramNode> StoreTurnLocked(Session* s, const Turn& turn,
                                                       std::vector<int32_t> context,

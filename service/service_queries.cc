@@ -33,6 +33,7 @@ v1::WorkflowStatus Service::StatusOf(const std::string& id, const Entry& e) {
     n->set_reason(g.reason(i));
     n->set_retryable(g.retryable(i));
     if (!g.node(i).tool_name().empty()) n->set_tool_name(g.node(i).tool_name());
+    if (g.node(i).hints().retain_ms() > 0) n->set_retain_ms(g.node(i).hints().retain_ms());
     if (auto t = e.times.find(g.node_id(i)); t != e.times.end()) {
       n->set_started_ms(t->second.first);
       n->set_finished_ms(t->second.second);

@@ -32,6 +32,8 @@ Result<FrontRequest> RequestOf(const http::HttpRequest& req, const std::string& 
   an::SessionKey key = an::SessionKeyOf(an::ParseHeaders(req.headers), r);
   f.session_id = key.Key();
   f.session_is_user = key.from_user;
+  if (!key.agent_id.empty()) f.parent_session = key.session_id;  // a sub-agent
+  f.retain_ms = an::RetentionMs(r.cache_breakpoints);
   if (std::string v = req.Header("x-switchyard-deadline"); !v.empty()) {
     SY_ASSIGN_OR_RETURN(f.deadline_ms, openai::ParseDeadline(v, now_ms));
   }

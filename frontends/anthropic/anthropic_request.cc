@@ -285,6 +285,13 @@ Result<MessagesRequest> Parse(std::string_view body, bool count_tokens) {
 
 Result<MessagesRequest> ParseMessages(std::string_view body) { return Parse(body, false); }
 
+int64_t RetentionMs(const std::vector<CacheBreakpoint>& breakpoints) {
+  int64_t ms = 0;
+  for (const CacheBreakpoint& b : breakpoints)
+    ms = std::max<int64_t>(ms, b.ttl == "1h" ? 3'600'000 : 300'000);
+  return ms;
+}
+
 Result<MessagesRequest> ParseCountTokens(std::string_view body) { return Parse(body, true); }
 
 std::string ParamOf(const Status& s) {

@@ -99,6 +99,12 @@ Result<MessagesRequest> ParseMessages(std::string_view body);
 // count_tokens takes model, messages, system, tools, tool_choice and thinking (as above);
 // any other field is ignored and named, unvalidated.
 Result<MessagesRequest> ParseCountTokens(std::string_view body);
+// What the breakpoints ask of the server: the session's context is retained (kept in HBM
+// or moved to a tier, never dropped for recompute) for the longest ttl among them from
+// the answer's end, in ms ("5m": 300000, "1h": 3600000); 0 without breakpoints. Anthropic
+// caches each marked prefix; Switchyard keeps the session's whole context, which holds
+// every marked prefix (see Sessions::Turn::retain_ms).
+int64_t RetentionMs(const std::vector<CacheBreakpoint>& breakpoints);
 // The parameter an InvalidArgument of this layer names ("" if none or another code).
 std::string ParamOf(const Status& s);
 

@@ -95,6 +95,12 @@ void ResponsesFront::Create(const http::HttpRequest& req, const std::string& ten
   f.stream = r.stream;
   f.session_id = rs::SessionIdOf(*headers, r);
   f.session_is_user = !r.user.empty() && f.session_id == r.user;
+  f.retain_ms = r.retain_ms;
+  // A thread of a session that is not the session's own (a Codex sub-agent's thread): it
+  // branches from the session's thread.
+  if (!headers->thread_id.empty() && !headers->session_id.empty() &&
+      headers->thread_id != headers->session_id && f.session_id == headers->thread_id)
+    f.parent_session = headers->session_id;
   if (std::string v = req.Header("x-switchyard-deadline"); !v.empty()) {
     auto d = openai::ParseDeadline(v, core_->clock()->Now().millis());
     if (!d.ok()) return respond(ErrorOf(d.status()));

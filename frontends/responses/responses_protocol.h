@@ -18,8 +18,9 @@
 //             tool_choice (auto, none, required, {type: function, name}),
 //             parallel_tool_calls, max_output_tokens, temperature, top_p, stream, store,
 //             previous_response_id (the caller loads the chain), prompt_cache_key (a
-//             session id fallback), metadata, user, text.format {type: text}
-//   listed    reasoning, include, client_metadata, prompt_cache_retention, service_tier,
+//             session id fallback), prompt_cache_retention ("24h": the session's context
+//             is retained a day; "in-memory"), metadata, user, text.format {type: text}
+//   listed    reasoning, include, client_metadata, service_tier,
 //             truncation, safety_identifier, stream_options, top_logprobs, max_tool_calls,
 //             text.verbosity; hosted tools (web_search*, file_search, code_interpreter,
 //             computer_use*, image_generation, local_shell, mcp, custom, tool_search, shell,

@@ -27,12 +27,13 @@ constexpr size_t kMaxMetadataPairs = 16, kMaxMetadataKey = 64, kMaxMetadataValue
 
 // The members ParseCreate acts on (or refuses); every other top-level member is listed in
 // CreateRequest::ignored: the documented ones this server does not act on (reasoning,
-// include, client_metadata, prompt_cache_retention, service_tier, truncation,
+// include, client_metadata, service_tier, truncation,
 // safety_identifier, stream_options, top_logprobs, max_tool_calls) and unknown ones alike.
 bool IsReadField(const std::string& key) {
   return IsOneOf(
       " model input instructions tools tool_choice parallel_tool_calls max_output_tokens "
       " temperature top_p stream store previous_response_id prompt_cache_key metadata "
+      " prompt_cache_retention "
       " user text background conversation prompt ",
       key);
 }
@@ -88,6 +89,14 @@ Status ParseFlagsAndIds(const Json& j, CreateRequest* r) {
   SY_RETURN_IF_ERROR(ReadBool(j, "", "store", &r->store));
   SY_RETURN_IF_ERROR(ReadString(j, "", "instructions", &r->instructions));
   SY_RETURN_IF_ERROR(ReadString(j, "", "prompt_cache_key", &r->prompt_cache_key));
+  std::string retention;
+  SY_RETURN_IF_ERROR(ReadString(j, "", "prompt_cache_retention", &retention));
+  if (retention == "24h") {
+    r->retain_ms = 86'400'000;
+  } else if (!retention.empty() && retention != "in-memory" && retention != "in_memory") {
+    return Bad("prompt_cache_retention",
+               "expected \"in-memory\" or \"24h\", got \"" + retention.substr(0, 64) + "\"");
+  }
   SY_RETURN_IF_ERROR(ReadString(j, "", "user", &r->user));
   return ReadString(j, "", "previous_response_id", &r->previous_response_id);
 }

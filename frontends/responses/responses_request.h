@@ -43,6 +43,10 @@ struct CreateRequest {
   bool store = true;  // whether the response may be fetched and chained later (OpenAI's default)
   std::string previous_response_id;
   std::string prompt_cache_key;
+  // prompt_cache_retention: "24h" asks that the prompt's cache be kept for a day: the
+  // session's context is then retained that long after the answer (kept in HBM or moved to
+  // a tier, never dropped for recompute), in ms; "in-memory" (OpenAI's default) or absent: 0.
+  int64_t retain_ms = 0;
   std::string user;
   std::map<std::string, std::string> metadata;  // at most 16 string pairs
   // Fields, tools and items accepted but not acted on, for logs: top-level names

@@ -98,8 +98,8 @@ struct CtxRec {
   Time grant_refused_since = Time::Max();  // first refused grant of the move still wanted
   bool evict_pending = false;              // the deferred demotion was an eviction
   Time pinned_until{0};                    // WaitDecision::pin_for of the last keep
-  Time retain_until{0};  // the wait's Hints.retain_ms: not dropped for recompute before
-  int prefetch_retries = 0;                // timed reloads waiting for room (OnPrefetchTimer)
+  Time retain_until{0};      // the wait's Hints.retain_ms: not dropped for recompute before
+  int prefetch_retries = 0;  // timed reloads waiting for room (OnPrefetchTimer)
 };
 
 // One worker's copy of a tenant's shared prefix: its blocks, committed in that worker's

@@ -150,8 +150,27 @@ TEST_F(AnthropicFrontTest, AClaudeCodeSessionIsOneWorkflowWithToolWaitsNamedAfte
   }
   json st = Get("/v1/workflows/" + wf);
   int bash = 0;
-  for (const json& n : st["nodes"]) bash += n.value("toolName", "") == "Bash";
+  for (const json& n : st["nodes"]) {
+    if (n.value("toolName", "") != "Bash") continue;
+    ++bash;
+    // The system block's cache_control (ttl 5m by default) retains the context in the wait.
+    EXPECT_EQ(n.value("retainMs", ""), "300000") << n.dump();
+  }
   EXPECT_EQ(bash, 2) << "a wait after each answer, named after its tool: " << st.dump();
+  // A sub-agent of that session (Claude Code's agent id) is a session of its own.
+  h["x-claude-code-agent-id"] = "agent-7";
+  json sub = Body({{{"role", "user"}, {"content", "search the code"}}}, 4);
+  sub["system"] = json::array({{{"type", "text"},
+                                {"text", "You are a sub-agent."},
+                                {"cache_control", {{"type", "ephemeral"}, {"ttl", "1h"}}}}});
+  auto r = Post("/v1/messages", sub, h);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string sub_wf = r.headers["x-switchyard-workflow-id"];
+  EXPECT_NE(sub_wf, wf) << "the sub-agent's session is not its parent's";
+  json sub_st = Get("/v1/workflows/" + sub_wf);
+  bool retained_1h = false;
+  for (const json& n : sub_st["nodes"]) retained_1h |= n.value("retainMs", "") == "3600000";
+  EXPECT_TRUE(retained_1h) << "ttl 1h: " << sub_st.dump();
 }
 
 TEST_F(AnthropicFrontTest, AStreamIsTheMessagesEventSequenceAndCarriesTheWholeAnswer) {

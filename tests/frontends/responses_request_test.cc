@@ -96,10 +96,20 @@ TEST(ResponsesParseTest, ListsAcceptedButIgnoredAndUnknownFields) {
       R"("truncation":"auto","safety_identifier":"x","n":3,"brand_new":{"x":1},)"
       R"("text":{"format":{"type":"text"},"verbosity":"low"})"));
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->ignored,
-            (std::vector<std::string>{"reasoning", "include", "client_metadata",
-                                      "prompt_cache_retention", "service_tier", "truncation",
-                                      "safety_identifier", "n", "brand_new", "text.verbosity"}));
+  EXPECT_EQ(r->ignored, (std::vector<std::string>{"reasoning", "include", "client_metadata",
+                                                  "service_tier", "truncation", "safety_identifier",
+                                                  "n", "brand_new", "text.verbosity"}));
+}
+
+TEST(ResponsesParseTest, PromptCacheRetentionBecomesARetention) {
+  auto day = ParseCreate(Body(R"("prompt_cache_retention":"24h")"));
+  ASSERT_TRUE(day.ok()) << day.status();
+  EXPECT_EQ(day->retain_ms, 86'400'000);
+  auto memory = ParseCreate(Body(R"("prompt_cache_retention":"in-memory")"));
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  EXPECT_EQ(memory->retain_ms, 0);
+  EXPECT_EQ(RefusedParam(R"({"model":"m","input":"x","prompt_cache_retention":"1w"})"),
+            "prompt_cache_retention");
 }
 
 TEST(ResponsesParseTest, RefusalsNameTheirParameter) {

@@ -145,6 +145,62 @@ TEST_F(SessionsTest, TurnsAreOneWorkflowWithWaitsBetweenThem) {
   EXPECT_NE(Node(State(t0.workflow), "client-1"), nullptr) << "no tool calls: one `client` wait";
 }
 
+// The retention the client asked for (a cache_control ttl) goes to the turn's wait nodes.
+TEST_F(SessionsTest, ARetentionGoesToTheWaitsOfItsTurn) {
+  Sessions::Turn t0 = Begin("s1");
+  t0.retain_ms = 300'000;
+  ASSERT_TRUE(Submit(&t0, {1, 2, 3}).ok());
+  ASSERT_TRUE(Answer(t0, {1, 2, 3, 7}, {"Bash", "Read"}).ok());
+  const v1::WorkflowStatus state = State(t0.workflow);
+  for (const char* id : {"Bash-0", "Read-0-1"}) {
+    const v1::NodeStatus* wait = Node(state, id);
+    ASSERT_NE(wait, nullptr) << id << ": " << state.DebugString();
+    EXPECT_EQ(wait->retain_ms(), 300'000) << id;
+  }
+  Sessions::Turn t1 = Begin("s1");
+  ASSERT_TRUE(Submit(&t1, {1, 2, 3, 7, 9}).ok());
+  ASSERT_TRUE(Answer(t1, {1, 2, 3, 7, 9, 4}, {}).ok());
+  EXPECT_EQ(Node(State(t0.workflow), "client-1")->retain_ms(), 0) << "asked for by turn 0 only";
+}
+
+// A sub-agent's session (parent set) creates its context starting with the prefix it shares
+// with its parent's, named by the prefix's tokens: two sub-agents sharing the same tokens
+// name the same prefix; too short a prefix, or no parent session, names none.
+TEST_F(SessionsTest, ASubAgentsContextStartsWithThePrefixItSharesWithItsParent) {
+  std::vector<int32_t> preamble;
+  for (int32_t i = 0; i < 40; ++i) preamble.push_back(100 + i);
+  Sessions::Turn p0 = Begin("parent");
+  ASSERT_TRUE(Submit(&p0, preamble).ok());
+  std::vector<int32_t> parent_ctx = preamble;
+  parent_ctx.insert(parent_ctx.end(), {5, 6, 7});
+  ASSERT_TRUE(Answer(p0, parent_ctx, {"Agent"}).ok());
+
+  auto child = [&](const std::string& id, std::vector<int32_t> prompt) {
+    Sessions::Turn t = Begin(id);
+    t.parent = "parent";
+    sessions_->Extend(&t, prompt);
+    v1::ProgramNode n = sessions_->LlmNode(t, kModel, static_cast<int64_t>(prompt.size()), 8);
+    sessions_->Abort(t, "test");
+    return n.cache_refs(0);
+  };
+  std::vector<int32_t> a = preamble, b = preamble;
+  a.insert(a.end(), {1, 1, 1});
+  b.insert(b.end(), {2, 2});
+  v1::CacheRef ra = child("parent/agent/a", a), rb = child("parent/agent/b", b);
+  EXPECT_EQ(ra.mode(), v1::CacheRef::CREATE);
+  EXPECT_EQ(ra.shared_prefix_tokens(), 40);
+  EXPECT_FALSE(ra.shared_prefix().empty());
+  EXPECT_EQ(ra.shared_prefix(), rb.shared_prefix()) << "the same tokens, the same prefix";
+  std::vector<int32_t> short_prompt(preamble.begin(), preamble.begin() + 10);
+  short_prompt.push_back(9);
+  EXPECT_TRUE(child("parent/agent/c", short_prompt).shared_prefix().empty()) << "10 < 16 tokens";
+  Sessions::Turn orphan = Begin("orphan");
+  orphan.parent = "nobody";
+  sessions_->Extend(&orphan, a);
+  EXPECT_TRUE(orphan.shared_prefix.empty());
+  sessions_->Abort(orphan, "test");
+}
+
 TEST_F(SessionsTest, AChangedPromptCutsTheContextAndAnUnrelatedOneStartsAFreshContext) {
   Sessions::Turn t0 = Begin("s1");
   ASSERT_TRUE(Submit(&t0, {1, 2, 3}).ok());
