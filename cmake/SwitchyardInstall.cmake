@@ -75,30 +75,37 @@ install(TARGETS ${_sy_install_targets} sy_switchyard
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-# Public headers of every installed module, and the generated protobuf headers.
-# The byte transports, the KV store, the tiers over it and link calibration
-# (sy_kv_transport, sy_kv_store, sy_kv_remote, sy_link_calibrate) are not part of the
-# embedding API: their headers are not installed, also where their folder sits inside an
-# installed module's (kv_tiers/transport/, kv_tiers/kv_store/, kv_tiers/remote/,
-# net_budget/link_calibrate/).
-set(_sy_headers_not_installed kv_tiers/transport kv_tiers/kv_store kv_tiers/remote
-    net_budget/link_calibrate)
-foreach(t ${_sy_install_targets})
-  string(REGEX REPLACE "^sy_" "" module ${t})
-  if(module MATCHES "^(kv_transport|kv_store|kv_remote|link_calibrate)$")
-    continue()
+# Public headers: the embedding API (service/embedded.h), the engine interface and the
+# helpers an engine implementer uses (executors/engine.h, batching_engine.h,
+# registered_kv.h, and the CPU engine as a reference), and every project header these
+# include, transitively — nothing else: no internal/ header, no header of a module the
+# API does not expose. The closure is computed from the headers' #include lines when
+# CMake configures, so a new include is installed with its header.
+set(_sy_public_entry_headers service/embedded.h executors/engine.h executors/batching_engine.h
+    executors/registered_kv.h executors/cpu/cpu_engine.h executors/cpu/model.h)
+function(_sy_header_closure header out_var)
+  set(seen ${${out_var}})
+  if(header IN_LIST seen OR NOT EXISTS ${PROJECT_SOURCE_DIR}/${header})
+    return()
   endif()
-  if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${module})
-    set(_sy_skip)
-    foreach(sub ${_sy_headers_not_installed})
-      if(sub MATCHES "^${module}/")
-        list(APPEND _sy_skip REGEX "/${sub}$" EXCLUDE)
-      endif()
-    endforeach()
-    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${module}/
-            DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${module}
-            FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE ${_sy_skip})
+  list(APPEND seen ${header})
+  file(STRINGS ${PROJECT_SOURCE_DIR}/${header} lines REGEX "^[ \t]*#[ \t]*include[ \t]+\"")
+  foreach(line ${lines})
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" inc "${line}")
+    _sy_header_closure(${inc} seen)
+  endforeach()
+  set(${out_var} ${seen} PARENT_SCOPE)
+endfunction()
+set(_sy_public_headers)
+foreach(h ${_sy_public_entry_headers})
+  _sy_header_closure(${h} _sy_public_headers)
+endforeach()
+foreach(h ${_sy_public_headers})
+  if(h MATCHES "/internal/")
+    message(FATAL_ERROR "public header closure reaches ${h}: a public header must not include an internal one")
   endif()
+  get_filename_component(dir ${h} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${dir})
 endforeach()
 install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/switchyard/v1/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proto/switchyard/v1

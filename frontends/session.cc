@@ -2,6 +2,7 @@
 // context, and the wait nodes between turns.
 #include "frontends/session.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -11,15 +12,20 @@
 namespace switchyard::frontends {
 
 struct Sessions::Session {
-  Mutex mu;  // guards everything below
-  std::string tenant, id, workflow_id;
-  int turn = 0, generation = 0;
-  std::string context = "main";
-  std::string model;               // the served model its context's KV belongs to
-  std::vector<int32_t> tokens;     // the context as the engine holds it: prompt + output
-  std::vector<std::string> waits;  // wait nodes running since the last answer
-  std::chrono::steady_clock::time_point last_active = std::chrono::steady_clock::now();
-  bool busy = false, ended = false;
+  std::string tenant, id;  // set before it is shared
+  Mutex mu;                // guards everything below
+  std::string workflow_id GUARDED_BY(mu);
+  int turn GUARDED_BY(mu) = 0;
+  int generation GUARDED_BY(mu) = 0;
+  std::string context GUARDED_BY(mu) = "main";
+  std::string model GUARDED_BY(mu);  // the served model its context's KV belongs to
+  // The context as the engine holds it: prompt + output.
+  std::vector<int32_t> tokens GUARDED_BY(mu);
+  std::vector<std::string> waits GUARDED_BY(mu);  // wait nodes running since the last answer
+  std::chrono::steady_clock::time_point last_active GUARDED_BY(mu) =
+      std::chrono::steady_clock::now();
+  bool busy GUARDED_BY(mu) = false;
+  bool ended GUARDED_BY(mu) = false;
 };
 
 namespace {
@@ -133,13 +139,13 @@ std::pair<std::string, int64_t> Sessions::ParentPrefix(const Turn& turn, const s
   MutexLock lock(&parent->mu);
   if (parent->model != model) return {"", 0};
   size_t lcp = 0;
-  const std::vector<int32_t>& t = parent->tokens;
-  while (lcp < t.size() && lcp < prompt.size() && t[lcp] == prompt[lcp]) ++lcp;
+  const size_t n = std::min(parent->tokens.size(), prompt.size());
+  while (lcp < n && parent->tokens[lcp] == prompt[lcp]) ++lcp;
   if (static_cast<int64_t>(lcp) < kMinSharedPrefix) return {"", 0};
   // FNV-1a over the token ids: the name says which tokens, so equal prefixes share.
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < lcp; ++i) {
-    h ^= static_cast<uint32_t>(t[i]);
+    h ^= static_cast<uint32_t>(prompt[i]);  // the parent's tokens too, up to lcp
     h *= 1099511628211ULL;
   }
   char name[40];
@@ -149,6 +155,7 @@ std::pair<std::string, int64_t> Sessions::ParentPrefix(const Turn& turn, const s
 
 void Sessions::ExtendLocked(Session* sp, Turn* turn, const std::vector<int32_t>& prompt) {
   Session& s = *sp;
+  s.mu.AssertHeld();
   size_t lcp = 0;
   while (lcp < s.tokens.size() && lcp < prompt.size() && s.tokens[lcp] == prompt[lcp]) ++lcp;
   // The longest common prefix of the context's tokens and the new prompt is reused, as
@@ -239,6 +246,7 @@ void Sessions::ReportFailed(const Turn& turn, const std::string& error) {
 std::vector<v1::ProgramNode> Sessions::StoreTurnLocked(Session* s, const Turn& turn,
                                                        std::vector<int32_t> context,
                                                        std::vector<std::string> tools) {
+  s->mu.AssertHeld();
   std::vector<v1::ProgramNode> waits;
   s->tokens = std::move(context);
   if (tools.empty()) tools.push_back("client");

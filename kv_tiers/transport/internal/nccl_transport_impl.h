@@ -159,6 +159,8 @@ class NcclTransport final : public Transport {
   std::list<Unexpected> unexpected_;
 
   std::atomic<uint64_t> completions_{0};
+  // Guards no member (completions_ is atomic): it only orders completion_cv_'s waits
+  // with the progress thread's notifications, so nothing is marked GUARDED_BY it.
   Mutex completion_mu_;
   CondVar completion_cv_;
   std::thread progress_thread_, accept_thread_;

@@ -252,7 +252,9 @@ class UcxTransport final : public Transport {
   int listen_fd_ = -1;
 
   // The worker's owner holds this while it calls into UCX (ucp worker in serialized
-  // mode): the progress thread, or an application thread driving it while it waits.
+  // mode): the progress thread, or an application thread driving it while it waits. Not
+  // annotated: it guards calls into UCX, not members, and is a timed mutex (taken with
+  // try_to_lock) that base/mutex.h's annotated types do not offer.
   std::timed_mutex progress_mu_;
   std::atomic<int> drivers_{0};         // application threads driving or about to
   std::atomic<int64_t> last_drive_{0};  // when a driver last let go (steady ns)
@@ -280,6 +282,8 @@ class UcxTransport final : public Transport {
   std::atomic<bool> stop_accept_{false};
   std::atomic<uint64_t> completions_{0};
   std::atomic<int> completion_waiters_{0};
+  // Guards no member (completions_ is atomic): it only orders completion_cv_'s waits
+  // with the progress thread's notifications, so nothing is marked GUARDED_BY it.
   Mutex completion_mu_;
   CondVar completion_cv_;
   std::thread progress_thread_;
