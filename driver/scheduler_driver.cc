@@ -205,6 +205,15 @@ size_t SchedulerDriver::mirrored_workflows() const {
 }
 
 void SchedulerDriver::Sync(std::function<void()> fn) {
+  if (!own_loop_) {  // an injected loop: this thread runs it (see Start)
+    bool ran = false;
+    loop_->Post([&]() {
+      if (fn) fn();
+      ran = true;
+    });
+    while (!ran) loop_->RunUntil(loop_->Now());
+    return;
+  }
   std::promise<void> done;
   CompletionBatch::Pause unbatched;  // posted now, not when this thread's batch closes
   loop_->Post([&]() {

@@ -225,9 +225,17 @@ class SchedulerDriver final : public executors::Generation {
     std::function<void(const std::string& wf, const v1::WorkerLoss&)> worker_lost;
   };
 
+  // Builds the stack and starts the driver on `loop`. Null (the service): the driver's
+  // own real-time loop (AsioEventLoop), run on a thread of its own. Given (tests, virtual
+  // time: a VirtualEventLoop): the caller runs the loop, from one thread, and the driver
+  // starts no thread; its blocking calls (Sync, DrainWorker, LearnedDurations, ...) then
+  // run the loop themselves until their work ran, so call them from the thread that runs
+  // the loop and never from a callback. The loop must outlive the driver, and callbacks
+  // the driver posted must not run after it is destroyed.
   static Result<std::unique_ptr<SchedulerDriver>> Start(SchedulerConfig config,
                                                         const std::string& data_dir,
-                                                        Callbacks callbacks);
+                                                        Callbacks callbacks,
+                                                        EventLoop* loop = nullptr);
   ~SchedulerDriver();
 
   void Submit(const v1::Workflow& workflow);
@@ -417,7 +425,8 @@ class SchedulerDriver final : public executors::Generation {
   Callbacks callbacks_;
   uint64_t host_bytes_ = 0, disk_bytes_ = 0;
   // Declared first, destroyed last: the budgets, movers and BlockManager post to it.
-  std::unique_ptr<AsioEventLoop> loop_;
+  std::unique_ptr<AsioEventLoop> own_loop_;     // null: an injected loop
+  EventLoop* loop_ = nullptr;                   // the loop everything runs on
   std::vector<std::unique_ptr<Group>> groups_;  // the first is the default model's
   std::vector<int> group_of_;                   // worker -> its group
   // The policy, link budgets, core and runtime (executors/stack.h, as replay builds them).

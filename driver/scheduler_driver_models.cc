@@ -178,7 +178,7 @@ Status SchedulerDriver::MakeGroupTiers(Group& g, const std::string& kv_dir) {
   tuning.block_cache_bytes = 8ULL << 20;
   SY_ASSIGN_OR_RETURN(g.disk_tier, kv_tiers::DiskTier::Open(disk_opts, tuning));
   kv_tiers::MoverEnv menv;
-  menv.loop = loop_.get();
+  menv.loop = loop_;
   menv.worker_threads = 1;
   kv_tiers::MoverSet movers;
   movers.Add(std::make_shared<kv_tiers::LocalMover>(menv), 10);
@@ -193,8 +193,8 @@ Status SchedulerDriver::MakeGroupTiers(Group& g, const std::string& kv_dir) {
   }
   kv_tiers::BlockManagerOptions bo;
   bo.reclaim_on_high_watermark = false;
-  g.blocks = std::make_unique<kv_tiers::BlockManager>(
-      std::move(layout), loop_.get(), std::move(movers), std::make_unique<NoEviction>(), bo);
+  g.blocks = std::make_unique<kv_tiers::BlockManager>(std::move(layout), loop_, std::move(movers),
+                                                      std::make_unique<NoEviction>(), bo);
   for (kv_tiers::Tier* t : mine) SY_RETURN_IF_ERROR(g.blocks->AddTier(t));
   SY_RETURN_IF_ERROR(g.blocks->AddTier(g.host_tier.get()));
   SY_RETURN_IF_ERROR(g.blocks->AddTier(g.disk_tier.get()));
@@ -242,7 +242,7 @@ Status SchedulerDriver::MakeEngines() {
     for (int w = g.first; w < g.first + g.spec.workers; ++w) {
       EngineWorker& slot = workers_[static_cast<size_t>(w)];
       if (c.engine_factory && first) {  // the embedder's own engines (the first model's)
-        SY_ASSIGN_OR_RETURN(WorkerEngine we, c.engine_factory(loop_.get(), w, limits));
+        SY_ASSIGN_OR_RETURN(WorkerEngine we, c.engine_factory(loop_, w, limits));
         slot.kv = we.kv;
         slot.remote_kv = we.remote_kv;
         if (we.engine) {
@@ -251,13 +251,13 @@ Status SchedulerDriver::MakeEngines() {
         }  // no engine: the driver's own for this worker (below)
       }
       if (!c.engines_run_llm) {
-        auto e = std::make_unique<ReportedEngine>(loop_.get(), w, limits, early);
+        auto e = std::make_unique<ReportedEngine>(loop_, w, limits, early);
         slot.reported = e.get();
         reported_.push_back(e.get());
         slot.engine = std::move(e);
         continue;
       }
-      SY_ASSIGN_OR_RETURN(EngineWorker made, g.impl->make(loop_.get(), w, limits, g));
+      SY_ASSIGN_OR_RETURN(EngineWorker made, g.impl->make(loop_, w, limits, g));
       slot.engine = std::move(made.engine);
       if (made.hbm) slot.hbm = made.hbm;
       if (made.kv) slot.kv = made.kv;
@@ -303,7 +303,7 @@ Status SchedulerDriver::MakeMover() {
       const EngineWorker* s = slot_of(l);
       return s ? s->remote_kv.get() : nullptr;
     };
-    g.mover = std::make_unique<executors::TieredKvMover>(loop_.get(), g.blocks.get(), mo);
+    g.mover = std::make_unique<executors::TieredKvMover>(loop_, g.blocks.get(), mo);
     all.push_back(g.mover.get());
   }
   mover_ = std::make_unique<GroupMover>(

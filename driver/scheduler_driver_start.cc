@@ -57,14 +57,19 @@ Status ApplyLinkFigures(const SchedulerConfig& c, scheduler::ClusterShape* s,
 
 Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig config,
                                                                 const std::string& data_dir,
-                                                                Callbacks callbacks) {
+                                                                Callbacks callbacks,
+                                                                EventLoop* loop) {
   if (config.workers < 1) return Status::InvalidArgument("scheduler.workers must be >= 1");
   std::unique_ptr<SchedulerDriver> d(new SchedulerDriver(std::move(config), std::move(callbacks)));
   if (d->config_.kv_bytes_scale == 0)
     return Status::InvalidArgument("scheduler.kv_bytes_scale must be >= 1");
   SY_RETURN_IF_ERROR(d->MakeGroups());
   d->SizeSharedTiers();
-  d->loop_ = std::make_unique<AsioEventLoop>();
+  if (loop == nullptr) {
+    d->own_loop_ = std::make_unique<AsioEventLoop>();
+    loop = d->own_loop_.get();
+  }
+  d->loop_ = loop;
   SY_RETURN_IF_ERROR(d->BuildCoreStack());
   // Each model's tiers: an HBM arena per worker (engines that compute: their pools, real
   // bytes), a host arena, RocksDB under <data-dir>/kv (later models: kv-m<i>).
@@ -74,15 +79,17 @@ Result<std::unique_ptr<SchedulerDriver>> SchedulerDriver::Start(SchedulerConfig 
     SY_RETURN_IF_ERROR(d->MakeGroupTiers(*d->groups_[i],
                                          i == 0 ? kv_dir : data_dir + "/kv-m" + std::to_string(i)));
   SY_RETURN_IF_ERROR(d->MakeEngines());
-  d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_.get());
+  d->tools_ = std::make_unique<ReportedToolWaiter>(d->loop_);
   SY_RETURN_IF_ERROR(d->MakeMover());
   d->StartRuntime();
-  d->thread_ = std::thread([self = d.get()]() {
-    SetThreadName("sy-sched");
-    self->loop_->Run();
-  });
-  // Returns once the loop runs: a Stop() before Run() would be undone by Run()'s restart.
-  d->Sync();
+  if (d->own_loop_) {
+    d->thread_ = std::thread([self = d.get()]() {
+      SetThreadName("sy-sched");
+      self->own_loop_->Run();
+    });
+    // Returns once the loop runs: a Stop() before Run() would be undone by Run()'s restart.
+    d->Sync();
+  }
   d->LogStarted(kv_dir);
   return d;
 }
@@ -155,7 +162,7 @@ Status SchedulerDriver::BuildCoreStack() {
   // a shared prefix held as a context of its own: sharing is off there (exact outputs).
   co.share_prefixes = !any_computes_;
   spec.cost = groups_[0]->cost.get();
-  SY_ASSIGN_OR_RETURN(stack_, executors::BuildStack(std::move(spec), loop_.get()));
+  SY_ASSIGN_OR_RETURN(stack_, executors::BuildStack(std::move(spec), loop_));
   return Status::OK();
 }
 
@@ -163,7 +170,7 @@ void SchedulerDriver::StartRuntime() {
   std::vector<executors::Engine*> engines;
   for (EngineWorker& w : workers_) engines.push_back(w.engine.get());
   executors::Runtime* rt =
-      stack_.StartRuntime(loop_.get(), std::move(engines), tools_.get(), mover_.get());
+      stack_.StartRuntime(loop_, std::move(engines), tools_.get(), mover_.get());
   rt->SetObserver([this](const Event& e, const scheduler::Commands& out, Time now) {
     Observe(e, out, now);
     EndWatchers(e, out);
@@ -218,7 +225,7 @@ void SchedulerDriver::LogStarted(const std::string& kv_dir) const {
 }
 
 SchedulerDriver::~SchedulerDriver() {
-  if (loop_) loop_->Stop();
+  if (own_loop_) own_loop_->Stop();
   if (thread_.joinable()) thread_.join();
   stack_.runtime.reset();  // before the executors it borrows
   mover_.reset();
