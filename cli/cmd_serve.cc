@@ -8,7 +8,9 @@
 // LLM results; --links FILE: the figures `switchyard calibrate --links-out` measured, on the
 // links it names; --remote-workers N [--control-listen HOST:PORT] [--local-workers N]: N
 // more workers, each a `switchyard worker --join` process, waited for before serving —
-// serve/serve_workers.h). Stops on SIGINT/SIGTERM.
+// serve/serve_workers.h; --upstream URL[#API],... [--upstream-api same|chat]: proxy mode,
+// LLM calls forwarded to upstream servers, translated to Chat Completions for those that
+// speak only that). Stops on SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -62,7 +64,9 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
         if (comma > at) flags->upstreams.push_back(list.substr(at, comma - at));
         at = comma + 1;
       }
-    } else if (args[i] == "--upstream-key" && v)
+    } else if (args[i] == "--upstream-api" && v)
+      flags->upstream_api = args[++i];
+    else if (args[i] == "--upstream-key" && v)
       flags->upstream_key = args[++i];
     else if (args[i] == "--links" && v)
       flags->links = args[++i];
@@ -85,11 +89,21 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
                    "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                    "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
                    "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
-                   "[--kv-pool-mib N] [--upstream URL[,URL...]] "
+                   "[--kv-pool-mib N] [--upstream URL[#API][,URL[#API]...]] "
+                   "[--upstream-api same|chat] "
                    "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
                    "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
                    "[--join-timeout-s S] "
                    "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
+      if (help)
+        std::printf(
+            "\nproxy mode: --upstream URL[,URL...] forwards every LLM call, ordered and admitted "
+            "here, to\nupstream servers (http://host:port). --upstream-api says which API they "
+            "speak:\n  same  the API each call came in by (default): calls are forwarded "
+            "unchanged\n  chat  OpenAI Chat Completions only: Anthropic Messages and OpenAI "
+            "Responses calls are\n        translated to Chat Completions and the answers back, "
+            "streaming included\nA URL ending in #chat or #same says its own API "
+            "(--upstream http://a:8000#chat,http://b:8000).\n");
       return help ? 0 : 2;
     }
   }

@@ -32,7 +32,13 @@
 // Proxy mode (Options::upstreams): the scheduler still orders and admits each call's node;
 // when it is placed, the call's original request goes unchanged to an upstream chosen
 // with session affinity, and the upstream's answer — streamed or whole — goes back
-// unchanged (plus the x-switchyard headers). The core reports the node's start and end
+// unchanged (plus the x-switchyard headers). To an upstream that speaks only Chat
+// Completions (Options::upstream_apis) a Messages or Responses call goes translated
+// instead (frontends/translate/: the call's Conversation as a Chat Completions request),
+// and the answer is read back into an Answer that the call's Reply writes — whole once the
+// session's waits started, or as a stream whose text goes out as it comes and whose end
+// goes once the session was released; an upstream's error becomes the front's error
+// (Reply::Error). The core reports the node's start and end
 // (the service runs with llm_executor "reported"); prompt sizes are estimated (no
 // tokenizer), and the KV lives in the upstreams: Switchyard's KV decisions are advisory.
 //
@@ -65,10 +71,14 @@
 #include "frontends/prompt.h"
 #include "frontends/reply.h"
 #include "frontends/session.h"
+#include "frontends/translate/upstream_api.h"
 #include "http/http.h"
 #include "service/service.h"
 
 namespace switchyard::frontends {
+namespace translate {
+class TranslatedStream;  // translate/translated_stream.h
+}  // namespace translate
 
 // One call as its front parsed it.
 struct FrontRequest {
@@ -102,6 +112,11 @@ class FrontCore {
     // Proxy mode: upstream servers ("http://host:port") and the bearer token sent to them.
     // Empty: answers come from this server's engine.
     std::vector<std::string> upstreams;
+    // The API each upstream speaks, by index (none given: kSame): kSame, the API each call
+    // came in by (forwarded unchanged); kChat, Chat Completions only — Messages and
+    // Responses calls to it are translated to Chat Completions and its answers back,
+    // streaming included (`switchyard serve --upstream-api chat`, or "URL#chat").
+    std::vector<UpstreamApi> upstream_apis;
     std::string upstream_api_key;
   };
   using Respond = std::function<void(http::HttpResponse)>;
@@ -130,6 +145,10 @@ class FrontCore {
   // What answers (this server's engine, or upstreams) and whether KV placement is real.
   std::string Describe() const;
   bool proxy() const { return upstream_ != nullptr; }
+  // Proxy mode with an upstream that speaks only Chat Completions: Messages calls to it and
+  // every Responses call are translated, and this server answers what such an upstream
+  // lacks (Messages' count_tokens, as an estimate; the Responses API's stored responses).
+  bool translates() const;
   size_t sessions() const;
   // Ends sessions idle past the timeout (the core's thread does it every second).
   void SweepIdle();
@@ -201,6 +220,17 @@ class FrontCore {
   void Forwarded(const CallPtr& c, http::HttpResponse r);
   void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
   void StreamBroke(const CallPtr& c);
+  // Translated to Chat Completions (front_core_proxy.cc): whether c's call to upstream `i`
+  // is; its forwarding; the upstream's answer (a stream's head, or whole); a stream's end;
+  // the answer's end (the session's waits, Commit, then Send).
+  UpstreamApi ApiOf(size_t i) const;
+  bool Translated(const Call& c, size_t i) const;
+  void ForwardTranslated(const CallPtr& c, size_t i);
+  void TranslatedAnswer(const CallPtr& c, const std::shared_ptr<translate::TranslatedStream>& t,
+                        http::HttpResponse r);
+  void TranslatedStreamEnded(const CallPtr& c,
+                             const std::shared_ptr<translate::TranslatedStream>& t, bool complete);
+  void EndTranslated(const CallPtr& c, frontends::Answer a);
 
   service::Service* service_;
   const Clock* clock_;

@@ -11,6 +11,7 @@
 #include "executors/cpu/model_shape.h"
 #include "executors/engine_kind.h"
 #include "frontends/openai/openai_upstream.h"
+#include "frontends/translate/upstream_api.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
 
@@ -355,6 +356,31 @@ Status ParseListen(const std::string& listen, const std::string& what,
   return Status::OK();
 }
 
+// The upstreams of proxy mode (--upstream, else the config's `upstreams`), each
+// "URL[#API]", with --upstream-api the API of those that name none.
+Status FillUpstreams(const v1::ServiceConfig& config, const ServeFlags& flags,
+                     frontends::FrontCore::Options* fronts) {
+  std::vector<std::string> specs = flags.upstreams;
+  if (specs.empty()) specs.assign(config.upstreams().begin(), config.upstreams().end());
+  frontends::UpstreamApi fallback = frontends::UpstreamApi::kSame;
+  if (!flags.upstream_api.empty()) {
+    auto api = frontends::ParseUpstreamApi(flags.upstream_api);
+    if (!api.ok()) return api.status().Annotate("--upstream-api");
+    if (specs.empty())
+      return Status::InvalidArgument("--upstream-api: no upstreams (give --upstream URL)");
+    fallback = *api;
+  }
+  fronts->upstreams.clear();
+  fronts->upstream_apis.clear();
+  for (const std::string& spec : specs) {
+    auto up = frontends::ParseUpstreamSpec(spec, fallback);
+    if (!up.ok()) return up.status().Annotate("--upstream (upstreams)");
+    fronts->upstreams.push_back(up->url);
+    fronts->upstream_apis.push_back(up->api);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFlags& flags) {
@@ -386,9 +412,7 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
                                       static_cast<double>(config.session_idle_timeout_s())));
   if (config.session_idle_timeout_s() > 0)
     setup.api.fronts.session_idle_timeout = std::chrono::seconds(config.session_idle_timeout_s());
-  setup.api.fronts.upstreams = flags.upstreams;
-  if (setup.api.fronts.upstreams.empty())
-    setup.api.fronts.upstreams.assign(config.upstreams().begin(), config.upstreams().end());
+  SY_RETURN_IF_ERROR(FillUpstreams(config, flags, &setup.api.fronts));
   setup.api.fronts.upstream_api_key =
       !flags.upstream_key.empty() ? flags.upstream_key : config.upstream_api_key();
   if (!setup.api.fronts.upstreams.empty()) {

@@ -28,7 +28,8 @@ struct ServeFlags {
   std::string weight_dtype;            // --weight-dtype f32|bf16 (engine cpu)
   std::string kv_dtype;                // --kv-dtype f32|bf16 (engine cpu)
   int64_t kv_pool_mib = 0;             // --kv-pool-mib N (engine cpu; 0: the config's or 256)
-  std::vector<std::string> upstreams;  // --upstream URL[,URL...] (the OpenAI front's proxy)
+  std::vector<std::string> upstreams;  // --upstream URL[#API][,URL[#API]...] (proxy mode)
+  std::string upstream_api;            // --upstream-api same|chat (of URLs without #API)
   std::string upstream_key;            // --upstream-key TOKEN
   std::string links;                   // --links FILE (a link file; config linksFile)
 };

@@ -57,7 +57,8 @@ void AnthropicFront::Handle(const http::HttpRequest& req, const std::string& ten
                             Respond respond) {
   if (req.method != "POST") return respond(Error(405, "use POST"));
   const bool count = req.path() == kCount;
-  if (count && core_->proxy()) return core_->ForwardAsIs(req, std::move(respond));
+  if (count && core_->proxy() && !core_->translates())
+    return core_->ForwardAsIs(req, std::move(respond));
   auto parsed = count ? an::ParseCountTokens(req.body) : an::ParseMessages(req.body);
   if (!parsed.ok()) return respond(ErrorOf(parsed.status()));
   an::MessagesRequest& r = *parsed;

@@ -20,10 +20,10 @@
 // thread:
 //  - a streamed answer (Transfer-Encoding: chunked, or Content-Type: text/event-stream) as
 //    soon as its head arrived: HttpResponse::stream is set, the body's bytes are written to
-//    it as they arrive (unchanged), and it is Close()d after the upstream's last chunk. If
-//    the upstream breaks or times out mid-stream, an event-stream gets one last
-//    `data: {"error":{...}}` event before Close() (other bodies just end early). Hooks::
-//    on_end may hold the Close() back. If the
+//    it as they arrive (unchanged, or as Hooks::transform makes them), and it is Close()d
+//    after the upstream's last chunk. If the upstream breaks or times out mid-stream, an
+//    event-stream gets one last `data: {"error":{...}}` event before Close() (other bodies
+//    just end early). Hooks::on_end may hold the Close() back. If the
 //    stream is cancelled (the downstream client went away), the upstream connection is
 //    closed at once, which is how OpenAI servers learn to stop generating. While the
 //    stream holds more than 1 MiB not yet sent, reading from the upstream pauses.
@@ -104,6 +104,13 @@ class UpstreamClient {
   struct Hooks {
     // Each piece of the body as it arrives, before it is written to the stream.
     std::function<void(std::string_view bytes)> on_bytes;
+    // When set, the stream gets what it returns for each piece (after on_bytes) instead of
+    // the piece, "" writing nothing: a caller that translates the answer into another
+    // protocol. The error event an event-stream gets when the upstream breaks goes through
+    // it too. The stream's backpressure and cancellation are unchanged, and its Close()
+    // still waits for on_end's hold, so the caller may write its own last bytes to the
+    // stream before it lets go. Runs on a client thread, one piece at a time.
+    std::function<std::string(std::string_view bytes)> transform;
     // Once, after `done`, when the stream ended: true when the upstream's body was
     // complete; false when it broke or timed out, the stream was cancelled, or the client
     // stopped. The stream is closed when the last copy of `hold` is gone, so a hook that

@@ -264,7 +264,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       up_->bytes_in.fetch_add(got, std::memory_order_relaxed);
       if (stream_) {
         if (hooks_.on_bytes) hooks_.on_bytes(std::string_view(chunk_, got));
-        stream_->Write(std::string(chunk_, got));
+        Emit(std::string_view(chunk_, got));
       } else {
         response_.body.append(chunk_, got);
       }
@@ -336,10 +336,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void EndStream(const std::string& message, std::string_view code = "upstream_broken") {
     if (!stream_) return;
     stream_->SetOnCancel([] {});
-    if (IsEventStream(response_.content_type)) {
-      stream_->Write("data: " + ErrorJson(code, message) + "\n\n");
-    }
+    if (IsEventStream(response_.content_type)) Emit("data: " + ErrorJson(code, message) + "\n\n");
     StreamEnded(false);
+  }
+
+  // Writes body bytes to the stream, through the transform hook when there is one.
+  void Emit(std::string_view bytes) {
+    stream_->Write(hooks_.transform ? hooks_.transform(bytes) : std::string(bytes));
   }
 
   // The downstream client went away: the stream is dead, the connection too.

@@ -72,13 +72,13 @@ void ResponsesFront::Handle(const http::HttpRequest& req, const std::string& ten
   std::string_view path = req.path();
   if (path == kPath) {
     if (req.method != "POST") return respond(Json(405, rs::ErrorJson(405, "use POST")));
-    if (core_->proxy()) return core_->ForwardAsIs(req, std::move(respond));
+    if (core_->proxy() && !core_->translates()) return core_->ForwardAsIs(req, std::move(respond));
     return Create(req, tenant, std::move(respond));
   }
   std::string rest(path.substr(kPrefix.size()));
   std::string id = rest.substr(0, rest.find('/'));
   std::string action = rest.size() > id.size() ? rest.substr(id.size() + 1) : "";
-  if (core_->proxy()) return core_->ForwardAsIs(req, std::move(respond));
+  if (core_->proxy() && !core_->translates()) return core_->ForwardAsIs(req, std::move(respond));
   Stored(req, tenant, id, action, std::move(respond));
 }
 

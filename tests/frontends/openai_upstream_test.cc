@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <set>
 #include <string>
@@ -268,26 +270,33 @@ class OpenAiUpstreamTest : public ::testing::Test {
   }
 
   // A server forwarding every request to upstream 0; records `produced_` at `done`, and
-  // what the hooks saw.
-  uint16_t StartProxy() {
+  // what the hooks saw. With `transform`, the stream gets what it makes of the body, and
+  // `tail` last (written by on_end while it holds the stream's end back).
+  uint16_t StartProxy(std::function<std::string(std::string_view)> transform = nullptr,
+                      std::string tail = "") {
     http::HttpServerOptions opts;
     opts.host = "127.0.0.1";
     opts.port = 0;
     proxy_ = std::make_unique<http::HttpServer>(
-        opts, [this](const http::HttpRequest& req, http::HttpServer::Respond respond) {
+        opts,
+        [this, transform, tail](const http::HttpRequest& req, http::HttpServer::Respond respond) {
           UpstreamClient::Hooks hooks;
           hooks.on_bytes = [this](std::string_view bytes) {
             MutexLock lock(&mu_);
             hooked_bytes_.append(bytes);
           };
-          hooks.on_end = [this](bool complete, UpstreamClient::CloseHold) {
+          hooks.transform = transform;
+          auto stream = std::make_shared<std::shared_ptr<http::ResponseStream>>();
+          hooks.on_end = [this, stream, tail](bool complete, UpstreamClient::CloseHold) {
+            if (*stream && !tail.empty()) (*stream)->Write(tail);
             ends_++;
             end_complete_ = complete;
           };
           client_->Forward(
               req, 0, "",
-              [this, respond](http::HttpResponse r) {
+              [this, respond, stream](http::HttpResponse r) {
                 produced_at_done_ = produced_.load();
+                *stream = r.stream;
                 respond(std::move(r));
               },
               std::move(hooks));
@@ -474,6 +483,31 @@ TEST_F(OpenAiUpstreamTest, StreamedAnswerArrivesInOrderBeforeTheLastChunkIsProdu
   EXPECT_TRUE(end_complete_.load());
   MutexLock lock(&mu_);
   EXPECT_EQ(hooked_bytes_, expected);
+}
+
+TEST_F(OpenAiUpstreamTest, ATransformedStreamCarriesWhatTheTransformMadeThenTheCallersEnd) {
+  MakeClient({});
+  chunks_allowed_ = kStreamChunks;
+  auto upper = [](std::string_view bytes) {
+    std::string out(bytes);
+    for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+  };
+  uint16_t proxy = StartProxy(upper, "event: end\n\n");
+  Downstream down(proxy, "/stream");
+  ASSERT_TRUE(down.connected());
+  ASSERT_NE(down.ReadHead().find("200"), std::string::npos);
+  std::string body, chunk;
+  while (!(chunk = down.ReadChunk()).empty() && chunk != "\x01") body += chunk;
+  EXPECT_EQ(chunk, "") << "the stream did not end cleanly";
+  std::string expected;
+  for (int i = 0; i < kStreamChunks; ++i) expected += SseChunk(i);
+  EXPECT_EQ(body, upper(expected) + "event: end\n\n")
+      << "the transform's bytes, then what on_end wrote before letting the stream end";
+  WaitForEnd();
+  EXPECT_TRUE(end_complete_.load());
+  MutexLock lock(&mu_);
+  EXPECT_EQ(hooked_bytes_, expected) << "on_bytes still sees the upstream's bytes";
 }
 
 TEST_F(OpenAiUpstreamTest, ClientCancellingTheStreamClosesTheUpstreamConnection) {

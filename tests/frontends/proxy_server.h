@@ -1,0 +1,87 @@
+// ProxyTestServer: one Switchyard server on loopback for the proxy-mode tests — a Service,
+// its HttpApi and HttpServer — computing with the CPU engine (tiny-llama-2l), or, given an
+// upstream ("http://host:port[#API]", frontends/translate/upstream_api.h), proxying to it
+// with kUpToken as the upstream's key.
+//
+// Thread-safety: Start and the destructor on the test's thread.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "frontends/translate/upstream_api.h"
+#include "http/http_server.h"
+#include "serve/http_api.h"
+
+namespace switchyard::testing {
+
+inline constexpr char kUpToken[] = "upstream-tenant-token-0123456789";
+inline constexpr char kToken[] = "proxy-tenant-token-0123456789";
+inline constexpr char kModel[] = "tiny-llama-2l";
+
+struct ProxyTestServer {
+  std::string dir;
+  std::unique_ptr<service::Service> service;
+  std::unique_ptr<serve::HttpApi> api;
+  std::unique_ptr<http::HttpServer> http;
+  uint16_t port = 0;
+
+  void Start(const std::string& d, const std::string& token, const std::string& upstream = "") {
+    dir = d;
+    std::filesystem::remove_all(dir);
+    service::ServiceOptions so;
+    so.data_dir = dir;
+    so.sync_writes = false;
+    so.scheduler.host_bytes = 64ULL << 20;
+    so.scheduler.disk_bytes = 64ULL << 20;
+    if (upstream.empty()) {
+      so.scheduler.engine = "cpu";
+      so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+      so.scheduler.kv_pool_bytes = 4ULL << 20;
+    } else {
+      so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
+      so.scheduler.hbm_bytes_per_worker = 1ULL << 30;
+    }
+    auto svc = service::Service::Open(so, RealClock::Default());
+    ASSERT_TRUE(svc.ok()) << svc.status();
+    service = std::move(*svc);
+    v1::ServiceConfig cfg;
+    auto* t = cfg.add_tenants();
+    t->set_name("t");
+    t->set_token(token);
+    cfg.set_admin_token(std::string(token) + "-admin");
+    serve::HttpApiOptions ao;
+    if (!upstream.empty()) {
+      auto spec = frontends::ParseUpstreamSpec(upstream, frontends::UpstreamApi::kSame);
+      ASSERT_TRUE(spec.ok()) << spec.status();
+      ao.fronts.upstreams = {spec->url};
+      ao.fronts.upstream_apis = {spec->api};
+      ao.fronts.upstream_api_key = kUpToken;
+    }
+    api = std::make_unique<serve::HttpApi>(service.get(), *service::Auth::Create(cfg, dir),
+                                           RealClock::Default(), ao);
+    http::HttpServerOptions ho;
+    ho.port = 0;
+    ho.threads = 4;
+    http = std::make_unique<http::HttpServer>(
+        ho, [this](const http::HttpRequest& r, http::HttpServer::Respond d) {
+          api->HandleAsync(r, std::move(d));
+        });
+    auto p = http->Start();
+    ASSERT_TRUE(p.ok()) << p.status();
+    port = *p;
+  }
+  ~ProxyTestServer() {
+    if (http) http->Stop();
+    api.reset();
+    service.reset();
+    http.reset();
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+};
+
+}  // namespace switchyard::testing
