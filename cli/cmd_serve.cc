@@ -6,11 +6,13 @@
 // reference CPU engine, computed for real — with no --model, the embedded demo model,
 // random weights over Qwen3's vocabulary; --llm reported: an engine or the clients report
 // LLM results; --links FILE: the figures `switchyard calibrate --links-out` measured, on the
-// links it names; --remote-workers N [--control-listen HOST:PORT] [--local-workers N]: N
-// more workers, each a `switchyard worker --join` process, waited for before serving —
-// serve/serve_workers.h; --upstream URL[#API],... [--upstream-api same|chat]: proxy mode,
-// LLM calls forwarded to upstream servers, translated to Chat Completions for those that
-// speak only that). Stops on SIGINT/SIGTERM.
+// links it names; --response-retention-s N: stored OpenAI Responses are deleted N seconds
+// after they were stored, default 30 days, 0 keeps them; --remote-workers N
+// [--control-listen HOST:PORT] [--local-workers N]: N more workers, each a `switchyard
+// worker --join` process, waited for before serving — serve/serve_workers.h; --upstream
+// URL[#API],... [--upstream-api same|chat]: proxy mode, LLM calls forwarded to upstream
+// servers, translated to Chat Completions for those that speak only that). Stops on
+// SIGINT/SIGTERM.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +36,23 @@ using namespace switchyard;
 int Fail(const Status& s) {
   std::fprintf(stderr, "switchyard serve: %s\n", s.ToString().c_str());
   return 1;
+}
+
+// --response-retention-s: a whole number of seconds >= 0 into `out`; false (and a message)
+// otherwise.
+bool ParseRetention(const std::string& text, int64_t* out) {
+  char* end = nullptr;
+  long long n = std::strtoll(text.c_str(), &end, 10);
+  constexpr long long kMax = 100LL * 365 * 24 * 3600;  // 100 years
+  if (text.empty() || *end != '\0' || n < 0 || n > kMax) {
+    std::fprintf(stderr,
+                 "switchyard serve: --response-retention-s needs a whole number of seconds "
+                 "from 0 (keep stored responses forever) to %lld, got '%s'\n",
+                 kMax, text.c_str());
+    return false;
+  }
+  *out = n;
+  return true;
 }
 
 // The flags into `flags` and `config_path`; returns -1 to go on, else the exit code.
@@ -70,7 +89,9 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->upstream_key = args[++i];
     else if (args[i] == "--links" && v)
       flags->links = args[++i];
-    else if (args[i] == "--kv-pool-mib" && v) {
+    else if (args[i] == "--response-retention-s" && v) {
+      if (!ParseRetention(args[++i], &flags->response_retention_s)) return 2;
+    } else if (args[i] == "--kv-pool-mib" && v) {
       const std::string& t = args[++i];
       char* end = nullptr;
       long long n = std::strtoll(t.c_str(), &end, 10);
@@ -93,10 +114,14 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
                    "[--upstream-api same|chat] "
                    "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
                    "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
-                   "[--join-timeout-s S] "
+                   "[--join-timeout-s S] [--response-retention-s N] "
                    "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
       if (help)
         std::printf(
+            "  --response-retention-s N  stored OpenAI Responses (store: true, the default) "
+            "and their input items are deleted N seconds after they were created: GET "
+            "/v1/responses/{id} and previous_response_id then answer not found (default "
+            "2592000, 30 days; 0 keeps them forever)\n"
             "\nproxy mode: --upstream URL[,URL...] forwards every LLM call, ordered and admitted "
             "here, to\nupstream servers (http://host:port). --upstream-api says which API they "
             "speak:\n  same  the API each call came in by (default): calls are forwarded "

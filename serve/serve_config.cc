@@ -404,6 +404,7 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
   }
   so.sync_writes = !config.disable_sync();
   SY_RETURN_IF_ERROR(FillRetention(config, &so));
+  if (flags.response_retention_s >= 0) so.document_retention_s = flags.response_retention_s;
   SY_RETURN_IF_ERROR(FillCommitDelay(config, &so));
   SY_RETURN_IF_ERROR(FillScheduler(config, flags, &so.scheduler));
 

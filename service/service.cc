@@ -34,6 +34,7 @@ Result<std::unique_ptr<Service>> Service::Open(ServiceOptions options, const Clo
   SY_ASSIGN_OR_RETURN(
       svc->store_, Store::Open(svc->options_.data_dir + "/state", svc->options_.sync_writes,
                                svc->options_.idempotency_retention_s, svc->options_.commit_delay));
+  SY_RETURN_IF_ERROR(svc->OpenDocuments());
   SY_RETURN_IF_ERROR(svc->Recover());
   if (svc->options_.scheduler.enabled) {
     driver::SchedulerDriver::Callbacks cb;

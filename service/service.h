@@ -110,6 +110,10 @@ struct ServiceOptions {
   // Idempotency-Key answers older than this are forgotten (a repeat is a new request) and
   // dropped from the store by compaction; 0 keeps them forever.
   int64_t idempotency_retention_s = 0;
+  // Documents (stored OpenAI Responses) stored longer ago than this are no longer read and
+  // are deleted from the store (see "Documents"); 0 keeps them forever. 30 days, as the
+  // OpenAI API keeps stored responses.
+  int64_t document_retention_s = 30 * 24 * 3600;
   // Group commit delay under concurrent load (service/store.h, "Commit delay"); 0 = none.
   std::chrono::microseconds commit_delay{700};
   driver::SchedulerConfig scheduler;
@@ -184,7 +188,13 @@ class Service {
   // Documents the fronts keep (stored OpenAI Responses), each of one tenant: durable in
   // the store like workflows (Store "Documents"), so they survive a restart. `kind`
   // groups them ("response"); InvalidArgument for an empty kind or id. Put replaces;
-  // `done` runs once durable or failed.
+  // `done` runs once durable or failed. Retention: a document stored (by the service's
+  // clock) more than options.document_retention_s ago is expired: GetDocument no longer
+  // finds it, and a sweep deletes it from the store. The sweep runs at Open and as
+  // documents are stored, at most once a second of the clock (SweepDocuments runs one
+  // now); each deletes a bounded batch, oldest first (an expiry index, so a sweep reads
+  // only what it deletes). Documents stored before stored times were kept count from the
+  // first Open that keeps them.
   void PutDocumentAsync(const std::string& tenant, const std::string& kind, const std::string& id,
                         std::string value, Done done);
   void DeleteDocumentAsync(const std::string& tenant, const std::string& kind,
@@ -195,6 +205,12 @@ class Service {
   // Deletes every durable document of `kind` for which `expired(value)` holds; the count.
   Result<int64_t> EraseDocuments(const std::string& kind,
                                  const std::function<bool(const std::string& value)>& expired);
+  // Queues the deletion of the documents past retention (a batch of at most `limit` index
+  // entries, oldest first); the count of documents. Nothing without a retention.
+  Result<int64_t> SweepDocuments(size_t limit = kDocumentSweepBatch);
+  static constexpr size_t kDocumentSweepBatch = 256;
+  // Documents deleted by retention since Open.
+  uint64_t documents_expired() const { return documents_expired_.load(std::memory_order_relaxed); }
 
   Result<v1::WorkflowStatus> Get(const std::string& tenant, const std::string& workflow_id) const;
   // The workflow's timeline from the scheduler's mirror (scheduler_driver.h FillTimeline):
@@ -333,6 +349,11 @@ class Service {
   // Deletes archived workflows past options_.ended_retention_s (at most once a second
   // unless `force`).
   void Sweep(bool force);
+  // At Open: times the documents stored without one (once: meta "documents_timed"), then
+  // sweeps every expired one.
+  Status OpenDocuments();
+  // SweepDocuments at most once a second of clock_ (as documents are stored); logs a failure.
+  void MaybeSweepDocuments();
   // Reads an archived workflow of `tenant` back from the store (NotFound otherwise).
   Result<std::shared_ptr<Entry>> ReadArchived(const std::string& tenant,
                                               const std::string& id) const;
@@ -392,6 +413,8 @@ class Service {
   std::unordered_map<std::string, uint32_t> tenant_index_;
   size_t archived_by_state_[3] = {0, 0, 0};  // completed, failed, cancelled
   std::atomic<uint64_t> events_applied_{0};
+  std::atomic<int64_t> last_document_sweep_ms_{0};
+  std::atomic<uint64_t> documents_expired_{0};
   mutable std::atomic<uint64_t> archived_reads_snapshot_{0}, archived_reads_replay_{0};
   bool recovering_ = false;           // Recover() runs: archive without snapshots
   std::atomic<bool> closing_{false};  // the destructor runs: the scheduler records nothing

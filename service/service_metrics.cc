@@ -76,6 +76,11 @@ Status RegisterWorkflowFamilies(Metrics* m, const Service* s) {
         return Metrics::Samples{{"via=\"snapshot\"", double(c.archived_reads_snapshot)},
                                 {"via=\"replay\"", double(c.archived_reads_replay)}};
       }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_documents_expired_total",
+      "stored documents (OpenAI Responses) deleted by retention since the service opened", [s] {
+        return Metrics::Samples{{"", double(s->documents_expired())}};
+      }));
   return m->CounterCallback("switchyard_node_events_total", "node events applied (durable)", [s] {
     return Metrics::Samples{{"", double(s->counts().events_applied)}};
   });

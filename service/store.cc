@@ -29,8 +29,6 @@ size_t Bucket(std::chrono::duration<double, std::milli> d) {
 std::string LogKey(const std::string& id, uint64_t seq) { return id + "/" + HexId(seq); }
 std::string SnapshotKey(const std::string& id) { return "archive/" + id; }
 std::string MetaKey(const std::string& name) { return "meta/" + name; }
-constexpr char kDocPrefix[] = "doc/";
-std::string DocKey(const std::string& key) { return kDocPrefix + key; }
 std::string IdemKey(const std::string& tenant, const std::string& key) {
   std::string k;
   k.reserve(tenant.size() + 1 + key.size());
@@ -53,11 +51,6 @@ class LogKeyWorkflow : public rocksdb::SliceTransform {
   }
 };
 
-Status FromRocks(const rocksdb::Status& s, const std::string& what) {
-  if (s.ok()) return Status::OK();
-  return Status::Unavailable(what + ": " + s.ToString(), ErrorScope::kProcess);
-}
-
 // Drops idempotency answers stored longer ago than the retention (wall clock).
 class IdempotencyExpiry final : public rocksdb::CompactionFilter {
  public:
@@ -79,6 +72,11 @@ class IdempotencyExpiry final : public rocksdb::CompactionFilter {
 };
 
 }  // namespace
+
+Status Store::FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::OK();
+  return Status::Unavailable(what + ": " + s.ToString(), ErrorScope::kProcess);
+}
 
 Store::~Store() {
   Shutdown();
@@ -184,11 +182,17 @@ Status Store::Enqueue(const std::string& workflow_id, uint64_t seq,
 }
 
 Status Store::Push(Op op) {
-  op.enqueued = std::chrono::steady_clock::now();
   MutexLock lock(&mu_);
+  return PushLocked(std::move(op));
+}
+
+Status Store::PushLocked(Op op) {
+  op.enqueued = std::chrono::steady_clock::now();
   if (!failed_.ok()) return failed_;
   if (stopping_) return Status::Unavailable("state store is shutting down");
   if (!op.idem_key.empty()) pending_idem_[op.idem_key] = op.idem_value;
+  if (op.doc == Op::DocOp::kPut) ++pending_docs_[op.key];
+  if (!op.doc_index.empty()) pending_unindex_.insert(op.doc_index);
   queue_.push_back(std::move(op));
   if (queue_.size() == 1 && !committing_) wake_.Signal();
   return Status::OK();
@@ -226,45 +230,6 @@ Result<std::optional<std::string>> Store::GetMeta(const std::string& name) const
   if (s.IsNotFound()) return std::optional<std::string>();
   if (!s.ok()) return FromRocks(s, "metadata lookup of " + name);
   return std::optional<std::string>(std::move(value));
-}
-
-Status Store::EnqueueDocument(const std::string& key, std::string value, Done done) {
-  if (key.empty()) return Status::InvalidArgument("document key is empty");
-  Op op;
-  op.key = key;
-  op.value = std::move(value);
-  op.doc = true;
-  op.done = std::move(done);
-  return Push(std::move(op));
-}
-
-Status Store::EnqueueDocumentErase(const std::string& key, Done done) {
-  if (key.empty()) return Status::InvalidArgument("document key is empty");
-  Op op;
-  op.key = key;
-  op.doc = op.erase_doc = true;
-  op.done = std::move(done);
-  return Push(std::move(op));
-}
-
-Result<std::optional<std::string>> Store::GetDocument(const std::string& key) const {
-  std::string value;
-  auto s = db_->Get(rocksdb::ReadOptions(), default_cf_, DocKey(key), &value);
-  if (s.IsNotFound()) return std::optional<std::string>();
-  if (!s.ok()) return FromRocks(s, "document lookup of " + key);
-  return std::optional<std::string>(std::move(value));
-}
-
-Status Store::ForEachDocument(
-    const std::string& prefix,
-    const std::function<Status(const std::string& key, const std::string& value)>& fn) const {
-  const std::string from = DocKey(prefix);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), default_cf_));
-  for (it->Seek(from); it->Valid() && it->key().starts_with(from); it->Next()) {
-    std::string key = it->key().ToString().substr(sizeof(kDocPrefix) - 1);
-    SY_RETURN_IF_ERROR(fn(key, it->value().ToString()));
-  }
-  return FromRocks(it->status(), "document scan of " + prefix);
 }
 
 void Store::Barrier(Done done) {
@@ -333,10 +298,8 @@ Status Store::WriteBatch(const std::vector<Op>& ops) {
       if (!s.ok()) return FromRocks(s, "cannot build write batch");
       continue;
     }
-    if (op.doc) {
-      auto s = op.erase_doc ? batch.Delete(default_cf_, DocKey(op.key))
-                            : batch.Put(default_cf_, DocKey(op.key), op.value);
-      if (!s.ok()) return FromRocks(s, "cannot build write batch");
+    if (op.doc != Op::DocOp::kNone) {
+      SY_RETURN_IF_ERROR(AddDocumentOp(op, &batch));
       continue;
     }
     if (op.snapshot || op.meta) {
@@ -385,12 +348,18 @@ void Store::Commit() {
       if (!st.ok() && failed_.ok()) failed_ = st;
       if (!failed_.ok()) st = failed_;  // a batch after a failure fails too
       for (const Op& op : ops) {
-        if (!op.key.empty() && op.erase == 0 && !op.snapshot && !op.meta && !op.doc) {
+        if (!op.key.empty() && op.erase == 0 && !op.snapshot && !op.meta &&
+            op.doc == Op::DocOp::kNone) {
           ++records;
           ++stats_.record_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - op.enqueued))];
           stats_.record_seconds += std::chrono::duration<double>(t1 - op.enqueued).count();
         }
         if (!op.idem_key.empty()) pending_idem_.erase(op.idem_key);
+        if (op.doc == Op::DocOp::kPut) {  // applied (or failed): no longer queued
+          auto it = pending_docs_.find(op.key);
+          if (it != pending_docs_.end() && --it->second == 0) pending_docs_.erase(it);
+        }
+        if (!op.doc_index.empty()) pending_unindex_.erase(op.doc_index);
       }
       ++stats_.commit_ms[Bucket(std::chrono::duration<double, std::milli>(t1 - t0))];
       ++stats_.batches;

@@ -3,7 +3,8 @@
 // Column families: "workflow_log" holds each workflow's history as ordered records
 // (key "<workflow id>/<16-hex sequence>"), "idempotency" holds first answers by
 // "<tenant>\0<Idempotency-Key>", and the default family holds archived workflows' final
-// status snapshots ("archive/<workflow id>"; a cache of what their history replays to).
+// status snapshots ("archive/<workflow id>"; a cache of what their history replays to),
+// service metadata ("meta/<name>") and documents ("Documents" below).
 // A record and its idempotency answer always travel in the same WriteBatch, so after a
 // crash either both exist or neither does.
 //
@@ -46,6 +47,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/mutex.h"
@@ -56,6 +58,8 @@ namespace rocksdb {
 class CompactionFilter;
 class DB;
 class ColumnFamilyHandle;
+class Status;
+class WriteBatch;
 }  // namespace rocksdb
 
 namespace switchyard::service {
@@ -97,16 +101,37 @@ class Store {
   // The durable value of metadata `name`, if any.
   Result<std::optional<std::string>> GetMeta(const std::string& name) const;
   // Documents: values a front keeps by key (stored OpenAI Responses), in the default
-  // column family under "doc/<key>". EnqueueDocument puts (replacing), EnqueueDocumentErase
-  // deletes, with the next group commit; `done` (optional) runs once durable or failed.
-  [[nodiscard]] Status EnqueueDocument(const std::string& key, std::string value, Done done = {});
+  // column family under "doc/<key>", each with the time it was stored ("doct/<key>", 16
+  // hex digits of ms) and an entry in the expiry index ("doci/<16-hex ms><key>", oldest
+  // first). EnqueueDocument puts (replacing; `time_ms` >= 0, the service's clock),
+  // EnqueueDocumentErase deletes, with the next group commit; `done` (optional) runs once
+  // durable or failed. An erase leaves the index entry, which the sweep below drops.
+  [[nodiscard]] Status EnqueueDocument(const std::string& key, std::string value, int64_t time_ms,
+                                       Done done = {});
   [[nodiscard]] Status EnqueueDocumentErase(const std::string& key, Done done = {});
+  struct Document {
+    std::string value;
+    std::optional<int64_t> time_ms;  // when it was stored; none: before times were kept
+  };
   // The durable document `key`, if any (nullopt also while it is still queued).
-  Result<std::optional<std::string>> GetDocument(const std::string& key) const;
+  Result<std::optional<Document>> GetDocument(const std::string& key) const;
   // Visits the durable documents whose key starts with `prefix`, in key order.
   Status ForEachDocument(
       const std::string& prefix,
       const std::function<Status(const std::string& key, const std::string& value)>& fn) const;
+  // Retention: queues, for the next group commit, the deletion of the documents whose
+  // stored time is before `cutoff_ms`, visiting at most `limit` entries of the expiry
+  // index (oldest first). An entry whose document was replaced or erased since is only
+  // dropped; a document with a put still queued is left for a later sweep.
+  struct DocumentSweep {
+    int64_t erased = 0;  // documents whose deletion was queued
+    bool more = false;   // `limit` was reached: older entries may remain
+  };
+  Result<DocumentSweep> EraseDocumentsBefore(int64_t cutoff_ms, size_t limit);
+  // Gives the documents stored without a time (by a version before stored times were
+  // kept) the time `time_ms`, so that retention counts from it; the count. Queued like a
+  // put (Flush() to wait for it).
+  Result<int64_t> TimeUntimedDocuments(int64_t time_ms);
   // `done` runs after everything enqueued before it is durable (OK) or failed.
   void Barrier(Done done);
   // Synchronous forms (never from a `done` callback).
@@ -153,12 +178,17 @@ class Store {
 
  private:
   struct Op {
-    std::string key, value;               // empty key: a barrier
-    uint64_t erase = 0;                   // > 0: delete records 0..erase-1 of workflow `key`
-    bool snapshot = false;                // `value` is workflow `key`'s snapshot
-    bool meta = false;                    // `value` is service metadata `key` ("meta/<key>")
-    bool doc = false, erase_doc = false;  // put / delete document `key` ("doc/<key>")
-    std::string idem_key, idem_value;     // empty idem_key: no idempotency answer
+    std::string key, value;  // empty key: a barrier
+    uint64_t erase = 0;      // > 0: delete records 0..erase-1 of workflow `key`
+    bool snapshot = false;   // `value` is workflow `key`'s snapshot
+    bool meta = false;       // `value` is service metadata `key` ("meta/<key>")
+    // Document `key`: put (value, stored time, index entry), erase (value and time, and
+    // `doc_index` when set), time (stored time and index entry only), unindex (delete the
+    // index entry `doc_index` only).
+    enum class DocOp : uint8_t { kNone, kPut, kErase, kTime, kUnindex } doc = DocOp::kNone;
+    int64_t doc_ms = 0;                // kPut, kTime: the stored time
+    std::string doc_index;             // kErase, kUnindex: an expiry index key ("doci/...")
+    std::string idem_key, idem_value;  // empty idem_key: no idempotency answer
     Done done;
     std::chrono::steady_clock::time_point enqueued;
   };
@@ -168,6 +198,12 @@ class Store {
   Status Push(Op op);
   void Commit();  // the committer thread
   Status WriteBatch(const std::vector<Op>& ops);
+  // Adds a document op to `batch` (store_documents.cc).
+  Status AddDocumentOp(const Op& op, rocksdb::WriteBatch* batch) const;
+  // Queues `op` with mu_ held (Push's body).
+  Status PushLocked(Op op) REQUIRES(mu_);
+  // A RocksDB status as ours: Unavailable naming `what`.
+  static Status FromRocks(const rocksdb::Status& s, const std::string& what);
 
   // Declared before db_: destroyed after the DB that uses it.
   std::unique_ptr<rocksdb::CompactionFilter> idem_filter_;
@@ -181,8 +217,11 @@ class Store {
   mutable Mutex mu_;  // guards everything below
   CondVar wake_;
   std::vector<Op> queue_ GUARDED_BY(mu_);
-  std::unordered_map<std::string, std::string> pending_idem_
-      GUARDED_BY(mu_);             // queued idempotency answers
+  // Queued idempotency answers; queued document puts by key; expiry index entries whose
+  // deletion is queued.
+  std::unordered_map<std::string, std::string> pending_idem_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, int> pending_docs_ GUARDED_BY(mu_);
+  std::unordered_set<std::string> pending_unindex_ GUARDED_BY(mu_);
   Status failed_ GUARDED_BY(mu_);  // set for good after a failed write
   bool stopping_ GUARDED_BY(mu_) = false;
   bool committing_ GUARDED_BY(mu_) = false;
