@@ -35,19 +35,19 @@ void FrontCore::Forward(const CallPtr& c) {
   const size_t upstream = upstream_->Pick(key);
   if (Translated(*c, upstream)) return ForwardTranslated(c, upstream);
   UpstreamClient::Hooks hooks;
-  auto tail = std::make_shared<std::string>();  // the tail of a stream: its usage
-  hooks.on_bytes = [tail](std::string_view bytes) {
-    tail->append(bytes);
-    if (tail->size() > 8192) tail->erase(0, tail->size() - 4096);
-  };
+  // A stream's tool calls (the session's wait is named after them) and output tokens.
+  std::shared_ptr<UpstreamStreamReader> reader = c->reply->NewUpstreamStreamReader();
+  hooks.on_bytes = [reader](std::string_view bytes) { reader->Read(bytes); };
   // The client's stream stays open until the session is free: an agent sends its next
   // turn as soon as it read the last event, and that turn must find the session released.
-  hooks.on_end = life_.Guard([this, c, tail](bool complete, UpstreamClient::CloseHold hold) {
-    int64_t tokens = c->reply->UpstreamStreamTokens(*tail);
-    Post([this, c, tokens, complete, hold = std::move(hold)]() mutable {
+  hooks.on_end = life_.Guard([this, c, reader](bool complete, UpstreamClient::CloseHold hold) {
+    int64_t tokens = 0;
+    std::vector<std::string> tools;
+    reader->End(&tools, &tokens);
+    Post([this, c, tokens, tools = std::move(tools), complete, hold = std::move(hold)]() mutable {
       c->stream_hold = std::move(hold);
       if (!complete) return StreamBroke(c);
-      Ended(c, tokens, {});
+      Ended(c, tokens, std::move(tools));
     });
   });
   upstream_->Forward(c->req.original, upstream, UpstreamAuth(),

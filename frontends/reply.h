@@ -10,12 +10,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "frontends/conversation.h"
+#include "frontends/upstream_stream.h"
 #include "http/http.h"
 
 namespace switchyard::frontends {
@@ -65,10 +67,11 @@ class Reply {
 
   // Proxy mode: the names of the tool calls and the output tokens of an upstream's whole
   // answer (an upstream's answer is not trusted to have the types it should: what is not
-  // there is left out), and the output tokens a stream's tail reports (0 if none).
+  // there is left out), and a reader that learns the same from a streamed answer as it
+  // passes (upstream_stream.h; owned by the caller, independent of this Reply).
   virtual void ReadUpstreamAnswer(std::string_view body, std::vector<std::string>* tools,
                                   int64_t* output_tokens) const = 0;
-  virtual int64_t UpstreamStreamTokens(std::string_view tail) const = 0;
+  virtual std::unique_ptr<UpstreamStreamReader> NewUpstreamStreamReader() const = 0;
 };
 
 }  // namespace switchyard::frontends

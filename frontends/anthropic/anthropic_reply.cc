@@ -3,13 +3,33 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-
 namespace switchyard::frontends::anthropic {
 
 namespace {
 
 std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.size() - 8) : wf; }
+
+// An upstream's stream of Messages events: the tool_use blocks content_block_start opens
+// (their name, by the block's index) and the output tokens message_delta reports.
+class EventReader : public UpstreamStreamReader {
+ protected:
+  void Data(std::string_view payload) override {
+    if (payload.find("\"content_block_start\"") == std::string_view::npos &&
+        payload.find("\"message_delta\"") == std::string_view::npos)
+      return;  // text and the other events
+    auto j = nlohmann::json::parse(payload, nullptr, false);
+    const std::string type = UpstreamString(j, "type");
+    if (type == "message_delta") {
+      auto usage = j.find("usage");
+      if (usage == j.end()) return;
+      if (int64_t n = UpstreamInt(*usage, "output_tokens", -1); n >= 0) OutputTokens(n);
+    } else if (type == "content_block_start") {
+      auto block = j.find("content_block");
+      if (block != j.end() && UpstreamString(*block, "type") == "tool_use")
+        Tool(UpstreamInt(j, "index", 0), UpstreamString(*block, "name"));
+    }
+  }
+};
 
 }  // namespace
 
@@ -79,11 +99,8 @@ void AnthropicReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::
   }
 }
 
-int64_t AnthropicReply::UpstreamStreamTokens(std::string_view tail) const {
-  constexpr std::string_view kKey = "\"output_tokens\":";
-  size_t at = tail.rfind(kKey);
-  if (at == std::string_view::npos) return 0;
-  return std::atoll(std::string(tail.substr(at + kKey.size(), 24)).c_str());
+std::unique_ptr<UpstreamStreamReader> AnthropicReply::NewUpstreamStreamReader() const {
+  return std::make_unique<EventReader>();
 }
 
 }  // namespace switchyard::frontends::anthropic

@@ -3,8 +3,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-
 namespace switchyard::frontends::openai {
 
 namespace {
@@ -28,14 +26,6 @@ const char* FinishReason(Answer::End end) {
   return "stop";
 }
 
-// The integer `key` of JSON object `o`, else `fallback` (an upstream's answer is not
-// trusted to have the types it should).
-int64_t IntOr(const nlohmann::json& o, const char* key, int64_t fallback) {
-  if (!o.is_object()) return fallback;
-  auto it = o.find(key);
-  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
-}
-
 // The names of the tool calls in an upstream's whole chat answer (choices[0].message).
 std::vector<std::string> ToolCallNames(const nlohmann::json& answer) {
   std::vector<std::string> names;
@@ -56,6 +46,38 @@ std::vector<std::string> ToolCallNames(const nlohmann::json& answer) {
   }
   return names;
 }
+
+// An upstream's stream of chunks: the tool calls in choice 0's deltas (each named in the
+// delta that opens it, by its index) and the usage chunk's completion_tokens.
+class ChunkReader : public UpstreamStreamReader {
+ protected:
+  void Data(std::string_view payload) override {
+    if (payload.find("\"tool_calls\"") == std::string_view::npos &&
+        payload.find("\"completion_tokens\"") == std::string_view::npos)
+      return;  // a chunk of text: most of them
+    auto j = nlohmann::json::parse(payload, nullptr, false);
+    if (!j.is_object()) return;
+    if (auto usage = j.find("usage"); usage != j.end()) {
+      if (int64_t n = UpstreamInt(*usage, "completion_tokens", -1); n >= 0) OutputTokens(n);
+    }
+    auto choices = j.find("choices");
+    if (choices == j.end() || !choices->is_array()) return;
+    for (const auto& choice : *choices) {
+      if (!choice.is_object() || UpstreamInt(choice, "index", 0) != 0) continue;
+      auto delta = choice.find("delta");
+      if (delta == choice.end() || !delta->is_object()) continue;
+      auto calls = delta->find("tool_calls");
+      if (calls == delta->end() || !calls->is_array()) continue;
+      for (size_t i = 0; i < calls->size(); ++i) {
+        const auto& call = (*calls)[i];
+        if (!call.is_object()) continue;
+        auto f = call.find("function");
+        Tool(UpstreamInt(call, "index", static_cast<int64_t>(i)),
+             f != call.end() ? UpstreamString(*f, "name") : "");
+      }
+    }
+  }
+};
 
 }  // namespace
 
@@ -149,15 +171,12 @@ void OpenAiReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::str
                                      int64_t* output_tokens) const {
   auto j = nlohmann::json::parse(body, nullptr, false);
   *output_tokens =
-      j.is_object() && j.contains("usage") ? IntOr(j["usage"], "completion_tokens", 0) : 0;
+      j.is_object() && j.contains("usage") ? UpstreamInt(j["usage"], "completion_tokens", 0) : 0;
   *tools = ToolCallNames(j);
 }
 
-int64_t OpenAiReply::UpstreamStreamTokens(std::string_view tail) const {
-  constexpr std::string_view kKey = "\"completion_tokens\":";
-  size_t at = tail.rfind(kKey);
-  if (at == std::string_view::npos) return 0;
-  return std::atoll(std::string(tail.substr(at + kKey.size(), 24)).c_str());
+std::unique_ptr<UpstreamStreamReader> OpenAiReply::NewUpstreamStreamReader() const {
+  return std::make_unique<ChunkReader>();
 }
 
 }  // namespace switchyard::frontends::openai

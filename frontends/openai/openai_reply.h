@@ -7,6 +7,7 @@
 // Thread-safety: as Reply.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "frontends/openai/openai_request.h"
@@ -34,7 +35,7 @@ class OpenAiReply : public Reply {
   std::string StreamError(const Status& st) override;
   void ReadUpstreamAnswer(std::string_view body, std::vector<std::string>* tools,
                           int64_t* output_tokens) const override;
-  int64_t UpstreamStreamTokens(std::string_view tail) const override;
+  std::unique_ptr<UpstreamStreamReader> NewUpstreamStreamReader() const override;
 
  private:
   Response Compose(const Answer& answer) const;

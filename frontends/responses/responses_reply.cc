@@ -3,8 +3,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-
 namespace switchyard::frontends::responses {
 
 namespace {
@@ -14,6 +12,32 @@ http::HttpResponse Json(int status, std::string body) {
 }
 
 std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.size() - 8) : wf; }
+
+// An upstream's stream of Responses events: the function_call items that
+// response.output_item.added (or .done) carries (their name, by output_index) and the
+// usage of the final response (response.completed, .incomplete or .failed).
+class EventReader : public UpstreamStreamReader {
+ protected:
+  void Data(std::string_view payload) override {
+    if (payload.find("\"function_call\"") == std::string_view::npos &&
+        payload.find("\"output_tokens\"") == std::string_view::npos)
+      return;  // text and the other events
+    auto j = nlohmann::json::parse(payload, nullptr, false);
+    const std::string type = UpstreamString(j, "type");
+    if (type == "response.output_item.added" || type == "response.output_item.done") {
+      auto item = j.find("item");
+      if (item != j.end() && UpstreamString(*item, "type") == "function_call")
+        Tool(UpstreamInt(j, "output_index", 0), UpstreamString(*item, "name"));
+    } else if (type == "response.completed" || type == "response.incomplete" ||
+               type == "response.failed") {
+      auto response = j.find("response");
+      auto usage = response != j.end() ? response->find("usage") : j.end();
+      if (response != j.end() && usage != response->end()) {
+        if (int64_t n = UpstreamInt(*usage, "output_tokens", -1); n >= 0) OutputTokens(n);
+      }
+    }
+  }
+};
 
 }  // namespace
 
@@ -77,11 +101,8 @@ void ResponsesReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::
   }
 }
 
-int64_t ResponsesReply::UpstreamStreamTokens(std::string_view tail) const {
-  constexpr std::string_view kKey = "\"output_tokens\":";
-  size_t at = tail.rfind(kKey);
-  if (at == std::string_view::npos) return 0;
-  return std::atoll(std::string(tail.substr(at + kKey.size(), 24)).c_str());
+std::unique_ptr<UpstreamStreamReader> ResponsesReply::NewUpstreamStreamReader() const {
+  return std::make_unique<EventReader>();
 }
 
 }  // namespace switchyard::frontends::responses
