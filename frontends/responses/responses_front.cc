@@ -72,7 +72,6 @@ void ResponsesFront::Handle(const http::HttpRequest& req, const std::string& ten
   std::string_view path = req.path();
   if (path == kPath) {
     if (req.method != "POST") return respond(Json(405, rs::ErrorJson(405, "use POST")));
-    if (core_->proxy() && !core_->translates()) return core_->ForwardAsIs(req, std::move(respond));
     return Create(req, tenant, std::move(respond));
   }
   std::string rest(path.substr(kPrefix.size()));
@@ -106,7 +105,10 @@ void ResponsesFront::Create(const http::HttpRequest& req, const std::string& ten
     if (!d.ok()) return respond(ErrorOf(d.status()));
     f.deadline_ms = *d;
   }
-  if (!r.previous_response_id.empty()) {
+  // Proxy mode, forwarded unchanged: the upstream stores the responses and reads the
+  // chain; the prompt (an estimate) is the new input.
+  const bool forwarded = core_->proxy() && !core_->translates();
+  if (!r.previous_response_id.empty() && !forwarded) {
     auto chain = Chain(service_, tenant, r.previous_response_id);
     if (!chain.ok()) return respond(ErrorOf(chain.status()));
     f.conv = rs::ChainConversation(*chain, r);
@@ -122,6 +124,7 @@ void ResponsesFront::Create(const http::HttpRequest& req, const std::string& ten
   }
   rs::StoredResponse head =
       rs::NewResponse(r, NewResponseId(), core_->clock()->Now().millis() / 1000);
+  if (forwarded) f.original = req;
   auto reply = std::make_unique<rs::ResponsesReply>(std::move(head), r.routes, service_, tenant);
   core_->Serve(std::move(f), std::move(reply), std::move(respond));
 }

@@ -15,6 +15,14 @@
 // none is (background: true is refused), so cancel answers 400 as OpenAI does for a
 // response that was not created in the background. Errors have OpenAI's shape.
 //
+// Proxy mode: POST /v1/responses is a call of its session like any other (ordered and
+// admitted; the session's tool waits are named after its function calls). To upstreams
+// that speak the Responses API it is forwarded as it came: they store the responses and
+// read previous_response_id chains, so the prompt the scheduler sees is the new input
+// only, and the other routes are forwarded as they came. With an upstream that speaks only
+// Chat Completions (FrontCore::translates) this server keeps the Responses API itself and
+// the call goes translated.
+//
 // Thread-safety: Handle() is called concurrently by the server threads.
 #pragma once
 
