@@ -14,98 +14,19 @@
 //    final output (random text; the demo model's answers end after 16 tokens on average).
 //  - FULL (the simulated engine): the whole run, final output included.
 //
-// Run it inside a loopback-only network namespace (tests/agents/in_netns.sh):
+// The agent and the round trip's check are in agents_sdk_checks.mjs;
+// agents_sdk_proxy_test.mjs runs them through a proxy. Run it inside a loopback-only
+// network namespace (tests/agents/in_netns.sh):
 //   SWITCHYARD_BIN=build/bin/switchyard tests/agents/in_netns.sh node tests/node/agents_sdk_test.mjs
 // ctest runs it as node_agents_sdk. Exit 0 passed, 1 failed, 77 skipped (the package is
 // not installed: agent_run.mjs).
 import assert from 'node:assert/strict';
-import { cappedAnswer, requireInstalled } from './agent_run.mjs';
+import { cappedAnswer } from './agent_run.mjs';
+import { FORCED, ModelBehaviorError, checkRoundTrip, runAgent } from './agents_sdk_checks.mjs';
 import { startServer, stopServer } from './serve_fixture.mjs';
 
 // The servers' engines (see above); either may be switched to the other.
-const FORCED = { engine: 'cpu', model: 'demo-qwen3-random' };
 const FULL = { engine: 'simulated' };
-const MAX_TOKENS = 256;  // the demo model's answers end after 16 tokens on average
-
-requireInstalled('node_modules/@openai/agents/package.json', 'node_modules/zod/package.json');
-const { Agent, ModelBehaviorError, OpenAIProvider, Runner, setTracingDisabled, tool } =
-  await import('@openai/agents');
-const { default: OpenAI } = await import('openai');
-const { z } = await import('zod');
-
-setTracingDisabled(true);  // no trace export (to api.openai.com by default)
-
-// A `fetch` for the OpenAI client that keeps each request's JSON body and response's JSON.
-function recordingFetch(log) {
-  return async (url, init) => {
-    const entry = { url: String(url), request: JSON.parse(init?.body ?? 'null') };
-    log.push(entry);
-    const res = await fetch(url, init);
-    entry.status = res.status;
-    entry.response = await res.clone().json().catch(() => null);
-    return res;
-  };
-}
-
-// Runs the agent once against `server`; returns the SDK's result or error, the tool's
-// calls and the wire log.
-async function runAgent(server) {
-  const wire = [];
-  const openAIClient = new OpenAI({
-    baseURL: `${server.base}/v1`, apiKey: server.token, maxRetries: 0, fetch: recordingFetch(wire),
-  });
-  const runner = new Runner({ modelProvider: new OpenAIProvider({ openAIClient }) });
-  const calls = [];
-  const getWeather = tool({
-    name: 'get_weather',
-    description: 'The weather of a city',
-    parameters: z.object({ city: z.string() }),
-    execute: async ({ city }) => { calls.push(city); return `It is sunny in ${city}.`; },
-  });
-  const agent = new Agent({
-    name: 'weather',
-    instructions: 'Look the weather up with the tool, then answer in one sentence.',
-    model: server.models[0],
-    tools: [getWeather],
-    modelSettings: {
-      toolChoice: 'required', maxTokens: MAX_TOKENS, providerData: { prompt_cache_key: 'agents-sdk-test' },
-    },
-  });
-  const t0 = Date.now();
-  let result = null;
-  let error = null;
-  try {
-    result = await runner.run(agent, 'What is the weather in Paris?', { maxTurns: 4 });
-  } catch (e) {
-    error = e;
-  }
-  console.log(`${JSON.stringify(server.engineSpec)}: ${wire.length} requests in ${Date.now() - t0} ms; ` +
-    `tool calls ${JSON.stringify(calls)}; ${error ? `error: ${error.message}` : `final output: ${JSON.stringify(result.finalOutput)}`}`);
-  return { result, error, calls, wire };
-}
-
-// The forced call and the tool's round trip, as the wire log shows them.
-function checkRoundTrip({ calls, wire }) {
-  assert.ok(wire.length >= 2, `two requests at least: ${JSON.stringify(wire.map((w) => w.status))}`);
-  const [first, second] = wire;
-  assert.equal(first.status, 200, JSON.stringify(first.response));
-  assert.equal(first.request.tool_choice, 'required');
-  const call = first.response.output.find((o) => o.type === 'function_call');
-  assert.ok(call, `the first answer is a function call: ${JSON.stringify(first.response.output)}`);
-  assert.equal(call.name, 'get_weather');
-  const args = JSON.parse(call.arguments);  // valid JSON, or this throws
-  assert.equal(typeof args.city, 'string', call.arguments);
-  assert.deepEqual(calls, [args.city], 'the SDK ran the tool once, with the call\'s arguments');
-  const out = second.request.input.find((i) => i.type === 'function_call_output');
-  assert.ok(out, `the second request carries the tool's output: ${JSON.stringify(second.request.input)}`);
-  assert.equal(out.call_id, call.call_id);
-  assert.notEqual(second.request.tool_choice, 'required', 'the SDK reset the tool choice');
-  assert.equal(second.status, 200, JSON.stringify(second.response));
-  const cached = second.response.usage?.input_tokens_details?.cached_tokens ?? 0;
-  console.log(`second turn: ${cached} of ${second.response.usage?.input_tokens} prompt tokens read from the session`);
-  assert.ok(cached > 0, `the second turn extends the session's context: ${JSON.stringify(second.response.usage)}`);
-  return second.response;
-}
 
 const isIncomplete = (e) => e instanceof ModelBehaviorError && /response\.incomplete/.test(e.message);
 

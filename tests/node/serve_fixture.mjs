@@ -1,7 +1,7 @@
 // What the Node tests share: a live `switchyard serve` they start (the CPU engine, or the
-// simulated one, on a free loopback port with a temporary data dir), its stop (printing the
-// log's tail when a check failed), the native workflow API, and checks that remember a
-// failure.
+// simulated one, on a free loopback port with a temporary data dir), a second one in proxy
+// mode in front of it, their stop (printing the log's tail when a check failed), the native
+// workflow API, and checks that remember a failure.
 //
 // SWITCHYARD_BIN names the binary (ctest sets it); SY_KEEP_DATA=1 keeps the data dir.
 import { test } from 'node:test';
@@ -49,17 +49,34 @@ export function check(name, fn) {
 // once /healthz answers and the tenant token exists. `s.models`: the ids GET /v1/models
 // lists.
 export async function startServer({ engine = 'cpu', model = 'tiny-llama-4l', args = [] } = {}) {
+  const engineArgs = engine === 'cpu'
+    ? ['--engine', 'cpu', '--model', path.join(ROOT, `configs/models/${model}.json`), '--kv-pool-mib', '8']
+    : ['--engine', engine];
+  return serve([...engineArgs, ...args]);
+}
+
+// Starts `switchyard serve --upstream <upstream> --upstream-key <its token>` in front of
+// `upstream` (a started server): proxy mode, no engine of its own — it orders and admits
+// each call through its scheduler (its workflows hold the sessions, reported as the calls
+// start and end), then forwards the request unchanged and passes the answer back. It has
+// its own tenant token; `s.upstream` is the upstream. Stop it before the upstream.
+export async function startProxy(upstream, { args = [] } = {}) {
+  const s = await serve(['--upstream', upstream.base, '--upstream-key', upstream.token, ...args]);
+  s.upstream = upstream;
+  return s;
+}
+
+// `switchyard serve ARGS` on a free loopback port with a temporary data dir; resolves once
+// /healthz answers and the tenant token exists.
+async function serve(args) {
   const bin = process.env.SWITCHYARD_BIN;
   assert.ok(bin && fs.existsSync(bin), `SWITCHYARD_BIN ('${bin}') does not name the switchyard binary`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy_node_sdk_'));
   const port = await freePort();
   const logPath = path.join(dir, 'server.log');
   const log = fs.openSync(logPath, 'w');
-  const engineArgs = engine === 'cpu'
-    ? ['--engine', 'cpu', '--model', path.join(ROOT, `configs/models/${model}.json`), '--kv-pool-mib', '8']
-    : ['--engine', engine];
   const proc = spawn(bin, [
-    'serve', ...engineArgs, '--listen', `127.0.0.1:${port}`, '--data-dir', dir, ...args,
+    'serve', ...args, '--listen', `127.0.0.1:${port}`, '--data-dir', dir,
   ], { stdio: ['ignore', log, log] });
   const s = {
     proc, dir, port, base: `http://127.0.0.1:${port}`, token: '', models: [], logPath, exited: null,
