@@ -1,0 +1,78 @@
+// What the proxy bench (openai_proxy_bench.cc) drives `switchyard serve` with: a child
+// `switchyard serve` process on a free loopback port with a temporary data dir, and a
+// blocking keep-alive HTTP/1.1 client connection to it.
+//
+// Ownership: a ServeProcess stops its child (SIGTERM) and removes its directory when
+// destroyed. Thread-safety: one thread per Connection; a ServeProcess's getters may be read
+// from any thread once Start() returned.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace switchyard::bench {
+
+// The environment variable `name` when it is a whole number > 0, else `fallback`.
+int EnvInt(const char* name, int fallback);
+// `n` random hex digits.
+std::string RandomHex(size_t n);
+// User + system CPU seconds this process has used so far.
+double SelfCpuSeconds();
+
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+};
+
+// One keep-alive HTTP/1.1 connection to 127.0.0.1:port (blocking socket). Answers with
+// Content-Length, chunked or close-delimited bodies are read whole.
+class Connection {
+ public:
+  explicit Connection(int port) : port_(port) {}
+  ~Connection() { Close(); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // False when no answer came back. A reused connection the server had closed while idle
+  // (nothing of the answer read) is retried once on a fresh one. `headers`: whole lines,
+  // each ending in CRLF.
+  bool Send(const std::string& method, const std::string& target, const std::string& headers,
+            const std::string& body, HttpAnswer* out);
+
+ private:
+  bool Connect();
+  void Close();
+  bool SendAll(const std::string& s);
+  bool Fill(bool* got_bytes);
+  bool Read(HttpAnswer* out, bool* got_bytes);
+  bool ReadChunked(HttpAnswer* out, bool* got_bytes);
+
+  int port_;
+  int fd_ = -1;
+  std::string buf_;
+};
+
+// `switchyard serve ARGS --listen 127.0.0.1:<free port> --data-dir <tmp>/data` as a child
+// process (output to <tmp>/serve.log), stopped with SIGTERM by the destructor.
+class ServeProcess {
+ public:
+  // Waits up to 60 s for /healthz and the default tenant's token; false (its log on stderr,
+  // named `what`) when the server did not start.
+  bool Start(const std::string& binary, const std::vector<std::string>& args,
+             const std::string& what);
+  ~ServeProcess();
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& token() const { return token_; }
+
+ private:
+  std::filesystem::path dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string token_;
+};
+
+}  // namespace switchyard::bench
