@@ -16,6 +16,7 @@
 #include "http/http_server.h"
 #include "serve/http_api.h"
 #include "tests/common/wait_until.h"
+#include "tests/frontends/proxy_server.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::frontends {
@@ -23,75 +24,17 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kUpToken[] = "upstream-tenant-token-0123456789";
-constexpr char kToken[] = "proxy-tenant-token-0123456789";
-constexpr char kModel[] = "tiny-llama-2l";
-
-// One server: a Service, its HttpApi and HttpServer.
-struct Server {
-  std::string dir;
-  std::unique_ptr<service::Service> service;
-  std::unique_ptr<serve::HttpApi> api;
-  std::unique_ptr<http::HttpServer> http;
-  uint16_t port = 0;
-
-  void Start(const std::string& d, const std::string& token, bool engine,
-             std::vector<std::string> upstreams = {}) {
-    dir = d;
-    std::filesystem::remove_all(dir);
-    service::ServiceOptions so;
-    so.data_dir = dir;
-    so.sync_writes = false;
-    so.scheduler.host_bytes = 64ULL << 20;
-    so.scheduler.disk_bytes = 64ULL << 20;
-    if (engine) {
-      so.scheduler.engine = "cpu";
-      so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
-      so.scheduler.kv_pool_bytes = 4ULL << 20;
-    } else {
-      so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
-      so.scheduler.hbm_bytes_per_worker = 1ULL << 30;
-    }
-    auto svc = service::Service::Open(so, RealClock::Default());
-    ASSERT_TRUE(svc.ok()) << svc.status();
-    service = std::move(*svc);
-    v1::ServiceConfig cfg;
-    auto* t = cfg.add_tenants();
-    t->set_name("t");
-    t->set_token(token);
-    cfg.set_admin_token(std::string(token) + "-admin");
-    serve::HttpApiOptions ao;
-    ao.fronts.upstreams = std::move(upstreams);
-    ao.fronts.upstream_api_key = kUpToken;
-    api = std::make_unique<serve::HttpApi>(service.get(), *service::Auth::Create(cfg, dir),
-                                           RealClock::Default(), ao);
-    http::HttpServerOptions ho;
-    ho.port = 0;
-    ho.threads = 4;
-    http = std::make_unique<http::HttpServer>(
-        ho, [this](const http::HttpRequest& r, http::HttpServer::Respond d) {
-          api->HandleAsync(r, std::move(d));
-        });
-    auto p = http->Start();
-    ASSERT_TRUE(p.ok()) << p.status();
-    port = *p;
-  }
-  ~Server() {
-    if (http) http->Stop();  // then what is still owed, then the server (loopback_api.h)
-    api.reset();
-    service.reset();
-    http.reset();
-    if (!dir.empty()) std::filesystem::remove_all(dir);
-  }
-};
+using testing::kModel;
+using testing::kToken;
+using testing::kUpToken;
+using Server = testing::ProxyTestServer;
 
 class OpenAiProxyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string base = ::testing::TempDir() + "/sy_proxy_" + std::to_string(::getpid());
-    up_.Start(base + "_up", kUpToken, /*engine=*/true);
-    proxy_.Start(base + "_front", kToken, /*engine=*/false,
-                 {"http://127.0.0.1:" + std::to_string(up_.port)});
+    up_.Start(base + "_up", kUpToken);
+    proxy_.Start(base + "_front", kToken, "http://127.0.0.1:" + std::to_string(up_.port));
   }
   testing::ClientResponse Post(uint16_t port, const char* token, const json& body,
                                const std::string& session = "") {
@@ -199,7 +142,7 @@ TEST(OpenAiProxyFaultsTest, UpstreamFailuresAndOddAnswersLeaveTheSessionUsable) 
   ASSERT_TRUE(up_port.ok()) << up_port.status();
   Server proxy;
   proxy.Start(::testing::TempDir() + "/sy_proxy_faults_" + std::to_string(::getpid()), kToken,
-              /*engine=*/false, {"http://127.0.0.1:" + std::to_string(*up_port)});
+              "http://127.0.0.1:" + std::to_string(*up_port));
   json body = {{"model", kModel},
                {"messages", {{{"role", "user"}, {"content", "hello"}}}},
                {"max_tokens", 4}};
