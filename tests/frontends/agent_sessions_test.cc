@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "serve/http_api.h"
+#include "tests/frontends/sse_events.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
 
@@ -116,26 +117,8 @@ json CodexTools() {
        {{"type", "web_search"}, {"external_web_access", false}}});
 }
 
-// The (event, data) pairs of a chunked server-sent-events body.
 std::vector<std::pair<std::string, json>> Events(const std::string& chunked) {
-  std::string body;
-  for (size_t i = 0; i < chunked.size();) {  // chunked transfer coding
-    size_t eol = chunked.find("\r\n", i);
-    if (eol == std::string::npos) break;
-    size_t n = std::stoul(chunked.substr(i, eol - i), nullptr, 16);
-    if (n == 0) break;
-    body += chunked.substr(eol + 2, n);
-    i = eol + 2 + n + 2;
-  }
-  std::vector<std::pair<std::string, json>> out;
-  for (size_t i = 0; (i = body.find("event: ", i)) != std::string::npos;) {
-    size_t eol = body.find('\n', i);
-    size_t end = body.find("\n\n", eol);
-    std::string data = body.substr(eol + 7, end - eol - 7);  // "\ndata: "
-    out.emplace_back(body.substr(i + 7, eol - i - 7), json::parse(data, nullptr, false));
-    i = end;
-  }
-  return out;
+  return testing::NamedEvents(chunked);
 }
 
 // A Messages stream put back together as the Anthropic SDK does: the message of

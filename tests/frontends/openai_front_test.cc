@@ -20,6 +20,7 @@
 #include "http/http_server.h"
 #include "serve/http_api.h"
 #include "tests/common/wait_until.h"
+#include "tests/frontends/sse_events.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
 
@@ -126,15 +127,7 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
   }
   // The content of every `data:` event of a chunked SSE body, [DONE] excluded.
   static std::vector<json> Events(const std::string& chunked) {
-    std::string body;
-    for (size_t i = 0; i < chunked.size();) {  // chunked transfer coding
-      size_t eol = chunked.find("\r\n", i);
-      if (eol == std::string::npos) break;
-      size_t n = std::stoul(chunked.substr(i, eol - i), nullptr, 16);
-      if (n == 0) break;
-      body += chunked.substr(eol + 2, n);
-      i = eol + 2 + n + 2;
-    }
+    const std::string body = testing::Dechunk(chunked);
     std::vector<json> out;
     for (size_t i = 0; (i = body.find("data: ", i)) != std::string::npos;) {
       size_t end = body.find("\n\n", i);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/frontends/proxy_server.h"
+#include "tests/frontends/sse_events.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::frontends {
@@ -27,26 +28,8 @@ using testing::kToken;
 using testing::kUpToken;
 using Server = testing::ProxyTestServer;
 
-// The (event, data) pairs of a chunked SSE body.
 std::vector<std::pair<std::string, json>> Events(const std::string& chunked) {
-  std::string body;
-  for (size_t i = 0; i < chunked.size();) {  // chunked transfer coding
-    size_t eol = chunked.find("\r\n", i);
-    if (eol == std::string::npos) break;
-    size_t n = std::stoul(chunked.substr(i, eol - i), nullptr, 16);
-    if (n == 0) break;
-    body += chunked.substr(eol + 2, n);
-    i = eol + 2 + n + 2;
-  }
-  std::vector<std::pair<std::string, json>> out;
-  for (size_t i = 0; (i = body.find("event: ", i)) != std::string::npos;) {
-    size_t eol = body.find('\n', i);
-    size_t end = body.find("\n\n", eol);
-    out.emplace_back(body.substr(i + 7, eol - i - 7),
-                     json::parse(body.substr(eol + 7, end - eol - 7), nullptr, false));
-    i = end;
-  }
-  return out;
+  return testing::NamedEvents(chunked);
 }
 
 // The text of a streamed answer: Messages' text_delta or Responses' output_text.delta.
