@@ -52,8 +52,8 @@ std::string_view ErrorScopeName(ErrorScope scope) {
       return "block";
     case ErrorScope::kLink:
       return "link";
-    case ErrorScope::kPeer:
-      return "peer";
+    case ErrorScope::kRemote:
+      return "remote";
     case ErrorScope::kTier:
       return "tier";
     case ErrorScope::kProcess:

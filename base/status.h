@@ -44,7 +44,7 @@ enum class ErrorScope : int {
   kTransfer,  // one transfer
   kBlock,     // one KV block
   kLink,      // one network link
-  kPeer,      // a whole peer process or host
+  kRemote,    // a whole remote process or its host (an engine worker, a KV store, etcd)
   kTier,      // a storage tier (hbm, host, disk)
   kProcess,   // this process
 };

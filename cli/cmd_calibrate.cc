@@ -12,7 +12,7 @@
 // `switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE
 //                       [--prefill L] [--decode L] [--kv L] [--cached L] [--reps N]`
 // Measures the reference CPU engine's step time over a grid of batch shapes
-// (executors/cpu_calibrate/calibrate.h) and writes the step table TableStepCost reads
+// (cpu_engine/calibrate/calibrate.h) and writes the step table TableStepCost reads
 // (configs/step_tables/README.md), then loads it back and prints the fit.
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +24,7 @@
 #include "proto/json.h"
 #include "scheduler/link_file.h"
 #if SWITCHYARD_HAVE_CPU_CALIBRATE
-#include "executors/cpu_calibrate/calibrate.h"
+#include "cpu_engine/calibrate/calibrate.h"
 #include "executors/step_cost.h"
 #endif
 
@@ -41,7 +41,7 @@ constexpr const char* kEngineUsage =
     "  configs/models/tiny-llama-4l.json, random weights).\n";
 
 #if SWITCHYARD_HAVE_CPU_CALIBRATE
-namespace cpu = switchyard::executors::cpu;
+namespace cpu = switchyard::cpu_engine;
 
 int EngineUsage(const std::string& why) {
   std::fprintf(stderr, "calibrate: %s\n%s", why.c_str(), kEngineUsage);

@@ -21,7 +21,7 @@
 
 #include "base/logging.h"
 #include "cli/command.h"
-#include "executors/cpu/model_shape.h"
+#include "cpu_engine/model_shape.h"
 #include "executors/engine_kind.h"
 #include "http/http_server.h"
 #include "proto/json.h"
@@ -89,6 +89,8 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->upstream_key = args[++i];
     else if (args[i] == "--links" && v)
       flags->links = args[++i];
+    else if (args[i] == "--policy" && v)
+      flags->policy = args[++i];
     else if (args[i] == "--response-retention-s" && v) {
       if (!ParseRetention(args[++i], &flags->response_retention_s)) return 2;
     } else if (args[i] == "--kv-pool-mib" && v) {
@@ -112,7 +114,7 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
                    "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
                    "[--kv-pool-mib N] [--upstream URL[#API][,URL[#API]...]] "
                    "[--upstream-api same|chat] "
-                   "[--upstream-key TOKEN] [--links FILE] [--local-workers N] "
+                   "[--upstream-key TOKEN] [--links FILE] [--policy NAME] [--local-workers N] "
                    "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
                    "[--join-timeout-s S] [--response-retention-s N] "
                    "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
@@ -122,6 +124,9 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
             "and their input items are deleted N seconds after they were created: GET "
             "/v1/responses/{id} and previous_response_id then answer not found (default "
             "2592000, 30 days; 0 keeps them forever)\n"
+            "  --policy NAME  the scheduler policy: switchyard (default), keep-during-tool, or a "
+            "reference policy\n                 (vllm-fcfs, infercept, continuum, autellix, "
+            "kvflow) as replay runs it; config `policy`\n"
             "\nproxy mode: --upstream URL[,URL...] forwards every LLM call, ordered and admitted "
             "here, to\nupstream servers (http://host:port). --upstream-api says which API they "
             "speak:\n  same  the API each call came in by (default): calls are forwarded "
@@ -146,7 +151,7 @@ void PrintBanner(const serve::ServeSetup& setup, uint16_t port, service::Service
         "%.0f MiB KV pool per worker, moved through kv_tiers (host memory, RocksDB disk) "
         "under net_budget link budgets\n",
         d->config().workers,
-        d->config().model_path == executors::cpu::kDemoModel
+        d->config().model_path == cpu_engine::kDemoModel
             ? "demo-qwen3-random, the embedded demo model: RANDOM weights, Qwen3's vocabulary"
             : d->config().model_path.c_str(),
         static_cast<double>(d->config().kv_pool_bytes) / (1 << 20));

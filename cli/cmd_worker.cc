@@ -2,7 +2,7 @@
 //                    [--credit-per-sender BYTES] [--credit-total BYTES]
 //                    [--verify-offload BYTES]
 //                    [--transport-param KEY=VALUE]... [--log-level LEVEL]`
-// Runs a KV store (kv_tiers/kv_store/kv_store_server.h) until SIGINT/SIGTERM.
+// Runs a KV store (kv_store/kv_store_server.h) until SIGINT/SIGTERM.
 // `switchyard worker --join HOST:PORT --engine simulated|cpu ...`: instead an engine joined to
 // a running serve (cli/worker_join.cc).
 // --credit-per-sender (alias --credit-bytes) / --credit-total: the receiver-granted credit
@@ -17,13 +17,13 @@
 // a UCX key without its UCX_ prefix (TLS=sm,self); repeatable.
 // Prints "listening on HOST:PORT communicator_epoch=N verify_offload_bytes=N
 // credit_per_sender=N credit_total=N" once ready (port 0 picks one).
-// UCX_TLS in the environment selects UCX's transports (see kv_tiers/transport/README.md).
+// UCX_TLS in the environment selects UCX's transports (see transport/README.md).
 #include <csignal>
 #include <cstdio>
 
 #include "base/logging.h"
 #include "cli/command.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/kv_store_server.h"
 #include "net_budget/link_calibrate/calibrate.h"
 
 namespace switchyard::cli {
@@ -34,8 +34,8 @@ const char* JoinedWorkerUsage();                            // cli/worker_join.c
 
 namespace {
 
-using switchyard::kv_tiers::kv_store::KvStoreServer;
-using switchyard::kv_tiers::kv_store::KvStoreServerOptions;
+using switchyard::kv_store::KvStoreServer;
+using switchyard::kv_store::KvStoreServerOptions;
 using switchyard::net_budget::ParseByteSize;
 
 std::atomic<KvStoreServer*> g_worker{nullptr};

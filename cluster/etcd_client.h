@@ -7,7 +7,7 @@
 // EtcdOptions::timeout (connect, write and read together). Errors are Status values whose
 // message names the endpoint, the gateway path, the HTTP status and etcd's own message
 // ("etcd http://127.0.0.1:2379 /v3/kv/put: HTTP 404: etcdserver: requested lease not
-// found"). An unreachable endpoint is Unavailable (retryable, scope peer); an answer etcd
+// found"). An unreachable endpoint is Unavailable (retryable, scope remote); an answer etcd
 // refused keeps etcd's gRPC code where it maps (NotFound for a missing lease, ...).
 //
 // Only http:// endpoints: https is refused with InvalidArgument (no TLS here; put a local

@@ -131,7 +131,7 @@ Status StreamWatch::ReadStream() {
     if (ec) return internal::TransportError(where_, "read", ec, false);
     SY_RETURN_IF_ERROR(Feed(chunk, sizeof(chunk) - p.get().body().size));
   }
-  return Status::Unavailable(where_ + ": the watch stream ended", ErrorScope::kPeer);
+  return Status::Unavailable(where_ + ": the watch stream ended", ErrorScope::kRemote);
 }
 
 Status StreamWatch::ReadErrorBody(http::response_parser<http::buffer_body>& p, int status) {

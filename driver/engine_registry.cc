@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "base/logging.h"
-#include "executors/cpu/cpu_engine.h"
-#include "executors/cpu/tokenizer.h"
+#include "cpu_engine/cpu_engine.h"
+#include "cpu_engine/tokenizer.h"
 #include "executors/model_cost.h"
 #include "executors/simulated_engine.h"
 #include "executors/step_cost.h"
@@ -76,7 +76,7 @@ Result<uint64_t> KvHbmBytes(const v1::ModelConfig& m, const v1::GpuSpec& g) {
 }
 
 // The simulated engine: a model shape priced on a GPU spec; no weights, emulated KV.
-Status LoadSimulated(ServedModelSpec* s, std::shared_ptr<executors::cpu::TokenLog>,
+Status LoadSimulated(ServedModelSpec* s, std::shared_ptr<cpu_engine::TokenLog>,
                      ServedModel* out) {
   out->model = s->model_config ? *s->model_config : DefaultModel();
   if (s->id.empty()) s->id = out->model.name();
@@ -101,13 +101,13 @@ Result<EngineWorker> MakeSimulated(EventLoop* loop, int worker,
 }
 
 // The storage types asked for (--weight-dtype, --kv-dtype; "": the model's own).
-Result<executors::cpu::LoadOptions> CpuLoadOptions(const ServedModelSpec& s) {
-  executors::cpu::LoadOptions o;
-  const std::pair<const std::string*, std::optional<executors::cpu::DType>*> fields[] = {
+Result<cpu_engine::LoadOptions> CpuLoadOptions(const ServedModelSpec& s) {
+  cpu_engine::LoadOptions o;
+  const std::pair<const std::string*, std::optional<cpu_engine::DType>*> fields[] = {
       {&s.weight_dtype, &o.weight_dtype}, {&s.kv_dtype, &o.kv_dtype}};
   for (const auto& [text, out] : fields) {
     if (text->empty()) continue;
-    *out = executors::cpu::ParseDType(*text);
+    *out = cpu_engine::ParseDType(*text);
     if (!*out)
       return Status::InvalidArgument(
           std::string(text == &s.weight_dtype ? "--weight-dtype" : "--kv-dtype") +
@@ -120,26 +120,26 @@ Result<executors::cpu::LoadOptions> CpuLoadOptions(const ServedModelSpec& s) {
 // spec.kv_pool_bytes per worker (its HBM). The model stops on its tokenizer's stop ids
 // too (one set: Tokenizer::eos_ids); a model with random weights emits text only
 // (TextMasks).
-Status LoadCpu(ServedModelSpec* s, std::shared_ptr<executors::cpu::TokenLog> token_log,
+Status LoadCpu(ServedModelSpec* s, std::shared_ptr<cpu_engine::TokenLog> token_log,
                ServedModel* out) {
-  SY_ASSIGN_OR_RETURN(executors::cpu::LoadOptions options, CpuLoadOptions(*s));
-  auto m = executors::cpu::Model::Load(s->model_path, options);
+  SY_ASSIGN_OR_RETURN(cpu_engine::LoadOptions options, CpuLoadOptions(*s));
+  auto m = cpu_engine::Model::Load(s->model_path, options);
   if (!m.ok()) return m.status().Annotate("--model " + s->model_path);
   out->cpu_model = std::move(*m);
-  auto tok = executors::cpu::LoadTokenizer(s->model_path, out->cpu_model->shape());
+  auto tok = cpu_engine::LoadTokenizer(s->model_path, out->cpu_model->shape());
   if (!tok.ok()) return tok.status().Annotate("--model " + s->model_path);
   out->tokenizer = std::move(*tok);
   SY_RETURN_IF_ERROR(out->cpu_model->AddEosIds(out->tokenizer->eos_ids()));
-  const executors::cpu::ModelShape& shape = out->cpu_model->shape();
-  if (shape.random_weights) out->text_masks = executors::cpu::TextMasks(*out->tokenizer, shape);
-  out->token_bytes = executors::cpu::ConstraintTokenBytes(*out->tokenizer, shape.vocab_size);
+  const cpu_engine::ModelShape& shape = out->cpu_model->shape();
+  if (shape.random_weights) out->text_masks = cpu_engine::TextMasks(*out->tokenizer, shape);
+  out->token_bytes = cpu_engine::ConstraintTokenBytes(*out->tokenizer, shape.vocab_size);
   Log(LogLevel::kInfo, "cpu engine model loaded",
       LogKeys()
           .With("model", shape.Describe())
           .With("tokenizer", std::string(out->tokenizer->name()) + ", vocab " +
                                  std::to_string(out->tokenizer->vocab_size())));
-  out->token_log = token_log ? token_log : std::make_shared<executors::cpu::TokenLog>();
-  out->model = executors::cpu::ToModelConfig(shape);
+  out->token_log = token_log ? token_log : std::make_shared<cpu_engine::TokenLog>();
+  out->model = cpu_engine::ToModelConfig(shape);
   if (s->id.empty()) s->id = shape.name;  // without "(random ...)"
   out->kv_bytes_scale = 1;                // real bytes
   s->hbm_bytes_per_worker = s->kv_pool_bytes;
@@ -151,12 +151,12 @@ Status LoadCpu(ServedModelSpec* s, std::shared_ptr<executors::cpu::TokenLog> tok
 
 Result<EngineWorker> MakeCpu(EventLoop* loop, int worker, const executors::EngineLimits& limits,
                              const ServedModel& m) {
-  executors::cpu::CpuEngine::Options o;
+  cpu_engine::CpuEngine::Options o;
   o.model = m.cpu_model.get();
   o.tokens = m.token_log.get();
   o.token_masks = m.text_masks;
   o.token_bytes = m.token_bytes;
-  SY_ASSIGN_OR_RETURN(auto e, executors::cpu::CpuEngine::Create(loop, worker, limits, o));
+  SY_ASSIGN_OR_RETURN(auto e, cpu_engine::CpuEngine::Create(loop, worker, limits, o));
   EngineWorker w;
   w.hbm = &e->pool();
   w.kv = e.get();

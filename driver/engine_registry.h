@@ -30,11 +30,11 @@ namespace switchyard::executors {
 class RooflineCostModel;
 class StepCostModel;
 }  // namespace switchyard::executors
-namespace switchyard::executors::cpu {
+namespace switchyard::cpu_engine {
 class Model;
 class TokenLog;
 class Tokenizer;
-}  // namespace switchyard::executors::cpu
+}  // namespace switchyard::cpu_engine
 namespace switchyard::kv_tiers {
 class Tier;
 }  // namespace switchyard::kv_tiers
@@ -65,10 +65,10 @@ struct ServedModel {
   std::unique_ptr<executors::RooflineCostModel> cost;   // the core's estimates
   std::unique_ptr<executors::StepCostModel> step_cost;  // engines timed by the roofline
   // Kinds that compute: the model, its tokenizer, the token ids of every context.
-  std::unique_ptr<executors::cpu::Model> cpu_model;
-  std::shared_ptr<executors::cpu::TokenLog> token_log;
-  std::unique_ptr<executors::cpu::Tokenizer> tokenizer;
-  // Random weights: the outputs its engines may emit (executors::cpu::TextMasks).
+  std::unique_ptr<cpu_engine::Model> cpu_model;
+  std::shared_ptr<cpu_engine::TokenLog> token_log;
+  std::unique_ptr<cpu_engine::Tokenizer> tokenizer;
+  // Random weights: the outputs its engines may emit (cpu_engine::TextMasks).
   std::vector<std::vector<bool>> text_masks;
   // Engine "cpu": each token id's bytes, for forced tool calls' constrained decoding.
   std::vector<std::string> token_bytes;
@@ -96,7 +96,7 @@ struct EngineImplementation {
   // Loads the model of `spec` into `out` (kind, model, cost, ...); resolves spec->id (the
   // model's own name when empty) and spec->hbm_bytes_per_worker. `token_log`: the record
   // of token ids to share (null: a new one).
-  std::function<Status(ServedModelSpec* spec, std::shared_ptr<executors::cpu::TokenLog> token_log,
+  std::function<Status(ServedModelSpec* spec, std::shared_ptr<cpu_engine::TokenLog> token_log,
                        ServedModel* out)>
       load;
   // The engine of `worker` (`loop`: its event loop; `limits`: what the core plans with).

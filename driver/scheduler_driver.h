@@ -82,12 +82,12 @@ struct TierOptions;
 struct MoverEnv;
 class MoverSet;
 }  // namespace switchyard::kv_tiers
-namespace switchyard::executors::cpu {
+namespace switchyard::cpu_engine {
 class Model;
 class TokenLog;
 class CpuEngine;
 class Tokenizer;
-}  // namespace switchyard::executors::cpu
+}  // namespace switchyard::cpu_engine
 
 namespace switchyard::driver {
 
@@ -195,7 +195,7 @@ struct SchedulerConfig {
   std::function<void(const kv_tiers::MoverEnv&, kv_tiers::MoverSet*)> add_movers;
   // Set, engine "cpu": the first model's record of every context's token ids, shared with
   // what engine_factory makes (joined CPU workers' engines record and forward them).
-  std::shared_ptr<executors::cpu::TokenLog> cpu_token_log;
+  std::shared_ptr<cpu_engine::TokenLog> cpu_token_log;
 };
 
 class SchedulerDriver final : public executors::Generation {
@@ -309,8 +309,8 @@ class SchedulerDriver final : public executors::Generation {
   // models, their tokenizers, node inputs and token streams.
   std::string model_name() const override;
   Result<std::string> ResolveModel(const std::string& model_id) const override;
-  const executors::cpu::Model* cpu_model(const std::string& model_id = "") const override;
-  const executors::cpu::Tokenizer* tokenizer(const std::string& model_id = "") const override;
+  const cpu_engine::Model* cpu_model(const std::string& model_id = "") const override;
+  const cpu_engine::Tokenizer* tokenizer(const std::string& model_id = "") const override;
   std::vector<std::string> model_ids() const override;
   void SetNodeInput(const std::string& wf, const std::string& node, NodeInput input) override;
   void Watch(const std::string& wf, const std::string& node, TokenWatcher watcher) override;

@@ -5,7 +5,7 @@
 
 #include "base/mutex.h"
 #include "driver/scheduler_driver.h"
-#include "executors/cpu/cpu_engine.h"
+#include "cpu_engine/cpu_engine.h"
 #include "executors/engine.h"
 #include "executors/model_cost.h"
 #include "kv_tiers/arena_tier.h"
@@ -195,7 +195,7 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
     e->set_state(ws == worker_state_.end() ? "alive" : ws->second.first);
     e->set_drained(ws != worker_state_.end() && ws->second.second);
     if (g.cpu_model) {
-      const executors::cpu::ModelShape& s = g.cpu_model->shape();
+      const cpu_engine::ModelShape& s = g.cpu_model->shape();
       e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));
       e->set_random_weights(s.random_weights);
       const bool joined = slot.remote_kv != nullptr;

@@ -8,9 +8,9 @@
 #include "base/logging.h"
 #include "driver/report_waiter.h"
 #include "driver/scheduler_driver.h"
-#include "executors/cpu/cpu_engine.h"
-#include "executors/cpu/cpu_step_runner.h"
-#include "executors/cpu/tokenizer.h"
+#include "cpu_engine/cpu_engine.h"
+#include "cpu_engine/cpu_step_runner.h"
+#include "cpu_engine/tokenizer.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
 #include "executors/simulated_engine.h"
@@ -113,7 +113,7 @@ Status SchedulerDriver::MakeGroups() {
                         EngineRegistry::Builtin().Find(g->spec.engine, ModelField(i) + ".engine"));
     g->kind = g->impl->kind;
     // The first model's engines share the token log of what engine_factory makes.
-    std::shared_ptr<executors::cpu::TokenLog> log = i == 0 ? c.cpu_token_log : nullptr;
+    std::shared_ptr<cpu_engine::TokenLog> log = i == 0 ? c.cpu_token_log : nullptr;
     SY_RETURN_IF_ERROR(g->impl->load(&g->spec, log, g.get()).Annotate(ModelField(i)));
     std::vector<std::string> own = {g->spec.id};
     own.insert(own.end(), g->spec.aliases.begin(), g->spec.aliases.end());
@@ -347,12 +347,12 @@ Result<std::string> SchedulerDriver::ResolveModel(const std::string& model_id) c
                                  "' is not served here (served: " + served + ")");
 }
 
-const executors::cpu::Model* SchedulerDriver::cpu_model(const std::string& model_id) const {
+const cpu_engine::Model* SchedulerDriver::cpu_model(const std::string& model_id) const {
   const Group* g = FindGroup(model_id);
   return g ? g->cpu_model.get() : nullptr;
 }
 
-const executors::cpu::Tokenizer* SchedulerDriver::tokenizer(const std::string& model_id) const {
+const cpu_engine::Tokenizer* SchedulerDriver::tokenizer(const std::string& model_id) const {
   const Group* g = FindGroup(model_id);
   return g ? g->tokenizer.get() : nullptr;
 }

@@ -1,7 +1,7 @@
 // BatchingEngine: the scheduling half of an executors::Engine (engine.h) — continuous
 // batching with chunked prefill and the KV block accounting — with the step itself run by
 // a StepRunner: SimulatedEngine (simulated_engine.h) prices it with a StepCostModel and
-// waits on a timer; CpuEngine (executors/cpu/cpu_engine.h) computes it.
+// waits on a timer; CpuEngine (cpu_engine/cpu_engine.h) computes it.
 //
 // KV pool. `pool_blocks` blocks of `block_tokens` tokens, held by contexts; blocks_used()
 // is the sum over held contexts of BlocksFor(tokens), kept as a running total. A context's

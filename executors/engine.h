@@ -29,7 +29,7 @@
 // simulated engine, which hides it from policies) and at the cap.
 //
 // Implementations: SimulatedEngine (executors/simulated_engine.h: step time from a
-// StepCostModel), CpuEngine (executors/cpu/cpu_engine.h: a Llama decoder computed on the
+// StepCostModel), CpuEngine (cpu_engine/cpu_engine.h: a Llama decoder computed on the
 // CPU, real KV bytes), both on BatchingEngine (batching_engine.h); and what an embedder
 // writes for its own engine.
 // Thread-safety: loop-thread only (the thread of the EventLoop the engine was built on).
@@ -85,7 +85,7 @@ struct SequenceSpec {
   bool stop_at_eos = true;  // engines that compute: the end-of-sequence token ends it
   int token_mask = -1;      // engines that compute: a set of allowed output tokens (-1: default)
   // Engines that compute: non-empty, a JSON schema of an object; the output is kept inside
-  // the language of executors/cpu/json_constraint.h (one object with the schema's required
+  // the language of cpu_engine/json_constraint.h (one object with the schema's required
   // keys) and the sequence ends when the object closes, as at an end-of-sequence token
   // (which is not allowed before). An engine that cannot constrain refuses the sequence.
   std::string json_schema;

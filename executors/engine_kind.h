@@ -5,7 +5,7 @@
 //   simulated  the simulated engine (executors/simulated_engine.h): continuous batching
 //              timed by the roofline step cost of a model on a GPU spec; it computes no
 //              model, and KV bytes are emulated at a scale
-//   cpu        the reference CPU engine (executors/cpu/cpu_engine.h): a Llama-family
+//   cpu        the reference CPU engine (cpu_engine/cpu_engine.h): a Llama-family
 //              model computed on this machine's CPU, real tokens and real KV bytes
 //
 // The driver's EngineRegistry (driver/engine_registry.h) makes each kind's engines.

@@ -17,10 +17,10 @@
 #include "base/result.h"
 #include "base/status.h"
 
-namespace switchyard::executors::cpu {
+namespace switchyard::cpu_engine {
 class Model;
 class Tokenizer;
-}  // namespace switchyard::executors::cpu
+}  // namespace switchyard::cpu_engine
 
 namespace switchyard::executors {
 

@@ -4,7 +4,7 @@
 // carries the step out. Two kinds exist:
 //   * a pricing runner (SimulatedEngine, simulated_engine.h): the step lasts what a
 //     StepCostModel says its StepShape costs; nothing is computed (computes() false);
-//   * a computing runner (CpuEngine, executors/cpu/cpu_engine.h): it holds the real KV of
+//   * a computing runner (CpuEngine, cpu_engine/cpu_engine.h): it holds the real KV of
 //     every context, follows the engine's accounting through OnResize, and computes the
 //     rows each StepItem names, emitting real tokens.
 //

@@ -8,8 +8,8 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/thread_name.h"
-#include "executors/cpu/model.h"
-#include "executors/cpu/tokenizer.h"
+#include "cpu_engine/model.h"
+#include "cpu_engine/tokenizer.h"
 #include "executors/generation.h"
 #include "frontends/front_call.h"
 
@@ -133,7 +133,7 @@ Status FrontCore::Prepare(Call* c) const {
   SY_ASSIGN_OR_RETURN(c->prompt, PromptTokens(r, c->model));
   c->parse_calls = !c->tool && c->format->parser() != nullptr && !r.conv.tools.empty() &&
                    r.conv.tool_choice.kind != ToolChoice::Kind::kNone;
-  const executors::cpu::Model* m =
+  const cpu_engine::Model* m =
       upstream_ ? nullptr : service_->generation()->cpu_model(c->model);
   if (m && static_cast<int64_t>(c->prompt.size()) + c->max_tokens + 64 > m->shape().max_positions)
     return Status::InvalidArgument(
@@ -163,7 +163,7 @@ Status FrontCore::ResolveModel(Call* c) const {
 }
 
 void FrontCore::Start(const CallPtr& c) {
-  const executors::cpu::Model* cm = service_->generation()->cpu_model(c->model);
+  const cpu_engine::Model* cm = service_->generation()->cpu_model(c->model);
   c->head.created = clock_->Now().millis() / 1000;
   c->head.prompt_tokens = static_cast<int64_t>(c->prompt.size());
   c->head.cached_tokens = c->turn.cached;

@@ -22,7 +22,7 @@
 // answer goes out. A forced tool choice (`required` or a named function) makes the answer
 // a call of that function: the call's opening in the family's syntax is written into the
 // prompt and the engine generates the arguments constrained to the tool's schema (an
-// object holding every required property, executors/cpu/json_constraint.h), closed by the
+// object holding every required property, cpu_engine/json_constraint.h), closed by the
 // constraint's completion if max_tokens cut it. With the simulated engine the text is a
 // placeholder of as many words as the engine decoded tokens (at most
 // Options::placeholder_tokens, then it ends as at an EOS). A call that fails, or whose
@@ -67,7 +67,7 @@
 #include "base/status.h"
 #include "frontends/conversation.h"
 #include "frontends/lifetime.h"
-#include "frontends/openai/openai_upstream.h"
+#include "upstream/upstream_client.h"
 #include "frontends/prompt.h"
 #include "frontends/reply.h"
 #include "frontends/session.h"

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "base/mutex.h"
-#include "executors/cpu/tokenizer.h"
+#include "cpu_engine/tokenizer.h"
 #include "executors/generation.h"
 #include "frontends/front_call.h"
 #include "frontends/front_core.h"
@@ -62,7 +62,7 @@ void FrontCore::Generate(const CallPtr& c) {
 
 void FrontCore::OnToken(const CallPtr& c, int32_t token) {
   executors::Generation* d = service_->generation();
-  const executors::cpu::Tokenizer* tok = d->tokenizer(c->model);
+  const cpu_engine::Tokenizer* tok = d->tokenizer(c->model);
   MutexLock lock(&c->mu);
   if (c->stopped) return;
   if (tok && tok->IsEos(token)) {
@@ -163,7 +163,7 @@ void FrontCore::Answer(const CallPtr& c) {
 }
 
 frontends::Answer FrontCore::Compose(const CallPtr& c, std::vector<int32_t>* output) {
-  const executors::cpu::Tokenizer* tok = service_->generation()->tokenizer(c->model);
+  const cpu_engine::Tokenizer* tok = service_->generation()->tokenizer(c->model);
   frontends::Answer a;
   MutexLock lock(&c->mu);
   *output = c->output;

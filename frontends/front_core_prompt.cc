@@ -3,9 +3,9 @@
 // tokenized, and a forced call's opening.
 #include <algorithm>
 
-#include "executors/cpu/json_constraint.h"
-#include "executors/cpu/model.h"
-#include "executors/cpu/tokenizer.h"
+#include "cpu_engine/json_constraint.h"
+#include "cpu_engine/model.h"
+#include "cpu_engine/tokenizer.h"
 #include "executors/generation.h"
 #include "frontends/front_call.h"
 #include "frontends/front_core.h"
@@ -41,7 +41,7 @@ Status FrontCore::PrepareForcedCall(Call* c) const {
   // No parameters: any object.
   c->schema =
       c->tool->parameters_json.empty() ? "{\"type\": \"object\"}" : c->tool->parameters_json;
-  auto constraint = executors::cpu::JsonObjectConstraint::FromSchema(c->schema);
+  auto constraint = cpu_engine::JsonObjectConstraint::FromSchema(c->schema);
   if (!constraint.ok())
     return constraint.status().Annotate("tools: the parameters of function '" + c->tool->name +
                                         "'");
@@ -53,7 +53,7 @@ Status FrontCore::CheckGuided(const Call& c) const {
   if (s.logit_bias.empty() && s.choices.empty()) return Status::OK();
   const std::string what = s.choices.empty() ? "logit_bias" : "structured_outputs.choice";
   executors::Generation* d = service_->generation();
-  const executors::cpu::Model* m = d ? d->cpu_model(c.model) : nullptr;
+  const cpu_engine::Model* m = d ? d->cpu_model(c.model) : nullptr;
   if (!m)
     return Status::InvalidArgument(what + ": model '" + c.model +
                                    "' is not computed here (the simulated engine has no "
@@ -73,15 +73,15 @@ Result<std::shared_ptr<const PromptFormat>> FrontCore::FormatOf(const std::strin
   auto it = formats_.find(model);
   if (it != formats_.end()) return it->second;
   executors::Generation* d = service_->generation();
-  const executors::cpu::Tokenizer* tok = d ? d->tokenizer(model) : nullptr;
-  const executors::cpu::Model* m = d ? d->cpu_model(model) : nullptr;
+  const cpu_engine::Tokenizer* tok = d ? d->tokenizer(model) : nullptr;
+  const cpu_engine::Model* m = d ? d->cpu_model(model) : nullptr;
   PromptFormat::Spec spec;
   if (tok) {
     spec.chat_template = tok->chat_template();
     spec.bos_token = tok->bos_token();
     spec.eos_token = tok->eos_token();
   }
-  if (m) spec.model_type = executors::cpu::ArchName(m->shape().arch);
+  if (m) spec.model_type = cpu_engine::ArchName(m->shape().arch);
   auto f = PromptFormat::Create(spec);
   if (!f.ok()) return f.status().Annotate("model '" + model + "'");
   formats_.emplace(model, *f);
@@ -98,7 +98,7 @@ Result<std::string> FrontCore::RenderPrompt(const FrontRequest& r, const PromptF
 Result<std::vector<int32_t>> FrontCore::Tokenize(const std::string& text, const std::string& model,
                                                  bool with_bos) const {
   executors::Generation* d = service_->generation();
-  const executors::cpu::Tokenizer* tok = d ? d->tokenizer(model) : nullptr;
+  const cpu_engine::Tokenizer* tok = d ? d->tokenizer(model) : nullptr;
   if (!tok) return PseudoTokens(text);
   auto ids = tok->Encode(text);
   if (!ids.ok()) return ids.status().Annotate("messages");

@@ -3,7 +3,7 @@
 #include "frontends/prompt.h"
 
 #include "chat_template/chat.h"
-#include "executors/cpu/json_constraint.h"
+#include "cpu_engine/json_constraint.h"
 #include "frontends/openai/openai_prompt.h"
 
 namespace switchyard::frontends {
@@ -43,7 +43,7 @@ std::string JsonString(std::string_view s) { return Json(std::string(s)).dump();
 }  // namespace
 
 std::string ForcedCallArguments(const std::string& schema, std::string_view text) {
-  auto k = executors::cpu::JsonObjectConstraint::FromSchema(schema);
+  auto k = cpu_engine::JsonObjectConstraint::FromSchema(schema);
   if (!k.ok()) return "{}";
   std::string args;
   for (size_t i = 0; i < text.size(); ++i) {

@@ -63,7 +63,7 @@ class PromptFormat {
 };
 
 // A forced call's arguments: the text the engine generated under the constraint of
-// `schema` (executors/cpu/json_constraint.h: an object holding every required property),
+// `schema` (cpu_engine/json_constraint.h: an object holding every required property),
 // closed into a complete object where it was cut (max_tokens, a stop sequence). Text past what the
 // constraint accepts (the simulated engine's placeholder is not JSON at all) is replaced by the
 // completion: the result is always a JSON object holding every required property. "{}" for a schema

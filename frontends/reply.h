@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 #include "frontends/conversation.h"
-#include "frontends/upstream_stream.h"
+#include "upstream/upstream_stream.h"
 #include "http/http.h"
 
 namespace switchyard::frontends {

@@ -1,6 +1,6 @@
 // PeerTier: the interface of a tier that lives on another node (host or HBM of a peer),
 // reached through a transport (kv_tiers/remote's KvStoreTier implements it over a KV store,
-// kv_tiers/kv_store, on the byte transports of kv_tiers/transport: UCX; NCCL between GPU
+// kv_store/, on the byte transports of transport/: UCX; NCCL between GPU
 // ranks). Its kind() is TIER_PEER and capabilities().remote is true. Block I/O
 // (Write/Read) posts to the peer and returns when the peer has acknowledged the data;
 // moves into a peer tier go through the transport's Mover, selected by capability.

@@ -4,7 +4,7 @@
 // two contexts that share a token prefix share its blocks (as vLLM, SGLang and Dynamo
 // do). The prefix hash is xxHash64 (libxxhash). The chain starts from a root seed; hash 0 is
 // reserved for "private block" and never returned. The block checksum is XXH3-64, the
-// same function as the KV-store protocol's per-block checksum (kv_tiers/kv_store/), so a
+// same function as the KV-store protocol's per-block checksum (kv_store/), so a
 // block's stored checksum travels with it to a KV store without hashing it again.
 //
 // Thread-safety: pure functions.

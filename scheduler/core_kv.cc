@@ -382,7 +382,7 @@ void CoreState::OnWorkerLost(int w) {
   // 2. Everything stored on the worker is gone: invalidate it (recompute on next use).
   kv.ForgetPrefixesOn(w);
   std::vector<std::string> lost = kv.ContextsOn(w);
-  // 3. Nodes running there failed with a worker-scoped error (ErrorScope::kPeer).
+  // 3. Nodes running there failed with a worker-scoped error (ErrorScope::kRemote).
   std::vector<std::pair<std::string, int>> running(workers[static_cast<size_t>(w)].nodes.begin(),
                                                    workers[static_cast<size_t>(w)].nodes.end());
   for (const auto& [wf_id, idx] : running) StopRunning(wfs[wf_id], idx);
@@ -397,7 +397,7 @@ void CoreState::OnWorkerLost(int w) {
     WfRec* wf = FindWf(wf_id);
     if (!wf) continue;
     OnNodeFailed(*wf, idx,
-                 Status::Unavailable("worker " + std::to_string(w) + " lost", ErrorScope::kPeer));
+                 Status::Unavailable("worker " + std::to_string(w) + " lost", ErrorScope::kRemote));
   }
 }
 

@@ -7,13 +7,14 @@
 #include <set>
 #include <string_view>
 
-#include "executors/cpu/dtype.h"
-#include "executors/cpu/model_shape.h"
+#include "cpu_engine/dtype.h"
+#include "cpu_engine/model_shape.h"
 #include "executors/engine_kind.h"
-#include "frontends/openai/openai_upstream.h"
+#include "upstream/upstream_client.h"
 #include "frontends/translate/upstream_api.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
+#include "scheduler/policy.h"
 
 namespace switchyard::serve {
 
@@ -117,7 +118,7 @@ Status FillCpuDtypes(const ServeFlags& flags, driver::SchedulerConfig* s) {
   const std::pair<const char*, const std::string*> dtypes[] = {
       {"--weight-dtype", &flags.weight_dtype}, {"--kv-dtype", &flags.kv_dtype}};
   for (const auto& [flag, value] : dtypes)
-    if (!value->empty() && !executors::cpu::ParseDType(*value))
+    if (!value->empty() && !cpu_engine::ParseDType(*value))
       return Status::InvalidArgument(std::string(flag) + " must be f32 or bf16, got '" + *value +
                                      "'");
   s->cpu_weight_dtype = flags.weight_dtype;
@@ -148,7 +149,7 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
   int64_t mib = flags.kv_pool_mib > 0 ? flags.kv_pool_mib : config.kv_pool_mib();
   if (kind->computes) {
     // No model named: the embedded demo model (random weights, Qwen3's vocabulary).
-    if (s->model_path.empty()) s->model_path = executors::cpu::kDemoModel;
+    if (s->model_path.empty()) s->model_path = cpu_engine::kDemoModel;
     s->kv_pool_bytes = static_cast<uint64_t>(mib > 0 ? mib : 256) << 20;
     return FillCpuDtypes(flags, s);
   }
@@ -328,6 +329,9 @@ Status FillScheduler(const v1::ServiceConfig& config, const ServeFlags& flags,
     s->hbm_bytes_per_worker = static_cast<uint64_t>(config.hbm_bytes_per_worker());
   }
   if (!config.policy().empty()) s->policy = config.policy();
+  if (!flags.policy.empty()) s->policy = flags.policy;
+  auto policy = scheduler::CreatePolicy(s->policy);  // refused here, naming the option
+  if (!policy.ok()) return policy.status().Annotate("--policy (policy)");
   SY_RETURN_IF_ERROR(FillLinks(config.links(), s));
   SY_RETURN_IF_ERROR(FillLinkFile(config, flags, s));
   for (const auto& t : config.tenants()) {

@@ -32,6 +32,9 @@ struct ServeFlags {
   std::string upstream_api;            // --upstream-api same|chat (of URLs without #API)
   std::string upstream_key;            // --upstream-key TOKEN
   std::string links;                   // --links FILE (a link file; config linksFile)
+  // --policy SPEC: the scheduler policy (config `policy`; a scheduler::CreatePolicy spec:
+  // "switchyard", a reference policy such as "vllm-fcfs", or "switchyard:key=value").
+  std::string policy;
   // --response-retention-s N: stored OpenAI Responses are kept N seconds (0: forever; -1,
   // unset: ServiceOptions::document_retention_s, 30 days).
   int64_t response_retention_s = -1;

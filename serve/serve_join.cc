@@ -6,8 +6,8 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "cluster/membership.h"
-#include "executors/cpu/cpu_engine.h"
-#include "executors/cpu/model_shape.h"
+#include "cpu_engine/cpu_engine.h"
+#include "cpu_engine/model_shape.h"
 #include "executors/engine_kind.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/mover.h"
@@ -21,7 +21,7 @@ namespace switchyard::serve {
 
 namespace {
 
-namespace kv_store = kv_tiers::kv_store;
+namespace kv_store = kv_store;
 
 // The joined workers' KV stores as the driver's HBM tiers: connected when the driver
 // starts, read by the cluster listing (the sender's credit ledger) while it runs, and
@@ -102,15 +102,15 @@ void ReconnectKvStore(workers::JoinServer* js, int local, RemoteKv* kv, int inde
   if (!st.ok())
     rw->MarkLost(Status::Unavailable("rejoined, but its KV store at '" + h.kv_address() +
                                          "' cannot hold the pool: " + st.ToString(),
-                                     ErrorScope::kPeer));
+                                     ErrorScope::kRemote));
 }
 
 // The model config of a CPU engine checkpoint (a shape file, or a Hugging Face directory's
 // config.json), as the welcome names it and each worker checks its own against.
 Result<v1::ModelConfig> CpuModelConfig(const std::string& path) {
-  Result<executors::cpu::ModelShape> shape = executors::cpu::LoadModelShape(path);
+  Result<cpu_engine::ModelShape> shape = cpu_engine::LoadModelShape(path);
   if (!shape.ok()) return shape.status().Annotate("--model " + path);
-  return executors::cpu::ToModelConfig(*shape);
+  return cpu_engine::ToModelConfig(*shape);
 }
 
 // A joined worker whose etcd key goes is lost; one that registers again (a new epoch) is
@@ -125,7 +125,7 @@ Status WatchMembership(const ServeJoinOptions& o, workers::JoinServer* js) {
       rw->MarkLost(Status::Unavailable("its etcd key at " + url +
                                            " is gone (lease expired or revoked; epoch " +
                                            std::to_string(e.worker.epoch) + ")",
-                                       ErrorScope::kPeer));
+                                       ErrorScope::kRemote));
       return;
     }
     if (!rw || rw->lost())
@@ -327,7 +327,7 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
   auto kv = std::make_shared<RemoteKv>();
   join->Hold(kv);
   if (executors::EngineComputes(config->engine)) {  // the token ids joined engines compute from
-    config->cpu_token_log = std::make_shared<executors::cpu::TokenLog>();
+    config->cpu_token_log = std::make_shared<cpu_engine::TokenLog>();
     join->Hold(config->cpu_token_log);
   }
   workers::RemoteEngineOptions reo;

@@ -275,19 +275,21 @@ class Service {
   const ServiceMetrics& latency_metrics() const { return latency_; }
 
  private:
+  // One workflow. `tenant`, `arrival_ms` and `restored` are set before the entry is
+  // published (in workflows_) and never change; the rest is guarded by `mu`.
   struct Entry {
     mutable Mutex mu;
     std::string tenant;
-    std::unique_ptr<program_graph::Workflow> graph;
-    uint64_t next_seq = 0;
-    uint64_t pending = 0;  // records applied in memory, not yet durable
+    std::unique_ptr<program_graph::Workflow> graph GUARDED_BY(mu);
+    uint64_t next_seq GUARDED_BY(mu) = 0;
+    uint64_t pending GUARDED_BY(mu) = 0;  // records applied in memory, not yet durable
     int64_t arrival_ms = 0;
-    int64_t last_ms = 0;    // time of its latest record
-    bool archived = false;  // dropped from workflows_: a writer holding it must look again
+    int64_t last_ms GUARDED_BY(mu) = 0;    // time of its latest record
+    bool archived GUARDED_BY(mu) = false;  // dropped from workflows_: look again
     bool restored = false;  // read back from the archive (no KV view or decisions)
     // Per node: when its current attempt started and ended (ms; 0: not yet).
-    std::unordered_map<std::string, std::pair<int64_t, int64_t>> times;
-    std::vector<v1::WorkerLoss> losses;  // its durable failure records, oldest first
+    std::unordered_map<std::string, std::pair<int64_t, int64_t>> times GUARDED_BY(mu);
+    std::vector<v1::WorkerLoss> losses GUARDED_BY(mu);  // durable failure records, oldest first
   };
   // What is remembered of an archived workflow.
   struct Archived {

@@ -20,7 +20,7 @@ namespace switchyard::workers {
 namespace {
 
 Status Errno(const std::string& what) {
-  return Status::Unavailable(what + ": " + std::strerror(errno), ErrorScope::kPeer);
+  return Status::Unavailable(what + ": " + std::strerror(errno), ErrorScope::kRemote);
 }
 
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -54,7 +54,7 @@ Status ReadFull(int fd, char* buf, size_t n, SteadyTime deadline, const char* wh
     }
     ssize_t r = ::recv(fd, buf + got, n - got, 0);
     if (r == 0)
-      return Status::Unavailable("connection closed by the other side", ErrorScope::kPeer);
+      return Status::Unavailable("connection closed by the other side", ErrorScope::kRemote);
     if (r < 0) {
       if (errno == EINTR) continue;
       return Errno("read");
@@ -86,12 +86,12 @@ Result<v1::WorkerControl> ReadFrame(int fd, SteadyTime deadline) {
   if (n == 0 || n > kMaxFrameBytes)
     return Status::DataLoss("control frame of " + std::to_string(n) + " bytes (1.." +
                                 std::to_string(kMaxFrameBytes) + " allowed)",
-                            ErrorScope::kPeer);
+                            ErrorScope::kRemote);
   std::string body(n, '\0');
   SY_RETURN_IF_ERROR(ReadFull(fd, body.data(), n, deadline, "frame body"));
   v1::WorkerControl m;
   if (!m.ParseFromString(body))
-    return Status::DataLoss("control frame does not parse as WorkerControl", ErrorScope::kPeer);
+    return Status::DataLoss("control frame does not parse as WorkerControl", ErrorScope::kRemote);
   return m;
 }
 
@@ -135,9 +135,9 @@ Result<std::unique_ptr<ControlConn>> ControlConn::Connect(const std::string& hos
   int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
   if (rc != 0)
     return Status::Unavailable("resolve " + host_port + ": " + ::gai_strerror(rc),
-                               ErrorScope::kPeer);
+                               ErrorScope::kRemote);
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  Status last = Status::Unavailable("connect " + host_port + ": no address", ErrorScope::kPeer);
+  Status last = Status::Unavailable("connect " + host_port + ": no address", ErrorScope::kRemote);
   // Retries until the deadline: serve may still be starting its listener.
   while (true) {
     for (addrinfo* a = res; a; a = a->ai_next) {
@@ -263,7 +263,7 @@ Status ControlConn::Send(const v1::WorkerControl& m) {
   if (over) {
     Status st = Status::Unavailable("control connection to " + remote_ + ": over " +
                                         std::to_string(kMaxQueuedBytes) + " bytes queued unsent",
-                                    ErrorScope::kPeer);
+                                    ErrorScope::kRemote);
     Lose(st);
     return st;
   }
@@ -357,7 +357,7 @@ void ControlConn::HeartbeatLoop(Duration heartbeat, int misses) {
       Lose(Status::Unavailable("missed heartbeats from " + remote_ + ": nothing heard for " +
                                    std::to_string(silent) + " ms (" + std::to_string(misses) +
                                    " x " + std::to_string(interval_ms) + " ms)",
-                               ErrorScope::kPeer));
+                               ErrorScope::kRemote));
       return;
     }
     v1::WorkerControl hb;

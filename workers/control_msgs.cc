@@ -111,7 +111,7 @@ void ToItemResult(const executors::StepItem& item, v1::ControlItemResult* m) {
 void FromItemResult(const v1::ControlItemResult& m, executors::StepItem* item) {
   item->token = m.token();
   item->eos = m.eos();
-  item->status = StatusFromWire(m.status_code(), m.status_message(), ErrorScope::kPeer);
+  item->status = StatusFromWire(m.status_code(), m.status_message(), ErrorScope::kRemote);
 }
 
 Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope) {
@@ -121,7 +121,7 @@ Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope
                             "on the worker: " + message, false, scope);
 }
 
-namespace kv_store = kv_tiers::kv_store;
+namespace kv_store = kv_store;
 
 void ToStoreRef(const kv_store::StoreRef& s, v1::KvStoreRef* m) {
   m->set_address(s.address);

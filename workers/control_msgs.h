@@ -1,6 +1,6 @@
 // Conversions between the worker control messages (proto/switchyard/v1/worker_control.proto)
 // and what they carry, both directions: the executors' StepRunner calls, and the direct
-// put orders and outcomes of kv_tiers/transport/direct_order.h.
+// put orders and outcomes of transport/direct_order.h.
 //
 // Thread-safety: pure functions on values.
 #pragma once
@@ -12,7 +12,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "executors/step_runner.h"
-#include "kv_tiers/kv_store/direct_order.h"
+#include "kv_store/direct_order.h"
 #include "proto/switchyard/v1/worker_control.pb.h"
 
 namespace switchyard::workers {
@@ -36,14 +36,14 @@ void FromItemResult(const v1::ControlItemResult& m, executors::StepItem* item);
 // Internal.
 Status StatusFromWire(int32_t code, const std::string& message, ErrorScope scope);
 
-void ToStoreRef(const kv_tiers::kv_store::StoreRef& s, v1::KvStoreRef* out);
-kv_tiers::kv_store::StoreRef FromStoreRef(const v1::KvStoreRef& m);
+void ToStoreRef(const kv_store::StoreRef& s, v1::KvStoreRef* out);
+kv_store::StoreRef FromStoreRef(const v1::KvStoreRef& m);
 
-void ToPutBlocks(const kv_tiers::kv_store::DirectPutOrder& order, v1::PutBlocks* out);
+void ToPutBlocks(const kv_store::DirectPutOrder& order, v1::PutBlocks* out);
 // InvalidArgument naming the field when the order cannot be carried out as sent (no
 // blocks, no destination address, an unknown traffic class).
-Result<kv_tiers::kv_store::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m);
-void ToPutBlocksDone(const kv_tiers::kv_store::DirectPutOutcome& outcome, v1::PutBlocksDone* out);
-kv_tiers::kv_store::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m);
+Result<kv_store::DirectPutOrder> FromPutBlocks(const v1::PutBlocks& m);
+void ToPutBlocksDone(const kv_store::DirectPutOutcome& outcome, v1::PutBlocksDone* out);
+kv_store::DirectPutOutcome FromPutBlocksDone(const v1::PutBlocksDone& m);
 
 }  // namespace switchyard::workers

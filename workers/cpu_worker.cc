@@ -4,31 +4,31 @@
 #include <chrono>
 #include <cstring>
 
-#include "executors/cpu/tokenizer.h"
+#include "cpu_engine/tokenizer.h"
 #include "kv_tiers/prefix_hash.h"
 
 namespace switchyard::workers {
 
-namespace kv_store = kv_tiers::kv_store;
+namespace kv_store = kv_store;
 
 Result<std::unique_ptr<CpuWorker>> CpuWorker::Load(const std::string& path) {
   std::unique_ptr<CpuWorker> w(new CpuWorker());
-  auto m = executors::cpu::Model::Load(path);
+  auto m = cpu_engine::Model::Load(path);
   if (!m.ok()) return m.status().Annotate("--model " + path);
   w->model_ = std::move(*m);
-  auto tok = executors::cpu::LoadTokenizer(path, w->model_->shape());
+  auto tok = cpu_engine::LoadTokenizer(path, w->model_->shape());
   if (!tok.ok()) return tok.status().Annotate("--model " + path);
   // As serve's engine (driver/engine_registry.cc): the tokenizer's stop ids, and a model
   // with random weights restricted to text (TextMasks).
   SY_RETURN_IF_ERROR(w->model_->AddEosIds((*tok)->eos_ids()));
   if (w->model_->shape().random_weights)
-    w->text_masks_ = executors::cpu::TextMasks(**tok, w->model_->shape());
-  w->token_bytes_ = executors::cpu::ConstraintTokenBytes(**tok, w->model_->shape().vocab_size);
+    w->text_masks_ = cpu_engine::TextMasks(**tok, w->model_->shape());
+  w->token_bytes_ = cpu_engine::ConstraintTokenBytes(**tok, w->model_->shape().vocab_size);
   return w;
 }
 
 v1::ModelConfig CpuWorker::model_config() const {
-  return executors::cpu::ToModelConfig(model_->shape());
+  return cpu_engine::ToModelConfig(model_->shape());
 }
 
 Result<std::unique_ptr<executors::StepRunner>> CpuWorker::MakeRunner(
@@ -38,11 +38,11 @@ Result<std::unique_ptr<executors::StepRunner>> CpuWorker::MakeRunner(
         "serve's welcome names no KV pool (kv_pool_bytes, kv_block_tokens): it does not serve "
         "engine cpu");
   const int64_t bt = welcome.kv_block_tokens();
-  const uint64_t bpb = executors::cpu::KvBlockFloats(model_->shape(), bt) * sizeof(float);
+  const uint64_t bpb = cpu_engine::KvBlockFloats(model_->shape(), bt) * sizeof(float);
   const int64_t blocks = static_cast<int64_t>((welcome.kv_pool_bytes() + bpb - 1) / bpb);
   SY_ASSIGN_OR_RETURN(
-      std::unique_ptr<executors::cpu::CpuStepRunner> r,
-      executors::cpu::CpuStepRunner::Create(loop, model_.get(), &tokens_, bt, blocks,
+      std::unique_ptr<cpu_engine::CpuStepRunner> r,
+      cpu_engine::CpuStepRunner::Create(loop, model_.get(), &tokens_, bt, blocks,
                                             "cpu engine KV pool (worker " + worker_id + ")",
                                             "default", text_masks_, token_bytes_));
   runner_ = r.get();

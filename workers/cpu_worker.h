@@ -4,7 +4,7 @@
 // It holds the model the worker loaded (a shape file with random weights, or a Llama
 // checkpoint directory: the same one serve serves, which serve checks by its shape), the
 // token ids of the contexts the worker computes, and the computing runner
-// (executors/cpu/cpu_step_runner.h) whose KV pool holds their real KV. Serve's scheduler
+// (cpu_engine/cpu_step_runner.h) whose KV pool holds their real KV. Serve's scheduler
 // decides every step (its BatchingEngine) and sends the runner's calls; each admission
 // carries the token ids serve recorded for the sequence's contexts (SeqAdmit.
 // context_tokens), so a context this worker never saw — moved here, or rebuilt here —
@@ -30,9 +30,9 @@
 
 #include "base/event_loop.h"
 #include "base/result.h"
-#include "executors/cpu/cpu_engine.h"
-#include "executors/cpu/cpu_step_runner.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "cpu_engine/cpu_engine.h"
+#include "cpu_engine/cpu_step_runner.h"
+#include "kv_store/kv_store_server.h"
 #include "proto/switchyard/v1/worker_control.pb.h"
 
 namespace switchyard::workers {
@@ -44,7 +44,7 @@ class CpuWorker {
 
   // The model as the hello names it (serve compares it with its own).
   v1::ModelConfig model_config() const;
-  const executors::cpu::Model& model() const { return *model_; }
+  const cpu_engine::Model& model() const { return *model_; }
   // The runner, with a pool of the welcome's size (kv_pool_bytes, kv_block_tokens);
   // InvalidArgument when the welcome has no pool figures. Owned by the caller; this
   // object keeps a pointer to it and must not outlive it.
@@ -58,22 +58,22 @@ class CpuWorker {
   void Forget(const std::string& context) { tokens_.Forget(context); }
   bool busy(const std::string& context) const;
 
-  void Export(const v1::KvExport& m, kv_tiers::kv_store::KvStoreServer* store,
+  void Export(const v1::KvExport& m, kv_store::KvStoreServer* store,
               v1::KvExportDone* out) const;
-  void Import(const v1::KvImport& m, const kv_tiers::kv_store::KvStoreServer* store,
+  void Import(const v1::KvImport& m, const kv_store::KvStoreServer* store,
               v1::KvImportDone* out);
 
  private:
   CpuWorker() = default;
-  Status DoExport(const v1::KvExport& m, kv_tiers::kv_store::KvStoreServer* store,
+  Status DoExport(const v1::KvExport& m, kv_store::KvStoreServer* store,
                   v1::KvExportDone* out) const;
-  Status DoImport(const v1::KvImport& m, const kv_tiers::kv_store::KvStoreServer* store);
+  Status DoImport(const v1::KvImport& m, const kv_store::KvStoreServer* store);
 
-  std::unique_ptr<executors::cpu::Model> model_;
-  std::vector<std::vector<bool>> text_masks_;  // random weights: executors::cpu::TextMasks
-  std::vector<std::string> token_bytes_;       // executors::cpu::ConstraintTokenBytes
-  executors::cpu::TokenLog tokens_;
-  executors::cpu::CpuStepRunner* runner_ = nullptr;  // made by MakeRunner, owned by the agent
+  std::unique_ptr<cpu_engine::Model> model_;
+  std::vector<std::vector<bool>> text_masks_;  // random weights: cpu_engine::TextMasks
+  std::vector<std::string> token_bytes_;       // cpu_engine::ConstraintTokenBytes
+  cpu_engine::TokenLog tokens_;
+  cpu_engine::CpuStepRunner* runner_ = nullptr;  // made by MakeRunner, owned by the agent
 };
 
 }  // namespace switchyard::workers

@@ -8,7 +8,7 @@
 
 namespace switchyard::workers {
 
-namespace kv_store = kv_tiers::kv_store;
+namespace kv_store = kv_store;
 
 namespace {
 
@@ -64,7 +64,7 @@ Status ControlPutOrderer::Order(const kv_tiers::remote::KvStoreTier& src,
     if (w->lost())
       return Status::Unavailable("direct put: worker " + w->hello().worker_id() + " (" +
                                      (w == from ? "source" : "destination") + ") is lost",
-                                 ErrorScope::kPeer);
+                                 ErrorScope::kRemote);
   const uint64_t id = order.order_id;
   v1::WorkerControl m;
   ToPutBlocks(order, m.mutable_put_blocks());
@@ -82,19 +82,19 @@ Status ControlPutOrderer::Order(const kv_tiers::remote::KvStoreTier& src,
     // Not sent: the caller fails the move. Already ended by a loss: its done ran (dropped
     // by Close: it never runs, so the caller fails the move too).
     if (pending_.erase(id) > 0 || closed_)
-      return st.Annotate("direct put: order to worker " + from_id).WithScope(ErrorScope::kPeer);
+      return st.Annotate("direct put: order to worker " + from_id).WithScope(ErrorScope::kRemote);
     return Status::OK();
   }
   // A loss between the check above and the order's entry did not see it.
   if (from->lost())
     Fail(id,
          Status::Unavailable("direct put: worker " + from_id + " (source) is lost",
-                             ErrorScope::kPeer),
+                             ErrorScope::kRemote),
          false);
   if (to->lost())
     Fail(id,
          Status::Unavailable("direct put: worker " + to_id + " (destination) is lost",
-                             ErrorScope::kPeer),
+                             ErrorScope::kRemote),
          true);
   return Status::OK();
 }
@@ -161,7 +161,7 @@ void ControlPutOrderer::OnLost(int index, const Status& why) {
         Status::Unavailable("direct put: worker " + (dst ? p.dst_id : p.src_id) + " (" +
                                 (dst ? "destination" : "source") +
                                 ") lost mid-move: " + why.message(),
-                            ErrorScope::kPeer),
+                            ErrorScope::kRemote),
         dst);
   }
   if (!ended.empty()) Finished(ended.size());

@@ -10,7 +10,7 @@
 // set falls back to serve's relay.
 // Failure (invariant 5): an order to or from a worker already lost is refused
 // (Unavailable, nothing sent). A worker lost with orders out ends them at once
-// (Unavailable, peer scope, naming the worker and why): the ones it was to carry out (its
+// (Unavailable, remote scope, naming the worker and why): the ones it was to carry out (its
 // report will never come; what it sent is unknown) and the ones putting into its store
 // (the outcome says destination_lost: the store went with it). A report from a worker
 // for an order it was not given is ignored, as is a late one for an ended order.
@@ -51,7 +51,7 @@ class ControlPutOrderer final : public kv_tiers::remote::PutOrderer {
   bool Reaches(const kv_tiers::remote::KvStoreTier& src,
                const kv_tiers::remote::KvStoreTier& dst) const override;
   Status Order(const kv_tiers::remote::KvStoreTier& src, const kv_tiers::remote::KvStoreTier& dst,
-               kv_tiers::kv_store::DirectPutOrder order, Done done) override;
+               kv_store::DirectPutOrder order, Done done) override;
   bool Abandon(uint64_t order_id, const Status& why) override;
 
   // Worker `index`'s report of an order.

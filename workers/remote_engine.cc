@@ -8,14 +8,14 @@
 #include <utility>
 #include <vector>
 
-#include "executors/cpu/cpu_step_runner.h"
+#include "cpu_engine/cpu_step_runner.h"
 #include "kv_tiers/remote/kv_store_tier.h"
 #include "workers/control_msgs.h"
 
 namespace switchyard::workers {
 namespace {
 
-namespace kv_store = kv_tiers::kv_store;
+namespace kv_store = kv_store;
 using executors::SequenceSpec;
 using executors::StepItem;
 using executors::StepShape;
@@ -91,7 +91,7 @@ class RemoteStepRunner final : public executors::StepRunner {
     remote_->SetSink(std::move(sink));
     if (remote_->lost())
       state_->lost =
-          Status::Unavailable("worker " + remote->hello().worker_id() + " lost", ErrorScope::kPeer);
+          Status::Unavailable("worker " + remote->hello().worker_id() + " lost", ErrorScope::kRemote);
   }
   ~RemoteStepRunner() override { Stop(); }
 
@@ -107,7 +107,7 @@ class RemoteStepRunner final : public executors::StepRunner {
     ToAdmit(spec, primary, fresh_from, a);
     if (options_.tokens) {  // a computing engine: the ids of every context it reads
       SY_RETURN_IF_ERROR(
-          executors::cpu::RecordAdmit(options_.tokens, options_.vocab, spec, primary, fresh_from));
+          cpu_engine::RecordAdmit(options_.tokens, options_.vocab, spec, primary, fresh_from));
       auto add = [&](const std::string& key) {
         const std::vector<int32_t>* ids = options_.tokens->Find(key);
         v1::ControlContextTokens* t = a->add_context_tokens();

@@ -11,7 +11,7 @@
 // for any engine.
 //
 // Loss: once the worker is lost, a step in flight ends at once with every item failed
-// (Unavailable, peer scope, naming the worker and why), and every later step too, so no
+// (Unavailable, remote scope, naming the worker and why), and every later step too, so no
 // sequence waits forever; the scheduler hears of the loss first (RemoteWorker's loss
 // handler: Runtime::WorkerLost), which stops posting to the worker and preempts what ran there.
 // A rejoin (a new incarnation under the same index) makes steps go to it again.
@@ -24,7 +24,7 @@
 
 #include "base/event_loop.h"
 #include "executors/batching_engine.h"
-#include "executors/cpu/cpu_engine.h"
+#include "cpu_engine/cpu_engine.h"
 #include "executors/engine_kv.h"
 #include "kv_tiers/remote/kv_store_tier.h"
 #include "workers/join_server.h"
@@ -46,7 +46,7 @@ struct RemoteEngineOptions {
   // A computing worker: serve's record of every context's token ids (borrowed, shared with
   // the model's other engines) and the model's vocabulary. Each admission records its ids
   // here and carries them (SeqAdmit.context_tokens); each emitted token is recorded.
-  executors::cpu::TokenLog* tokens = nullptr;
+  cpu_engine::TokenLog* tokens = nullptr;
   int64_t vocab = 0;
 };
 

@@ -42,7 +42,7 @@ std::shared_ptr<ControlConn> RemoteWorker::Conn() const {
 
 Status RemoteWorker::Send(const v1::WorkerControl& m) {
   std::shared_ptr<ControlConn> c = Conn();
-  if (!c) return Status::Unavailable(lost_reason(), ErrorScope::kPeer);
+  if (!c) return Status::Unavailable(lost_reason(), ErrorScope::kRemote);
   return c->Send(m);
 }
 
@@ -83,7 +83,7 @@ void RemoteWorker::SetLossHandler(std::function<void(int, const Status&)> fn) {
   loss_handler_ = std::move(fn);
   if (lost_ && !loss_delivered_ && loss_handler_) {
     loss_delivered_ = true;
-    loss_handler_(index_, Status::Unavailable(lost_reason_, ErrorScope::kPeer));
+    loss_handler_(index_, Status::Unavailable(lost_reason_, ErrorScope::kRemote));
   }
 }
 
@@ -109,7 +109,7 @@ void RemoteWorker::OnMessage(uint64_t gen, const v1::WorkerControl& m) {
     return;
   }
   if (m.has_bye()) {
-    OnLost(gen, Status::Unavailable("worker left: " + m.bye().reason(), ErrorScope::kPeer));
+    OnLost(gen, Status::Unavailable("worker left: " + m.bye().reason(), ErrorScope::kRemote));
     return;
   }
   MutexLock l(&mu_);
@@ -132,8 +132,8 @@ void RemoteWorker::OnLost(uint64_t gen, const Status& why) {
           .With("worker", hello_.worker_id())
           .With("epoch", std::to_string(hello_.epoch()))
           .With("reason", why.message()));
-  Status st = Status::Unavailable(lost_reason_, ErrorScope::kPeer);
-  // The scheduler first (it stops posting and fails the nodes peer-scoped), then the
+  Status st = Status::Unavailable(lost_reason_, ErrorScope::kRemote);
+  // The scheduler first (it stops posting and fails the nodes remote-scoped), then the
   // engine's step in flight.
   if (loss_handler_) {
     loss_delivered_ = true;
@@ -210,7 +210,7 @@ void RemoteWorker::Shutdown(const std::string& reason) {
   }
   // Orders still out end now (their reports would come to nobody).
   if (kv.on_lost)
-    kv.on_lost(index_, Status::Unavailable("serve stopping: " + reason, ErrorScope::kPeer));
+    kv.on_lost(index_, Status::Unavailable("serve stopping: " + reason, ErrorScope::kRemote));
   v1::WorkerControl bye;
   bye.mutable_bye()->set_reason(reason);
   if (std::shared_ptr<ControlConn> c = Conn()) c->Finish(bye, Seconds(2));

@@ -86,7 +86,7 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
 }
 
 Status WorkerAgent::StartKvStore(const AgentOptions& o) {
-  kv_tiers::kv_store::KvStoreServerOptions wo;
+  kv_store::KvStoreServerOptions wo;
   wo.listen = o.kv_listen;
   if (wo.listen.empty()) {
     std::string local = conn_->LocalHost();
@@ -99,12 +99,12 @@ Status WorkerAgent::StartKvStore(const AgentOptions& o) {
   if (o.credit_per_sender_bytes) wo.max_inflight_bytes = o.credit_per_sender_bytes;
   if (o.credit_total_bytes) wo.total_inflight_bytes = o.credit_total_bytes;
   wo.finish_delay = o.kv_finish_delay;
-  SY_ASSIGN_OR_RETURN(kv_, kv_tiers::kv_store::KvStoreServer::Start(wo));
+  SY_ASSIGN_OR_RETURN(kv_, kv_store::KvStoreServer::Start(wo));
   kv_thread_ = std::thread([w = kv_.get()]() { w->Run(); });
   if (o.direct_puts) {
-    kv_tiers::kv_store::DirectPutterOptions po;
+    kv_store::DirectPutterOptions po;
     po.sender_name = "worker " + id_;
-    putter_ = std::make_unique<kv_tiers::kv_store::DirectPutter>(kv_.get(), po);
+    putter_ = std::make_unique<kv_store::DirectPutter>(kv_.get(), po);
   }
   return Status::OK();
 }
@@ -113,7 +113,7 @@ std::string WorkerAgent::kv_address() const { return kv_ ? kv_->address() : std:
 
 void WorkerAgent::FillHeartbeat(v1::WorkerHeartbeat* hb) const {
   if (!kv_) return;
-  kv_tiers::kv_store::KvStoreServerStats s = kv_->stats();
+  kv_store::KvStoreServerStats s = kv_->stats();
   v1::WorkerKvStats* k = hb->mutable_kv();
   k->set_capacity_bytes(kv_capacity_);
   k->set_credit_per_sender_bytes(kv_->credit_limits().per_sender_bytes);
@@ -125,7 +125,7 @@ void WorkerAgent::FillHeartbeat(v1::WorkerHeartbeat* hb) const {
   k->set_puts_refused_credit(s.puts_refused_credit);
   k->set_gets_served(s.gets_served);
   if (!putter_) return;
-  kv_tiers::kv_store::DirectPutStats d = putter_->stats();
+  kv_store::DirectPutStats d = putter_->stats();
   k->set_direct_puts_committed(d.puts_committed);
   k->set_direct_puts_failed(d.orders_failed);
   k->set_direct_put_bytes(d.bytes_committed);
@@ -275,14 +275,14 @@ void WorkerAgent::NoKv(uint64_t order, Done* out) const {
 }
 
 void WorkerAgent::PutBlocks(const v1::PutBlocks& m) {
-  auto answer = [conn = conn_.get()](const kv_tiers::kv_store::DirectPutOutcome& o) {
+  auto answer = [conn = conn_.get()](const kv_store::DirectPutOutcome& o) {
     v1::WorkerControl d;
     ToPutBlocksDone(o, d.mutable_put_blocks_done());
     (void)conn->Send(d);  // a lost connection: serve fails the move on its own
   };
   auto order = FromPutBlocks(m);
   if (!order.ok() || !putter_) {
-    kv_tiers::kv_store::DirectPutOutcome o;
+    kv_store::DirectPutOutcome o;
     o.order_id = m.order_id();
     o.status = !order.ok() ? order.status()
                            : Status::FailedPrecondition("worker " + id_ +

@@ -14,7 +14,7 @@
 // (closed connection, missed heartbeats).
 //
 // KV store: unless kv_listen is "none", the worker also runs a KvStoreServer
-// (kv_tiers/kv_store/, the store of `switchyard worker --listen`: receiver-granted credit,
+// (kv_store/, the store of `switchyard worker --listen`: receiver-granted credit,
 // validation, the commit rule) on its own thread, bound to kv_listen (default: the address this
 // host has on the control connection, any port), and names it in the hello; serve's mover then
 // keeps this worker's KV pool blocks there, moving them over UCX. Every heartbeat carries
@@ -43,8 +43,8 @@
 #include "cluster/membership.h"
 #include "executors/step_cost.h"
 #include "executors/step_runner.h"
-#include "kv_tiers/kv_store/direct_put.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/direct_put.h"
+#include "kv_store/kv_store_server.h"
 #include "workers/control_conn.h"
 #include "workers/cpu_worker.h"
 
@@ -111,8 +111,8 @@ class WorkerAgent {
   void FillHeartbeat(v1::WorkerHeartbeat* hb) const;
 
   std::unique_ptr<ControlConn> conn_;
-  std::unique_ptr<kv_tiers::kv_store::KvStoreServer> kv_;
-  std::unique_ptr<kv_tiers::kv_store::DirectPutter> putter_;  // after kv_: goes first
+  std::unique_ptr<kv_store::KvStoreServer> kv_;
+  std::unique_ptr<kv_store::DirectPutter> putter_;  // after kv_: goes first
   std::unique_ptr<cluster::Registration> registration_;
   std::thread kv_thread_;
   uint64_t kv_capacity_ = 0;

@@ -1,4 +1,4 @@
-// engine benchmarks: the reference CPU engine's model math (executors/cpu/model.h), random
+// engine benchmarks: the reference CPU engine's model math (cpu_engine/model.h), random
 // weights (the text is meaningless; only the arithmetic and the bytes matter). For each of
 // two shapes — tiny-llama-4l and a larger "h1024-8l" (hidden 1024, 8 layers, 16 heads /
 // 8 KV heads of 64, MLP 2816, vocab 32000) — measured here, in this run, interleaved with
@@ -50,11 +50,11 @@
 #include <vector>
 
 #include "bench/common/report.h"
-#include "executors/cpu/kernels.h"
-#include "executors/cpu/model.h"
-#include "executors/cpu/thread_pool.h"
+#include "cpu_engine/kernels.h"
+#include "cpu_engine/model.h"
+#include "cpu_engine/thread_pool.h"
 
-namespace switchyard::executors::cpu {
+namespace switchyard::cpu_engine {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -389,4 +389,4 @@ void ReportEngine(const std::map<std::string, bench::Measured>&, bench::Report* 
 SY_BENCH_REPORT(engine, ReportEngine);
 
 }  // namespace
-}  // namespace switchyard::executors::cpu
+}  // namespace switchyard::cpu_engine

@@ -14,12 +14,12 @@
 
 #include "base/virtual_event_loop.h"
 #include "bench/common/report.h"
-#include "executors/cpu/cpu_engine.h"
+#include "cpu_engine/cpu_engine.h"
 #include "executors/tiered_mover.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/worker_pool.h"
 
-namespace switchyard::executors::cpu {
+namespace switchyard::cpu_engine {
 
 namespace {
 constexpr int64_t kTokens = 4096, kBlockTokens = 16;
@@ -176,4 +176,4 @@ void KvExportImport(const Model& model, bench::Report* report) {
   ReportKvMoves(model, times, blocks, bpb, helpers, report);
 }
 
-}  // namespace switchyard::executors::cpu
+}  // namespace switchyard::cpu_engine

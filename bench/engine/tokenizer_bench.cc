@@ -7,7 +7,7 @@
 // instructions and prose, source code, JSON tool calls and results, a little Chinese. The
 // per-word cache warms on the first pass; Google Benchmark's timed passes are steady
 // state. Baseline, measured in the same run on the same text: the engine's current
-// tokenizer, executors::cpu::ByteTokenizer (one id per UTF-8 byte, with the same UTF-8
+// tokenizer, cpu_engine::ByteTokenizer (one id per UTF-8 byte, with the same UTF-8
 // validation), Encode and Decode.
 #include <benchmark/benchmark.h>
 
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "bench/common/report.h"
-#include "executors/cpu/tokenizer.h"
+#include "cpu_engine/tokenizer.h"
 #include "tokenizer/bpe_tokenizer.h"
 
 namespace switchyard::tokenizer {
@@ -135,13 +135,13 @@ void BM_TokenizerDecode(benchmark::State& state, const std::string& vocab) {
 }
 
 void BM_ByteTokenizerEncode(benchmark::State& state) {
-  executors::cpu::ByteTokenizer tok;
+  cpu_engine::ByteTokenizer tok;
   for (auto _ : state) benchmark::DoNotOptimize(tok.Encode(Corpus())->data());
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * Corpus().size()));
 }
 
 void BM_ByteTokenizerDecode(benchmark::State& state) {
-  executors::cpu::ByteTokenizer tok;
+  cpu_engine::ByteTokenizer tok;
   const std::vector<int32_t> ids = *tok.Encode(Corpus());
   for (auto _ : state) benchmark::DoNotOptimize(tok.Decode(ids).data());
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * Corpus().size()));
@@ -169,7 +169,7 @@ void ReportTokenizer(const std::map<std::string, bench::Measured>& runs, bench::
       const double v = rate("BM_Tokenizer" + op + "/" + vocab);
       if (v <= 0) continue;  // the vocabulary is missing (said on stderr)
       report->Add({"tokenizer " + op + ", " + vocab + " tokenizer.json, " + corpus, v, "MB/s", true,
-                   "executors::cpu::ByteTokenizer::" + op + " of the same text",
+                   "cpu_engine::ByteTokenizer::" + op + " of the same text",
                    rate("BM_ByteTokenizer" + op),
                    op == "Encode" ? "goal >= 5 MB/s; per-word cache warm after the first pass"
                                   : "MB of decoded text per second"});

@@ -4,7 +4,7 @@
 // One run (fidelity_bench.cc), in a temporary folder, every step a separate process as
 // bench/api does:
 //   1. `switchyard calibrate --engine cpu --model configs/models/tiny-llama-4l.json` writes
-//      this machine's step table (executors/cpu_calibrate/calibrate.h);
+//      this machine's step table (cpu_engine/calibrate/calibrate.h);
 //   2. `switchyard convert` turns the committed sample of agent sessions
 //      (tests/fixtures/agent_sessions_sample.jsonl) into a trace with --token-scale and
 //      --time-scale (so the CPU engine computes it in minutes and both halves see the same

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "bench/common/report.h"
-#include "kv_tiers/kv_store/kv_store_client.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/kv_store_client.h"
+#include "kv_store/kv_store_server.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 constexpr int kTrials = 3;
@@ -145,4 +145,4 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
 
 SY_BENCH_REPORT(net_budget_credit, Report);
 
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

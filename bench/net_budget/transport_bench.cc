@@ -29,11 +29,11 @@
 
 #include "bench/common/report.h"
 #include "bench/net_budget/perftest.h"
-#include "kv_tiers/kv_store/kv_store_client.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
-#include "kv_tiers/transport/transport.h"
+#include "kv_store/kv_store_client.h"
+#include "kv_store/kv_store_server.h"
+#include "transport/transport.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 using bench::Median;
@@ -67,7 +67,7 @@ transport::TransportConfig Config(const std::string& tls) {
 // Two UCX workers in this process, b connected to a.
 struct Endpoints {
   std::unique_ptr<transport::Transport> a, b;
-  transport::PeerId b_to_a = 0;
+  transport::EndpointId b_to_a = 0;
 };
 
 Result<Endpoints> Connect(const std::string& tls) {
@@ -131,7 +131,7 @@ Result<double> TagBandwidth(Endpoints& e, uint64_t bytes, int destinations = 0) 
 
 // Half the round trip of an 8 KiB ping-pong, P50, in microseconds.
 Result<double> PingPongHalfRttUs(Endpoints& e, uint64_t bytes) {
-  const transport::PeerId a_to_b = 1;  // a registered b as its first peer when it accepted
+  const transport::EndpointId a_to_b = 1;  // a registered b as its first peer when it accepted
   std::vector<char> b1(bytes, 1), b2(bytes, 0), a1(bytes, 0);
   transport::DescriptorList bs{{b1.data(), bytes}}, br{{b2.data(), bytes}}, ab{{a1.data(), bytes}};
   std::vector<double> samples;
@@ -386,4 +386,4 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
 
 SY_BENCH_REPORT(net_budget_transport, Report);
 
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

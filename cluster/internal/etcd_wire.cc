@@ -16,7 +16,7 @@ Status FromGrpcCode(int code, std::string msg) {
       return Status::InvalidArgument(std::move(msg));
     case 4:
       return Status(StatusCode::kDeadlineExceeded, std::move(msg), /*retryable=*/true,
-                    ErrorScope::kPeer);
+                    ErrorScope::kRemote);
     case 5:
       return Status::NotFound(std::move(msg));
     case 6:
@@ -32,7 +32,7 @@ Status FromGrpcCode(int code, std::string msg) {
     case 11:
       return Status::OutOfRange(std::move(msg));
     case 14:
-      return Status::Unavailable(std::move(msg), ErrorScope::kPeer);
+      return Status::Unavailable(std::move(msg), ErrorScope::kRemote);
     case 16:
       return Status::Unauthenticated(std::move(msg));
     default:
@@ -103,7 +103,7 @@ Status EtcdError(const std::string& where, int http_status, std::string_view bod
   if (message.empty()) message = std::string(body.substr(0, 200));
   std::string text = where + ": HTTP " + std::to_string(http_status) + ": " + message;
   if (code >= 0) return FromGrpcCode(code, std::move(text));
-  if (http_status >= 500) return Status::Unavailable(std::move(text), ErrorScope::kPeer);
+  if (http_status >= 500) return Status::Unavailable(std::move(text), ErrorScope::kRemote);
   return Status::Internal(std::move(text));
 }
 
@@ -111,7 +111,7 @@ Status TransportError(const std::string& where, std::string_view step,
                       const boost::beast::error_code& ec, bool timed_out) {
   std::string what = timed_out ? "timed out" : ec.message();
   return Status::Unavailable(where + ": " + std::string(step) + " failed: " + what,
-                             ErrorScope::kPeer);
+                             ErrorScope::kRemote);
 }
 
 Status ConnectAndPost(boost::asio::io_context& ioc, boost::asio::ip::tcp::socket& socket,

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "base/mutex.h"
-#include "executors/cpu/cpu_engine.h"  // ToModelConfig: the model as the scheduler sees it
+#include "cpu_engine/cpu_engine.h"  // ToModelConfig: the model as the scheduler sees it
 #include "service/embedded.h"
 #include "toy_engine.h"
 
@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   std::filesystem::remove_all(dir);
-  auto model = executors::cpu::Model::Load(argv[2]);
+  auto model = cpu_engine::Model::Load(argv[2]);
   if (!model.ok()) return Fail(std::string("loading ") + argv[2], model.status());
-  const executors::cpu::ModelShape& shape = (*model)->shape();
+  const cpu_engine::ModelShape& shape = (*model)->shape();
   std::printf("model: %s\n", shape.Describe().c_str());
   if (shape.random_weights)
     std::printf("note: random weights, so the generated text is meaningless\n");
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   options.data_dir = dir;
   options.tenant = "engine-demo";
   options.scheduler.workers = 1;
-  v1::ModelConfig mc = executors::cpu::ToModelConfig(shape);
+  v1::ModelConfig mc = cpu_engine::ToModelConfig(shape);
   mc.set_name(shape.name);  // the id the nodes name
   options.scheduler.model_config = mc;
   options.scheduler.gpu = ThisCpu();

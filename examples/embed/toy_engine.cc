@@ -7,7 +7,7 @@ namespace toy {
 
 using sy::Status;
 namespace ex = sy::executors;
-namespace cpu = sy::executors::cpu;
+namespace cpu = sy::cpu_engine;
 
 namespace {
 

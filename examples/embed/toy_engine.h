@@ -3,7 +3,7 @@
 //
 // It is an executors::Engine: Switchyard's BatchingEngine does the continuous batching and
 // the block accounting, and the engine's own step runner (ToyRunner) computes each step
-// with the reference CPU model (executors/cpu/model.h) — here a shape file with random
+// with the reference CPU model (cpu_engine/model.h) — here a shape file with random
 // weights, so its text is meaningless. Its KV cache lives in a buffer the engine allocates
 // itself, registered with Switchyard as a descriptor list (executors::RegisteredKvPool):
 // Switchyard's mover demotes and prefetches those real blocks under the commit rule.
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "executors/batching_engine.h"
-#include "executors/cpu/model.h"
+#include "cpu_engine/model.h"
 #include "executors/registered_kv.h"
 
 namespace toy {
@@ -32,7 +32,7 @@ namespace sy = switchyard;
 
 class ToyRunner final : public sy::executors::StepRunner {
  public:
-  ToyRunner(sy::EventLoop* loop, const sy::executors::cpu::Model* model, int64_t pool_blocks,
+  ToyRunner(sy::EventLoop* loop, const sy::cpu_engine::Model* model, int64_t pool_blocks,
             int64_t block_tokens);
   // The pool over the runner's own KV buffer; null when registration failed (`error`).
   sy::executors::RegisteredKvPool* pool() { return pool_.get(); }
@@ -52,7 +52,7 @@ class ToyRunner final : public sy::executors::StepRunner {
   std::vector<int32_t>& Log(const std::string& context, int64_t at_least);
 
   sy::EventLoop* loop_;
-  const sy::executors::cpu::Model* model_;
+  const sy::cpu_engine::Model* model_;
   std::vector<float> memory_;  // the engine's own KV buffer
   std::unique_ptr<sy::executors::RegisteredKvPool> pool_;
   sy::Status error_;

@@ -39,7 +39,7 @@
 #include <string>
 #include <utility>
 
-#include "kv_tiers/kv_store/direct_order.h"
+#include "kv_store/direct_order.h"
 #include "kv_tiers/mover.h"
 #include "kv_tiers/remote/kv_store_tier.h"
 

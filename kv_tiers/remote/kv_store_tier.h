@@ -1,5 +1,5 @@
 // KvStoreTier: a kv_tiers::PeerTier backed by a KV store — its blocks live in another
-// process's KV store (a `switchyard worker`'s KvStoreServer, kv_tiers/kv_store/) and move
+// process's KV store (a `switchyard worker`'s KvStoreServer, kv_store/) and move
 // through a KvStoreClient with the commit rule end to end: per-destination credit -> post -> the
 // worker validates length, checksum, owner, epochs and generation -> commits -> acks, returning the
 // credit -> only then does Write() return OK (so the BlockManager may let the sender free its copy,
@@ -33,8 +33,8 @@
 #include <string>
 
 #include "base/mutex.h"
-#include "kv_tiers/kv_store/direct_order.h"
-#include "kv_tiers/kv_store/kv_store_client.h"
+#include "kv_store/direct_order.h"
+#include "kv_store/kv_store_client.h"
 #include "kv_tiers/peer_tier.h"
 
 namespace switchyard::kv_tiers::remote {

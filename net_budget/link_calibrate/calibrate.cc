@@ -50,11 +50,11 @@ Result<LinkFit> RunCalibration(const CalibrateOptions& options,
                                    std::to_string(options.max_bytes) + ")");
   }
   if (options.iters == 0) return Status::InvalidArgument("calibrate: --iters must be > 0");
-  kv_tiers::kv_store::KvStoreClientOptions co;
+  kv_store::KvStoreClientOptions co;
   co.transport = options.transport;
   co.transport_config = options.transport_config;
   co.ack_timeout = std::chrono::seconds(60);
-  SY_ASSIGN_OR_RETURN(auto client, kv_tiers::kv_store::KvStoreClient::Connect(options.address, co));
+  SY_ASSIGN_OR_RETURN(auto client, kv_store::KvStoreClient::Connect(options.address, co));
   std::unique_ptr<uint8_t[]> payload(new uint8_t[sizes.back()]);
   std::memset(payload.get(), 0x5a, sizes.back());
   std::vector<Sample> all;

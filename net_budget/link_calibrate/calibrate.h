@@ -4,7 +4,7 @@
 // as a v1::LinkCalibration. Its own library beside net_budget (which does no I/O), as it
 // needs a transport and the KV-store client.
 //
-// Each sample is one probe (kv_tiers/kv_store/kv_store_protocol.h kProbeHeader + payload,
+// Each sample is one probe (kv_store/kv_store_protocol.h kProbeHeader + payload,
 // sent by a KvStoreClient and acked by the store after the payload is received completely,
 // without commit), timed from post to ack; so alpha includes one control round trip, as
 // every real put pays it.
@@ -16,7 +16,7 @@
 #include <functional>
 #include <string>
 
-#include "kv_tiers/kv_store/kv_store_client.h"
+#include "kv_store/kv_store_client.h"
 #include "net_budget/link_model.h"
 
 namespace switchyard::net_budget {
@@ -24,7 +24,7 @@ namespace switchyard::net_budget {
 struct CalibrateOptions {
   std::string address;  // "HOST:PORT" of a KV store (`switchyard worker`)
   std::string transport = "ucx";
-  kv_tiers::transport::TransportConfig transport_config;
+  transport::TransportConfig transport_config;
   uint64_t min_bytes = 4096;
   uint64_t max_bytes = 256ull << 20;
   uint32_t iters = 10;  // timed probes per size (large sizes: at least 3)

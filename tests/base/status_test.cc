@@ -19,8 +19,8 @@ TEST(StatusTest, NamedConstructorsSetCodeAndRetryability) {
   EXPECT_TRUE(Status::NotFound("x").IsNotFound());
   EXPECT_FALSE(Status::NotFound("x").IsRetryable());
   EXPECT_TRUE(Status::ResourceExhausted("quota").IsRetryable());
-  EXPECT_TRUE(Status::Unavailable("peer down", ErrorScope::kPeer).IsRetryable());
-  EXPECT_EQ(Status::Unavailable("peer down", ErrorScope::kPeer).scope(), ErrorScope::kPeer);
+  EXPECT_TRUE(Status::Unavailable("peer down", ErrorScope::kRemote).IsRetryable());
+  EXPECT_EQ(Status::Unavailable("peer down", ErrorScope::kRemote).scope(), ErrorScope::kRemote);
   EXPECT_FALSE(Status::DataLoss("bad checksum").IsRetryable());
   EXPECT_TRUE(Status::InvalidArgument("bad").IsInvalidArgument());
 }

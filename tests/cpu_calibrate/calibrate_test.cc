@@ -1,15 +1,15 @@
-// CPU engine calibration (executors/cpu_calibrate/calibrate.h): a tiny grid measured on a
+// CPU engine calibration (cpu_engine/calibrate/calibrate.h): a tiny grid measured on a
 // real CpuEngine gives a five-column step table that TableStepCost accepts, with the shapes
 // the steps really had (a prefill on its cached context: kv_tokens and prefill_attention),
 // positive fitted times that grow with the prefill tokens, and a header that names the
 // engine, the model's random weights and the machine.
-#include "executors/cpu_calibrate/calibrate.h"
+#include "cpu_engine/calibrate/calibrate.h"
 
 #include <gtest/gtest.h>
 
 #include "executors/step_cost.h"
 
-namespace switchyard::executors::cpu {
+namespace switchyard::cpu_engine {
 namespace {
 
 std::unique_ptr<Model> TinyModel() {
@@ -138,4 +138,4 @@ TEST(CalibrateCpuEngineTest, SkipsWhatTheModelCannotRunAndRejectsBadGrids) {
 }
 
 }  // namespace
-}  // namespace switchyard::executors::cpu
+}  // namespace switchyard::cpu_engine

@@ -1,4 +1,4 @@
-// What proxy mode reads of an upstream's streamed answer (frontends/upstream_stream.h and
+// What proxy mode reads of an upstream's streamed answer (upstream/upstream_stream.h and
 // each Reply's reader): the SSE lines however the body is split, a line too long skipped,
 // and — for Chat Completions, Messages and Responses — the tool calls' names and the output
 // tokens, from the streams Switchyard's own fronts write (split at every size) and from
@@ -13,7 +13,7 @@
 #include "frontends/openai/openai_reply.h"
 #include "frontends/responses/responses_reply.h"
 #include "frontends/responses/responses_request.h"
-#include "frontends/upstream_stream.h"
+#include "upstream/upstream_stream.h"
 
 namespace switchyard::frontends {
 namespace {

@@ -13,7 +13,7 @@
 #include <functional>
 #include <map>
 
-#include "kv_tiers/kv_store/direct_put.h"
+#include "kv_store/direct_put.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/prefix_hash.h"
 #include "tests/kv_store/stores.h"
@@ -172,7 +172,7 @@ TEST_F(DirectPutMoverTest, AFailedUnknownOrInconsistentReportNeverCommits) {
   BlockId in_a = InA(data);
   auto lost = [](const kv_store::DirectPutOrder&) {
     kv_store::DirectPutOutcome o;
-    o.status = Status::Unavailable("worker w0 (source) lost mid-move", ErrorScope::kPeer);
+    o.status = Status::Unavailable("worker w0 (source) lost mid-move", ErrorScope::kRemote);
     o.events.posted = true;
     return o;
   };

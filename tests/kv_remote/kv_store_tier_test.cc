@@ -10,7 +10,7 @@
 #include <optional>
 #include <thread>
 
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/kv_store_server.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/prefix_hash.h"
 #include "tests/kv_store/worker_process.h"

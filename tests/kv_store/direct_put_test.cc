@@ -6,7 +6,7 @@
 // validated get. Only committed blocks matching serve's view leave; a restarted or
 // unreachable destination gets nothing; several putters against one slow receiver never
 // take it past its credit, and every refused put is re-sent until it commits.
-#include "kv_tiers/kv_store/direct_put.h"
+#include "kv_store/direct_put.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include "base/mutex.h"
 #include "tests/kv_store/stores.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 constexpr uint64_t kKiB = 1024;
@@ -247,4 +247,4 @@ TEST(DirectPut, SeveralPuttersNeverTakeTheReceiverPastItsCredit) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

@@ -1,10 +1,10 @@
-#include "kv_tiers/kv_store/kv_store_blocks.h"
+#include "kv_store/kv_store_blocks.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 constexpr uint64_t kEpoch = 77;
@@ -129,4 +129,4 @@ TEST(KvStoreBlocksTest, CapacityAndModelEpochChange) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

@@ -7,12 +7,12 @@
 #include <thread>
 
 #include "base/virtual_event_loop.h"
-#include "kv_tiers/kv_store/kv_store_client.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/kv_store_client.h"
+#include "kv_store/kv_store_server.h"
 #include "net_budget/budget.h"
 #include "proto/json.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 constexpr uint64_t kBlock = 1 << 20;
@@ -150,4 +150,4 @@ TEST_F(KvStoreBudgetTest, TransportRefusesAPostUnderAReleasedGrant) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

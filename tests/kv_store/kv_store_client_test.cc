@@ -1,5 +1,5 @@
 // Two processes over loopback: this test process (KvStoreClient) and a `switchyard worker`.
-#include "kv_tiers/kv_store/kv_store_client.h"
+#include "kv_store/kv_store_client.h"
 
 #include <gtest/gtest.h>
 
@@ -9,11 +9,11 @@
 #include <optional>
 #include <thread>
 
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/kv_store_server.h"
 #include "kv_tiers/prefix_hash.h"
 #include "tests/kv_store/worker_process.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 using testing::WorkerProcess;
@@ -505,7 +505,7 @@ TEST(KvStoreClientKillTest, AWorkerKilledMidPutsNeverAbortsTheSender) {
 // connect or puts fail and this process lives on. With UCX 1.13's worker-address flow
 // (SY_TEST_UCX_CONNECT=address) a kill while UCX connects aborted this process inside UCX in
 // 4-9 % of runs; the client-server flow, the default over TCP, in none of 154
-// (kv_tiers/transport/README.md, "the client-server flow").
+// (transport/README.md, "the client-server flow").
 TEST(KvStoreClientKillTest, AWorkerKilledWhileConnectingNeverAbortsTheSender) {
   if (!testing::HaveSwitchyardBinary()) {
     GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
@@ -554,4 +554,4 @@ TEST(KvStoreClientSharedMemoryTest, PutAndGetOverSharedMemory) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

@@ -9,12 +9,12 @@
 #include <deque>
 #include <thread>
 
-#include "kv_tiers/kv_store/kv_store_client.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/kv_store_client.h"
+#include "kv_store/kv_store_server.h"
 #include "tests/common/wait_until.h"
 #include "tests/kv_store/worker_process.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 constexpr uint64_t kKiB = 1024;
@@ -120,7 +120,7 @@ class RawSender {
 
  private:
   std::unique_ptr<transport::Transport> t_;
-  transport::PeerId peer_ = 0;
+  transport::EndpointId peer_ = 0;
   uint64_t me_ = 0;
   std::vector<uint8_t> header_, ack_buf_;
   transport::TransferHandle ack_, data_;
@@ -361,4 +361,4 @@ TEST(KvStoreCreditCliTest, WorkerFlagsAreAdvertised) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

@@ -1,10 +1,10 @@
-#include "kv_tiers/kv_store/kv_store_protocol.h"
+#include "kv_store/kv_store_protocol.h"
 
 #include <gtest/gtest.h>
 
 #include "kv_tiers/prefix_hash.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 BlockHeader SampleHeader() {
@@ -224,4 +224,4 @@ TEST(KvStoreProtocolTest, WireChecksumIsTheBlockChecksum) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

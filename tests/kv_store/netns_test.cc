@@ -23,11 +23,11 @@
 #include <string>
 #include <thread>
 
-#include "kv_tiers/kv_store/kv_store_client.h"
+#include "kv_store/kv_store_client.h"
 #include "tests/common/wait_until.h"
 #include "tests/kv_store/worker_process.h"
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 constexpr char kPeerEnv[] = "SY_NETNS_TEST_PEER";  // set only for the client role
@@ -218,4 +218,4 @@ TEST(NetnsTest, ClientRole) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

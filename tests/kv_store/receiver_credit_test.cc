@@ -1,11 +1,11 @@
-#include "kv_tiers/kv_store/receiver_credit.h"
+#include "kv_store/receiver_credit.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-namespace switchyard::kv_tiers::kv_store {
+namespace switchyard::kv_store {
 namespace {
 
 ReceiverCreditLimits Limits() { return {/*per_sender=*/100, /*total=*/150, /*transfers=*/3}; }
@@ -97,4 +97,4 @@ TEST(ReceiverCreditTest, ConcurrentSendersStayWithinLimits) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::kv_store
+}  // namespace switchyard::kv_store

@@ -1,5 +1,5 @@
 // Test helper: KvStoreServers (KV stores) in this process over TCP loopback (UCX_TLS=tcp),
-// each on its own thread, and how serve's tier of one names it (kv_tiers/transport
+// each on its own thread, and how serve's tier of one names it (transport/
 // direct_order.h StoreRef). Header-only; for the direct put tests.
 #pragma once
 
@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "kv_tiers/kv_store/direct_order.h"
-#include "kv_tiers/kv_store/kv_store_client.h"
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/direct_order.h"
+#include "kv_store/kv_store_client.h"
+#include "kv_store/kv_store_server.h"
 
-namespace switchyard::kv_tiers::kv_store::testing {
+namespace switchyard::kv_store::testing {
 
 inline transport::TransportConfig Tcp() {
   transport::TransportConfig c;
@@ -58,4 +58,4 @@ struct Store {
   std::thread thread;
 };
 
-}  // namespace switchyard::kv_tiers::kv_store::testing
+}  // namespace switchyard::kv_store::testing

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "kv_tiers/kv_store/kv_store_server.h"
+#include "kv_store/kv_store_server.h"
 
-namespace switchyard::kv_tiers::kv_store::testing {
+namespace switchyard::kv_store::testing {
 
 inline std::string SwitchyardBinary() { return std::string(SY_BINARY_DIR) + "/bin/switchyard"; }
 inline bool HaveSwitchyardBinary() { return access(SwitchyardBinary().c_str(), X_OK) == 0; }
@@ -99,4 +99,4 @@ class WorkerProcess {
   std::string address_;
 };
 
-}  // namespace switchyard::kv_tiers::kv_store::testing
+}  // namespace switchyard::kv_store::testing

@@ -283,6 +283,21 @@ TEST(ServeConfigTest, FlagsOverrideTheConfig) {
   EXPECT_TRUE(s->service.scheduler.engines_run_llm);
 }
 
+TEST(ServeConfigTest, ThePolicyComesFromTheFlagOrTheConfigAndABadOneIsNamed) {
+  auto s = MakeServeSetup(Parse(R"({"policy": "kvflow"})"), {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.policy, "kvflow");
+  ServeFlags f;
+  f.policy = "vllm-fcfs";  // the flag wins over the config
+  s = MakeServeSetup(Parse(R"({"policy": "kvflow"})"), f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.policy, "vllm-fcfs");
+  f.policy = "lru-magic";
+  std::string e = ErrorOf("{}", f);
+  EXPECT_NE(e.find("--policy (policy)"), std::string::npos) << e;
+  EXPECT_NE(e.find("lru-magic"), std::string::npos) << e;
+}
+
 TEST(ServeConfigTest, BadListenAddressesNameTheSetting) {
   for (const char* bad : {"localhost", ":8470", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536",
                           "127.0.0.1:-1", "127.0.0.1:80x"}) {

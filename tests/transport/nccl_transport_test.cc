@@ -1,4 +1,4 @@
-// The "nccl" transport (kv_tiers/transport/nccl_transport.cc): registered in CUDA builds
+// The "nccl" transport (transport/nccl_transport.cc): registered in CUDA builds
 // only; its data tests need two CUDA devices (two ranks in this process, one per GPU:
 // NCCL does not put two ranks of one communicator on the same GPU) and skip, saying so,
 // without them.
@@ -7,13 +7,13 @@
 #include <cstring>
 #include <numeric>
 
-#include "kv_tiers/transport/transport.h"
+#include "transport/transport.h"
 
 #ifdef SWITCHYARD_WITH_NCCL_TRANSPORT
 #include <cuda_runtime.h>
 #endif
 
-namespace switchyard::kv_tiers::transport {
+namespace switchyard::transport {
 namespace {
 
 TEST(NcclTransportTest, RegisteredExactlyInCudaBuilds) {
@@ -151,4 +151,4 @@ TEST(NcclTransportTest, TaggedMessagesBetweenTwoGpus) {
 #endif  // SWITCHYARD_WITH_NCCL_TRANSPORT
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::transport
+}  // namespace switchyard::transport

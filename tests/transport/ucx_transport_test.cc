@@ -6,10 +6,10 @@
 #include <thread>
 #include <tuple>
 
-#include "kv_tiers/kv_store/kv_store_protocol.h"
-#include "kv_tiers/transport/transport.h"
+#include "kv_store/kv_store_protocol.h"
+#include "transport/transport.h"
 
-namespace switchyard::kv_tiers::transport {
+namespace switchyard::transport {
 namespace {
 
 TransportConfig Tcp() {
@@ -20,7 +20,7 @@ TransportConfig Tcp() {
 
 struct Pair {
   std::unique_ptr<Transport> server, client;
-  PeerId to_server = 0;
+  EndpointId to_server = 0;
   std::string address;
 };
 
@@ -134,12 +134,12 @@ TransportConfig Flow(const std::string& tls, const std::string& connect) {
 }
 
 // One message each way between `a` (connected to `b` as `to_b`) and `b`.
-void BothWays(Transport& a, Transport& b, PeerId to_b, uint32_t transfer) {
+void BothWays(Transport& a, Transport& b, EndpointId to_b, uint32_t transfer) {
   auto b_to_a = a.IdAtPeer(to_b);  // the peer id `b` gave `a`
   ASSERT_TRUE(b_to_a.ok()) << b_to_a.status();
   std::vector<uint8_t> src(64 << 10, static_cast<uint8_t>(transfer)), dst(src.size(), 0);
   const Tag tag = kv_store::MakeTag(kv_store::MsgType::kPutData, 0, transfer);
-  for (auto [from, to, peer] : {std::tuple{&a, &b, to_b}, std::tuple{&b, &a, PeerId{*b_to_a}}}) {
+  for (auto [from, to, peer] : {std::tuple{&a, &b, to_b}, std::tuple{&b, &a, EndpointId{*b_to_a}}}) {
     std::fill(dst.begin(), dst.end(), 0);
     auto recv = to->PostRecv({{dst.data(), dst.size()}}, tag, kv_store::kFullMask, {});
     ASSERT_TRUE(recv.ok()) << recv.status();
@@ -309,7 +309,7 @@ TEST(UcxTransportTest, ConcurrentWaitersShareTheWorker) {
     TransportConfig c;
     c.params["TLS"] = tls;
     Pair p = MakePair(c);
-    const PeerId to_client = 1;  // the server registered the client as its first peer
+    const EndpointId to_client = 1;  // the server registered the client as its first peer
     constexpr int kThreads = 4, kRounds = 40;
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
@@ -366,4 +366,4 @@ TEST(UcxTransportTest, HostMemoryOnly) {
 }
 
 }  // namespace
-}  // namespace switchyard::kv_tiers::transport
+}  // namespace switchyard::transport

@@ -10,7 +10,7 @@
 namespace switchyard::workers {
 namespace {
 
-namespace kv_store = kv_tiers::kv_store;
+namespace kv_store = kv_store;
 
 kv_store::DirectPutOrder AnOrder() {
   kv_store::DirectPutOrder o;

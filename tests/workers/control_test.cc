@@ -239,7 +239,7 @@ TEST(WorkerControl, StoppedWorkerIsLostAndTheStepInFlightFails) {
     ASSERT_TRUE(WaitUntil([&] { return rig.Finished("long").has_value(); }));
     executors::SeqProgress p = *rig.Finished("long");
     EXPECT_TRUE(p.status.IsUnavailable()) << p.status;
-    EXPECT_EQ(p.status.scope(), ErrorScope::kPeer);
+    EXPECT_EQ(p.status.scope(), ErrorScope::kRemote);
     EXPECT_NE(p.status.message().find("agent-1"), std::string::npos) << p.status;
     EXPECT_NE(p.status.message().find("worker left: worker agent-1 stopping"), std::string::npos)
         << p.status;

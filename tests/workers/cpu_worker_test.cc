@@ -13,7 +13,7 @@
 namespace switchyard::workers {
 namespace {
 
-namespace kv_store = kv_tiers::kv_store;
+namespace kv_store = kv_store;
 
 std::string ModelPath() {
   return std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
@@ -39,8 +39,8 @@ std::unique_ptr<kv_store::KvStoreServer> Store() {
 struct Side {
   std::unique_ptr<CpuWorker> cpu;
   std::unique_ptr<executors::StepRunner> runner;
-  executors::cpu::CpuStepRunner* pool() {
-    return static_cast<executors::cpu::CpuStepRunner*>(runner.get());
+  cpu_engine::CpuStepRunner* pool() {
+    return static_cast<cpu_engine::CpuStepRunner*>(runner.get());
   }
 };
 

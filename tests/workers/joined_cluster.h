@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "executors/cpu/cpu_engine.h"
+#include "cpu_engine/cpu_engine.h"
 #include "proto/json.h"
 #include "serve/http_api.h"
 #include "serve/serve_join.h"
@@ -115,7 +115,7 @@ class JoinedCluster {
   service::Service* service() { return service_.get(); }
   // Engine "cpu": serve's record of every context's token ids (read once the workflows
   // ended: the scheduler's thread writes it while they run).
-  const executors::cpu::TokenLog* token_log() const { return token_log_.get(); }
+  const cpu_engine::TokenLog* token_log() const { return token_log_.get(); }
 
   http::HttpResponse Call(const std::string& method, const std::string& target,
                           const std::string& body = "", const char* token = kToken) {
@@ -288,7 +288,7 @@ class JoinedCluster {
   std::set<std::string> tools_started_;
   std::vector<std::string> worker_args_;
   std::string engine_ = "simulated", model_path_;
-  std::shared_ptr<executors::cpu::TokenLog> token_log_;
+  std::shared_ptr<cpu_engine::TokenLog> token_log_;
 };
 
 #define SKIP_WITHOUT_BINARY()                            \

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "executors/cpu/cpu_engine.h"
+#include "cpu_engine/cpu_engine.h"
 #include "scheduler/types.h"
 #include "tests/workers/joined_cluster.h"
 
@@ -248,9 +248,9 @@ TEST(JoinedCpuWorkers, AWorkerWithAnotherModelIsRefusedByName) {
   o.timeout = Seconds(60);
   o.max_refusals = 1;
   o.engine = "cpu";
-  auto shape = executors::cpu::LoadShapeFile(ModelPath("tiny-llama-2l"));
+  auto shape = cpu_engine::LoadShapeFile(ModelPath("tiny-llama-2l"));
   ASSERT_TRUE(shape.ok()) << shape.status();
-  o.model = executors::cpu::ToModelConfig(*shape);
+  o.model = cpu_engine::ToModelConfig(*shape);
   o.kv_pool_bytes = 1ULL << 20;
   o.kv_block_tokens = 16;
   std::string log = ::testing::TempDir() + "/sy_cpu_refused.log";

@@ -302,7 +302,7 @@ TEST(JoinedWorkers, APeerDemotionIsPutDirectlyByTheSourcesWorker) {
 // commit, the loss is recorded with that transfer, and the workflow completes off the lost
 // worker. (Killed while the source's UCX was still connecting to it, the source could die
 // too in UCX 1.13's worker-address flow, no longer the default over TCP:
-// kv_tiers/transport/README.md; KvStoreClientKillTest covers kills while connecting.)
+// transport/README.md; KvStoreClientKillTest covers kills while connecting.)
 TEST(JoinedWorkers, SigkillOfADirectPutsDestinationFailsTheMoveAndTheWorkflowEnds) {
   SKIP_WITHOUT_BINARY();
   JoinedCluster c("joined_direct_kill");

@@ -265,7 +265,7 @@ TEST(DirectPuts, ClosingTheOrdererEndsItsOrdersThenRunsNoCallback) {
     return std::make_unique<RemoteWorker>(std::make_unique<ControlConn>(fd, id), h, index);
   };
   std::unique_ptr<RemoteWorker> wa = worker(a[0], "a", 0), wb = worker(b[0], "b", 1);
-  namespace kv_store = kv_tiers::kv_store;
+  namespace kv_store = kv_store;
   kv_tiers::remote::KvStoreTierOptions ro;
   auto ta = kv_tiers::remote::KvStoreTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
   auto tb = kv_tiers::remote::KvStoreTier::Detached(kv_tiers::testing::Opts(16, kBlock), ro);
