@@ -42,8 +42,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "executors/batching_engine.h"
 #include "cpu_engine/model.h"
+#include "executors/batching_engine.h"
 #include "executors/engine_kv.h"
 #include "kv_tiers/arena_tier.h"
 #include "proto/switchyard/v1/model.pb.h"
@@ -91,8 +91,8 @@ class CpuEngine final : public executors::BatchingEngine, public executors::Engi
     std::vector<std::string> token_bytes;
   };
   // InvalidArgument without a model or token log; the pool's allocation error.
-  static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker, executors::EngineLimits limits,
-                                                   Options o);
+  static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker,
+                                                   executors::EngineLimits limits, Options o);
 
   const Model& model() const;
   kv_tiers::Tier& pool();
@@ -109,8 +109,8 @@ class CpuEngine final : public executors::BatchingEngine, public executors::Engi
   int64_t valid_tokens(const std::string& context) const;
 
  private:
-  CpuEngine(EventLoop* loop, int worker, executors::EngineLimits limits, std::unique_ptr<CpuStepRunner> r,
-            Options o);
+  CpuEngine(EventLoop* loop, int worker, executors::EngineLimits limits,
+            std::unique_ptr<CpuStepRunner> r, Options o);
   CpuStepRunner* cpu_;
 };
 

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "base/thread_name.h"
-#include "executors/batching_engine.h"
 #include "cpu_engine/cpu_engine.h"
+#include "executors/batching_engine.h"
 
 namespace switchyard::cpu_engine {
 
@@ -46,8 +46,8 @@ Status RecordAdmit(TokenLog* log, int64_t vocab, const executors::SequenceSpec& 
   return Status::OK();
 }
 
-Result<std::optional<ChoiceConstraint>> CpuStepRunner::ChoiceFor(const executors::SequenceSpec& spec,
-                                                                 const std::string& primary) const {
+Result<std::optional<ChoiceConstraint>> CpuStepRunner::ChoiceFor(
+    const executors::SequenceSpec& spec, const std::string& primary) const {
   if (spec.choices.empty()) return std::optional<ChoiceConstraint>();
   const std::string who = "cpu engine: sequence '" + spec.key + "'";
   if (!spec.json_schema.empty())

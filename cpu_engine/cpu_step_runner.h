@@ -104,7 +104,8 @@ class CpuStepRunner final : public executors::StepRunner {
 
   std::string_view engine_name() const override { return "cpu engine"; }
   bool computes() const override { return true; }
-  Status OnAdmit(const executors::SequenceSpec& spec, const std::string& primary, int64_t fresh_from) override;
+  Status OnAdmit(const executors::SequenceSpec& spec, const std::string& primary,
+                 int64_t fresh_from) override;
   void OnResize(const std::string& context, int64_t tokens) override;
   void OnEmitted(const std::string& primary, int64_t position, int32_t token) override;
   void OnLeave(const std::string& seq) override;

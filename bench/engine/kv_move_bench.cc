@@ -51,8 +51,8 @@ struct KvMoveTimes {
 // 12 runs of: the context exported from the pool into the host tier, then imported back
 // into fresh pool blocks, then both memcpy baselines; `helpers` threads beside the caller's
 // for the second baseline.
-KvMoveTimes TimeMoves(VirtualEventLoop& loop, CpuEngine& e, executors::TieredKvMover& mover, size_t blocks,
-                      int helpers) {
+KvMoveTimes TimeMoves(VirtualEventLoop& loop, CpuEngine& e, executors::TieredKvMover& mover,
+                      size_t blocks, int helpers) {
   const uint64_t bpb = e.kv_block_bytes();
   uint64_t id = 0;
   auto move = [&](scheduler::Location src, scheduler::Location dst) {

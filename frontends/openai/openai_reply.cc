@@ -58,7 +58,8 @@ class ChunkReader : public upstream::UpstreamStreamReader {
     auto j = nlohmann::json::parse(payload, nullptr, false);
     if (!j.is_object()) return;
     if (auto usage = j.find("usage"); usage != j.end()) {
-      if (int64_t n = upstream::UpstreamInt(*usage, "completion_tokens", -1); n >= 0) OutputTokens(n);
+      if (int64_t n = upstream::UpstreamInt(*usage, "completion_tokens", -1); n >= 0)
+        OutputTokens(n);
     }
     auto choices = j.find("choices");
     if (choices == j.end() || !choices->is_array()) return;
@@ -170,8 +171,9 @@ std::string OpenAiReply::StreamError(const Status& st) {
 void OpenAiReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::string>* tools,
                                      int64_t* output_tokens) const {
   auto j = nlohmann::json::parse(body, nullptr, false);
-  *output_tokens =
-      j.is_object() && j.contains("usage") ? upstream::UpstreamInt(j["usage"], "completion_tokens", 0) : 0;
+  *output_tokens = j.is_object() && j.contains("usage")
+                       ? upstream::UpstreamInt(j["usage"], "completion_tokens", 0)
+                       : 0;
   *tools = ToolCallNames(j);
 }
 

@@ -100,8 +100,8 @@ class Harness {
   std::map<std::string, Status> status_;
 };
 
-executors::SequenceSpec Constrained(const std::string& key, const std::string& schema, int64_t max_out,
-                         double temperature = 0, uint64_t seed = 0) {
+executors::SequenceSpec Constrained(const std::string& key, const std::string& schema,
+                                    int64_t max_out, double temperature = 0, uint64_t seed = 0) {
   executors::SequenceSpec s;
   s.key = key;
   s.contexts.push_back(executors::SeqContext{key + "-ctx", 0, false});  // created by the prefill
@@ -189,7 +189,8 @@ TEST(CpuEngineJsonTest, SameSeedSameOutputAloneOrInABatch) {
   const std::vector<int32_t> ref = RunToEnd(alone, Constrained("wf/n", kSchema, 64, 1.0, 11));
   Harness mixed(true, {AsciiMask()});
   for (int i = 0; i < 3; ++i) {
-    executors::SequenceSpec other = Constrained("wf/o" + std::to_string(i), kSchema, 40, 0.7, 20 + i);
+    executors::SequenceSpec other =
+        Constrained("wf/o" + std::to_string(i), kSchema, 40, 0.7, 20 + i);
     if (i == 1) other.json_schema.clear();
     ASSERT_TRUE(mixed.engine().Admit(other).ok());
   }

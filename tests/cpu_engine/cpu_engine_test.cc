@@ -100,8 +100,8 @@ class Harness {
   std::set<std::string> finished_;
 };
 
-executors::SequenceSpec Call(const std::string& key, const std::string& ctx, int64_t held, bool resident,
-                  int64_t fresh, int64_t max_out) {
+executors::SequenceSpec Call(const std::string& key, const std::string& ctx, int64_t held,
+                             bool resident, int64_t fresh, int64_t max_out) {
   executors::SequenceSpec s;
   s.key = key;
   resident = resident && held > 0;  // a new context is built by the prefill
