@@ -25,8 +25,8 @@ class EventReader : public upstream::UpstreamStreamReader {
       if (int64_t n = upstream::UpstreamInt(*usage, "output_tokens", -1); n >= 0) OutputTokens(n);
     } else if (type == "content_block_start") {
       auto block = j.find("content_block");
-      if (block != j.end() && UpstreamString(*block, "type") == "tool_use")
-        Tool(upstream::UpstreamInt(j, "index", 0), UpstreamString(*block, "name"));
+      if (block != j.end() && upstream::UpstreamString(*block, "type") == "tool_use")
+        Tool(upstream::UpstreamInt(j, "index", 0), upstream::UpstreamString(*block, "name"));
     }
   }
 };

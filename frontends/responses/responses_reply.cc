@@ -26,8 +26,8 @@ class EventReader : public upstream::UpstreamStreamReader {
     const std::string type = upstream::UpstreamString(j, "type");
     if (type == "response.output_item.added" || type == "response.output_item.done") {
       auto item = j.find("item");
-      if (item != j.end() && UpstreamString(*item, "type") == "function_call")
-        Tool(upstream::UpstreamInt(j, "output_index", 0), UpstreamString(*item, "name"));
+      if (item != j.end() && upstream::UpstreamString(*item, "type") == "function_call")
+        Tool(upstream::UpstreamInt(j, "output_index", 0), upstream::UpstreamString(*item, "name"));
     } else if (type == "response.completed" || type == "response.incomplete" ||
                type == "response.failed") {
       auto response = j.find("response");
