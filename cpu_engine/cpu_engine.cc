@@ -40,7 +40,7 @@ int32_t TokenLog::Synthetic(const std::string& context, int64_t position, int64_
 // ---- The engine ------------------------------------------------------------------------
 
 Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(EventLoop* loop, int worker,
-                                                     EngineLimits limits, Options o) {
+                                                     executors::EngineLimits limits, Options o) {
   limits.block_tokens = std::max<int64_t>(1, limits.block_tokens);
   limits.pool_blocks = std::max<int64_t>(1, limits.pool_blocks);
   SY_ASSIGN_OR_RETURN(
@@ -52,9 +52,9 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(EventLoop* loop, int worker
       new CpuEngine(loop, worker, limits, std::move(runner), std::move(o)));
 }
 
-CpuEngine::CpuEngine(EventLoop* loop, int worker, EngineLimits limits,
+CpuEngine::CpuEngine(EventLoop* loop, int worker, executors::EngineLimits limits,
                      std::unique_ptr<CpuStepRunner> r, Options o)
-    : BatchingEngine(loop, worker, limits, std::move(r), std::move(o.batching)),
+    : executors::BatchingEngine(loop, worker, limits, std::move(r), std::move(o.batching)),
       cpu_(static_cast<CpuStepRunner*>(runner())) {}
 
 const Model& CpuEngine::model() const { return cpu_->model(); }
@@ -69,7 +69,7 @@ int64_t CpuEngine::valid_tokens(const std::string& context) const {
   return c ? c->valid : -1;
 }
 
-Result<ContextKvView> CpuEngine::ExportKv(const std::string& context) const {
+Result<executors::ContextKvView> CpuEngine::ExportKv(const std::string& context) const {
   return cpu_->ExportKv(context);
 }
 Result<std::vector<void*>> CpuEngine::ImportTargets(const std::string& context) {

@@ -70,13 +70,13 @@ v1::ModelConfig ToModelConfig(const ModelShape& shape);
 
 class CpuStepRunner;
 
-class CpuEngine final : public BatchingEngine, public EngineKv {
+class CpuEngine final : public executors::BatchingEngine, public executors::EngineKv {
  public:
   struct Options {
     const Model* model = nullptr;  // borrowed; shared by workers
     TokenLog* tokens = nullptr;    // borrowed; shared by workers
     std::string tenant = "default";
-    BatchingEngine::Options batching;
+    executors::BatchingEngine::Options batching;
     // Sets of token ids the engine may emit, chosen per sequence by
     // SequenceSpec::token_mask (-1: the first set; no sets: any token). The service
     // restricts a byte-level tokenizer's model to printable ASCII, newline, tab and EOS, so
@@ -91,7 +91,7 @@ class CpuEngine final : public BatchingEngine, public EngineKv {
     std::vector<std::string> token_bytes;
   };
   // InvalidArgument without a model or token log; the pool's allocation error.
-  static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker, EngineLimits limits,
+  static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker, executors::EngineLimits limits,
                                                    Options o);
 
   const Model& model() const;
@@ -102,14 +102,14 @@ class CpuEngine final : public BatchingEngine, public EngineKv {
   // EngineKv.
   std::string kv_pool_name() const override;
   uint64_t kv_block_bytes() const override;
-  Result<ContextKvView> ExportKv(const std::string& context) const override;
+  Result<executors::ContextKvView> ExportKv(const std::string& context) const override;
   Result<std::vector<void*>> ImportTargets(const std::string& context) override;
   Status CommitImport(const std::string& context, int64_t valid_tokens) override;
   // Tokens of a context with KV computed (-1: not held).
   int64_t valid_tokens(const std::string& context) const;
 
  private:
-  CpuEngine(EventLoop* loop, int worker, EngineLimits limits, std::unique_ptr<CpuStepRunner> r,
+  CpuEngine(EventLoop* loop, int worker, executors::EngineLimits limits, std::unique_ptr<CpuStepRunner> r,
             Options o);
   CpuStepRunner* cpu_;
 };

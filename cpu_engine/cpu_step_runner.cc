@@ -17,10 +17,10 @@ uint64_t SplitMix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-Status RecordAdmit(TokenLog* log, int64_t vocab, const SequenceSpec& spec,
+Status RecordAdmit(TokenLog* log, int64_t vocab, const executors::SequenceSpec& spec,
                    const std::string& primary, int64_t fresh_from) {
   int64_t rebuild = 0;
-  for (const SeqContext& c : spec.contexts) {
+  for (const executors::SeqContext& c : spec.contexts) {
     std::vector<int32_t>& l = log->Of(c.key);
     for (int64_t p = static_cast<int64_t>(l.size()); p < c.tokens; ++p)
       l.push_back(TokenLog::Synthetic(c.key, p, vocab));  // a context this engine never saw
@@ -46,7 +46,7 @@ Status RecordAdmit(TokenLog* log, int64_t vocab, const SequenceSpec& spec,
   return Status::OK();
 }
 
-Result<std::optional<ChoiceConstraint>> CpuStepRunner::ChoiceFor(const SequenceSpec& spec,
+Result<std::optional<ChoiceConstraint>> CpuStepRunner::ChoiceFor(const executors::SequenceSpec& spec,
                                                                  const std::string& primary) const {
   if (spec.choices.empty()) return std::optional<ChoiceConstraint>();
   const std::string who = "cpu engine: sequence '" + spec.key + "'";
@@ -71,7 +71,7 @@ Result<std::optional<ChoiceConstraint>> CpuStepRunner::ChoiceFor(const SequenceS
 }
 
 Result<std::optional<JsonObjectConstraint>> CpuStepRunner::ConstraintFor(
-    const SequenceSpec& spec, const std::string& primary) const {
+    const executors::SequenceSpec& spec, const std::string& primary) const {
   if (spec.json_schema.empty()) return std::optional<JsonObjectConstraint>();
   const std::string who = "cpu engine: sequence '" + spec.key + "'";
   if (!trie_)
@@ -98,7 +98,7 @@ Result<std::optional<JsonObjectConstraint>> CpuStepRunner::ConstraintFor(
   return std::optional<JsonObjectConstraint>(std::move(*c));
 }
 
-Status CpuStepRunner::OnAdmit(const SequenceSpec& spec, const std::string& primary,
+Status CpuStepRunner::OnAdmit(const executors::SequenceSpec& spec, const std::string& primary,
                               int64_t fresh_from) {
   SY_ASSIGN_OR_RETURN(std::optional<JsonObjectConstraint> json, ConstraintFor(spec, primary));
   SY_ASSIGN_OR_RETURN(std::optional<ChoiceConstraint> choice, ChoiceFor(spec, primary));
@@ -134,7 +134,7 @@ void CpuStepRunner::Free(const std::string& key, const kv_tiers::Extent& e) {
 }
 
 Status CpuStepRunner::EnsureBlocks(const std::string& key, Ctx& c) {
-  const size_t need = static_cast<size_t>(BlocksFor(c.tokens, block_tokens_));
+  const size_t need = static_cast<size_t>(executors::BlocksFor(c.tokens, block_tokens_));
   while (c.blocks.size() < need) {
     Result<kv_tiers::Extent> e = pool_->Allocate(tenant_, block_bytes_);
     if (!e.ok())
@@ -150,7 +150,7 @@ void CpuStepRunner::OnResize(const std::string& context, int64_t tokens) {
   Ctx& c = ctxs_[context];
   c.tokens = tokens;
   c.valid = std::min(c.valid, tokens);
-  const size_t need = static_cast<size_t>(BlocksFor(tokens, block_tokens_));
+  const size_t need = static_cast<size_t>(executors::BlocksFor(tokens, block_tokens_));
   while (c.extents.size() > need) {
     Free(context, c.extents.back());
     c.extents.pop_back();
@@ -180,7 +180,7 @@ void CpuStepRunner::OnEmitted(const std::string& primary, int64_t position, int3
 
 // ---- Steps -----------------------------------------------------------------------------
 
-Status CpuStepRunner::AddSpan(const StepSpan& span, bool logits, Job* job) {
+Status CpuStepRunner::AddSpan(const executors::StepSpan& span, bool logits, Job* job) {
   const std::string& key = *span.context;
   Ctx* c = Find(key);
   if (!c) return Status::Internal("cpu engine: context '" + key + "' has no KV in the pool");
@@ -205,16 +205,16 @@ Status CpuStepRunner::AddSpan(const StepSpan& span, bool logits, Job* job) {
   return Status::OK();
 }
 
-void CpuStepRunner::Run(const StepShape&, std::vector<StepItem>* items,
+void CpuStepRunner::Run(const executors::StepShape&, std::vector<executors::StepItem>* items,
                         std::function<void()> done) {
   auto job = std::make_shared<Job>();
   size_t rows = 0;
-  for (const StepItem& it : *items)
-    for (const StepSpan& s : it.spans) rows += static_cast<size_t>(s.to - s.from);
+  for (const executors::StepItem& it : *items)
+    for (const executors::StepSpan& s : it.spans) rows += static_cast<size_t>(s.to - s.from);
   job->tables.reserve(items->size() * 2);
   job->rows.reserve(rows + items->size());
   for (size_t i = 0; i < items->size(); ++i) {
-    StepItem& it = (*items)[i];
+    executors::StepItem& it = (*items)[i];
     bool has_logits = false;
     for (size_t k = 0; k < it.spans.size() && it.status.ok(); ++k) {
       bool last = it.emits && k + 1 == it.spans.size() && *it.spans[k].context == *it.primary;
@@ -325,17 +325,17 @@ void CpuStepRunner::Compute(Job* job) const {
     job->tokens[k] = Choose(job->emits[k], logits.data() + k * vocab, &allowed, &job->ends[k]);
 }
 
-void CpuStepRunner::Finish(std::vector<StepItem>* items, Job& job) {
+void CpuStepRunner::Finish(std::vector<executors::StepItem>* items, Job& job) {
   const ModelShape& shape = model_->shape();
   for (size_t k = 0; k < job.emits.size(); ++k) {
-    StepItem& it = (*items)[job.emits[k].item];
+    executors::StepItem& it = (*items)[job.emits[k].item];
     if (!job.status.ok()) continue;
     it.token = job.tokens[k];
     it.eos = (job.emits[k].params.stop_at_eos && shape.IsEos(it.token)) ||  // any of its ids
              job.ends[k] != 0;
   }
   if (!job.status.ok())
-    for (StepItem& it : *items)
+    for (executors::StepItem& it : *items)
       if (it.status.ok()) it.status = job.status;
   if (job.status.ok())
     for (const auto& [key, to] : job.spans)
@@ -393,14 +393,14 @@ Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
 
 // ---- The pool as EngineKv -------------------------------------------------------------
 
-Result<ContextKvView> CpuStepRunner::ExportKv(const std::string& context) const {
+Result<executors::ContextKvView> CpuStepRunner::ExportKv(const std::string& context) const {
   const Ctx* c = Find(context);
   if (!c) return Status::NotFound(kv_pool_name() + " does not hold " + context);
   if (busy(context))
     return Status::FailedPrecondition(kv_pool_name() + ": a step computes into " + context);
-  if (static_cast<int64_t>(c->blocks.size()) < BlocksFor(c->tokens, block_tokens_))
+  if (static_cast<int64_t>(c->blocks.size()) < executors::BlocksFor(c->tokens, block_tokens_))
     return Status::Internal(kv_pool_name() + ": " + context + " lacks blocks");
-  ContextKvView v;
+  executors::ContextKvView v;
   v.tokens = c->tokens;
   v.valid_tokens = c->valid;
   v.blocks.assign(c->blocks.begin(), c->blocks.end());

@@ -63,10 +63,10 @@ uint64_t SplitMix(uint64_t x);
 // (synthetic ids for positions never seen), the primary's cut to `fresh_from`, then the
 // prompt ids (synthetic ones for a token-count prompt). InvalidArgument naming the
 // sequence for prompt ids that do not match its new tokens or lie outside the vocabulary.
-Status RecordAdmit(TokenLog* log, int64_t vocab, const SequenceSpec& spec,
+Status RecordAdmit(TokenLog* log, int64_t vocab, const executors::SequenceSpec& spec,
                    const std::string& primary, int64_t fresh_from);
 
-class CpuStepRunner final : public StepRunner {
+class CpuStepRunner final : public executors::StepRunner {
  public:
   struct Ctx {
     std::vector<kv_tiers::Extent> extents;
@@ -104,11 +104,11 @@ class CpuStepRunner final : public StepRunner {
 
   std::string_view engine_name() const override { return "cpu engine"; }
   bool computes() const override { return true; }
-  Status OnAdmit(const SequenceSpec& spec, const std::string& primary, int64_t fresh_from) override;
+  Status OnAdmit(const executors::SequenceSpec& spec, const std::string& primary, int64_t fresh_from) override;
   void OnResize(const std::string& context, int64_t tokens) override;
   void OnEmitted(const std::string& primary, int64_t position, int32_t token) override;
   void OnLeave(const std::string& seq) override;
-  void Run(const StepShape& shape, std::vector<StepItem>* items,
+  void Run(const executors::StepShape& shape, std::vector<executors::StepItem>* items,
            std::function<void()> done) override;
   void Stop() override;
 
@@ -132,7 +132,7 @@ class CpuStepRunner final : public StepRunner {
   // The pool as EngineKv (engine_kv.h) sees it; CpuEngine forwards to these, and so does a
   // joined worker (workers/worker_agent.h) when serve moves a context's KV.
   std::string kv_pool_name() const { return pool_->name(); }
-  Result<ContextKvView> ExportKv(const std::string& context) const;
+  Result<executors::ContextKvView> ExportKv(const std::string& context) const;
   Result<std::vector<void*>> ImportTargets(const std::string& context);
   Status CommitImport(const std::string& context, int64_t valid_tokens);
 
@@ -164,20 +164,20 @@ class CpuStepRunner final : public StepRunner {
   };
 
   void Free(const std::string& key, const kv_tiers::Extent& e);
-  Status AddSpan(const StepSpan& span, bool logits, Job* job);
+  Status AddSpan(const executors::StepSpan& span, bool logits, Job* job);
   // The sequence's guided choice (SequenceSpec::choices), rebuilt from its earlier output
   // when it is readmitted.
-  Result<std::optional<ChoiceConstraint>> ChoiceFor(const SequenceSpec& spec,
+  Result<std::optional<ChoiceConstraint>> ChoiceFor(const executors::SequenceSpec& spec,
                                                     const std::string& primary) const;
   // Masks `row` to what the emit's constraints allow; how many tokens stay.
   size_t MaskRow(const Params& p, float* row, std::vector<uint8_t>* allowed) const;
-  Result<std::optional<JsonObjectConstraint>> ConstraintFor(const SequenceSpec& spec,
+  Result<std::optional<JsonObjectConstraint>> ConstraintFor(const executors::SequenceSpec& spec,
                                                             const std::string& primary) const;
   const std::vector<bool>* StaticMask(int mask) const;
   int32_t Choose(const Emit& e, float* row, std::vector<uint8_t>* allowed, uint8_t* ends) const;
   bool EndsAnswer(const Params& p, int32_t token, int64_t position) const;
   void Compute(Job* job) const;
-  void Finish(std::vector<StepItem>* items, Job& job);
+  void Finish(std::vector<executors::StepItem>* items, Job& job);
   void Work();
 
   const std::vector<std::vector<bool>> masks_;

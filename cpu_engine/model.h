@@ -1,4 +1,4 @@
-// cpu::Model: a decoder of the Llama family (model_shape.h Arch: Llama, Qwen2, Qwen3)
+// cpu_engine::Model: a decoder of the Llama family (model_shape.h Arch: Llama, Qwen2, Qwen3)
 // computed in fp32 on the CPU — the reference engine's model math. Token embedding; per
 // layer RMSNorm → Q/K/V projections (+ biases: Qwen2) → per-head RMSNorm of q and k (Qwen3)
 // → rotary embeddings (Hugging Face's "rotate half", theta from the config, Llama 3

@@ -1,4 +1,4 @@
-// cpu::ThreadPool: a small persistent pool for the CPU engine's kernels. ParallelFor(n, fn)
+// cpu_engine::ThreadPool: a small persistent pool for the CPU engine's kernels. ParallelFor(n, fn)
 // runs fn(0..n-1) on the pool's workers and the calling thread and returns when all have
 // run. Which thread runs an index is not fixed, so callers make every index's result
 // independent of the thread that computes it (model.cc partitions by output columns and

@@ -41,8 +41,8 @@ class Generation {
   virtual Result<std::string> ResolveModel(const std::string& model_id) const = 0;
   // The CPU engine's model and tokenizer of a served model (null for other engines);
   // `model_id` a served id or alias, empty: the default model.
-  virtual const cpu::Model* cpu_model(const std::string& model_id = "") const = 0;
-  virtual const cpu::Tokenizer* tokenizer(const std::string& model_id = "") const = 0;
+  virtual const cpu_engine::Model* cpu_model(const std::string& model_id = "") const = 0;
+  virtual const cpu_engine::Tokenizer* tokenizer(const std::string& model_id = "") const = 0;
 
   // What an LLM node needs beyond the workflow API's token counts: its new tokens' ids
   // and sampling. Set it before the node is appended.

@@ -55,7 +55,7 @@ struct FrontCore::Call {
   http::HttpResponse proxied;
   // Proxy mode, a streamed answer: what keeps the client's stream open after the
   // upstream's last byte, until the session is free for its next turn (then reset).
-  UpstreamClient::CloseHold stream_hold;
+  upstream::UpstreamClient::CloseHold stream_hold;
 };
 
 }  // namespace switchyard::frontends

@@ -21,9 +21,9 @@ FrontCore::FrontCore(service::Service* service, const Clock* clock, Options opti
       options_(options),
       sessions_(service, {"front", options.session_idle_timeout}, life_) {
   if (!options_.upstreams.empty()) {
-    UpstreamOptions uo;
+    upstream::UpstreamOptions uo;
     uo.urls = options_.upstreams;
-    auto u = UpstreamClient::Create(uo);
+    auto u = upstream::UpstreamClient::Create(uo);
     if (u.ok())
       upstream_ = std::move(*u);
     else

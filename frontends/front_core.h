@@ -239,7 +239,7 @@ class FrontCore {
   // the upstream client and its streams, which may call after it is gone (the service
   // outlives it); the session layer's callbacks share it.
   Lifetime life_;
-  std::unique_ptr<UpstreamClient> upstream_;  // proxy mode
+  std::unique_ptr<upstream::UpstreamClient> upstream_;  // proxy mode
   Sessions sessions_;
   mutable Mutex formats_mu_;
   mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_

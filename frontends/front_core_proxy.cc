@@ -34,13 +34,13 @@ void FrontCore::Forward(const CallPtr& c) {
   const std::string key = t.session_id.empty() ? "" : t.tenant + "/" + t.session_id;
   const size_t upstream = upstream_->Pick(key);
   if (Translated(*c, upstream)) return ForwardTranslated(c, upstream);
-  UpstreamClient::Hooks hooks;
+  upstream::UpstreamClient::Hooks hooks;
   // A stream's tool calls (the session's wait is named after them) and output tokens.
-  std::shared_ptr<UpstreamStreamReader> reader = c->reply->NewUpstreamStreamReader();
+  std::shared_ptr<upstream::UpstreamStreamReader> reader = c->reply->NewUpstreamStreamReader();
   hooks.on_bytes = [reader](std::string_view bytes) { reader->Read(bytes); };
   // The client's stream stays open until the session is free: an agent sends its next
   // turn as soon as it read the last event, and that turn must find the session released.
-  hooks.on_end = life_.Guard([this, c, reader](bool complete, UpstreamClient::CloseHold hold) {
+  hooks.on_end = life_.Guard([this, c, reader](bool complete, upstream::UpstreamClient::CloseHold hold) {
     int64_t tokens = 0;
     std::vector<std::string> tools;
     reader->End(&tools, &tokens);
@@ -136,7 +136,7 @@ bool FrontCore::Translated(const Call& c, size_t i) const {
 
 void FrontCore::ForwardTranslated(const CallPtr& c, size_t i) {
   auto t = std::make_shared<translate::TranslatedStream>(c->reply.get());
-  UpstreamClient::Hooks hooks;
+  upstream::UpstreamClient::Hooks hooks;
   if (c->req.stream) {
     // The client's stream carries the front's events, written by the call's Reply as the
     // upstream's chunks come (under the call's lock: the core's thread writes the end).
@@ -144,7 +144,7 @@ void FrontCore::ForwardTranslated(const CallPtr& c, size_t i) {
       MutexLock lock(&c->mu);
       return t->Feed(bytes);
     };
-    hooks.on_end = life_.Guard([this, c, t](bool complete, UpstreamClient::CloseHold hold) {
+    hooks.on_end = life_.Guard([this, c, t](bool complete, upstream::UpstreamClient::CloseHold hold) {
       Post([this, c, t, complete, hold = std::move(hold)]() mutable {
         c->stream_hold = std::move(hold);
         TranslatedStreamEnded(c, t, complete);

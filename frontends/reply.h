@@ -71,7 +71,7 @@ class Reply {
   // passes (upstream_stream.h; owned by the caller, independent of this Reply).
   virtual void ReadUpstreamAnswer(std::string_view body, std::vector<std::string>* tools,
                                   int64_t* output_tokens) const = 0;
-  virtual std::unique_ptr<UpstreamStreamReader> NewUpstreamStreamReader() const = 0;
+  virtual std::unique_ptr<upstream::UpstreamStreamReader> NewUpstreamStreamReader() const = 0;
 };
 
 }  // namespace switchyard::frontends

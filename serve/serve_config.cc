@@ -421,9 +421,9 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
   setup.api.fronts.upstream_api_key =
       !flags.upstream_key.empty() ? flags.upstream_key : config.upstream_api_key();
   if (!setup.api.fronts.upstreams.empty()) {
-    frontends::UpstreamOptions uo;
+    upstream::UpstreamOptions uo;
     uo.urls = setup.api.fronts.upstreams;
-    auto client = frontends::UpstreamClient::Create(uo);  // checks every URL
+    auto client = upstream::UpstreamClient::Create(uo);  // checks every URL
     if (!client.ok()) return client.status().Annotate("--upstream (upstreams)");
     if (so.scheduler.engines_run_llm && (!flags.engine.empty() || !config.engine().empty() ||
                                          (!flags.llm.empty() && flags.llm != "reported")))

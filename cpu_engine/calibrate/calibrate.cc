@@ -73,8 +73,8 @@ std::string Infeasible(const Want& w, int64_t max_positions) {
 // Blocks a point holds at most (contexts, prefill and the output slots).
 int64_t PointBlocks(const Want& w, int64_t bt) {
   int64_t n = 0;
-  for (int64_t i = 0; i < w.d; ++i) n += BlocksFor(DecoderTokens(w, i) + 1, bt);
-  if (w.p > 0) n += BlocksFor(w.c + w.p + 1, bt);
+  for (int64_t i = 0; i < w.d; ++i) n += executors::BlocksFor(DecoderTokens(w, i) + 1, bt);
+  if (w.p > 0) n += executors::BlocksFor(w.c + w.p + 1, bt);
   return n;
 }
 
@@ -99,7 +99,7 @@ class Driver {
       : options_(o), points_(std::move(points)) {}
 
   Status Init(const Model& model, int64_t pool_blocks, int64_t max_batch, int64_t max_seqs) {
-    EngineLimits limits;
+    executors::EngineLimits limits;
     limits.block_tokens = options_.block_tokens;
     limits.pool_blocks = pool_blocks;
     limits.max_num_batched_tokens = std::max<int64_t>(8192, max_batch);
@@ -109,7 +109,7 @@ class Driver {
     eo.tokens = &log_;
     eo.tenant = "calibrate";
     SY_ASSIGN_OR_RETURN(engine_, CpuEngine::Create(&loop_, 0, limits, eo));
-    engine_->SetListener([this](const StepReport& r) { OnReport(r); });
+    engine_->SetListener([this](const executors::StepReport& r) { OnReport(r); });
     block_floats_ = KvBlockFloats(model.shape(), options_.block_tokens);
     return Status::OK();
   }
@@ -154,28 +154,28 @@ class Driver {
 
   Status StartStep(const Want& w) {
     const std::string prefix = "calibrate/" + std::to_string(round_) + "/";
-    std::vector<SequenceSpec> specs;
+    std::vector<executors::SequenceSpec> specs;
     for (int64_t i = 0; i < w.d; ++i) {
-      SequenceSpec s;
+      executors::SequenceSpec s;
       s.key = prefix + "decode-" + std::to_string(i);
       std::string ctx = prefix + "ctx-" + std::to_string(i);
       int64_t tokens = DecoderTokens(w, i);
       SY_RETURN_IF_ERROR(ImportContext(ctx, tokens));
-      s.contexts.push_back(SeqContext{ctx, tokens, true});
+      s.contexts.push_back(executors::SeqContext{ctx, tokens, true});
       specs.push_back(std::move(s));
     }
     if (w.p > 0) {
-      SequenceSpec s;
+      executors::SequenceSpec s;
       s.key = prefix + "prefill";
       if (w.c > 0) {
         std::string ctx = prefix + "ctx-prefill";
         SY_RETURN_IF_ERROR(ImportContext(ctx, w.c));
-        s.contexts.push_back(SeqContext{ctx, w.c, true});
+        s.contexts.push_back(executors::SeqContext{ctx, w.c, true});
       }
       s.prefill_tokens = w.p;
       specs.push_back(std::move(s));
     }
-    for (SequenceSpec& s : specs) {
+    for (executors::SequenceSpec& s : specs) {
       s.max_output_tokens = 1;
       s.stop_at_eos = false;
       seqs_.push_back(s.key);
@@ -188,14 +188,14 @@ class Driver {
     return Status::OK();
   }
 
-  void OnReport(const StepReport& r) {
+  void OnReport(const executors::StepReport& r) {
     if (r.seqs.empty()) {
       if (!r.exhausted.empty())
         Fail(Status::ResourceExhausted("calibration point " + points_[index_].Name() +
                                        ": the KV pool ran out (" + r.exhausted.front() + ")"));
       return;
     }
-    for (const SeqProgress& s : r.seqs)
+    for (const executors::SeqProgress& s : r.seqs)
       if (!s.status.ok())
         return Fail(s.status.Annotate("calibration point " + points_[index_].Name()));
     if (engine_->running() > 0) return;  // a second step for this point: not expected
@@ -204,7 +204,7 @@ class Driver {
     loop_.Post([this]() { Next(); });
   }
 
-  void Record(const StepReport& r) {
+  void Record(const executors::StepReport& r) {
     const Want& w = points_[index_];
     if (r.prefill_tokens != w.p || r.decode_seqs != w.d) {
       return Fail(Status::Internal("calibration point " + w.Name() +

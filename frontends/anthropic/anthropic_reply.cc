@@ -11,7 +11,7 @@ std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.s
 
 // An upstream's stream of Messages events: the tool_use blocks content_block_start opens
 // (their name, by the block's index) and the output tokens message_delta reports.
-class EventReader : public UpstreamStreamReader {
+class EventReader : public upstream::UpstreamStreamReader {
  protected:
   void Data(std::string_view payload) override {
     if (payload.find("\"content_block_start\"") == std::string_view::npos &&
@@ -99,7 +99,7 @@ void AnthropicReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::
   }
 }
 
-std::unique_ptr<UpstreamStreamReader> AnthropicReply::NewUpstreamStreamReader() const {
+std::unique_ptr<upstream::UpstreamStreamReader> AnthropicReply::NewUpstreamStreamReader() const {
   return std::make_unique<EventReader>();
 }
 

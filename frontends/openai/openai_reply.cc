@@ -49,7 +49,7 @@ std::vector<std::string> ToolCallNames(const nlohmann::json& answer) {
 
 // An upstream's stream of chunks: the tool calls in choice 0's deltas (each named in the
 // delta that opens it, by its index) and the usage chunk's completion_tokens.
-class ChunkReader : public UpstreamStreamReader {
+class ChunkReader : public upstream::UpstreamStreamReader {
  protected:
   void Data(std::string_view payload) override {
     if (payload.find("\"tool_calls\"") == std::string_view::npos &&
@@ -175,7 +175,7 @@ void OpenAiReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::str
   *tools = ToolCallNames(j);
 }
 
-std::unique_ptr<UpstreamStreamReader> OpenAiReply::NewUpstreamStreamReader() const {
+std::unique_ptr<upstream::UpstreamStreamReader> OpenAiReply::NewUpstreamStreamReader() const {
   return std::make_unique<ChunkReader>();
 }
 

@@ -35,7 +35,7 @@ class OpenAiReply : public Reply {
   std::string StreamError(const Status& st) override;
   void ReadUpstreamAnswer(std::string_view body, std::vector<std::string>* tools,
                           int64_t* output_tokens) const override;
-  std::unique_ptr<UpstreamStreamReader> NewUpstreamStreamReader() const override;
+  std::unique_ptr<upstream::UpstreamStreamReader> NewUpstreamStreamReader() const override;
 
  private:
   Response Compose(const Answer& answer) const;

@@ -16,7 +16,7 @@ std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.s
 // An upstream's stream of Responses events: the function_call items that
 // response.output_item.added (or .done) carries (their name, by output_index) and the
 // usage of the final response (response.completed, .incomplete or .failed).
-class EventReader : public UpstreamStreamReader {
+class EventReader : public upstream::UpstreamStreamReader {
  protected:
   void Data(std::string_view payload) override {
     if (payload.find("\"function_call\"") == std::string_view::npos &&
@@ -101,7 +101,7 @@ void ResponsesReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::
   }
 }
 
-std::unique_ptr<UpstreamStreamReader> ResponsesReply::NewUpstreamStreamReader() const {
+std::unique_ptr<upstream::UpstreamStreamReader> ResponsesReply::NewUpstreamStreamReader() const {
   return std::make_unique<EventReader>();
 }
 

@@ -19,7 +19,7 @@ namespace switchyard::frontends {
 namespace {
 
 // Keeps each data payload.
-class Recorder : public UpstreamStreamReader {
+class Recorder : public upstream::UpstreamStreamReader {
  public:
   std::vector<std::string> payloads;
 
@@ -28,7 +28,7 @@ class Recorder : public UpstreamStreamReader {
 };
 
 // Feeds `body` in pieces of `size` bytes (0: whole).
-void Feed(UpstreamStreamReader* r, std::string_view body, size_t size) {
+void Feed(upstream::UpstreamStreamReader* r, std::string_view body, size_t size) {
   if (size == 0) size = body.size();
   for (size_t at = 0; at < body.size(); at += size) r->Read(body.substr(at, size));
 }
@@ -39,7 +39,7 @@ struct Learned {
 };
 
 Learned Read(const Reply& reply, std::string_view body, size_t size) {
-  std::unique_ptr<UpstreamStreamReader> r = reply.NewUpstreamStreamReader();
+  std::unique_ptr<upstream::UpstreamStreamReader> r = reply.NewUpstreamStreamReader();
   Feed(r.get(), body, size);
   Learned out;
   r->End(&out.tools, &out.output_tokens);
@@ -70,9 +70,9 @@ TEST(UpstreamStreamTest, ALineLongerThanTheBoundIsSkipped) {
   Recorder r;
   r.Read("data: a\ndata: ");
   const std::string chunk(64 << 10, 'x');
-  for (size_t n = 0; n <= UpstreamStreamReader::kMaxLineBytes; n += chunk.size()) r.Read(chunk);
+  for (size_t n = 0; n <= upstream::UpstreamStreamReader::kMaxLineBytes; n += chunk.size()) r.Read(chunk);
   r.Read("still the long line\ndata: b\n");
-  r.Read(std::string(UpstreamStreamReader::kMaxLineBytes + 1, 'y'));  // in one piece
+  r.Read(std::string(upstream::UpstreamStreamReader::kMaxLineBytes + 1, 'y'));  // in one piece
   r.Read("\ndata: c\n");
   EXPECT_EQ(r.payloads, (std::vector<std::string>{"a", "b", "c"}));
 }
