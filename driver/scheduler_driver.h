@@ -316,6 +316,7 @@ class SchedulerDriver final : public executors::Generation {
   void Watch(const std::string& wf, const std::string& node, TokenWatcher watcher) override;
   void WatchPlacement(const std::string& wf, const std::string& node,
                       std::function<void(int worker)> fn) override;
+  void WatchKv(std::function<void(const KvDecision&)> fn) override;
 
  private:
   struct CtxView {
@@ -471,6 +472,8 @@ class SchedulerDriver final : public executors::Generation {
   std::unordered_map<std::string, NodeInput> inputs_;
   std::unordered_map<std::string, Watcher> watchers_;
   std::unordered_map<std::string, std::function<void(int)>> placements_;
+  std::function<void(const KvDecision&)> kv_watcher_;
+  void ReportKvDecisions(const scheduler::Commands& out) const;
   void OnStep(const executors::StepReport& r);
   void EndWatchers(const scheduler::Event& e, const scheduler::Commands& out);
   uint64_t events_ = 0;

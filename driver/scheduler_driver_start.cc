@@ -174,6 +174,7 @@ void SchedulerDriver::StartRuntime() {
   rt->SetObserver([this](const Event& e, const scheduler::Commands& out, Time now) {
     Observe(e, out, now);
     EndWatchers(e, out);
+    ReportKvDecisions(out);
   });
   rt->SetStepObserver([this](const executors::StepReport& r) { OnStep(r); });
   rt->SetSpecHook([this](const std::string& wf, const v1::ProgramNode& n,

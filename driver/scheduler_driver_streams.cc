@@ -36,6 +36,43 @@ void SchedulerDriver::WatchPlacement(const std::string& wf, const std::string& n
   });
 }
 
+void SchedulerDriver::WatchKv(std::function<void(const KvDecision&)> fn) {
+  loop_->Post([this, fn = std::move(fn)]() mutable { kv_watcher_ = std::move(fn); });
+}
+
+void SchedulerDriver::ReportKvDecisions(const scheduler::Commands& out) const {
+  if (!kv_watcher_) return;
+  for (const Command& c : out.list) {
+    KvDecision d;
+    switch (c.kind) {
+      case CommandKind::kKeep:
+        d.kind = KvDecision::Kind::kKeep;
+        d.worker = c.src.worker;
+        break;
+      case CommandKind::kDemote:
+        d.kind = KvDecision::Kind::kDemote;
+        d.worker = c.src.worker;
+        if (c.not_before.ns > 0 && c.not_before < Time::Max())
+          d.planned_prefetch_ms = c.not_before.millis();
+        break;
+      case CommandKind::kPrefetch:
+        d.kind = KvDecision::Kind::kPrefetch;
+        d.worker = c.dst.worker;
+        break;
+      case CommandKind::kDiscard:
+        d.kind = KvDecision::Kind::kDiscard;
+        d.worker = c.src.worker;
+        break;
+      default:
+        continue;
+    }
+    if (c.workflow_id.empty()) continue;  // a shared prefix's copy, of no one workflow
+    d.workflow = c.workflow_id;
+    d.context = c.context;
+    kv_watcher_(d);
+  }
+}
+
 void SchedulerDriver::OnStep(const executors::StepReport& r) {
   metrics_.OnStep(r);
   for (const executors::SeqProgress& p : r.seqs) {  // time to first token, per node

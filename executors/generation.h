@@ -79,6 +79,22 @@ class Generation {
   // workflow ends first.
   virtual void WatchPlacement(const std::string& wf, const std::string& node,
                               std::function<void(int worker)> fn) = 0;
+
+  // What the scheduler decided for a context's KV while its workflow waits (the core's
+  // keep / demote / prefetch / discard commands). Proxy mode acts on it: the KV lives in an
+  // upstream engine, which the front steers (upstream/steering.h).
+  struct KvDecision {
+    enum class Kind { kKeep, kDemote, kPrefetch, kDiscard } kind = Kind::kKeep;
+    std::string workflow;
+    std::string context;  // "<workflow>/<context>"
+    int worker = -1;      // where the context was (keep, demote, discard) or goes (prefetch)
+    // Demote: when the scheduler plans to bring it back (ms since its clock's epoch; 0: no
+    // plan, it comes back on demand).
+    int64_t planned_prefetch_ms = 0;
+  };
+  // Runs `fn` (on the scheduler's thread) for every such decision from now on; one watcher
+  // (a later call replaces it; an empty `fn` stops the calls).
+  virtual void WatchKv(std::function<void(const KvDecision&)> fn) = 0;
 };
 
 }  // namespace switchyard::executors

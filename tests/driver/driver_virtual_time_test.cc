@@ -68,6 +68,9 @@ TEST(DriverVirtualTime, AWorkflowWithATenMinuteToolRunsInVirtualTime) {
   auto started = SchedulerDriver::Start(config, dir, cb, &loop);
   ASSERT_TRUE(started.ok()) << started.status();
   std::unique_ptr<SchedulerDriver> driver = std::move(*started);
+  // The KV decisions as proxy mode's steering sees them (Generation::WatchKv).
+  std::vector<executors::Generation::KvDecision> watched;
+  driver->WatchKv([&](const executors::Generation::KvDecision& d) { watched.push_back(d); });
 
   driver->Submit(SessionWorkflow());
   driver->Close("wf-virtual");
@@ -96,6 +99,27 @@ TEST(DriverVirtualTime, AWorkflowWithATenMinuteToolRunsInVirtualTime) {
   bool decided_wait = false;
   for (const std::string& k : kinds) decided_wait |= k == "keep" || k == "demote" || k == "discard";
   EXPECT_TRUE(decided_wait) << ::testing::PrintToString(kinds);
+
+  // The watcher saw the same wait decisions, in order, each naming the workflow and its
+  // context; a demotion carries the planned prefetch, which came before b ran.
+  using Kind = executors::Generation::KvDecision::Kind;
+  std::vector<std::string> waits;
+  for (const std::string& k : kinds)
+    if (k == "keep" || k == "demote" || k == "prefetch" || k == "discard") waits.push_back(k);
+  std::vector<std::string> seen;
+  for (const auto& d : watched) {
+    const char* names[] = {"keep", "demote", "prefetch", "discard"};
+    seen.push_back(names[static_cast<int>(d.kind)]);
+    EXPECT_EQ(d.workflow, "wf-virtual");
+    EXPECT_EQ(d.context, "wf-virtual/main");
+    if (d.kind == Kind::kDemote) {
+      EXPECT_EQ(d.worker, 0);
+      EXPECT_GT(d.planned_prefetch_ms, ended[0].second.millis());
+      EXPECT_LE(d.planned_prefetch_ms, tool_end.millis());
+    }
+    if (d.kind == Kind::kPrefetch) EXPECT_EQ(d.worker, 0);
+  }
+  EXPECT_EQ(seen, waits);
   driver.reset();
   std::filesystem::remove_all(dir);
 }

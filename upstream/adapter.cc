@@ -1,0 +1,143 @@
+#include "upstream/adapter.h"
+
+#include <string>
+#include <utility>
+
+#include "upstream/internal/adapters.h"
+
+namespace switchyard::upstream {
+namespace {
+
+constexpr std::pair<UpstreamKind, std::string_view> kKindNames[] = {
+    {UpstreamKind::kGeneric, "generic"},
+    {UpstreamKind::kVllm, "vllm"},
+    {UpstreamKind::kSglang, "sglang"},
+    {UpstreamKind::kLlamaCpp, "llamacpp"},
+};
+
+void Declare(Capability* probed, const Capability& declared) {
+  if (!declared.source.empty()) *probed = declared;
+}
+
+nlohmann::json ToJson(const Capability& c) {
+  return nlohmann::json{{"on", c.on}, {"source", c.source}};
+}
+
+}  // namespace
+
+Result<UpstreamKind> ParseUpstreamKind(std::string_view name) {
+  std::string choices;
+  for (const auto& [kind, kind_name] : kKindNames) {
+    if (name == kind_name) return kind;
+    choices += choices.empty() ? "" : "|";
+    choices += kind_name;
+  }
+  return Status::InvalidArgument("upstream kind \"" + std::string(name) + "\" is not one of " +
+                                 choices);
+}
+
+std::string_view UpstreamKindName(UpstreamKind kind) {
+  for (const auto& [k, name] : kKindNames) {
+    if (k == kind) return name;
+  }
+  return "unknown";
+}
+
+std::string_view KvActionName(KvAction action) {
+  switch (action) {
+    case KvAction::kKeep:
+      return "keep";
+    case KvAction::kDemote:
+      return "demote";
+    case KvAction::kDiscard:
+      return "discard";
+  }
+  return "unknown";
+}
+
+std::string_view CallKindName(CallKind kind) {
+  switch (kind) {
+    case CallKind::kProbe:
+      return "probe";
+    case CallKind::kOpen:
+      return "open";
+    case CallKind::kClose:
+      return "close";
+    case CallKind::kSave:
+      return "save";
+    case CallKind::kRestore:
+      return "restore";
+    case CallKind::kErase:
+      return "erase";
+    case CallKind::kWarmup:
+      return "warm-up";
+  }
+  return "unknown";
+}
+
+Capabilities ApplyDeclared(Capabilities probed, const Capabilities& declared) {
+  Declare(&probed.prefix_caching, declared.prefix_caching);
+  Declare(&probed.session_id, declared.session_id);
+  Declare(&probed.priority, declared.priority);
+  Declare(&probed.kv_transfer_params, declared.kv_transfer_params);
+  Declare(&probed.open_session, declared.open_session);
+  Declare(&probed.close_session, declared.close_session);
+  Declare(&probed.slots, declared.slots);
+  Declare(&probed.slot_files, declared.slot_files);
+  if (declared.total_slots > 0) probed.total_slots = declared.total_slots;
+  if (!declared.priority.source.empty()) probed.priority_low_first = declared.priority_low_first;
+  return probed;
+}
+
+nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
+  return nlohmann::json{
+      {"prefix_caching", ToJson(caps.prefix_caching)},
+      {"session_id", ToJson(caps.session_id)},
+      {"priority", ToJson(caps.priority)},
+      {"kv_transfer_params", ToJson(caps.kv_transfer_params)},
+      {"open_session", ToJson(caps.open_session)},
+      {"close_session", ToJson(caps.close_session)},
+      {"slots", ToJson(caps.slots)},
+      {"slot_files", ToJson(caps.slot_files)},
+      {"total_slots", caps.total_slots},
+      {"priority_low_first", caps.priority_low_first},
+  };
+}
+
+AdapterRegistry& AdapterRegistry::Global() {
+  static AdapterRegistry* registry = [] {
+    auto* r = new AdapterRegistry();
+    (void)r->Register(UpstreamKind::kGeneric, &internal::NewGenericAdapter);
+    (void)r->Register(UpstreamKind::kVllm, &internal::NewVllmAdapter);
+    (void)r->Register(UpstreamKind::kSglang, &internal::NewSglangAdapter);
+    (void)r->Register(UpstreamKind::kLlamaCpp, &internal::NewLlamaCppAdapter);
+    return r;
+  }();
+  return *registry;
+}
+
+Status AdapterRegistry::Register(UpstreamKind kind, AdapterFactory factory) {
+  MutexLock lock(&mu_);
+  if (!factories_.emplace(kind, std::move(factory)).second) {
+    return Status::AlreadyExists("an upstream adapter for " + std::string(UpstreamKindName(kind)) +
+                                 " is already registered");
+  }
+  return Status::OK();
+}
+
+Result<std::unique_ptr<UpstreamAdapter>> AdapterRegistry::Create(
+    UpstreamKind kind, const AdapterOptions& options) const {
+  AdapterFactory factory;
+  {
+    MutexLock lock(&mu_);
+    auto it = factories_.find(kind);
+    if (it == factories_.end()) {
+      return Status::NotFound("no upstream adapter is registered for " +
+                              std::string(UpstreamKindName(kind)));
+    }
+    factory = it->second;
+  }
+  return factory(options);
+}
+
+}  // namespace switchyard::upstream
