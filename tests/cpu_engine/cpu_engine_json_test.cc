@@ -14,6 +14,12 @@
 namespace switchyard::cpu_engine {
 namespace {
 
+using executors::EngineLimits;
+using executors::SeqContext;
+using executors::SeqProgress;
+using executors::SequenceSpec;
+using executors::StepReport;
+
 using nlohmann::json;
 
 constexpr const char* kSchema = R"({"type": "object", "properties": {
