@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,15 @@ class Generation {
   // workflow ends first.
   virtual void WatchPlacement(const std::string& wf, const std::string& node,
                               std::function<void(int worker)> fn) = 0;
+  // The prompt tokens of an LLM node its engine did not compute — KV its context already
+  // held plus KV its engine's prefix cache found (automatic prefix caching) — as the
+  // attempt that produced its first token was admitted (SeqProgress::cached_tokens);
+  // nullopt before that token or for an engine outside. What a front reports as
+  // usage's cached tokens.
+  virtual std::optional<int64_t> cached_tokens(const std::string& wf,
+                                               const std::string& node) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace switchyard::executors
