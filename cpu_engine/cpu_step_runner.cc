@@ -175,7 +175,7 @@ Status CpuStepRunner::AddSpan(const executors::StepSpan& span, bool logits, Job*
     r.want_logits = logits && p == span.to - 1;
     job->rows.push_back(r);
   }
-  job->spans.emplace_back(key, span.to);
+  job->spans.push_back(Job::Span{key, span.to, c->cuts});
   busy_.insert(key);
   return Status::OK();
 }
@@ -313,10 +313,10 @@ void CpuStepRunner::Finish(std::vector<executors::StepItem>* items, Job& job) {
     for (executors::StepItem& it : *items)
       if (it.status.ok()) it.status = job.status;
   if (job.status.ok())
-    for (const auto& [key, to] : job.spans)
-      if (Ctx* c = Find(key)) {
-        c->valid = std::max(c->valid, std::min(to, c->tokens));
-        Index(key, *c);
+    for (const Job::Span& s : job.spans)
+      if (Ctx* c = Find(s.context); c && c->cuts == s.cuts) {
+        c->valid = std::max(c->valid, std::min(s.to, c->tokens));
+        Index(s.context, *c);
       }
   busy_.clear();
   for (const Freed& f : deferred_) Return(f);

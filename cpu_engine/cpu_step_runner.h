@@ -93,6 +93,7 @@ class CpuStepRunner final : public executors::StepRunner {
     std::vector<uint64_t> hashes;
     int priority = 0;
     bool indexable = true;
+    uint64_t cuts = 0;  // times `valid` was cut: a running step's rows may be stale then
   };
 
   // A runner whose pool holds `pool_blocks` blocks of `block_tokens` tokens, named
@@ -189,10 +190,15 @@ class CpuStepRunner final : public executors::StepRunner {
   struct Job {
     std::vector<std::vector<float*>> tables;  // block tables, snapshotted
     std::vector<Row> rows;
-    std::vector<Emit> emits;                             // in the order of their logits rows
-    std::vector<std::pair<std::string, int64_t>> spans;  // (context, to): valid after
-    std::vector<int32_t> tokens;                         // out: per emit
-    std::vector<uint8_t> ends;                           // out: per emit, ends the sequence
+    std::vector<Emit> emits;  // in the order of their logits rows
+    struct Span {
+      std::string context;
+      int64_t to = 0;     // valid after the step
+      uint64_t cuts = 0;  // Ctx::cuts when it started: the rows are stale if it changed
+    };
+    std::vector<Span> spans;
+    std::vector<int32_t> tokens;  // out: per emit
+    std::vector<uint8_t> ends;    // out: per emit, ends the sequence
     Status status;
   };
 

@@ -136,6 +136,7 @@ void CpuStepRunner::Unindex(Ctx& c, size_t keep) {
 }
 
 void CpuStepRunner::Invalidate(Ctx& c, int64_t upto) {
+  if (upto < c.valid) ++c.cuts;
   c.valid = std::clamp<int64_t>(upto, 0, c.valid);
   Unindex(c, static_cast<size_t>(c.valid / block_tokens_));
   if (c.valid == 0) c.indexable = true;  // whatever it holds next is of the current epoch
