@@ -76,8 +76,7 @@ Result<uint64_t> KvHbmBytes(const v1::ModelConfig& m, const v1::GpuSpec& g) {
 }
 
 // The simulated engine: a model shape priced on a GPU spec; no weights, emulated KV.
-Status LoadSimulated(ServedModelSpec* s, std::shared_ptr<cpu_engine::TokenLog>,
-                     ServedModel* out) {
+Status LoadSimulated(ServedModelSpec* s, std::shared_ptr<cpu_engine::TokenLog>, ServedModel* out) {
   out->model = s->model_config ? *s->model_config : DefaultModel();
   if (s->id.empty()) s->id = out->model.name();
   v1::GpuSpec gpu = s->gpu ? *s->gpu : DefaultGpu();

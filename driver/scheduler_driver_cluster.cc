@@ -4,8 +4,8 @@
 #include <map>
 
 #include "base/mutex.h"
-#include "driver/scheduler_driver.h"
 #include "cpu_engine/cpu_engine.h"
+#include "driver/scheduler_driver.h"
 #include "executors/engine.h"
 #include "executors/model_cost.h"
 #include "kv_tiers/arena_tier.h"

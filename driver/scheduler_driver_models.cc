@@ -6,11 +6,11 @@
 
 #include "base/asio_event_loop.h"
 #include "base/logging.h"
-#include "driver/report_waiter.h"
-#include "driver/scheduler_driver.h"
 #include "cpu_engine/cpu_engine.h"
 #include "cpu_engine/cpu_step_runner.h"
 #include "cpu_engine/tokenizer.h"
+#include "driver/report_waiter.h"
+#include "driver/scheduler_driver.h"
 #include "executors/model_cost.h"
 #include "executors/runtime.h"
 #include "executors/simulated_engine.h"

@@ -133,8 +133,7 @@ Status FrontCore::Prepare(Call* c) const {
   SY_ASSIGN_OR_RETURN(c->prompt, PromptTokens(r, c->model));
   c->parse_calls = !c->tool && c->format->parser() != nullptr && !r.conv.tools.empty() &&
                    r.conv.tool_choice.kind != ToolChoice::Kind::kNone;
-  const cpu_engine::Model* m =
-      upstream_ ? nullptr : service_->generation()->cpu_model(c->model);
+  const cpu_engine::Model* m = upstream_ ? nullptr : service_->generation()->cpu_model(c->model);
   if (m && static_cast<int64_t>(c->prompt.size()) + c->max_tokens + 64 > m->shape().max_positions)
     return Status::InvalidArgument(
         "messages: the prompt (" + std::to_string(c->prompt.size()) + " tokens) and " +

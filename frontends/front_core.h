@@ -67,13 +67,13 @@
 #include "base/status.h"
 #include "frontends/conversation.h"
 #include "frontends/lifetime.h"
-#include "upstream/upstream_client.h"
 #include "frontends/prompt.h"
 #include "frontends/reply.h"
 #include "frontends/session.h"
 #include "frontends/translate/upstream_api.h"
 #include "http/http.h"
 #include "service/service.h"
+#include "upstream/upstream_client.h"
 
 namespace switchyard::frontends {
 namespace translate {

@@ -40,7 +40,8 @@ void FrontCore::Forward(const CallPtr& c) {
   hooks.on_bytes = [reader](std::string_view bytes) { reader->Read(bytes); };
   // The client's stream stays open until the session is free: an agent sends its next
   // turn as soon as it read the last event, and that turn must find the session released.
-  hooks.on_end = life_.Guard([this, c, reader](bool complete, upstream::UpstreamClient::CloseHold hold) {
+  hooks.on_end = life_.Guard([this, c, reader](bool complete,
+                                               upstream::UpstreamClient::CloseHold hold) {
     int64_t tokens = 0;
     std::vector<std::string> tools;
     reader->End(&tools, &tokens);
@@ -144,12 +145,13 @@ void FrontCore::ForwardTranslated(const CallPtr& c, size_t i) {
       MutexLock lock(&c->mu);
       return t->Feed(bytes);
     };
-    hooks.on_end = life_.Guard([this, c, t](bool complete, upstream::UpstreamClient::CloseHold hold) {
-      Post([this, c, t, complete, hold = std::move(hold)]() mutable {
-        c->stream_hold = std::move(hold);
-        TranslatedStreamEnded(c, t, complete);
-      });
-    });
+    hooks.on_end =
+        life_.Guard([this, c, t](bool complete, upstream::UpstreamClient::CloseHold hold) {
+          Post([this, c, t, complete, hold = std::move(hold)]() mutable {
+            c->stream_hold = std::move(hold);
+            TranslatedStreamEnded(c, t, complete);
+          });
+        });
   }
   upstream_->Forward(
       translate::ChatRequest(c->req.conv, c->req.max_tokens, c->req.stream), i, UpstreamAuth(),

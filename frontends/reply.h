@@ -17,8 +17,8 @@
 
 #include "base/status.h"
 #include "frontends/conversation.h"
-#include "upstream/upstream_stream.h"
 #include "http/http.h"
+#include "upstream/upstream_stream.h"
 
 namespace switchyard::frontends {
 

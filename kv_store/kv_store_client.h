@@ -39,9 +39,9 @@
 
 #include "base/virtual_event_loop.h"
 #include "kv_store/kv_store_protocol.h"
-#include "transport/transport.h"
 #include "net_budget/budget.h"
 #include "net_budget/credit.h"
+#include "transport/transport.h"
 
 namespace switchyard::kv_store {
 

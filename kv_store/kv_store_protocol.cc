@@ -349,7 +349,9 @@ uint8_t PeekType(std::span<const uint8_t> in) { return in.empty() ? 0 : in[0]; }
 #define SY_XXH3_UPDATE(state, data, len) XXH3_64bits_update(state, data, len)
 #endif
 
-uint64_t ChecksumOf(const void* data, uint64_t bytes) { return kv_tiers::BlockChecksum(data, bytes); }
+uint64_t ChecksumOf(const void* data, uint64_t bytes) {
+  return kv_tiers::BlockChecksum(data, bytes);
+}
 
 namespace {
 

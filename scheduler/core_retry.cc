@@ -55,8 +55,8 @@ void CoreState::OnNodeFailed(WfRec& wf, int idx, const Status& st) {
   auto gi = static_cast<program_graph::NodeIndex>(idx);
   if (wf.graph->state(gi) == v1::NODE_READY) (void)wf.graph->MarkRunning(gi);
   (void)wf.graph->MarkFailed(gi, st.ToString(), program_graph::FailMode::kAllowRetry);
-  // A worker-scoped failure (ErrorScope::kRemote: the node's worker was lost) says nothing about the
-  // node itself and the retry goes to another worker: no backoff (the attempt and credit still
+  // A worker-scoped failure (ErrorScope::kRemote: the node's worker was lost) says nothing about
+  // the node itself and the retry goes to another worker: no backoff (the attempt and credit still
   // count).
   Duration backoff = st.scope() == ErrorScope::kRemote ? Duration(0) : Backoff(wf, idx);
   std::string blocker = RetryBlocker(wf, idx, st, backoff);

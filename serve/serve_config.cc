@@ -10,11 +10,11 @@
 #include "cpu_engine/dtype.h"
 #include "cpu_engine/model_shape.h"
 #include "executors/engine_kind.h"
-#include "upstream/upstream_client.h"
 #include "frontends/translate/upstream_api.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
 #include "scheduler/policy.h"
+#include "upstream/upstream_client.h"
 
 namespace switchyard::serve {
 

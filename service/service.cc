@@ -295,7 +295,11 @@ void Service::SubmitAsync(const std::string& tenant, v1::Workflow workflow,
   recp->set_time_ms(now.millis());
   *recp->mutable_submitted() = std::move(workflow);
   auto entry = std::make_shared<Entry>();
-  Status st = ApplyRecord(entry.get(), *recp);  // validates the whole graph
+  Status st;
+  {
+    MutexLock elock(&entry->mu);           // not shared yet
+    st = ApplyRecord(entry.get(), *recp);  // validates the whole graph
+  }
   if (!st.ok()) return done(st);
   {
     MutexLock elock(&entry->mu);

@@ -286,7 +286,7 @@ class Service {
     int64_t arrival_ms = 0;
     int64_t last_ms GUARDED_BY(mu) = 0;    // time of its latest record
     bool archived GUARDED_BY(mu) = false;  // dropped from workflows_: look again
-    bool restored = false;  // read back from the archive (no KV view or decisions)
+    bool restored = false;                 // read back from the archive (no KV view or decisions)
     // Per node: when its current attempt started and ended (ms; 0: not yet).
     std::unordered_map<std::string, std::pair<int64_t, int64_t>> times GUARDED_BY(mu);
     std::vector<v1::WorkerLoss> losses GUARDED_BY(mu);  // durable failure records, oldest first
@@ -311,7 +311,7 @@ class Service {
   Service(ServiceOptions options, const Clock* clock);
   Status Recover();
   // Applies one history record to an entry (used live and on recovery).
-  Status ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const;
+  Status ApplyRecord(Entry* e, const v1::WorkflowLogRecord& rec) const REQUIRES(e->mu);
   Status ApplyEvent(program_graph::Workflow* wf, const v1::NodeEvent& ev) const;
   // An event's required fields (nodeId, type) and its error text (UTF-8): InvalidArgument
   // naming the field, checked before the node is looked up.
@@ -336,9 +336,9 @@ class Service {
                    const v1::WorkflowLogRecord& rec, Effects fx, const Status& st,
                    const Done& done);
   // Applies a workflow's durable history to a fresh entry (DataLoss on a gap).
-  Status Replay(const std::string& id, Entry* e) const;
+  Status Replay(const std::string& id, Entry* e) const REQUIRES(e->mu);
   // Resets an entry to its durable history (after a failed write).
-  Status Rebuild(const std::string& id, Entry* e) const;
+  Status Rebuild(const std::string& id, Entry* e) const REQUIRES(e->mu);
   // Notes that `id` ended (durably) and archives the oldest ended workflows beyond
   // options_.ended_in_memory. Takes entry locks then mu_ (the order SubmitAsync uses).
   void NoteEnded(const std::string& id);
@@ -372,7 +372,7 @@ class Service {
                ? options_.max_live_workflows_per_tenant
                : it->second;
   }
-  void Refeed(const std::string& id, const Entry& e);
+  void Refeed(const std::string& id, const Entry& e) REQUIRES(e.mu);
   // A simulated LLM node's start (placed) or end (finished, with its status). `retried`:
   // the scheduler retries the node, so its attempt is recorded failed (retryable: READY on
   // the next attempt until placed again) — skipped where this graph would not retry (after
@@ -386,7 +386,7 @@ class Service {
   // held); a failed write is logged.
   Status RecordInternal(const std::string& id, const std::shared_ptr<Entry>& e,
                         v1::WorkflowLogRecord rec) REQUIRES(e->mu);
-  static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e);
+  static v1::WorkflowStatus StatusOf(const std::string& id, const Entry& e) REQUIRES(e.mu);
   // An idempotency answer past options_.idempotency_retention_s.
   bool Expired(const v1::IdempotencyEntry& e) const;
   // An LLM node's modelId as the served id (empty: the default model; an alias: its

@@ -138,9 +138,10 @@ Result<std::shared_ptr<Service::Entry>> Service::ReadArchived(const std::string&
     }
   }
   auto e = std::make_shared<Entry>();
+  e->restored = true;  // before it is shared: never changes
+  MutexLock lock(&e->mu);
   SY_RETURN_IF_ERROR(Replay(id, e.get()));
   if (!e->graph) return Status::DataLoss("archived workflow " + id + " has no history");
-  e->restored = true;
   return e;
 }
 

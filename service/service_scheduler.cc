@@ -92,11 +92,14 @@ void Service::Forward(const std::string& id, const v1::WorkflowLogRecord& rec, c
 }
 
 void Service::StartScheduler() {
-  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> live;
+  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> all, live;
   {
     ReaderMutexLock lock(&mu_);
-    for (const auto& [id, e] : workflows_)
-      if (e->graph && !e->graph->done()) live.emplace_back(id, e);
+    all.assign(workflows_.begin(), workflows_.end());
+  }
+  for (auto& [id, e] : all) {  // an entry's lock is taken before mu_, never under it
+    MutexLock lock(&e->mu);
+    if (e->graph && !e->graph->done()) live.emplace_back(id, e);
   }
   std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
     return a.second->arrival_ms != b.second->arrival_ms

@@ -38,7 +38,7 @@ ucs_status_t UcxTransport::CreateEp(EndpointId id, ucp_ep_params_t ep) {
 }
 
 Result<EndpointId> UcxTransport::NewPeer(const ucp_ep_params_t& ep, uint64_t id_at_peer,
-                                     bool client_server, const char* what) {
+                                         bool client_server, const char* what) {
   EndpointId id = next_peer_.fetch_add(1);
   ucs_status_t st = UCS_OK;
   Call([&] {
@@ -52,7 +52,7 @@ Result<EndpointId> UcxTransport::NewPeer(const ucp_ep_params_t& ep, uint64_t id_
 }
 
 Result<EndpointId> UcxTransport::AddPeer(const std::vector<uint8_t>& remote_address,
-                                     uint64_t id_at_peer) {
+                                         uint64_t id_at_peer) {
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   ep.address = reinterpret_cast<const ucp_address_t*>(remote_address.data());

@@ -43,8 +43,8 @@ Result<std::unique_ptr<executors::StepRunner>> CpuWorker::MakeRunner(
   SY_ASSIGN_OR_RETURN(
       std::unique_ptr<cpu_engine::CpuStepRunner> r,
       cpu_engine::CpuStepRunner::Create(loop, model_.get(), &tokens_, bt, blocks,
-                                            "cpu engine KV pool (worker " + worker_id + ")",
-                                            "default", text_masks_, token_bytes_));
+                                        "cpu engine KV pool (worker " + worker_id + ")", "default",
+                                        text_masks_, token_bytes_));
   runner_ = r.get();
   return std::unique_ptr<executors::StepRunner>(std::move(r));
 }

@@ -58,10 +58,8 @@ class CpuWorker {
   void Forget(const std::string& context) { tokens_.Forget(context); }
   bool busy(const std::string& context) const;
 
-  void Export(const v1::KvExport& m, kv_store::KvStoreServer* store,
-              v1::KvExportDone* out) const;
-  void Import(const v1::KvImport& m, const kv_store::KvStoreServer* store,
-              v1::KvImportDone* out);
+  void Export(const v1::KvExport& m, kv_store::KvStoreServer* store, v1::KvExportDone* out) const;
+  void Import(const v1::KvImport& m, const kv_store::KvStoreServer* store, v1::KvImportDone* out);
 
  private:
   CpuWorker() = default;

@@ -90,8 +90,8 @@ class RemoteStepRunner final : public executors::StepRunner {
     };
     remote_->SetSink(std::move(sink));
     if (remote_->lost())
-      state_->lost =
-          Status::Unavailable("worker " + remote->hello().worker_id() + " lost", ErrorScope::kRemote);
+      state_->lost = Status::Unavailable("worker " + remote->hello().worker_id() + " lost",
+                                         ErrorScope::kRemote);
   }
   ~RemoteStepRunner() override { Stop(); }
 

@@ -23,8 +23,8 @@
 #include <memory>
 
 #include "base/event_loop.h"
-#include "executors/batching_engine.h"
 #include "cpu_engine/cpu_engine.h"
+#include "executors/batching_engine.h"
 #include "executors/engine_kv.h"
 #include "kv_tiers/remote/kv_store_tier.h"
 #include "workers/join_server.h"

@@ -51,8 +51,8 @@ struct KvMoveTimes {
 // 12 runs of: the context exported from the pool into the host tier, then imported back
 // into fresh pool blocks, then both memcpy baselines; `helpers` threads beside the caller's
 // for the second baseline.
-KvMoveTimes TimeMoves(VirtualEventLoop& loop, CpuEngine& e, TieredKvMover& mover, size_t blocks,
-                      int helpers) {
+KvMoveTimes TimeMoves(VirtualEventLoop& loop, CpuEngine& e, executors::TieredKvMover& mover,
+                      size_t blocks, int helpers) {
   const uint64_t bpb = e.kv_block_bytes();
   uint64_t id = 0;
   auto move = [&](scheduler::Location src, scheduler::Location dst) {
@@ -74,7 +74,7 @@ KvMoveTimes TimeMoves(VirtualEventLoop& loop, CpuEngine& e, TieredKvMover& mover
   // The baseline copies the same bytes: every block of the context, read from memory of
   // its own (an untouched buffer would read the kernel's one zero page, always in cache).
   std::vector<char> a(blocks * bpb), b(blocks * bpb);
-  const ContextKvView view = *e.ExportKv("wf/c");
+  const executors::ContextKvView view = *e.ExportKv("wf/c");
   for (size_t k = 0; k < blocks; ++k) std::memcpy(a.data() + k * bpb, view.blocks[k], bpb);
   std::memset(b.data(), 1, b.size());
   std::unique_ptr<kv_tiers::WorkerPool> pool_threads;
@@ -135,14 +135,14 @@ void ReportKvMoves(const Model& model, const KvMoveTimes& t, size_t blocks, uint
 void KvExportImport(const Model& model, bench::Report* report) {
   VirtualEventLoop loop;
   TokenLog log;
-  EngineLimits limits;
+  executors::EngineLimits limits;
   limits.block_tokens = kBlockTokens;
-  limits.pool_blocks = BlocksFor(kTokens, kBlockTokens) + 1;
+  limits.pool_blocks = executors::BlocksFor(kTokens, kBlockTokens) + 1;
   auto engine = CpuEngine::Create(&loop, 0, limits, CpuEngine::Options{&model, &log});
   if (!engine.ok()) return;
   CpuEngine& e = **engine;
   const uint64_t bpb = e.kv_block_bytes();
-  const size_t blocks = static_cast<size_t>(BlocksFor(kTokens, kBlockTokens));
+  const size_t blocks = static_cast<size_t>(executors::BlocksFor(kTokens, kBlockTokens));
   auto layout =
       kv_tiers::KvLayout::FromModelConfig(ToModelConfig(model.shape()), kBlockTokens).value();
   kv_tiers::TierOptions o;
@@ -157,15 +157,15 @@ void KvExportImport(const Model& model, bench::Report* report) {
   bo.reclaim_on_high_watermark = false;
   kv_tiers::BlockManager mgr(layout, &loop, std::move(movers), nullptr, bo);
   if (!mgr.AddTier(host.get()).ok()) return;
-  TieredKvMover::Options mo;
+  executors::TieredKvMover::Options mo;
   mo.tier_of = [&](const scheduler::Location&) -> Result<std::string> { return host->name(); };
-  mo.engine_kv = [&](const scheduler::Location& l) -> EngineKv* {
+  mo.engine_kv = [&](const scheduler::Location& l) -> executors::EngineKv* {
     return l.tier == scheduler::Tier::kHbm ? &e : nullptr;
   };
   // SY_KV_COPY_THREADS: the export's copy threads (default: the mover's own choice), for
   // side-by-side runs of the serial path.
   if (const char* n = std::getenv("SY_KV_COPY_THREADS")) mo.copy_threads = std::atoi(n);
-  TieredKvMover mover(&loop, &mgr, mo);
+  executors::TieredKvMover mover(&loop, &mgr, mo);
   FillContext(e);
   // The export and import copy on the mover's copy threads and the caller's: the same
   // number of threads also runs the memcpy once more, for a second, stricter baseline.

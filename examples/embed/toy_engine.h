@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "executors/batching_engine.h"
 #include "cpu_engine/model.h"
+#include "executors/batching_engine.h"
 #include "executors/registered_kv.h"
 
 namespace toy {

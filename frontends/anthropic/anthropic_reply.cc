@@ -18,15 +18,15 @@ class EventReader : public upstream::UpstreamStreamReader {
         payload.find("\"message_delta\"") == std::string_view::npos)
       return;  // text and the other events
     auto j = nlohmann::json::parse(payload, nullptr, false);
-    const std::string type = UpstreamString(j, "type");
+    const std::string type = upstream::UpstreamString(j, "type");
     if (type == "message_delta") {
       auto usage = j.find("usage");
       if (usage == j.end()) return;
-      if (int64_t n = UpstreamInt(*usage, "output_tokens", -1); n >= 0) OutputTokens(n);
+      if (int64_t n = upstream::UpstreamInt(*usage, "output_tokens", -1); n >= 0) OutputTokens(n);
     } else if (type == "content_block_start") {
       auto block = j.find("content_block");
       if (block != j.end() && UpstreamString(*block, "type") == "tool_use")
-        Tool(UpstreamInt(j, "index", 0), UpstreamString(*block, "name"));
+        Tool(upstream::UpstreamInt(j, "index", 0), UpstreamString(*block, "name"));
     }
   }
 };

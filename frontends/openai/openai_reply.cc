@@ -58,12 +58,13 @@ class ChunkReader : public upstream::UpstreamStreamReader {
     auto j = nlohmann::json::parse(payload, nullptr, false);
     if (!j.is_object()) return;
     if (auto usage = j.find("usage"); usage != j.end()) {
-      if (int64_t n = UpstreamInt(*usage, "completion_tokens", -1); n >= 0) OutputTokens(n);
+      if (int64_t n = upstream::UpstreamInt(*usage, "completion_tokens", -1); n >= 0)
+        OutputTokens(n);
     }
     auto choices = j.find("choices");
     if (choices == j.end() || !choices->is_array()) return;
     for (const auto& choice : *choices) {
-      if (!choice.is_object() || UpstreamInt(choice, "index", 0) != 0) continue;
+      if (!choice.is_object() || upstream::UpstreamInt(choice, "index", 0) != 0) continue;
       auto delta = choice.find("delta");
       if (delta == choice.end() || !delta->is_object()) continue;
       auto calls = delta->find("tool_calls");
@@ -72,8 +73,8 @@ class ChunkReader : public upstream::UpstreamStreamReader {
         const auto& call = (*calls)[i];
         if (!call.is_object()) continue;
         auto f = call.find("function");
-        Tool(UpstreamInt(call, "index", static_cast<int64_t>(i)),
-             f != call.end() ? UpstreamString(*f, "name") : "");
+        Tool(upstream::UpstreamInt(call, "index", static_cast<int64_t>(i)),
+             f != call.end() ? upstream::UpstreamString(*f, "name") : "");
       }
     }
   }
@@ -170,8 +171,9 @@ std::string OpenAiReply::StreamError(const Status& st) {
 void OpenAiReply::ReadUpstreamAnswer(std::string_view body, std::vector<std::string>* tools,
                                      int64_t* output_tokens) const {
   auto j = nlohmann::json::parse(body, nullptr, false);
-  *output_tokens =
-      j.is_object() && j.contains("usage") ? UpstreamInt(j["usage"], "completion_tokens", 0) : 0;
+  *output_tokens = j.is_object() && j.contains("usage")
+                       ? upstream::UpstreamInt(j["usage"], "completion_tokens", 0)
+                       : 0;
   *tools = ToolCallNames(j);
 }
 

@@ -23,17 +23,17 @@ class EventReader : public upstream::UpstreamStreamReader {
         payload.find("\"output_tokens\"") == std::string_view::npos)
       return;  // text and the other events
     auto j = nlohmann::json::parse(payload, nullptr, false);
-    const std::string type = UpstreamString(j, "type");
+    const std::string type = upstream::UpstreamString(j, "type");
     if (type == "response.output_item.added" || type == "response.output_item.done") {
       auto item = j.find("item");
       if (item != j.end() && UpstreamString(*item, "type") == "function_call")
-        Tool(UpstreamInt(j, "output_index", 0), UpstreamString(*item, "name"));
+        Tool(upstream::UpstreamInt(j, "output_index", 0), UpstreamString(*item, "name"));
     } else if (type == "response.completed" || type == "response.incomplete" ||
                type == "response.failed") {
       auto response = j.find("response");
       auto usage = response != j.end() ? response->find("usage") : j.end();
       if (response != j.end() && usage != response->end()) {
-        if (int64_t n = UpstreamInt(*usage, "output_tokens", -1); n >= 0) OutputTokens(n);
+        if (int64_t n = upstream::UpstreamInt(*usage, "output_tokens", -1); n >= 0) OutputTokens(n);
       }
     }
   }

@@ -21,7 +21,8 @@ std::unique_ptr<KvStoreTier> KvStoreTier::Detached(const TierOptions& tier_optio
 }
 
 Status KvStoreTier::NoWorker() const {
-  return Status::Unavailable("peer tier " + name_ + ": no worker connected yet", ErrorScope::kRemote);
+  return Status::Unavailable("peer tier " + name_ + ": no worker connected yet",
+                             ErrorScope::kRemote);
 }
 
 std::shared_ptr<kv_store::KvStoreClient> KvStoreTier::Client() const {

@@ -71,11 +71,11 @@ TEST(CalibrateCpuEngineTest, TinyGridGivesATableTableStepCostFits) {
   EXPECT_NE(csv.find("\nprefill_tokens,decode_seqs,kv_tokens,prefill_attention,step_time_s\n"),
             std::string::npos);
   EXPECT_NE(csv.find("32,0,200,6928,"), std::string::npos) << csv;  // 32 x (200 + 16.5)
-  auto table = TableStepCost::FromText(csv, "calibrated.csv");
+  auto table = executors::TableStepCost::FromText(csv, "calibrated.csv");
   ASSERT_TRUE(table.ok()) << table.status() << "\n" << csv;
   EXPECT_TRUE(table->has_prefill_attention());
   EXPECT_EQ(table->rows(), 34u);
-  StepShape small, big, decode;
+  executors::StepShape small, big, decode;
   // As the batching engine builds them: a chunk's attention comes with its tokens (the
   // fit may price a prefill through either).
   small.prefill_tokens = 32;

@@ -39,9 +39,9 @@ class Runner : public testing::EngineRunner {
   Runner() : EngineRunner(&ShortAnswerModel()) {}
   std::vector<int32_t> Run(const std::string& key, double temperature, uint64_t seed,
                            bool text = true) {
-    SequenceSpec s;
+    executors::SequenceSpec s;
     s.key = key;
-    s.contexts.push_back(SeqContext{key + "-ctx", 0, false});
+    s.contexts.push_back(executors::SeqContext{key + "-ctx", 0, false});
     s.prefill_tokens = 6;
     if (text)
       for (char c : std::string("Hello:")) s.prompt_token_ids.push_back(c);

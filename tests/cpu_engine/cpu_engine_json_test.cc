@@ -59,7 +59,7 @@ std::vector<bool> AsciiMask() {
 class Harness {
  public:
   explicit Harness(bool token_bytes = true, std::vector<std::vector<bool>> masks = {}) {
-    EngineLimits l;
+    executors::EngineLimits l;
     l.block_tokens = 16;
     l.pool_blocks = 256;
     l.max_num_seqs = 16;
@@ -72,8 +72,8 @@ class Harness {
     auto e = CpuEngine::Create(&loop_, 0, l, o);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
     engine_ = std::move(*e);
-    engine_->SetListener([this](const StepReport& r) {
-      for (const SeqProgress& p : r.seqs) {
+    engine_->SetListener([this](const executors::StepReport& r) {
+      for (const executors::SeqProgress& p : r.seqs) {
         if (p.token >= 0) out_[p.key].push_back(p.token);
         if (p.finished) status_[p.key] = p.status;
       }
@@ -106,11 +106,11 @@ class Harness {
   std::map<std::string, Status> status_;
 };
 
-SequenceSpec Constrained(const std::string& key, const std::string& schema, int64_t max_out,
-                         double temperature = 0, uint64_t seed = 0) {
-  SequenceSpec s;
+executors::SequenceSpec Constrained(const std::string& key, const std::string& schema,
+                                    int64_t max_out, double temperature = 0, uint64_t seed = 0) {
+  executors::SequenceSpec s;
   s.key = key;
-  s.contexts.push_back(SeqContext{key + "-ctx", 0, false});  // created by the prefill
+  s.contexts.push_back(executors::SeqContext{key + "-ctx", 0, false});  // created by the prefill
   s.prefill_tokens = 12;
   for (int i = 0; i < 12; ++i) s.prompt_token_ids.push_back("Call a tool:"[i]);
   s.max_output_tokens = max_out;
@@ -150,7 +150,7 @@ bool ExpectObject(const std::string& schema, const std::string& text,
   return closed;
 }
 
-std::vector<int32_t> RunToEnd(Harness& h, const SequenceSpec& s) {
+std::vector<int32_t> RunToEnd(Harness& h, const executors::SequenceSpec& s) {
   Status st = h.engine().Admit(s);
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_TRUE(h.Finish({s.key}));
@@ -195,7 +195,8 @@ TEST(CpuEngineJsonTest, SameSeedSameOutputAloneOrInABatch) {
   const std::vector<int32_t> ref = RunToEnd(alone, Constrained("wf/n", kSchema, 64, 1.0, 11));
   Harness mixed(true, {AsciiMask()});
   for (int i = 0; i < 3; ++i) {
-    SequenceSpec other = Constrained("wf/o" + std::to_string(i), kSchema, 40, 0.7, 20 + i);
+    executors::SequenceSpec other =
+        Constrained("wf/o" + std::to_string(i), kSchema, 40, 0.7, 20 + i);
     if (i == 1) other.json_schema.clear();
     ASSERT_TRUE(mixed.engine().Admit(other).ok());
   }
@@ -211,14 +212,14 @@ TEST(CpuEngineJsonTest, ConstraintSurvivesPreemption) {
   const std::vector<int32_t> ref = RunToEnd(ref_h, Constrained("wf/n", kSchema, 48, 1.0, 7));
   ASSERT_GT(ref.size(), 8u);
   Harness h(true, {AsciiMask()});
-  SequenceSpec s = Constrained("wf/n", kSchema, 48, 1.0, 7);
+  executors::SequenceSpec s = Constrained("wf/n", kSchema, 48, 1.0, 7);
   ASSERT_TRUE(h.engine().Admit(s).ok());
   ASSERT_TRUE(h.RunUntil([&] { return h.out("wf/n").size() >= 5; }));
-  Result<SeqProgress> p = h.engine().Preempt("wf/n");
+  Result<executors::SeqProgress> p = h.engine().Preempt("wf/n");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_GT(p->output_done, 0);
-  SequenceSpec again = s;
-  again.contexts = {SeqContext{"wf/n-ctx", h.engine().context_tokens("wf/n-ctx"), true}};
+  executors::SequenceSpec again = s;
+  again.contexts = {executors::SeqContext{"wf/n-ctx", h.engine().context_tokens("wf/n-ctx"), true}};
   again.prefill_tokens = 0;
   again.prompt_token_ids.clear();
   again.output_done = p->output_done;

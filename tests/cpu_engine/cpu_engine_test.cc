@@ -51,7 +51,7 @@ class Harness {
   explicit Harness(int workers = 1, int64_t budget = 64, int64_t pool_blocks = 256,
                    const Model* model = &TinyModel()) {
     for (int w = 0; w < workers; ++w) {
-      EngineLimits l;
+      executors::EngineLimits l;
       l.block_tokens = kBlockTokens;
       l.pool_blocks = pool_blocks;
       l.max_num_seqs = 16;
@@ -61,7 +61,7 @@ class Harness {
       o.tokens = &log_;
       auto e = CpuEngine::Create(&loop_, w, l, o);
       EXPECT_TRUE(e.ok()) << e.status().ToString();
-      (*e)->SetListener([this](const StepReport& r) { OnReport(r); });
+      (*e)->SetListener([this](const executors::StepReport& r) { OnReport(r); });
       engines_.push_back(std::move(*e));
     }
   }
@@ -91,8 +91,8 @@ class Harness {
   Status status(const std::string& key) { return status_[key]; }
 
  private:
-  void OnReport(const StepReport& r) {
-    for (const SeqProgress& p : r.seqs) {
+  void OnReport(const executors::StepReport& r) {
+    for (const executors::SeqProgress& p : r.seqs) {
       if (p.token >= 0) out_[p.key].push_back(p.token);
       if (p.finished) {
         finished_.insert(p.key);
@@ -109,12 +109,12 @@ class Harness {
   std::set<std::string> finished_;
 };
 
-SequenceSpec Call(const std::string& key, const std::string& ctx, int64_t held, bool resident,
-                  int64_t fresh, int64_t max_out) {
-  SequenceSpec s;
+executors::SequenceSpec Call(const std::string& key, const std::string& ctx, int64_t held,
+                             bool resident, int64_t fresh, int64_t max_out) {
+  executors::SequenceSpec s;
   s.key = key;
   resident = resident && held > 0;  // a new context is built by the prefill
-  if (!ctx.empty()) s.contexts.push_back(SeqContext{ctx, held, resident});
+  if (!ctx.empty()) s.contexts.push_back(executors::SeqContext{ctx, held, resident});
   s.prefill_tokens = fresh + (resident ? 0 : held);
   s.max_output_tokens = max_out;
   s.stop_at_eos = false;
@@ -173,7 +173,7 @@ TEST(CpuEngineTest, PoolIsARealKvTierSizedByTheAccounting) {
   EXPECT_EQ(e.pool().kind(), v1::TIER_HBM);
   EXPECT_EQ(e.kv_block_bytes(), kBlockTokens * TinyModel().shape().kv_bytes_per_token());
   FirstCall(h);
-  EXPECT_EQ(e.blocks_used(), BlocksFor(79, kBlockTokens));
+  EXPECT_EQ(e.blocks_used(), executors::BlocksFor(79, kBlockTokens));
   EXPECT_EQ(e.pool_used_bytes(), static_cast<uint64_t>(e.blocks_used()) * e.kv_block_bytes());
   // The last output token's KV is computed by the next call.
   EXPECT_EQ(e.valid_tokens("wf/c"), 78);
@@ -221,7 +221,7 @@ TEST(CpuEngineTest, ContinuingFromAKeptPrefixEqualsComputingThatTextFromScratch)
   Harness h;
   int64_t held = FirstCall(h);  // 70 + 9
   ASSERT_EQ(held, 79);
-  SequenceSpec cut = Call("wf/n2", "wf/c", 70, true, 30, 12);
+  executors::SequenceSpec cut = Call("wf/n2", "wf/c", 70, true, 30, 12);
   cut.contexts[0].keep_only = true;
   ASSERT_TRUE(h.engine().Admit(cut).ok());
   EXPECT_EQ(h.engine().context_tokens("wf/c"), 100);
@@ -267,18 +267,18 @@ class MoverRig {
     EXPECT_TRUE(mgr_->AddTier(host_.get()).ok());
     EXPECT_TRUE(mgr_->AddTier(disk_.get()).ok());
     if (remote_) EXPECT_TRUE(mgr_->AddTier(remote_.get()).ok());
-    TieredKvMover::Options mo;
+    executors::TieredKvMover::Options mo;
     mo.tier_of = [this](const Location& l) -> Result<std::string> {
       if (l.tier == scheduler::Tier::kHost && l.worker == 1 && remote_) return remote_->name();
       if (l.tier == scheduler::Tier::kHost) return host_->name();
       if (l.tier == scheduler::Tier::kDisk) return disk_->name();
       return Status::NotFound("no tier for " + scheduler::LocationString(l));
     };
-    mo.engine_kv = [this](const Location& l) -> EngineKv* {
+    mo.engine_kv = [this](const Location& l) -> executors::EngineKv* {
       bool pool = l.tier == scheduler::Tier::kHbm || l.tier == scheduler::Tier::kPeer;
       return pool ? &h_.engine(l.worker) : nullptr;
     };
-    mover_ = std::make_unique<TieredKvMover>(&h.loop(), mgr_.get(), mo);
+    mover_ = std::make_unique<executors::TieredKvMover>(&h.loop(), mgr_.get(), mo);
   }
   ~MoverRig() {
     mover_.reset();
@@ -311,7 +311,7 @@ class MoverRig {
   }
   void set_tokens(int64_t t) { tokens_ = t; }
   kv_tiers::BlockManager& manager() { return *mgr_; }
-  TieredKvMover& mover() { return *mover_; }
+  executors::TieredKvMover& mover() { return *mover_; }
 
  private:
   Harness& h_;
@@ -320,7 +320,7 @@ class MoverRig {
   std::unique_ptr<kv_tiers::Tier> remote_, host_, disk_;
   std::filesystem::path dir_;
   std::unique_ptr<kv_tiers::BlockManager> mgr_;
-  std::unique_ptr<TieredKvMover> mover_;
+  std::unique_ptr<executors::TieredKvMover> mover_;
   uint64_t id_ = 0;
   int64_t tokens_ = 0;
 };
@@ -425,7 +425,7 @@ TEST(CpuEngineTest, AnEpochBumpMakesMovedBlocksUnreadableAndForcesRecompute) {
 
 TEST(CpuEngineTest, PromptTokenIdsAreUsedAndChecked) {
   Harness h;
-  SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 4, 3);
+  executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 4, 3);
   s.prompt_token_ids = {1, 2, 3};
   Status st = h.engine().Admit(s);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
@@ -448,7 +448,7 @@ TEST(CpuEngineTest, PromptTokenIdsAreUsedAndChecked) {
 TEST(CpuEngineTest, ContinuationsDependOnTheEarlierContext) {
   auto run = [](int32_t first) {
     Harness h;
-    SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 40, 12);
+    executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 40, 12);
     for (int i = 0; i < 40; ++i) s.prompt_token_ids.push_back(i < 30 ? first + i : 100 + i);
     EXPECT_TRUE(h.engine().Admit(s).ok());
     EXPECT_TRUE(h.Finish({"wf/n1"}));
@@ -460,7 +460,7 @@ TEST(CpuEngineTest, ContinuationsDependOnTheEarlierContext) {
 TEST(CpuEngineTest, SeededSamplingIsReproducibleAndGreedyIsNotSampling) {
   auto run = [](double temperature, uint64_t seed) {
     Harness h;
-    SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 20, 16);
+    executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 20, 16);
     s.temperature = temperature;
     s.sampling_seed = seed;
     EXPECT_TRUE(h.engine().Admit(s).ok());
@@ -476,7 +476,7 @@ TEST(CpuEngineTest, SeededSamplingIsReproducibleAndGreedyIsNotSampling) {
 TEST(CpuEngineTest, StopsAtAnyOfTheModelsEosIds) {
   auto run = [](const Model* m, bool stop) {
     Harness h(1, 64, 256, m);
-    SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 20, 16);
+    executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 20, 16);
     s.stop_at_eos = stop;
     EXPECT_TRUE(h.engine().Admit(s).ok());
     EXPECT_TRUE(h.Finish({"wf/n1"}));

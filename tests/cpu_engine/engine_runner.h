@@ -24,7 +24,7 @@ class EngineRunner {
  public:
   // `o.model` is `model`, `o.tokens` the runner's own log.
   explicit EngineRunner(const Model* model, CpuEngine::Options o = {}) {
-    EngineLimits l;
+    executors::EngineLimits l;
     l.block_tokens = 16;
     l.pool_blocks = 512;
     l.max_num_seqs = 16;
@@ -34,16 +34,16 @@ class EngineRunner {
     auto e = CpuEngine::Create(&loop_, 0, l, o);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
     engine_ = std::move(*e);
-    engine_->SetListener([this](const StepReport& r) {
-      for (const SeqProgress& p : r.seqs) {
+    engine_->SetListener([this](const executors::StepReport& r) {
+      for (const executors::SeqProgress& p : r.seqs) {
         if (p.token >= 0) out_[p.key].push_back(p.token);
         if (p.finished) done_[p.key] = p.status.ok();
       }
     });
   }
-  Status Admit(const SequenceSpec& s) { return engine_->Admit(s); }
+  Status Admit(const executors::SequenceSpec& s) { return engine_->Admit(s); }
   // Admits `s` and runs it to its end; its tokens.
-  std::vector<int32_t> Run(const SequenceSpec& s) {
+  std::vector<int32_t> Run(const executors::SequenceSpec& s) {
     EXPECT_TRUE(Admit(s).ok());
     EXPECT_TRUE(::switchyard::testing::WaitUntil(
         [&] {

@@ -27,10 +27,10 @@ const Model& Tiny() {
 class Runner : public testing::EngineRunner {
  public:
   explicit Runner(bool token_bytes = true) : EngineRunner(&Tiny(), Options(token_bytes)) {}
-  static SequenceSpec Spec(const std::string& key, uint64_t seed) {
-    SequenceSpec s;
+  static executors::SequenceSpec Spec(const std::string& key, uint64_t seed) {
+    executors::SequenceSpec s;
     s.key = key;
-    s.contexts.push_back(SeqContext{key + "-ctx", 0, false});
+    s.contexts.push_back(executors::SeqContext{key + "-ctx", 0, false});
     s.prefill_tokens = 4;
     for (char c : std::string("Go: ")) s.prompt_token_ids.push_back(c);
     s.max_output_tokens = 64;
@@ -74,7 +74,7 @@ TEST(GuidedChoice, TheOutputIsOneOfTheChoicesWhateverTheWeights) {
   const std::vector<std::string> choices = {"<tool_call>\n{\"name\": \"ls\"}\n</tool_call>",
                                             "plain answer"};
   for (uint64_t seed = 1; seed <= 6; ++seed) {
-    SequenceSpec s = Runner::Spec("c" + std::to_string(seed), seed);
+    executors::SequenceSpec s = Runner::Spec("c" + std::to_string(seed), seed);
     s.choices = choices;
     const std::string text = Text(r.Run(s));
     EXPECT_TRUE(text == choices[0] || text == choices[1]) << text;
@@ -83,7 +83,7 @@ TEST(GuidedChoice, TheOutputIsOneOfTheChoicesWhateverTheWeights) {
 
 TEST(GuidedChoice, RefusedWithoutTokenBytesOrWithAJsonSchema) {
   Runner no_bytes(false);
-  SequenceSpec s = Runner::Spec("a", 1);
+  executors::SequenceSpec s = Runner::Spec("a", 1);
   s.choices = {"x"};
   EXPECT_TRUE(no_bytes.Admit(s).IsInvalidArgument());
   Runner r;
@@ -94,10 +94,10 @@ TEST(GuidedChoice, RefusedWithoutTokenBytesOrWithAJsonSchema) {
 TEST(LogitBias, APlusHundredOnTheStopIdEndsTheAnswerAndMinusHundredBansAToken) {
   Runner r;
   const int32_t eos = Tiny().shape().eos_id;
-  SequenceSpec stop = Runner::Spec("stop", 3);
+  executors::SequenceSpec stop = Runner::Spec("stop", 3);
   stop.logit_bias = {{eos, 100.0f}};
   EXPECT_EQ(r.Run(stop), std::vector<int32_t>{eos});
-  SequenceSpec ban = Runner::Spec("ban", 3);
+  executors::SequenceSpec ban = Runner::Spec("ban", 3);
   for (int t = 0; t < Tiny().shape().vocab_size; ++t)
     if (t != 'a') ban.logit_bias.emplace_back(t, -100.0f);
   ban.stop_at_eos = false;

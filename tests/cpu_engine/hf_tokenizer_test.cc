@@ -172,7 +172,7 @@ TEST(HfTokenizer, StopIdsAreOneSetForTheTokenizerAndTheModel) {
 std::vector<int32_t> RunOnlyImEnd(const Model& model) {
   VirtualEventLoop loop;
   TokenLog log;
-  EngineLimits l;
+  executors::EngineLimits l;
   l.block_tokens = 16;
   l.pool_blocks = 16;
   l.max_num_seqs = 4;
@@ -186,15 +186,15 @@ std::vector<int32_t> RunOnlyImEnd(const Model& model) {
   EXPECT_TRUE(e.ok()) << e.status();
   std::vector<int32_t> out;
   bool done = false;
-  (*e)->SetListener([&](const StepReport& r) {
-    for (const SeqProgress& p : r.seqs) {
+  (*e)->SetListener([&](const executors::StepReport& r) {
+    for (const executors::SeqProgress& p : r.seqs) {
       if (p.token >= 0) out.push_back(p.token);
       done = done || p.finished;
     }
   });
-  SequenceSpec s;
+  executors::SequenceSpec s;
   s.key = "wf/n1";
-  s.contexts.push_back(SeqContext{"wf/c", 0, false});
+  s.contexts.push_back(executors::SeqContext{"wf/c", 0, false});
   s.prefill_tokens = 12;
   s.max_output_tokens = 6;
   EXPECT_TRUE((*e)->Admit(s).ok());

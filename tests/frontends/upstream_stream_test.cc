@@ -70,7 +70,8 @@ TEST(UpstreamStreamTest, ALineLongerThanTheBoundIsSkipped) {
   Recorder r;
   r.Read("data: a\ndata: ");
   const std::string chunk(64 << 10, 'x');
-  for (size_t n = 0; n <= upstream::UpstreamStreamReader::kMaxLineBytes; n += chunk.size()) r.Read(chunk);
+  for (size_t n = 0; n <= upstream::UpstreamStreamReader::kMaxLineBytes; n += chunk.size())
+    r.Read(chunk);
   r.Read("still the long line\ndata: b\n");
   r.Read(std::string(upstream::UpstreamStreamReader::kMaxLineBytes + 1, 'y'));  // in one piece
   r.Read("\ndata: c\n");

@@ -330,7 +330,7 @@ TEST(KvStoreServerLocalTest, CommitLocalValidatesLikeAPutAndTheBlockIsReadable) 
     h.length = 4096;
     h.workflow_id = "t";
     h.context_id = "hbm-w0";
-    h.blocks.push_back(BlockRef{id, 4096, BlockChecksum(buf->data.get(), 4096)});
+    h.blocks.push_back(BlockRef{id, 4096, kv_tiers::BlockChecksum(buf->data.get(), 4096)});
     if (corrupt) buf->data[7] ^= 1;
     return w.CommitLocal(h, buf);
   };
@@ -373,7 +373,7 @@ TEST(KvStoreServerLocalTest, CommitLocalHashingFillsTheChecksumAndChecksTheRest)
   std::memset(buf->data.get(), 0x5a, 4096);
   BlockHeader h = header(1, epoch, 4096);
   ASSERT_EQ(w.CommitLocalHashing(&h, buf), RejectReason::kNone);
-  EXPECT_EQ(h.blocks[0].checksum, BlockChecksum(buf->data.get(), 4096));
+  EXPECT_EQ(h.blocks[0].checksum, kv_tiers::BlockChecksum(buf->data.get(), 4096));
   BlockHeader stale = header(2, epoch + 1, 4096);
   EXPECT_EQ(w.CommitLocalHashing(&stale, buf), RejectReason::kStaleCommEpoch);
   BlockHeader longer = header(3, epoch, 8192);  // more than the buffer holds

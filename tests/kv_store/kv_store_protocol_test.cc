@@ -219,8 +219,9 @@ TEST(KvStoreProtocolTest, BlockChecksumsAcrossDescriptors) {
 TEST(KvStoreProtocolTest, WireChecksumIsTheBlockChecksum) {
   std::vector<uint8_t> data(1 << 20);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i ^ (i >> 9));
-  EXPECT_EQ(ChecksumOf(data.data(), data.size()), BlockChecksum(data.data(), data.size()));
-  EXPECT_EQ(ChecksumOf(data.data(), 4096), BlockChecksum(data.data(), 4096));
+  EXPECT_EQ(ChecksumOf(data.data(), data.size()),
+            kv_tiers::BlockChecksum(data.data(), data.size()));
+  EXPECT_EQ(ChecksumOf(data.data(), 4096), kv_tiers::BlockChecksum(data.data(), 4096));
 }
 
 }  // namespace

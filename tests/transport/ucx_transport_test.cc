@@ -139,7 +139,8 @@ void BothWays(Transport& a, Transport& b, EndpointId to_b, uint32_t transfer) {
   ASSERT_TRUE(b_to_a.ok()) << b_to_a.status();
   std::vector<uint8_t> src(64 << 10, static_cast<uint8_t>(transfer)), dst(src.size(), 0);
   const Tag tag = kv_store::MakeTag(kv_store::MsgType::kPutData, 0, transfer);
-  for (auto [from, to, peer] : {std::tuple{&a, &b, to_b}, std::tuple{&b, &a, EndpointId{*b_to_a}}}) {
+  for (auto [from, to, peer] :
+       {std::tuple{&a, &b, to_b}, std::tuple{&b, &a, EndpointId{*b_to_a}}}) {
     std::fill(dst.begin(), dst.end(), 0);
     auto recv = to->PostRecv({{dst.data(), dst.size()}}, tag, kv_store::kFullMask, {});
     ASSERT_TRUE(recv.ok()) << recv.status();

@@ -81,7 +81,7 @@ struct EpErrArg {
 struct Command {
   enum Kind { kSend, kRecv, kCancel, kCall } kind = kCall;
   std::shared_ptr<OpState> op;  // kSend, kRecv; kCancel: the op to cancel
-  EndpointId peer = 0;              // kSend
+  EndpointId peer = 0;          // kSend
   void* buffer = nullptr;
   size_t count = 0;
   ucp_datatype_t datatype = 0;
@@ -138,7 +138,7 @@ class UcxTransport final : public Transport {
     void* request = nullptr;
     bool busy = false;
     bool silent = false;  // TransferOptions::silent_completion
-    EndpointId peer = 0;      // sends: the destination
+    EndpointId peer = 0;  // sends: the destination
     // Completed by us after its peer's endpoint was force-closed without UCX finishing
     // it; kept (with its op) until UCX's callback or shutdown.
     bool abandoned = false;
@@ -164,7 +164,7 @@ class UcxTransport final : public Transport {
   ucs_status_t CreateEp(EndpointId id, ucp_ep_params_t ep);
   // A new peer whose endpoint is created from `ep` (CreateEp, run as the worker's owner).
   Result<EndpointId> NewPeer(const ucp_ep_params_t& ep, uint64_t id_at_peer, bool client_server,
-                         const char* what);
+                             const char* what);
   Result<EndpointId> AddPeer(const std::vector<uint8_t>& remote_address, uint64_t id_at_peer);
   // Client-server endpoints (UCX's sockaddr connection flow, see ucx_transport.h). The
   // connecting side creates its endpoint to the listener's ucp_listener; the listening side

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "upstream/upstream_client.h"
 #include "http/http.h"
+#include "upstream/upstream_client.h"
 
 namespace switchyard::upstream {
 namespace internal {
