@@ -13,9 +13,6 @@
 namespace switchyard::cpu_engine {
 namespace {
 
-using executors::SeqContext;
-using executors::SequenceSpec;
-
 // tiny-llama-2l with answers of 8 tokens on average.
 const Model& ShortAnswerModel() {
   static std::unique_ptr<Model> m = [] {

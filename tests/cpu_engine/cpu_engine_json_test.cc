@@ -14,12 +14,6 @@
 namespace switchyard::cpu_engine {
 namespace {
 
-using executors::EngineLimits;
-using executors::SeqContext;
-using executors::SeqProgress;
-using executors::SequenceSpec;
-using executors::StepReport;
-
 using nlohmann::json;
 
 constexpr const char* kSchema = R"({"type": "object", "properties": {

@@ -21,15 +21,6 @@
 namespace switchyard::cpu_engine {
 namespace {
 
-using executors::BlocksFor;
-using executors::EngineKv;
-using executors::EngineLimits;
-using executors::SeqContext;
-using executors::SeqProgress;
-using executors::SequenceSpec;
-using executors::StepReport;
-using executors::TieredKvMover;
-
 using scheduler::Command;
 using scheduler::CommandKind;
 using scheduler::Location;

@@ -15,11 +15,6 @@
 
 namespace switchyard::cpu_engine::testing {
 
-using executors::EngineLimits;
-using executors::SeqProgress;
-using executors::SequenceSpec;
-using executors::StepReport;
-
 class EngineRunner {
  public:
   // `o.model` is `model`, `o.tokens` the runner's own log.

@@ -11,9 +11,6 @@
 namespace switchyard::cpu_engine {
 namespace {
 
-using executors::SeqContext;
-using executors::SequenceSpec;
-
 const Model& Tiny() {
   static std::unique_ptr<Model> m = [] {
     auto r = Model::Load(std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json");

@@ -26,12 +26,6 @@
 namespace switchyard::cpu_engine {
 namespace {
 
-using executors::EngineLimits;
-using executors::SeqContext;
-using executors::SeqProgress;
-using executors::SequenceSpec;
-using executors::StepReport;
-
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 namespace vocab = ::switchyard::tokenizer::testing;
