@@ -21,6 +21,16 @@
 // chunk-invariance). Contexts a node only reads are held resident for it but are not
 // mixed into its attention (combining separately computed KV is outside this engine).
 //
+// Automatic prefix caching (Options::prefix_caching, on by default; vLLM's APC): the whole
+// KV blocks of every context are named by the chained hash of their token ids (the model
+// and its epoch in the seed), and freed ones stay in the pool as kept free blocks until an
+// allocation needs them (the least important sequences' first, then least recently freed).
+// An admission finds the longest run of whole blocks of its prefill from position 0 —
+// held by another context or kept — and copies or adopts them instead of computing them
+// (BatchingEngine "Prefix caching"; CpuStepRunner); the model's chunk invariance makes the
+// result bit-identical to computing them. A kept block is free in every count
+// (blocks_used(), pool_used_bytes(), the pool tier's used bytes).
+//
 // Steps run on the engine's own thread (one per worker), the event loop carrying on; the
 // report's times are the loop's clock around the real computation. Decoding: greedy at
 // temperature 0, else seeded sampling (model.h's Sample: seed, step), over the allowed
@@ -36,6 +46,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -89,6 +100,8 @@ class CpuEngine final : public executors::BatchingEngine, public executors::Engi
     // valid prefix of its JSON object (json_constraint.h). Empty: such a sequence is
     // refused at admission (InvalidArgument naming it).
     std::vector<std::string> token_bytes;
+    // Automatic prefix caching (above); false: every prefill token is computed.
+    bool prefix_caching = true;
   };
   // InvalidArgument without a model or token log; the pool's allocation error.
   static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker,
@@ -107,6 +120,10 @@ class CpuEngine final : public executors::BatchingEngine, public executors::Engi
   Status CommitImport(const std::string& context, int64_t valid_tokens) override;
   // Tokens of a context with KV computed (-1: not held).
   int64_t valid_tokens(const std::string& context) const;
+  // Prefix caching: the tokens of the whole blocks of `ids` (from position 0) an admission
+  // would find now (0 without prefix caching); freed blocks kept for it.
+  int64_t cached_prefix_tokens(std::span<const int32_t> ids) const;
+  size_t kept_blocks() const;
 
  private:
   CpuEngine(EventLoop* loop, int worker, executors::EngineLimits limits,

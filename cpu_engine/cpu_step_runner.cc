@@ -114,6 +114,17 @@ Status CpuStepRunner::OnAdmit(const executors::SequenceSpec& spec, const std::st
   p.choice = std::move(choice);
   if (p.json || p.choice) constrained_[primary] = spec.key;
   params_[spec.key] = std::move(p);
+  // The sequence's priority goes with the blocks of every context it names.
+  pending_priority_.clear();
+  auto note = [&](const std::string& key) {
+    if (Ctx* c = Find(key))
+      c->priority = spec.priority;
+    else
+      pending_priority_[key] = spec.priority;
+  };
+  note(primary);
+  for (const executors::SeqContext& c : spec.contexts) note(c.key);
+  if (Ctx* c = Find(primary)) Invalidate(*c, fresh_from);  // its ids from here on are new
   return Status::OK();
 }
 
@@ -126,47 +137,11 @@ void CpuStepRunner::OnLeave(const std::string& seq) {
   params_.erase(seq);
 }
 
-void CpuStepRunner::Free(const std::string& key, const kv_tiers::Extent& e) {
-  if (busy(key))
-    deferred_.push_back(e);
-  else
-    (void)pool_->Free(e);
-}
-
-Status CpuStepRunner::EnsureBlocks(const std::string& key, Ctx& c) {
-  const size_t need = static_cast<size_t>(executors::BlocksFor(c.tokens, block_tokens_));
-  while (c.blocks.size() < need) {
-    Result<kv_tiers::Extent> e = pool_->Allocate(tenant_, block_bytes_);
-    if (!e.ok())
-      return Status::ResourceExhausted("cpu engine: no free block in the KV pool for '" + key +
-                                       "': " + e.status().message());
-    c.extents.push_back(*e);
-    c.blocks.push_back(static_cast<float*>(pool_->Data(*e)));
-  }
-  return Status::OK();
-}
-
-void CpuStepRunner::OnResize(const std::string& context, int64_t tokens) {
-  Ctx& c = ctxs_[context];
-  c.tokens = tokens;
-  c.valid = std::min(c.valid, tokens);
-  const size_t need = static_cast<size_t>(executors::BlocksFor(tokens, block_tokens_));
-  while (c.extents.size() > need) {
-    Free(context, c.extents.back());
-    c.extents.pop_back();
-    c.blocks.pop_back();
-  }
-  if (tokens == 0) {
-    ctxs_.erase(context);
-    return;
-  }
-  (void)EnsureBlocks(context, c);  // a shortfall (frees deferred by a step) is retried in Run
-}
-
 void CpuStepRunner::OnEmitted(const std::string& primary, int64_t position, int32_t token) {
   std::vector<int32_t>& l = log_->Of(primary);
   l.resize(static_cast<size_t>(position));
   l.push_back(token);
+  if (Ctx* ctx = Find(primary); ctx && ctx->valid > position) Invalidate(*ctx, position);
   auto c = constrained_.find(primary);
   if (c == constrained_.end()) return;
   auto p = params_.find(c->second);
@@ -200,7 +175,7 @@ Status CpuStepRunner::AddSpan(const executors::StepSpan& span, bool logits, Job*
     r.want_logits = logits && p == span.to - 1;
     job->rows.push_back(r);
   }
-  job->spans.emplace_back(key, span.to);
+  job->spans.push_back(Job::Span{key, span.to, c->cuts});
   busy_.insert(key);
   return Status::OK();
 }
@@ -338,10 +313,13 @@ void CpuStepRunner::Finish(std::vector<executors::StepItem>* items, Job& job) {
     for (executors::StepItem& it : *items)
       if (it.status.ok()) it.status = job.status;
   if (job.status.ok())
-    for (const auto& [key, to] : job.spans)
-      if (Ctx* c = Find(key)) c->valid = std::max(c->valid, std::min(to, c->tokens));
+    for (const Job::Span& s : job.spans)
+      if (Ctx* c = Find(s.context); c && c->cuts == s.cuts) {
+        c->valid = std::max(c->valid, std::min(s.to, c->tokens));
+        Index(s.context, *c);
+      }
   busy_.clear();
-  for (const kv_tiers::Extent& e : deferred_) (void)pool_->Free(e);
+  for (const Freed& f : deferred_) Return(f);
   deferred_.clear();
 }
 
@@ -368,58 +346,6 @@ void CpuStepRunner::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-}
-
-Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
-    EventLoop* loop, const Model* model, TokenLog* log, int64_t block_tokens, int64_t pool_blocks,
-    const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks,
-    std::vector<std::string> token_bytes) {
-  if (!model || !log)
-    return Status::InvalidArgument("cpu engine: a model and a token log are required");
-  block_tokens = std::max<int64_t>(1, block_tokens);
-  const uint64_t bpb = KvBlockBytes(model->shape(), block_tokens);
-  kv_tiers::TierOptions to;
-  to.slot_bytes = bpb;
-  to.capacity_bytes = bpb * static_cast<uint64_t>(std::max<int64_t>(1, pool_blocks));
-  kv_tiers::ArenaBackend b = kv_tiers::HostBackend();
-  b.name = pool_name;
-  b.kind = v1::TIER_HBM;
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<kv_tiers::ArenaTier> pool,
-                      kv_tiers::ArenaTier::Create(to, std::move(b)));
-  return std::make_unique<CpuStepRunner>(loop, model, log, std::move(pool), block_tokens,
-                                         std::move(tenant), std::move(masks),
-                                         std::move(token_bytes));
-}
-
-// ---- The pool as EngineKv -------------------------------------------------------------
-
-Result<executors::ContextKvView> CpuStepRunner::ExportKv(const std::string& context) const {
-  const Ctx* c = Find(context);
-  if (!c) return Status::NotFound(kv_pool_name() + " does not hold " + context);
-  if (busy(context))
-    return Status::FailedPrecondition(kv_pool_name() + ": a step computes into " + context);
-  if (static_cast<int64_t>(c->blocks.size()) < executors::BlocksFor(c->tokens, block_tokens_))
-    return Status::Internal(kv_pool_name() + ": " + context + " lacks blocks");
-  executors::ContextKvView v;
-  v.tokens = c->tokens;
-  v.valid_tokens = c->valid;
-  v.blocks.assign(c->blocks.begin(), c->blocks.end());
-  return v;
-}
-
-Result<std::vector<void*>> CpuStepRunner::ImportTargets(const std::string& context) {
-  Ctx* c = Find(context);
-  if (!c) return Status::NotFound(kv_pool_name() + " reserved no blocks for " + context);
-  SY_RETURN_IF_ERROR(EnsureBlocks(context, *c));
-  c->valid = 0;  // nothing readable until the move commits
-  return std::vector<void*>(c->blocks.begin(), c->blocks.end());
-}
-
-Status CpuStepRunner::CommitImport(const std::string& context, int64_t valid_tokens) {
-  Ctx* c = Find(context);
-  if (!c) return Status::NotFound(kv_pool_name() + " reserved no blocks for " + context);
-  c->valid = std::clamp<int64_t>(valid_tokens, 0, c->tokens);
-  return Status::OK();
 }
 
 }  // namespace switchyard::cpu_engine

@@ -4,12 +4,24 @@
 // workers/worker_agent.h) runs it alone, under the BatchingEngine of serve's scheduler,
 // whose calls arrive over the worker control connection.
 //
-// KV pool. A kv_tiers ArenaTier (the HBM role on this engine: kind hbm, host memory, full
-// size) of slots of one KV block each (block_tokens tokens of every layer, the layout of
-// model.h). The engine's block accounting drives it through OnResize: a context that grows
-// gets slots, one that shrinks or leaves returns them (slots a running step writes are
-// returned when the step ends). ExportKv / ImportTargets / CommitImport are the EngineKv
-// view of the pool (engine_kv.h): until CommitImport nothing reads imported blocks.
+// KV pool. A KvPool (kv_pool.h: an ArenaTier in the HBM role on this engine — kind hbm,
+// host memory, full size) of slots of one KV block each (block_tokens tokens of every
+// layer, the layout of model.h). The engine's block accounting drives it through OnResize:
+// a context that grows gets slots, one that shrinks or leaves returns them (slots a running
+// step writes are returned when the step ends). ExportKv / ImportTargets / CommitImport are the
+// EngineKv view of the pool (engine_kv.h): until CommitImport nothing reads imported blocks.
+//
+// Automatic prefix caching (with `prefix_caching`; StepRunner's "Prefix caching"): every
+// whole block of a context whose KV is computed is named by the chained hash of its token
+// ids (prefix_cache.h) and indexed while held; a freed whole block is kept in the pool
+// (KvPool::Keep) with the priority of the last sequence admitted with its context, free in
+// every count, until an allocation reuses it. MatchPrefix fills a context from position
+// `from` with the blocks of the same hashes: a kept block is adopted as it is when the
+// context has no block at that index yet; otherwise the bytes are copied (only the
+// positions from `from` on, so nothing a reader of the context uses is rewritten). A
+// context a step writes is never matched into. A model epoch (OnModelEpoch) changes the
+// hash seed and drops every kept block and every held block's hash. Without it (a joined
+// worker's runner: serve's remote runner never asks) freed blocks are simply freed.
 //
 // Tokens: every context's token ids live in a TokenLog (cpu_engine.h) — a node's prompt
 // ids, or deterministic synthetic ids for token-count prompts, then each emitted token.
@@ -35,6 +47,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -44,11 +57,12 @@
 #include "base/event_loop.h"
 #include "cpu_engine/choice_constraint.h"
 #include "cpu_engine/json_constraint.h"
+#include "cpu_engine/kv_pool.h"
 #include "cpu_engine/model.h"
+#include "cpu_engine/prefix_cache.h"
 #include "cpu_engine/token_trie.h"
 #include "executors/engine_kv.h"
 #include "executors/step_runner.h"
-#include "kv_tiers/arena_tier.h"
 
 namespace switchyard::cpu_engine {
 
@@ -73,20 +87,28 @@ class CpuStepRunner final : public executors::StepRunner {
     std::vector<float*> blocks;
     int64_t tokens = 0;  // token slots the engine's accounting gives it
     int64_t valid = 0;   // tokens with KV computed
+    // Prefix caching: the hashes of its whole computed blocks [0, hashes.size()), each in
+    // the live index; the priority of the last sequence admitted with it; false while its
+    // KV comes from an earlier model epoch (never indexed).
+    std::vector<uint64_t> hashes;
+    int priority = 0;
+    bool indexable = true;
+    uint64_t cuts = 0;  // times `valid` was cut: a running step's rows may be stale then
   };
 
   // A runner whose pool holds `pool_blocks` blocks of `block_tokens` tokens, named
   // `pool_name` (InvalidArgument without a model or token log; the pool's allocation error).
   // `token_bytes`: each token id's raw bytes (CpuEngine::Options::token_bytes); empty, a
-  // sequence with a json_schema is refused at admission.
+  // sequence with a json_schema is refused at admission. `prefix_caching`: automatic prefix
+  // caching (above).
   static Result<std::unique_ptr<CpuStepRunner>> Create(
       EventLoop* loop, const Model* model, TokenLog* log, int64_t block_tokens, int64_t pool_blocks,
       const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks,
-      std::vector<std::string> token_bytes = {});
+      std::vector<std::string> token_bytes = {}, bool prefix_caching = false);
 
-  CpuStepRunner(EventLoop* loop, const Model* model, TokenLog* log,
-                std::unique_ptr<kv_tiers::ArenaTier> pool, int64_t block_tokens, std::string tenant,
-                std::vector<std::vector<bool>> masks, std::vector<std::string> token_bytes = {})
+  CpuStepRunner(EventLoop* loop, const Model* model, TokenLog* log, std::unique_ptr<KvPool> pool,
+                int64_t block_tokens, std::string tenant, std::vector<std::vector<bool>> masks,
+                std::vector<std::string> token_bytes, bool prefix_caching)
       : masks_(std::move(masks)),
         token_bytes_(std::move(token_bytes)),
         trie_(token_bytes_.empty() ? nullptr : std::make_unique<TokenTrie>(token_bytes_)),
@@ -97,6 +119,8 @@ class CpuStepRunner final : public executors::StepRunner {
         block_tokens_(block_tokens),
         block_bytes_(KvBlockBytes(model->shape(), block_tokens)),
         tenant_(std::move(tenant)),
+        prefix_(prefix_caching ? std::make_unique<PrefixCache>(model->shape().Describe())
+                               : nullptr),
         alive_(std::make_shared<std::atomic<bool>>(true)) {
     thread_ = std::thread([this]() { Work(); });
   }
@@ -109,12 +133,21 @@ class CpuStepRunner final : public executors::StepRunner {
   void OnResize(const std::string& context, int64_t tokens) override;
   void OnEmitted(const std::string& primary, int64_t position, int32_t token) override;
   void OnLeave(const std::string& seq) override;
+  bool caches_prefixes() const override { return prefix_ != nullptr; }
+  int64_t MatchPrefix(const std::string& context, int64_t from, int64_t to, int priority) override;
+  void OnModelEpoch(uint64_t epoch) override;
   void Run(const executors::StepShape& shape, std::vector<executors::StepItem>* items,
            std::function<void()> done) override;
   void Stop() override;
 
   const Model& model() const { return *model_; }
-  kv_tiers::ArenaTier& pool() { return *pool_; }
+  KvPool& pool() { return *pool_; }
+  const KvPool& pool() const { return *pool_; }
+  // Prefix caching: the tokens of the whole blocks of `ids` (from position 0) a match would
+  // find now, held or kept; 0 without prefix caching.
+  int64_t CachedPrefix(std::span<const int32_t> ids) const;
+  // Whole computed blocks of held contexts with a hash (0 without prefix caching).
+  size_t indexed_blocks() const { return prefix_ ? prefix_->live_blocks() : 0; }
   uint64_t block_bytes() const { return block_bytes_; }
   const Ctx* Find(const std::string& context) const {
     auto it = ctxs_.find(context);
@@ -157,14 +190,36 @@ class CpuStepRunner final : public executors::StepRunner {
   struct Job {
     std::vector<std::vector<float*>> tables;  // block tables, snapshotted
     std::vector<Row> rows;
-    std::vector<Emit> emits;                             // in the order of their logits rows
-    std::vector<std::pair<std::string, int64_t>> spans;  // (context, to): valid after
-    std::vector<int32_t> tokens;                         // out: per emit
-    std::vector<uint8_t> ends;                           // out: per emit, ends the sequence
+    std::vector<Emit> emits;  // in the order of their logits rows
+    struct Span {
+      std::string context;
+      int64_t to = 0;     // valid after the step
+      uint64_t cuts = 0;  // Ctx::cuts when it started: the rows are stale if it changed
+    };
+    std::vector<Span> spans;
+    std::vector<int32_t> tokens;  // out: per emit
+    std::vector<uint8_t> ends;    // out: per emit, ends the sequence
     Status status;
   };
 
-  void Free(const std::string& key, const kv_tiers::Extent& e);
+  // A freed block: kept under its hash (non-zero) or freed, once no step writes it.
+  struct Freed {
+    kv_tiers::Extent extent;
+    uint64_t hash = 0;
+    int priority = 0;
+  };
+  // Frees the context's last block (kept when it has a hash).
+  void FreeLast(const std::string& key, Ctx& c);
+  void Return(const Freed& f);
+  // Prefix caching (cpu_step_runner_prefix.cc): hashes of the whole computed blocks not yet
+  // indexed; index entries of blocks from `keep` on removed; valid cut to `upto`.
+  void Index(const std::string& key, Ctx& c);
+  void Unindex(Ctx& c, size_t keep);
+  void Invalidate(Ctx& c, int64_t upto);
+  // Gives block `index` of `c` the KV of the block hashed `hash` from position `from` on;
+  // false when no block has that hash (or no slot is left).
+  bool Place(Ctx& c, size_t index, uint64_t hash, int64_t from);
+  void CopyPositions(float* dst, const float* src, int64_t from_in_block) const;
   Status AddSpan(const executors::StepSpan& span, bool logits, Job* job);
   // The sequence's guided choice (SequenceSpec::choices), rebuilt from its earlier output
   // when it is readmitted.
@@ -187,15 +242,18 @@ class CpuStepRunner final : public executors::StepRunner {
   EventLoop* loop_;
   const Model* model_;
   TokenLog* log_;
-  std::unique_ptr<kv_tiers::ArenaTier> pool_;
+  std::unique_ptr<KvPool> pool_;
   int64_t block_tokens_;
   uint64_t block_bytes_;
   std::string tenant_;
+  std::unique_ptr<PrefixCache> prefix_;  // null: no prefix caching
   std::unordered_map<std::string, Ctx> ctxs_;
+  // The admission's priority for contexts it names that its OnResize calls will create.
+  std::unordered_map<std::string, int> pending_priority_;
   std::unordered_map<std::string, Params> params_;
   std::unordered_map<std::string, std::string> constrained_;  // primary -> constrained sequence
   std::unordered_set<std::string> busy_;                      // contexts the running step writes
-  std::vector<kv_tiers::Extent> deferred_;  // their freed blocks, returned at its end
+  std::vector<Freed> deferred_;  // their freed blocks, returned at its end
 
   std::shared_ptr<std::atomic<bool>> alive_;  // false once stopped: late completions drop
   std::mutex mu_;

@@ -176,8 +176,14 @@ uint64_t SchedulerDriver::BumpModelEpoch(const std::string& model_id) {
     epoch = ++epochs_[model_id];
   }
   loop_->Post([this, model_id, epoch]() {
-    // The model's tiers' blocks: stale copies are never read.
-    if (const Group* g = FindGroup(model_id)) (void)g->blocks->BumpModelEpoch();
+    // The model's tiers' blocks: stale copies are never read; its engines' prefix caches
+    // never match KV of the old weights.
+    if (const Group* g = FindGroup(model_id)) {
+      (void)g->blocks->BumpModelEpoch();
+      for (int w = g->first; w < g->first + g->spec.workers; ++w)
+        if (executors::Engine* e = workers_[static_cast<size_t>(w)].engine.get())
+          e->SetModelEpoch(epoch);
+    }
     stack_.runtime->ModelEpochChanged(model_id, epoch);
   });
   return epoch;

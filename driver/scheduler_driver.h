@@ -317,6 +317,8 @@ class SchedulerDriver final : public executors::Generation {
   void WatchPlacement(const std::string& wf, const std::string& node,
                       std::function<void(int worker)> fn) override;
   void WatchKv(std::function<void(const KvDecision&)> fn) override;
+  std::optional<int64_t> cached_tokens(const std::string& wf,
+                                       const std::string& node) const override;
 
  private:
   struct CtxView {
@@ -331,6 +333,7 @@ class SchedulerDriver final : public executors::Generation {
   struct WfView {
     std::set<std::string> contexts;                 // context keys "wf/ctx"
     std::map<std::string, int64_t> first_token_ms;  // by node
+    std::map<std::string, int64_t> cached_tokens;   // by node, as of its first token
     std::deque<v1::Decision> decisions;
     uint64_t dropped = 0;
     TimelineRecorder timeline;

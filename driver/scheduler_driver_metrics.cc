@@ -263,9 +263,26 @@ Status RegisterEngines(Metrics* m, const DriverMetrics* dm) {
   SY_RETURN_IF_ERROR(m->HistogramCallback("switchyard_engine_step_batch_size",
                                           "sequences run in one engine step, by worker",
                                           kBatchBounds, SeriesOf(&dm->step_batch_size())));
-  return m->HistogramCallback("switchyard_engine_step_tokens",
-                              "tokens computed in one engine step (prefill + decoded), by worker",
-                              kTokenBounds, SeriesOf(&dm->step_tokens()));
+  SY_RETURN_IF_ERROR(
+      m->HistogramCallback("switchyard_engine_step_tokens",
+                           "tokens computed in one engine step (prefill + decoded), by worker",
+                           kTokenBounds, SeriesOf(&dm->step_tokens())));
+  auto per_worker = [dm](uint64_t DriverMetrics::PrefixCacheTokens::*field) {
+    return [dm, field] {
+      Metrics::Samples out;
+      for (const auto& [w, t] : dm->prefix_cache())
+        out.push_back({Metrics::Label("worker", std::to_string(w)), double(t.*field)});
+      return out;
+    };
+  };
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_prefix_cache_queries_total",
+      "prefill tokens engines looked up in their prefix cache at admission, by worker",
+      per_worker(&DriverMetrics::PrefixCacheTokens::queries)));
+  return m->CounterCallback(
+      "switchyard_prefix_cache_hits_total",
+      "prefill tokens engines found in their prefix cache (not computed), by worker",
+      per_worker(&DriverMetrics::PrefixCacheTokens::hits));
 }
 
 }  // namespace
@@ -283,6 +300,11 @@ void DriverMetrics::OnStep(const executors::StepReport& r) {
   step_batch_.Observe(worker, double(r.seqs.size()));
   step_tokens_.Observe(worker, double(r.prefill_tokens + r.decode_seqs));
   MutexLock lock(&mu_);
+  if (r.prefix_query_tokens > 0) {
+    PrefixCacheTokens& t = prefix_cache_[r.worker];
+    t.queries += static_cast<uint64_t>(r.prefix_query_tokens);
+    t.hits += static_cast<uint64_t>(r.prefix_hit_tokens);
+  }
   for (const executors::SeqProgress& p : r.seqs) {
     if (p.output_done != 1 || !first_token_ms_.emplace(p.key, r.end.millis()).second) continue;
     first_token_order_.push_back(p.key);
@@ -353,6 +375,11 @@ void DriverMetrics::OnCommand(const scheduler::Command& c) {
 DriverMetrics::KvReuse DriverMetrics::kv_reuse() const {
   MutexLock lock(&mu_);
   return kv_reuse_;
+}
+
+std::map<int, DriverMetrics::PrefixCacheTokens> DriverMetrics::prefix_cache() const {
+  MutexLock lock(&mu_);
+  return prefix_cache_;
 }
 
 size_t DriverMetrics::queued_nodes() const {

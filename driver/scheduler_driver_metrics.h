@@ -2,7 +2,8 @@
 // registration of the scheduler's Prometheus families.
 //
 // The driver feeds a DriverMetrics on its loop thread: every engine step (batch size,
-// tokens, step time per worker, and each node's first token for the service's TTFT),
+// tokens, step time per worker, each node's first token for the service's TTFT, and the
+// prompt tokens engines looked up in their prefix caches and found there, per worker),
 // every KV transfer's grant and end (bytes moved per topology link and traffic class, the
 // time a grant is held until its transfer ends), and the core's queue of ready LLM nodes
 // after each event. Readers (the metrics scrape, the service) read it from any thread.
@@ -75,6 +76,12 @@ class DriverMetrics {
     uint64_t misses = 0, recomputed_tokens = 0;
   };
   KvReuse kv_reuse() const;
+  // Automatic prefix caching, per worker (engines with a prefix cache only): prefill tokens
+  // looked up at admission, and those found (StepReport::prefix_query_tokens / _hit_tokens).
+  struct PrefixCacheTokens {
+    uint64_t queries = 0, hits = 0;
+  };
+  std::map<int, PrefixCacheTokens> prefix_cache() const;
 
   static constexpr size_t kMaxFirstTokens = 4096;  // nodes remembered for TakeFirstTokenMs
 
@@ -87,6 +94,7 @@ class DriverMetrics {
   std::deque<std::string> first_token_order_ GUARDED_BY(mu_);  // oldest first, for the bound
   size_t queued_nodes_ GUARDED_BY(mu_) = 0;
   KvReuse kv_reuse_ GUARDED_BY(mu_);
+  std::map<int, PrefixCacheTokens> prefix_cache_ GUARDED_BY(mu_);
 };
 
 // Adds the scheduler's families (tiers, links, transfers, decisions, queue, engine steps)

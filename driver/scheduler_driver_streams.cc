@@ -81,8 +81,9 @@ void SchedulerDriver::OnStep(const executors::StepReport& r) {
     if (slash == std::string::npos) continue;
     MutexLock lock(&mu_);
     auto wf = wfs_.find(p.key.substr(0, slash));
-    if (wf != wfs_.end() &&
-        wf->second.first_token_ms.emplace(p.key.substr(slash + 1), r.end.millis()).second)
+    if (wf == wfs_.end()) continue;
+    wf->second.cached_tokens.emplace(p.key.substr(slash + 1), p.cached_tokens);
+    if (wf->second.first_token_ms.emplace(p.key.substr(slash + 1), r.end.millis()).second)
       wf->second.timeline.OnFirstToken(p.key.substr(slash + 1), r.end);
   }
   if (watchers_.empty()) return;
@@ -98,6 +99,15 @@ void SchedulerDriver::OnStep(const executors::StepReport& r) {
     t.index = index;
     it->second.fn(t);
   }
+}
+
+std::optional<int64_t> SchedulerDriver::cached_tokens(const std::string& wf,
+                                                      const std::string& node) const {
+  MutexLock lock(&mu_);
+  auto w = wfs_.find(wf);
+  if (w == wfs_.end()) return std::nullopt;
+  auto n = w->second.cached_tokens.find(node);
+  return n == w->second.cached_tokens.end() ? std::nullopt : std::optional<int64_t>(n->second);
 }
 
 void SchedulerDriver::EndWatchers(const Event& e, const scheduler::Commands& out) {

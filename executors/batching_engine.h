@@ -31,6 +31,17 @@
 // cached) and, when it computes, the positions of every context each batched sequence
 // computes in this step (StepItem, step_runner.h); the step ends when the runner says so.
 //
+// Prefix caching. With a runner that caches prefixes (StepRunner::caches_prefixes: the CPU
+// engine's), Admit asks it, before allocating, to find the KV of the prefill stream's first
+// tokens by content (StepRunner::MatchPrefix, step_runner.h): the rebuilt contexts from
+// position 0, in order, then the new tokens, each context only when the ones before it
+// were found whole, and never the stream's last token. What it found counts as prefill done
+// from the start (SeqProgress::prefill_done and cached_tokens; the step's prefill_tokens
+// count only what is computed) and is added to the next report's prefix_query_tokens /
+// prefix_hit_tokens. The block accounting is the same either way: the blocks are allocated
+// for the whole prefill as before. Runners without a cache (the simulated engine, a joined
+// worker's remote runner) keep everything computed.
+//
 // First token (vLLM): the step that completes a sequence's prefill also emits its first
 // output token; every later step emits one. Every output token takes a KV slot in the
 // primary in the step that emits it, so a finished sequence's primary holds
@@ -106,6 +117,7 @@ class BatchingEngine : public Engine {
   Status Import(const std::string& context, int64_t tokens) override;
   Status Release(const std::string& context) override;
   Status Reset() override;
+  void SetModelEpoch(uint64_t epoch) override;
 
   int64_t blocks_used() const override { return blocks_used_; }
   int64_t context_tokens(const std::string& context) const override;
@@ -137,6 +149,7 @@ class BatchingEngine : public Engine {
     bool private_ctx = false;     // members[primary] is the sequence's own context
     int64_t cached = 0;           // sum of members' base
     int64_t rebuild = 0;          // sum of members' rebuild
+    int64_t hit = 0;              // prefill tokens the prefix cache supplied (done at Admit)
     int64_t prefill_total = 0, prefill_done = 0;
     int64_t output_start = 0, output_done = 0, output_target = 0;
     int batch_index = -1;  // entry in batch_ while a step is in flight
@@ -151,6 +164,8 @@ class BatchingEngine : public Engine {
 
   Status Validate(const SequenceSpec& s) const;
   Status PlanAdmit(const SequenceSpec& s, Plan* plan) const;
+  // The prefill tokens the runner's prefix cache supplies (see "Prefix caching").
+  int64_t MatchPrefixes(const Seq& s, int64_t fresh, int priority);
   void SetTokens(Context* c, int64_t tokens);
   int64_t FreeBlocks() const { return limits_.pool_blocks - blocks_used_; }
   int64_t SeqKv(const Seq& s) const { return s.cached + s.prefill_done + Produced(s); }
@@ -183,6 +198,7 @@ class BatchingEngine : public Engine {
   std::unordered_map<std::string, std::unique_ptr<Seq>> seqs_;
   std::vector<Seq*> order_;  // running sequences in admission order
   int64_t blocks_used_ = 0;
+  int64_t pending_queries_ = 0, pending_hits_ = 0;  // prefix cache, for the next report
 
   TimerId kick_timer_ = kNoTimer;  // a posted StartStep
   bool step_running_ = false;      // the runner runs a step

@@ -22,6 +22,11 @@
 //   * Import allocates blocks for a context arriving by a KV move (prefetch, or a peer
 //     demotion into this worker's HBM); the move commits them (commit rule) before any
 //     sequence may read them; a failed move Releases them.
+//   * Automatic prefix caching (engines that compute, as vLLM's APC): Admit may find the KV
+//     of the prefill's first tokens by their token ids — in a held context or among freed
+//     blocks the engine still keeps — and copy it instead of computing it; those tokens
+//     count as prefill done from the first report (SeqProgress::cached_tokens). A kept
+//     freed block is free in the block count: it changes no accounting above.
 //
 // Every step produces one StepReport to the listener, on the engine's event loop, never
 // synchronously inside Admit/Preempt. Output lengths are not known to the scheduler: the
@@ -96,6 +101,10 @@ struct SequenceSpec {
   // choice: only tokens whose bytes keep it a prefix of one are allowed) and the sequence
   // ends once it equals one. Not with json_schema.
   std::vector<std::string> choices;
+  // Lower is more important (vLLM's request priority). Engines with a prefix cache keep it
+  // with the sequence's blocks: once freed, those of less important sequences (a higher
+  // number) are reused first.
+  int priority = 0;
 };
 
 // Progress of one sequence in a step.
@@ -110,6 +119,10 @@ struct SeqProgress {
   bool changed = true;
   int32_t token = -1;  // engines that compute: the token this step emitted (-1: none)
   Status status;       // non-OK: the sequence failed (finished is true)
+  // Prefill tokens of this admission the engine did not compute: the KV its contexts held
+  // (resident) plus what its prefix cache supplied (automatic prefix caching). Constant for
+  // an admission.
+  int64_t cached_tokens = 0;
 };
 
 struct StepReport {
@@ -121,6 +134,9 @@ struct StepReport {
   std::vector<SeqProgress> seqs;       // every sequence that ran in this step
   std::vector<std::string> exhausted;  // running sequences that found no free block
   int64_t blocks_used = 0, blocks_total = 0;
+  // Admissions since the previous report, on engines with a prefix cache (0 elsewhere):
+  // prefill tokens looked up in it and tokens it supplied (not computed).
+  int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
 };
 
 class Engine {
@@ -155,6 +171,9 @@ class Engine {
   virtual Status Reset() {
     return Status::NotSupported(std::string(name()) + " cannot start over after a loss");
   }
+  // The served model's weights changed (the driver's BumpModelEpoch): an engine with a
+  // prefix cache never again matches KV computed before. The default does nothing.
+  virtual void SetModelEpoch(uint64_t epoch) {}
 };
 
 // Blocks for `tokens` tokens (ceil).

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,16 @@ class Generation {
   // Runs `fn` (on the scheduler's thread) for every such decision from now on; one watcher
   // (a later call replaces it; an empty `fn` stops the calls).
   virtual void WatchKv(std::function<void(const KvDecision&)> fn) = 0;
+
+  // The prompt tokens of an LLM node its engine did not compute — KV its context already
+  // held plus KV its engine's prefix cache found (automatic prefix caching) — as the
+  // attempt that produced its first token was admitted (SeqProgress::cached_tokens);
+  // nullopt before that token or for an engine outside. What a front reports as
+  // usage's cached tokens.
+  virtual std::optional<int64_t> cached_tokens(const std::string& wf,
+                                               const std::string& node) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace switchyard::executors

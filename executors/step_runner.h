@@ -17,6 +17,17 @@
 // more rows than named (KV the previous call left uncomputed: the last output token of a
 // finished sequence is only fed in by the next call).
 //
+// Prefix caching (vLLM's automatic prefix caching). A runner that keeps KV by content
+// (caches_prefixes()) is asked at Admit, after OnAdmit recorded the token ids and before the
+// OnResize calls the admission causes, for each context the prefill fills, in prefill order
+// and while the previous one was found whole: MatchPrefix(context, from, to) — positions
+// [0, from) of the context hold computed KV (0 for a rebuilt or new context), [from, to)
+// are to be filled. The runner finds the longest run of whole blocks from position 0 whose
+// token ids it holds KV for (in another context, or among freed blocks it kept), makes
+// [from, h) computed by copying or adopting them, and returns h (from <= h <= to). The
+// engine then counts [from, h) as prefill done and never asks the runner to compute it.
+// The default (a pricing runner; the remote runner of a joined worker) has no cache.
+//
 // Thread-safety: every call is made on the engine's loop thread; a runner that computes
 // elsewhere copies in Run what it needs (the items' strings are the engine's) and calls
 // `done` on the loop.
@@ -71,6 +82,15 @@ class StepRunner {
   virtual void OnEmitted(const std::string& primary, int64_t position, int32_t token) {}
   // A sequence left the engine (finished or preempted).
   virtual void OnLeave(const std::string& seq) {}
+
+  // Prefix caching (above): whether MatchPrefix can find anything, and the match itself.
+  // `priority` is the admitted sequence's (SequenceSpec::priority).
+  virtual bool caches_prefixes() const { return false; }
+  virtual int64_t MatchPrefix(const std::string& context, int64_t from, int64_t to, int priority) {
+    return from;
+  }
+  // The model's weights changed (Engine::SetModelEpoch): KV computed before never matches.
+  virtual void OnModelEpoch(uint64_t epoch) {}
 
   // Runs one step; calls `done` on the engine's loop when it ended (never synchronously).
   virtual void Run(const StepShape& shape, std::vector<StepItem>* items,

@@ -188,7 +188,9 @@ frontends::Answer FrontCore::Compose(const CallPtr& c, std::vector<int32_t>* out
   }
   a.prompt_tokens = static_cast<int64_t>(c->prompt.size());
   a.completion_tokens = static_cast<int64_t>(output->size()) + (c->eos && tok ? 1 : 0);
-  a.cached_tokens = c->turn.cached;
+  a.cached_tokens = std::min(a.prompt_tokens, service_->generation()
+                                                  ->cached_tokens(c->turn.workflow, c->turn.node)
+                                                  .value_or(c->turn.cached));
   if (c->stream && !c->tool && text.size() >= c->sent.size() &&
       text.compare(0, c->sent.size(), c->sent) == 0)
     StreamContent(c.get(), std::string_view(text).substr(c->sent.size()), /*last=*/true);

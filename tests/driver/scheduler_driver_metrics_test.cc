@@ -1,6 +1,6 @@
 // DriverMetrics (driver/scheduler_driver_metrics.h): engine-step histograms per worker,
 // bytes per link and class of completed transfers only, grant-to-end time, first tokens
-// taken once and bounded.
+// taken once and bounded, prefix-cache tokens per worker.
 #include "driver/scheduler_driver_metrics.h"
 
 #include <gtest/gtest.h>
@@ -49,6 +49,22 @@ TEST(DriverMetricsTest, StepsAreObservedPerWorker) {
   const HistogramValue* tokens = Series(m.step_tokens(), "worker=\"1\"", &keep);
   ASSERT_NE(tokens, nullptr);
   EXPECT_EQ(tokens->sum, 102);  // 100 prefill + 2 decoded
+}
+
+TEST(DriverMetricsTest, PrefixCacheTokensAreCountedPerWorker) {
+  DriverMetrics m;
+  executors::StepReport r = Step(1, 1000, 1020);
+  r.prefix_query_tokens = 100;
+  r.prefix_hit_tokens = 64;
+  m.OnStep(r);
+  r.prefix_query_tokens = 10;
+  r.prefix_hit_tokens = 0;
+  m.OnStep(r);
+  m.OnStep(Step(0, 1000, 1020));  // an engine without a prefix cache reports none
+  const auto p = m.prefix_cache();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p.at(1).queries, 110u);
+  EXPECT_EQ(p.at(1).hits, 64u);
 }
 
 TEST(DriverMetricsTest, FirstTokenIsTakenOnce) {
