@@ -45,7 +45,7 @@ class CheckLayeringTest(unittest.TestCase):
         code, out = run(tree({
             "base/status.h": '#include <string>\n',
             "kv_tiers/tier.h": '#include "base/status.h"\n',
-            "transport/peer.cc": '#include "kv_tiers/tier.h"\n#include "base/status.h"\n',
+            "kv_tiers/transport/peer.cc": '#include "kv_tiers/tier.h"\n#include "base/status.h"\n',
             "service/service.cc": '#include "service/service.h"\n#include "kv_tiers/tier.h"\n',
             "tests/anything_test.cc": '#include "service/service.h"\n',
         }))
@@ -62,17 +62,17 @@ class CheckLayeringTest(unittest.TestCase):
                       "no other module", out)
 
     def test_a_parent_module_may_not_include_its_sub_module(self):
-        code, out = run(tree({"kv_tiers/tier.cc": '#include "transport/peer.h"\n'}))
+        code, out = run(tree({"kv_tiers/tier.cc": '#include "kv_tiers/transport/peer.h"\n'}))
         self.assertEqual(code, 1, out)
-        self.assertIn("kv_tiers/tier.cc:1: includes transport/peer.h, but kv_tiers may "
+        self.assertIn("kv_tiers/tier.cc:1: includes kv_tiers/transport/peer.h, but kv_tiers may "
                       "include only base", out)
 
     def test_rows_list_every_module_allowed_not_its_closure(self):
         # service may include kv_tiers, and kv_tiers/transport may include kv_tiers, but
         # service may not reach kv_tiers/transport through them.
-        code, out = run(tree({"service/s.cc": '#include "transport/peer.h"\n'}))
+        code, out = run(tree({"service/s.cc": '#include "kv_tiers/transport/peer.h"\n'}))
         self.assertEqual(code, 1, out)
-        self.assertIn("service/s.cc:1: includes transport/peer.h", out)
+        self.assertIn("service/s.cc:1: includes kv_tiers/transport/peer.h", out)
 
     def test_a_table_naming_an_unknown_module_is_refused(self):
         bad = TABLE.replace("| `service` | `base`, `kv_tiers` |", "| `service` | `driver` |")

@@ -282,7 +282,9 @@ describe('openai SDK against switchyard serve', () => {
         assert.equal(s.choices[0].finish_reason, f.choices[0].finish_reason);
         assert.equal(s.usage.prompt_tokens, f.usage.prompt_tokens);
         assert.equal(s.usage.completion_tokens, f.usage.completion_tokens);
-        assert.equal(f.usage.prompt_tokens_details?.cached_tokens ?? 0, 0);
+        // A fresh request may find the session's blocks in the engine's prefix cache (the
+        // same prompt): what it reports cached is then part of its prompt, never more.
+        assert.ok((f.usage.prompt_tokens_details?.cached_tokens ?? 0) <= f.usage.prompt_tokens);
         cached.push(s.usage.prompt_tokens_details?.cached_tokens ?? 0);
         await sleep(50 + 25 * k);  // the client thinks a while: a wait the scheduler decides on
         messages.push(echo(s.choices[0].message));

@@ -128,7 +128,7 @@ TEST(ServeConfigTest, ConfigValuesAreApplied) {
   auto s = MakeServeSetup(Parse(R"({"listen": "0.0.0.0:9000", "dataDir": "/tmp/sy",
       "threads": 4, "bodyLimitBytes": 4096, "maxInflight": 64, "disableSync": true,
       "llmExecutor": "reported", "workers": 3, "hbmBytesPerWorker": 1048576,
-      "policy": "vllm", "endedInMemory": -1, "endedRetentionS": 60,
+      "policy": "vllm-fcfs", "endedInMemory": -1, "endedRetentionS": 60,
       "idempotencyRetentionS": 30, "commitDelayUs": 250, "links": {"pcieBytesPerS": 2e10, "pcieLatencyUs": 5},
       "tenants": [{"name": "a", "token": "tok-a-0123456789abcdef", "weight": 2,
                    "maxWorkflows": 7}]})"),
@@ -144,7 +144,7 @@ TEST(ServeConfigTest, ConfigValuesAreApplied) {
   EXPECT_FALSE(s->service.scheduler.engines_run_llm);
   EXPECT_EQ(s->service.scheduler.workers, 3);
   EXPECT_EQ(s->service.scheduler.hbm_bytes_per_worker, 1048576u);
-  EXPECT_EQ(s->service.scheduler.policy, "vllm");
+  EXPECT_EQ(s->service.scheduler.policy, "vllm-fcfs");
   EXPECT_EQ(s->service.ended_in_memory, 0u);  // -1: archive as soon as it ends
   EXPECT_EQ(s->service.ended_retention_s, 60);
   EXPECT_EQ(s->service.idempotency_retention_s, 30);
