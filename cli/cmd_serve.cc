@@ -55,6 +55,42 @@ bool ParseRetention(const std::string& text, int64_t* out) {
   return true;
 }
 
+// The usage (on stdout for --help, with the long help; else on stderr after naming the
+// option that was not understood); returns the exit code.
+int ServeUsage(const std::string& arg, bool has_value) {
+  const bool help = arg == "--help" || arg == "-h";
+  if (!help)
+    std::fprintf(stderr, "switchyard serve: %s '%s'\n",
+                 has_value ? "unknown option" : "unknown option, or no value after", arg.c_str());
+  std::fprintf(help ? stdout : stderr,
+               "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
+               "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
+               "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
+               "[--kv-pool-mib N] [--upstream URL[#API][,URL[#API]...]] "
+               "[--upstream-api same|chat] "
+               "[--upstream-key TOKEN] [--links FILE] [--policy NAME] [--local-workers N] "
+               "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
+               "[--join-timeout-s S] [--response-retention-s N] "
+               "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
+  if (help)
+    std::printf(
+        "  --response-retention-s N  stored OpenAI Responses (store: true, the default) "
+        "and their input items are deleted N seconds after they were created: GET "
+        "/v1/responses/{id} and previous_response_id then answer not found (default "
+        "2592000, 30 days; 0 keeps them forever)\n"
+        "  --policy NAME  the scheduler policy: switchyard (default), keep-during-tool, or a "
+        "reference policy\n                 (vllm-fcfs, infercept, continuum, autellix, "
+        "kvflow) as replay runs it; config `policy`\n"
+        "\nproxy mode: --upstream URL[,URL...] forwards every LLM call, ordered and admitted "
+        "here, to\nupstream servers (http://host:port). --upstream-api says which API they "
+        "speak:\n  same  the API each call came in by (default): calls are forwarded "
+        "unchanged\n  chat  OpenAI Chat Completions only: Anthropic Messages and OpenAI "
+        "Responses calls are\n        translated to Chat Completions and the answers back, "
+        "streaming included\nA URL ending in #chat or #same says its own API "
+        "(--upstream http://a:8000#chat,http://b:8000).\n");
+  return help ? 0 : 2;
+}
+
 // The flags into `flags` and `config_path`; returns -1 to go on, else the exit code.
 int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flags,
                    std::string* config_path) {
@@ -104,37 +140,7 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       }
       flags->kv_pool_mib = n;
     } else {
-      const bool help = args[i] == "--help" || args[i] == "-h";
-      if (!help)
-        std::fprintf(stderr, "switchyard serve: %s '%s'\n",
-                     v ? "unknown option" : "unknown option, or no value after", args[i].c_str());
-      std::fprintf(help ? stdout : stderr,
-                   "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
-                   "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
-                   "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
-                   "[--kv-pool-mib N] [--upstream URL[#API][,URL[#API]...]] "
-                   "[--upstream-api same|chat] "
-                   "[--upstream-key TOKEN] [--links FILE] [--policy NAME] [--local-workers N] "
-                   "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
-                   "[--join-timeout-s S] [--response-retention-s N] "
-                   "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
-      if (help)
-        std::printf(
-            "  --response-retention-s N  stored OpenAI Responses (store: true, the default) "
-            "and their input items are deleted N seconds after they were created: GET "
-            "/v1/responses/{id} and previous_response_id then answer not found (default "
-            "2592000, 30 days; 0 keeps them forever)\n"
-            "  --policy NAME  the scheduler policy: switchyard (default), keep-during-tool, or a "
-            "reference policy\n                 (vllm-fcfs, infercept, continuum, autellix, "
-            "kvflow) as replay runs it; config `policy`\n"
-            "\nproxy mode: --upstream URL[,URL...] forwards every LLM call, ordered and admitted "
-            "here, to\nupstream servers (http://host:port). --upstream-api says which API they "
-            "speak:\n  same  the API each call came in by (default): calls are forwarded "
-            "unchanged\n  chat  OpenAI Chat Completions only: Anthropic Messages and OpenAI "
-            "Responses calls are\n        translated to Chat Completions and the answers back, "
-            "streaming included\nA URL ending in #chat or #same says its own API "
-            "(--upstream http://a:8000#chat,http://b:8000).\n");
-      return help ? 0 : 2;
+      return ServeUsage(args[i], v);
     }
   }
   return -1;
