@@ -3,7 +3,7 @@
 
 The rule is the table between the markers `<!-- layering:begin -->` and
 `<!-- layering:end -->` in docs/design.md: one row per module (a top-level folder, or a
-sub-folder such as kv_tiers/transport, which is then a module of its own), and the
+sub-folder such as kv_tiers/remote, which is then a module of its own), and the
 modules whose headers its files may include. A file belongs to the longest module path
 that is a prefix of it; an include "X/..." names the longest module path that is a prefix
 of X. Every #include "..." of every C++ file under a module in the table is checked; a
