@@ -36,16 +36,20 @@ Result<kv_tiers::Extent> KvPool::Allocate(const std::string& tenant, uint64_t by
   return kv_tiers::Extent{e->slot, bytes};
 }
 
+Result<std::string> KvPool::TakeHolder(uint64_t slot) {
+  auto it = tenant_.find(slot);
+  if (it == tenant_.end())
+    return Status::NotFound("tier " + name() + ": slot " + std::to_string(slot) + " is not held");
+  std::string tenant = std::move(it->second);
+  tenant_.erase(it);
+  return tenant;
+}
+
 Status KvPool::Free(const kv_tiers::Extent& extent) {
   std::string tenant;
   {
     MutexLock lock(&mu_);
-    auto it = tenant_.find(extent.slot);
-    if (it == tenant_.end())
-      return Status::NotFound("tier " + name() + ": slot " + std::to_string(extent.slot) +
-                              " is not held");
-    tenant = std::move(it->second);
-    tenant_.erase(it);
+    SY_ASSIGN_OR_RETURN(tenant, TakeHolder(extent.slot));
     SY_RETURN_IF_ERROR(arena_->Free(extent));
   }
   Uncharge(tenant, options().slot_bytes);
@@ -56,12 +60,7 @@ Status KvPool::Keep(const kv_tiers::Extent& extent, uint64_t hash, int priority)
   std::string tenant;
   {
     MutexLock lock(&mu_);
-    auto it = tenant_.find(extent.slot);
-    if (it == tenant_.end())
-      return Status::NotFound("tier " + name() + ": slot " + std::to_string(extent.slot) +
-                              " is not held");
-    tenant = std::move(it->second);
-    tenant_.erase(it);
+    SY_ASSIGN_OR_RETURN(tenant, TakeHolder(extent.slot));
     if (auto k = kept_.find(hash); k != kept_.end()) {  // one copy per hash: the newer stays
       (void)arena_->Free(k->second.extent);
       ForgetKept(hash);

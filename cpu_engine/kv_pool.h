@@ -73,6 +73,8 @@ class KvPool final : public kv_tiers::Tier {
   };
   KvPool(const kv_tiers::TierOptions& options, std::unique_ptr<kv_tiers::ArenaTier> arena);
   void ForgetKept(uint64_t hash) REQUIRES(mu_);
+  // The tenant of held `slot`, which is held no more; NotFound naming the slot.
+  Result<std::string> TakeHolder(uint64_t slot) REQUIRES(mu_);
 
   std::unique_ptr<kv_tiers::ArenaTier> arena_;
   mutable Mutex mu_;

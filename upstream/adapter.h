@@ -137,8 +137,11 @@ class UpstreamAdapter {
     return {};
   }
   // When the session's wait starts, with the scheduler's decision.
+  // (None by default: the decision travels in the next turn's request.)
   virtual std::vector<UpstreamCall> OnWait(const Capabilities& caps, const SessionRef& session,
-                                           KvAction decision) const = 0;
+                                           KvAction decision) const {
+    return {};
+  }
   // Brings the session's KV back after `last_decision`: a restore, or a warm-up of
   // `prefix` (none after kKeep, or when the upstream caches no prefix). An error names
   // what in `prefix` cannot be warmed (MakeWarmup).
@@ -147,8 +150,11 @@ class UpstreamAdapter {
                                                        KvAction last_decision,
                                                        const WarmupPrefix& prefix) const = 0;
   // The session ended: what frees its KV upstream.
+  // (None by default.)
   virtual std::vector<UpstreamCall> OnRelease(const Capabilities& caps,
-                                              const SessionRef& session) const = 0;
+                                              const SessionRef& session) const {
+    return {};
+  }
 };
 
 using AdapterFactory = std::function<std::unique_ptr<UpstreamAdapter>(const AdapterOptions&)>;

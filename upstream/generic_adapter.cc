@@ -13,17 +13,10 @@ class GenericAdapter final : public UpstreamAdapter {
   Capabilities ReadProbe(const std::vector<ProbeAnswer>&) const override { return {}; }
   void Decorate(const Capabilities&, const SessionRef&, KvAction, int, nlohmann::json*,
                 std::map<std::string, std::string>*) const override {}
-  std::vector<UpstreamCall> OnWait(const Capabilities&, const SessionRef&,
-                                   KvAction) const override {
-    return {};
-  }
   Result<std::vector<UpstreamCall>> OnPrefetch(const Capabilities& caps, const SessionRef& session,
                                                KvAction last,
                                                const WarmupPrefix& prefix) const override {
     return WarmupCalls(*this, caps, session, last, prefix);
-  }
-  std::vector<UpstreamCall> OnRelease(const Capabilities&, const SessionRef&) const override {
-    return {};
   }
 };
 

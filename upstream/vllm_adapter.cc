@@ -76,19 +76,10 @@ class VllmAdapter final : public UpstreamAdapter {
     if (caps.kv_transfer_params.on) SetKvTransfer(last, body);
   }
 
-  std::vector<UpstreamCall> OnWait(const Capabilities&, const SessionRef&,
-                                   KvAction) const override {
-    return {};
-  }
-
   Result<std::vector<UpstreamCall>> OnPrefetch(const Capabilities& caps, const SessionRef& session,
                                                KvAction last,
                                                const WarmupPrefix& prefix) const override {
     return WarmupCalls(*this, caps, session, last, prefix);
-  }
-
-  std::vector<UpstreamCall> OnRelease(const Capabilities&, const SessionRef&) const override {
-    return {};
   }
 };
 
