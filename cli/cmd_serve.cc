@@ -67,7 +67,8 @@ int ServeUsage(const std::string& arg, bool has_value) {
                "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
                "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
                "[--kv-pool-mib N] [--upstream URL[#API][,URL[#API]...]] "
-               "[--upstream-api same|chat] "
+               "[--upstream-api same|chat] [--upstream-kind generic|vllm|sglang|llamacpp] "
+               "[--upstream-steering on|off] "
                "[--upstream-key TOKEN] [--links FILE] [--policy NAME] [--local-workers N] "
                "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
                "[--join-timeout-s S] [--response-retention-s N] "
@@ -87,7 +88,14 @@ int ServeUsage(const std::string& arg, bool has_value) {
         "unchanged\n  chat  OpenAI Chat Completions only: Anthropic Messages and OpenAI "
         "Responses calls are\n        translated to Chat Completions and the answers back, "
         "streaming included\nA URL ending in #chat or #same says its own API "
-        "(--upstream http://a:8000#chat,http://b:8000).\n");
+        "(--upstream http://a:8000#chat,http://b:8000).\n"
+        "--upstream-kind says what engine they are, for steering (default generic; per URL: "
+        "#vllm,\n#chat+llamacpp, with declared capabilities: #vllm+priority, "
+        "#llamacpp+slot_files+slots=4).\n"
+        "--upstream-steering on (default): the scheduler's KV decisions act on the "
+        "upstreams through\ntheir adapters (session ids, priorities, KV controls, llama.cpp "
+        "slot save/restore, warm-ups\ntimed to the predicted tool return) and calls go to "
+        "where their session's KV is; off: advisory.\n");
   return help ? 0 : 2;
 }
 
@@ -123,6 +131,10 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->upstream_api = args[++i];
     else if (args[i] == "--upstream-key" && v)
       flags->upstream_key = args[++i];
+    else if (args[i] == "--upstream-kind" && v)
+      flags->upstream_kind = args[++i];
+    else if (args[i] == "--upstream-steering" && v)
+      flags->upstream_steering = args[++i];
     else if (args[i] == "--links" && v)
       flags->links = args[++i];
     else if (args[i] == "--policy" && v)

@@ -302,6 +302,7 @@ class SchedulerDriver final : public executors::Generation {
   const DriverMetrics& metrics() const { return metrics_; }
   std::string model_executor_name() const override;
   bool runs_llm_nodes() const override { return config_.engines_run_llm; }
+  int workers() const override { return total_workers(); }
   // What moves KV: real bytes for cpu models, emulated at 1/kv_bytes_scale for simulated.
   std::string kv_mover_description() const;
   // The served model's id (ServedModel.id; default: its config name, the CPU engine's

@@ -80,6 +80,8 @@ class Generation {
   // workflow ends first.
   virtual void WatchPlacement(const std::string& wf, const std::string& node,
                               std::function<void(int worker)> fn) = 0;
+  // The workers LLM nodes are placed on (0 .. workers()-1), as built at start.
+  virtual int workers() const = 0;
 
   // What the scheduler decided for a context's KV while its workflow waits (the core's
   // keep / demote / prefetch / discard commands). Proxy mode acts on it: the KV lives in an

@@ -19,7 +19,12 @@ FrontCore::FrontCore(service::Service* service, const Clock* clock, Options opti
     : service_(service),
       clock_(clock),
       options_(options),
-      sessions_(service, {"front", options.session_idle_timeout}, life_) {
+      sessions_(service,
+                {"front", options.session_idle_timeout,
+                 life_.Guard([this](const std::string& tenant, const std::string& id) {
+                   if (steering_) steering_->Ended(tenant + "/" + id);
+                 })},
+                life_) {
   if (!options_.upstreams.empty()) {
     upstream::UpstreamOptions uo;
     uo.urls = options_.upstreams;
@@ -29,6 +34,7 @@ FrontCore::FrontCore(service::Service* service, const Clock* clock, Options opti
     else
       Log(LogLevel::kError, "front: no proxy", LogKeys().With("error", u.status().ToString()));
   }
+  if (upstream_ && options_.upstream_steering) StartSteering();
   thread_ = std::thread([this]() { Run(); });
 }
 
@@ -46,8 +52,12 @@ std::string FrontCore::Describe() const {
   if (upstream_) {
     std::string urls;
     for (size_t i = 0; i < upstream_->size(); ++i) urls += (i ? ", " : "") + upstream_->url(i);
+    if (!steering_)
+      return "proxy to " + urls +
+             " (Switchyard orders and admits; the upstreams hold the KV: placement is advisory)";
     return "proxy to " + urls +
-           " (Switchyard orders and admits; the upstreams hold the KV: placement is advisory)";
+           " (Switchyard orders, admits and routes; the upstreams hold the KV, steered by their "
+           "adapters)";
   }
   return "answers from this server's " + service_->generation()->model_executor_name() +
          " (model " + model_id() + ")";

@@ -40,7 +40,13 @@
 // goes once the session was released; an upstream's error becomes the front's error
 // (Reply::Error). The core reports the node's start and end
 // (the service runs with llm_executor "reported"); prompt sizes are estimated (no
-// tokenizer), and the KV lives in the upstreams: Switchyard's KV decisions are advisory.
+// tokenizer), and the KV lives in the upstreams. With one scheduler worker per upstream
+// (serve's default in proxy mode) a call goes to the upstream of the worker the scheduler
+// placed it on — where its session's context is, or the least loaded one — else by session
+// affinity. With steering on (Options::upstream_steering), each upstream's adapter acts on
+// the scheduler's decisions (proxy_steering.h): session id, priority and KV controls on the
+// forwarded request, slot save/restore during tool waits, and warm-ups of the session's
+// prefix timed to the predicted tool return; off, the decisions are advisory.
 //
 // Thread-safety: Serve() and the others may be called concurrently from the server's
 // threads. Completion work runs on the scheduler's thread (tokens) and on the core's own
@@ -68,6 +74,7 @@
 #include "frontends/conversation.h"
 #include "frontends/lifetime.h"
 #include "frontends/prompt.h"
+#include "frontends/proxy_steering.h"
 #include "frontends/reply.h"
 #include "frontends/session.h"
 #include "frontends/translate/upstream_api.h"
@@ -118,6 +125,11 @@ class FrontCore {
     // streaming included (`switchyard serve --upstream-api chat`, or "URL#chat").
     std::vector<UpstreamApi> upstream_apis;
     std::string upstream_api_key;
+    // Steering (proxy_steering.h): each upstream's kind and declared capabilities, by index
+    // (none given: generic), and whether the scheduler's KV decisions act on the upstreams
+    // (`serve --upstream-steering on|off`; off: they are advisory, as a plain proxy).
+    std::vector<upstream::SteeringUpstream> upstream_setups;
+    bool upstream_steering = true;
   };
   using Respond = std::function<void(http::HttpResponse)>;
 
@@ -145,6 +157,13 @@ class FrontCore {
   // What answers (this server's engine, or upstreams) and whether KV placement is real.
   std::string Describe() const;
   bool proxy() const { return upstream_ != nullptr; }
+  // Proxy mode: each upstream's URL, request counters and (with steering) its figures.
+  struct UpstreamFigures {
+    std::string url;
+    upstream::UpstreamClient::Stats stats;
+    std::optional<ProxySteering::Figures> steering;
+  };
+  std::vector<UpstreamFigures> upstream_figures() const;
   // Proxy mode with an upstream that speaks only Chat Completions: Messages calls to it and
   // every Responses call are translated, and this server answers what such an upstream
   // lacks (Messages' count_tokens, as an estimate; the Responses API's stored responses).
@@ -215,7 +234,17 @@ class FrontCore {
 
   // ---- Proxy mode (front_core_proxy.cc)
   void WatchPlacement(const CallPtr& c);  // forwards the call once its node is placed
-  void Forward(const CallPtr& c);
+  // The upstream of a call placed on scheduler worker `worker`: that worker's upstream when
+  // the scheduler has one worker per upstream, else by session affinity.
+  size_t UpstreamFor(const Call& c, int worker);
+  void Forward(const CallPtr& c, int worker);
+  // Sends the call's request `out` (the original, or its translation) to upstream `i`.
+  void Send(const CallPtr& c, size_t i, bool translated, http::HttpRequest out);
+  void SendAsIs(const CallPtr& c, size_t i, http::HttpRequest out);
+  void StartSteering();  // proxy mode with steering (front_core_proxy.cc)
+  // Upstream `i` answered a call sent at `sent` with `status` (steering times warm-ups).
+  void ReportLatency(size_t i, std::chrono::steady_clock::time_point sent, int status);
+  static std::string SessionKey(const Sessions::Turn& t);
   std::string UpstreamAuth() const;  // the Authorization header sent upstream
   void Forwarded(const CallPtr& c, http::HttpResponse r);
   void Ended(const CallPtr& c, int64_t output_tokens, std::vector<std::string> tools);
@@ -225,7 +254,7 @@ class FrontCore {
   // the answer's end (the session's waits, Commit, then Send).
   UpstreamApi ApiOf(size_t i) const;
   bool Translated(const Call& c, size_t i) const;
-  void ForwardTranslated(const CallPtr& c, size_t i);
+  void ForwardTranslated(const CallPtr& c, size_t i, http::HttpRequest out);
   void TranslatedAnswer(const CallPtr& c, const std::shared_ptr<translate::TranslatedStream>& t,
                         http::HttpResponse r);
   void TranslatedStreamEnded(const CallPtr& c,
@@ -240,6 +269,7 @@ class FrontCore {
   // outlives it); the session layer's callbacks share it.
   Lifetime life_;
   std::unique_ptr<upstream::UpstreamClient> upstream_;  // proxy mode
+  std::unique_ptr<ProxySteering> steering_;             // proxy mode with steering
   Sessions sessions_;
   mutable Mutex formats_mu_;
   mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_

@@ -4,6 +4,7 @@
 // answer goes back unchanged — a stream at once, a whole answer once the session's waits
 // started (named after the tool calls it holds). A call to an upstream that speaks only
 // Chat Completions goes translated, and its answer comes back through the call's Reply.
+#include "base/logging.h"
 #include "executors/generation.h"
 #include "frontends/front_call.h"
 #include "frontends/front_core.h"
@@ -23,38 +24,78 @@ void FrontCore::WatchPlacement(const CallPtr& c) {
         Post([this, c, worker]() {
           if (worker < 0)
             return Fail(c, Status::Aborted("workflow " + c->turn.workflow + " ended"));
-          Forward(c);
+          Forward(c, worker);
         });
       }));
 }
 
-void FrontCore::Forward(const CallPtr& c) {
+std::string FrontCore::SessionKey(const Sessions::Turn& t) {
+  return t.session_id.empty() ? "" : t.tenant + "/" + t.session_id;
+}
+
+size_t FrontCore::UpstreamFor(const Call& c, int worker) {
+  if (worker >= 0 && static_cast<size_t>(worker) < upstream_->size() &&
+      service_->generation()->workers() == static_cast<int>(upstream_->size()))
+    return static_cast<size_t>(worker);
+  return upstream_->Pick(SessionKey(c.turn));
+}
+
+void FrontCore::Forward(const CallPtr& c, int worker) {
   sessions_.ReportStarted(c->turn);
-  const Sessions::Turn& t = c->turn;
-  const std::string key = t.session_id.empty() ? "" : t.tenant + "/" + t.session_id;
-  const size_t upstream = upstream_->Pick(key);
-  if (Translated(*c, upstream)) return ForwardTranslated(c, upstream);
+  const size_t i = UpstreamFor(*c, worker);
+  const bool translated = Translated(*c, i);
+  http::HttpRequest out =
+      translated ? translate::ChatRequest(c->req.conv, c->req.max_tokens, c->req.stream)
+                 : c->req.original;
+  const std::string key = SessionKey(c->turn);
+  if (!steering_ || key.empty()) return Send(c, i, translated, std::move(out));
+  // Steering: what must reach the upstream first (a slot's restore, a session's open) goes
+  // first; the session's warm-up, if the turn came before it was sent, is cancelled.
+  auto ready = [this, c, i, translated, out = std::move(out)]() mutable {
+    Post([this, c, i, translated, out = std::move(out)]() mutable {
+      Send(c, i, translated, std::move(out));
+    });
+  };
+  steering_->BeforeTurn(key, c->turn.workflow, i, life_.Guard(std::move(ready)));
+}
+
+void FrontCore::Send(const CallPtr& c, size_t i, bool translated, http::HttpRequest out) {
+  const std::string key = SessionKey(c->turn);
+  if (steering_ && !key.empty()) steering_->Decorate(key, c->req.priority, &out);
+  if (translated) return ForwardTranslated(c, i, std::move(out));
+  SendAsIs(c, i, std::move(out));
+}
+
+void FrontCore::SendAsIs(const CallPtr& c, size_t i, http::HttpRequest out) {
   upstream::UpstreamClient::Hooks hooks;
   // A stream's tool calls (the session's wait is named after them) and output tokens.
   std::shared_ptr<upstream::UpstreamStreamReader> reader = c->reply->NewUpstreamStreamReader();
-  hooks.on_bytes = [reader](std::string_view bytes) { reader->Read(bytes); };
+  const std::string key = SessionKey(c->turn);
+  std::shared_ptr<ProxySteering::StreamTap> tap;
+  if (steering_ && !key.empty() && c->req.stream) tap = steering_->Tap(key);
+  hooks.on_bytes = [reader, tap](std::string_view bytes) {
+    reader->Read(bytes);
+    if (tap) tap->Read(bytes);
+  };
   // The client's stream stays open until the session is free: an agent sends its next
   // turn as soon as it read the last event, and that turn must find the session released.
-  hooks.on_end = life_.Guard([this, c, reader](bool complete,
-                                               upstream::UpstreamClient::CloseHold hold) {
+  hooks.on_end = life_.Guard([this, c, reader, tap](
+                                 bool complete, upstream::UpstreamClient::CloseHold hold) mutable {
     int64_t tokens = 0;
     std::vector<std::string> tools;
     reader->End(&tools, &tokens);
+    if (tap) tap->End();  // before the session's next turn can start
     Post([this, c, tokens, tools = std::move(tools), complete, hold = std::move(hold)]() mutable {
       c->stream_hold = std::move(hold);
       if (!complete) return StreamBroke(c);
       Ended(c, tokens, std::move(tools));
     });
   });
-  upstream_->Forward(c->req.original, upstream, UpstreamAuth(),
-                     life_.Guard([this, c](http::HttpResponse r) {
-                       Post([this, c, r = std::move(r)]() mutable { Forwarded(c, std::move(r)); });
-                     }),
+  const auto sent = std::chrono::steady_clock::now();
+  upstream_->Forward(out, i, UpstreamAuth(), life_.Guard([this, c, i, sent](http::HttpResponse r) {
+    ReportLatency(i, sent, r.status);
+    Post([this, c, r = std::move(r)]() mutable { Forwarded(c, std::move(r)); });
+  }),
                      std::move(hooks));
 }
 
@@ -76,6 +117,8 @@ void FrontCore::Forwarded(const CallPtr& c, http::HttpResponse r) {
   int64_t tokens = 0;
   std::vector<std::string> tools;
   c->reply->ReadUpstreamAnswer(r.body, &tools, &tokens);
+  if (steering_ && r.status < 300 && !SessionKey(c->turn).empty())
+    steering_->Answered(SessionKey(c->turn), r.body);
   c->proxied = std::move(r);
   Ended(c, tokens, std::move(tools));
 }
@@ -135,27 +178,33 @@ bool FrontCore::Translated(const Call& c, size_t i) const {
   return c.req.front == "anthropic" && ApiOf(i) == UpstreamApi::kChat;
 }
 
-void FrontCore::ForwardTranslated(const CallPtr& c, size_t i) {
+void FrontCore::ForwardTranslated(const CallPtr& c, size_t i, http::HttpRequest out) {
   auto t = std::make_shared<translate::TranslatedStream>(c->reply.get());
   upstream::UpstreamClient::Hooks hooks;
   if (c->req.stream) {
+    const std::string key = SessionKey(c->turn);
+    std::shared_ptr<ProxySteering::StreamTap> tap;
+    if (steering_ && !key.empty()) tap = steering_->Tap(key);
     // The client's stream carries the front's events, written by the call's Reply as the
     // upstream's chunks come (under the call's lock: the core's thread writes the end).
-    hooks.transform = [c, t](std::string_view bytes) {
+    hooks.transform = [c, t, tap](std::string_view bytes) {
+      if (tap) tap->Read(bytes);
       MutexLock lock(&c->mu);
       return t->Feed(bytes);
     };
-    hooks.on_end =
-        life_.Guard([this, c, t](bool complete, upstream::UpstreamClient::CloseHold hold) {
+    hooks.on_end = life_.Guard(
+        [this, c, t, tap](bool complete, upstream::UpstreamClient::CloseHold hold) mutable {
+          if (tap) tap->End();
           Post([this, c, t, complete, hold = std::move(hold)]() mutable {
             c->stream_hold = std::move(hold);
             TranslatedStreamEnded(c, t, complete);
           });
         });
   }
+  const auto sent = std::chrono::steady_clock::now();
   upstream_->Forward(
-      translate::ChatRequest(c->req.conv, c->req.max_tokens, c->req.stream), i, UpstreamAuth(),
-      life_.Guard([this, c, t](http::HttpResponse r) {
+      out, i, UpstreamAuth(), life_.Guard([this, c, t, i, sent](http::HttpResponse r) {
+        ReportLatency(i, sent, r.status);
         Post([this, c, t, r = std::move(r)]() mutable { TranslatedAnswer(c, t, std::move(r)); });
       }),
       std::move(hooks));
@@ -190,6 +239,7 @@ void FrontCore::TranslatedAnswer(const CallPtr& c,
     c->proxied.headers["x-switchyard-node-id"] = c->turn.node;
     return Ended(c, 0, {});
   }
+  if (steering_ && !SessionKey(c->turn).empty()) steering_->Answered(SessionKey(c->turn), r.body);
   Result<frontends::Answer> a = translate::ReadChatAnswer(r.body);
   if (!a.ok()) {
     sessions_.ReportFailed(c->turn, a.status().message());
@@ -249,6 +299,57 @@ void FrontCore::EndTranslated(const CallPtr& c, frontends::Answer a) {
       });
     }));
   });
+}
+
+}  // namespace switchyard::frontends
+
+namespace switchyard::frontends {
+
+// ---- Steering ------------------------------------------------------------------------------
+
+void FrontCore::StartSteering() {
+  std::vector<upstream::SteeringUpstream> setups = options_.upstream_setups;
+  setups.resize(upstream_->size());  // generic where none was given
+  for (upstream::SteeringUpstream& s : setups) {
+    if (s.auth.empty()) s.auth = UpstreamAuth();
+    // Every OpenAI-compatible engine worth proxying caches prompt prefixes (vLLM, SGLang,
+    // llama.cpp, TensorRT-LLM): a generic upstream gets warm-ups unless declared otherwise.
+    if (s.kind == upstream::UpstreamKind::kGeneric && s.declared.prefix_caching.source.empty())
+      s.declared.prefix_caching = {true, "assumed for a generic upstream (#no-prefix_caching)"};
+  }
+  auto steering = ProxySteering::Create(clock_, upstream_.get(), std::move(setups));
+  if (!steering.ok()) {
+    Log(LogLevel::kError, "front: upstream steering off",
+        LogKeys().With("error", steering.status().ToString()));
+    return;
+  }
+  steering_ = std::move(*steering);
+  steering_->ProbeAll();
+  if (service_->generation() == nullptr) return;  // no scheduler: no decisions to act on
+  service_->generation()->WatchKv(
+      life_.Guard([this](const executors::Generation::KvDecision& d) { steering_->OnKv(d); }));
+}
+
+void FrontCore::ReportLatency(size_t i, std::chrono::steady_clock::time_point sent, int status) {
+  if (!steering_ || status < 200 || status >= 300) return;
+  steering_->ReportLatency(
+      i,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+}
+
+std::vector<FrontCore::UpstreamFigures> FrontCore::upstream_figures() const {
+  std::vector<UpstreamFigures> out;
+  if (!upstream_) return out;
+  std::vector<ProxySteering::Figures> steered;
+  if (steering_) steered = steering_->figures();
+  for (size_t i = 0; i < upstream_->size(); ++i) {
+    UpstreamFigures f;
+    f.url = upstream_->url(i);
+    f.stats = upstream_->stats(i);
+    if (i < steered.size()) f.steering = steered[i];
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace switchyard::frontends

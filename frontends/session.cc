@@ -349,6 +349,7 @@ void Sessions::EndSession(const SessionPtr& s) {
     wf = s->workflow_id;
     waits.swap(s->waits);
   }
+  if (options_.on_end) options_.on_end(s->tenant, s->id);
   if (wf.empty()) return;
   ReportWaits(s->tenant, wf, waits, v1::TOOL_FINISHED);
   service_->CloseAsync(s->tenant, wf, nullptr, Ignore);

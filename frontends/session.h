@@ -55,6 +55,8 @@ class Sessions {
   struct Options {
     std::string front;  // the workflows' label "front" ("openai")
     std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
+    // Called (outside the layer's locks) when a named session ended: idle, or End().
+    std::function<void(const std::string& tenant, const std::string& id)> on_end;
   };
   using Done = std::function<void(const Status&)>;
 

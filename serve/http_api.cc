@@ -16,6 +16,7 @@
 #include "http/dashboard.h"
 #include "http/fast_json.h"
 #include "proto/json.h"
+#include "serve/upstream_state.h"
 #include "service/service_metrics.h"
 
 namespace switchyard::serve {
@@ -152,6 +153,7 @@ HttpApi::HttpApi(service::Service* service, service::Auth auth, const Clock* clo
   if (st.ok()) st = service::RegisterServiceMetrics(&metrics_, service_);
   if (st.ok() && service_->scheduler())
     st = driver::RegisterSchedulerMetrics(&metrics_, service_->scheduler());
+  if (st.ok() && core_->proxy()) st = RegisterUpstreamMetrics(&metrics_, core_.get());
   if (!st.ok())
     Log(LogLevel::kError, "metrics families not registered",
         LogKeys().With("error", st.ToString()));
@@ -559,6 +561,7 @@ void HttpApi::Drain(const http::HttpRequest& req, const service::Principal& who,
 http::HttpResponse HttpApi::Cluster(const service::Principal& who) const {
   v1::ClusterState c = service_->Cluster();
   if (service_->scheduler()) c.set_openai_front(core_->Describe());
+  AddUpstreamStates(*core_, &c);
   c.set_openai_sessions(core_->sessions());
   if (who.admin) {
     for (const auto& t : auth_.tenants()) {

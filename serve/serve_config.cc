@@ -361,26 +361,49 @@ Status ParseListen(const std::string& listen, const std::string& what,
 }
 
 // The upstreams of proxy mode (--upstream, else the config's `upstreams`), each
-// "URL[#API]", with --upstream-api the API of those that name none.
+// "URL[#WORD+...]" (frontends/translate/upstream_api.h), with --upstream-api and
+// --upstream-kind (config `upstreamKind`) for those that name none; and steering.
 Status FillUpstreams(const v1::ServiceConfig& config, const ServeFlags& flags,
                      frontends::FrontCore::Options* fronts) {
   std::vector<std::string> specs = flags.upstreams;
   if (specs.empty()) specs.assign(config.upstreams().begin(), config.upstreams().end());
-  frontends::UpstreamApi fallback = frontends::UpstreamApi::kSame;
+  frontends::UpstreamApi api = frontends::UpstreamApi::kSame;
   if (!flags.upstream_api.empty()) {
-    auto api = frontends::ParseUpstreamApi(flags.upstream_api);
-    if (!api.ok()) return api.status().Annotate("--upstream-api");
+    auto a = frontends::ParseUpstreamApi(flags.upstream_api);
+    if (!a.ok()) return a.status().Annotate("--upstream-api");
     if (specs.empty())
       return Status::InvalidArgument("--upstream-api: no upstreams (give --upstream URL)");
-    fallback = *api;
+    api = *a;
+  }
+  upstream::UpstreamKind kind = upstream::UpstreamKind::kGeneric;
+  const std::string kind_name =
+      !flags.upstream_kind.empty() ? flags.upstream_kind : config.upstream_kind();
+  if (!kind_name.empty()) {
+    auto k = upstream::ParseUpstreamKind(kind_name);
+    if (!k.ok()) return k.status().Annotate("--upstream-kind (upstreamKind)");
+    kind = *k;
+  }
+  if (flags.upstream_steering == "on" || flags.upstream_steering.empty()) {
+    fronts->upstream_steering =
+        !flags.upstream_steering.empty() || !config.disable_upstream_steering();
+  } else if (flags.upstream_steering == "off") {
+    fronts->upstream_steering = false;
+  } else {
+    return Status::InvalidArgument("--upstream-steering: expected on or off, got '" +
+                                   flags.upstream_steering + "'");
   }
   fronts->upstreams.clear();
   fronts->upstream_apis.clear();
+  fronts->upstream_setups.clear();
   for (const std::string& spec : specs) {
-    auto up = frontends::ParseUpstreamSpec(spec, fallback);
+    auto up = frontends::ParseUpstreamSpec(spec, api, kind);
     if (!up.ok()) return up.status().Annotate("--upstream (upstreams)");
     fronts->upstreams.push_back(up->url);
     fronts->upstream_apis.push_back(up->api);
+    upstream::SteeringUpstream setup;
+    setup.kind = up->kind;
+    setup.declared = up->declared;
+    fronts->upstream_setups.push_back(std::move(setup));
   }
   return Status::OK();
 }
@@ -431,6 +454,10 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
           "--upstream proxies LLM calls to the upstreams; --engine / --llm engine run them "
           "here: choose one");
     so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
+    // One scheduler worker per upstream: the core places each call where its session's
+    // context is (or the least loaded upstream), and the front forwards it there.
+    if (config.workers() == 0 && (config.models_size() == 0 || config.models(0).workers() == 0))
+      so.scheduler.workers = static_cast<int>(setup.api.fronts.upstreams.size());
   }
   if (config.max_inflight() > 0) setup.api.max_inflight = config.max_inflight();
   return setup;

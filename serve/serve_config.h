@@ -31,6 +31,8 @@ struct ServeFlags {
   std::vector<std::string> upstreams;  // --upstream URL[#API][,URL[#API]...] (proxy mode)
   std::string upstream_api;            // --upstream-api same|chat (of URLs without #API)
   std::string upstream_key;            // --upstream-key TOKEN
+  std::string upstream_kind;           // --upstream-kind generic|vllm|sglang|llamacpp
+  std::string upstream_steering;       // --upstream-steering on|off (default on)
   std::string links;                   // --links FILE (a link file; config linksFile)
   // --policy SPEC: the scheduler policy (config `policy`; a scheduler::CreatePolicy spec:
   // "switchyard", a reference policy such as "vllm-fcfs", or "switchyard:key=value").

@@ -1,5 +1,6 @@
 #include "upstream/adapter.h"
 
+#include <charconv>
 #include <string>
 #include <utility>
 
@@ -87,6 +88,46 @@ Capabilities ApplyDeclared(Capabilities probed, const Capabilities& declared) {
   if (declared.total_slots > 0) probed.total_slots = declared.total_slots;
   if (!declared.priority.source.empty()) probed.priority_low_first = declared.priority_low_first;
   return probed;
+}
+
+Status DeclareCapability(std::string_view word, Capabilities* caps) {
+  const bool off = word.substr(0, 3) == "no-";
+  const std::string_view name = off ? word.substr(3) : word;
+  const std::pair<std::string_view, Capability Capabilities::*> flags[] = {
+      {"prefix_caching", &Capabilities::prefix_caching},
+      {"session_id", &Capabilities::session_id},
+      {"priority", &Capabilities::priority},
+      {"kv_transfer_params", &Capabilities::kv_transfer_params},
+      {"open_session", &Capabilities::open_session},
+      {"close_session", &Capabilities::close_session},
+      {"slots", &Capabilities::slots},
+      {"slot_files", &Capabilities::slot_files},
+  };
+  for (const auto& [flag, member] : flags) {
+    if (name == flag) {
+      caps->*member = Capability{!off, "configured"};
+      return Status::OK();
+    }
+  }
+  if (!off && name == "priority_low_first") {
+    caps->priority_low_first = true;
+    return Status::OK();
+  }
+  if (!off && name.substr(0, 6) == "slots=") {
+    int n = 0;
+    const std::string_view digits = name.substr(6);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec == std::errc() && end == digits.data() + digits.size() && n > 0 && n <= 4096) {
+      caps->slots = Capability{true, "configured"};
+      caps->total_slots = n;
+      return Status::OK();
+    }
+    return Status::InvalidArgument("slots=N wants N in 1..4096, got '" + std::string(digits) + "'");
+  }
+  std::string names;
+  for (const auto& [flag, member] : flags) names += std::string(flag) + ", ";
+  return Status::InvalidArgument("capabilities are " + names +
+                                 "each with no- to declare it off, slots=N, priority_low_first");
 }
 
 nlohmann::json CapabilitiesToJson(const Capabilities& caps) {

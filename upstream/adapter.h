@@ -84,6 +84,11 @@ struct Capabilities {
 // declared one, on or off; total_slots and priority_low_first likewise when declared
 // (non-zero slots; the order when `priority` is declared).
 Capabilities ApplyDeclared(Capabilities probed, const Capabilities& declared);
+// Declares one capability as the operator wrote it: a flag's name ("priority",
+// "slot_files", ...) turns it on, "no-<name>" off, "slots=N" sets the slot count (and
+// `slots` on), "priority_low_first" the SGLang order; the source is "configured".
+// InvalidArgument listing the names otherwise.
+Status DeclareCapability(std::string_view word, Capabilities* caps);
 // For /v1/cluster: {"prefix_caching":{"on":true,"source":"..."},...,"total_slots":4}.
 nlohmann::json CapabilitiesToJson(const Capabilities& caps);
 

@@ -4,9 +4,14 @@
 // calls translated (chat_request.h) and its answers read back (chat_answer.h,
 // chat_stream.h).
 //
-// An upstream is written "http://host:port", or "http://host:port#chat" /
-// "http://host:port#same" to say its API (`switchyard serve --upstream`, the config file's
-// `upstreams`); without a suffix it speaks the default (`--upstream-api`, else "same").
+// An upstream is written "http://host:port", optionally followed by "#" and '+'-separated
+// words (`switchyard serve --upstream`, the config file's `upstreams`):
+//   - its API, "same" or "chat" (default `--upstream-api`, else "same");
+//   - its kind for steering, "generic", "vllm", "sglang" or "llamacpp" (default
+//     `--upstream-kind`, else "generic"; upstream/adapter.h);
+//   - capabilities the operator declares (upstream::DeclareCapability): "priority",
+//     "slot_files", "slots=4", "no-prefix_caching", ...
+// e.g. "http://gpu1:8000#vllm+priority", "http://cpu:8080#chat+llamacpp+slot_files".
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -15,6 +20,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "upstream/adapter.h"
 
 namespace switchyard::frontends {
 
@@ -31,9 +37,14 @@ std::string_view UpstreamApiName(UpstreamApi api);
 struct UpstreamSpec {
   std::string url;
   UpstreamApi api = UpstreamApi::kSame;
+  upstream::UpstreamKind kind = upstream::UpstreamKind::kGeneric;
+  upstream::Capabilities declared;
 };
-// Splits "URL[#API]"; `fallback` when there is no "#API". InvalidArgument naming the spec
-// for an unknown API.
-Result<UpstreamSpec> ParseUpstreamSpec(std::string_view spec, UpstreamApi fallback);
+// Splits "URL[#WORD[+WORD...]]"; `api` and `kind` where the words name none.
+// InvalidArgument naming the spec and the word that is neither an API, a kind nor a
+// capability, or a second API or kind.
+Result<UpstreamSpec> ParseUpstreamSpec(
+    std::string_view spec, UpstreamApi api,
+    upstream::UpstreamKind kind = upstream::UpstreamKind::kGeneric);
 
 }  // namespace switchyard::frontends

@@ -75,8 +75,17 @@ TEST_F(OpenAiProxyTest, AnswersPassThroughUnchangedAndTheSessionIsAWorkflowHere)
   for (const json& d : st["decisions"]) placed |= d["kind"] == "place";
   EXPECT_TRUE(placed) << "the proxy's scheduler placed the call before it was forwarded";
   json cluster = Get(proxy_.port, kToken, "/v1/cluster");
-  EXPECT_NE(cluster["openaiFront"].get<std::string>().find("advisory"), std::string::npos)
+  EXPECT_NE(cluster["openaiFront"].get<std::string>().find("steered by their adapters"),
+            std::string::npos)
       << cluster.dump();
+  // The upstream's steering figures: a generic upstream, one session, its decorated call.
+  ASSERT_EQ(cluster["upstreams"].size(), 1u) << cluster.dump();
+  const json& u = cluster["upstreams"][0];
+  EXPECT_EQ(u["kind"], "generic");
+  EXPECT_TRUE(u["steering"].get<bool>());
+  EXPECT_EQ(u["sessions"], "1");
+  EXPECT_EQ(u["actions"]["decorated"], "1");
+  EXPECT_TRUE(u["capabilities"]["prefix_caching"].get<bool>()) << "assumed for generic";
   // /v1/models is the upstream's.
   json models = Get(proxy_.port, kToken, "/v1/models");
   EXPECT_EQ(models["data"][0]["id"], kModel) << models.dump();

@@ -23,6 +23,14 @@ inline constexpr char kUpToken[] = "upstream-tenant-token-0123456789";
 inline constexpr char kToken[] = "proxy-tenant-token-0123456789";
 inline constexpr char kModel[] = "tiny-llama-2l";
 
+// What differs between the proxy tests' servers (the defaults: the servers above).
+struct ProxyTestOptions {
+  std::string policy;                   // the scheduler policy ("": switchyard)
+  uint64_t kv_pool_bytes = 4ULL << 20;  // the CPU engine's pool (a server with no upstream)
+  uint64_t hbm_bytes = 1ULL << 30;      // the proxy's HBM per worker (its model of the upstream)
+  bool steering = true;                 // the proxy's --upstream-steering
+};
+
 struct ProxyTestServer {
   std::string dir;
   std::unique_ptr<service::Service> service;
@@ -30,7 +38,8 @@ struct ProxyTestServer {
   std::unique_ptr<http::HttpServer> http;
   uint16_t port = 0;
 
-  void Start(const std::string& d, const std::string& token, const std::string& upstream = "") {
+  void Start(const std::string& d, const std::string& token, const std::string& upstream = "",
+             const ProxyTestOptions& o = {}) {
     dir = d;
     std::filesystem::remove_all(dir);
     service::ServiceOptions so;
@@ -38,13 +47,14 @@ struct ProxyTestServer {
     so.sync_writes = false;
     so.scheduler.host_bytes = 64ULL << 20;
     so.scheduler.disk_bytes = 64ULL << 20;
+    if (!o.policy.empty()) so.scheduler.policy = o.policy;
     if (upstream.empty()) {
       so.scheduler.engine = "cpu";
       so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
-      so.scheduler.kv_pool_bytes = 4ULL << 20;
+      so.scheduler.kv_pool_bytes = o.kv_pool_bytes;
     } else {
       so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
-      so.scheduler.hbm_bytes_per_worker = 1ULL << 30;
+      so.scheduler.hbm_bytes_per_worker = o.hbm_bytes;
     }
     auto svc = service::Service::Open(so, RealClock::Default());
     ASSERT_TRUE(svc.ok()) << svc.status();
@@ -61,6 +71,11 @@ struct ProxyTestServer {
       ao.fronts.upstreams = {spec->url};
       ao.fronts.upstream_apis = {spec->api};
       ao.fronts.upstream_api_key = kUpToken;
+      upstream::SteeringUpstream setup;
+      setup.kind = spec->kind;
+      setup.declared = spec->declared;
+      ao.fronts.upstream_setups = {setup};
+      ao.fronts.upstream_steering = o.steering;
     }
     api = std::make_unique<serve::HttpApi>(service.get(), *service::Auth::Create(cfg, dir),
                                            RealClock::Default(), ao);

@@ -124,6 +124,60 @@ TEST(ServeConfigTest, UpstreamsMakeTheFrontAProxy) {
             std::string::npos);
 }
 
+// Steering: each upstream's kind and declared capabilities (URL words, else --upstream-kind
+// or the config's upstreamKind), --upstream-steering, one scheduler worker per upstream.
+TEST(ServeConfigTest, UpstreamKindsCapabilitiesAndSteering) {
+  ServeFlags f;
+  f.upstreams = {"http://127.0.0.1:9001#vllm+priority",
+                 "http://127.0.0.1:9002#chat+llamacpp+slots=2", "http://127.0.0.1:9003"};
+  f.upstream_kind = "sglang";
+  auto s = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const auto& fr = s->api.fronts;
+  ASSERT_EQ(fr.upstream_setups.size(), 3u);
+  EXPECT_EQ(fr.upstream_setups[0].kind, upstream::UpstreamKind::kVllm);
+  EXPECT_TRUE(fr.upstream_setups[0].declared.priority.on);
+  EXPECT_EQ(fr.upstream_setups[0].declared.priority.source, "configured");
+  EXPECT_EQ(fr.upstream_setups[1].kind, upstream::UpstreamKind::kLlamaCpp);
+  EXPECT_EQ(fr.upstream_apis[1], frontends::UpstreamApi::kChat);
+  EXPECT_EQ(fr.upstream_setups[1].declared.total_slots, 2);
+  EXPECT_EQ(fr.upstream_setups[2].kind, upstream::UpstreamKind::kSglang) << "--upstream-kind";
+  EXPECT_EQ(fr.upstreams[0], "http://127.0.0.1:9001");
+  EXPECT_TRUE(fr.upstream_steering) << "on by default";
+  EXPECT_EQ(s->service.scheduler.workers, 3) << "one scheduler worker per upstream";
+
+  f.upstream_steering = "off";
+  s = MakeServeSetup(Parse(R"({"upstreamKind": "vllm"})"), f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->api.fronts.upstream_steering);
+  f.upstream_kind.clear();
+  f.upstream_steering.clear();
+  s = MakeServeSetup(Parse(R"({"upstreamKind": "vllm", "disableUpstreamSteering": true})"), f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->api.fronts.upstream_setups[2].kind, upstream::UpstreamKind::kVllm);
+  EXPECT_FALSE(s->api.fronts.upstream_steering);
+
+  auto error = [&](ServeFlags g) {
+    auto r = MakeServeSetup(v1::ServiceConfig{}, g);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  ServeFlags g = f;
+  g.upstream_steering = "maybe";
+  EXPECT_NE(error(g).find("--upstream-steering: expected on or off, got 'maybe'"),
+            std::string::npos)
+      << error(g);
+  g = f;
+  g.upstream_kind = "tgi";
+  EXPECT_NE(error(g).find("--upstream-kind"), std::string::npos) << error(g);
+  g = f;
+  g.upstreams = {"http://127.0.0.1:9001#vllm+fast"};
+  EXPECT_NE(error(g).find("'fast' is neither an API"), std::string::npos) << error(g);
+  g.upstreams = {"http://127.0.0.1:9001#vllm+sglang"};
+  EXPECT_NE(error(g).find("a second kind 'sglang'"), std::string::npos) << error(g);
+  g.upstreams = {"http://127.0.0.1:9001#llamacpp+slots=0"};
+  EXPECT_NE(error(g).find("slots=N wants N in 1..4096"), std::string::npos) << error(g);
+}
+
 TEST(ServeConfigTest, ConfigValuesAreApplied) {
   auto s = MakeServeSetup(Parse(R"({"listen": "0.0.0.0:9000", "dataDir": "/tmp/sy",
       "threads": 4, "bodyLimitBytes": 4096, "maxInflight": 64, "disableSync": true,

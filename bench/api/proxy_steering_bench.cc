@@ -1,0 +1,231 @@
+// bench_api, reporter proxy_steering: what steering an upstream's KV buys agent sessions in
+// proxy mode (frontends/proxy_steering.h), steering on against steering off, same run.
+//
+// Starts `switchyard serve` processes on free loopback ports (serve_client.h):
+//   - the upstream, which behaves as vLLM does: `--engine cpu --model
+//     configs/models/tiny-llama-2l.json` (RANDOM weights: its text is meaningless)
+//     `--policy vllm-fcfs --kv-pool-mib 1`: a 2,048-token pool with automatic prefix caching,
+//     too small for the idle sessions, which keeps a finished request's KV only as its
+//     prefix cache's LRU does;
+//   - two proxies in front of it, `--upstream URL --upstream-steering on` and `... off`,
+//     each with `hbmBytesPerWorker` set so that its scheduler models the upstream's pool
+//     (its prompts are estimated at 4 bytes a token and priced as Llama-3.1-8B's KV).
+// Then A agent threads run sessions of T turns through one proxy: a long system prompt of
+// their own, a user message, and after each answer a tool wait of W ms (the agent's tool)
+// and the tool's output as the next user message. Each call asks for one token (not
+// streamed), so its latency is its time to first token. The proxies take turns in R rounds
+// (off, on; on, off; ...), each round on a fresh session set.
+// Reported: the resumed turns' (every turn after a session's first) latency P50 and P90 with
+// steering on against off (goal P50 <= 0.6x), the prompt tokens the upstream computed (its
+// engine's step tokens, warm-ups included, less the one decoded token per call) on against
+// off (goal <= 0.5x), and the cached share of the resumed turns' prompts as the upstream's
+// usage reports it.
+// Environment: SY_BENCH_STEER_AGENTS (A, 8), SY_BENCH_STEER_TURNS (T, 5),
+// SY_BENCH_STEER_WAIT_MS (W, 400), SY_BENCH_STEER_ROUNDS (R, 2);
+// SY_BENCH_API_ONLY=proxy_steering runs only this reporter:
+//   SY_BENCH_API_ONLY=proxy_steering build-release/bin/bench_api --json --benchmark_filter=none
+//
+// Thread-safety: single-threaded bench code; agent threads write only their own slots.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/api/serve_client.h"
+#include "bench/common/process.h"
+#include "bench/common/report.h"
+
+namespace switchyard::bench {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kAgentModel[] = "tiny-llama-2l";
+
+struct Agents {
+  int agents = 8, turns = 5, wait_ms = 400;
+};
+
+struct Sample {
+  std::vector<double> resumed_ms;
+  int64_t resumed_prompt = 0, resumed_cached = 0, calls = 0;
+  int failed = 0;
+};
+
+// One agent's session through `port`.
+void RunAgent(int port, const std::string& token, const std::string& session, int id,
+              const Agents& a, Sample* out) {
+  Connection conn(port);
+  std::string system = "You are agent " + std::to_string(id) + " of run " + session + ". ";
+  while (system.size() < 560) system += "Rule " + std::to_string(system.size()) + ": be exact. ";
+  json messages = {{{"role", "system"}, {"content", system}},
+                   {{"role", "user"},
+                    {"content", "Fix the failing test in module " + std::to_string(id) + "."}}};
+  const std::string headers = "Authorization: Bearer " + token +
+                              "\r\nContent-Type: application/json\r\nx-session-id: " + session +
+                              "\r\n";
+  for (int turn = 0; turn < a.turns; ++turn) {
+    const json body = {
+        {"model", kAgentModel}, {"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
+    HttpAnswer r;
+    const auto start = std::chrono::steady_clock::now();
+    const bool ok = conn.Send("POST", "/v1/chat/completions", headers, body.dump(), &r);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    json answer = ok && r.status == 200 ? json::parse(r.body, nullptr, false) : json();
+    if (!answer.is_object()) {
+      ++out->failed;
+      return;
+    }
+    ++out->calls;
+    if (turn > 0) {
+      const json& u = answer["usage"];
+      out->resumed_ms.push_back(ms);
+      out->resumed_prompt += u.value("prompt_tokens", int64_t{0});
+      if (u.contains("prompt_tokens_details"))
+        out->resumed_cached += u["prompt_tokens_details"].value("cached_tokens", int64_t{0});
+    }
+    messages.push_back(answer["choices"][0]["message"]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(a.wait_ms));  // the agent's tool
+    messages.push_back({{"role", "user"},
+                        {"content", "Tool output " + std::to_string(turn) + ": " +
+                                        std::string(120, char('a' + (id + turn) % 26))}});
+  }
+}
+
+// The upstream engine's step tokens so far (the sum of switchyard_engine_step_tokens).
+double UpstreamStepTokens(int port, const std::string& token) {
+  Connection conn(port);
+  HttpAnswer r;
+  if (!conn.Send("GET", "/metrics", "Authorization: Bearer " + token + "\r\n", "", &r)) return 0;
+  double sum = 0;
+  size_t at = 0;
+  const std::string key = "switchyard_engine_step_tokens_sum";
+  while ((at = r.body.find(key, at)) != std::string::npos) {
+    const size_t sp = r.body.find(' ', at);
+    sum += std::atof(r.body.c_str() + sp + 1);
+    at = sp;
+  }
+  return sum;
+}
+
+struct Mode {
+  Sample pooled;
+  double upstream_prompt_tokens = 0;
+};
+
+void RunAgentsRound(const ServeProcess& up, const ServeProcess& proxy, const Agents& a,
+                    const std::string& run, Mode* mode) {
+  const double before = UpstreamStepTokens(up.port(), up.token());
+  std::vector<Sample> samples(static_cast<size_t>(a.agents));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < a.agents; ++i)
+    threads.emplace_back([&, i] {
+      RunAgent(proxy.port(), proxy.token(), run + "-" + std::to_string(i), i, a, &samples[i]);
+    });
+  for (auto& t : threads) t.join();
+  int64_t calls = 0;
+  for (const Sample& s : samples) {
+    Sample& p = mode->pooled;
+    p.resumed_ms.insert(p.resumed_ms.end(), s.resumed_ms.begin(), s.resumed_ms.end());
+    p.resumed_prompt += s.resumed_prompt;
+    p.resumed_cached += s.resumed_cached;
+    p.failed += s.failed;
+    calls += s.calls;
+  }
+  // Each call decoded one token; the rest of the step tokens are prompt tokens computed.
+  mode->upstream_prompt_tokens += UpstreamStepTokens(up.port(), up.token()) - before - calls;
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * double(v.size())))];
+}
+
+bool StartProxy(const std::string& bin, const ServeProcess& up, bool steering,
+                const std::filesystem::path& config, ServeProcess* proxy) {
+  return proxy->Start(
+      bin,
+      {"--upstream", "http://127.0.0.1:" + std::to_string(up.port()), "--upstream-key", up.token(),
+       "--upstream-steering", steering ? "on" : "off", "--config", config.string()},
+      steering ? "proxy (steering on)" : "proxy (steering off)");
+}
+
+void ReportModes(const Mode& off, const Mode& on, const Agents& a, int rounds, Report* report) {
+  const std::string what = std::to_string(a.agents) + " agents x " + std::to_string(a.turns) +
+                           " turns, " + std::to_string(a.wait_ms) + " ms tool waits, " +
+                           std::to_string(rounds) + " rounds";
+  for (double q : {0.5, 0.9}) {
+    const std::string p = q == 0.5 ? "P50" : "P90";
+    report->Add({"proxy_steering/resumed_ttft_" + p, Quantile(on.pooled.resumed_ms, q), "ms", false,
+                 "steering off", Quantile(off.pooled.resumed_ms, q),
+                 "resumed turns' time to first token (max_tokens 1), " + what +
+                     (q == 0.5 ? "; goal ratio >= 1/0.6" : "")});
+  }
+  report->Add({"proxy_steering/upstream_prompt_tokens", on.upstream_prompt_tokens, "tokens", false,
+               "steering off", off.upstream_prompt_tokens,
+               "prompt tokens the upstream computed, warm-ups included; goal ratio >= 2"});
+  auto share = [](const Mode& m) {
+    return m.pooled.resumed_prompt ? double(m.pooled.resumed_cached) / m.pooled.resumed_prompt : 0;
+  };
+  report->Add({"proxy_steering/resumed_cached_share", share(on), "fraction", true, "steering off",
+               share(off), "cached share of the resumed turns' prompts (upstream usage)"});
+  if (off.pooled.failed + on.pooled.failed > 0)
+    std::fprintf(stderr, "bench proxy_steering: %d sessions failed (off), %d (on)\n",
+                 off.pooled.failed, on.pooled.failed);
+}
+
+void ReportProxySteering(const std::map<std::string, Measured>&, Report* report) {
+  if (const char* only = std::getenv("SY_BENCH_API_ONLY");
+      only && std::string(only) != "proxy_steering")
+    return;
+  const std::string bin = SwitchyardBinary();
+  const std::string model = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
+  if (!std::filesystem::exists(bin) || !std::filesystem::exists(model)) {
+    std::fprintf(stderr, "bench proxy_steering: skipped: no %s\n",
+                 std::filesystem::exists(bin) ? model.c_str() : bin.c_str());
+    return;
+  }
+  Agents a{EnvInt("SY_BENCH_STEER_AGENTS", 8), EnvInt("SY_BENCH_STEER_TURNS", 5),
+           EnvInt("SY_BENCH_STEER_WAIT_MS", 400)};
+  const int rounds = EnvInt("SY_BENCH_STEER_ROUNDS", 2);
+  const std::filesystem::path config =
+      std::filesystem::temp_directory_path() / ("sy_steer_" + RandomHex(6) + ".json");
+  // 2,048 upstream tokens / 4 bytes a token, at Llama-3.1-8B's 128 KiB a token.
+  std::ofstream(config) << R"({"hbmBytesPerWorker": )" << (2048 / 4) * (128LL << 10) << "}";
+  ServeProcess up, off, on;
+  const bool started =
+      up.Start(bin,
+               {"--engine", "cpu", "--model", model, "--kv-pool-mib", "1", "--policy", "vllm-fcfs"},
+               "upstream (CPU engine, vllm-fcfs)") &&
+      StartProxy(bin, up, false, config, &off) && StartProxy(bin, up, true, config, &on);
+  std::filesystem::remove(config);
+  if (!started) return;
+  Mode m_off, m_on;
+  const std::string run = RandomHex(6);
+  for (int r = 0; r < rounds; ++r) {
+    const std::string id = run + "-" + std::to_string(r);
+    if (r % 2 == 0) {
+      RunAgentsRound(up, off, a, id + "-off", &m_off);
+      RunAgentsRound(up, on, a, id + "-on", &m_on);
+    } else {
+      RunAgentsRound(up, on, a, id + "-on", &m_on);
+      RunAgentsRound(up, off, a, id + "-off", &m_off);
+    }
+  }
+  ReportModes(m_off, m_on, a, rounds, report);
+}
+
+}  // namespace
+
+SY_BENCH_REPORT(proxy_steering, ReportProxySteering);
+
+}  // namespace switchyard::bench

@@ -1,0 +1,47 @@
+// What proxy mode reads from an upstream's answer for steering (proxy_steering.h): the
+// answer as a warm-up appends it, and the prompt tokens its usage reports as cached.
+// Not for use outside frontends/.
+//
+// StreamAnswerReader reads a streamed answer (server-sent events) of the API at `path`:
+// Chat Completions (choices[0].delta.content, and the usage chunk when the request asked
+// for it), Messages (text deltas; message_start's usage), Responses (response.completed's
+// output and usage) and Completions (choices[0].text). A line split across pieces is
+// joined; lines longer than kMaxLineBytes and what is not JSON are skipped.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace switchyard::frontends::internal {
+
+struct AnswerReading {
+  nlohmann::json answer;  // null: none read
+  bool usage = false;     // a usage was read
+  int64_t cached = 0, prompt = 0;
+};
+
+class StreamAnswerReader {
+ public:
+  static constexpr size_t kMaxLineBytes = 4 << 20;
+  explicit StreamAnswerReader(std::string path) : path_(std::move(path)) {}
+  void Read(std::string_view bytes);
+  // What was read so far (the text as the answer when no whole answer came).
+  AnswerReading Reading() const;
+
+ private:
+  void Line(std::string_view line);
+  void Event(const nlohmann::json& j);
+
+  std::string path_;
+  std::string partial_;
+  bool skipping_ = false;
+  std::string text_;
+  AnswerReading reading_;
+};
+
+}  // namespace switchyard::frontends::internal

@@ -1,0 +1,306 @@
+#include "frontends/proxy_steering.h"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <utility>
+
+#include "base/logging.h"
+#include "frontends/internal/steering_tap.h"
+#include "frontends/internal/warmup_timer.h"
+
+namespace switchyard::frontends {
+
+using KvDecision = executors::Generation::KvDecision;
+
+struct ProxySteering::State {
+  const Clock* clock = nullptr;
+  upstream::UpstreamClient* client = nullptr;
+  std::unique_ptr<upstream::Steering> steering;
+  std::vector<std::string> kinds;
+
+  struct Session {
+    upstream::SessionRef ref;
+    std::string workflow;
+    upstream::WarmupPrefix prefix;  // the last request and the answer to it
+    bool has_request = false;
+    bool has_answer = false;
+    uint64_t request_seq = 0;  // requests decorated so far
+    uint64_t warmed_seq = 0;   // the request_seq whose prefix was warmed (0: none)
+  };
+  mutable Mutex mu;
+  std::map<std::string, Session> sessions GUARDED_BY(mu);
+  std::map<std::string, std::string> by_workflow GUARDED_BY(mu);  // workflow -> session key
+  std::vector<std::map<std::string, uint64_t>> decisions GUARDED_BY(mu);
+  std::vector<uint64_t> prompt_tokens GUARDED_BY(mu), cached_tokens GUARDED_BY(mu);
+  std::vector<double> latency_ms GUARDED_BY(mu);  // per upstream: an average of its answers'
+  std::unique_ptr<internal::WarmupTimer> timer;   // last: stopped first
+
+  // How long before a session's predicted return its warm-up goes: what the upstream took
+  // to answer lately, with a margin.
+  double LeadMs(size_t upstream) REQUIRES(mu) {
+    return std::clamp(1.5 * latency_ms[upstream], 20.0, 2000.0);
+  }
+
+  // Sends the warm-up of session `key` for its request `seq`, unless a later request came,
+  // no answer is known or it was warmed already.
+  void Warm(const std::string& key, uint64_t seq) {
+    upstream::SessionRef ref;
+    upstream::WarmupPrefix prefix;
+    {
+      MutexLock lock(&mu);
+      auto it = sessions.find(key);
+      if (it == sessions.end()) return;
+      Session& s = it->second;
+      if (s.request_seq != seq || !s.has_answer || s.warmed_seq == seq) return;
+      s.warmed_seq = seq;
+      ref = s.ref;
+      prefix = s.prefix;
+    }
+    if (Status st = steering->OnPrefetch(ref, prefix); !st.ok()) {
+      Log(LogLevel::kWarn, "upstream warm-up not sent",
+          LogKeys().With("session", ref.key).With("error", st.ToString()));
+    }
+  }
+
+  // Applies what a tap or a whole answer read.
+  void Apply(const std::string& key, uint64_t seq, const internal::AnswerReading& r) {
+    upstream::SessionRef ref;
+    {
+      MutexLock lock(&mu);
+      auto it = sessions.find(key);
+      if (it == sessions.end() || it->second.request_seq != seq) return;
+      ref = it->second.ref;
+      if (!r.answer.is_null()) {
+        it->second.prefix.answer = r.answer;
+        it->second.has_answer = true;
+      }
+      if (!r.usage) return;
+      prompt_tokens[ref.upstream] += static_cast<uint64_t>(std::max<int64_t>(0, r.prompt));
+      cached_tokens[ref.upstream] += static_cast<uint64_t>(std::max<int64_t>(0, r.cached));
+    }
+    steering->ReportCachedTokens(ref, r.cached);
+  }
+};
+
+Result<std::unique_ptr<ProxySteering>> ProxySteering::Create(
+    const Clock* clock, upstream::UpstreamClient* client,
+    std::vector<upstream::SteeringUpstream> upstreams, upstream::SteeringOptions options) {
+  auto state = std::make_shared<State>();
+  state->clock = clock;
+  state->client = client;
+  for (const auto& u : upstreams) state->kinds.emplace_back(upstream::UpstreamKindName(u.kind));
+  SY_ASSIGN_OR_RETURN(state->steering,
+                      upstream::Steering::Create(client, std::move(upstreams), options));
+  {
+    MutexLock lock(&state->mu);
+    state->decisions.resize(state->kinds.size());
+    state->prompt_tokens.assign(state->kinds.size(), 0);
+    state->cached_tokens.assign(state->kinds.size(), 0);
+    state->latency_ms.assign(state->kinds.size(), 100.0);
+  }
+  state->timer = std::make_unique<internal::WarmupTimer>();
+  return std::unique_ptr<ProxySteering>(new ProxySteering(std::move(state)));
+}
+
+ProxySteering::ProxySteering(std::shared_ptr<State> state) : state_(std::move(state)) {}
+ProxySteering::~ProxySteering() {
+  state_->timer.reset();  // no warm-up fires from now on
+}
+
+void ProxySteering::ReportLatency(size_t upstream, double ms) {
+  MutexLock lock(&state_->mu);
+  if (upstream < state_->latency_ms.size())
+    state_->latency_ms[upstream] = 0.7 * state_->latency_ms[upstream] + 0.3 * ms;
+}
+
+void ProxySteering::ProbeAll() {
+  for (size_t i = 0; i < state_->kinds.size(); ++i) {
+    std::string url = state_->client->url(i);
+    std::string kind = state_->kinds[i];
+    state_->steering->Probe(i, [url, kind](const upstream::Capabilities& caps) {
+      Log(LogLevel::kInfo, "upstream capabilities",
+          LogKeys()
+              .With("upstream", url)
+              .With("kind", kind)
+              .With("capabilities", upstream::CapabilitiesToJson(caps).dump()));
+    });
+  }
+}
+
+void ProxySteering::BeforeTurn(const std::string& key, const std::string& workflow, size_t upstream,
+                               std::function<void()> ready) {
+  std::optional<upstream::SessionRef> moved;
+  upstream::SessionRef ref;
+  {
+    MutexLock lock(&state_->mu);
+    State::Session& s = state_->sessions[key];
+    if (s.has_request && s.ref.upstream != upstream) moved = s.ref;  // placed elsewhere now
+    if (!s.workflow.empty() && s.workflow != workflow) state_->by_workflow.erase(s.workflow);
+    s.workflow = workflow;
+    state_->by_workflow[workflow] = key;
+  }
+  if (moved) state_->steering->OnRelease(*moved);
+  ref = state_->steering->Session(key, upstream);
+  {
+    MutexLock lock(&state_->mu);
+    state_->sessions[key].ref = ref;
+  }
+  state_->steering->BeforeTurn(ref, std::move(ready));
+}
+
+void ProxySteering::Decorate(const std::string& key, int priority, http::HttpRequest* req) {
+  nlohmann::json body = nlohmann::json::parse(req->body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object()) return;
+  upstream::SessionRef ref;
+  {
+    MutexLock lock(&state_->mu);
+    auto it = state_->sessions.find(key);
+    if (it == state_->sessions.end()) return;
+    ref = it->second.ref;
+    it->second.prefix.path = std::string(req->path());
+    it->second.prefix.request = body;
+    it->second.prefix.answer = nullptr;
+    it->second.has_request = true;
+    it->second.has_answer = false;
+    ++it->second.request_seq;
+  }
+  // Switchyard's priority classes to the adapters' scale: larger is more urgent.
+  const int urgency = priority == 1 ? 1 : priority == 3 ? -1 : 0;
+  const nlohmann::json before = body;
+  state_->steering->Decorate(ref, urgency, &body, &req->headers);
+  if (body != before) req->body = body.dump();
+}
+
+void ProxySteering::Answered(const std::string& key, const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  std::string path;
+  uint64_t seq = 0;
+  {
+    MutexLock lock(&state_->mu);
+    auto it = state_->sessions.find(key);
+    if (it == state_->sessions.end()) return;
+    path = it->second.prefix.path;
+    seq = it->second.request_seq;
+  }
+  internal::AnswerReading r;
+  r.usage = UsageOf(j, &r.cached, &r.prompt);
+  r.answer = AnswerOf(path, j);
+  state_->Apply(key, seq, r);
+}
+
+namespace {
+
+// Reads a stream's events as they pass; End applies the reading.
+class Tapped : public ProxySteering::StreamTap {
+ public:
+  Tapped(std::shared_ptr<ProxySteering::State> state, std::string key, uint64_t seq,
+         std::string path)
+      : state_(std::move(state)), key_(std::move(key)), seq_(seq), reader_(std::move(path)) {}
+  void Read(std::string_view bytes) override { reader_.Read(bytes); }
+  void End() override {
+    if (!ended_.exchange(true)) state_->Apply(key_, seq_, reader_.Reading());
+  }
+
+ private:
+  std::shared_ptr<ProxySteering::State> state_;
+  std::string key_;
+  uint64_t seq_;
+  internal::StreamAnswerReader reader_;
+  std::atomic<bool> ended_{false};
+};
+
+}  // namespace
+
+std::shared_ptr<ProxySteering::StreamTap> ProxySteering::Tap(const std::string& key) {
+  std::string path;
+  uint64_t seq = 0;
+  {
+    MutexLock lock(&state_->mu);
+    auto it = state_->sessions.find(key);
+    if (it != state_->sessions.end()) {
+      path = it->second.prefix.path;
+      seq = it->second.request_seq;
+    }
+  }
+  return std::make_shared<Tapped>(state_, key, seq, path);
+}
+
+void ProxySteering::OnKv(const KvDecision& d) {
+  upstream::SessionRef ref;
+  std::string key;
+  uint64_t seq = 0;
+  double lead_ms = 0;
+  {
+    MutexLock lock(&state_->mu);
+    auto w = state_->by_workflow.find(d.workflow);
+    if (w == state_->by_workflow.end()) return;
+    auto it = state_->sessions.find(w->second);
+    if (it == state_->sessions.end() || !it->second.has_request) return;
+    key = it->first;
+    ref = it->second.ref;
+    seq = it->second.request_seq;
+    lead_ms = state_->LeadMs(ref.upstream);
+    static const char* kNames[] = {"keep", "demote", "prefetch", "discard"};
+    ++state_->decisions[ref.upstream][kNames[static_cast<int>(d.kind)]];
+  }
+  switch (d.kind) {
+    case KvDecision::Kind::kKeep:
+      return state_->steering->OnWait(ref, upstream::KvAction::kKeep);
+    case KvDecision::Kind::kDiscard:
+      return state_->steering->OnWait(ref, upstream::KvAction::kDiscard);
+    case KvDecision::Kind::kDemote: {
+      state_->steering->OnWait(ref, upstream::KvAction::kDemote);
+      // The scheduler plans the context's return: the warm-up goes early enough for the
+      // upstream to compute the prefix before the turn comes (its prefetch, timed for a
+      // copy from host memory, would be late for a recompute).
+      if (d.planned_prefetch_ms <= 0 || state_->clock == nullptr) return;
+      const double in_ms = double(d.planned_prefetch_ms - state_->clock->Now().millis()) - lead_ms;
+      if (in_ms <= 0) return;  // due now: the prefetch decision sends it
+      std::weak_ptr<State> weak = state_;
+      state_->timer->At(std::chrono::steady_clock::now() +
+                            std::chrono::microseconds(static_cast<int64_t>(in_ms * 1000)),
+                        [weak, key, seq] {
+                          if (auto s = weak.lock()) s->Warm(key, seq);
+                        });
+      return;
+    }
+    case KvDecision::Kind::kPrefetch:
+      return state_->Warm(key, seq);
+  }
+}
+
+void ProxySteering::Ended(const std::string& key) {
+  upstream::SessionRef ref;
+  {
+    MutexLock lock(&state_->mu);
+    auto it = state_->sessions.find(key);
+    if (it == state_->sessions.end()) return;
+    ref = it->second.ref;
+    state_->by_workflow.erase(it->second.workflow);
+    state_->sessions.erase(it);
+  }
+  state_->steering->OnRelease(ref);
+}
+
+std::vector<ProxySteering::Figures> ProxySteering::figures() const {
+  std::vector<Figures> out(state_->kinds.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].kind = state_->kinds[i];
+    out[i].caps = state_->steering->capabilities(i);
+    out[i].counters = state_->steering->counters(i);
+  }
+  MutexLock lock(&state_->mu);
+  for (const auto& [key, s] : state_->sessions) {
+    if (s.ref.upstream < out.size()) ++out[s.ref.upstream].sessions;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].decisions = state_->decisions[i];
+    out[i].prompt_tokens = state_->prompt_tokens[i];
+    out[i].cached_tokens = state_->cached_tokens[i];
+  }
+  return out;
+}
+
+}  // namespace switchyard::frontends

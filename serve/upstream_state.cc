@@ -1,0 +1,122 @@
+#include "serve/upstream_state.h"
+
+#include <string>
+#include <utility>
+
+namespace switchyard::serve {
+namespace {
+
+using Figures = frontends::FrontCore::UpstreamFigures;
+
+void AddCapabilities(const upstream::Capabilities& caps, v1::UpstreamState* u) {
+  const std::pair<const char*, const upstream::Capability*> flags[] = {
+      {"prefix_caching", &caps.prefix_caching},
+      {"session_id", &caps.session_id},
+      {"priority", &caps.priority},
+      {"kv_transfer_params", &caps.kv_transfer_params},
+      {"open_session", &caps.open_session},
+      {"close_session", &caps.close_session},
+      {"slots", &caps.slots},
+      {"slot_files", &caps.slot_files},
+  };
+  for (const auto& [name, cap] : flags) (*u->mutable_capabilities())[name] = cap->on;
+  u->set_total_slots(caps.total_slots);
+}
+
+// The adapter's actions and warm-ups by name.
+std::map<std::string, uint64_t> Actions(const upstream::SteeringCounters& c) {
+  return {{"probe", c.probes}, {"decorated", c.decorated}, {"open", c.opens},
+          {"close", c.closes}, {"save", c.saves},          {"restore", c.restores},
+          {"erase", c.erases}, {"failed", c.failures}};
+}
+std::map<std::string, uint64_t> Warmups(const upstream::SteeringCounters& c) {
+  return {{"sent", c.warmups_sent},       {"done", c.warmups_done},
+          {"hit", c.warmups_hit},         {"wasted", c.warmups_wasted},
+          {"dropped", c.warmups_dropped}, {"cancelled", c.warmups_cancelled}};
+}
+
+// One sample per upstream (and per key of `split`, when given) of what `get` reads.
+template <typename Fn>
+Metrics::Samples PerUpstream(const frontends::FrontCore* core, Fn get) {
+  Metrics::Samples out;
+  for (const Figures& f : core->upstream_figures()) get(f, Metrics::Label("upstream", f.url), &out);
+  return out;
+}
+
+}  // namespace
+
+void AddUpstreamStates(const frontends::FrontCore& core, v1::ClusterState* out) {
+  for (const Figures& f : core.upstream_figures()) {
+    v1::UpstreamState* u = out->add_upstreams();
+    u->set_url(f.url);
+    u->set_requests(f.stats.requests);
+    u->set_failures(f.stats.failures);
+    u->set_steering(f.steering.has_value());
+    if (!f.steering) {
+      u->set_kind("generic");
+      continue;
+    }
+    const frontends::ProxySteering::Figures& s = *f.steering;
+    u->set_kind(s.kind);
+    AddCapabilities(s.caps, u);
+    u->set_sessions(s.sessions);
+    for (const auto& [k, n] : s.decisions) (*u->mutable_decisions())[k] = n;
+    for (const auto& [k, n] : Actions(s.counters)) (*u->mutable_actions())[k] = n;
+    for (const auto& [k, n] : Warmups(s.counters)) (*u->mutable_warmups())[k] = n;
+    u->set_prompt_tokens(s.prompt_tokens);
+    u->set_cached_tokens(s.cached_tokens);
+  }
+}
+
+Status RegisterUpstreamMetrics(Metrics* m, const frontends::FrontCore* core) {
+  using S = Metrics::Samples;
+  SY_RETURN_IF_ERROR(m->Gauge(
+      "switchyard_upstream_sessions", "proxy mode: sessions whose turns go to an upstream", [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (f.steering) out->push_back({l, double(f.steering->sessions)});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_upstream_decisions_total",
+      "proxy mode: the scheduler's KV decisions for an upstream's waiting sessions, by kind",
+      [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (!f.steering) return;
+          for (const auto& [k, n] : f.steering->decisions)
+            out->push_back({l + "," + Metrics::Label("decision", k), double(n)});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_upstream_steering_actions_total",
+      "proxy mode: what an upstream's adapter sent or added, by action", [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (!f.steering) return;
+          for (const auto& [k, n] : Actions(f.steering->counters))
+            out->push_back({l + "," + Metrics::Label("action", k), double(n)});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_upstream_warmups_total", "proxy mode: warm-ups of sessions' prefixes, by outcome",
+      [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (!f.steering) return;
+          for (const auto& [k, n] : Warmups(f.steering->counters))
+            out->push_back({l + "," + Metrics::Label("outcome", k), double(n)});
+        });
+      }));
+  return m->CounterCallback(
+      "switchyard_upstream_prompt_tokens_total",
+      "proxy mode: prompt tokens an upstream's answers reported, by whether it had them cached",
+      [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (!f.steering) return;
+          out->push_back(
+              {l + "," + Metrics::Label("cached", "true"), double(f.steering->cached_tokens)});
+          out->push_back({l + "," + Metrics::Label("cached", "false"),
+                          double(f.steering->prompt_tokens -
+                                 std::min(f.steering->prompt_tokens, f.steering->cached_tokens))});
+        });
+      });
+}
+
+}  // namespace switchyard::serve
