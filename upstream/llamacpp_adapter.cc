@@ -12,6 +12,16 @@
 //   release:        ?action=erase
 // The file is <slot_file_prefix><session>-<hash>.bin in the server's --slot-save-path (one
 // per session, overwritten by its next save; llama-server has no endpoint to delete it).
+//
+// The server this wants: `llama-server -np N --kv-unified --no-cache-idle-slots
+// --slot-save-path DIR`. A pinned slot keeps its prompt only while the server leaves idle
+// slots alone; under its defaults (no -np: 4 slots, a unified KV cache, --cache-ram and
+// --cache-idle-slots on) it moves every idle slot into its RAM prompt cache and empties it
+// when another request starts, and a request pinned to an emptied slot is computed anew,
+// not loaded from that cache. With -np N alone slots are kept, but the KV is split per slot,
+// so an erase frees memory only that slot can use. (llama.cpp 82bb485; bench/RESULTS.md,
+// "llama-server slots behind the llamacpp adapter".) Request shapes checked against a real
+// server: tests/upstream/llamacpp_server_test.cc.
 #include <cctype>
 #include <cstdint>
 #include <cstdio>

@@ -13,11 +13,23 @@ class LlamaCppAdapterTest : public SteeringFixture {
  protected:
   void SetUp() override {
     AddUpstreams(1);
-    for (const char* action : {"save", "restore", "erase"}) {
-      for (int slot : {0, 1}) {
-        up().Answer("POST /slots/" + std::to_string(slot) + "?action=" + action, 200,
-                    json{{"id_slot", slot}, {"n_saved", 10}}.dump());
-      }
+    for (int slot : {0, 1}) {  // what llama-server answers (llama.cpp 82bb485)
+      const std::string route = "POST /slots/" + std::to_string(slot) + "?action=";
+      up().Answer(route + "save", 200,
+                  json{{"id_slot", slot},
+                       {"filename", "f.bin"},
+                       {"n_saved", 1526},
+                       {"n_written", 1587120},
+                       {"timings", {{"save_ms", 1.4}}}}
+                      .dump());
+      up().Answer(route + "restore", 200,
+                  json{{"id_slot", slot},
+                       {"filename", "f.bin"},
+                       {"n_restored", 1526},
+                       {"n_read", 1587120},
+                       {"timings", {{"restore_ms", 0.8}}}}
+                      .dump());
+      up().Answer(route + "erase", 200, json{{"id_slot", slot}, {"n_erased", 1526}}.dump());
     }
   }
   // Slots from GET /props; slot files declared when `files`.
@@ -35,7 +47,12 @@ class LlamaCppAdapterTest : public SteeringFixture {
 };
 
 TEST_F(LlamaCppAdapterTest, ProbeReadsSlots) {
-  up().Answer("GET /slots", 200, R"([{"id":0},{"id":1},{"id":2}])");
+  json slots = json::array();
+  for (int id : {0, 1, 2}) {
+    slots.push_back(
+        {{"id", id}, {"n_ctx", 4096}, {"speculative", false}, {"is_processing", false}});
+  }
+  up().Answer("GET /slots", 200, slots.dump());
   Steer(UpstreamKind::kLlamaCpp);
   Capabilities caps = Probe();  // /props answers 404 here: /slots counts them
   EXPECT_TRUE(caps.slots.on);
@@ -125,7 +142,8 @@ TEST_F(LlamaCppAdapterTest, DiscardErasesAndPrefetchWarmsTheSlot) {
 TEST_F(LlamaCppAdapterTest, FailedSaveKeepsTheKv) {
   Start(2, /*files=*/true);
   up().Answer("POST /slots/0?action=save", 501,
-              R"({"error":{"message":"This server does not support slots action"}})");
+              R"({"error":{"code":501,"message":"This server does not support slots action. )"
+              R"(Start it with `--slot-save-path`","type":"not_supported_error"}})");
   SessionRef s = steering_->Session("s", 0);
   ASSERT_EQ(Turn(s, ChatBody("q")), 200);
   steering_->OnWait(s, KvAction::kDemote);
@@ -145,7 +163,9 @@ TEST_F(LlamaCppAdapterTest, NothingUnadvertisedReachesTheWire) {
     upstreams_.clear();
     SetUp();
     if (slots > 0) up().Answer("GET /props", 200, LlamaProps(slots));
-    up().Answer("GET /slots", 501, R"({"error":{"message":"slots endpoint disabled"}})");
+    up().Answer("GET /slots", 501,
+                R"({"error":{"code":501,"message":"This server does not support slots )"
+                R"(endpoint. Start it with `--slots`","type":"not_supported_error"}})");
     Steer(UpstreamKind::kLlamaCpp);
     Probe();
     SessionRef s = steering_->Session("s", 0);
