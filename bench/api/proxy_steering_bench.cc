@@ -3,10 +3,10 @@
 //
 // Starts `switchyard serve` processes on free loopback ports (serve_client.h):
 //   - the upstream, which behaves as vLLM does: `--engine cpu --model
-//     configs/models/tiny-llama-2l.json` (RANDOM weights: its text is meaningless)
-//     `--policy vllm-fcfs --kv-pool-mib 1`: a 2,048-token pool with automatic prefix caching,
-//     too small for the idle sessions, which keeps a finished request's KV only as its
-//     prefix cache's LRU does;
+//     configs/models/tiny-llama-4l.json` (RANDOM weights: its text is meaningless)
+//     `--policy vllm-fcfs --kv-pool-mib N`: a pool of P tokens with automatic prefix
+//     caching, too small for the idle sessions, which keeps a finished request's KV only as
+//     its prefix cache's LRU does;
 //   - two proxies in front of it, `--upstream URL --upstream-steering on` and `... off`,
 //     each with `hbmBytesPerWorker` set so that its scheduler models the upstream's pool
 //     (its prompts are estimated at 4 bytes a token and priced as Llama-3.1-8B's KV).
@@ -21,7 +21,9 @@
 // off (goal <= 0.5x), and the cached share of the resumed turns' prompts as the upstream's
 // usage reports it.
 // Environment: SY_BENCH_STEER_AGENTS (A, 8), SY_BENCH_STEER_TURNS (T, 5),
-// SY_BENCH_STEER_WAIT_MS (W, 400), SY_BENCH_STEER_ROUNDS (R, 2);
+// SY_BENCH_STEER_WAIT_MS (W, 400), SY_BENCH_STEER_ROUNDS (R, 2), SY_BENCH_STEER_MODEL
+// (tiny-llama-4l), SY_BENCH_STEER_POOL_TOKENS (P, 2048), SY_BENCH_STEER_SYSTEM_CHARS (the
+// system prompt, 1200 bytes = tokens of these byte vocabularies);
 // SY_BENCH_API_ONLY=proxy_steering runs only this reporter:
 //   SY_BENCH_API_ONLY=proxy_steering build-release/bin/bench_api --json --benchmark_filter=none
 //
@@ -47,10 +49,30 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kAgentModel[] = "tiny-llama-2l";
+// The upstream's model (a configs/models file, RANDOM weights) and its KV pool in tokens.
+struct UpstreamModel {
+  std::string id, path;
+  int64_t pool_tokens = 2048;
+  int64_t kv_bytes_per_token = 0;  // from the file's shape (fp32 KV)
+};
+
+// The model named by SY_BENCH_STEER_MODEL (default tiny-llama-4l) and its KV bytes a token.
+bool LoadUpstreamModel(UpstreamModel* m) {
+  const char* name = std::getenv("SY_BENCH_STEER_MODEL");
+  m->id = name && *name ? name : "tiny-llama-4l";
+  m->path = std::string(SY_SOURCE_DIR) + "/configs/models/" + m->id + ".json";
+  std::ifstream in(m->path);
+  const json shape = json::parse(in, nullptr, false);
+  if (!shape.is_object()) return false;
+  m->kv_bytes_per_token = shape.value("numLayers", 0) * 2 * shape.value("numKvHeads", 0) *
+                          shape.value("headDim", 0) * 4;
+  m->pool_tokens = EnvInt("SY_BENCH_STEER_POOL_TOKENS", 2048);
+  return m->kv_bytes_per_token > 0;
+}
 
 struct Agents {
-  int agents = 8, turns = 5, wait_ms = 400;
+  int agents = 8, turns = 5, wait_ms = 400, system_chars = 1200;
+  std::string model;
 };
 
 struct Sample {
@@ -64,7 +86,7 @@ void RunAgent(int port, const std::string& token, const std::string& session, in
               const Agents& a, Sample* out) {
   Connection conn(port);
   std::string system = "You are agent " + std::to_string(id) + " of run " + session + ". ";
-  while (system.size() < 560) system += "Rule " + std::to_string(system.size()) + ": be exact. ";
+  while (system.size() < static_cast<size_t>(a.system_chars)) system += "Rule " + std::to_string(system.size()) + ": be exact. ";
   json messages = {{{"role", "system"}, {"content", system}},
                    {{"role", "user"},
                     {"content", "Fix the failing test in module " + std::to_string(id) + "."}}};
@@ -73,7 +95,7 @@ void RunAgent(int port, const std::string& token, const std::string& session, in
                               "\r\n";
   for (int turn = 0; turn < a.turns; ++turn) {
     const json body = {
-        {"model", kAgentModel}, {"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
+        {"model", a.model}, {"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
     HttpAnswer r;
     const auto start = std::chrono::steady_clock::now();
     const bool ok = conn.Send("POST", "/v1/chat/completions", headers, body.dump(), &r);
@@ -188,23 +210,29 @@ void ReportProxySteering(const std::map<std::string, Measured>&, Report* report)
       only && std::string(only) != "proxy_steering")
     return;
   const std::string bin = SwitchyardBinary();
-  const std::string model = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
-  if (!std::filesystem::exists(bin) || !std::filesystem::exists(model)) {
+  UpstreamModel um;
+  if (!std::filesystem::exists(bin) || !LoadUpstreamModel(&um)) {
     std::fprintf(stderr, "bench proxy_steering: skipped: no %s\n",
-                 std::filesystem::exists(bin) ? model.c_str() : bin.c_str());
+                 std::filesystem::exists(bin) ? um.path.c_str() : bin.c_str());
     return;
   }
   Agents a{EnvInt("SY_BENCH_STEER_AGENTS", 8), EnvInt("SY_BENCH_STEER_TURNS", 5),
-           EnvInt("SY_BENCH_STEER_WAIT_MS", 400)};
+           EnvInt("SY_BENCH_STEER_WAIT_MS", 400), EnvInt("SY_BENCH_STEER_SYSTEM_CHARS", 1200),
+           um.id};
   const int rounds = EnvInt("SY_BENCH_STEER_ROUNDS", 2);
   const std::filesystem::path config =
       std::filesystem::temp_directory_path() / ("sy_steer_" + RandomHex(6) + ".json");
-  // 2,048 upstream tokens / 4 bytes a token, at Llama-3.1-8B's 128 KiB a token.
-  std::ofstream(config) << R"({"hbmBytesPerWorker": )" << (2048 / 4) * (128LL << 10) << "}";
+  // The upstream's pool in the proxy's terms: its tokens / 4 (the proxy estimates 4 bytes
+  // a token; the tiny models' vocabularies are bytes), at Llama-3.1-8B's 128 KiB a token.
+  std::ofstream(config) << R"({"hbmBytesPerWorker": )" << (um.pool_tokens / 4) * (128LL << 10)
+                        << R"(, "hostBytes": )" << (64LL << 30) << "}";
+  const int64_t pool_mib =
+      std::max<int64_t>(1, (um.pool_tokens * um.kv_bytes_per_token + (1 << 20) - 1) >> 20);
   ServeProcess up, off, on;
   const bool started =
       up.Start(bin,
-               {"--engine", "cpu", "--model", model, "--kv-pool-mib", "1", "--policy", "vllm-fcfs"},
+               {"--engine", "cpu", "--model", um.path, "--kv-pool-mib", std::to_string(pool_mib),
+                "--policy", "vllm-fcfs"},
                "upstream (CPU engine, vllm-fcfs)") &&
       StartProxy(bin, up, false, config, &off) && StartProxy(bin, up, true, config, &on);
   std::filesystem::remove(config);
