@@ -20,6 +20,9 @@
 // engine's step tokens, warm-ups included, less the one decoded token per call) on against
 // off (goal <= 0.5x), and the cached share of the resumed turns' prompts as the upstream's
 // usage reports it.
+// SY_BENCH_STEER_UPSTREAM=URL[#WORDS] puts both proxies in front of that upstream instead
+// (e.g. a llama-server started by hand: `http://127.0.0.1:8080#chat+llamacpp+slot_files`,
+// with SY_BENCH_STEER_MODEL_ID its model name); its computed tokens are then not reported.
 // Environment: SY_BENCH_STEER_AGENTS (A, 8), SY_BENCH_STEER_TURNS (T, 5),
 // SY_BENCH_STEER_WAIT_MS (W, 400), SY_BENCH_STEER_ROUNDS (R, 2), SY_BENCH_STEER_MODEL
 // (tiny-llama-4l), SY_BENCH_STEER_POOL_TOKENS (P, 2048), SY_BENCH_STEER_SYSTEM_CHARS (the
@@ -86,7 +89,8 @@ void RunAgent(int port, const std::string& token, const std::string& session, in
               const Agents& a, Sample* out) {
   Connection conn(port);
   std::string system = "You are agent " + std::to_string(id) + " of run " + session + ". ";
-  while (system.size() < static_cast<size_t>(a.system_chars)) system += "Rule " + std::to_string(system.size()) + ": be exact. ";
+  while (system.size() < static_cast<size_t>(a.system_chars))
+    system += "Rule " + std::to_string(system.size()) + ": be exact. ";
   json messages = {{{"role", "system"}, {"content", system}},
                    {{"role", "user"},
                     {"content", "Fix the failing test in module " + std::to_string(id) + "."}}};
@@ -143,9 +147,21 @@ struct Mode {
   double upstream_prompt_tokens = 0;
 };
 
-void RunAgentsRound(const ServeProcess& up, const ServeProcess& proxy, const Agents& a,
+// The upstream: this bench's own `switchyard serve` (its metrics read), or one given by
+// SY_BENCH_STEER_UPSTREAM (a llama-server started by hand: no metrics read).
+struct Upstream {
+  std::string spec;  // --upstream URL[#WORDS]
+  std::string key;   // --upstream-key
+  const ServeProcess* ours = nullptr;
+};
+
+double StepTokensOf(const Upstream& up) {
+  return up.ours ? UpstreamStepTokens(up.ours->port(), up.ours->token()) : 0;
+}
+
+void RunAgentsRound(const Upstream& up, const ServeProcess& proxy, const Agents& a,
                     const std::string& run, Mode* mode) {
-  const double before = UpstreamStepTokens(up.port(), up.token());
+  const double before = StepTokensOf(up);
   std::vector<Sample> samples(static_cast<size_t>(a.agents));
   std::vector<std::thread> threads;
   for (int i = 0; i < a.agents; ++i)
@@ -163,7 +179,7 @@ void RunAgentsRound(const ServeProcess& up, const ServeProcess& proxy, const Age
     calls += s.calls;
   }
   // Each call decoded one token; the rest of the step tokens are prompt tokens computed.
-  mode->upstream_prompt_tokens += UpstreamStepTokens(up.port(), up.token()) - before - calls;
+  if (up.ours) mode->upstream_prompt_tokens += StepTokensOf(up) - before - calls;
 }
 
 double Quantile(std::vector<double> v, double q) {
@@ -172,13 +188,13 @@ double Quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * double(v.size())))];
 }
 
-bool StartProxy(const std::string& bin, const ServeProcess& up, bool steering,
+bool StartProxy(const std::string& bin, const Upstream& up, bool steering,
                 const std::filesystem::path& config, ServeProcess* proxy) {
-  return proxy->Start(
-      bin,
-      {"--upstream", "http://127.0.0.1:" + std::to_string(up.port()), "--upstream-key", up.token(),
-       "--upstream-steering", steering ? "on" : "off", "--config", config.string()},
-      steering ? "proxy (steering on)" : "proxy (steering off)");
+  std::vector<std::string> args = {
+      "--upstream", up.spec,        "--upstream-steering", steering ? "on" : "off",
+      "--config",   config.string()};
+  if (!up.key.empty()) args.insert(args.end(), {"--upstream-key", up.key});
+  return proxy->Start(bin, args, steering ? "proxy (steering on)" : "proxy (steering off)");
 }
 
 void ReportModes(const Mode& off, const Mode& on, const Agents& a, int rounds, Report* report) {
@@ -192,9 +208,10 @@ void ReportModes(const Mode& off, const Mode& on, const Agents& a, int rounds, R
                  "resumed turns' time to first token (max_tokens 1), " + what +
                      (q == 0.5 ? "; goal ratio >= 1/0.6" : "")});
   }
-  report->Add({"proxy_steering/upstream_prompt_tokens", on.upstream_prompt_tokens, "tokens", false,
-               "steering off", off.upstream_prompt_tokens,
-               "prompt tokens the upstream computed, warm-ups included; goal ratio >= 2"});
+  if (off.upstream_prompt_tokens > 0)
+    report->Add({"proxy_steering/upstream_prompt_tokens", on.upstream_prompt_tokens, "tokens",
+                 false, "steering off", off.upstream_prompt_tokens,
+                 "prompt tokens the upstream computed, warm-ups included; goal ratio >= 2"});
   auto share = [](const Mode& m) {
     return m.pooled.resumed_prompt ? double(m.pooled.resumed_cached) / m.pooled.resumed_prompt : 0;
   };
@@ -228,13 +245,21 @@ void ReportProxySteering(const std::map<std::string, Measured>&, Report* report)
                         << R"(, "hostBytes": )" << (64LL << 30) << "}";
   const int64_t pool_mib =
       std::max<int64_t>(1, (um.pool_tokens * um.kv_bytes_per_token + (1 << 20) - 1) >> 20);
-  ServeProcess up, off, on;
-  const bool started =
-      up.Start(bin,
-               {"--engine", "cpu", "--model", um.path, "--kv-pool-mib", std::to_string(pool_mib),
-                "--policy", "vllm-fcfs"},
-               "upstream (CPU engine, vllm-fcfs)") &&
-      StartProxy(bin, up, false, config, &off) && StartProxy(bin, up, true, config, &on);
+  ServeProcess ours, off, on;
+  Upstream up;
+  bool started = true;
+  if (const char* external = std::getenv("SY_BENCH_STEER_UPSTREAM"); external && *external) {
+    up.spec = external;  // e.g. http://127.0.0.1:8080#chat+llamacpp+slot_files
+    if (const char* id = std::getenv("SY_BENCH_STEER_MODEL_ID")) a.model = id;
+  } else {
+    started = ours.Start(bin,
+                         {"--engine", "cpu", "--model", um.path, "--kv-pool-mib",
+                          std::to_string(pool_mib), "--policy", "vllm-fcfs"},
+                         "upstream (CPU engine, vllm-fcfs)");
+    up = {"http://127.0.0.1:" + std::to_string(ours.port()), ours.token(), &ours};
+  }
+  started =
+      started && StartProxy(bin, up, false, config, &off) && StartProxy(bin, up, true, config, &on);
   std::filesystem::remove(config);
   if (!started) return;
   Mode m_off, m_on;
