@@ -155,14 +155,14 @@ int RunEngineCalibrate(const std::vector<std::string>& args) {
 
 namespace tx = switchyard::net_budget;  // the link calibration (net_budget/link_calibrate)
 
-constexpr char kUsage[] =
+constexpr char kCalibrateUsage[] =
     "usage: switchyard calibrate --peer HOST:PORT [--transport ucx] "
     "[--min 4K] [--max 256M] [--iters N] [--out FILE] [--label TEXT]\n"
     "         [--link NAME --links-out FILE]\n"
     "       switchyard calibrate --engine cpu [--model FILE] [--block-tokens N] -o FILE\n";
 
-int Usage(const std::string& why) {
-  std::fprintf(stderr, "calibrate: %s\n%s", why.c_str(), kUsage);
+int CalibrateUsage(const std::string& why) {
+  std::fprintf(stderr, "calibrate: %s\n%s", why.c_str(), kCalibrateUsage);
   return 2;
 }
 
@@ -254,7 +254,7 @@ int StoreFit(const PeerArgs& p, const std::string& json) {
 // --peer: the size sweep against a worker, its percentiles and alpha-beta fit.
 int RunPeerCalibrate(const std::vector<std::string>& args) {
   switchyard::Result<PeerArgs> parsed = ParsePeerArgs(args);
-  if (!parsed.ok()) return Usage(parsed.status().message());
+  if (!parsed.ok()) return CalibrateUsage(parsed.status().message());
   PeerArgs& p = *parsed;
   if (p.label.empty()) {
     const char* tls = std::getenv("UCX_TLS");
@@ -285,7 +285,7 @@ int RunPeerCalibrate(const std::vector<std::string>& args) {
 
 int RunCalibrate(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help"))
-    return std::printf("%s", kUsage), 0;
+    return std::printf("%s", kCalibrateUsage), 0;
   for (const std::string& a : args) {
     if (a != "--engine") continue;
 #if SWITCHYARD_HAVE_CPU_CALIBRATE

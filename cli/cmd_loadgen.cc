@@ -424,7 +424,7 @@ void PrintJson(const Options& o, const Tally& t) {
       Percentile(svc, 0.50), Percentile(svc, 0.99));
 }
 
-constexpr char kUsage[] =
+constexpr char kLoadgenUsage[] =
     "usage: switchyard loadgen [--target HOST:PORT] [--token TOKEN] "
     "[--workload events|healthz]\n"
     "         [--connections N] [--threads N] [--duration S] [--warmup S] "
@@ -432,8 +432,8 @@ constexpr char kUsage[] =
     "  closed loop without --rate, open loop at R requests/s with it; prints one "
     "JSON object\n";
 
-int Usage(const std::string& why) {
-  std::fprintf(stderr, "loadgen: %s\n%s", why.c_str(), kUsage);
+int LoadgenUsage(const std::string& why) {
+  std::fprintf(stderr, "loadgen: %s\n%s", why.c_str(), kLoadgenUsage);
   return 2;
 }
 
@@ -498,8 +498,8 @@ std::string ParseArgs(const std::vector<std::string>& args, Options* o) {
 int RunLoadgen(const std::vector<std::string>& args) {
   Options o;
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help"))
-    return std::printf("%s", kUsage), 0;
-  if (std::string why = ParseArgs(args, &o); !why.empty()) return Usage(why);
+    return std::printf("%s", kLoadgenUsage), 0;
+  if (std::string why = ParseArgs(args, &o); !why.empty()) return LoadgenUsage(why);
   std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < o.threads; ++t) {
     int conns = o.connections / o.threads + (t < o.connections % o.threads ? 1 : 0);

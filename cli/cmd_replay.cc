@@ -23,7 +23,7 @@ namespace {
 using namespace switchyard;          // NOLINT
 using namespace switchyard::replay;  // NOLINT
 
-int Fail(const std::string& why) {
+int FailReplay(const std::string& why) {
   std::fprintf(stderr, "switchyard replay: %s\n", why.c_str());
   return 1;
 }
@@ -74,12 +74,12 @@ int RunReplayCommand(const std::vector<std::string>& argv) {
     return 0;
   }
   Result<std::string> text = proto::ReadFile(a.trace);
-  if (!text.ok()) return Fail(text.status().ToString());
+  if (!text.ok()) return FailReplay(text.status().ToString());
   Result<std::vector<v1::TraceRecord>> trace = ParseTrace(*text);
-  if (!trace.ok()) return Fail(a.trace + ": " + trace.status().ToString());
+  if (!trace.ok()) return FailReplay(a.trace + ": " + trace.status().ToString());
   if (a.rate > 0) *trace = Retime(*trace, a.rate, RetimeMode::kPoisson, a.seed);
   Result<v1::ReplayCluster> cluster = ClusterFromArg(a.cluster);
-  if (!cluster.ok()) return Fail(cluster.status().ToString());
+  if (!cluster.ok()) return FailReplay(cluster.status().ToString());
 
   std::vector<PolicyReport> runs;
   Progress bar;
@@ -94,7 +94,7 @@ int RunReplayCommand(const std::vector<std::string>& argv) {
       o.progress = [&](double f) { bar.Update("replay " + p, f); };
       Result<PolicyReport> r = RunReplay(*trace, *cluster, policy, o);
       bar.Done();
-      if (!r.ok()) return Fail(p + ": " + r.status().ToString());
+      if (!r.ok()) return FailReplay(p + ": " + r.status().ToString());
       r->policy = p;
       if (a.json) {
         std::printf("%s\n", SummaryJsonLine(*r).c_str());
@@ -116,11 +116,11 @@ int RunReplayCommand(const std::vector<std::string>& argv) {
   if (!a.out.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);
-    if (ec) return Fail("cannot create " + a.out + ": " + ec.message());
+    if (ec) return FailReplay("cannot create " + a.out + ": " + ec.message());
     ReportMeta meta{a.trace, cluster->name(), cluster->description(), a.seed, ""};
     if (!WriteFile(a.out + "/report.json", ReportJson(meta, runs)) ||
         !WriteFile(a.out + "/report.html", ReportHtml(meta, runs)))
-      return Fail("cannot write the report under " + a.out);
+      return FailReplay("cannot write the report under " + a.out);
     if (!a.json)
       std::printf("report: %s/report.json, %s/report.html\n", a.out.c_str(), a.out.c_str());
   }

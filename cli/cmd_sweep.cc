@@ -24,7 +24,7 @@ namespace {
 using namespace switchyard;          // NOLINT
 using namespace switchyard::replay;  // NOLINT
 
-int Fail(const std::string& why) {
+int FailSweep(const std::string& why) {
   std::fprintf(stderr, "switchyard sweep: %s\n", why.c_str());
   return 1;
 }
@@ -56,12 +56,12 @@ std::vector<double> AnnouncedAutoRates(const std::vector<v1::TraceRecord>& trace
   return rates;
 }
 
-// The files (name, contents) written into directory `out`, made first; 0, or Fail's code.
+// The files (name, contents) written into directory `out`, made first; 0, or FailSweep's code.
 int WriteOut(const std::string& out,
              const std::vector<std::pair<std::string, std::string>>& files) {
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
-  if (ec) return Fail("cannot create " + out + ": " + ec.message());
+  if (ec) return FailSweep("cannot create " + out + ": " + ec.message());
   for (const auto& [file, contents] : files) std::ofstream(out + "/" + file) << contents;
   return 0;
 }
@@ -85,7 +85,7 @@ int RunSloSweep(const SweepArgs& a, const SweepInputs& in) {
   };
   Result<SloResult> r = RunSloCapacity(in.trace, in.cluster, a.policies, so);
   if (in.tty) std::fprintf(stderr, "\r%80s\r", "");
-  if (!r.ok()) return Fail(r.status().ToString());
+  if (!r.ok()) return FailSweep(r.status().ToString());
   std::string table = SloTable(*r), json = SloJson(*r);
   std::printf("%s", a.json ? json.c_str() : table.c_str());
   if (a.out.empty()) return 0;
@@ -106,7 +106,7 @@ int RunLoadSweep(const SweepArgs& a, const SweepInputs& in) {
   };
   Result<SweepResult> s = RunSweep(in.trace, in.cluster, in.rates, a.policies, o, in.name);
   if (in.tty) std::fprintf(stderr, "\r%80s\r", "");
-  if (!s.ok()) return Fail(s.status().ToString());
+  if (!s.ok()) return FailSweep(s.status().ToString());
   std::string table = SweepTable(*s) + GoalVerdict(*s);
   if (a.json) {
     for (const SweepCell& c : s->cells)
@@ -134,11 +134,11 @@ int RunSweepCommand(const std::vector<std::string>& argv) {
     return 0;
   }
   Result<std::string> text = proto::ReadFile(a.trace);
-  if (!text.ok()) return Fail(text.status().ToString());
+  if (!text.ok()) return FailSweep(text.status().ToString());
   Result<std::vector<v1::TraceRecord>> trace = ParseTrace(*text);
-  if (!trace.ok()) return Fail(a.trace + ": " + trace.status().ToString());
+  if (!trace.ok()) return FailSweep(a.trace + ": " + trace.status().ToString());
   Result<v1::ReplayCluster> cluster = ClusterFromArg(a.cluster);
-  if (!cluster.ok()) return Fail(cluster.status().ToString());
+  if (!cluster.ok()) return FailSweep(cluster.status().ToString());
   SweepInputs in;
   in.name = a.name.empty()
                 ? std::filesystem::path(a.trace).filename().string() + " on " + cluster->name()
@@ -151,7 +151,7 @@ int RunSweepCommand(const std::vector<std::string>& argv) {
   if (a.rates_auto) {
     in.rates = AnnouncedAutoRates(*trace);
     if (in.rates.empty())
-      return Fail("--rates auto: the trace's arrivals span no time; give --rates");
+      return FailSweep("--rates auto: the trace's arrivals span no time; give --rates");
   }
   in.trace = std::move(*trace);
   in.cluster = std::move(*cluster);

@@ -13,7 +13,7 @@ namespace {
 
 using namespace switchyard;
 
-constexpr const char* kUsage =
+constexpr const char* kTopoUsage =
     "usage: switchyard topo [--config FILE] [--json] [--sysfs-root DIR] [--no-nvidia-smi]\n"
     "  --config FILE     load and validate a topology (JSON, schema switchyard.v1.Topology)\n"
     "                    instead of discovering this machine's\n"
@@ -28,7 +28,7 @@ int RunTopo(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
+      std::printf("%s", kTopoUsage);
       return 0;
     } else if (a == "--json") {
       json = true;
@@ -38,7 +38,7 @@ int RunTopo(const std::vector<std::string>& args) {
       (a == "--config" ? config : opts.sysfs_root) = args[++i];
     } else {
       std::fprintf(stderr, "switchyard topo: unknown or incomplete argument '%s'\n%s", a.c_str(),
-                   kUsage);
+                   kTopoUsage);
       return 2;
     }
   }

@@ -45,20 +45,20 @@ void OnSignal(int) {
   if (w != nullptr) w->Stop();
 }
 
-constexpr char kUsage[] =
+constexpr char kWorkerUsage[] =
     "usage: switchyard worker --listen HOST:PORT [--capacity BYTES] "
     "[--transport ucx] [--credit-per-sender BYTES] [--credit-total BYTES] "
     "[--verify-offload BYTES] [--transport-param KEY=VALUE]... [--log-level LEVEL]\n"
     "  a host tier for peers: KV blocks over UCX\n";
 
-int Usage(const std::string& why) {
-  std::fprintf(stderr, "worker: %s\n%s", why.c_str(), kUsage);
+int WorkerUsage(const std::string& why) {
+  std::fprintf(stderr, "worker: %s\n%s", why.c_str(), kWorkerUsage);
   return 2;
 }
 
 int RunWorker(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
-    std::printf("%s", kUsage);
+    std::printf("%s", kWorkerUsage);
     std::printf("%s", switchyard::cli::JoinedWorkerUsage());
     return 0;
   }
@@ -69,7 +69,7 @@ int RunWorker(const std::vector<std::string>& args) {
   switchyard::LogOptions log;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (i + 1 >= args.size()) return Usage("missing value after " + a);
+    if (i + 1 >= args.size()) return WorkerUsage("missing value after " + a);
     const std::string& v = args[++i];
     if (a == "--listen") {
       options.listen = v;
@@ -78,7 +78,7 @@ int RunWorker(const std::vector<std::string>& args) {
     } else if (a == "--capacity" || a == "--credit-bytes" || a == "--credit-per-sender" ||
                a == "--credit-total" || a == "--verify-offload") {
       auto n = ParseByteSize(v);
-      if (!n.ok()) return Usage(a + ": " + n.status().message());
+      if (!n.ok()) return WorkerUsage(a + ": " + n.status().message());
       if (a == "--capacity") options.capacity_bytes = *n;
       if (a == "--credit-bytes" || a == "--credit-per-sender") options.max_inflight_bytes = *n;
       if (a == "--credit-total") options.total_inflight_bytes = *n;
@@ -86,16 +86,16 @@ int RunWorker(const std::vector<std::string>& args) {
     } else if (a == "--transport-param") {
       size_t eq = v.find('=');
       if (eq == 0 || eq == std::string::npos) {
-        return Usage("--transport-param '" + v + "': want KEY=VALUE");
+        return WorkerUsage("--transport-param '" + v + "': want KEY=VALUE");
       }
       options.transport_config.params[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--log-level") {
-      if (!switchyard::ParseLogLevel(v, &log.level)) return Usage("bad --log-level " + v);
+      if (!switchyard::ParseLogLevel(v, &log.level)) return WorkerUsage("bad --log-level " + v);
     } else {
-      return Usage("unknown option " + a);
+      return WorkerUsage("unknown option " + a);
     }
   }
-  if (options.listen.empty()) return Usage("--listen is required");
+  if (options.listen.empty()) return WorkerUsage("--listen is required");
   switchyard::InitLogging(log);
   auto worker = KvStoreServer::Start(options);
   if (!worker.ok()) {

@@ -16,9 +16,6 @@ using internal::V8;
 
 namespace {
 
-inline float Widen(float x) { return x; }
-inline float Widen(uint16_t x) { return Bf16ToFloat(x); }
-
 // Dot's order (8 partial sums, fixed tree) over a KV row of either type.
 template <typename T>
 float DotWiden(const float* a, const T* b, int64_t n) {

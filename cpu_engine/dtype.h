@@ -33,5 +33,8 @@ inline uint16_t FloatToBf16(float f) {
 }
 // f rounded to the nearest bf16 value, as fp32.
 inline float RoundToBf16(float f) { return Bf16ToFloat(FloatToBf16(f)); }
+// An element stored as fp32 or as bf16 bits, as fp32 (for kernels templated on either).
+inline float Widen(float x) { return x; }
+inline float Widen(uint16_t x) { return Bf16ToFloat(x); }
 
 }  // namespace switchyard::cpu_engine

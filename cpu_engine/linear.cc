@@ -68,10 +68,10 @@ namespace {
 using Kernel = void (*)(const float* xp, int64_t rows, const void* b, int64_t in, float* y,
                         int64_t ldy, int64_t cols);
 
-[[gnu::target("avx512f,fma"), gnu::always_inline]] inline __m512 Load16(const float* b) {
+[[gnu::target("avx512f,fma"), gnu::always_inline]] inline __m512 LoadPanel16(const float* b) {
   return _mm512_load_ps(b);
 }
-[[gnu::target("avx512f,fma"), gnu::always_inline]] inline __m512 Load16(const uint16_t* b) {
+[[gnu::target("avx512f,fma"), gnu::always_inline]] inline __m512 LoadPanel16(const uint16_t* b) {
   const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
   // The maskz forms with a full mask are the plain instructions; the plain intrinsics
   // start from _mm512_undefined_epi32, which GCC 12 reports as maybe uninitialized.
@@ -86,7 +86,7 @@ template <int R, typename W>
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
   for (int64_t k = 0; k < in; ++k, xp += kBlockRows, b += kPanelCols) {
-    const __m512 b0 = Load16(b), b1 = Load16(b + 16);
+    const __m512 b0 = LoadPanel16(b), b1 = LoadPanel16(b + 16);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 xv = _mm512_set1_ps(xp[r]);
@@ -123,10 +123,10 @@ void Avx512Kernel(const float* xp, int64_t rows, const void* b, int64_t in, floa
          std::make_integer_sequence<int, kBlockRows>());
 }
 
-[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256 Load8(const float* b) {
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256 LoadPanel8(const float* b) {
   return _mm256_load_ps(b);
 }
-[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256 Load8(const uint16_t* b) {
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256 LoadPanel8(const uint16_t* b) {
   const __m128i h = _mm_load_si128(reinterpret_cast<const __m128i*>(b));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
@@ -139,7 +139,7 @@ template <int R, typename W>
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
   for (int64_t k = 0; k < in; ++k, xp += kBlockRows, b += kPanelCols) {
-    const __m256 b0 = Load8(b), b1 = Load8(b + 8);
+    const __m256 b0 = LoadPanel8(b), b1 = LoadPanel8(b + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 xv = _mm256_broadcast_ss(xp + r);
@@ -171,9 +171,6 @@ void Avx2Kernel(const float* xp, int64_t rows, const void* bv, int64_t in, float
       Avx2(xp + r0, std::min<int64_t>(6, rows - r0), b + half * 16, in, y + r0 * ldy + half * 16,
            ldy, cols - half * 16, std::make_integer_sequence<int, 6>());
 }
-
-inline float Widen(float w) { return w; }
-inline float Widen(uint16_t w) { return Bf16ToFloat(w); }
 
 template <typename W>
 void ScalarKernel(const float* xp, int64_t rows, const void* bv, int64_t in, float* y, int64_t ldy,

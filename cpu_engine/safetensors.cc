@@ -8,12 +8,12 @@
 #include <cstring>
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
+#include "cpu_engine/internal/json_fields.h"
 
 namespace switchyard::cpu_engine {
 namespace {
 
-using Json = nlohmann::json;
+using internal::Json;
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the format's own limit
 
 uint64_t DtypeBytes(const std::string& dtype) {

@@ -8,7 +8,7 @@
 namespace switchyard::cpu_engine {
 namespace {
 
-uint64_t SplitMix64(uint64_t* state) {
+uint64_t NextSplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -23,7 +23,7 @@ std::vector<float> RandomTensor(uint64_t seed, uint64_t tensor, int64_t n, float
   for (auto& x : out) {
     float sum = 0;
     for (int i = 0; i < 4; ++i)
-      sum += static_cast<float>(SplitMix64(&state) >> 40) * (1.0f / 16777216.0f);
+      sum += static_cast<float>(NextSplitMix64(&state) >> 40) * (1.0f / 16777216.0f);
     x = (sum - 2.0f) * scale;
   }
   return out;

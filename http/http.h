@@ -140,6 +140,11 @@ struct HttpResponse {
   std::shared_ptr<ResponseStream> stream;
 };
 
+// `body` (JSON text) as an application/json response with the given HTTP status.
+inline HttpResponse JsonResponse(int status, std::string body) {
+  return HttpResponse{status, "application/json", {}, std::move(body)};
+}
+
 // {"code":..,"message":..,"details":..} with the given HTTP status.
 HttpResponse JsonError(int status, std::string_view code, std::string_view message,
                        std::string_view details_json = "{}");

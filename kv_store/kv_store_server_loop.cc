@@ -8,9 +8,9 @@
 
 namespace switchyard::kv_store {
 using internal::BufferPool;
+using internal::IncomingPut;
 using internal::kDiscardBytes;
 using internal::PendingProbe;
-using internal::PendingPut;
 using internal::PendingSend;
 using internal::Verifier;
 
@@ -90,7 +90,7 @@ struct Loop {
   }
 
   void OnPutHeader(transport::EndpointId from, uint64_t xfer, std::span<const uint8_t> msg) {
-    PendingPut p;
+    IncomingPut p;
     p.sender = from;
     auto h = DecodeBlockHeader(msg);
     if (h.ok()) {
@@ -119,14 +119,14 @@ struct Loop {
 
   // Returns the put's receiver credit (committed, rejected or cancelled): the bytes
   // returned, for the ack.
-  uint64_t ReturnCredit(PendingPut& p) {
+  uint64_t ReturnCredit(IncomingPut& p) {
     if (!p.charged) return 0;
     p.charged = false;
     impl->credit->Return(p.sender, p.header.length);
     return p.header.length;
   }
 
-  void FinishPut(PendingPut& p) {
+  void FinishPut(IncomingPut& p) {
     Status s = p.recv.wait();
     if (options->finish_delay.count() > 0) std::this_thread::sleep_for(options->finish_delay);
     uint64_t xfer = p.header.transfer_id;
@@ -351,7 +351,7 @@ void KvStoreServer::Run() {
   Loop loop{transport_.get(), &store_, impl_.get(), &options_};
   std::optional<Verifier> verifier;
   if (*options_.verify_offload_bytes > 0) {
-    verifier.emplace([&loop](PendingPut& p) { loop.FinishPut(p); });
+    verifier.emplace([&loop](IncomingPut& p) { loop.FinishPut(p); });
     loop.verifier = &*verifier;
   }
   loop.PostCtrl();

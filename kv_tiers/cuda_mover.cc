@@ -15,7 +15,7 @@ int sy_kv_tiers_cuda_mover_anchor = 0;
 namespace switchyard::kv_tiers {
 namespace {
 
-Status CudaError(cudaError_t e, const std::string& what) {
+Status MoverCudaError(cudaError_t e, const std::string& what) {
   return Status::Unavailable("cuda mover: " + what + ": " + cudaGetErrorString(e),
                              ErrorScope::kTransfer);
 }
@@ -34,10 +34,10 @@ Status CopyOnStream(const MoveRequest& req, const MoveState& state, uint64_t chu
   thread_local ThreadStream ts;
   if (ts.stream == nullptr) {
     if (auto e = cudaStreamCreateWithFlags(&ts.stream, cudaStreamNonBlocking); e != cudaSuccess) {
-      return CudaError(e, "cudaStreamCreate");
+      return MoverCudaError(e, "cudaStreamCreate");
     }
     if (auto e = cudaEventCreateWithFlags(&ts.event, cudaEventDisableTiming); e != cudaSuccess) {
-      return CudaError(e, "cudaEventCreate");
+      return MoverCudaError(e, "cudaEventCreate");
     }
   }
   for (const auto& s : req.segments) {
@@ -52,16 +52,16 @@ Status CopyOnStream(const MoveRequest& req, const MoveState& state, uint64_t chu
       if (auto e = cudaMemcpyAsync(dst + off, src + off, n, cudaMemcpyDefault, ts.stream);
           e != cudaSuccess) {
         (void)cudaStreamSynchronize(ts.stream);
-        return CudaError(e, "cudaMemcpyAsync");
+        return MoverCudaError(e, "cudaMemcpyAsync");
       }
     }
   }
   if (auto e = cudaEventRecord(ts.event, ts.stream); e != cudaSuccess) {
     (void)cudaStreamSynchronize(ts.stream);
-    return CudaError(e, "cudaEventRecord");
+    return MoverCudaError(e, "cudaEventRecord");
   }
   if (auto e = cudaEventSynchronize(ts.event); e != cudaSuccess) {
-    return CudaError(e, "cudaEventSynchronize");
+    return MoverCudaError(e, "cudaEventSynchronize");
   }
   return Status::OK();
 }

@@ -19,13 +19,13 @@ int sy_kv_tiers_cuda_tiers_anchor = 0;
 namespace switchyard::kv_tiers {
 namespace {
 
-Status CudaError(cudaError_t e, const std::string& what) {
+Status TierCudaError(cudaError_t e, const std::string& what) {
   return Status::Unavailable(what + ": " + cudaGetErrorString(e), ErrorScope::kTier);
 }
 
 Status Copy(void* dst, const void* src, uint64_t bytes) {
   cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
-  return e == cudaSuccess ? Status::OK() : CudaError(e, "cudaMemcpy");
+  return e == cudaSuccess ? Status::OK() : TierCudaError(e, "cudaMemcpy");
 }
 
 ArenaBackend CudaHbmBackend(int device) {
@@ -37,10 +37,10 @@ ArenaBackend CudaHbmBackend(int device) {
   b.alloc = [device](uint64_t bytes) -> Result<void*> {
     void* p = nullptr;
     if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
-      return CudaError(e, "cudaSetDevice");
+      return TierCudaError(e, "cudaSetDevice");
     }
     if (cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
-      return CudaError(e, "cudaMalloc " + std::to_string(bytes) + " B");
+      return TierCudaError(e, "cudaMalloc " + std::to_string(bytes) + " B");
     }
     return p;
   };
@@ -59,7 +59,7 @@ ArenaBackend PinnedHostBackend() {
   b.alloc = [](uint64_t bytes) -> Result<void*> {
     void* p = nullptr;
     if (cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable); e != cudaSuccess) {
-      return CudaError(e, "cudaHostAlloc " + std::to_string(bytes) + " B");
+      return TierCudaError(e, "cudaHostAlloc " + std::to_string(bytes) + " B");
     }
     return p;
   };

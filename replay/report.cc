@@ -18,12 +18,6 @@ std::string Map(const std::map<std::string, uint64_t>& m) {
   return s + "}";
 }
 
-std::string Array(const std::vector<double>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + Num(v[i]);
-  return s + "]";
-}
-
 // Up to `n` evenly spaced quantiles of a sorted sample (for CDFs in report.json).
 std::vector<double> Quantiles(const std::vector<double>& sorted, int n) {
   std::vector<double> out;
@@ -110,6 +104,12 @@ std::string Num(double v) {
 
 std::string JsonString(const std::string& s) { return "\"" + JsonEscape(s) + "\""; }
 
+std::string JsonArray(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + Num(v[i]);
+  return s + "]";
+}
+
 std::string SummaryJsonLine(const PolicyReport& r) {
   return "{" + Metrics(r) + ",\"wall_s\":" + Num(r.wall_s) +
          ",\"events_per_s\":" + Num(r.events_per_s) + "}";
@@ -126,15 +126,15 @@ std::string ReportJson(const ReportMeta& meta, const std::vector<PolicyReport>& 
     const PolicyReport& r = runs[i];
     s += "{" + Metrics(r);
     s += ",\"bytes_moved_by_link\":" + Map(r.bytes_moved_by_link);
-    s += ",\"jct_quantiles_s\":" + Array(Quantiles(r.jct_s, 100));
-    s += ",\"ttft_quantiles_s\":" + Array(Quantiles(r.ttft_s, 100));
+    s += ",\"jct_quantiles_s\":" + JsonArray(Quantiles(r.jct_s, 100));
+    s += ",\"ttft_quantiles_s\":" + JsonArray(Quantiles(r.ttft_s, 100));
     s += ",\"hbm_util_series\":{\"bucket_s\":" + Num(r.hbm_util.bucket_s) +
-         ",\"values\":" + Array(r.hbm_util.values) + "}";
+         ",\"values\":" + JsonArray(r.hbm_util.values) + "}";
     s += ",\"link_bytes_series\":{";
     bool first = true;
     for (const auto& [name, series] : r.link_bytes) {
       s += (first ? "" : ",") + JsonString(name) + ":{\"bucket_s\":" + Num(series.bucket_s) +
-           ",\"values\":" + Array(series.values) + "}";
+           ",\"values\":" + JsonArray(series.values) + "}";
       first = false;
     }
     s += "}";

@@ -51,6 +51,8 @@ std::string SweepHtml(const std::vector<SweepResult>& sweeps, const std::string&
 // Formatting helpers shared by the writers.
 std::string Num(double v);
 std::string JsonString(const std::string& s);
+// [v0,v1,...], each as Num writes it.
+std::string JsonArray(const std::vector<double>& v);
 
 // An SVG line chart (inline, self-contained).
 struct ChartLine {

@@ -14,8 +14,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Status Bad(const std::string& what) { return Status::InvalidArgument(what); }
-
 // The record alone: arrival moved to 0, deadlines kept relative to it.
 v1::TraceRecord Alone(const v1::TraceRecord& r) {
   v1::TraceRecord a = r;
@@ -53,12 +51,6 @@ std::string CapacitySummary(const SloPolicyResult& p) {
   if (n > 0 && p.below_lowest == n) return "< " + Fmt("%.4g", p.capacity.mean);
   if (n > 0 && p.at_least_highest == n) return ">= " + Fmt("%.4g", p.capacity.mean);
   return Fmt("%.4g", p.capacity.mean) + (p.below_lowest + p.at_least_highest > 0 ? "*" : "");
-}
-
-std::string Array(const std::vector<double>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + Num(v[i]);
-  return s + "]";
 }
 
 std::string IntArray(const std::vector<int64_t>& v) {
@@ -120,16 +112,17 @@ std::string CapacityText(const SloCapacity& c) {
 
 Result<SloCapacity> CapacityFromCurve(const std::vector<double>& rates,
                                       const std::vector<double>& attainment, double target) {
-  if (rates.empty()) return Bad("rates is empty");
+  if (rates.empty()) return Status::InvalidArgument("rates is empty");
   if (rates.size() != attainment.size()) {
-    return Bad("attainment has " + std::to_string(attainment.size()) + " values for " +
-               std::to_string(rates.size()) + " rates");
+    return Status::InvalidArgument("attainment has " + std::to_string(attainment.size()) +
+                                   " values for " + std::to_string(rates.size()) + " rates");
   }
-  if (!(target > 0 && target <= 1)) return Bad("target must be in (0, 1], not " + Num(target));
+  if (!(target > 0 && target <= 1))
+    return Status::InvalidArgument("target must be in (0, 1], not " + Num(target));
   for (size_t i = 0; i < rates.size(); ++i) {
     if (!(rates[i] > 0) || (i > 0 && !(rates[i] > rates[i - 1]))) {
-      return Bad("rates must be > 0 and strictly ascending (rates[" + std::to_string(i) +
-                 "] = " + Num(rates[i]) + ")");
+      return Status::InvalidArgument("rates must be > 0 and strictly ascending (rates[" +
+                                     std::to_string(i) + "] = " + Num(rates[i]) + ")");
     }
   }
   SloCapacity c;
@@ -198,26 +191,30 @@ namespace {
 // The options' ranges and the trace's ids, checked before anything is replayed.
 Status CheckSloInputs(const std::vector<v1::TraceRecord>& trace,
                       const std::vector<std::string>& policies, const SloOptions& o) {
-  if (trace.empty()) return Bad("trace has no workflows");
-  if (policies.empty()) return Bad("--policy: no policies");
-  if (!(o.k >= 1) || !std::isfinite(o.k)) return Bad("--slo-k must be >= 1, not " + Num(o.k));
+  if (trace.empty()) return Status::InvalidArgument("trace has no workflows");
+  if (policies.empty()) return Status::InvalidArgument("--policy: no policies");
+  if (!(o.k >= 1) || !std::isfinite(o.k))
+    return Status::InvalidArgument("--slo-k must be >= 1, not " + Num(o.k));
   if (!(o.target > 0 && o.target <= 1)) {
-    return Bad("--slo-target must be in (0, 1], not " + Num(o.target));
+    return Status::InvalidArgument("--slo-target must be in (0, 1], not " + Num(o.target));
   }
-  if (o.seeds < 1) return Bad("--seeds must be >= 1, not " + std::to_string(o.seeds));
+  if (o.seeds < 1)
+    return Status::InvalidArgument("--seeds must be >= 1, not " + std::to_string(o.seeds));
   if (!(o.warmup_frac >= 0 && o.warmup_frac < 1)) {
-    return Bad("--warmup-frac must be in [0, 1), not " + Num(o.warmup_frac));
+    return Status::InvalidArgument("--warmup-frac must be in [0, 1), not " + Num(o.warmup_frac));
   }
   if (!(o.drain_frac >= 0 && o.drain_frac < 1)) {
-    return Bad("--drain-frac must be in [0, 1), not " + Num(o.drain_frac));
+    return Status::InvalidArgument("--drain-frac must be in [0, 1), not " + Num(o.drain_frac));
   }
   if (!(o.warmup_frac + o.drain_frac < 1)) {
-    return Bad("--warmup-frac + --drain-frac must be < 1 (nothing left to count)");
+    return Status::InvalidArgument(
+        "--warmup-frac + --drain-frac must be < 1 (nothing left to count)");
   }
   std::set<std::string> ids;
   for (const v1::TraceRecord& r : trace) {
     if (!ids.insert(r.workflow().id()).second)
-      return Bad("trace: workflow id '" + r.workflow().id() + "' appears twice");
+      return Status::InvalidArgument("trace: workflow id '" + r.workflow().id() +
+                                     "' appears twice");
   }
   return Status::OK();
 }
@@ -236,11 +233,12 @@ Result<SloResult> SloHeader(const std::vector<v1::TraceRecord>& trace, const Slo
   res.workflows = static_cast<int64_t>(trace.size());
   res.rates = o.rates.empty() ? AutoRates(res.natural_rate_per_s) : o.rates;
   if (res.rates.empty()) {
-    return Bad("--rates auto needs a trace with arrivals spread over time (give --rates)");
+    return Status::InvalidArgument(
+        "--rates auto needs a trace with arrivals spread over time (give --rates)");
   }
   for (size_t i = 0; i < res.rates.size(); ++i) {
     if (!(res.rates[i] > 0) || (i > 0 && !(res.rates[i] > res.rates[i - 1])))
-      return Bad("--rates must be > 0 and strictly ascending");
+      return Status::InvalidArgument("--rates must be > 0 and strictly ascending");
   }
   for (int s = 0; s < o.seeds; ++s) res.seeds.push_back(o.seed + static_cast<uint64_t>(s));
   return res;
@@ -279,7 +277,8 @@ Status MeasureJct0(const std::vector<v1::TraceRecord>& trace, const v1::ReplayCl
     for (size_t i : members) res.jct0_s[trace[i].workflow().id()] = jct0;
   }
   if (res.jct0_s.empty()) {
-    return Bad("no workflow completes alone under " + o.jct0_policy + " (no JCT0 to measure by)");
+    return Status::InvalidArgument("no workflow completes alone under " + o.jct0_policy +
+                                   " (no JCT0 to measure by)");
   }
   return Status::OK();
 }
@@ -458,7 +457,7 @@ std::string SloJson(const SloResult& r) {
   s += "\"k\":" + Num(r.k) + ",\"target\":" + Num(r.target) +
        ",\"warmup_frac\":" + Num(r.warmup_frac) + ",\"drain_frac\":" + Num(r.drain_frac) +
        ",\"jct0_policy\":" + JsonString(r.jct0_policy) + ",\n";
-  s += "\"natural_rate_per_s\":" + Num(r.natural_rate_per_s) + ",\"rates\":" + Array(r.rates) +
+  s += "\"natural_rate_per_s\":" + Num(r.natural_rate_per_s) + ",\"rates\":" + JsonArray(r.rates) +
        ",\"seeds\":[";
   for (size_t i = 0; i < r.seeds.size(); ++i) s += (i ? "," : "") + std::to_string(r.seeds[i]);
   s += "],\n\"workflows\":" + std::to_string(r.workflows) +
@@ -467,7 +466,7 @@ std::string SloJson(const SloResult& r) {
   for (size_t p = 0; p < r.policies.size(); ++p) {
     const SloPolicyResult& pr = r.policies[p];
     s += "{\"policy\":" + JsonString(pr.policy) +
-         ",\"attainment_mean\":" + Array(pr.attainment_mean);
+         ",\"attainment_mean\":" + JsonArray(pr.attainment_mean);
     s += ",\"capacity\":{\"text\":" + JsonString(CapacitySummary(pr)) +
          ",\"mean_per_s\":" + Num(pr.capacity.mean) + ",\"min_per_s\":" + Num(pr.capacity.min) +
          ",\"max_per_s\":" + Num(pr.capacity.max) + ",\"stddev_per_s\":" + Num(pr.capacity.stddev) +
@@ -484,7 +483,7 @@ std::string SloJson(const SloResult& r) {
         attained.push_back(a.attained);
       }
       s += std::string(i ? "," : "") + "{\"seed\":" + std::to_string(c.seed) +
-           ",\"attainment\":" + Array(frac) + ",\"counted\":" + IntArray(counted) +
+           ",\"attainment\":" + JsonArray(frac) + ",\"counted\":" + IntArray(counted) +
            ",\"attained\":" + IntArray(attained) +
            ",\"capacity_per_s\":" + Num(c.capacity.rate_per_s) + ",\"bound\":\"" +
            BoundName(c.capacity.bound) + "\"}";

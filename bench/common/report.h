@@ -70,6 +70,9 @@ struct ReporterRegistrar {
 };
 std::vector<std::pair<std::string, Reporter>>& Reporters();
 
+// 2^20 bytes: the MB of the suites' MB/s figures (as ucx_perftest counts them).
+constexpr double kMiB = 1024.0 * 1024.0;
+
 }  // namespace switchyard::bench
 
 #define SY_BENCH_REPORT(ident, fn) \

@@ -24,7 +24,7 @@ namespace switchyard::cpu_engine {
 namespace {
 constexpr int64_t kTokens = 4096, kBlockTokens = 16;
 
-double Median(std::vector<double> v) {
+double MedianTime(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -116,17 +116,18 @@ void ReportKvMoves(const Model& model, const KvMoveTimes& t, size_t blocks, uint
   const std::string base = "memcpy of the same bytes, block by block";
   const std::string threads = std::to_string(helpers + 1) + (helpers ? " threads" : " thread");
   const std::string base_n = base + ", on " + threads;
-  report->Add({"KV export pool -> host tier, " + what, bytes / Median(t.out) / 1e9, "GB/s", true,
-               base, bytes / Median(t.copy) / 1e9,
+  report->Add({"KV export pool -> host tier, " + what, bytes / MedianTime(t.out) / 1e9, "GB/s",
+               true, base, bytes / MedianTime(t.copy) / 1e9,
                "TieredKvMover: BlockManager write + XXH3 checksum + commit per block, copies and "
                "checksums on " +
                    threads + " (the caller's and the mover's copy threads); goal ratio >= 0.9"});
-  report->Add({"KV import host tier -> pool, " + what, bytes / Median(t.in) / 1e9, "GB/s", true,
-               base, bytes / Median(t.copy) / 1e9,
+  report->Add({"KV import host tier -> pool, " + what, bytes / MedianTime(t.in) / 1e9, "GB/s", true,
+               base, bytes / MedianTime(t.copy) / 1e9,
                "TieredKvMover: commit-rule read lease + copy per block, on " + threads +
                    "; goal ratio >= 0.9"});
   report->Add({"KV export pool -> host tier vs memcpy on as many threads, " + what,
-               bytes / Median(t.out) / 1e9, "GB/s", true, base_n, bytes / Median(t.copy_n) / 1e9,
+               bytes / MedianTime(t.out) / 1e9, "GB/s", true, base_n,
+               bytes / MedianTime(t.copy_n) / 1e9,
                "the same export against a memcpy split over the same number of threads"});
 }
 

@@ -384,7 +384,7 @@ BENCHMARK(BM_BlockLifecycle);
 
 // --- report -------------------------------------------------------------------------------
 
-void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {
+void ReportKvTiers(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {
   auto counters = [&](const std::string& run, const std::string& name, const std::string& subject,
                       const std::string& baseline) {
     // Google Benchmark names the run "BM_DiskWrite/min_time:4.000/real_time" (with an
@@ -425,7 +425,7 @@ void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* r
   }
 }
 
-SY_BENCH_REPORT(kv_tiers, Report);
+SY_BENCH_REPORT(kv_tiers, ReportKvTiers);
 
 }  // namespace
 }  // namespace switchyard::kv_tiers

@@ -80,7 +80,7 @@ void BM_BareCudaMemcpyAsync(benchmark::State& state) {
 BENCHMARK(BM_CudaMoverPinnedToHbm)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BareCudaMemcpyAsync)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {
+void ReportKvTiersCuda(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {
   auto s = runs.find("BM_CudaMoverPinnedToHbm/real_time");
   auto b = runs.find("BM_BareCudaMemcpyAsync/real_time");
   if (s == runs.end() || b == runs.end()) return;  // no device: no figure
@@ -96,7 +96,7 @@ void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* r
   report->Add(r);
 }
 
-SY_BENCH_REPORT(kv_tiers_cuda, Report);
+SY_BENCH_REPORT(kv_tiers_cuda, ReportKvTiersCuda);
 
 }  // namespace
 }  // namespace switchyard::kv_tiers

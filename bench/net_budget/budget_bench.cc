@@ -156,7 +156,7 @@ double EnforcementErrorPct() {
   return worst;
 }
 
-void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {
+void ReportBudget(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {
   auto rate = [&](const char* name) -> std::optional<double> {
     auto it = runs.find(name);
     if (it == runs.end()) return std::nullopt;
@@ -180,4 +180,4 @@ void Report(const std::map<std::string, bench::Measured>& runs, bench::Report* r
 
 }  // namespace
 
-SY_BENCH_REPORT(net_budget, Report);
+SY_BENCH_REPORT(net_budget, ReportBudget);

@@ -21,11 +21,12 @@
 namespace switchyard::kv_store {
 namespace {
 
+using bench::kMiB;
+
 constexpr int kTrials = 3;
 constexpr int kSenders = 4;
 constexpr int kPutsPerSender = 64;
 constexpr uint64_t kBlock = 1ull << 20;
-constexpr double kMiB = 1024.0 * 1024.0;
 
 struct Run {
   double mb_per_s = 0;
@@ -112,7 +113,7 @@ Result<Run> Incast(uint64_t per_sender, uint64_t total) {
   return out;
 }
 
-std::optional<Run> Median(uint64_t per_sender, uint64_t total) {
+std::optional<Run> MedianIncast(uint64_t per_sender, uint64_t total) {
   std::vector<Run> runs;
   for (int i = 0; i < kTrials; ++i) {
     auto r = Incast(per_sender, total);
@@ -127,9 +128,9 @@ std::optional<Run> Median(uint64_t per_sender, uint64_t total) {
   return runs[runs.size() / 2];
 }
 
-void Report(const std::map<std::string, bench::Measured>&, bench::Report* report) {
-  auto limited = Median(2 * kBlock, 4 * kBlock);
-  auto unlimited = Median(64 * kBlock, 2048 * kBlock);
+void ReportCredit(const std::map<std::string, bench::Measured>&, bench::Report* report) {
+  auto limited = MedianIncast(2 * kBlock, 4 * kBlock);
+  auto unlimited = MedianIncast(64 * kBlock, 2048 * kBlock);
   if (!limited) return;
   report->Add({"peer_put_incast_4x1MiB_credit_4MiB", limited->mb_per_s, "MB/s", true,
                unlimited ? "same puts, credit 64 MiB/sender, 2 GiB total" : "",
@@ -143,6 +144,6 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
 
 }  // namespace
 
-SY_BENCH_REPORT(net_budget_credit, Report);
+SY_BENCH_REPORT(net_budget_credit, ReportCredit);
 
 }  // namespace switchyard::kv_store

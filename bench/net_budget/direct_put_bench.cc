@@ -56,7 +56,6 @@ namespace switchyard::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kMiB = 1024.0 * 1024.0;
 constexpr uint64_t kDropBytes = 16ull << 20;  // destination copies dropped at once
 
 int Window(uint64_t bytes) { return bytes >= (64u << 20) ? 4 : 8; }

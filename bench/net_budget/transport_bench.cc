@@ -36,10 +36,9 @@
 namespace switchyard::kv_store {
 namespace {
 
+using bench::kMiB;
 using bench::Median;
 using bench::Perftest;
-
-constexpr double kMiB = 1024.0 * 1024.0;
 
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -308,7 +307,7 @@ void ReportColdDestinations(Endpoints& e, const std::string& path, uint64_t byte
   }
 }
 
-void Report(const std::map<std::string, bench::Measured>&, bench::Report* report) {
+void ReportTransport(const std::map<std::string, bench::Measured>&, bench::Report* report) {
   if (QuickRun()) return;
   const std::pair<const char*, const char*> kPaths[] = {{"tcp", "tcp"}, {"shm", "sm,self"}};
   for (const auto& [path, tls_name] : kPaths) {
@@ -384,6 +383,6 @@ void Report(const std::map<std::string, bench::Measured>&, bench::Report* report
 
 }  // namespace
 
-SY_BENCH_REPORT(net_budget_transport, Report);
+SY_BENCH_REPORT(net_budget_transport, ReportTransport);
 
 }  // namespace switchyard::kv_store

@@ -28,4 +28,7 @@ struct TemplateError {
   throw TemplateError{pos, std::move(message)};
 }
 
+// A string result would pass the render's output limit.
+[[noreturn]] inline void FailStringTooLong() { Fail({}, "a string exceeds the output limit"); }
+
 }  // namespace switchyard::chat_template::internal

@@ -54,8 +54,6 @@ std::string JsonNumber(double v) {
 
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
 double FromChars(std::string_view digits) {
   double out = 0;
   const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), out);
@@ -74,10 +72,10 @@ double FromChars(std::string_view digits) {
 size_t DecimalPrefix(std::string_view s) {
   size_t i = 0;
   size_t int_digits = 0, frac_digits = 0;
-  while (i < s.size() && IsDigit(s[i])) ++i, ++int_digits;
+  while (i < s.size() && IsAsciiDigit(s[i])) ++i, ++int_digits;
   if (i < s.size() && s[i] == '.') {
     size_t j = i + 1;
-    while (j < s.size() && IsDigit(s[j])) ++j, ++frac_digits;
+    while (j < s.size() && IsAsciiDigit(s[j])) ++j, ++frac_digits;
     if (int_digits + frac_digits == 0) return 0;
     i = j;
   }
@@ -86,7 +84,7 @@ size_t DecimalPrefix(std::string_view s) {
     size_t j = i + 1;
     if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
     const size_t start = j;
-    while (j < s.size() && IsDigit(s[j])) ++j;
+    while (j < s.size() && IsAsciiDigit(s[j])) ++j;
     if (j > start) i = j;
   }
   return i;
@@ -119,7 +117,7 @@ double JsParseInt(std::string_view s) {
   bool neg = false;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) neg = s[i] == '-', ++i;
   const size_t start = i;
-  while (i < s.size() && IsDigit(s[i])) ++i;
+  while (i < s.size() && IsAsciiDigit(s[i])) ++i;
   if (i == start) return std::nan("");
   const double v = FromChars(s.substr(start, i - start));
   return neg ? -v : v;
@@ -142,7 +140,7 @@ double JsStringToNumber(std::string_view s) {
     if (base != 0) {
       double v = 0;
       for (char c : s.substr(2)) {
-        int d = IsDigit(c)               ? c - '0'
+        int d = IsAsciiDigit(c)          ? c - '0'
                 : (c >= 'a' && c <= 'f') ? c - 'a' + 10
                 : (c >= 'A' && c <= 'F') ? c - 'A' + 10
                                          : 99;

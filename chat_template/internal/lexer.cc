@@ -102,12 +102,11 @@ constexpr Rule kRules[] = {
     {"/", Tok::kMultiplicative},
 };
 
-bool IsDigit(int c) { return c >= '0' && c <= '9'; }
 bool IsWord(int c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsAsciiDigit(c) || c == '_';
 }
 int HexDigit(int c) {
-  if (IsDigit(c)) return c - '0';
+  if (IsAsciiDigit(c)) return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
@@ -172,7 +171,7 @@ void Lexer::ConsumeSpaces() {
 
 std::string Lexer::ConsumeDigits() {
   const size_t start = pos_;
-  while (IsDigit(At(pos_))) {
+  while (IsAsciiDigit(At(pos_))) {
     if (++pos_ >= src_.size()) Error(pos_, "unexpected end of template");
   }
   return src_.substr(start, pos_ - start);
@@ -259,7 +258,7 @@ bool Lexer::LexSigned() {
   }
   const size_t start = pos_++;
   std::string num = ConsumeDigits();
-  if (!num.empty() && At(pos_) == '.' && IsDigit(At(pos_ + 1))) {
+  if (!num.empty() && At(pos_) == '.' && IsAsciiDigit(At(pos_ + 1))) {
     ++pos_;
     num += "." + ConsumeDigits();
   }
@@ -371,7 +370,7 @@ void Lexer::LexString(int quote) {
 void Lexer::LexNumber() {
   const size_t start = pos_;
   std::string num = ConsumeDigits();
-  if (Last() != Tok::kDot && At(pos_) == '.' && IsDigit(At(pos_ + 1))) {
+  if (Last() != Tok::kDot && At(pos_) == '.' && IsAsciiDigit(At(pos_ + 1))) {
     ++pos_;
     num += "." + ConsumeDigits();
   }
@@ -386,7 +385,7 @@ std::vector<Token> Lexer::Run() {
     const int c = At(pos_);
     if (c == '\'' || c == '"') {
       LexString(c);
-    } else if (IsDigit(c)) {
+    } else if (IsAsciiDigit(c)) {
       LexNumber();
     } else if (IsWord(c)) {
       const size_t start = pos_;

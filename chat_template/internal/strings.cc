@@ -7,8 +7,6 @@
 namespace switchyard::chat_template::internal {
 namespace {
 
-[[noreturn]] void TooLong() { Fail({}, "a string exceeds the output limit"); }
-
 bool IsAsciiWord(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -43,7 +41,7 @@ std::string IndentLines(std::string_view s, std::string_view indent, bool first,
     const bool skip = (!first && line == 0) || (!blank && text.empty());
     if (!skip) out.append(indent);
     out.append(text);
-    if (out.size() > max_bytes) TooLong();
+    if (out.size() > max_bytes) FailStringTooLong();
     if (end == std::string_view::npos) break;
     out += '\n';
     start = end + 1;
@@ -110,7 +108,7 @@ std::string ReplaceString(std::string_view s, std::string_view from, std::string
   if (from.empty()) {
     for (size_t i = 0; i <= s.size();) {
       if (take()) out.append(to);
-      if (out.size() > max_bytes) TooLong();
+      if (out.size() > max_bytes) FailStringTooLong();
       if (i == s.size()) break;
       uint32_t cp = 0;
       const size_t n = DecodeUtf8(s, i, &cp);
@@ -125,7 +123,7 @@ std::string ReplaceString(std::string_view s, std::string_view from, std::string
     if (at == std::string_view::npos) break;
     out.append(s.substr(start, at - start));
     out.append(take() ? to : from);
-    if (out.size() > max_bytes) TooLong();
+    if (out.size() > max_bytes) FailStringTooLong();
     start = at + from.size();
   }
   out.append(s.substr(start));

@@ -24,6 +24,9 @@ void AppendUtf8(std::string& out, uint32_t cp);
 
 // JavaScript's WhiteSpace and LineTerminator code points (String.prototype.trim, /\s/).
 bool IsJsSpace(uint32_t cp);
+// '0'..'9' (the only digits of JavaScript's and the template language's numbers); c is a
+// char or -1.
+inline bool IsAsciiDigit(int c) { return c >= '0' && c <= '9'; }
 std::string_view TrimStart(std::string_view s);
 std::string_view TrimEnd(std::string_view s);
 std::string_view Trim(std::string_view s);

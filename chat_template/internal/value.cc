@@ -225,12 +225,6 @@ bool Truthy(const Value& v) {
   return false;
 }
 
-namespace {
-
-[[noreturn]] void TooLong() { Fail({}, "a string exceeds the output limit"); }
-
-}  // namespace
-
 std::string DisplayString(const Value& v, size_t max_bytes) {
   switch (v.kind()) {
     // The reference's none holds JavaScript's undefined, so it prints as undefined too
@@ -270,7 +264,7 @@ std::string JsString(const Value& v, size_t max_bytes) {
       for (size_t i = 0; i < v.items().size(); ++i) {
         if (i > 0) out += ',';
         out += DisplayString(v.items()[i], max_bytes - std::min(max_bytes, out.size()));
-        if (out.size() > max_bytes) TooLong();
+        if (out.size() > max_bytes) FailStringTooLong();
       }
       return out;
     }

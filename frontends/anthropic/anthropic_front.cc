@@ -17,7 +17,7 @@ namespace {
 
 constexpr std::string_view kMessages = "/v1/messages", kCount = "/v1/messages/count_tokens";
 
-http::HttpResponse ErrorOf(const Status& st) {
+http::HttpResponse AnthropicErrorResponse(const Status& st) {
   an::Error e = an::ErrorFromStatus(st);
   return an::ErrorResponse(e.http_status, e.message);
 }
@@ -60,7 +60,7 @@ void AnthropicFront::Handle(const http::HttpRequest& req, const std::string& ten
   if (count && core_->proxy() && !core_->translates())
     return core_->ForwardAsIs(req, std::move(respond));
   auto parsed = count ? an::ParseCountTokens(req.body) : an::ParseMessages(req.body);
-  if (!parsed.ok()) return respond(ErrorOf(parsed.status()));
+  if (!parsed.ok()) return respond(AnthropicErrorResponse(parsed.status()));
   an::MessagesRequest& r = *parsed;
   const std::string ignored =
       an::IgnoredHeaderValue(an::IgnoredOf(an::ParseHeaders(req.headers), r));
@@ -71,14 +71,14 @@ void AnthropicFront::Handle(const http::HttpRequest& req, const std::string& ten
                         r.thinking.type == an::Thinking::Type::kAdaptive;
   const std::string model = r.conversation.model;
   auto f = RequestOf(req, tenant, r, core_->clock()->Now().millis());
-  if (!f.ok()) return respond(ErrorOf(f.status()));
+  if (!f.ok()) return respond(AnthropicErrorResponse(f.status()));
   Respond answer = [ignored, respond = std::move(respond)](http::HttpResponse resp) {
     if (!ignored.empty()) resp.headers["x-switchyard-ignored"] = ignored;
     respond(std::move(resp));
   };
   if (count) {
     auto n = core_->CountTokens(std::move(*f));
-    if (!n.ok()) return answer(ErrorOf(n.status()));
+    if (!n.ok()) return answer(AnthropicErrorResponse(n.status()));
     return answer(http::HttpResponse{200, "application/json", {}, an::CountTokensJson(*n)});
   }
   if (core_->proxy()) f->original = req;

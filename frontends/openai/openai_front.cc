@@ -19,17 +19,13 @@ namespace {
 constexpr char kSessionsPath[] = "/v1/sessions/";
 constexpr char kModelsPath[] = "/v1/models/";  // GET /v1/models/{id}
 
-http::HttpResponse Json(int status, std::string body) {
-  return http::HttpResponse{status, "application/json", {}, std::move(body)};
-}
-
 bool HasPrefix(std::string_view path, std::string_view prefix) {
   return path.substr(0, prefix.size()) == prefix;
 }
 
-http::HttpResponse ErrorOf(const Status& st) {
+http::HttpResponse OpenAiErrorResponse(const Status& st) {
   oa::Error e = oa::ErrorFromStatus(st);
-  return Json(e.http_status, oa::ErrorJson(e));
+  return http::JsonResponse(e.http_status, oa::ErrorJson(e));
 }
 
 }  // namespace
@@ -63,7 +59,7 @@ void OpenAiFront::Handle(const http::HttpRequest& req, const std::string& tenant
 }
 
 http::HttpResponse OpenAiFront::Models() const {
-  return Json(
+  return http::JsonResponse(
       200, oa::ModelsJson(core_->model_ids(), core_->clock()->Now().millis() / 1000, "switchyard"));
 }
 
@@ -71,7 +67,8 @@ http::HttpResponse OpenAiFront::Model(const std::string& id) const {
   if (!core_->ServesModel(id))
     return Error(404, "model '" + id + "' is not served here", "invalid_request_error",
                  "model_not_found", "model");
-  return Json(200, oa::ModelJson(id, core_->clock()->Now().millis() / 1000, "switchyard"));
+  return http::JsonResponse(200,
+                            oa::ModelJson(id, core_->clock()->Now().millis() / 1000, "switchyard"));
 }
 
 void OpenAiFront::DeleteSession(const std::string& tenant, const std::string& id, Respond respond) {
@@ -79,13 +76,13 @@ void OpenAiFront::DeleteSession(const std::string& tenant, const std::string& id
     return respond(
         Error(404, "no session '" + id + "'", "invalid_request_error", "session_not_found"));
   nlohmann::json j = {{"id", id}, {"object", "session.deleted"}, {"deleted", true}};
-  respond(Json(200, j.dump()));
+  respond(http::JsonResponse(200, j.dump()));
 }
 
 void OpenAiFront::Complete(const http::HttpRequest& req, const std::string& tenant, bool chat,
                            Respond respond) {
   auto parsed = chat ? oa::ParseChat(req.body) : oa::ParseCompletion(req.body);
-  if (!parsed.ok()) return respond(ErrorOf(parsed.status()));
+  if (!parsed.ok()) return respond(OpenAiErrorResponse(parsed.status()));
   oa::Request& r = *parsed;
   FrontRequest f;
   f.front = "openai";
@@ -98,7 +95,7 @@ void OpenAiFront::Complete(const http::HttpRequest& req, const std::string& tena
   const int64_t now_ms = core_->clock()->Now().millis();
   if (std::string v = req.Header("x-switchyard-deadline"); !v.empty()) {
     auto d = oa::ParseDeadline(v, now_ms);
-    if (!d.ok()) return respond(ErrorOf(d.status()));
+    if (!d.ok()) return respond(OpenAiErrorResponse(d.status()));
     f.deadline_ms = *d;
   }
   Result<int> priority = 0;
@@ -106,7 +103,7 @@ void OpenAiFront::Complete(const http::HttpRequest& req, const std::string& tena
     priority = oa::ParsePriority(v);
   else if (r.hints.priority)
     priority = oa::ParsePriority(std::to_string(*r.hints.priority));
-  if (!priority.ok()) return respond(ErrorOf(priority.status()));
+  if (!priority.ok()) return respond(OpenAiErrorResponse(priority.status()));
   f.priority = *priority;
   f.max_tokens = r.max_tokens > 0 ? r.max_tokens : r.hints.osl.value_or(0);
   f.conv.model = r.model;

@@ -7,10 +7,6 @@ namespace switchyard::frontends::openai {
 
 namespace {
 
-http::HttpResponse Json(int status, std::string body) {
-  return http::HttpResponse{status, "application/json", {}, std::move(body)};
-}
-
 std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.size() - 8) : wf; }
 
 const char* FinishReason(Answer::End end) {
@@ -90,7 +86,7 @@ http::HttpResponse ErrorResponse(int status, const std::string& message, const s
   e.type = type;
   e.code = code;
   e.param = param;
-  return Json(status, ErrorJson(e));
+  return http::JsonResponse(status, ErrorJson(e));
 }
 
 void OpenAiReply::SetHead(const CallHead& head) {
@@ -118,7 +114,7 @@ Response OpenAiReply::Compose(const Answer& a) const {
 }
 
 http::HttpResponse OpenAiReply::Whole(const Answer& answer) {
-  return Json(200, ResponseJson(Compose(answer)));
+  return http::JsonResponse(200, ResponseJson(Compose(answer)));
 }
 
 http::HttpResponse OpenAiReply::Error(const Status& st, Stage stage) {
@@ -141,7 +137,7 @@ http::HttpResponse OpenAiReply::Error(const Status& st, Stage stage) {
       e.code = "context_length_exceeded";
   }
   if (stage == Stage::kRun && e.http_status == 500) e.type = "server_error";
-  http::HttpResponse r = Json(e.http_status, ErrorJson(e));
+  http::HttpResponse r = http::JsonResponse(e.http_status, ErrorJson(e));
   if (stage == Stage::kRun && (e.http_status == 429 || e.http_status == 503))
     r.headers["retry-after"] = "1";
   return r;

@@ -23,13 +23,9 @@ namespace {
 constexpr std::string_view kPath = "/v1/responses", kPrefix = "/v1/responses/";
 constexpr size_t kMaxChain = 1000;  // stored responses a previous_response_id chain may hold
 
-http::HttpResponse Json(int status, std::string body) {
-  return http::HttpResponse{status, "application/json", {}, std::move(body)};
-}
-
-http::HttpResponse ErrorOf(const Status& st) {
+http::HttpResponse ResponsesErrorResponse(const Status& st) {
   rs::HttpError e = rs::ErrorFromStatus(st);
-  return Json(e.http_status, e.body);
+  return http::JsonResponse(e.http_status, e.body);
 }
 
 std::string NewResponseId() {
@@ -71,7 +67,8 @@ void ResponsesFront::Handle(const http::HttpRequest& req, const std::string& ten
                             Respond respond) {
   std::string_view path = req.path();
   if (path == kPath) {
-    if (req.method != "POST") return respond(Json(405, rs::ErrorJson(405, "use POST")));
+    if (req.method != "POST")
+      return respond(http::JsonResponse(405, rs::ErrorJson(405, "use POST")));
     return Create(req, tenant, std::move(respond));
   }
   std::string rest(path.substr(kPrefix.size()));
@@ -84,10 +81,10 @@ void ResponsesFront::Handle(const http::HttpRequest& req, const std::string& ten
 void ResponsesFront::Create(const http::HttpRequest& req, const std::string& tenant,
                             Respond respond) {
   auto parsed = rs::ParseCreate(req.body);
-  if (!parsed.ok()) return respond(ErrorOf(parsed.status()));
+  if (!parsed.ok()) return respond(ResponsesErrorResponse(parsed.status()));
   rs::CreateRequest& r = *parsed;
   auto headers = rs::ParseHeaders(req.headers);
-  if (!headers.ok()) return respond(ErrorOf(headers.status()));
+  if (!headers.ok()) return respond(ResponsesErrorResponse(headers.status()));
   FrontRequest f;
   f.front = "responses";
   f.tenant = tenant;
@@ -102,7 +99,7 @@ void ResponsesFront::Create(const http::HttpRequest& req, const std::string& ten
     f.parent_session = headers->session_id;
   if (std::string v = req.Header("x-switchyard-deadline"); !v.empty()) {
     auto d = openai::ParseDeadline(v, core_->clock()->Now().millis());
-    if (!d.ok()) return respond(ErrorOf(d.status()));
+    if (!d.ok()) return respond(ResponsesErrorResponse(d.status()));
     f.deadline_ms = *d;
   }
   // Proxy mode, forwarded unchanged: the upstream stores the responses and reads the
@@ -110,7 +107,7 @@ void ResponsesFront::Create(const http::HttpRequest& req, const std::string& ten
   const bool forwarded = core_->proxy() && !core_->translates();
   if (!r.previous_response_id.empty() && !forwarded) {
     auto chain = Chain(service_, tenant, r.previous_response_id);
-    if (!chain.ok()) return respond(ErrorOf(chain.status()));
+    if (!chain.ok()) return respond(ResponsesErrorResponse(chain.status()));
     f.conv = rs::ChainConversation(*chain, r);
   } else {
     f.conv = rs::ToConversation(r);
@@ -132,44 +129,48 @@ void ResponsesFront::Create(const http::HttpRequest& req, const std::string& ten
 void ResponsesFront::Stored(const http::HttpRequest& req, const std::string& tenant,
                             const std::string& id, const std::string& action, Respond respond) {
   if (action == "cancel") {
-    if (req.method != "POST") return respond(Json(405, rs::ErrorJson(405, "use POST")));
+    if (req.method != "POST")
+      return respond(http::JsonResponse(405, rs::ErrorJson(405, "use POST")));
     auto r = Load(service_, tenant, id, "response_id");
-    if (!r.ok()) return respond(ErrorOf(r.status()));
-    return respond(Json(400, rs::ErrorJson(400,
-                                           "Only responses created with background=true can be "
-                                           "cancelled; '" +
-                                               id + "' was not",
-                                           "response_id")));
+    if (!r.ok()) return respond(ResponsesErrorResponse(r.status()));
+    return respond(
+        http::JsonResponse(400, rs::ErrorJson(400,
+                                              "Only responses created with background=true can be "
+                                              "cancelled; '" +
+                                                  id + "' was not",
+                                              "response_id")));
   }
   if (action == "input_items") {
-    if (req.method != "GET") return respond(Json(405, rs::ErrorJson(405, "use GET")));
+    if (req.method != "GET") return respond(http::JsonResponse(405, rs::ErrorJson(405, "use GET")));
     std::map<std::string, std::string> query;
     for (const char* key : {"order", "after", "limit"}) {
       auto v = req.Query(key);
-      if (!v.ok()) return respond(ErrorOf(v.status()));
+      if (!v.ok()) return respond(ResponsesErrorResponse(v.status()));
       if (!v->empty()) query[key] = *v;
     }
     auto params = rs::ParseListParams(query);
-    if (!params.ok()) return respond(ErrorOf(params.status()));
+    if (!params.ok()) return respond(ResponsesErrorResponse(params.status()));
     auto r = Load(service_, tenant, id, "response_id");
-    if (!r.ok()) return respond(ErrorOf(r.status()));
+    if (!r.ok()) return respond(ResponsesErrorResponse(r.status()));
     auto items = rs::InputItemsJson(*r, *params);
-    if (!items.ok()) return respond(ErrorOf(items.status()));
-    return respond(Json(200, std::move(*items)));
+    if (!items.ok()) return respond(ResponsesErrorResponse(items.status()));
+    return respond(http::JsonResponse(200, std::move(*items)));
   }
-  if (!action.empty()) return respond(Json(404, rs::ErrorJson(404, "no such endpoint")));
+  if (!action.empty())
+    return respond(http::JsonResponse(404, rs::ErrorJson(404, "no such endpoint")));
   if (req.method == "GET") {
     auto r = Load(service_, tenant, id, "response_id");
-    if (!r.ok()) return respond(ErrorOf(r.status()));
-    return respond(Json(200, rs::ResponseJson(*r)));
+    if (!r.ok()) return respond(ResponsesErrorResponse(r.status()));
+    return respond(http::JsonResponse(200, rs::ResponseJson(*r)));
   }
-  if (req.method != "DELETE") return respond(Json(405, rs::ErrorJson(405, "use GET or DELETE")));
+  if (req.method != "DELETE")
+    return respond(http::JsonResponse(405, rs::ErrorJson(405, "use GET or DELETE")));
   auto r = Load(service_, tenant, id, "response_id");
-  if (!r.ok()) return respond(ErrorOf(r.status()));
+  if (!r.ok()) return respond(ResponsesErrorResponse(r.status()));
   service_->DeleteDocumentAsync(tenant, rs::kDocumentKind, id,
                                 [id, respond = std::move(respond)](const Status& st) {
-                                  if (!st.ok()) return respond(ErrorOf(st));
-                                  respond(Json(200, rs::DeletedJson(id)));
+                                  if (!st.ok()) return respond(ResponsesErrorResponse(st));
+                                  respond(http::JsonResponse(200, rs::DeletedJson(id)));
                                 });
 }
 

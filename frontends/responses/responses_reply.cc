@@ -7,10 +7,6 @@ namespace switchyard::frontends::responses {
 
 namespace {
 
-http::HttpResponse Json(int status, std::string body) {
-  return http::HttpResponse{status, "application/json", {}, std::move(body)};
-}
-
 std::string Short(const std::string& wf) { return wf.size() > 8 ? wf.substr(wf.size() - 8) : wf; }
 
 // An upstream's stream of Responses events: the function_call items that
@@ -59,14 +55,14 @@ void ResponsesReply::Commit(const Answer& answer, std::function<void(const Statu
 }
 
 http::HttpResponse ResponsesReply::Whole(const Answer& answer) {
-  return Json(200, ResponseJson(Final(answer)));
+  return http::JsonResponse(200, ResponseJson(Final(answer)));
 }
 
 http::HttpResponse ResponsesReply::Error(const Status& st, Stage stage) {
   if (stage == Stage::kTurn && st.code() == StatusCode::kAborted)
-    return Json(409, ErrorJson(409, st.message(), "", "session_busy"));
+    return http::JsonResponse(409, ErrorJson(409, st.message(), "", "session_busy"));
   HttpError e = ErrorFromStatus(st);
-  http::HttpResponse r = Json(e.http_status, e.body);
+  http::HttpResponse r = http::JsonResponse(e.http_status, e.body);
   if (e.http_status == 429 || e.http_status == 503) r.headers["retry-after"] = "1";
   return r;
 }

@@ -39,7 +39,7 @@ StatusCode CodeOf(int http_status) {
 }
 
 // The error's message: error.message, message, detail (FastAPI), or the body itself.
-std::string MessageOf(const Json& j, std::string_view body) {
+std::string ErrorMessageOf(const Json& j, std::string_view body) {
   if (j.is_object()) {
     const Json* error = detail::Field(j, "error");
     if (error && error->is_object()) {
@@ -98,7 +98,7 @@ Status ChatErrorStatus(int http_status, std::string_view body) {
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   const int status = http_status > 0 ? http_status : StatusOfEvent(j);
   return Status(CodeOf(status),
-                "the upstream answered " + std::to_string(status) + ": " + MessageOf(j, body));
+                "the upstream answered " + std::to_string(status) + ": " + ErrorMessageOf(j, body));
 }
 
 }  // namespace switchyard::frontends::translate

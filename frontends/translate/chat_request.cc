@@ -6,17 +6,17 @@
 namespace switchyard::frontends::translate {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // A JSON text the front already checked, as a value; `fallback` if it is not JSON.
-Json Parsed(const std::string& text, Json fallback) {
+OrderedJson Parsed(const std::string& text, OrderedJson fallback) {
   if (text.empty()) return fallback;
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  OrderedJson j = OrderedJson::parse(text, nullptr, /*allow_exceptions=*/false);
   return j.is_discarded() ? fallback : j;
 }
 
-Json MessageOf(const Message& m) {
-  Json out = Json::object();
+OrderedJson MessageOf(const Message& m) {
+  OrderedJson out = OrderedJson::object();
   const bool system = m.role == "system" || m.role == "developer";
   out["role"] = system ? "system" : m.role;
   if (m.role == "tool") {
@@ -25,8 +25,8 @@ Json MessageOf(const Message& m) {
     return out;
   }
   if (m.role == "assistant" && !m.tool_calls.empty()) {
-    out["content"] = m.content.empty() ? Json(nullptr) : Json(m.content);
-    Json calls = Json::array();
+    out["content"] = m.content.empty() ? OrderedJson(nullptr) : OrderedJson(m.content);
+    OrderedJson calls = OrderedJson::array();
     for (const ToolCall& call : m.tool_calls) {
       calls.push_back({{"id", call.id},
                        {"type", "function"},
@@ -40,14 +40,14 @@ Json MessageOf(const Message& m) {
   return out;
 }
 
-Json ToolOf(const ToolDef& t) {
-  Json fn = {{"name", t.name}};
+OrderedJson ToolOf(const ToolDef& t) {
+  OrderedJson fn = {{"name", t.name}};
   if (!t.description.empty()) fn["description"] = t.description;
-  fn["parameters"] = Parsed(t.parameters_json, Json{{"type", "object"}});
+  fn["parameters"] = Parsed(t.parameters_json, OrderedJson{{"type", "object"}});
   return {{"type", "function"}, {"function", std::move(fn)}};
 }
 
-Json ToolChoiceOf(const ToolChoice& choice) {
+OrderedJson ToolChoiceOf(const ToolChoice& choice) {
   switch (choice.kind) {
     case ToolChoice::Kind::kNone:
       return "none";
@@ -61,16 +61,16 @@ Json ToolChoiceOf(const ToolChoice& choice) {
   return "auto";
 }
 
-void AddTools(const Conversation& conv, Json* body) {
+void AddTools(const Conversation& conv, OrderedJson* body) {
   if (conv.tools.empty()) return;
-  Json tools = Json::array();
+  OrderedJson tools = OrderedJson::array();
   for (const ToolDef& t : conv.tools) tools.push_back(ToolOf(t));
   (*body)["tools"] = std::move(tools);
   (*body)["tool_choice"] = ToolChoiceOf(conv.tool_choice);
   if (!conv.parallel_tool_calls) (*body)["parallel_tool_calls"] = false;
 }
 
-void AddSampling(const Sampling& s, int64_t max_tokens, Json* body) {
+void AddSampling(const Sampling& s, int64_t max_tokens, OrderedJson* body) {
   if (max_tokens > 0) (*body)["max_tokens"] = max_tokens;
   if (s.temperature != 1.0) (*body)["temperature"] = s.temperature;
   if (s.top_p != 1.0) (*body)["top_p"] = s.top_p;
@@ -81,9 +81,9 @@ void AddSampling(const Sampling& s, int64_t max_tokens, Json* body) {
 }  // namespace
 
 std::string ChatRequestBody(const Conversation& conv, int64_t max_tokens, bool stream) {
-  Json body = Json::object();
+  OrderedJson body = OrderedJson::object();
   body["model"] = conv.model;
-  Json messages = Json::array();
+  OrderedJson messages = OrderedJson::array();
   for (const Message& m : conv.messages) messages.push_back(MessageOf(m));
   body["messages"] = std::move(messages);
   AddTools(conv, &body);
@@ -92,7 +92,7 @@ std::string ChatRequestBody(const Conversation& conv, int64_t max_tokens, bool s
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
-  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return body.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
 http::HttpRequest ChatRequest(const Conversation& conv, int64_t max_tokens, bool stream) {

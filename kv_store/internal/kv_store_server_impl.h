@@ -24,7 +24,8 @@ namespace switchyard::kv_store::internal {
 
 constexpr uint64_t kDiscardBytes = 64;
 
-struct PendingPut {
+// A put being received: its header arrived, its data is on the way (or being discarded).
+struct IncomingPut {
   BlockHeader header;
   transport::EndpointId sender = 0;
   SharedBuffer buffer;                       // declared before `recv`: outlives the receive
@@ -105,7 +106,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 // machine the two then overlap instead of adding up. Thread-safe.
 class Verifier {
  public:
-  explicit Verifier(std::function<void(PendingPut&)> finish) : finish_(std::move(finish)) {
+  explicit Verifier(std::function<void(IncomingPut&)> finish) : finish_(std::move(finish)) {
     thread_ = std::thread([this] { Serve(); });
   }
   // Finishes what was queued, then joins.
@@ -117,7 +118,7 @@ class Verifier {
     cv_.Signal();
     thread_.join();
   }
-  void Push(PendingPut p) {
+  void Push(IncomingPut p) {
     {
       MutexLock lock(&mu_);
       queue_.push_back(std::move(p));
@@ -131,7 +132,7 @@ class Verifier {
     while (true) {
       while (!stop_ && queue_.empty()) cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, nothing left
-      PendingPut p = std::move(queue_.front());
+      IncomingPut p = std::move(queue_.front());
       queue_.pop_front();
       lock.Unlock();
       finish_(p);
@@ -139,10 +140,10 @@ class Verifier {
     }
   }
 
-  std::function<void(PendingPut&)> finish_;
+  std::function<void(IncomingPut&)> finish_;
   Mutex mu_;
   CondVar cv_;
-  std::deque<PendingPut> queue_ GUARDED_BY(mu_);
+  std::deque<IncomingPut> queue_ GUARDED_BY(mu_);
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
@@ -154,7 +155,7 @@ namespace switchyard::kv_store {
 struct KvStoreServer::Impl {
   std::vector<uint8_t> ctrl_buf = std::vector<uint8_t>(kMaxControlBytes);
   transport::TransferHandle ctrl;
-  std::list<internal::PendingPut> puts;
+  std::list<internal::IncomingPut> puts;
   std::list<internal::PendingProbe> probes;
   Mutex sends_mu;  // the loop and the verifier send
   std::list<internal::PendingSend> sends GUARDED_BY(sends_mu);

@@ -31,9 +31,9 @@ const Model& ShortAnswerModel() {
 }
 
 // Runs sequences on the short-answer model to their end.
-class Runner : public testing::EngineRunner {
+class LengthRunner : public testing::EngineRunner {
  public:
-  Runner() : EngineRunner(&ShortAnswerModel()) {}
+  LengthRunner() : EngineRunner(&ShortAnswerModel()) {}
   std::vector<int32_t> Run(const std::string& key, double temperature, uint64_t seed,
                            bool text = true) {
     executors::SequenceSpec s;
@@ -50,7 +50,7 @@ class Runner : public testing::EngineRunner {
 };
 
 TEST(AnswerLength, SampledAnswersEndAfterAboutTheMeanNotAtTheCap) {
-  Runner r;
+  LengthRunner r;
   const int32_t eos = ShortAnswerModel().shape().eos_id;
   int64_t total = 0, ended = 0;
   const int kRuns = 60;
@@ -67,12 +67,12 @@ TEST(AnswerLength, SampledAnswersEndAfterAboutTheMeanNotAtTheCap) {
 }
 
 TEST(AnswerLength, AGreedyAnswerDoesNotDependOnTheSeed) {
-  Runner r;
+  LengthRunner r;
   EXPECT_EQ(r.Run("g1", 0.0, 1), r.Run("g2", 0.0, 999));
 }
 
 TEST(AnswerLength, ATokenCountNodeStillDecodesToItsCap) {
-  Runner r;  // no prompt ids: a workflow-API node replaying a trace's recorded lengths
+  LengthRunner r;  // no prompt ids: a workflow-API node replaying a trace's recorded lengths
   EXPECT_EQ(r.Run("counts", 1.0, 7, /*text=*/false).size(), 200u);
 }
 

@@ -17,17 +17,10 @@ namespace switchyard::cpu_engine {
 namespace {
 
 using testing::Context;
+using testing::Randn;
 using testing::Rows;
 using testing::TinyShape;
 using testing::Tokens;
-
-std::vector<float> Randn(size_t n, uint32_t seed, bool bf16) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = bf16 ? RoundToBf16(d(g)) : d(g);
-  return v;
-}
 
 TEST(Bf16, RoundsToNearestEvenAndWidensExactly) {
   EXPECT_EQ(FloatToBf16(1.0f), 0x3f80);

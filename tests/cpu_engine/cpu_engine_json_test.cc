@@ -10,11 +10,14 @@
 #include "cpu_engine/cpu_engine.h"
 #include "cpu_engine/json_constraint.h"
 #include "tests/common/wait_until.h"
+#include "tests/cpu_engine/cpu_test_util.h"
 
 namespace switchyard::cpu_engine {
 namespace {
 
 using nlohmann::json;
+using testing::ByteText;
+using testing::TinyModel;
 
 constexpr const char* kSchema = R"({"type": "object", "properties": {
   "path": {"type": "string"}, "lines": {"type": "integer"}, "mode": {"enum": ["r", "w"]},
@@ -23,15 +26,6 @@ constexpr const char* kSchema = R"({"type": "object", "properties": {
 // Only bounded constructs: every run closes its object within a few dozen tokens.
 constexpr const char* kShortSchema = R"({"properties": {"ok": {"type": "boolean"},
   "level": {"enum": ["low", "high"]}, "none": {"type": "null"}}, "required": ["ok", "level", "none"]})";
-
-const Model& TinyModel() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = Model::Load(std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json");
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? std::move(*r) : nullptr;
-  }();
-  return *m;
-}
 
 // The byte vocabulary: ids 0-255 are bytes, the rest (BOS, EOS, padding) special.
 std::vector<std::string> ByteTokens() {
@@ -50,9 +44,9 @@ std::vector<bool> AsciiMask() {
   return m;
 }
 
-class Harness {
+class JsonHarness {
  public:
-  explicit Harness(bool token_bytes = true, std::vector<std::vector<bool>> masks = {}) {
+  explicit JsonHarness(bool token_bytes = true, std::vector<std::vector<bool>> masks = {}) {
     executors::EngineLimits l;
     l.block_tokens = 16;
     l.pool_blocks = 256;
@@ -114,13 +108,6 @@ executors::SequenceSpec Constrained(const std::string& key, const std::string& s
   return s;
 }
 
-std::string Text(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids)
-    if (t >= 0 && t < 256) s.push_back(static_cast<char>(t));
-  return s;
-}
-
 // The output is a valid prefix of the schema's object; closed by its Completion() when the
 // run stopped short, it parses to an object with every required key. Returns whether the
 // output closed the object by itself.
@@ -144,7 +131,7 @@ bool ExpectObject(const std::string& schema, const std::string& text,
   return closed;
 }
 
-std::vector<int32_t> RunToEnd(Harness& h, const executors::SequenceSpec& s) {
+std::vector<int32_t> RunToEnd(JsonHarness& h, const executors::SequenceSpec& s) {
   Status st = h.engine().Admit(s);
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_TRUE(h.Finish({s.key}));
@@ -156,38 +143,38 @@ TEST(CpuEngineJsonTest, OutputIsAnObjectOfTheRequiredKeysGreedyAndSampled) {
   const std::vector<std::string> keys = {"path", "lines", "mode", "force", "opts"};
   for (double temperature : {0.0, 1.0}) {
     for (uint64_t seed : {1, 2, 3}) {
-      Harness h(true, {AsciiMask()});
+      JsonHarness h(true, {AsciiMask()});
       const std::vector<int32_t> out =
           RunToEnd(h, Constrained("wf/n", kSchema, 96, temperature, seed));
       for (int32_t t : out) EXPECT_TRUE(t < 256) << "a special token in the output: " << t;
-      ExpectObject(kSchema, Text(out), keys);
+      ExpectObject(kSchema, ByteText(out), keys);
     }
   }
 }
 
 TEST(CpuEngineJsonTest, TheClosingBraceEndsTheSequence) {
   for (uint64_t seed : {1, 2, 3, 4}) {
-    Harness h(true, {AsciiMask()});
+    JsonHarness h(true, {AsciiMask()});
     const std::vector<int32_t> out = RunToEnd(h, Constrained("wf/n", kShortSchema, 200, 1.0, seed));
     ASSERT_FALSE(out.empty());
     EXPECT_EQ(out.back(), '}');
-    EXPECT_TRUE(ExpectObject(kShortSchema, Text(out), {"ok", "level", "none"}))
+    EXPECT_TRUE(ExpectObject(kShortSchema, ByteText(out), {"ok", "level", "none"}))
         << "stopped before closing";
   }
 }
 
 TEST(CpuEngineJsonTest, WithoutAStaticMaskTheBytesStayValidUtf8) {
   for (uint64_t seed : {5, 6}) {
-    Harness h(true);
+    JsonHarness h(true);
     const std::vector<int32_t> out = RunToEnd(h, Constrained("wf/n", kSchema, 128, 1.5, seed));
-    ExpectObject(kSchema, Text(out), {"path", "lines", "mode", "force", "opts"});
+    ExpectObject(kSchema, ByteText(out), {"path", "lines", "mode", "force", "opts"});
   }
 }
 
 TEST(CpuEngineJsonTest, SameSeedSameOutputAloneOrInABatch) {
-  Harness alone(true, {AsciiMask()});
+  JsonHarness alone(true, {AsciiMask()});
   const std::vector<int32_t> ref = RunToEnd(alone, Constrained("wf/n", kSchema, 64, 1.0, 11));
-  Harness mixed(true, {AsciiMask()});
+  JsonHarness mixed(true, {AsciiMask()});
   for (int i = 0; i < 3; ++i) {
     executors::SequenceSpec other =
         Constrained("wf/o" + std::to_string(i), kSchema, 40, 0.7, 20 + i);
@@ -195,17 +182,17 @@ TEST(CpuEngineJsonTest, SameSeedSameOutputAloneOrInABatch) {
     ASSERT_TRUE(mixed.engine().Admit(other).ok());
   }
   EXPECT_EQ(RunToEnd(mixed, Constrained("wf/n", kSchema, 64, 1.0, 11)), ref);
-  Harness other_seed(true, {AsciiMask()});
+  JsonHarness other_seed(true, {AsciiMask()});
   EXPECT_NE(RunToEnd(other_seed, Constrained("wf/n", kSchema, 64, 1.0, 12)), ref);
 }
 
 // A preempted sequence readmitted with its earlier output continues as if never stopped:
 // its constraint is rebuilt from the tokens already in its context.
 TEST(CpuEngineJsonTest, ConstraintSurvivesPreemption) {
-  Harness ref_h(true, {AsciiMask()});
+  JsonHarness ref_h(true, {AsciiMask()});
   const std::vector<int32_t> ref = RunToEnd(ref_h, Constrained("wf/n", kSchema, 48, 1.0, 7));
   ASSERT_GT(ref.size(), 8u);
-  Harness h(true, {AsciiMask()});
+  JsonHarness h(true, {AsciiMask()});
   executors::SequenceSpec s = Constrained("wf/n", kSchema, 48, 1.0, 7);
   ASSERT_TRUE(h.engine().Admit(s).ok());
   ASSERT_TRUE(h.RunUntil([&] { return h.out("wf/n").size() >= 5; }));
@@ -223,22 +210,22 @@ TEST(CpuEngineJsonTest, ConstraintSurvivesPreemption) {
 TEST(CpuEngineJsonTest, NoAllowedTokenEndsTheSequence) {
   std::vector<bool> no_quote = AsciiMask();
   no_quote['"'] = false;  // every required key starts with one
-  Harness h(true, {no_quote});
+  JsonHarness h(true, {no_quote});
   const std::vector<int32_t> out = RunToEnd(h, Constrained("wf/n", kSchema, 64));
   ASSERT_FALSE(out.empty());
   EXPECT_EQ(out.back(), TinyModel().shape().eos_id);
-  EXPECT_EQ(Text(out).find_first_not_of(" \t\n{"), std::string::npos) << Text(out);
-  ExpectObject(kSchema, Text(out), {"path", "lines", "mode", "force", "opts"});
+  EXPECT_EQ(ByteText(out).find_first_not_of(" \t\n{"), std::string::npos) << ByteText(out);
+  ExpectObject(kSchema, ByteText(out), {"path", "lines", "mode", "force", "opts"});
 }
 
 TEST(CpuEngineJsonTest, RefusedWithoutTokenBytesOrWithABadSchema) {
-  Harness h(/*token_bytes=*/false);
+  JsonHarness h(/*token_bytes=*/false);
   Status st = h.engine().Admit(Constrained("wf/n", kSchema, 8));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("'wf/n'"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("token_bytes"), std::string::npos) << st.message();
   EXPECT_EQ(h.engine().blocks_used(), 0);
-  Harness good;
+  JsonHarness good;
   st = good.engine().Admit(Constrained("wf/n", R"({"type":"array"})", 8));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("not \"object\""), std::string::npos) << st.message();

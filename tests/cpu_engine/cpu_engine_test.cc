@@ -16,6 +16,7 @@
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/remote/kv_store_tier.h"
 #include "tests/common/wait_until.h"
+#include "tests/cpu_engine/cpu_test_util.h"
 #include "tests/kv_store/worker_process.h"
 
 namespace switchyard::cpu_engine {
@@ -24,23 +25,15 @@ namespace {
 using scheduler::Command;
 using scheduler::CommandKind;
 using scheduler::Location;
+using testing::TinyModel;
 
 constexpr int64_t kBlockTokens = 16;
 
-const Model& TinyModel() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = Model::Load(std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json");
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? std::move(*r) : nullptr;
-  }();
-  return *m;
-}
-
 // One scenario: a loop, a token log, engines, and what their reports said.
-class Harness {
+class EngineHarness {
  public:
-  explicit Harness(int workers = 1, int64_t budget = 64, int64_t pool_blocks = 256,
-                   const Model* model = &TinyModel()) {
+  explicit EngineHarness(int workers = 1, int64_t budget = 64, int64_t pool_blocks = 256,
+                         const Model* model = &TinyModel()) {
     for (int w = 0; w < workers; ++w) {
       executors::EngineLimits l;
       l.block_tokens = kBlockTokens;
@@ -113,14 +106,14 @@ executors::SequenceSpec Call(const std::string& key, const std::string& ctx, int
 }
 
 // First call of the two-call conversation every restore test continues.
-int64_t FirstCall(Harness& h, int w = 0) {
+int64_t FirstCall(EngineHarness& h, int w = 0) {
   EXPECT_TRUE(h.engine(w).Admit(Call("wf/n1", "wf/c", 0, true, 70, 9)).ok());
   EXPECT_TRUE(h.Finish({"wf/n1"}));
   EXPECT_EQ(h.out("wf/n1").size(), 9u);
   return h.engine(w).context_tokens("wf/c");  // 70 + 9
 }
 
-std::vector<int32_t> SecondCall(Harness& h, int64_t held, bool resident, int w = 0) {
+std::vector<int32_t> SecondCall(EngineHarness& h, int64_t held, bool resident, int w = 0) {
   Status st = h.engine(w).Admit(Call("wf/n2", "wf/c", held, resident, 30, 12));
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_TRUE(h.Finish({"wf/n2"}));
@@ -130,7 +123,7 @@ std::vector<int32_t> SecondCall(Harness& h, int64_t held, bool resident, int w =
 
 // Another conversation takes the pool's free blocks and writes its own KV into them, so a
 // context that comes back cannot find its old bytes where they were.
-void Scribble(Harness& h, int w = 0) {
+void Scribble(EngineHarness& h, int w = 0) {
   ASSERT_TRUE(h.engine(w).Admit(Call("x/n", "x/c", 0, true, 200, 1)).ok());
   ASSERT_TRUE(h.Finish({"x/n"}));
   ASSERT_TRUE(h.engine(w).Release("x/c").ok());
@@ -150,14 +143,14 @@ std::vector<char> KvBytes(CpuEngine& e, const std::string& ctx) {
 }
 
 // The reference: both calls on one engine, the context kept in its pool.
-std::vector<int32_t> Reference() {
-  Harness h;
+std::vector<int32_t> ReferenceTokens() {
+  EngineHarness h;
   int64_t held = FirstCall(h);
   return SecondCall(h, held, true);
 }
 
 TEST(CpuEngineTest, PoolIsARealKvTierSizedByTheAccounting) {
-  Harness h;
+  EngineHarness h;
   CpuEngine& e = h.engine();
   EXPECT_EQ(e.name(), "cpu engine");
   EXPECT_NE(e.kv_pool_name().find("cpu engine KV pool"), std::string::npos);
@@ -177,13 +170,13 @@ TEST(CpuEngineTest, PoolIsARealKvTierSizedByTheAccounting) {
 TEST(CpuEngineTest, OutputIsTheSameAloneAndInABatchOfMixedSequences) {
   std::vector<int32_t> alone;
   {
-    Harness h(1, 64);
+    EngineHarness h(1, 64);
     ASSERT_TRUE(h.engine().Admit(Call("wf/n1", "wf/c", 0, true, 100, 16)).ok());
     ASSERT_TRUE(h.Finish({"wf/n1"}));
     alone = h.out("wf/n1");
   }
   ASSERT_EQ(alone.size(), 16u);
-  Harness h(1, 40);  // a smaller budget: other chunk boundaries too
+  EngineHarness h(1, 40);  // a smaller budget: other chunk boundaries too
   std::set<std::string> keys{"wf/n1"};
   for (int i = 0; i < 7; ++i) {
     std::string k = "other/n" + std::to_string(i);
@@ -203,13 +196,13 @@ TEST(CpuEngineTest, OutputIsTheSameAloneAndInABatchOfMixedSequences) {
 TEST(CpuEngineTest, ContinuingFromAKeptPrefixEqualsComputingThatTextFromScratch) {
   std::vector<int32_t> fresh;
   {
-    Harness h;
+    EngineHarness h;
     ASSERT_TRUE(h.engine().Admit(Call("wf/all", "wf/c", 0, true, 100, 12)).ok());
     ASSERT_TRUE(h.Finish({"wf/all"}));
     fresh = h.out("wf/all");
   }
   ASSERT_EQ(fresh.size(), 12u);
-  Harness h;
+  EngineHarness h;
   int64_t held = FirstCall(h);  // 70 + 9
   ASSERT_EQ(held, 79);
   executors::SequenceSpec cut = Call("wf/n2", "wf/c", 70, true, 30, 12);
@@ -222,9 +215,9 @@ TEST(CpuEngineTest, ContinuingFromAKeptPrefixEqualsComputingThatTextFromScratch)
 }
 
 TEST(CpuEngineTest, DiscardThenRecomputeContinuesIdentically) {
-  std::vector<int32_t> ref = Reference();
+  std::vector<int32_t> ref = ReferenceTokens();
   ASSERT_EQ(ref.size(), 12u);
-  Harness h;
+  EngineHarness h;
   int64_t held = FirstCall(h);
   ASSERT_TRUE(h.engine().Release("wf/c").ok());
   Scribble(h);
@@ -236,7 +229,7 @@ TEST(CpuEngineTest, DiscardThenRecomputeContinuesIdentically) {
 class MoverRig {
  public:
   // `remote`: a tier in another process (Location{kHost, worker 1} maps to it).
-  explicit MoverRig(Harness& h, std::unique_ptr<kv_tiers::Tier> remote = nullptr)
+  explicit MoverRig(EngineHarness& h, std::unique_ptr<kv_tiers::Tier> remote = nullptr)
       : h_(h), remote_(std::move(remote)) {
     kv_tiers::TierOptions o;
     o.slot_bytes = layout_.bytes_per_block();
@@ -305,7 +298,7 @@ class MoverRig {
   executors::TieredKvMover& mover() { return *mover_; }
 
  private:
-  Harness& h_;
+  EngineHarness& h_;
   kv_tiers::KvLayout layout_ =
       kv_tiers::KvLayout::FromModelConfig(ToModelConfig(TinyModel().shape()), kBlockTokens).value();
   std::unique_ptr<kv_tiers::Tier> remote_, host_, disk_;
@@ -322,8 +315,8 @@ const Location kHost{scheduler::Tier::kHost, 0};
 const Location kDisk{scheduler::Tier::kDisk, 0};
 
 TEST(CpuEngineTest, DemoteToHostThenPrefetchContinuesIdentically) {
-  std::vector<int32_t> ref = Reference();
-  Harness h;
+  std::vector<int32_t> ref = ReferenceTokens();
+  EngineHarness h;
   MoverRig rig(h);
   int64_t held = FirstCall(h);
   std::vector<char> before = KvBytes(h.engine(), "wf/c");
@@ -340,8 +333,8 @@ TEST(CpuEngineTest, DemoteToHostThenPrefetchContinuesIdentically) {
 }
 
 TEST(CpuEngineTest, DemoteToDiskThenPrefetchContinuesIdentically) {
-  std::vector<int32_t> ref = Reference();
-  Harness h;
+  std::vector<int32_t> ref = ReferenceTokens();
+  EngineHarness h;
   MoverRig rig(h);
   int64_t held = FirstCall(h);
   std::vector<char> before = KvBytes(h.engine(), "wf/c");
@@ -360,7 +353,7 @@ TEST(CpuEngineTest, DemoteToAPeerWorkerProcessThenPrefetchContinuesIdentically) 
   namespace kv_store = kv_store;
   if (!kv_store::testing::HaveSwitchyardBinary())
     GTEST_SKIP() << kv_store::testing::SwitchyardBinary() << " is not built";
-  std::vector<int32_t> ref = Reference();
+  std::vector<int32_t> ref = ReferenceTokens();
   const uint64_t bpb = kBlockTokens * TinyModel().shape().kv_bytes_per_token();  // one KV block
   kv_store::testing::WorkerProcess worker;
   ASSERT_TRUE(worker.Start("127.0.0.1:0", "tcp", "", std::to_string(64 * bpb)));
@@ -371,7 +364,7 @@ TEST(CpuEngineTest, DemoteToAPeerWorkerProcessThenPrefetchContinuesIdentically) 
   client.transport_config.params["TLS"] = "tcp";
   auto remote = kv_tiers::remote::KvStoreTier::Connect(worker.address(), o, client);
   ASSERT_TRUE(remote.ok()) << remote.status();
-  Harness h;
+  EngineHarness h;
   MoverRig rig(h, std::move(*remote));
   int64_t held = FirstCall(h);
   std::vector<char> before = KvBytes(h.engine(), "wf/c");
@@ -386,8 +379,8 @@ TEST(CpuEngineTest, DemoteToAPeerWorkerProcessThenPrefetchContinuesIdentically) 
 }
 
 TEST(CpuEngineTest, MoveToAnotherWorkersPoolContinuesIdentically) {
-  std::vector<int32_t> ref = Reference();
-  Harness h(2);
+  std::vector<int32_t> ref = ReferenceTokens();
+  EngineHarness h(2);
   MoverRig rig(h);
   int64_t held = FirstCall(h, 0);
   std::vector<char> before = KvBytes(h.engine(0), "wf/c");
@@ -400,8 +393,8 @@ TEST(CpuEngineTest, MoveToAnotherWorkersPoolContinuesIdentically) {
 }
 
 TEST(CpuEngineTest, AnEpochBumpMakesMovedBlocksUnreadableAndForcesRecompute) {
-  std::vector<int32_t> ref = Reference();
-  Harness h;
+  std::vector<int32_t> ref = ReferenceTokens();
+  EngineHarness h;
   MoverRig rig(h);
   int64_t held = FirstCall(h);
   rig.set_tokens(held);
@@ -415,7 +408,7 @@ TEST(CpuEngineTest, AnEpochBumpMakesMovedBlocksUnreadableAndForcesRecompute) {
 }
 
 TEST(CpuEngineTest, PromptTokenIdsAreUsedAndChecked) {
-  Harness h;
+  EngineHarness h;
   executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 4, 3);
   s.prompt_token_ids = {1, 2, 3};
   Status st = h.engine().Admit(s);
@@ -438,7 +431,7 @@ TEST(CpuEngineTest, PromptTokenIdsAreUsedAndChecked) {
 // depends on the whole context, not just the last token (random weights included).
 TEST(CpuEngineTest, ContinuationsDependOnTheEarlierContext) {
   auto run = [](int32_t first) {
-    Harness h;
+    EngineHarness h;
     executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 40, 12);
     for (int i = 0; i < 40; ++i) s.prompt_token_ids.push_back(i < 30 ? first + i : 100 + i);
     EXPECT_TRUE(h.engine().Admit(s).ok());
@@ -450,7 +443,7 @@ TEST(CpuEngineTest, ContinuationsDependOnTheEarlierContext) {
 
 TEST(CpuEngineTest, SeededSamplingIsReproducibleAndGreedyIsNotSampling) {
   auto run = [](double temperature, uint64_t seed) {
-    Harness h;
+    EngineHarness h;
     executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 20, 16);
     s.temperature = temperature;
     s.sampling_seed = seed;
@@ -466,7 +459,7 @@ TEST(CpuEngineTest, SeededSamplingIsReproducibleAndGreedyIsNotSampling) {
 // A model with several stop ids ends a sequence at whichever of them it emits first.
 TEST(CpuEngineTest, StopsAtAnyOfTheModelsEosIds) {
   auto run = [](const Model* m, bool stop) {
-    Harness h(1, 64, 256, m);
+    EngineHarness h(1, 64, 256, m);
     executors::SequenceSpec s = Call("wf/n1", "wf/c", 0, true, 20, 16);
     s.stop_at_eos = stop;
     EXPECT_TRUE(h.engine().Admit(s).ok());

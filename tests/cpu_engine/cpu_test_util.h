@@ -1,13 +1,18 @@
 // Helpers shared by the cpu model tests: KV block storage for one context (fp32 or bf16
-// KV), and the tiny random-weight shapes of configs/models/.
+// KV), the tiny random-weight shapes and model of configs/models/, random inputs, and the
+// text of byte tokens.
 #pragma once
 
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "cpu_engine/dtype.h"
 #include "cpu_engine/model.h"
 
 namespace switchyard::cpu_engine::testing {
@@ -108,6 +113,33 @@ inline std::vector<int32_t> Tokens(int64_t n, uint32_t seed, int64_t vocab) {
     t.push_back(static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(vocab)));
   }
   return t;
+}
+
+// configs/models/tiny-llama-2l.json with random weights, loaded once per test binary.
+inline const Model& TinyModel() {
+  static std::unique_ptr<Model> m = [] {
+    auto r = Model::Load(ShapePath("tiny-llama-2l"));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(*r) : nullptr;
+  }();
+  return *m;
+}
+
+// n standard normal values from `seed`, each rounded to a bf16 value if `bf16`.
+inline std::vector<float> Randn(size_t n, uint32_t seed, bool bf16 = false) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = bf16 ? RoundToBf16(d(g)) : d(g);
+  return v;
+}
+
+// The bytes of the byte tokens (ids 0-255) among `ids`, as text.
+inline std::string ByteText(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t t : ids)
+    if (t >= 0 && t < 256) s.push_back(static_cast<char>(t));
+  return s;
 }
 
 }  // namespace switchyard::cpu_engine::testing

@@ -6,24 +6,20 @@
 #include <gtest/gtest.h>
 
 #include "cpu_engine/choice_constraint.h"
+#include "tests/cpu_engine/cpu_test_util.h"
 #include "tests/cpu_engine/engine_runner.h"
 
 namespace switchyard::cpu_engine {
 namespace {
 
-const Model& Tiny() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = Model::Load(std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json");
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? std::move(*r) : nullptr;
-  }();
-  return *m;
-}
+using testing::ByteText;
+using testing::TinyModel;
 
 // A runner over the tiny model, with its byte vocabulary's token bytes unless told not.
-class Runner : public testing::EngineRunner {
+class ChoiceRunner : public testing::EngineRunner {
  public:
-  explicit Runner(bool token_bytes = true) : EngineRunner(&Tiny(), Options(token_bytes)) {}
+  explicit ChoiceRunner(bool token_bytes = true)
+      : EngineRunner(&TinyModel(), Options(token_bytes)) {}
   static executors::SequenceSpec Spec(const std::string& key, uint64_t seed) {
     executors::SequenceSpec s;
     s.key = key;
@@ -40,19 +36,12 @@ class Runner : public testing::EngineRunner {
   static CpuEngine::Options Options(bool token_bytes) {
     CpuEngine::Options o;
     if (token_bytes) {
-      o.token_bytes.resize(static_cast<size_t>(Tiny().shape().vocab_size));
+      o.token_bytes.resize(static_cast<size_t>(TinyModel().shape().vocab_size));
       for (int b = 0; b < 256; ++b) o.token_bytes[static_cast<size_t>(b)] = std::string(1, char(b));
     }
     return o;
   }
 };
-
-std::string Text(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids)
-    if (t >= 0 && t < 256) s.push_back(static_cast<char>(t));
-  return s;
-}
 
 TEST(ChoiceConstraint, AllowsPrefixesOfAChoiceAndCompletesOnOne) {
   ChoiceConstraint c({"yes", "yesterday", "no"});
@@ -67,39 +56,39 @@ TEST(ChoiceConstraint, AllowsPrefixesOfAChoiceAndCompletesOnOne) {
 }
 
 TEST(GuidedChoice, TheOutputIsOneOfTheChoicesWhateverTheWeights) {
-  Runner r;
+  ChoiceRunner r;
   const std::vector<std::string> choices = {"<tool_call>\n{\"name\": \"ls\"}\n</tool_call>",
                                             "plain answer"};
   for (uint64_t seed = 1; seed <= 6; ++seed) {
-    executors::SequenceSpec s = Runner::Spec("c" + std::to_string(seed), seed);
+    executors::SequenceSpec s = ChoiceRunner::Spec("c" + std::to_string(seed), seed);
     s.choices = choices;
-    const std::string text = Text(r.Run(s));
+    const std::string text = ByteText(r.Run(s));
     EXPECT_TRUE(text == choices[0] || text == choices[1]) << text;
   }
 }
 
 TEST(GuidedChoice, RefusedWithoutTokenBytesOrWithAJsonSchema) {
-  Runner no_bytes(false);
-  executors::SequenceSpec s = Runner::Spec("a", 1);
+  ChoiceRunner no_bytes(false);
+  executors::SequenceSpec s = ChoiceRunner::Spec("a", 1);
   s.choices = {"x"};
   EXPECT_TRUE(no_bytes.Admit(s).IsInvalidArgument());
-  Runner r;
+  ChoiceRunner r;
   s.json_schema = R"({"type": "object"})";
   EXPECT_TRUE(r.Admit(s).IsInvalidArgument());
 }
 
 TEST(LogitBias, APlusHundredOnTheStopIdEndsTheAnswerAndMinusHundredBansAToken) {
-  Runner r;
-  const int32_t eos = Tiny().shape().eos_id;
-  executors::SequenceSpec stop = Runner::Spec("stop", 3);
+  ChoiceRunner r;
+  const int32_t eos = TinyModel().shape().eos_id;
+  executors::SequenceSpec stop = ChoiceRunner::Spec("stop", 3);
   stop.logit_bias = {{eos, 100.0f}};
   EXPECT_EQ(r.Run(stop), std::vector<int32_t>{eos});
-  executors::SequenceSpec ban = Runner::Spec("ban", 3);
-  for (int t = 0; t < Tiny().shape().vocab_size; ++t)
+  executors::SequenceSpec ban = ChoiceRunner::Spec("ban", 3);
+  for (int t = 0; t < TinyModel().shape().vocab_size; ++t)
     if (t != 'a') ban.logit_bias.emplace_back(t, -100.0f);
   ban.stop_at_eos = false;
   ban.max_output_tokens = 8;
-  EXPECT_EQ(Text(r.Run(ban)), "aaaaaaaa");
+  EXPECT_EQ(ByteText(r.Run(ban)), "aaaaaaaa");
 }
 
 }  // namespace

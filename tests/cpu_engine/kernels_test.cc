@@ -11,16 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/cpu_engine/cpu_test_util.h"
+
 namespace switchyard::cpu_engine {
 namespace {
 
-std::vector<float> Randn(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using testing::Randn;
 
 // A row's outputs are the same bits in every slot of every batch size, whatever the other
 // rows hold, and on any number of threads: the property batch invariance rests on.

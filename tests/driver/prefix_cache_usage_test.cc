@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "prefix-tenant-token-0123456789";
+constexpr char kPrefixTenantToken[] = "prefix-tenant-token-0123456789";
 
 class PrefixCacheUsageTest : public testing::LoopbackApiTest {
  protected:
@@ -32,7 +32,7 @@ class PrefixCacheUsageTest : public testing::LoopbackApiTest {
     so.scheduler.kv_pool_bytes = 2ULL << 20;
     http::HttpServerOptions ho;
     ho.threads = 2;
-    Serve(so, OneTenant(kToken, "prefix-admin-token-0123456789"), {}, ho);
+    Serve(so, OneTenant(kPrefixTenantToken, "prefix-admin-token-0123456789"), {}, ho);
   }
   json Chat(const std::string& session, const std::string& system, const std::string& user) {
     json body{{"model", "tiny-llama-2l"},
@@ -41,7 +41,7 @@ class PrefixCacheUsageTest : public testing::LoopbackApiTest {
               {"max_tokens", 3},
               {"temperature", 0}};
     auto r = testing::Request(port_, "POST", "/v1/chat/completions", body.dump(),
-                              {{"Authorization", std::string("Bearer ") + kToken},
+                              {{"Authorization", std::string("Bearer ") + kPrefixTenantToken},
                                {"Content-Type", "application/json"},
                                {"x-session-id", session}});
     EXPECT_EQ(r.status, 200) << r.body;

@@ -27,7 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "models-tenant-token-0123456789";
+constexpr char kModelsTenantToken[] = "models-tenant-token-0123456789";
 
 class SeveralModelsTest : public testing::LoopbackApiTest {
  protected:
@@ -41,7 +41,7 @@ class SeveralModelsTest : public testing::LoopbackApiTest {
     tune(&so.scheduler);
     http::HttpServerOptions ho;
     ho.threads = 4;
-    Serve(so, OneTenant(kToken, "models-admin-token-0123456789"), {}, ho);
+    Serve(so, OneTenant(kModelsTenantToken, "models-admin-token-0123456789"), {}, ho);
   }
   // First model "big": the simulated engine's default (Llama-3.1-8B), on 1 worker; second
   // "tiny" (alias "tiny-alias"): the CPU engine on tiny-llama-2l, on 2 workers.
@@ -62,8 +62,9 @@ class SeveralModelsTest : public testing::LoopbackApiTest {
   }
   testing::ClientResponse Call(const std::string& method, const std::string& target,
                                const std::string& body = "", const std::string& session = "") {
-    std::map<std::string, std::string> h{{"Authorization", std::string("Bearer ") + kToken},
-                                         {"Content-Type", "application/json"}};
+    std::map<std::string, std::string> h{
+        {"Authorization", std::string("Bearer ") + kModelsTenantToken},
+        {"Content-Type", "application/json"}};
     if (!session.empty()) h["x-session-id"] = session;
     return testing::Request(port_, method, target, body, h);
   }

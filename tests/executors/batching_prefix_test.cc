@@ -48,7 +48,7 @@ class ZeroCost final : public StepCostModel {
   Duration StepTime(const StepShape&) const override { return Duration(0); }
 };
 
-EngineLimits Limits() {
+EngineLimits PrefixLimits() {
   EngineLimits l;
   l.max_num_batched_tokens = 1000;
   l.block_tokens = 16;
@@ -65,11 +65,11 @@ SequenceSpec Spec(const std::string& key, int64_t prefill, std::vector<SeqContex
   return s;
 }
 
-struct Harness {
-  Harness() {
+struct PrefixHarness {
+  PrefixHarness() {
     auto r = std::make_unique<CachingRunner>(&loop);
     runner = r.get();
-    engine = std::make_unique<BatchingEngine>(&loop, 0, Limits(), std::move(r));
+    engine = std::make_unique<BatchingEngine>(&loop, 0, PrefixLimits(), std::move(r));
     engine->SetListener([this](const StepReport& r) { reports.push_back(r); });
   }
   VirtualEventLoop loop;
@@ -79,7 +79,7 @@ struct Harness {
 };
 
 TEST(BatchingPrefixTest, RebuiltContextsThenNewTokensMatchInOrderAndTheLastTokenIsComputed) {
-  Harness h;
+  PrefixHarness h;
   h.runner->held = {{"wf/p", 1000}, {"wf/r", 1000}};
   // The stream: p [0, 32) rebuilt, r [0, 16) rebuilt, then 20 new tokens in p [32, 52).
   SequenceSpec s = Spec("wf/n", 68, {{"wf/p", 32, false}, {"wf/r", 16, false}});
@@ -101,7 +101,7 @@ TEST(BatchingPrefixTest, RebuiltContextsThenNewTokensMatchInOrderAndTheLastToken
 }
 
 TEST(BatchingPrefixTest, AContextNotFoundWholeStopsTheMatch) {
-  Harness h;
+  PrefixHarness h;
   h.runner->held = {{"wf/p", 20}, {"wf/r", 1000}};
   SequenceSpec s = Spec("wf/n", 68, {{"wf/p", 32, false}, {"wf/r", 16, false}});
   ASSERT_TRUE(h.engine->Admit(s).ok());
@@ -114,7 +114,7 @@ TEST(BatchingPrefixTest, AContextNotFoundWholeStopsTheMatch) {
 }
 
 TEST(BatchingPrefixTest, AResidentPrimaryIsMatchedFromWhatItHoldsAndCountsAsCached) {
-  Harness h;
+  PrefixHarness h;
   // A first call leaves 30 tokens (28 + 2 outputs) in wf/c.
   ASSERT_TRUE(h.engine->Admit(Spec("wf/n1", 28, {{"wf/c", 0, false}})).ok());
   h.loop.Run();
@@ -132,7 +132,7 @@ TEST(BatchingPrefixTest, AResidentPrimaryIsMatchedFromWhatItHoldsAndCountsAsCach
 }
 
 TEST(BatchingPrefixTest, PreemptionKeepsWhatWasFoundAsComputed) {
-  Harness h;
+  PrefixHarness h;
   h.runner->held = {{"wf/c", 32}};
   ASSERT_TRUE(h.engine->Admit(Spec("wf/n", 100, {{"wf/c", 0, false}})).ok());
   Result<SeqProgress> p = h.engine->Preempt("wf/n");
@@ -144,7 +144,7 @@ TEST(BatchingPrefixTest, PreemptionKeepsWhatWasFoundAsComputed) {
 TEST(BatchingPrefixTest, TheSimulatedEngineHasNoCacheAndCountsResidentTokens) {
   VirtualEventLoop loop;
   ZeroCost cost;
-  SimulatedEngine e(&loop, 0, Limits(), &cost);
+  SimulatedEngine e(&loop, 0, PrefixLimits(), &cost);
   std::vector<StepReport> reports;
   e.SetListener([&](const StepReport& r) { reports.push_back(r); });
   ASSERT_TRUE(e.Admit(Spec("wf/n1", 28, {{"wf/c", 0, false}})).ok());

@@ -2,16 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/executors/test_util.h"
+
 namespace switchyard::executors {
 namespace {
 
-std::string Config(const std::string& rel) {
-  return std::string(SY_SOURCE_DIR) + "/configs/" + rel;
-}
+using testing::ConfigPath;
 
 TEST(RooflineCostModel, Llama8bOnH200MatchesHandComputedValues) {
-  auto m =
-      RooflineCostModel::FromFiles(Config("models/llama-3.1-8b.json"), Config("gpus/h200.json"));
+  auto m = RooflineCostModel::FromFiles(ConfigPath("models/llama-3.1-8b.json"),
+                                        ConfigPath("gpus/h200.json"));
   ASSERT_TRUE(m.ok()) << m.status();
   // 32 layers x 8 KV heads x 128 x 2 (K,V) x 2 bytes.
   EXPECT_EQ(m->KvBytesPerToken(), 131072u);
@@ -30,8 +30,8 @@ TEST(RooflineCostModel, Llama8bOnH200MatchesHandComputedValues) {
 }
 
 TEST(RooflineCostModel, TensorParallelDividesTheWork) {
-  auto m =
-      RooflineCostModel::FromFiles(Config("models/llama-3.1-70b.json"), Config("gpus/h100.json"));
+  auto m = RooflineCostModel::FromFiles(ConfigPath("models/llama-3.1-70b.json"),
+                                        ConfigPath("gpus/h100.json"));
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->KvBytesPerToken(), 327680u);  // 80 x 8 x 128 x 2 x 2
   // One decode step, empty context: 2 x 70553706496 bytes / (3.35e12 x 0.8 x 8 GPUs).
@@ -49,7 +49,8 @@ TEST(RooflineCostModel, RejectsIncompleteSpecsNamingTheField) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidArgument());
   EXPECT_NE(r.status().message().find("model.num_layers"), std::string::npos);
-  auto missing = RooflineCostModel::FromFiles(Config("models/nope.json"), Config("gpus/h200.json"));
+  auto missing =
+      RooflineCostModel::FromFiles(ConfigPath("models/nope.json"), ConfigPath("gpus/h200.json"));
   EXPECT_FALSE(missing.ok());
 }
 

@@ -12,6 +12,7 @@
 #include "executors/tiered_mover.h"
 #include "kv_tiers/local_mover.h"
 #include "kv_tiers/tier_registry.h"
+#include "tests/kv_tiers/test_util.h"
 
 namespace switchyard::executors {
 namespace {
@@ -21,18 +22,8 @@ using scheduler::CommandKind;
 using scheduler::Location;
 using scheduler::Tier;
 
-// 4 KiB blocks: 2 layers x 2 heads x 16 dims x K,V x 2 bytes x 16 tokens.
-constexpr uint64_t kBlock = 4096;
-
-kv_tiers::KvLayout SmallLayout() {
-  v1::ModelConfig c;
-  c.set_name("tiny");
-  c.set_num_layers(2);
-  c.set_num_kv_heads(2);
-  c.set_head_dim(16);
-  c.set_kv_dtype(v1::BF16);
-  return kv_tiers::KvLayout::FromModelConfig(c).value();
-}
+using kv_tiers::testing::kBlock;
+using kv_tiers::testing::SmallLayout;
 
 RegisteredKvPool::Options PoolOver(std::vector<char>& mem) {
   RegisteredKvPool::Options o;

@@ -64,7 +64,7 @@ struct Shadow {
   std::set<uint64_t> drop;  // discarded while in flight
 };
 
-struct Harness {
+struct PropertyHarness {
   std::mt19937_64 rng;
   std::string failure;
   Shadow shadow;
@@ -72,7 +72,7 @@ struct Harness {
   std::map<std::string, v1::ProgramNode> specs;  // "wf/node"
   std::set<std::string> submitted;
 
-  explicit Harness(uint64_t seed) : rng(seed) {}
+  explicit PropertyHarness(uint64_t seed) : rng(seed) {}
   double U() { return std::uniform_real_distribution<double>(0, 1)(rng); }
   int I(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 
@@ -210,7 +210,7 @@ struct Harness {
 int g_budgeted_transfers = 0;
 
 std::string RunSeed(uint64_t seed) {
-  Harness h(seed * 0x9E3779B97F4A7C15ULL + 1);
+  PropertyHarness h(seed * 0x9E3779B97F4A7C15ULL + 1);
   VirtualEventLoop loop;
   int workers = h.I(1, 3);
   SimulatedFabric::Options fo;

@@ -8,13 +8,12 @@
 #include <vector>
 
 #include "base/virtual_event_loop.h"
+#include "tests/executors/test_util.h"
 
 namespace switchyard::executors {
 namespace {
 
-std::string Config(const std::string& rel) {
-  return std::string(SY_SOURCE_DIR) + "/configs/" + rel;
-}
+using testing::ConfigPath;
 
 // Hand-checkable step times: 1 ms + 10 us per prefill token + 100 us per decoding sequence
 // + 1 us per KV token read.
@@ -48,9 +47,9 @@ SequenceSpec Seq(const std::string& key, int64_t prefill, int64_t max_out,
 }
 
 // An engine on a virtual loop that records every report.
-struct Harness {
-  explicit Harness(EngineLimits limits, const StepCostModel* cost = nullptr,
-                   SimulatedEngine::Options o = {})
+struct SimulatedHarness {
+  explicit SimulatedHarness(EngineLimits limits, const StepCostModel* cost = nullptr,
+                            SimulatedEngine::Options o = {})
       : engine(&loop, 3, limits, cost ? cost : &linear, std::move(o)) {
     engine.SetListener([this](const StepReport& r) {
       reports.push_back(r);
@@ -78,7 +77,7 @@ struct Harness {
 };
 
 TEST(SimulatedEngine, SinglePrefillThenDecode) {
-  Harness h(Limits(8192, 100));
+  SimulatedHarness h(Limits(8192, 100));
   EXPECT_EQ(h.engine.name(), "simulated engine");
   ASSERT_TRUE(h.engine.Admit(Seq("wf/a", 100, 5, {{"wf/c", 0, false}})).ok());
   EXPECT_EQ(h.engine.running(), 1u);
@@ -118,7 +117,7 @@ TEST(SimulatedEngine, SinglePrefillThenDecode) {
 }
 
 TEST(SimulatedEngine, RecordedOutputLengthStopsBeforeTheCap) {
-  Harness h(Limits(8192, 100));
+  SimulatedHarness h(Limits(8192, 100));
   SequenceSpec s = Seq("wf/a", 10, 50);
   s.actual_output_tokens = 3;
   ASSERT_TRUE(h.engine.Admit(s).ok());
@@ -132,12 +131,12 @@ TEST(SimulatedEngine, RecordedOutputLengthStopsBeforeTheCap) {
 }
 
 TEST(SimulatedEngine, StepTimeGrowsWithBatchSize) {
-  auto cost =
-      RooflineStepCost::FromFiles(Config("models/llama-3.1-8b.json"), Config("gpus/h200.json"));
+  auto cost = RooflineStepCost::FromFiles(ConfigPath("models/llama-3.1-8b.json"),
+                                          ConfigPath("gpus/h200.json"));
   ASSERT_TRUE(cost.ok()) << cost.status();
   Duration prev{0};
   for (int n : {1, 8, 64}) {
-    Harness h(Limits(8192, 100000), &*cost);
+    SimulatedHarness h(Limits(8192, 100000), &*cost);
     for (int i = 0; i < n; ++i) {
       std::string ctx = "wf/c" + std::to_string(i);
       ASSERT_TRUE(h.engine.Import(ctx, 2000).ok());
@@ -154,7 +153,7 @@ TEST(SimulatedEngine, StepTimeGrowsWithBatchSize) {
 }
 
 TEST(SimulatedEngine, PoolBoundsAdmission) {
-  Harness h(Limits(8192, 10));
+  SimulatedHarness h(Limits(8192, 10));
   ASSERT_TRUE(h.engine.Admit(Seq("wf/a", 100, 2)).ok());  // 7 blocks
   EXPECT_EQ(h.engine.blocks_used(), 7);
   Status st = h.engine.Admit(Seq("wf/b", 60, 2, {{"wf/cb", 0, false}}));
@@ -172,7 +171,7 @@ TEST(SimulatedEngine, PoolBoundsAdmission) {
 }
 
 TEST(SimulatedEngine, DecodeExhaustionStallsUntilARelease) {
-  Harness h(Limits(8192, 3));
+  SimulatedHarness h(Limits(8192, 3));
   ASSERT_TRUE(h.engine.Import("wf/other", 8).ok());                             // 1 block
   ASSERT_TRUE(h.engine.Admit(Seq("wf/a", 20, 20, {{"wf/c", 0, false}})).ok());  // 2 blocks
   h.loop.Run();
@@ -201,7 +200,7 @@ TEST(SimulatedEngine, DecodeExhaustionStallsUntilARelease) {
 }
 
 TEST(SimulatedEngine, ExhaustedSequenceSkipsWhileOthersRun) {
-  Harness h(Limits(8192, 4));
+  SimulatedHarness h(Limits(8192, 4));
   ASSERT_TRUE(h.engine.Import("wf/ca", 16).ok());
   ASSERT_TRUE(h.engine.Import("wf/cb", 1).ok());
   ASSERT_TRUE(h.engine.Import("wf/full", 32).ok());  // pool full: 1 + 1 + 2 blocks
@@ -227,7 +226,7 @@ TEST(SimulatedEngine, ExhaustedSequenceSkipsWhileOthersRun) {
 }
 
 TEST(SimulatedEngine, ChunkedPrefillMixesWithDecodeUnderTheBudget) {
-  Harness h(Limits(64, 1000));
+  SimulatedHarness h(Limits(64, 1000));
   for (int i = 0; i < 4; ++i) {
     std::string ctx = "wf/d" + std::to_string(i);
     ASSERT_TRUE(h.engine.Import(ctx, 10).ok());
@@ -258,7 +257,7 @@ TEST(SimulatedEngine, ChunkedPrefillMixesWithDecodeUnderTheBudget) {
 }
 
 TEST(SimulatedEngine, MaxNumSeqsCapsTheBatch) {
-  Harness h(Limits(8192, 1000, /*max_seqs=*/2));
+  SimulatedHarness h(Limits(8192, 1000, /*max_seqs=*/2));
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(h.engine.Admit(Seq("wf/" + std::to_string(i), 8, 2)).ok());
   h.loop.Run();
@@ -269,7 +268,7 @@ TEST(SimulatedEngine, MaxNumSeqsCapsTheBatch) {
 }
 
 TEST(SimulatedEngine, PreemptMidPrefillKeepsComputedKv) {
-  Harness h(Limits(64, 1000));
+  SimulatedHarness h(Limits(64, 1000));
   ASSERT_TRUE(h.engine.Admit(Seq("wf/a", 200, 4, {{"wf/c", 0, false}})).ok());
   EXPECT_EQ(h.engine.context_tokens("wf/c"), 200);  // allocated for the whole prefill
   h.loop.RunOne();                                  // the kick: step 1 starts
@@ -300,7 +299,7 @@ TEST(SimulatedEngine, PreemptMidPrefillKeepsComputedKv) {
 }
 
 TEST(SimulatedEngine, PreemptShrinksRebuiltContextsInPrefillOrder) {
-  Harness h(Limits(64, 1000));
+  SimulatedHarness h(Limits(64, 1000));
   ASSERT_TRUE(h.engine.Import("wf/p", 30).ok());
   // Rebuild wf/r (100 tokens) then 50 new tokens onto wf/p.
   ASSERT_TRUE(h.engine.Admit(Seq("wf/a", 150, 4, {{"wf/p", 30, true}, {"wf/r", 100, false}})).ok());
@@ -320,7 +319,7 @@ TEST(SimulatedEngine, PreemptShrinksRebuiltContextsInPrefillOrder) {
 }
 
 TEST(SimulatedEngine, PreemptDuringDecodeDropsTheInFlightToken) {
-  Harness h(Limits(8192, 1000));
+  SimulatedHarness h(Limits(8192, 1000));
   ASSERT_TRUE(h.engine.Import("wf/c", 16).ok());
   ASSERT_TRUE(h.engine.Admit(Seq("wf/a", 0, 10, {{"wf/c", 16, true}})).ok());
   ASSERT_TRUE(h.engine.Admit(Seq("wf/b", 5, 10)).ok());
@@ -341,7 +340,7 @@ TEST(SimulatedEngine, PreemptDuringDecodeDropsTheInFlightToken) {
 }
 
 TEST(SimulatedEngine, BlockTakenDuringTheStepMakesTheTokenWait) {
-  Harness h(Limits(8192, 3));
+  SimulatedHarness h(Limits(8192, 3));
   ASSERT_TRUE(h.engine.Import("wf/c", 16).ok());
   ASSERT_TRUE(h.engine.Admit(Seq("wf/a", 0, 3, {{"wf/c", 16, true}})).ok());
   h.loop.RunOne();  // step 1 starts: a's token 17 will need a second block
@@ -359,11 +358,11 @@ TEST(SimulatedEngine, BlockTakenDuringTheStepMakesTheTokenWait) {
 }
 
 TEST(SimulatedEngine, RecomputeSlowsCoRunningDecode) {
-  auto cost =
-      RooflineStepCost::FromFiles(Config("models/llama-3.1-8b.json"), Config("gpus/h200.json"));
+  auto cost = RooflineStepCost::FromFiles(ConfigPath("models/llama-3.1-8b.json"),
+                                          ConfigPath("gpus/h200.json"));
   ASSERT_TRUE(cost.ok()) << cost.status();
   auto first_step_of_decoder = [&](bool with_recompute) {
-    Harness h(Limits(8192, 100000), &*cost);
+    SimulatedHarness h(Limits(8192, 100000), &*cost);
     EXPECT_TRUE(h.engine.Import("wf/d", 1000).ok());
     EXPECT_TRUE(h.engine.Admit(Seq("wf/dec", 0, 4, {{"wf/d", 1000, true}})).ok());
     if (with_recompute) {  // a discarded 6000-token context rebuilt by prefill
@@ -382,7 +381,7 @@ TEST(SimulatedEngine, RecomputeSlowsCoRunningDecode) {
 }
 
 TEST(SimulatedEngine, ImportAndReleaseAccounting) {
-  Harness h(Limits(8192, 10));
+  SimulatedHarness h(Limits(8192, 10));
   ASSERT_TRUE(h.engine.Import("wf/a", 33).ok());
   EXPECT_EQ(h.engine.blocks_used(), 3);
   ASSERT_TRUE(h.engine.Import("wf/a", 10).ok());  // resized
@@ -421,7 +420,7 @@ TEST(SimulatedEngine, ImportAndReleaseAccounting) {
 // nothing; a context another running sequence reads is not cut; only the extended
 // primary may be cut.
 TEST(SimulatedEngine, KeepOnlyCutsTheContextToItsPrefixAtAdmission) {
-  Harness h(Limits(8192, 20));
+  SimulatedHarness h(Limits(8192, 20));
   ASSERT_TRUE(h.engine.Import("wf/c", 100).ok());  // 7 blocks
   EXPECT_EQ(h.engine.blocks_used(), 7);
   SeqContext cut{"wf/c", 40, true};
@@ -454,7 +453,7 @@ TEST(SimulatedEngine, KeepOnlyCutsTheContextToItsPrefixAtAdmission) {
 }
 
 TEST(SimulatedEngine, RejectsBadSpecs) {
-  Harness h(Limits(8192, 100));
+  SimulatedHarness h(Limits(8192, 100));
   EXPECT_TRUE(h.engine.Admit(Seq("", 5, 2)).IsInvalidArgument());
   EXPECT_TRUE(h.engine.Admit(Seq("wf/a", -1, 2)).IsInvalidArgument());
   EXPECT_TRUE(h.engine.Admit(Seq("wf/a", 5, 0)).IsInvalidArgument());
@@ -483,7 +482,7 @@ TEST(SimulatedEngine, FaultFunctionFailsSequencesAtTheirEnd) {
   o.fault = [](const std::string& key) {
     return key == "wf/bad" ? Status::Unavailable("injected") : Status::OK();
   };
-  Harness h(Limits(8192, 100), nullptr, o);
+  SimulatedHarness h(Limits(8192, 100), nullptr, o);
   ASSERT_TRUE(h.engine.Admit(Seq("wf/bad", 5, 3)).ok());
   ASSERT_TRUE(h.engine.Admit(Seq("wf/good", 5, 3)).ok());
   h.loop.Run();
@@ -499,7 +498,7 @@ TEST(SimulatedEngine, FaultFunctionFailsSequencesAtTheirEnd) {
 // A busy mixed scenario: arrivals over time (a refused admission retries 10 ms later), the
 // context of every other finished sequence released, and vLLM-style victims (the most
 // recently admitted exhausted sequence: preempted, its context released) from the listener.
-void Arrive(Harness& h, std::set<std::string>* keys, int i, int tries_left) {
+void Arrive(SimulatedHarness& h, std::set<std::string>* keys, int i, int tries_left) {
   std::string wf = "wf" + std::to_string(i % 4);
   std::string ctx = wf + "/ctx", key = wf + "/n" + std::to_string(i);
   keys->insert(ctx);
@@ -515,7 +514,7 @@ void Arrive(Harness& h, std::set<std::string>* keys, int i, int tries_left) {
                      [&h, keys, i, tries_left]() { Arrive(h, keys, i, tries_left - 1); });
 }
 
-void RunScenario(Harness& h, std::set<std::string>* keys) {
+void RunScenario(SimulatedHarness& h, std::set<std::string>* keys) {
   for (int i = 0; i < 16; ++i)
     h.loop.PostAt(Time{0} + Millis(5 * i), [&h, keys, i]() { Arrive(h, keys, i, 40); });
   h.on_report = [&h, keys](const StepReport& r) {
@@ -556,7 +555,7 @@ std::string Render(const std::vector<StepReport>& reports) {
 }
 
 TEST(SimulatedEngine, BlocksUsedMatchesContextsAtEveryStep) {
-  Harness h(Limits(256, 60, 8));
+  SimulatedHarness h(Limits(256, 60, 8));
   std::set<std::string> keys;
   RunScenario(h, &keys);
   EXPECT_GT(h.reports.size(), 100u) << Render(h.reports);
@@ -569,7 +568,7 @@ TEST(SimulatedEngine, BlocksUsedMatchesContextsAtEveryStep) {
 TEST(SimulatedEngine, DeterministicReports) {
   std::string first, second;
   for (std::string* out : {&first, &second}) {
-    Harness h(Limits(256, 60, 8));
+    SimulatedHarness h(Limits(256, 60, 8));
     std::set<std::string> keys;
     RunScenario(h, &keys);
     *out = Render(h.reports);

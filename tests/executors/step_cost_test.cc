@@ -8,17 +8,16 @@
 
 #include "executors/model_cost.h"
 #include "proto/json.h"
+#include "tests/executors/test_util.h"
 
 namespace switchyard::executors {
 namespace {
 
-std::string Config(const std::string& rel) {
-  return std::string(SY_SOURCE_DIR) + "/configs/" + rel;
-}
+using testing::ConfigPath;
 
 RooflineStepCost Llama8bH200(Duration overhead = kDefaultStepOverhead) {
-  auto r = RooflineStepCost::FromFiles(Config("models/llama-3.1-8b.json"), Config("gpus/h200.json"),
-                                       overhead);
+  auto r = RooflineStepCost::FromFiles(ConfigPath("models/llama-3.1-8b.json"),
+                                       ConfigPath("gpus/h200.json"), overhead);
   EXPECT_TRUE(r.ok()) << r.status();
   return *r;
 }
@@ -75,8 +74,8 @@ TEST(StepCostRoofline, PrefillHeavyStepIsComputeBound) {
   double memory = m.Bytes(s) / (4.8e12 * 0.8);
   EXPECT_GT(compute, 5 * memory);
   // The same FLOPs as the per-call roofline's prefill of 4096 tokens on none cached.
-  auto call =
-      RooflineCostModel::FromFiles(Config("models/llama-3.1-8b.json"), Config("gpus/h200.json"));
+  auto call = RooflineCostModel::FromFiles(ConfigPath("models/llama-3.1-8b.json"),
+                                           ConfigPath("gpus/h200.json"));
   ASSERT_TRUE(call.ok()) << call.status();
   EXPECT_DOUBLE_EQ(m.Flops(s), call->PrefillFlops(4096, 0));
   EXPECT_NEAR(ToSeconds(m.StepTime(s)), ToSeconds(call->PrefillTime(4096, 0)) + 0.001, 2e-9);
@@ -90,8 +89,8 @@ TEST(StepCostRoofline, PrefillHeavyStepIsComputeBound) {
 TEST(StepCostRoofline, TensorParallelHalvesTheTime) {
   v1::ModelConfig model;
   v1::GpuSpec gpu;
-  ASSERT_TRUE(proto::ParseJsonFile(Config("models/llama-3.1-8b.json"), &model).ok());
-  ASSERT_TRUE(proto::ParseJsonFile(Config("gpus/h200.json"), &gpu).ok());
+  ASSERT_TRUE(proto::ParseJsonFile(ConfigPath("models/llama-3.1-8b.json"), &model).ok());
+  ASSERT_TRUE(proto::ParseJsonFile(ConfigPath("gpus/h200.json"), &gpu).ok());
   model.set_tensor_parallel(1);
   auto one = RooflineStepCost::Create(model, gpu, Duration(0));
   model.set_tensor_parallel(2);
@@ -111,16 +110,17 @@ TEST(StepCostRoofline, BadConfigErrorsNameTheField) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidArgument());
   EXPECT_NE(r.status().message().find("model.num_layers"), std::string::npos) << r.status();
-  ASSERT_TRUE(proto::ParseJsonFile(Config("models/llama-3.1-8b.json"), &model).ok());
+  ASSERT_TRUE(proto::ParseJsonFile(ConfigPath("models/llama-3.1-8b.json"), &model).ok());
   r = RooflineStepCost::Create(model, gpu);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("gpu.bf16_flops"), std::string::npos) << r.status();
-  ASSERT_TRUE(proto::ParseJsonFile(Config("gpus/h200.json"), &gpu).ok());
+  ASSERT_TRUE(proto::ParseJsonFile(ConfigPath("gpus/h200.json"), &gpu).ok());
   r = RooflineStepCost::Create(model, gpu, Millis(-1));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("step_overhead"), std::string::npos) << r.status();
   EXPECT_FALSE(
-      RooflineStepCost::FromFiles(Config("models/nope.json"), Config("gpus/h200.json")).ok());
+      RooflineStepCost::FromFiles(ConfigPath("models/nope.json"), ConfigPath("gpus/h200.json"))
+          .ok());
 }
 
 // ---- TableStepCost -------------------------------------------------------------------------
@@ -179,7 +179,7 @@ TEST(StepCostTable, RejectsBadTablesNamingLineAndColumn) {
   // decode_seqs never varies: the fit cannot price it.
   ExpectRejected(header + "0,1,100,0.005\n0,1,800,0.006\n1000,1,0,0.02\n1000,1,800,0.022\n",
                  "do not determine the fit");
-  auto missing = TableStepCost::FromFile(Config("step_tables/nope.csv"));
+  auto missing = TableStepCost::FromFile(ConfigPath("step_tables/nope.csv"));
   EXPECT_TRUE(missing.status().IsNotFound()) << missing.status();
 }
 
@@ -233,7 +233,7 @@ TEST(StepCostTable, NegativeTrendsFitToZeroCoefficients) {
 // The example table is documented as derived from the roofline (8B on H200, default
 // overhead, each row's prefill one chunk on nothing cached): check the claim row by row.
 TEST(StepCostTable, ExampleTableMatchesTheRooflineItCameFrom) {
-  const std::string path = Config("step_tables/llama-3.1-8b-h200-roofline.csv");
+  const std::string path = ConfigPath("step_tables/llama-3.1-8b-h200-roofline.csv");
   auto table = TableStepCost::FromFile(path);
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_GE(table->rows(), 20u);
@@ -334,10 +334,10 @@ TEST(StepCostTable, FourColumnTablesStillLoadAndCannotSeeTheAttention) {
   double got = ToSeconds(t4->StepTime(Extend(256, 2048)));
   EXPECT_GT(std::fabs(got - want) / want, 0.2) << got << " vs " << want;
   // The committed tables load whichever layout they have.
-  auto roofline = TableStepCost::FromFile(Config("step_tables/llama-3.1-8b-h200-roofline.csv"));
+  auto roofline = TableStepCost::FromFile(ConfigPath("step_tables/llama-3.1-8b-h200-roofline.csv"));
   ASSERT_TRUE(roofline.ok()) << roofline.status();
   EXPECT_FALSE(roofline->has_prefill_attention());
-  auto cpu = TableStepCost::FromFile(Config("step_tables/cpu-tiny-llama-4l.csv"));
+  auto cpu = TableStepCost::FromFile(ConfigPath("step_tables/cpu-tiny-llama-4l.csv"));
   ASSERT_TRUE(cpu.ok()) << cpu.status();
 }
 

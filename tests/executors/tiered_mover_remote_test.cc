@@ -25,7 +25,7 @@ using scheduler::CommandKind;
 using scheduler::Location;
 using scheduler::Tier;
 
-constexpr uint64_t kBlock = 4096;  // kv_tiers::testing::SmallLayout's blocks
+using kv_tiers::testing::kBlock;
 
 // A worker's KV store as serve sees it: its bytes are written by the worker, which
 // verifies them (verifies_writes); here an arena the fake worker writes in place.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "serve/http_api.h"
+#include "tests/frontends/fronts_test_util.h"
 #include "tests/frontends/sse_events.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
@@ -27,8 +28,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "agent-sessions-tenant-token-0123";
-constexpr char kModel[] = "tiny-llama-2l";
+constexpr char kAgentSessionsToken[] = "agent-sessions-tenant-token-0123";
+using testing::kModel;
+using testing::NamedEvents;
 constexpr int kMaxTokens = 16;
 
 // A JSON-schema property of `type` with a description, as the agents write them.
@@ -117,16 +119,12 @@ json CodexTools() {
        {{"type", "web_search"}, {"external_web_access", false}}});
 }
 
-std::vector<std::pair<std::string, json>> Events(const std::string& chunked) {
-  return testing::NamedEvents(chunked);
-}
-
 // A Messages stream put back together as the Anthropic SDK does: the message of
 // message_start, its content blocks from their start, deltas and stop, then message_delta.
 json MessageOfStream(const std::string& chunked) {
   json m;
   std::map<int, std::string> partial;  // tool_use blocks' input JSON as it streams
-  for (auto& [type, data] : Events(chunked)) {
+  for (auto& [type, data] : NamedEvents(chunked)) {
     if (type == "message_start") {
       m = data["message"];
     } else if (type == "content_block_start") {
@@ -175,7 +173,7 @@ class AgentSessionsTest : public testing::LoopbackApiTest {
     so.scheduler.disk_bytes = 64ULL << 20;
     http::HttpServerOptions ho;
     ho.threads = 4;
-    Serve(so, OneTenant(kToken, "agent-sessions-admin-token-01234"), {}, ho);
+    Serve(so, OneTenant(kAgentSessionsToken, "agent-sessions-admin-token-01234"), {}, ho);
   }
   testing::ClientResponse Post(const std::string& target, const json& body,
                                std::map<std::string, std::string> headers) {
@@ -184,7 +182,7 @@ class AgentSessionsTest : public testing::LoopbackApiTest {
   }
   // The session's workflow: its tool nodes by tool name, and its state.
   json Workflow(const std::string& id) {
-    auto r = Send("GET", "/v1/workflows/" + id, "", kToken);
+    auto r = Send("GET", "/v1/workflows/" + id, "", kAgentSessionsToken);
     EXPECT_EQ(r.status, 200) << r.body;
     return json::parse(r.body, nullptr, false);
   }
@@ -218,7 +216,7 @@ void MarkLastBlock(json* messages) {
 void AgentSessionsTest::RunClaudeCode(bool stream, const std::string& session,
                                       std::string* workflow) {
   const std::map<std::string, std::string> headers = {
-      {"x-api-key", kToken},
+      {"x-api-key", kAgentSessionsToken},
       {"anthropic-version", "2023-06-01"},
       {"anthropic-beta",
        "claude-code-20250219,interleaved-thinking-2025-05-14,"
@@ -324,7 +322,7 @@ json AsCodexInput(json item) {
 
 void AgentSessionsTest::RunCodex(bool stream, const std::string& thread, std::string* workflow) {
   const std::map<std::string, std::string> headers = {
-      {"authorization", std::string("Bearer ") + kToken},
+      {"authorization", std::string("Bearer ") + kAgentSessionsToken},
       {"originator", "codex_cli_rs"},
       {"openai-beta", "responses=experimental"},
       {"session-id", thread},
@@ -372,7 +370,7 @@ void AgentSessionsTest::RunCodex(bool stream, const std::string& thread, std::st
     ASSERT_EQ(r.status, 200) << r.body;
     json response, output = json::array();
     if (stream) {  // Codex keeps the items of output_item.done and the usage of completed
-      for (auto& [type, data] : Events(r.body)) {
+      for (auto& [type, data] : NamedEvents(r.body)) {
         if (type == "response.output_item.done") output.push_back(data["item"]);
         if (type == "response.completed" || type == "response.incomplete")
           response = data["response"];

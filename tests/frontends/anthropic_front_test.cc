@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "serve/http_api.h"
+#include "tests/frontends/fronts_test_util.h"
 #include "tests/frontends/sse_events.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
@@ -20,8 +21,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "anthropic-tenant-token-0123456789";
-constexpr char kModel[] = "tiny-llama-2l";
+constexpr char kAnthropicToken[] = "anthropic-tenant-token-0123456789";
+using testing::kModel;
 
 class AnthropicFrontTest : public testing::LoopbackApiTest {
  protected:
@@ -34,18 +35,18 @@ class AnthropicFrontTest : public testing::LoopbackApiTest {
     so.scheduler.disk_bytes = 64ULL << 20;
     http::HttpServerOptions ho;
     ho.threads = 4;
-    Serve(so, OneTenant(kToken, "anthropic-admin-token-0123456789"), {}, ho);
+    Serve(so, OneTenant(kAnthropicToken, "anthropic-admin-token-0123456789"), {}, ho);
   }
   testing::ClientResponse Post(const std::string& path, const json& body,
                                std::map<std::string, std::string> h = {}) {
-    h.emplace("x-api-key", kToken);
+    h.emplace("x-api-key", kAnthropicToken);
     h["anthropic-version"] = "2023-06-01";
     h["content-type"] = "application/json";
     return testing::Request(port_, "POST", path, body.dump(), h);
   }
   json Get(const std::string& path) {
     auto r = testing::Request(port_, "GET", path, "",
-                              {{"Authorization", std::string("Bearer ") + kToken}});
+                              {{"Authorization", std::string("Bearer ") + kAnthropicToken}});
     EXPECT_EQ(r.status, 200) << r.body;
     return json::parse(r.body, nullptr, false);
   }

@@ -11,7 +11,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json Parsed(const std::string& text) {
+Json ParsedJson(const std::string& text) {
   Json j = Json::parse(text, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << text;
   return j;
@@ -55,8 +55,8 @@ TEST(AnthropicResponseTest, ToolUseMessageWithThinking) {
   a.tool_calls = {{"toolu_1", "Read", R"({"file_path":"/x","limit":5})"},
                   {"toolu_2", "Bad", "[1,2]"}};
   a.end = Answer::End::kToolCalls;
-  Json j = Parsed(MessageJson(a, {"msg_02", "m", /*thinking=*/true}, UsageOf(a)));
-  EXPECT_EQ(j["content"], Parsed(R"([
+  Json j = ParsedJson(MessageJson(a, {"msg_02", "m", /*thinking=*/true}, UsageOf(a)));
+  EXPECT_EQ(j["content"], ParsedJson(R"([
     {"type":"thinking","thinking":"look first","signature":""},
     {"type":"tool_use","id":"toolu_1","name":"Read","input":{"file_path":"/x","limit":5}},
     {"type":"tool_use","id":"toolu_2","name":"Bad","input":{}}])"));
@@ -75,18 +75,18 @@ TEST(AnthropicResponseTest, StopReasons) {
   a.text = "x";
   a.end = End::kStopSequence;
   a.stop_sequence = "\n\nHuman:";
-  Json j = Parsed(MessageJson(a, {"msg", "m"}, UsageOf(a)));
+  Json j = ParsedJson(MessageJson(a, {"msg", "m"}, UsageOf(a)));
   EXPECT_EQ(j["stop_reason"], "stop_sequence");
   EXPECT_EQ(j["stop_sequence"], "\n\nHuman:");
   Answer empty;
-  j = Parsed(MessageJson(empty, {"msg", "m"}, UsageOf(empty)));
+  j = ParsedJson(MessageJson(empty, {"msg", "m"}, UsageOf(empty)));
   EXPECT_TRUE(j["content"].is_array() && j["content"].empty()) << j;
 }
 
 TEST(AnthropicResponseTest, InvalidUtf8IsReplaced) {
   Answer a;
   a.text = "ok\xc3";
-  Json j = Parsed(MessageJson(a, {"msg", "m\xff"}, UsageOf(a)));
+  Json j = ParsedJson(MessageJson(a, {"msg", "m\xff"}, UsageOf(a)));
   EXPECT_EQ(j["content"][0]["text"], "ok\xef\xbf\xbd");
 }
 
@@ -112,7 +112,7 @@ TEST(AnthropicResponseTest, ErrorTypesByHttpStatus) {
   EXPECT_EQ(
       ErrorJson(404, "model 'x' not found"),
       R"({"type":"error","error":{"type":"not_found_error","message":"model 'x' not found"}})");
-  EXPECT_EQ(Parsed(ErrorJson(503, "busy"))["error"]["type"], "overloaded_error");
+  EXPECT_EQ(ParsedJson(ErrorJson(503, "busy"))["error"]["type"], "overloaded_error");
 }
 
 TEST(AnthropicResponseTest, ErrorsFromStatus) {
@@ -139,7 +139,7 @@ TEST(AnthropicResponseTest, ErrorsFromStatus) {
     EXPECT_EQ(e.http_status, c.http) << c.s;
     EXPECT_EQ(e.type, c.type) << c.s;
     EXPECT_EQ(e.message, c.s.message());
-    Json j = Parsed(ErrorJson(e));
+    Json j = ParsedJson(ErrorJson(e));
     EXPECT_EQ(j["type"], "error");
     EXPECT_EQ(j["error"]["type"], c.type);
     EXPECT_EQ(j["error"]["message"], c.s.message());

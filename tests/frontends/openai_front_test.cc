@@ -20,6 +20,7 @@
 #include "http/http_server.h"
 #include "serve/http_api.h"
 #include "tests/common/wait_until.h"
+#include "tests/frontends/fronts_test_util.h"
 #include "tests/frontends/sse_events.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
@@ -29,8 +30,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "openai-tenant-token-0123456789";
-constexpr char kModel[] = "tiny-llama-2l";
+constexpr char kOpenAiToken[] = "openai-tenant-token-0123456789";
+using testing::kModel;
 
 class OpenAiFrontTest : public testing::LoopbackApiTest {
  protected:
@@ -47,11 +48,11 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
     ao.fronts.session_idle_timeout = idle;
     http::HttpServerOptions ho;
     ho.threads = 4;
-    Serve(so, OneTenant(kToken, "openai-admin-token-0123456789"), ao, ho);
+    Serve(so, OneTenant(kOpenAiToken, "openai-admin-token-0123456789"), ao, ho);
   }
   testing::ClientResponse Post(const std::string& path, const json& body,
                                const std::string& session = "") {
-    std::map<std::string, std::string> h{{"Authorization", std::string("Bearer ") + kToken},
+    std::map<std::string, std::string> h{{"Authorization", std::string("Bearer ") + kOpenAiToken},
                                          {"Content-Type", "application/json"}};
     if (!session.empty()) h["x-session-id"] = session;
     return testing::Request(port_, "POST", path, body.dump(), h);
@@ -67,13 +68,13 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
   }
   json Get(const std::string& path) {
     auto r = testing::Request(port_, "GET", path, "",
-                              {{"Authorization", std::string("Bearer ") + kToken}});
+                              {{"Authorization", std::string("Bearer ") + kOpenAiToken}});
     EXPECT_EQ(r.status, 200) << r.body;
     return json::parse(r.body, nullptr, false);
   }
   testing::ClientResponse Delete(const std::string& path) {
     return testing::Request(port_, "DELETE", path, "",
-                            {{"Authorization", std::string("Bearer ") + kToken}});
+                            {{"Authorization", std::string("Bearer ") + kOpenAiToken}});
   }
   std::string StateOf(const std::string& wf) { return Get("/v1/workflows/" + wf)["state"]; }
   // Waits for workflow `wf` to reach `state` (testing::WaitUntil's bound); its last state.
@@ -104,7 +105,7 @@ class OpenAiFrontTest : public testing::LoopbackApiTest {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                      std::string(kToken) + "\r\n" + extra_headers +
+                      std::string(kOpenAiToken) + "\r\n" + extra_headers +
                       "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
     EXPECT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
     char buf[4096];
@@ -151,7 +152,7 @@ TEST_F(OpenAiFrontTest, ModelsChatAndCompletions) {
   EXPECT_EQ(one["object"], "model") << one.dump();
   EXPECT_EQ(one["id"], kModel);
   auto missing = testing::Request(port_, "GET", "/v1/models/gpt-4", "",
-                                  {{"Authorization", std::string("Bearer ") + kToken}});
+                                  {{"Authorization", std::string("Bearer ") + kOpenAiToken}});
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(json::parse(missing.body, nullptr, false)["error"]["code"], "model_not_found")
       << missing.body;
@@ -193,7 +194,7 @@ TEST_F(OpenAiFrontTest, ErrorsHaveOpenAisShape) {
   EXPECT_EQ(bad_sid["error"]["param"], "x-session-id");
   Chat(Body({{{"role", "user"}, {"content", "x"}}}), std::string(257, 's'), 400);
   auto del = testing::Request(port_, "DELETE", "/v1/sessions/nope", "",
-                              {{"Authorization", std::string("Bearer ") + kToken}});
+                              {{"Authorization", std::string("Bearer ") + kOpenAiToken}});
   EXPECT_EQ(del.status, 404);
   EXPECT_EQ(json::parse(del.body)["error"]["code"], "session_not_found");
 }
@@ -282,7 +283,7 @@ TEST_F(OpenAiFrontTest, ASessionIsAWorkflowWithToolWaitsBetweenTurns) {
     if (d["kind"] == "keep" || d["kind"] == "demote" || d["kind"] == "discard") decided = true;
   EXPECT_TRUE(decided) << st.dump();
   auto del = testing::Request(port_, "DELETE", "/v1/sessions/agent-1", "",
-                              {{"Authorization", std::string("Bearer ") + kToken}});
+                              {{"Authorization", std::string("Bearer ") + kOpenAiToken}});
   EXPECT_EQ(del.status, 200) << del.body;
   EXPECT_EQ(AwaitState(wf, "WORKFLOW_COMPLETED"), "WORKFLOW_COMPLETED");
 }

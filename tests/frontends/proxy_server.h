@@ -16,12 +16,12 @@
 #include "frontends/translate/upstream_api.h"
 #include "http/http_server.h"
 #include "serve/http_api.h"
+#include "tests/frontends/fronts_test_util.h"
 
 namespace switchyard::testing {
 
 inline constexpr char kUpToken[] = "upstream-tenant-token-0123456789";
 inline constexpr char kToken[] = "proxy-tenant-token-0123456789";
-inline constexpr char kModel[] = "tiny-llama-2l";
 
 // What differs between the proxy tests' servers (the defaults: the servers above).
 struct ProxyTestOptions {

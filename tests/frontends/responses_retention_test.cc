@@ -12,6 +12,7 @@
 
 #include "http/http_server.h"
 #include "serve/http_api.h"
+#include "tests/frontends/fronts_test_util.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::frontends {
@@ -19,8 +20,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "retention-tenant-token-0123456789";
-constexpr char kModel[] = "tiny-llama-2l";
+constexpr char kRetentionToken[] = "retention-tenant-token-0123456789";
+using testing::kModel;
 constexpr int64_t kRetentionS = 3600;
 
 class ResponsesRetentionTest : public ::testing::Test {
@@ -51,7 +52,7 @@ class ResponsesRetentionTest : public ::testing::Test {
     v1::ServiceConfig cfg;
     auto* t = cfg.add_tenants();
     t->set_name("t");
-    t->set_token(kToken);
+    t->set_token(kRetentionToken);
     auto auth = service::Auth::Create(cfg, dir_);
     ASSERT_TRUE(auth.ok()) << auth.status();
     api_ = std::make_unique<serve::HttpApi>(service_.get(), std::move(*auth), &clock_);
@@ -73,9 +74,9 @@ class ResponsesRetentionTest : public ::testing::Test {
   }
   testing::ClientResponse Call(const std::string& method, const std::string& path,
                                const json& body = nullptr) {
-    return testing::Request(
-        port_, method, path, body.is_null() ? "" : body.dump(),
-        {{"Authorization", std::string("Bearer ") + kToken}, {"content-type", "application/json"}});
+    return testing::Request(port_, method, path, body.is_null() ? "" : body.dump(),
+                            {{"Authorization", std::string("Bearer ") + kRetentionToken},
+                             {"content-type", "application/json"}});
   }
   // A stored response (store: true is the default) continuing `previous` ("": none).
   std::string Create(const std::string& text, const std::string& previous = "") {

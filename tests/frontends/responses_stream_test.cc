@@ -113,7 +113,7 @@ json Accumulate(const std::vector<Event>& events) {
   return snapshot;
 }
 
-CreateRequest Request() {
+CreateRequest CreateWithTools() {
   auto r = ParseCreate(R"({"model":"tiny","input":"hi","tools":[
     {"type":"function","name":"get","parameters":{"type":"object"}},
     {"type":"namespace","name":"crm","tools":[{"type":"function","name":"find"}]}]})");
@@ -124,7 +124,7 @@ CreateRequest Request() {
 // Streams `answer` (its text in `chunks`, then its calls) and finishes with ApplyAnswer's
 // response; returns the events.
 std::vector<Event> StreamAnswer(const Answer& answer, const std::vector<std::string>& chunks) {
-  CreateRequest req = Request();
+  CreateRequest req = CreateWithTools();
   StoredResponse head = NewResponse(req, "resp_s1", 1700000000);
   ResponsesStream stream(req.routes);
   std::string sse = stream.Start(head);
@@ -209,7 +209,7 @@ TEST(ResponsesStreamTest, LengthCutEndsIncomplete) {
 }
 
 TEST(ResponsesStreamTest, FailureAfterPartialText) {
-  CreateRequest req = Request();
+  CreateRequest req = CreateWithTools();
   ResponsesStream stream(req.routes);
   std::string sse = stream.Start(NewResponse(req, "resp_f", 1));
   sse += stream.Text("half");
@@ -237,7 +237,7 @@ TEST(ResponsesStreamTest, FailureBeforeStartIsAnErrorEvent) {
 }
 
 TEST(ResponsesStreamTest, CharactersAreNotSplitAcrossDeltas) {
-  CreateRequest req = Request();
+  CreateRequest req = CreateWithTools();
   ResponsesStream stream;
   std::string sse = stream.Start(NewResponse(req, "resp_u", 1));
   EXPECT_EQ(stream.Text("\xc3"), "") << "half of 'é' waits";
@@ -256,7 +256,7 @@ TEST(ResponsesStreamTest, CharactersAreNotSplitAcrossDeltas) {
 }
 
 TEST(ResponsesStreamTest, StartsOnce) {
-  CreateRequest req = Request();
+  CreateRequest req = CreateWithTools();
   ResponsesStream stream;
   EXPECT_FALSE(stream.Start(NewResponse(req, "resp_1", 1)).empty());
   EXPECT_EQ(stream.Start(NewResponse(req, "resp_1", 1)), "");

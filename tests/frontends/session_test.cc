@@ -20,7 +20,7 @@ namespace switchyard::frontends {
 namespace {
 
 constexpr char kTenant[] = "acme";
-constexpr char kModel[] = "m";
+constexpr char kSessionModel[] = "m";
 
 class SessionsTest : public ::testing::Test {
  protected:
@@ -46,7 +46,7 @@ class SessionsTest : public ::testing::Test {
     sessions_ = std::make_unique<Sessions>(service_.get(), Sessions::Options{"test", idle}, life_);
   }
   Sessions::Turn Begin(const std::string& id) {
-    auto t = sessions_->BeginTurn(kTenant, id, /*shared=*/false, kModel);
+    auto t = sessions_->BeginTurn(kTenant, id, /*shared=*/false, kSessionModel);
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() ? *t : Sessions::Turn{};
   }
@@ -54,7 +54,8 @@ class SessionsTest : public ::testing::Test {
   // it was admitted.
   Status Submit(Sessions::Turn* t, const std::vector<int32_t>& prompt) {
     sessions_->Extend(t, prompt);
-    v1::ProgramNode n = sessions_->LlmNode(*t, kModel, static_cast<int64_t>(prompt.size()), 8);
+    v1::ProgramNode n =
+        sessions_->LlmNode(*t, kSessionModel, static_cast<int64_t>(prompt.size()), 8);
     std::promise<Status> admitted;
     sessions_->Submit(*t, std::move(n), 0, 0,
                       [&admitted](const Status& st) { admitted.set_value(st); });
@@ -125,9 +126,9 @@ TEST_F(SessionsTest, TurnsAreOneWorkflowWithWaitsBetweenThem) {
   EXPECT_FALSE(t1.create);
   EXPECT_EQ(t1.cached, 5);
   EXPECT_EQ(t1.keep, 0);
-  v1::ProgramNode n = sessions_->LlmNode(t1, kModel, 6, 16);
+  v1::ProgramNode n = sessions_->LlmNode(t1, kSessionModel, 6, 16);
   EXPECT_EQ(n.id(), "llm-1");
-  EXPECT_EQ(n.model_id(), kModel);
+  EXPECT_EQ(n.model_id(), kSessionModel);
   ASSERT_EQ(n.cache_refs_size(), 1);
   EXPECT_EQ(n.cache_refs(0).context(), "main");
   EXPECT_EQ(n.cache_refs(0).mode(), v1::CacheRef::EXTEND);
@@ -179,7 +180,8 @@ TEST_F(SessionsTest, ASubAgentsContextStartsWithThePrefixItSharesWithItsParent) 
     Sessions::Turn t = Begin(id);
     t.parent = "parent";
     sessions_->Extend(&t, prompt);
-    v1::ProgramNode n = sessions_->LlmNode(t, kModel, static_cast<int64_t>(prompt.size()), 8);
+    v1::ProgramNode n =
+        sessions_->LlmNode(t, kSessionModel, static_cast<int64_t>(prompt.size()), 8);
     sessions_->Abort(t, "test");
     return n.cache_refs(0);
   };
@@ -225,11 +227,11 @@ TEST_F(SessionsTest, AChangedPromptCutsTheContextAndAnUnrelatedOneStartsAFreshCo
 
 TEST_F(SessionsTest, ASessionServesOneTurnAtATime) {
   Sessions::Turn t0 = Begin("s1");
-  auto busy = sessions_->BeginTurn(kTenant, "s1", /*shared=*/false, kModel);
+  auto busy = sessions_->BeginTurn(kTenant, "s1", /*shared=*/false, kSessionModel);
   ASSERT_FALSE(busy.ok());
   EXPECT_EQ(busy.status().code(), StatusCode::kAborted);
   EXPECT_EQ(busy.status().message(), "session 's1' is answering another request");
-  auto alone = sessions_->BeginTurn(kTenant, "s1", /*shared=*/true, kModel);
+  auto alone = sessions_->BeginTurn(kTenant, "s1", /*shared=*/true, kSessionModel);
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_EQ(alone->session_id, "") << "a shared id's parallel request runs on its own";
   EXPECT_TRUE(alone->first);
@@ -245,14 +247,14 @@ TEST_F(SessionsTest, ASessionServesOneTurnAtATime) {
 }
 
 TEST_F(SessionsTest, SessionIdsAreShortUtf8Text) {
-  auto bad = sessions_->BeginTurn(kTenant, "a\xff", false, kModel);
+  auto bad = sessions_->BeginTurn(kTenant, "a\xff", false, kSessionModel);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message().rfind("session id: ", 0), 0u) << bad.status();
-  auto long_id = sessions_->BeginTurn(kTenant, std::string(257, 'x'), false, kModel);
+  auto long_id = sessions_->BeginTurn(kTenant, std::string(257, 'x'), false, kSessionModel);
   ASSERT_FALSE(long_id.ok());
   EXPECT_EQ(long_id.status().message(), "session id: longer than 256 bytes");
-  EXPECT_TRUE(sessions_->BeginTurn(kTenant, std::string(256, 'x'), false, kModel).ok());
+  EXPECT_TRUE(sessions_->BeginTurn(kTenant, std::string(256, 'x'), false, kSessionModel).ok());
   EXPECT_EQ(sessions_->size(), 1u);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "serve/http_api.h"
+#include "tests/frontends/fronts_test_util.h"
 #include "tests/http/http_test_client.h"
 #include "tests/serve/loopback_api.h"
 
@@ -21,8 +22,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "squeeze-tenant-token-0123456789ab";
-constexpr char kModel[] = "tiny-llama-2l";
+constexpr char kSqueezeToken[] = "squeeze-tenant-token-0123456789ab";
+using testing::kModel;
 constexpr int kSessions = 5, kTurns = 3, kMaxTokens = 10;
 
 class SqueezeFrontsTest : public testing::LoopbackApiTest {
@@ -36,7 +37,7 @@ class SqueezeFrontsTest : public testing::LoopbackApiTest {
     so.scheduler.disk_bytes = 64ULL << 20;
     http::HttpServerOptions ho;
     ho.threads = 8;
-    Serve(so, OneTenant(kToken, "squeeze-admin-token-0123456789ab"), {}, ho);
+    Serve(so, OneTenant(kSqueezeToken, "squeeze-admin-token-0123456789ab"), {}, ho);
   }
   json Post(const std::string& path, const json& body, std::map<std::string, std::string> h) {
     h["content-type"] = "application/json";
@@ -46,7 +47,7 @@ class SqueezeFrontsTest : public testing::LoopbackApiTest {
   }
   // One Messages turn: the answer's text ("" on failure).
   std::string Message(const json& msgs, const std::string& session) {
-    std::map<std::string, std::string> h = {{"x-api-key", kToken},
+    std::map<std::string, std::string> h = {{"x-api-key", kSqueezeToken},
                                             {"anthropic-version", "2023-06-01"}};
     if (!session.empty()) h["x-claude-code-session-id"] = session;
     json m = Post(
@@ -63,7 +64,8 @@ class SqueezeFrontsTest : public testing::LoopbackApiTest {
                  {"temperature", 0},
                  {"store", false}};
     if (!session.empty()) body["prompt_cache_key"] = session;
-    json r = Post("/v1/responses", body, {{"Authorization", std::string("Bearer ") + kToken}});
+    json r =
+        Post("/v1/responses", body, {{"Authorization", std::string("Bearer ") + kSqueezeToken}});
     std::string text;
     for (const json& item : r.value("output", json::array()))
       if (item.value("type", "") == "message")
@@ -72,7 +74,7 @@ class SqueezeFrontsTest : public testing::LoopbackApiTest {
   }
   json Cluster() {
     auto r = testing::Request(port_, "GET", "/v1/cluster", "",
-                              {{"Authorization", std::string("Bearer ") + kToken}});
+                              {{"Authorization", std::string("Bearer ") + kSqueezeToken}});
     return json::parse(r.body, nullptr, false);
   }
   int64_t ContextsThatLeftThePool() {

@@ -26,11 +26,8 @@ using nlohmann::json;
 using testing::kModel;
 using testing::kToken;
 using testing::kUpToken;
+using testing::NamedEvents;
 using Server = testing::ProxyTestServer;
-
-std::vector<std::pair<std::string, json>> Events(const std::string& chunked) {
-  return testing::NamedEvents(chunked);
-}
 
 // The text of a streamed answer: Messages' text_delta or Responses' output_text.delta.
 std::string StreamedText(const std::vector<std::pair<std::string, json>>& events) {
@@ -109,7 +106,7 @@ TEST_F(TranslateProxyTest, MessagesWholeAndStreamedAnswerAsTheUpstreamsOwnMessag
   auto streamed = Post(false, "/v1/messages", body);
   ASSERT_EQ(streamed.status, 200) << streamed.body;
   EXPECT_EQ(streamed.headers["content-type"], "text/event-stream");
-  auto events = Events(streamed.body);
+  auto events = NamedEvents(streamed.body);
   ASSERT_GE(events.size(), 4u) << streamed.body;
   EXPECT_EQ(events.front().first, "message_start");
   EXPECT_EQ(events.back().first, "message_stop");
@@ -150,7 +147,7 @@ TEST_F(TranslateProxyTest, ResponsesWholeAndStreamedAnswerAsTheUpstreamsOwnRespo
   body["stream"] = true;
   auto streamed = Post(false, "/v1/responses", body);
   ASSERT_EQ(streamed.status, 200) << streamed.body;
-  auto events = Events(streamed.body);
+  auto events = NamedEvents(streamed.body);
   ASSERT_GE(events.size(), 3u) << streamed.body;
   EXPECT_EQ(events.front().first, "response.created");
   EXPECT_EQ(events.back().second["response"]["status"], b["status"]) << streamed.body;
@@ -173,7 +170,7 @@ TEST_F(TranslateProxyTest, AStreamedForcedToolUseNamesTheWaitAndTheNextTurnFollo
   const std::string wf = first.headers["x-switchyard-workflow-id"];
   json use, input_json;
   std::string partial;
-  for (const auto& [type, data] : Events(first.body)) {
+  for (const auto& [type, data] : NamedEvents(first.body)) {
     if (type == "content_block_start" && data["content_block"]["type"] == "tool_use")
       use = data["content_block"];
     if (type == "content_block_delta" && data["delta"]["type"] == "input_json_delta")
@@ -204,7 +201,7 @@ TEST_F(TranslateProxyTest, AStreamedForcedToolUseNamesTheWaitAndTheNextTurnFollo
   auto second = Post(false, "/v1/messages", body, session);
   ASSERT_EQ(second.status, 200) << second.body;
   EXPECT_EQ(second.headers["x-switchyard-workflow-id"], wf) << "one session, one workflow";
-  EXPECT_EQ(Events(second.body).back().first, "message_stop") << second.body;
+  EXPECT_EQ(NamedEvents(second.body).back().first, "message_stop") << second.body;
 }
 
 TEST_F(TranslateProxyTest, AForcedFunctionCallComesBackAsAFunctionCallItem) {

@@ -22,7 +22,7 @@
 namespace switchyard::kv_tiers::remote {
 namespace {
 
-constexpr uint64_t kBlock = 4096;  // SmallLayout's block
+using kv_tiers::testing::kBlock;
 
 using kv_store::testing::Store;
 

@@ -19,7 +19,7 @@
 namespace switchyard::kv_tiers::remote {
 namespace {
 
-constexpr uint64_t kBlock = 4096;  // SmallLayout's block
+using kv_tiers::testing::kBlock;
 
 kv_store::KvStoreClientOptions TcpClient() {
   kv_store::KvStoreClientOptions o;

@@ -21,18 +21,13 @@
 namespace switchyard::kv_store {
 namespace {
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * kKiB;
-constexpr uint64_t kBlock = 256 * kKiB;
-
-std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131 + seed * 7 + (i >> 9));
-  return v;
-}
-
+using testing::kKiB;
+using testing::kMiB;
+using testing::Pattern;
 using testing::Store;
 using testing::TcpClient;
+
+constexpr uint64_t kBlock = 256 * kKiB;
 
 // Serve's side of a store: fills it and reads it back.
 struct Serve {

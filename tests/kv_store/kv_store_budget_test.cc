@@ -15,7 +15,7 @@
 namespace switchyard::kv_store {
 namespace {
 
-constexpr uint64_t kBlock = 1 << 20;
+constexpr uint64_t kBlock1MiB = 1 << 20;
 constexpr double kLinkBytesPerS = 1e8;  // 100 MB/s: 1 MiB of debt is paid back in ~10.5 ms
 
 net_budget::Topology TwoHosts() {
@@ -34,7 +34,7 @@ class KvStoreBudgetTest : public ::testing::Test {
   void SetUp() override {
     KvStoreServerOptions wo;
     wo.transport_config.params["TLS"] = "tcp";
-    wo.capacity_bytes = 64 * kBlock;
+    wo.capacity_bytes = 64 * kBlock1MiB;
     auto w = KvStoreServer::Start(wo);
     ASSERT_TRUE(w.ok()) << w.status();
     worker_ = std::move(*w);
@@ -74,7 +74,7 @@ class KvStoreBudgetTest : public ::testing::Test {
   std::unique_ptr<KvStoreServer> worker_;
   std::thread serve_;
   std::unique_ptr<KvStoreClient> client_;
-  std::vector<char> block_ = std::vector<char>(kBlock, 3);
+  std::vector<char> block_ = std::vector<char>(kBlock1MiB, 3);
 };
 
 TEST_F(KvStoreBudgetTest, PutRunsUnderAGrantThatIsReleasedWhenTheDataHasLeft) {
@@ -83,7 +83,7 @@ TEST_F(KvStoreBudgetTest, PutRunsUnderAGrantThatIsReleasedWhenTheDataHasLeft) {
   auto ev = client_->Put(Request(1), o);
   ASSERT_TRUE(ev.ok()) << ev.status();
   EXPECT_TRUE(ev->committed);
-  EXPECT_EQ(Throughput().granted_bytes, kBlock);
+  EXPECT_EQ(Throughput().granted_bytes, kBlock1MiB);
   EXPECT_EQ(Throughput().inflight_bytes, 0u);
 }
 
@@ -99,7 +99,7 @@ TEST_F(KvStoreBudgetTest, TokenBucketPacesPutsAtTheLinkRate) {
   EXPECT_NE(refused.status().ToString().find("nothing posted"), std::string::npos);
   EXPECT_EQ(worker_->stats().puts_committed, 1u);
   // Half the pay-back time later the class is still behind; after all of it, it may go.
-  const double payback_s = kBlock / kLinkBytesPerS;
+  const double payback_s = kBlock1MiB / kLinkBytesPerS;
   loop_.RunUntil(loop_.Now() + Duration(static_cast<int64_t>(payback_s * 0.5e9)));
   EXPECT_TRUE(client_->Put(Request(2), o).status().IsResourceExhausted());
   loop_.RunUntil(loop_.Now() + Duration(static_cast<int64_t>(payback_s * 0.6e9)));
@@ -107,11 +107,11 @@ TEST_F(KvStoreBudgetTest, TokenBucketPacesPutsAtTheLinkRate) {
   ASSERT_TRUE(ev.ok()) << ev.status();
   EXPECT_TRUE(ev->committed);
   EXPECT_EQ(worker_->stats().puts_committed, 2u);
-  EXPECT_EQ(Throughput().granted_bytes, 2 * kBlock);
+  EXPECT_EQ(Throughput().granted_bytes, 2 * kBlock1MiB);
 }
 
 TEST_F(KvStoreBudgetTest, CallersGrantMustMatchClassAndCoverTheBytes) {
-  auto small = budgets_->TryAcquire(path_, net_budget::TrafficClass::kLatency, kBlock / 2);
+  auto small = budgets_->TryAcquire(path_, net_budget::TrafficClass::kLatency, kBlock1MiB / 2);
   ASSERT_TRUE(small.ok()) << small.status();
   transport::TransferOptions o;
   o.traffic_class = v1::LATENCY;
@@ -120,7 +120,7 @@ TEST_F(KvStoreBudgetTest, CallersGrantMustMatchClassAndCoverTheBytes) {
   EXPECT_TRUE(st.IsInvalidArgument()) << st;
   EXPECT_NE(st.ToString().find("exceeds its grant"), std::string::npos) << st;
 
-  auto bg = budgets_->TryAcquire(path_, net_budget::TrafficClass::kBackground, kBlock);
+  auto bg = budgets_->TryAcquire(path_, net_budget::TrafficClass::kBackground, kBlock1MiB);
   ASSERT_TRUE(bg.ok()) << bg.status();
   o.grant = &*bg;  // class background, post says latency
   st = client_->Put(Request(1), o).status();

@@ -18,14 +18,14 @@ namespace {
 
 using testing::WorkerProcess;
 
-KvStoreClientOptions TcpClient() {
+KvStoreClientOptions TcpClientAck20s() {
   KvStoreClientOptions o;
   o.transport_config.params["TLS"] = "tcp";
   o.ack_timeout = std::chrono::seconds(20);
   return o;
 }
 
-std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
+std::vector<uint8_t> StridedBytes(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 31 + seed);
   return v;
@@ -59,7 +59,7 @@ class KvStoreClientTest : public ::testing::Test {
     // default); the shared-memory test below keeps the default (all on the loop).
     ASSERT_TRUE(worker_.Start("127.0.0.1:0", "tcp", "", "256M", {"--verify-offload", "256K"}))
         << "worker did not start";
-    auto c = KvStoreClient::Connect(worker_.address(), TcpClient());
+    auto c = KvStoreClient::Connect(worker_.address(), TcpClientAck20s());
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = std::move(*c);
   }
@@ -71,8 +71,8 @@ class KvStoreClientTest : public ::testing::Test {
 };
 
 TEST_F(KvStoreClientTest, BlocksMoveBothWaysAndCommit) {
-  std::vector<std::vector<uint8_t>> blocks = {Pattern(64 << 10, 1), Pattern(64 << 10, 2),
-                                              Pattern(1 << 20, 3)};
+  std::vector<std::vector<uint8_t>> blocks = {StridedBytes(64 << 10, 1), StridedBytes(64 << 10, 2),
+                                              StridedBytes(1 << 20, 3)};
   auto put = client_->Put(Request(blocks, 100, 1));
   ASSERT_TRUE(put.ok()) << put.status();
   EXPECT_TRUE(put->posted);
@@ -111,7 +111,7 @@ TEST_F(KvStoreClientTest, BlocksMoveBothWaysAndCommit) {
 }
 
 TEST_F(KvStoreClientTest, StaleEpochWrongOwnerAndGenerationAreRejectedAndCreditReturns) {
-  auto b = Pattern(4096, 5);
+  auto b = StridedBytes(4096, 5);
   ASSERT_TRUE(client_->Put(Request({b}, 1, 1))->committed);
   ASSERT_TRUE(client_->SetModelEpoch(4).ok());
   auto stale = client_->Put(Request({b}, 2, 1, /*epoch=*/3));
@@ -150,7 +150,7 @@ TEST_F(KvStoreClientTest, BadChecksumAndShortLengthAreRejectedWithCredit) {
   };
   uint64_t xfer = 0x7000;
   for (uint64_t size : {uint64_t{8192}, uint64_t{512} << 10}) {
-    std::vector<uint8_t> data = Pattern(size, 9);
+    std::vector<uint8_t> data = StridedBytes(size, 9);
     for (Case c :
          {Case{1, 0, RejectReason::kBadChecksum}, Case{0, size, RejectReason::kShortLength}}) {
       SCOPED_TRACE(std::to_string(size) + " B, want " + std::string(RejectReasonName(c.want)));
@@ -191,7 +191,7 @@ TEST_F(KvStoreClientTest, BadChecksumAndShortLengthAreRejectedWithCredit) {
 }
 
 TEST_F(KvStoreClientTest, CreditExhaustionIsBackpressure) {
-  auto big = Pattern(1 << 20, 1);
+  auto big = StridedBytes(1 << 20, 1);
   // The worker grants 512 MiB by default; ask for more in flight than that.
   std::vector<PendingPut> pending;
   Status refused;
@@ -215,7 +215,7 @@ TEST_F(KvStoreClientTest, CreditExhaustionIsBackpressure) {
 }
 
 TEST_F(KvStoreClientTest, ReceiverKilledMidTransferLeavesSenderOwning) {
-  in_flight_sources_ = {Pattern(192 << 20, 4)};
+  in_flight_sources_ = {StridedBytes(192 << 20, 4)};
   const std::vector<uint8_t>& big = in_flight_sources_[0];
   std::vector<uint8_t> copy = big;
   auto p = client_->PostPut(Request(in_flight_sources_, 1, 1));
@@ -231,7 +231,7 @@ TEST_F(KvStoreClientTest, ReceiverKilledMidTransferLeavesSenderOwning) {
 }
 
 TEST_F(KvStoreClientTest, RestartedStoreReHandshakesWithNewEpoch) {
-  auto b = Pattern(4096, 6);
+  auto b = StridedBytes(4096, 6);
   ASSERT_TRUE(client_->Put(Request({b}, 1, 1))->committed);
   uint64_t old_epoch = client_->communicator_epoch();
   std::string port = worker_.port();
@@ -263,9 +263,9 @@ TEST(KvStoreServerVerifierTest, LargePutsAreFinishedOffTheLoop) {
   ASSERT_TRUE(worker.ok()) << worker.status();
   std::thread serve([&] { (*worker)->Run(); });
   {
-    auto c = KvStoreClient::Connect((*worker)->address(), TcpClient());
+    auto c = KvStoreClient::Connect((*worker)->address(), TcpClientAck20s());
     ASSERT_TRUE(c.ok()) << c.status();
-    auto big = Pattern(1 << 20, 3), small = Pattern(4096, 4);
+    auto big = StridedBytes(1 << 20, 3), small = StridedBytes(4096, 4);
     const std::vector<std::vector<uint8_t>> sources = {big};  // live until the puts end
     std::vector<PendingPut> pending;
     for (int i = 0; i < 4; ++i) {
@@ -435,7 +435,7 @@ class SharedMemoryKillTest : public ::testing::Test {
   }
   WorkerProcess worker_;
   std::unique_ptr<KvStoreClient> client_;
-  const std::vector<std::vector<uint8_t>> sources_ = {Pattern(1 << 20, 5)};
+  const std::vector<std::vector<uint8_t>> sources_ = {StridedBytes(1 << 20, 5)};
 };
 
 // A killed worker fails the peer at once, and a put to it fails well before its deadline
@@ -481,11 +481,11 @@ TEST(KvStoreClientKillTest, AWorkerKilledMidPutsNeverAbortsTheSender) {
   if (!testing::HaveSwitchyardBinary()) {
     GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
   }
-  const std::vector<std::vector<uint8_t>> block = {Pattern(1 << 20, 1)};
+  const std::vector<std::vector<uint8_t>> block = {StridedBytes(1 << 20, 1)};
   for (int round = 0; round < 16; ++round) {
     WorkerProcess worker;
     ASSERT_TRUE(worker.Start("127.0.0.1:0", "tcp", "", "1G")) << "round " << round;
-    KvStoreClientOptions o = TcpClient();
+    KvStoreClientOptions o = TcpClientAck20s();
     o.ack_timeout = std::chrono::seconds(10);
     auto c = KvStoreClient::Connect(worker.address(), o);
     ASSERT_TRUE(c.ok()) << c.status();
@@ -511,11 +511,11 @@ TEST(KvStoreClientKillTest, AWorkerKilledWhileConnectingNeverAbortsTheSender) {
     GTEST_SKIP() << "needs the switchyard binary at " << testing::SwitchyardBinary();
   }
   const char* mode = std::getenv("SY_TEST_UCX_CONNECT");
-  const std::vector<std::vector<uint8_t>> block = {Pattern(256 << 10, 1)};
+  const std::vector<std::vector<uint8_t>> block = {StridedBytes(256 << 10, 1)};
   for (int round = 0; round < 24; ++round) {
     WorkerProcess worker;
     ASSERT_TRUE(worker.Start("127.0.0.1:0", "tcp", "", "1G")) << "round " << round;
-    KvStoreClientOptions o = TcpClient();
+    KvStoreClientOptions o = TcpClientAck20s();
     if (mode != nullptr) o.transport_config.params["connect"] = mode;
     o.ack_timeout = std::chrono::seconds(10);
     std::thread killer([&] {
@@ -542,7 +542,7 @@ TEST(KvStoreClientSharedMemoryTest, PutAndGetOverSharedMemory) {
   o.transport_config.params["TLS"] = "sm,self,tcp";
   auto c = KvStoreClient::Connect(worker.address(), o);
   ASSERT_TRUE(c.ok()) << c.status();
-  auto b = Pattern(2 << 20, 8);
+  auto b = StridedBytes(2 << 20, 8);
   auto put = (*c)->Put(Request({b}, 1, 1));
   ASSERT_TRUE(put.ok()) << put.status();
   EXPECT_TRUE(put->committed);

@@ -12,28 +12,17 @@
 #include "kv_store/kv_store_client.h"
 #include "kv_store/kv_store_server.h"
 #include "tests/common/wait_until.h"
+#include "tests/kv_store/stores.h"
 #include "tests/kv_store/worker_process.h"
 
 namespace switchyard::kv_store {
 namespace {
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * kKiB;
-
-KvStoreClientOptions TcpClient() {
-  KvStoreClientOptions o;
-  o.transport_config.params["TLS"] = "tcp";
-  o.ack_timeout = std::chrono::seconds(30);
-  return o;
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131 + seed * 7 + (i >> 9));
-  return v;
-}
-
 using ::switchyard::testing::WaitUntil;
+using testing::kKiB;
+using testing::kMiB;
+using testing::Pattern;
+using testing::TcpClient;
 
 class KvStoreCreditTest : public ::testing::Test {
  protected:

@@ -1,19 +1,32 @@
 // Test helper: KvStoreServers (KV stores) in this process over TCP loopback (UCX_TLS=tcp),
 // each on its own thread, and how serve's tier of one names it (transport/
-// direct_order.h StoreRef). Header-only; for the direct put tests.
+// direct_order.h StoreRef), and the sizes and byte patterns the tests put. Header-only; for
+// the direct put and credit tests.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "kv_store/direct_order.h"
 #include "kv_store/kv_store_client.h"
 #include "kv_store/kv_store_server.h"
 
 namespace switchyard::kv_store::testing {
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+
+// n bytes that differ with `seed` and along the buffer (a misplaced block shows).
+inline std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131 + seed * 7 + (i >> 9));
+  return v;
+}
 
 inline transport::TransportConfig Tcp() {
   transport::TransportConfig c;

@@ -43,6 +43,8 @@ inline KvLayout SmallLayout() {
   c.set_kv_dtype(v1::BF16);
   return KvLayout::FromModelConfig(c).value();
 }
+// The bytes of SmallLayout()'s blocks.
+constexpr uint64_t kBlock = 4096;
 
 inline std::vector<char> Pattern(uint64_t bytes, uint32_t seed) {
   std::vector<char> v(bytes);

@@ -8,15 +8,12 @@
 
 #include "proto/json.h"
 #include "replay/convert.h"
+#include "tests/replay/replay_test_util.h"
 
 namespace switchyard::replay {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  auto text = proto::ReadFile(std::string(SY_SOURCE_DIR) + "/tests/fixtures/" + name);
-  EXPECT_TRUE(text.ok()) << text.status();
-  return text.ok() ? *text : "";
-}
+using testing::ReadFixture;
 
 // What a count should become, computed here without the converter's helper.
 int64_t Expected(int64_t n, double f) {
@@ -48,8 +45,8 @@ TEST(ConvertScaleTest, AgentSessionsTokensDurationsAndArrivalsScaled) {
   ConvertOptions scaled = plain;
   scaled.token_scale = 0.01;
   scaled.time_scale = 0.1;
-  auto a = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), plain);
-  auto b = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), scaled);
+  auto a = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), plain);
+  auto b = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), scaled);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
   ASSERT_EQ(a->size(), b->size());
   auto scaled_by_id = ById(*b);
@@ -98,7 +95,7 @@ TEST(ConvertScaleTest, SeveralLabelsPrintSortedAndParseBack) {
   o.token_scale = 0.5;
   o.time_scale = 0.25;
   o.repeat = 3;
-  auto a = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto a = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(a.ok()) << a.status();
   auto text = ToJsonLines(*a);
   ASSERT_TRUE(text.ok()) << text.status();
@@ -125,8 +122,8 @@ TEST(ConvertScaleTest, MooncakeAndAzureScaled) {
   ConvertOptions o;
   o.token_scale = 0.1;
   o.time_scale = 0.5;
-  auto plain = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), {});
-  auto mc = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), o);
+  auto plain = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), {});
+  auto mc = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), o);
   ASSERT_TRUE(plain.ok() && mc.ok());
   auto by_id = ById(*mc);
   for (const auto& r : *plain) {
@@ -143,7 +140,7 @@ TEST(ConvertScaleTest, MooncakeAndAzureScaled) {
       EXPECT_EQ(a.duration_ms(), 13500);
     }
   }
-  auto az = ConvertAzure(Fixture("azure_conv_sample.csv"), o);
+  auto az = ConvertAzure(ReadFixture("azure_conv_sample.csv"), o);
   ASSERT_TRUE(az.ok()) << az.status();
   // First row: 374 context tokens, 44 generated; second arrives 4314.579 ms later.
   EXPECT_EQ((*az)[0].workflow().nodes(0).hints().prompt_tokens(), 37);
@@ -157,7 +154,7 @@ TEST(ConvertScaleTest, OracleSpanScalesWithTimeAndDescriptionNamesScales) {
   o.deadline = DeadlineRule::kOracleSpan;
   o.deadline_factor = 2.0;
   o.time_scale = 0.1;
-  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok());
   for (const auto& r : *recs) {
     if (r.source() == "agent-sessions:46c4e6b23c25") {  // span 49.86 s: 2 x 4.986 s

@@ -14,15 +14,12 @@
 
 #include "proto/json.h"
 #include "proto/switchyard/v1/trace_sources.pb.h"
+#include "tests/replay/replay_test_util.h"
 
 namespace switchyard::replay {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  auto text = proto::ReadFile(std::string(SY_SOURCE_DIR) + "/tests/fixtures/" + name);
-  EXPECT_TRUE(text.ok()) << text.status();
-  return text.ok() ? *text : "";
-}
+using testing::ReadFixture;
 
 const v1::NodeActual* ActualOf(const v1::TraceRecord& r, const std::string& node) {
   for (const auto& a : r.actuals()) {
@@ -41,7 +38,7 @@ const v1::ProgramNode* NodeOf(const v1::TraceRecord& r, const std::string& node)
 TEST(ConvertAgentSessionsTest, CountsAndExactDurations) {
   ConvertOptions o;
   o.rate_per_s = 0.1;
-  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok()) << recs.status();
   ASSERT_EQ(recs->size(), 4u);
   std::map<std::string, std::pair<int, int>> expected = {{"46c4e6b23c25", {9, 8}},
@@ -50,7 +47,7 @@ TEST(ConvertAgentSessionsTest, CountsAndExactDurations) {
                                                          {"180179e7eb4d", {16, 17}}};
   // Each session's source line, to compare durations and tokens one by one.
   std::map<std::string, v1::AgentSessionRecord> src;
-  std::string text = Fixture("agent_sessions_sample.jsonl");
+  std::string text = ReadFixture("agent_sessions_sample.jsonl");
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -86,7 +83,7 @@ TEST(ConvertAgentSessionsTest, CountsAndExactDurations) {
 }
 
 TEST(ConvertAgentSessionsTest, ChainsContextsAndSubagents) {
-  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), {});
+  auto recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), {});
   ASSERT_TRUE(recs.ok());
   for (const auto& r : *recs) {
     const auto& nodes = r.workflow().nodes();
@@ -118,7 +115,7 @@ TEST(ConvertAgentSessionsTest, ChainsContextsAndSubagents) {
 // llm-0 13681+327, llm-1 13936 (keeps 13681, +255), llm-2 13981 (keeps 13936, +45), llm-3
 // 21281 (holds 13981+35: extends by 7265), llm-4 21530 (keeps 21281, +249).
 TEST(ConvertAgentSessionsTest, APromptRepeatingOnlyThePreviousPromptKeepsThatPrefix) {
-  const std::string text = Fixture("agent_sessions_sample.jsonl");
+  const std::string text = ReadFixture("agent_sessions_sample.jsonl");
   auto find = [](const std::vector<v1::TraceRecord>& recs) -> const v1::TraceRecord* {
     for (const auto& r : recs)
       if (r.source() == "agent-sessions:58401c0ee559") return &r;
@@ -167,7 +164,7 @@ TEST(ConvertAgentSessionsTest, APromptRepeatingOnlyThePreviousPromptKeepsThatPre
 // LLM node's max_output_tokens is max(16384, the recorded output) (labelled output_cap);
 // --output-cap recorded makes it the recorded output, which the actuals keep either way.
 TEST(ConvertAgentSessionsTest, TheOutputCapHidesTheRecordedLengthUnlessAskedFor) {
-  const std::string text = Fixture("agent_sessions_sample.jsonl");
+  const std::string text = ReadFixture("agent_sessions_sample.jsonl");
   auto hidden = ConvertAgentSessions(text, {});
   ASSERT_TRUE(hidden.ok());
   ConvertOptions o;
@@ -201,8 +198,8 @@ TEST(ConvertAgentSessionsTest, ArrivalsDeadlinesTenantsAndDeterminism) {
   o.tenants = 2;
   o.deadline = DeadlineRule::kOracleSpan;
   o.deadline_factor = 2.0;
-  auto a = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
-  auto b = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto a = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
+  auto b = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->size(), 20u);
   EXPECT_EQ(*ToJsonLines(*a), *ToJsonLines(*b)) << "same seed, same trace";
@@ -223,7 +220,7 @@ TEST(ConvertAgentSessionsTest, ArrivalsDeadlinesTenantsAndDeterminism) {
   }
   EXPECT_EQ(tenants, (std::set<std::string>{"tenant-0", "tenant-1"}));
   o.seed = 8;
-  auto c = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto c = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   EXPECT_NE(*ToJsonLines(*a), *ToJsonLines(*c));
 }
 
@@ -231,7 +228,7 @@ TEST(ConvertAgentSessionsTest, DefaultDeadlinesArePerTenantClassesNotSize) {
   ConvertOptions o;
   o.repeat = 3;
   o.tenants = 3;
-  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok()) << recs.status();
   ASSERT_EQ(recs->size(), 12u);
   // tenant-<i> -> class i mod 2: tenant-0 and tenant-2 interactive (900 s), tenant-1 batch.
@@ -250,14 +247,14 @@ TEST(ConvertAgentSessionsTest, DefaultDeadlinesArePerTenantClassesNotSize) {
   // An explicit mapping wins over the rule; three classes rotate over the tenants.
   o.deadline_classes = {{"a", 60}, {"b", 120}, {"c", 180}};
   o.tenant_class = {{"tenant-2", "a"}};
-  recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok()) << recs.status();
   for (const auto& r : *recs) {
     int64_t expect = r.workflow().tenant() == "tenant-1" ? 120'000 : 60'000;
     EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), expect) << r.workflow().tenant();
   }
   o.tenant_class = {{"tenant-0", "nope"}};
-  recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_FALSE(recs.ok());
   EXPECT_NE(recs.status().message().find("--tenant-class: tenant 'tenant-0' has class 'nope'"),
             std::string::npos)
@@ -265,7 +262,7 @@ TEST(ConvertAgentSessionsTest, DefaultDeadlinesArePerTenantClassesNotSize) {
   // --deadline none: no deadline, no deadline label (the output cap's only).
   o = ConvertOptions{};
   o.deadline = DeadlineRule::kNone;
-  recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok());
   for (const auto& r : *recs) {
     EXPECT_EQ(r.workflow().deadline_ms(), 0);
@@ -368,7 +365,7 @@ TEST(SynthesiseArrivalsTest, BurstyIsBurstierThanPoisson) {
 }
 
 TEST(ConvertMooncakeTest, RebuildsConversationChains) {
-  auto recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), {});
+  auto recs = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), {});
   ASSERT_TRUE(recs.ok()) << recs.status();
   EXPECT_EQ(recs->size(), 366u);  // 400 requests, 34 continue an earlier one
   size_t turns = 0, users = 0;
@@ -393,7 +390,7 @@ TEST(ConvertMooncakeTest, RebuildsConversationChains) {
 }
 
 TEST(ConvertMooncakeTest, SharedPrefixAndBadLines) {
-  auto recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), {});
+  auto recs = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), {});
   ASSERT_TRUE(recs.ok());
   // Every request starts with block 0 (a prefix shared across conversations).
   for (const auto& r : *recs) {
@@ -404,14 +401,14 @@ TEST(ConvertMooncakeTest, SharedPrefixAndBadLines) {
   // Default deadlines: the tenant's class, not the conversation's size.
   ConvertOptions o;
   o.tenants = 2;
-  recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), o);
+  recs = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok());
   for (const auto& r : *recs) {
     int64_t expect = r.workflow().tenant() == "tenant-0" ? 900'000 : 10'800'000;
     EXPECT_EQ(r.workflow().deadline_ms() - r.arrival_ms(), expect) << r.workflow().id();
   }
   o.deadline = DeadlineRule::kOracleSpan;  // old rule: 3 × (last turn's offset + service)
-  recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), o);
+  recs = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), o);
   ASSERT_TRUE(recs.ok());
   for (const auto& r : *recs) EXPECT_EQ(r.workflow().labels().at("deadline_rule"), "oracle-span:3");
   auto bad = ConvertMooncake("{\"timestamp\":5,\"input_length\":0,\"output_length\":1}\n", {});
@@ -420,7 +417,7 @@ TEST(ConvertMooncakeTest, SharedPrefixAndBadLines) {
 }
 
 TEST(ConvertAzureTest, RowsBecomeSingleNodeWorkflows) {
-  auto recs = ConvertAzure(Fixture("azure_conv_sample.csv"), {});
+  auto recs = ConvertAzure(ReadFixture("azure_conv_sample.csv"), {});
   ASSERT_TRUE(recs.ok()) << recs.status();
   ASSERT_EQ(recs->size(), 200u);
   const auto& first = (*recs)[0];
@@ -434,7 +431,7 @@ TEST(ConvertAzureTest, RowsBecomeSingleNodeWorkflows) {
   EXPECT_EQ(first.workflow().labels().at("deadline_rule"), "class:batch");
   ConvertOptions o;
   o.deadline = DeadlineRule::kOracleSpan;  // 3 × (374 / 10000 + 44 × 0.02) s = 2.7522 s
-  recs = ConvertAzure(Fixture("azure_conv_sample.csv"), o);
+  recs = ConvertAzure(ReadFixture("azure_conv_sample.csv"), o);
   ASSERT_TRUE(recs.ok());
   EXPECT_EQ((*recs)[0].workflow().deadline_ms(), 2752);
   auto bad = ConvertAzure("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 x,1,2\n", {});
@@ -445,7 +442,7 @@ TEST(ConvertAzureTest, RowsBecomeSingleNodeWorkflows) {
 }
 
 TEST(TraceRoundTripTest, JsonLinesParseBack) {
-  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), {});
+  auto recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), {});
   ASSERT_TRUE(recs.ok());
   auto text = ToJsonLines(*recs);
   ASSERT_TRUE(text.ok());

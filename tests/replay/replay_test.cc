@@ -15,15 +15,12 @@
 #include "replay/report.h"
 #include "replay/sweep.h"
 #include "scheduler/reference_policies.h"
+#include "tests/replay/replay_test_util.h"
 
 namespace switchyard::replay {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  auto text = proto::ReadFile(std::string(SY_SOURCE_DIR) + "/tests/fixtures/" + name);
-  EXPECT_TRUE(text.ok()) << text.status();
-  return text.ok() ? *text : "";
-}
+using testing::ReadFixture;
 
 std::vector<v1::TraceRecord> Sessions(double rate, int repeat) {
   ConvertOptions o;
@@ -31,7 +28,7 @@ std::vector<v1::TraceRecord> Sessions(double rate, int repeat) {
   o.repeat = repeat;
   o.tenants = 2;
   o.seed = 7;
-  auto recs = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   EXPECT_TRUE(recs.ok()) << recs.status();
   return recs.ok() ? *recs : std::vector<v1::TraceRecord>{};
 }
@@ -39,7 +36,7 @@ std::vector<v1::TraceRecord> Sessions(double rate, int repeat) {
 std::vector<v1::TraceRecord> Mooncake(int limit) {
   ConvertOptions o;
   o.limit = limit;
-  auto recs = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), o);
+  auto recs = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), o);
   EXPECT_TRUE(recs.ok()) << recs.status();
   return recs.ok() ? *recs : std::vector<v1::TraceRecord>{};
 }

@@ -9,15 +9,12 @@
 #include "replay/convert.h"
 #include "replay/replay.h"
 #include "replay/report.h"
+#include "tests/replay/replay_test_util.h"
 
 namespace switchyard::replay {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  auto text = proto::ReadFile(std::string(SY_SOURCE_DIR) + "/tests/fixtures/" + name);
-  EXPECT_TRUE(text.ok()) << text.status();
-  return text.ok() ? *text : "";
-}
+using testing::ReadFixture;
 
 PolicyReport Replay(const std::vector<v1::TraceRecord>& trace, bool shared,
                     const std::string& policy = "switchyard") {
@@ -33,7 +30,7 @@ PolicyReport Replay(const std::vector<v1::TraceRecord>& trace, bool shared,
 }
 
 TEST(ReplaySharedPrefix, MooncakeSampleComputesFewerPrefillTokensWithSharing) {
-  auto trace = ConvertMooncake(Fixture("mooncake_conversation_sample.jsonl"), {});
+  auto trace = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), {});
   ASSERT_TRUE(trace.ok()) << trace.status();
   for (const std::string policy : {"switchyard", "vllm-fcfs"}) {
     PolicyReport with = Replay(*trace, true, policy);
@@ -66,7 +63,7 @@ TEST(ReplaySharedPrefix, ATraceWithoutSharedPrefixesReplaysTheSameEitherWay) {
   o.rate_per_s = 0.5;
   o.tenants = 2;
   o.seed = 7;
-  auto trace = ConvertAgentSessions(Fixture("agent_sessions_sample.jsonl"), o);
+  auto trace = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
   ASSERT_TRUE(trace.ok()) << trace.status();
   for (const v1::TraceRecord& r : *trace)
     for (const v1::ProgramNode& n : r.workflow().nodes())

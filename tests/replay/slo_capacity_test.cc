@@ -179,7 +179,7 @@ TEST(SloRates, AutoGridAndSpread) {
   EXPECT_DOUBLE_EQ(SpreadOf({}).mean, 0);
 }
 
-std::vector<v1::TraceRecord> Sessions(int repeat) {
+std::vector<v1::TraceRecord> SessionsAtLowRate(int repeat) {
   auto text = proto::ReadFile(std::string(SY_SOURCE_DIR) + "/tests/fixtures/" +
                               "agent_sessions_sample.jsonl");
   EXPECT_TRUE(text.ok()) << text.status();
@@ -202,7 +202,7 @@ v1::ReplayCluster Small() {
 }
 
 TEST(SloDriver, RejectsBadOptionsNamingTheFlag) {
-  std::vector<v1::TraceRecord> t = Sessions(1);
+  std::vector<v1::TraceRecord> t = SessionsAtLowRate(1);
   auto err = [&](SloOptions o, std::vector<std::string> p = {"keep-during-tool"}) {
     o.rates = o.rates.empty() ? std::vector<double>{0.1} : o.rates;
     auto r = RunSloCapacity(t, Small(), p, o);
@@ -235,7 +235,7 @@ TEST(SloDriver, RejectsBadOptionsNamingTheFlag) {
 }
 
 TEST(SloDriver, EndToEndOnATinyTrace) {
-  std::vector<v1::TraceRecord> t = Sessions(2);  // 8 workflows, 4 distinct
+  std::vector<v1::TraceRecord> t = SessionsAtLowRate(2);  // 8 workflows, 4 distinct
   ASSERT_EQ(t.size(), 8u);
   SloOptions o;
   o.name = "fixture on small";

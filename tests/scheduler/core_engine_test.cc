@@ -12,17 +12,18 @@
 namespace switchyard::scheduler {
 namespace {
 
-using testing::FixedRateCost;
+using testing::BlockBytes;
+using testing::CoreFixture;
+using testing::EngineReport;
+using testing::kBlock;
+using testing::kBpt;
 using testing::Llm;
 using testing::LlmDone;
 using testing::Submit;
 using testing::Tool;
 using testing::Wf;
 
-constexpr uint64_t kBpt = 1000;  // KV bytes per token
-constexpr int64_t kBlock = 16;   // tokens per block
-
-CoreOptions Blocks(int64_t blocks, double watermark = 0) {
+CoreOptions OneWorker(int64_t blocks, double watermark = 0) {
   CoreOptions o;
   o.workers = 1;
   o.hbm_bytes_per_worker = static_cast<uint64_t>(blocks * kBlock) * kBpt;
@@ -32,17 +33,6 @@ CoreOptions Blocks(int64_t blocks, double watermark = 0) {
   return o;
 }
 
-uint64_t BlockBytes(int64_t blocks) { return static_cast<uint64_t>(blocks * kBlock) * kBpt; }
-
-Event Report(int worker, std::vector<SeqStep> steps, std::vector<SeqStep> exhausted = {}) {
-  Event e;
-  e.kind = EventKind::kEngineReport;
-  e.worker = worker;
-  e.steps = std::move(steps);
-  e.exhausted = std::move(exhausted);
-  return e;
-}
-
 std::vector<std::string> Kinds(const Commands& c, CommandKind k) {
   std::vector<std::string> out;
   for (const Command& x : c.list)
@@ -50,27 +40,18 @@ std::vector<std::string> Kinds(const Commands& c, CommandKind k) {
   return out;
 }
 
-struct Fixture {
-  explicit Fixture(CoreOptions o, const Policy* p)
-      : fabric(SimulatedFabric::Options{}), core(o, p, &fabric, &fabric, &cost) {}
-  Commands At(double t, const Event& e) { return core.handle(e, Time::FromSeconds(t)); }
-  SimulatedFabric fabric;
-  FixedRateCost cost{kBpt};
-  Core core;
-};
-
 TEST(CoreEngine, AdmitsByPrefillBlocksAndReservesDecodeAsReported) {
   VllmFcfsPolicy policy;
-  Fixture f(Blocks(10), &policy);
+  CoreFixture f(OneWorker(10), &policy);
   // 33 prompt tokens = 3 blocks at admission; the 256-token cap is not reserved up front.
   Commands c = f.At(0, Submit(Wf("a", "t", {Llm("x", {}, "ctx", v1::CacheRef::CREATE, 33, 256)})));
   ASSERT_EQ(Kinds(c, CommandKind::kPlace).size(), 1u);
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(3));
   // 15 output tokens later the context holds 48 tokens: still 3 blocks.
-  f.At(1, Report(0, {{"a", "x", 33, 15}}));
+  f.At(1, EngineReport(0, {{"a", "x", 33, 15}}));
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(3));
   // One more token crosses into a fourth block.
-  f.At(2, Report(0, {{"a", "x", 33, 16}}));
+  f.At(2, EngineReport(0, {{"a", "x", 33, 16}}));
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));
   // The end: 33 + 20 = 53 tokens stay with the context (4 blocks), nothing reserved.
   f.At(3, LlmDone("a", "x", 20, Seconds(3)));
@@ -80,7 +61,7 @@ TEST(CoreEngine, AdmitsByPrefillBlocksAndReservesDecodeAsReported) {
 
 TEST(CoreEngine, VllmBlocksTheHeadOfTheLine) {
   VllmFcfsPolicy policy;
-  Fixture f(Blocks(100), &policy);
+  CoreFixture f(OneWorker(100), &policy);
   f.At(0, Submit(Wf("a", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 60 * kBlock, 8)})));
   f.At(1, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 41 * kBlock, 8)})));
   // d would fit, but b is ahead of it and does not: vLLM admits nobody behind b.
@@ -88,7 +69,7 @@ TEST(CoreEngine, VllmBlocksTheHeadOfTheLine) {
       f.At(2, Submit(Wf("d", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10 * kBlock, 8)})));
   EXPECT_TRUE(Kinds(c, CommandKind::kPlace).empty());
   KeepDuringToolPolicy other;  // looks past b
-  Fixture g(Blocks(100), &other);
+  CoreFixture g(OneWorker(100), &other);
   g.At(0, Submit(Wf("a", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 60 * kBlock, 8)})));
   g.At(1, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 41 * kBlock, 8)})));
   c = g.At(2, Submit(Wf("d", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10 * kBlock, 8)})));
@@ -97,7 +78,7 @@ TEST(CoreEngine, VllmBlocksTheHeadOfTheLine) {
 
 TEST(CoreEngine, WatermarkKeepsRoomForRunningDecodes) {
   KeepDuringToolPolicy policy;
-  Fixture f(Blocks(100, 0.1), &policy);  // 10 blocks kept free once something runs
+  CoreFixture f(OneWorker(100, 0.1), &policy);  // 10 blocks kept free once something runs
   f.At(0, Submit(Wf("a", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 50 * kBlock, 8)})));
   // 41 blocks would leave 9 < 10 free: waits.
   Commands c =
@@ -110,14 +91,14 @@ TEST(CoreEngine, WatermarkKeepsRoomForRunningDecodes) {
 
 TEST(CoreEngine, PoolExhaustionPreemptsTheMostRecentlyAdmittedUnderVllm) {
   VllmFcfsPolicy policy;
-  Fixture f(Blocks(8), &policy);
+  CoreFixture f(OneWorker(8), &policy);
   f.At(0, Submit(Wf("a", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 4 * kBlock, 64)})));
   f.At(0, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 3 * kBlock, 64)})));
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(7));
   // a grows into the last block; then both need a new block: the pool is out.
-  f.At(1, Report(0, {{"a", "x", 4 * kBlock, 1}, {"b", "x", 3 * kBlock, 0}}));
+  f.At(1, EngineReport(0, {{"a", "x", 4 * kBlock, 1}, {"b", "x", 3 * kBlock, 0}}));
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(8));
-  Commands c = f.At(2, Report(0, {}, {{"a", "x", 0, 0}, {"b", "x", 0, 0}}));
+  Commands c = f.At(2, EngineReport(0, {}, {{"a", "x", 0, 0}, {"b", "x", 0, 0}}));
   // vLLM's rule: the most recently admitted (b) goes, its KV freed for recompute.
   EXPECT_EQ(Kinds(c, CommandKind::kPreempt), std::vector<std::string>{"b/x"});
   EXPECT_EQ(Kinds(c, CommandKind::kDiscard), std::vector<std::string>{"b/b/c"});
@@ -132,7 +113,7 @@ TEST(CoreEngine, PoolExhaustionPreemptsTheMostRecentlyAdmittedUnderVllm) {
 
 TEST(CoreEngine, IdleContextsAreEvictedBeforeAnyRunningNodeIsPreempted) {
   VllmFcfsPolicy policy;
-  Fixture f(Blocks(8), &policy);
+  CoreFixture f(OneWorker(8), &policy);
   // a's first call leaves a 3-block context idle during its tool.
   f.At(0, Submit(Wf("a", "t",
                     {Llm("x", {}, "c", v1::CacheRef::CREATE, 3 * kBlock - 4, 64),
@@ -141,7 +122,7 @@ TEST(CoreEngine, IdleContextsAreEvictedBeforeAnyRunningNodeIsPreempted) {
   f.At(1, testing::Of(EventKind::kToolStarted, "a", "t"));
   f.At(1, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 5 * kBlock, 64)})));
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(8));
-  Commands c = f.At(2, Report(0, {}, {{"b", "x", 0, 0}}));
+  Commands c = f.At(2, EngineReport(0, {}, {{"b", "x", 0, 0}}));
   EXPECT_TRUE(Kinds(c, CommandKind::kPreempt).empty());
   EXPECT_EQ(Kinds(c, CommandKind::kDiscard), std::vector<std::string>{"a/a/c"});
 }
@@ -162,7 +143,7 @@ class OldestVictim final : public Policy {
 
 // Workflow a: x creates context c (2 blocks of prompt, 8 output tokens: 40 tokens), tool t
 // starts (the policy decides c's fate), then y extends c by one block.
-void StartToolWait(Fixture& f) {
+void StartToolWait(CoreFixture& f) {
   f.At(0, Submit(Wf("a", "t",
                     {Llm("x", {}, "c", v1::CacheRef::CREATE, 2 * kBlock, 8),
                      Tool("t", {"x"}, "bash", 60000),
@@ -175,7 +156,7 @@ void StartToolWait(Fixture& f) {
 // dropped and the next placement is charged the whole recompute again.
 TEST(CoreEngine, PreemptedWhileRecomputingIsChargedTheWholeRecomputeAgain) {
   OldestVictim policy;  // discards every waiting context; the oldest node is the victim
-  Fixture f(Blocks(8), &policy);
+  CoreFixture f(OneWorker(8), &policy);
   StartToolWait(f);
   EXPECT_EQ(f.core.ContextLocation("a/c")->tier, Tier::kNone);
   auto recompute_of = [](const Commands& c, const std::string& wf) {
@@ -189,8 +170,8 @@ TEST(CoreEngine, PreemptedWhileRecomputingIsChargedTheWholeRecomputeAgain) {
   f.At(2, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 4 * kBlock, 64)})));
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(8));
   // 10 of a's 40 recompute tokens are done when b finds no block: a (the oldest) goes.
-  f.At(3, Report(0, {{"a", "y", 10, 0}}));
-  c = f.At(4, Report(0, {}, {{"b", "x", 0, 0}}));
+  f.At(3, EngineReport(0, {{"a", "y", 10, 0}}));
+  c = f.At(4, EngineReport(0, {}, {{"b", "x", 0, 0}}));
   ASSERT_EQ(Kinds(c, CommandKind::kPreempt), std::vector<std::string>{"a/y"});
   EXPECT_EQ(f.core.ContextLocation("a/c")->tier, Tier::kNone);
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));
@@ -220,18 +201,18 @@ class RecordingPreempter final : public Policy {
 // until the rebuild completes, none after).
 TEST(CoreEngine, AnUrgentNodeIsToldWhatPreemptingARebuildWouldThrowAway) {
   RecordingPreempter policy;
-  Fixture f(Blocks(8), &policy);
+  CoreFixture f(OneWorker(8), &policy);
   StartToolWait(f);
   f.At(2, testing::ToolDone("a", "t"));  // y placed: 40 tokens rebuilt, then 16 new
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));
   // b needs 5 blocks, 4 are free: urgent (a deadline) and admissible nowhere.
   f.At(2, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 4 * kBlock + 1, 8)}, 2500)));
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));
-  f.At(3, Report(0, {{"a", "y", 10, 0}}));
+  f.At(3, EngineReport(0, {{"a", "y", 10, 0}}));
   ASSERT_EQ(policy.seen.size(), 1u);
   EXPECT_EQ(policy.seen[0].prefill_remaining_tokens, 2 * kBlock + 8 + kBlock - 10);
   EXPECT_EQ(policy.seen[0].rebuild_lost_tokens, 10);
-  f.At(4, Report(0, {{"a", "y", 45, 0}}));  // the rebuild is complete: nothing to lose
+  f.At(4, EngineReport(0, {{"a", "y", 45, 0}}));  // the rebuild is complete: nothing to lose
   ASSERT_EQ(policy.seen.size(), 2u);
   EXPECT_EQ(policy.seen[1].rebuild_lost_tokens, 0);
   EXPECT_EQ(policy.seen[1].prefill_remaining_tokens, 2 * kBlock + 8 + kBlock - 45);
@@ -239,10 +220,10 @@ TEST(CoreEngine, AnUrgentNodeIsToldWhatPreemptingARebuildWouldThrowAway) {
 
 TEST(CoreEngine, ThePolicyPicksThePoolVictim) {
   OldestVictim policy;
-  Fixture f(Blocks(8), &policy);
+  CoreFixture f(OneWorker(8), &policy);
   f.At(0, Submit(Wf("a", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 4 * kBlock, 64)})));
   f.At(0, Submit(Wf("b", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 4 * kBlock, 64)})));
-  Commands c = f.At(1, Report(0, {}, {{"b", "x", 0, 0}}));
+  Commands c = f.At(1, EngineReport(0, {}, {{"b", "x", 0, 0}}));
   EXPECT_EQ(Kinds(c, CommandKind::kPreempt), std::vector<std::string>{"a/x"});
   EXPECT_EQ(f.core.hbm_used(0), BlockBytes(4));  // only b's blocks are left
 }
@@ -251,7 +232,7 @@ TEST(CoreEngine, ThePolicyPicksThePoolVictim) {
 // reads the old) is evicted before an older context that may still be used.
 TEST(CoreEngine, SupersededContextsAreEvictedFirst) {
   KeepDuringToolPolicy policy;  // default eviction order; evicted contexts are discarded
-  Fixture f(Blocks(3 + 3 + 3 + 2), &policy);
+  CoreFixture f(OneWorker(3 + 3 + 3 + 2), &policy);
   // z: an idle 3-block context, the oldest.
   f.At(0, Submit(Wf("z", "t",
                     {Llm("x", {}, "c", v1::CacheRef::CREATE, 3 * kBlock - 4, 4),
@@ -277,7 +258,7 @@ TEST(CoreEngine, SupersededContextsAreEvictedFirst) {
 // unpinned, younger one while the pin lasts, and by plain LRU once tau* has passed.
 std::string EvictedUnderContinuum(double demand_at) {
   ContinuumPolicy policy;
-  Fixture f(Blocks(12501 + 251 + 150), &policy);
+  CoreFixture f(OneWorker(12501 + 251 + 150), &policy);
   // a: a 200,000-token context (5 s to recompute): cold start pins it for ln(5 s) = 1.6 s.
   f.At(0, Submit(Wf("a", "t",
                     {Llm("x", {}, "c", v1::CacheRef::CREATE, 200000 - 4, 4),
@@ -305,9 +286,9 @@ TEST(CoreEngine, ContinuumPinsForTauThenFreesTheContext) {
 // second, so a program that waited long enough overtakes younger ones.
 TEST(CoreEngine, AutellixRekeysWaitingCallsSoAStarvingProgramRunsFirst) {
   AutellixPolicy policy;
-  CoreOptions o = Blocks(1000);
+  CoreOptions o = OneWorker(1000);
   o.max_num_seqs = 1;
-  Fixture f(o, &policy);
+  CoreFixture f(o, &policy);
   // "old" has 2 s of service behind it, so it queues behind fresh programs (queue 1)...
   f.At(0, Submit(Wf("old", "t",
                     {Llm("a", {}, "c", v1::CacheRef::CREATE, 16, 4),

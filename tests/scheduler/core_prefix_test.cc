@@ -11,7 +11,10 @@
 namespace switchyard::scheduler {
 namespace {
 
-using testing::FixedRateCost;
+using testing::BlockBytes;
+using testing::CoreFixture;
+using testing::EngineReport;
+using testing::kBlock;
 using testing::Llm;
 using testing::LlmDone;
 using testing::Submit;
@@ -20,17 +23,13 @@ using testing::ToolDone;
 using testing::Wf;
 using testing::Xfer;
 
-constexpr uint64_t kBpt = 1000;   // KV bytes per token
-constexpr int64_t kBlock = 16;    // tokens per block
 constexpr int64_t kPrefix = 160;  // 10 blocks
 constexpr int64_t kPrompt = 200;  // 40 tokens after the prefix: 3 blocks
 
-uint64_t Blocks(int64_t n) { return static_cast<uint64_t>(n * kBlock) * kBpt; }
-
-CoreOptions Opts(int64_t blocks, bool share = true) {
+CoreOptions PrefixOptions(int64_t blocks, bool share = true) {
   CoreOptions o;
   o.workers = 1;
-  o.hbm_bytes_per_worker = Blocks(blocks);
+  o.hbm_bytes_per_worker = BlockBytes(blocks);
   o.kv_block_tokens = kBlock;
   o.use_disk = o.use_peer = false;
   o.share_prefixes = share;
@@ -68,33 +67,16 @@ std::vector<const Command*> OfKind(const Commands& c, CommandKind k) {
   return out;
 }
 
-Event Report(std::vector<SeqStep> steps) {
-  Event e;
-  e.kind = EventKind::kEngineReport;
-  e.worker = 0;
-  e.steps = std::move(steps);
-  return e;
-}
-
-struct Fixture {
-  Fixture(CoreOptions o, const Policy* p)
-      : fabric(SimulatedFabric::Options{}), core(o, p, &fabric, &fabric, &cost) {}
-  Commands At(double t, const Event& e) { return core.handle(e, Time::FromSeconds(t)); }
-  SimulatedFabric fabric;
-  FixedRateCost cost{kBpt};
-  Core core;
-};
-
 const std::string kKey = PrefixKey("t", "m", "sys");
 
 TEST(CorePrefix, SecondContextOfTheTenantIsChargedItsSuffixOnlyAndPrefillsIt) {
   VllmFcfsPolicy policy;
-  Fixture f(Opts(100), &policy);
+  CoreFixture f(PrefixOptions(100), &policy);
   Commands c = f.At(0, Submit(Chat("a", "t")));
   ASSERT_EQ(OfKind(c, CommandKind::kPlace).size(), 1u);
   // The first node computes the prefix (recompute) into a copy charged once.
   EXPECT_EQ(OfKind(c, CommandKind::kPlace)[0]->recompute_tokens, kPrefix);
-  EXPECT_EQ(f.core.hbm_used(0), Blocks(10 + 3));
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(10 + 3));
   EXPECT_EQ(f.core.PrefixTokensOn(kKey, 0), kPrefix);
   ASSERT_TRUE(f.core.ContextPrefix("a/c").has_value());
   EXPECT_EQ(f.core.ContextPrefix("a/c")->key, kKey);
@@ -102,11 +84,11 @@ TEST(CorePrefix, SecondContextOfTheTenantIsChargedItsSuffixOnlyAndPrefillsIt) {
   c = f.At(0.1, Submit(Chat("b", "t")));
   EXPECT_TRUE(OfKind(c, CommandKind::kPlace).empty());
   // Its prefill covered the prefix: the second context reads it and prefills 40 tokens.
-  c = f.At(0.2, Report({{"a", "x", kPrompt, 1}}));
+  c = f.At(0.2, EngineReport(0, {{"a", "x", kPrompt, 1}}));
   ASSERT_EQ(OfKind(c, CommandKind::kPlace).size(), 1u);
   EXPECT_EQ(OfKind(c, CommandKind::kPlace)[0]->workflow_id, "b");
   EXPECT_EQ(OfKind(c, CommandKind::kPlace)[0]->recompute_tokens, 0);
-  EXPECT_EQ(f.core.hbm_used(0), Blocks(10 + 3 + 3));
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(10 + 3 + 3));
   EXPECT_EQ(f.core.prefix_stats().hit_tokens, kPrefix);
   EXPECT_EQ(f.core.prefix_stats().built_tokens, kPrefix);
   // Each context holds its own tokens, after the prefix.
@@ -116,12 +98,12 @@ TEST(CorePrefix, SecondContextOfTheTenantIsChargedItsSuffixOnlyAndPrefillsIt) {
 
 TEST(CorePrefix, WithoutSharingEveryContextHoldsAndComputesThePrefix) {
   VllmFcfsPolicy policy;
-  Fixture f(Opts(100, /*share=*/false), &policy);
+  CoreFixture f(PrefixOptions(100, /*share=*/false), &policy);
   Commands a = f.At(0, Submit(Chat("a", "t")));
   Commands b = f.At(0, Submit(Chat("b", "t")));
   ASSERT_EQ(OfKind(b, CommandKind::kPlace).size(), 1u);
   EXPECT_EQ(OfKind(b, CommandKind::kPlace)[0]->recompute_tokens, 0);
-  EXPECT_EQ(f.core.hbm_used(0), 2 * Blocks(13));  // 200 tokens each
+  EXPECT_EQ(f.core.hbm_used(0), 2 * BlockBytes(13));  // 200 tokens each
   EXPECT_FALSE(f.core.ContextPrefix("a/c").has_value());
   EXPECT_EQ(f.core.PrefixTokensOn(kKey, 0), -1);
   EXPECT_EQ(f.core.prefix_stats().hit_tokens, 0);
@@ -129,22 +111,22 @@ TEST(CorePrefix, WithoutSharingEveryContextHoldsAndComputesThePrefix) {
 
 TEST(CorePrefix, DifferentTenantsNeverShare) {
   VllmFcfsPolicy policy;
-  Fixture f(Opts(100), &policy);
+  CoreFixture f(PrefixOptions(100), &policy);
   f.At(0, Submit(Chat("a", "t")));
-  f.At(0.1, Report({{"a", "x", kPrompt, 1}}));
+  f.At(0.1, EngineReport(0, {{"a", "x", kPrompt, 1}}));
   Commands c = f.At(0.2, Submit(Chat("b", "u")));
   ASSERT_EQ(OfKind(c, CommandKind::kPlace).size(), 1u);
   EXPECT_EQ(OfKind(c, CommandKind::kPlace)[0]->recompute_tokens, kPrefix);  // its own copy
-  EXPECT_EQ(f.core.hbm_used(0), 2 * Blocks(13));
+  EXPECT_EQ(f.core.hbm_used(0), 2 * BlockBytes(13));
   EXPECT_EQ(f.core.PrefixTokensOn(PrefixKey("u", "m", "sys"), 0), kPrefix);
   EXPECT_EQ(f.core.prefix_stats().hit_tokens, 0);
 }
 
 TEST(CorePrefix, LastReferenceGoneLeavesACopyThatIsEvictedWhenRoomIsNeeded) {
   VllmFcfsPolicy policy;
-  Fixture f(Opts(40), &policy);
+  CoreFixture f(PrefixOptions(40), &policy);
   f.At(0, Submit(Chat("a", "t")));
-  f.At(0.1, Report({{"a", "x", kPrompt, 1}}));
+  f.At(0.1, EngineReport(0, {{"a", "x", kPrompt, 1}}));
   f.At(0.2, Submit(Chat("b", "t")));
   f.At(1, LlmDone("a", "x", 8, Seconds(1)));
   f.At(1, LlmDone("b", "x", 8, Seconds(1)));
@@ -153,7 +135,7 @@ TEST(CorePrefix, LastReferenceGoneLeavesACopyThatIsEvictedWhenRoomIsNeeded) {
   f.At(2, close);
   close.workflow_id = "b";
   f.At(2, close);
-  EXPECT_EQ(f.core.hbm_used(0), Blocks(10));
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(10));
   EXPECT_EQ(f.core.PrefixTokensOn(kKey, 0), kPrefix);
   // A node of another tenant needing 35 of the 40 blocks: the idle copy is dropped.
   Commands c = f.At(3, Submit(Wf("big", "u", {Llm("y", {}, "c", v1::CacheRef::CREATE, 560, 8)})));
@@ -163,15 +145,15 @@ TEST(CorePrefix, LastReferenceGoneLeavesACopyThatIsEvictedWhenRoomIsNeeded) {
   EXPECT_EQ(discards[0]->src, (Location{Tier::kHbm, 0}));
   EXPECT_EQ(OfKind(c, CommandKind::kPlace).size(), 1u);
   EXPECT_EQ(f.core.PrefixTokensOn(kKey, 0), -1);
-  EXPECT_EQ(f.core.hbm_used(0), Blocks(35));
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(35));
   EXPECT_EQ(f.core.prefix_stats().evictions, 1u);
 }
 
 TEST(CorePrefix, AReferencedCopyIsNotEvicted) {
   VllmFcfsPolicy policy;
-  Fixture f(Opts(40), &policy);
+  CoreFixture f(PrefixOptions(40), &policy);
   f.At(0, Submit(Chat("a", "t")));
-  f.At(0.1, Report({{"a", "x", kPrompt, 1}}));
+  f.At(0.1, EngineReport(0, {{"a", "x", kPrompt, 1}}));
   // The context is still alive (its workflow is open): the big node's room comes from the
   // context (discarded under vLLM's rule), never from the prefix it references...
   f.At(1, LlmDone("a", "x", 8, Seconds(1)));
@@ -183,23 +165,23 @@ TEST(CorePrefix, AReferencedCopyIsNotEvicted) {
 
 TEST(CorePrefix, ADemotedContextLeavesTheSharedPrefixToTheOther) {
   DemotePolicy policy;
-  Fixture f(Opts(100), &policy);
+  CoreFixture f(PrefixOptions(100), &policy);
   v1::Workflow a = Chat("a", "t");
   *a.add_nodes() = Tool("tool", {"x"}, "grep", 1000);
   *a.add_nodes() = Llm("y", {"tool"}, "c", v1::CacheRef::EXTEND, 16, 8);
   f.At(0, Submit(a));
-  f.At(0.1, Report({{"a", "x", kPrompt, 1}}));
+  f.At(0.1, EngineReport(0, {{"a", "x", kPrompt, 1}}));
   f.At(0.2, Submit(Chat("b", "t")));
   f.At(1, LlmDone("a", "x", 8, Seconds(1)));
   Commands c = f.At(1.1, testing::Of(EventKind::kToolStarted, "a", "tool"));
   std::vector<const Command*> demotes = OfKind(c, CommandKind::kDemote);
   ASSERT_EQ(demotes.size(), 1u);
   EXPECT_EQ(demotes[0]->context, "a/c");
-  EXPECT_EQ(demotes[0]->bytes, Blocks(3));  // 48 own tokens; the prefix does not move
+  EXPECT_EQ(demotes[0]->bytes, BlockBytes(3));  // 48 own tokens; the prefix does not move
   f.At(1.2, Xfer(demotes[0]->transfer_id));
   EXPECT_EQ(f.core.ContextLocation("a/c")->tier, Tier::kHost);
   EXPECT_EQ(f.core.PrefixTokensOn(kKey, 0), kPrefix);
-  EXPECT_EQ(f.core.hbm_used(0), Blocks(10 + 3));  // the prefix and b's context
+  EXPECT_EQ(f.core.hbm_used(0), BlockBytes(10 + 3));  // the prefix and b's context
   // The tool returns: the context comes back and its node reads the prefix still there.
   // Moved back or recomputed, whichever is cheaper: only its own 48 tokens, either way.
   c = f.At(2, ToolDone("a", "tool"));
@@ -218,7 +200,7 @@ TEST(CorePrefix, ADemotedContextLeavesTheSharedPrefixToTheOther) {
 
 TEST(CorePrefix, PreemptedBeforeThePrefixWasComputedDropsThePartialCopy) {
   VllmFcfsPolicy policy;
-  Fixture f(Opts(100), &policy);
+  CoreFixture f(PrefixOptions(100), &policy);
   f.At(0, Submit(Chat("a", "t")));
   EXPECT_EQ(f.core.PrefixTokensOn(kKey, 0), kPrefix);
   // The node fails part-way through its prefill: the copy holds part of the prefix.

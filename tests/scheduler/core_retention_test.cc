@@ -13,7 +13,14 @@
 namespace switchyard::scheduler {
 namespace {
 
-using namespace testing;  // NOLINT
+using testing::FixedRateCost;
+using testing::Llm;
+using testing::LlmDone;
+using testing::Of;
+using testing::Submit;
+using testing::Tick;
+using testing::Tool;
+using testing::Wf;
 
 // The switchyard policy, except that every wait drops the context (recompute later).
 class DiscardingPolicy final : public Policy {
@@ -28,8 +35,8 @@ class DiscardingPolicy final : public Policy {
   SwitchyardPolicy base_;
 };
 
-struct Rig {
-  explicit Rig(CoreOptions o)
+struct RetentionRig {
+  explicit RetentionRig(CoreOptions o)
       : fabric(FabricOptions(o.workers)), core(o, &policy, &fabric, &fabric, &cost) {}
   static SimulatedFabric::Options FabricOptions(int workers) {
     SimulatedFabric::Options f;
@@ -62,7 +69,7 @@ v1::Workflow SessionWorkflow(int64_t retain_ms) {
 }
 
 // The commands the core answers the tool's start with, once `a` ran.
-std::vector<std::string> AtToolStart(Rig& r, int64_t retain_ms) {
+std::vector<std::string> AtToolStart(RetentionRig& r, int64_t retain_ms) {
   r.core.handle(Submit(SessionWorkflow(retain_ms)), Time::FromSeconds(0));
   r.core.handle(LlmDone("wf1", "a", 10, Millis(100)), Time::FromSeconds(1));
   return ToStrings(r.core.handle(Of(EventKind::kToolStarted, "wf1", "t"), Time::FromSeconds(1)));
@@ -75,20 +82,20 @@ bool Has(const std::vector<std::string>& out, const std::string& prefix) {
 }
 
 TEST(CoreRetention, WithoutTheHintThePolicysDiscardStands) {
-  Rig r(Options(/*host=*/true));
+  RetentionRig r(Options(/*host=*/true));
   std::vector<std::string> out = AtToolStart(r, 0);
   EXPECT_TRUE(Has(out, "discard wf1/main")) << ::testing::PrintToString(out);
 }
 
 TEST(CoreRetention, ARetainedContextMovesToATierInsteadOfBeingDropped) {
-  Rig r(Options(/*host=*/true));
+  RetentionRig r(Options(/*host=*/true));
   std::vector<std::string> out = AtToolStart(r, 300'000);
   EXPECT_FALSE(Has(out, "discard wf1/main")) << ::testing::PrintToString(out);
   EXPECT_TRUE(Has(out, "demote wf1/main hbm@0->host@0")) << ::testing::PrintToString(out);
 }
 
 TEST(CoreRetention, WithNoTierARetainedContextStaysPinnedUntilTheRetentionEnds) {
-  Rig r(Options(/*host=*/false));
+  RetentionRig r(Options(/*host=*/false));
   std::vector<std::string> out = AtToolStart(r, 5'000);
   EXPECT_TRUE(Has(out, "keep wf1/main")) << ::testing::PrintToString(out);
   // The core looks again while the tool is out (its re-evaluation timer): within the

@@ -10,7 +10,16 @@
 namespace switchyard::scheduler {
 namespace {
 
-using namespace testing;  // NOLINT
+using testing::FixedRateCost;
+using testing::Llm;
+using testing::LlmDone;
+using testing::Of;
+using testing::Submit;
+using testing::Tick;
+using testing::Tool;
+using testing::ToolDone;
+using testing::Wf;
+using testing::Xfer;
 
 struct Step {
   double t;  // seconds
@@ -18,8 +27,8 @@ struct Step {
   std::vector<std::string> expect;
 };
 
-struct Rig {
-  Rig(CoreOptions o, SimulatedFabric::Options f, uint64_t bpt = 131072)
+struct ScenarioRig {
+  ScenarioRig(CoreOptions o, SimulatedFabric::Options f, uint64_t bpt = 131072)
       : fabric(MakeFabricOptions(f, o.workers)),
         cost(bpt),
         core(o, &policy, &fabric, &fabric, &cost) {}
@@ -85,7 +94,7 @@ v1::Workflow BigWorkflow(const std::string& id, int64_t tokens = 10000) {
 }
 
 TEST(CoreScenario, ShortToolKeepsContextInHbm) {
-  Rig r(Opts(1, 80'000'000'000, 4), {});
+  ScenarioRig r(Opts(1, 80'000'000'000, 4), {});
   auto wf =
       Wf("wf1", "a",
          {Llm("a", {}, "main", v1::CacheRef::CREATE, 1000, 100), Tool("t", {"a"}, "search", 100),
@@ -102,7 +111,7 @@ TEST(CoreScenario, ShortToolKeepsContextInHbm) {
 }
 
 TEST(CoreScenario, LongToolUnderPressureDemotesToHostAndPrefetchesForReturn) {
-  Rig r(Opts(1, 4'000'000'000, 1), {});
+  ScenarioRig r(Opts(1, 4'000'000'000, 1), {});
   auto wf1 = ToolWaitWorkflow();
   auto big = [](const std::string& id) { return BigWorkflow(id); };
   const uint64_t bytes = 8100ULL * 131072;  // 1061683200
@@ -131,8 +140,8 @@ TEST(CoreScenario, LongToolUnderPressureDemotesToHostAndPrefetchesForReturn) {
 
 TEST(CoreScenario, HugeContextWithFastIdleLinkGoesToPeer) {
   SimulatedFabric::Options f;
-  Rig r(Opts(2, 80'000'000'000, 1), f, 327680);  // Llama-3.1-70B: 320 KiB per token
-  r.fabric.SetPeerBandwidth(0, 1, 900e9);        // NVLink
+  ScenarioRig r(Opts(2, 80'000'000'000, 1), f, 327680);  // Llama-3.1-70B: 320 KiB per token
+  r.fabric.SetPeerBandwidth(0, 1, 900e9);                // NVLink
   auto wf1 =
       Wf("wf1", "a",
          {Llm("a", {}, "main", v1::CacheRef::CREATE, 122000, 100), Tool("t", {"a"}, "shell", 2000),
@@ -161,7 +170,7 @@ TEST(CoreScenario, HugeContextWithFastIdleLinkGoesToPeer) {
 TEST(CoreScenario, ShortContextOnCongestedLinkIsDiscarded) {
   SimulatedFabric::Options f;
   f.class_floor[2] = 0.02;  // background gets 2% of a saturated link
-  Rig r(Opts(1, 2'000'000'000, 1), f);
+  ScenarioRig r(Opts(1, 2'000'000'000, 1), f);
   r.fabric.SetPcieLoad(0, 0.98);
   auto wf1 =
       Wf("wf1", "a",
@@ -188,7 +197,7 @@ TEST(CoreScenario, DemotionRefusedByTheLinkBudgetIsRetriedNotDiscarded) {
   f.max_grants[2] = 1;  // one background move at a time on the PCIe link
   CoreOptions o = Opts(1, 4'000'000'000, 2);
   o.use_disk = o.use_peer = false;
-  Rig r(o, f);
+  ScenarioRig r(o, f);
   auto agent = [](const std::string& id) {
     return Wf(
         id, "t1",
@@ -233,7 +242,7 @@ TEST(CoreScenario, DemotionRefusedByTheLinkBudgetIsRetriedNotDiscarded) {
 }
 
 TEST(CoreScenario, TightDeadlineVerifierPreemptsLongPrefillAtChunkBoundary) {
-  Rig r(Opts(1, 80'000'000'000, 1), {});
+  ScenarioRig r(Opts(1, 80'000'000'000, 1), {});
   auto wf1 = Wf("wf1", "a", {Llm("p", {}, "main", v1::CacheRef::CREATE, 200000, 10)});
   auto wf2 =
       Wf("wf2", "b", {Llm("v", {}, "vc", v1::CacheRef::CREATE, 2000, 10)}, /*deadline_ms=*/700);
@@ -275,7 +284,7 @@ TEST(CoreScenario, IdempotentFailureIsRetriedWithinDeadline) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    Rig r(Opts(1, 80'000'000'000, 4), {});
+    ScenarioRig r(Opts(1, 80'000'000'000, 4), {});
     r.Run({{0, Submit(Wf("wf1", "a", {c.node}, c.deadline_ms)), {"admit wf1/f"}},
            {0, Of(EventKind::kWorkflowClosed, "wf1"), {}},
            {0, Of(EventKind::kToolStarted, "wf1", "f"), {}},
@@ -289,7 +298,7 @@ TEST(CoreScenario, IdempotentFailureIsRetriedWithinDeadline) {
 }
 
 TEST(CoreScenario, SideEffectFailureFailsWorkflowWithoutRetry) {
-  Rig r(Opts(1, 80'000'000'000, 4), {});
+  ScenarioRig r(Opts(1, 80'000'000'000, 4), {});
   auto wf =
       Wf("wf1", "a",
          {Llm("a", {}, "main", v1::CacheRef::CREATE, 100, 10), Tool("pay", {"a"}, "pay", 500, true),
@@ -315,7 +324,7 @@ TEST(CoreScenario, DemotionSkipsOffloadTiersWithoutRoom) {
     CoreOptions o = Opts(1, 4'000'000'000, 1);
     o.host_bytes_per_worker = 1'000'000'000;  // the context needs 1,061,683,200 B
     o.disk_bytes_per_worker = disk;           // 0: not modelled (room)
-    Rig r(o, {});
+    ScenarioRig r(o, {});
     auto wf1 = ToolWaitWorkflow();
     auto big = [](const std::string& id) { return BigWorkflow(id); };
     r.Run({{0, Submit(wf1), {"place wf1/a worker=0 recompute=0 done=0"}},
@@ -340,7 +349,7 @@ TEST(CoreScenario, DemotionSkipsOffloadTiersWithoutRoom) {
 // failed moves out of HBM the context stays (or is discarded), so nodes waiting for the
 // memory are not stuck behind a demotion loop.
 TEST(CoreScenario, FailedDemotionsAreNotRetriedForever) {
-  Rig r(Opts(1, 4'000'000'000, 1), {});
+  ScenarioRig r(Opts(1, 4'000'000'000, 1), {});
   // wf1 runs five LLM calls with a 30 s tool between each; the big workflows queued behind
   // it keep HBM under pressure, so each tool start asks to demote wf1/main, and every move
   // of it fails (the tier refuses the blocks). Everything else runs as commanded.
@@ -385,7 +394,7 @@ TEST(CoreScenario, FailedDemotionsAreNotRetriedForever) {
 // A long-running service forgets ended workflows; a running one is kept, and events that
 // name a forgotten workflow are ignored.
 TEST(CoreScenario, ForgetDropsOnlyEndedWorkflows) {
-  Rig r(Opts(1, 80'000'000'000, 4), {});
+  ScenarioRig r(Opts(1, 80'000'000'000, 4), {});
   auto wf = Wf("wf1", "a", {Tool("t", {}, "Bash", 500)});
   r.Run({{0, Submit(wf), {"admit wf1/t"}}, {0, Of(EventKind::kWorkflowClosed, "wf1"), {}}});
   EXPECT_FALSE(r.core.Forget("wf1")) << "still running";
@@ -407,13 +416,13 @@ TEST(CoreScenario, CancelEndsWithCancelAndAnOutsideFailureWithFail) {
       Wf("wf1", "a",
          {Llm("a", {}, "main", v1::CacheRef::CREATE, 1000, 100), Tool("t", {"a"}, "search", 100),
           Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 50, 100)});
-  auto until_tool = [&](Rig& r) {
+  auto until_tool = [&](ScenarioRig& r) {
     r.Run({{0, Submit(wf), {"place wf1/a worker=0 recompute=0 done=0"}},
            {0.5, LlmDone("wf1", "a", 100, Millis(500)), {"admit wf1/t"}},
            {0.5, Of(EventKind::kToolStarted, "wf1", "t"), {"keep wf1/main"}}});
   };
   {
-    Rig r(Opts(1, 80'000'000'000, 4), {});
+    ScenarioRig r(Opts(1, 80'000'000'000, 4), {});
     until_tool(r);
     r.Run({{0.6,
             Of(EventKind::kCancel, "wf1"),
@@ -422,7 +431,7 @@ TEST(CoreScenario, CancelEndsWithCancelAndAnOutsideFailureWithFail) {
     EXPECT_EQ(r.core.live_workflows(), 0u);
   }
   {
-    Rig r(Opts(1, 80'000'000'000, 4), {});
+    ScenarioRig r(Opts(1, 80'000'000'000, 4), {});
     until_tool(r);
     Event failed = Of(EventKind::kCancel, "wf1", "t");
     failed.status = Status::Aborted("node 't' failed: exit 1 (reported not retryable)");
@@ -449,7 +458,7 @@ TEST(CoreScenario, DecisionKindsNameHowAWorkflowEnded) {
 }
 
 TEST(CoreScenario, ModelEpochChangeRecomputesOnlyStaleContexts) {
-  Rig r(Opts(1, 80'000'000'000, 4), {});
+  ScenarioRig r(Opts(1, 80'000'000'000, 4), {});
   auto wf = [](const std::string& id, const std::string& model) {
     return Wf(
         id, "a",
@@ -477,7 +486,7 @@ TEST(CoreScenario, ModelEpochChangeRecomputesOnlyStaleContexts) {
 TEST(CoreScenario, KeepTokensCutsTheContextAtPlacementAndLimitsItsRecompute) {
   CoreOptions o = Opts(1, 80'000'000'000, 4);
   o.kv_block_tokens = 16;
-  Rig r(o, {});
+  ScenarioRig r(o, {});
   const uint64_t bpt = 131072, block = 16 * bpt;
   auto blocks = [&](int64_t tokens) { return (tokens + 15) / 16 * block; };
   auto wf = [](const std::string& id) {
@@ -517,7 +526,7 @@ TEST(CoreScenario, KeepTokensCutsTheContextAtPlacementAndLimitsItsRecompute) {
 TEST(CoreScenario, WeightedTenantsShareServiceTwoToOneUnderSaturation) {
   CoreOptions o = Opts(1, 80'000'000'000, 1);
   o.tenant_weights = {{"gold", 2.0}, {"silver", 1.0}};
-  Rig r(o, {});
+  ScenarioRig r(o, {});
   double t = 0;
   std::map<std::string, int> placed;
   std::vector<Command> pending;
@@ -557,7 +566,7 @@ TEST(CoreScenario, EachModelRunsOnItsOwnWorkersAtItsOwnCost) {
   o.worker_hbm_bytes = {80'000'000'000, 40'000'000'000, 40'000'000'000};
   FixedRateCost cost_b(65536);
   o.model_costs = {{"b", &cost_b}};
-  Rig r(o, {});
+  ScenarioRig r(o, {});
   auto one = [](const std::string& id, const std::string& model, int64_t tokens = 1000) {
     return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, tokens, 100, model)});
   };
@@ -581,7 +590,7 @@ TEST(CoreScenario, EachModelRunsOnItsOwnWorkersAtItsOwnCost) {
 TEST(CoreScenario, PeerDemotionStaysWithinTheContextsModel) {
   CoreOptions o = Opts(3, 80'000'000'000, 1);
   o.worker_models = {"m", "x", "m"};
-  Rig r(o, {}, 327680);
+  ScenarioRig r(o, {}, 327680);
   r.fabric.SetPeerBandwidth(0, 1, 900e9);
   r.fabric.SetPeerBandwidth(0, 2, 900e9);
   auto wf1 =
@@ -608,7 +617,7 @@ TEST(CoreScenario, PeerDemotionStaysWithinTheContextsModel) {
 // A lost worker is placed on again once it rejoins (a new incarnation, empty); a join of
 // a worker that is alive, or out of range, changes nothing.
 TEST(CoreScenario, ALostWorkerIsPlacedOnAgainWhenItRejoins) {
-  Rig r(Opts(2, 80'000'000'000, 1), {});
+  ScenarioRig r(Opts(2, 80'000'000'000, 1), {});
   auto one = [](const std::string& id) {
     return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 1000, 100)});
   };
@@ -634,7 +643,7 @@ TEST(CoreScenario, ALostWorkerIsPlacedOnAgainWhenItRejoins) {
 // eviction choice, or a discard when it would keep them) until it is drained; the node
 // that extends a moved context runs elsewhere; undrained, it is placed on again.
 TEST(CoreScenario, ADrainingWorkerTakesNoPlacementAndIsEmptiedOfIdleContexts) {
-  Rig r(Opts(2, 80'000'000'000, 1), {});
+  ScenarioRig r(Opts(2, 80'000'000'000, 1), {});
   auto one = [](const std::string& id) {
     return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 1000, 100)});
   };

@@ -10,7 +10,7 @@
 namespace switchyard::scheduler {
 namespace {
 
-WaitInput Tool(double wait_s, double recompute_s, double fraction) {
+WaitInput ToolWait(double wait_s, double recompute_s, double fraction) {
   WaitInput in;
   in.reason = WaitReason::kToolWait;
   in.bytes = static_cast<uint64_t>(fraction * 100e9);
@@ -41,8 +41,8 @@ TEST(VllmFcfs, OrdersByCallArrivalKeepsAsLruCacheAndDropsOnEviction) {
   // An old program's new call waits behind a young program's earlier call.
   EXPECT_TRUE(Before(p, Ready(100, 105), Ready(0, 110)));
   EXPECT_TRUE(Before(p, Ready(0, 200, 0, true), Ready(0, 105)));  // preempted first
-  EXPECT_EQ(p.OnWait(Tool(60, 0.01, 0.5)).action, WaitAction::kKeep);
-  WaitInput ev = Tool(60, 0.01, 0.5);
+  EXPECT_EQ(p.OnWait(ToolWait(60, 0.01, 0.5)).action, WaitAction::kKeep);
+  WaitInput ev = ToolWait(60, 0.01, 0.5);
   ev.reason = WaitReason::kEviction;
   EXPECT_EQ(p.OnWait(ev).action, WaitAction::kDiscard);  // no CPU tier
   IdleContextInfo old_idle{1, Time::FromSeconds(1), Seconds(1), 1};
@@ -52,7 +52,7 @@ TEST(VllmFcfs, OrdersByCallArrivalKeepsAsLruCacheAndDropsOnEviction) {
 
 TEST(InferCept, ElapsedTimeEstimatorPreservesFirstThenSwapsAsTheWaitGoesOn) {
   InferCeptPolicy p;  // the paper's default: T_INT = time the interception has lasted
-  WaitInput in = Tool(30, 1.0, 0.1);  // the learned quantiles say 30 s: ignored
+  WaitInput in = ToolWait(30, 1.0, 0.1);  // the learned quantiles say 30 s: ignored
   in.running_fraction = 0.5;
   in.elapsed = Duration(0);
   EXPECT_DOUBLE_EQ(p.Tint(in), 0);
@@ -73,7 +73,7 @@ TEST(InferCept, ElapsedTimeEstimatorPreservesFirstThenSwapsAsTheWaitGoesOn) {
 
 TEST(InferCept, SwapsOnlyWithinThePerIterationSwapBudget) {
   InferCeptPolicy p;
-  WaitInput in = Tool(30, 1.0, 0.1);
+  WaitInput in = ToolWait(30, 1.0, 0.1);
   in.running_fraction = 0.5;
   in.reason = WaitReason::kReevaluate;
   in.elapsed = Seconds(5);  // preserving now wastes 0.5 > swapping 0.1
@@ -92,24 +92,24 @@ TEST(InferCept, SwapsOnlyWithinThePerIterationSwapBudget) {
 TEST(InferCept, ChoosesTheActionOfLeastMemoryWaste) {
   InferCeptPolicy p(InferCeptPolicy::Estimator::kLearned);
   // Short call, big context: preserving wastes least.
-  WaitInput a = Tool(0.05, 1.0, 0.1);
+  WaitInput a = ToolWait(0.05, 1.0, 0.1);
   a.running_fraction = 0.5;
   EXPECT_NEAR(InferCeptPolicy::WastePreserve(a, p.Tint(a)), 0.005, 1e-12);
   EXPECT_NEAR(InferCeptPolicy::WasteDiscard(a), 1.0 * 0.1 + 1.0 * 0.5, 1e-12);
   EXPECT_NEAR(InferCeptPolicy::WasteSwap(a, a.options[0]), 2 * 0.1 * 0.5, 1e-12);
   EXPECT_EQ(p.OnWait(a).action, WaitAction::kKeep);
   // Long call: swapping beats preserving when the swap is cheap.
-  WaitInput b = Tool(30, 1.0, 0.1);
+  WaitInput b = ToolWait(30, 1.0, 0.1);
   b.running_fraction = 0.5;
   EXPECT_EQ(p.OnWait(b).action, WaitAction::kDemote);
   EXPECT_EQ(p.OnWait(b).dst.tier, Tier::kHost);
   // Long call, tiny context and a slow swap path: recomputing wastes least.
-  WaitInput c = Tool(30, 0.001, 0.001);
+  WaitInput c = ToolWait(30, 0.001, 0.001);
   c.running_fraction = 0.5;
   c.options[0].out = c.options[0].in = Seconds(5);
   EXPECT_EQ(p.OnWait(c).action, WaitAction::kDiscard);
   // Without a measured running fraction the batch is assumed to fill HBM.
-  WaitInput d = Tool(30, 1.0, 0.25);
+  WaitInput d = ToolWait(30, 1.0, 0.25);
   EXPECT_NEAR(InferCeptPolicy::WasteDiscard(d), 1.0, 1e-12);
   // Original (program) arrival order.
   EXPECT_TRUE(Before(p, Ready(0, 110), Ready(100, 105)));
@@ -117,7 +117,7 @@ TEST(InferCept, ChoosesTheActionOfLeastMemoryWaste) {
 
 TEST(Continuum, PinsForTheTtlThatPaysAndEvictsUnpinnedFirst) {
   ContinuumPolicy p;
-  WaitInput in = Tool(0, 2.0, 0.1);
+  WaitInput in = ToolWait(0, 2.0, 0.1);
   in.wait_quantiles = {Seconds(0.1), Seconds(0.2), Seconds(0.5), Seconds(3), Seconds(20)};
   // value(τ) = P(τ)·2 − τ: 0.1: 0.1, 0.2: 0.3, 0.5: 0.5, 3: −1.5, 20: −18.2 → τ* = 0.5 s.
   EXPECT_DOUBLE_EQ(ContinuumPolicy::Ttl(in), 0.5);
@@ -163,10 +163,10 @@ TEST(Autellix, LeastAttainedProgramServiceFirstInDiscreteQueues) {
   EXPECT_TRUE(Before(p, Ready(100, 110, 0.2), Ready(0, 5, 10)));
   // ...and within a queue calls are FCFS.
   EXPECT_TRUE(Before(p, Ready(100, 105, 0.5), Ready(0, 106, 0.1)));
-  WaitInput pre = Tool(1, 1, 0.1);
+  WaitInput pre = ToolWait(1, 1, 0.1);
   pre.reason = WaitReason::kPreempted;
   EXPECT_EQ(p.OnWait(pre).action, WaitAction::kDemote);  // swap
-  EXPECT_EQ(p.OnWait(Tool(60, 1, 0.1)).action, WaitAction::kKeep);
+  EXPECT_EQ(p.OnWait(ToolWait(60, 1, 0.1)).action, WaitAction::kKeep);
 }
 
 TEST(Autellix, PromotesAStarvingProgramAndPicksTheLowestQueueAsPoolVictim) {
@@ -202,12 +202,12 @@ TEST(KvFlow, EvictsFarthestStepsFirstAndWritesBackToHost) {
   IdleContextInfo near_newer{1, Time::FromSeconds(5), Duration::max(), 1};
   EXPECT_LT(p.EvictionPriority(far), p.EvictionPriority(near));
   EXPECT_LT(p.EvictionPriority(near), p.EvictionPriority(near_newer));  // ties: LRU
-  WaitInput ev = Tool(1, 1, 0.1);
+  WaitInput ev = ToolWait(1, 1, 0.1);
   ev.reason = WaitReason::kEviction;
   EXPECT_EQ(p.OnWait(ev).action, WaitAction::kDemote);
   ev.options.clear();
   EXPECT_EQ(p.OnWait(ev).action, WaitAction::kDiscard);
-  EXPECT_EQ(p.OnWait(Tool(60, 1, 0.1)).action, WaitAction::kKeep);
+  EXPECT_EQ(p.OnWait(ToolWait(60, 1, 0.1)).action, WaitAction::kKeep);
 }
 
 // A core with one worker and one slot (the real-core scenarios below).

@@ -1,4 +1,5 @@
-// Shared helpers for scheduler tests: a fixed-rate compute cost model and workflow builders.
+// Shared helpers for scheduler tests: a fixed-rate compute cost model, workflow and event
+// builders, and a core on a simulated fabric with the core tests' KV geometry.
 #pragma once
 
 #include <string>
@@ -101,5 +102,34 @@ inline Event Xfer(uint64_t id, bool ok = true) {
   return e;
 }
 inline Event Tick() { return Event{}; }
+
+// The core tests' KV geometry: bytes per token, tokens per block.
+constexpr uint64_t kBpt = 1000;
+constexpr int64_t kBlock = 16;
+
+// The KV bytes of `blocks` blocks.
+inline uint64_t BlockBytes(int64_t blocks) { return static_cast<uint64_t>(blocks * kBlock) * kBpt; }
+
+// One engine step of `worker` (kEngineReport): its steps and the sequences that ran out of
+// blocks.
+inline Event EngineReport(int worker, std::vector<SeqStep> steps,
+                          std::vector<SeqStep> exhausted = {}) {
+  Event e;
+  e.kind = EventKind::kEngineReport;
+  e.worker = worker;
+  e.steps = std::move(steps);
+  e.exhausted = std::move(exhausted);
+  return e;
+}
+
+// A Core on a simulated fabric, with FixedRateCost(kBpt); At(t, e) hands it `e` at t seconds.
+struct CoreFixture {
+  CoreFixture(CoreOptions o, const Policy* p)
+      : fabric(SimulatedFabric::Options{}), core(o, p, &fabric, &fabric, &cost) {}
+  Commands At(double t, const Event& e) { return core.handle(e, Time::FromSeconds(t)); }
+  SimulatedFabric fabric;
+  FixedRateCost cost{kBpt};
+  Core core;
+};
 
 }  // namespace switchyard::scheduler::testing

@@ -32,7 +32,7 @@
 namespace switchyard::serve {
 namespace {
 
-constexpr char kToken[] = "metrics-tenant-token-0123456789";
+constexpr char kMetricsToken[] = "metrics-tenant-token-0123456789";
 
 // llm-0 creates "main" (8000 tokens: 1 GiB of KV in a 1.25 GiB HBM), a long tool wait
 // makes the scheduler demote it, llm-1 extends it after the tool.
@@ -99,7 +99,7 @@ class MetricsPromtoolTest : public ::testing::Test {
     v1::ServiceConfig cfg;
     auto* t = cfg.add_tenants();
     t->set_name("t");
-    t->set_token(kToken);
+    t->set_token(kMetricsToken);
     api_ = new HttpApi(service_, *service::Auth::Create(cfg, *dir_), RealClock::Default());
     http::HttpServerOptions ho;
     ho.port = 0;
@@ -122,7 +122,7 @@ class MetricsPromtoolTest : public ::testing::Test {
   static testing::ClientResponse Call(const std::string& method, const std::string& target,
                                       const std::string& body = "") {
     return testing::Request(port_, method, target, body,
-                            {{"Authorization", std::string("Bearer ") + kToken}});
+                            {{"Authorization", std::string("Bearer ") + kMetricsToken}});
   }
   static v1::WorkflowStatus WaitFor(const std::function<bool(const v1::WorkflowStatus&)>& pred) {
     v1::WorkflowStatus s;

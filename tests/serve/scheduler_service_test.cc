@@ -24,8 +24,8 @@
 namespace switchyard::serve {
 namespace {
 
-constexpr char kToken[] = "sched-tenant-token-0123456789";
-constexpr char kAdmin[] = "sched-admin-token-0123456789";
+constexpr char kSchedToken[] = "sched-tenant-token-0123456789";
+constexpr char kSchedAdmin[] = "sched-admin-token-0123456789";
 
 class SchedulerServiceTest : public testing::LoopbackApiTest {
  protected:
@@ -38,7 +38,7 @@ class SchedulerServiceTest : public testing::LoopbackApiTest {
     so.scheduler.kv_bytes_scale = 256;  // emulated tiers hold 1/256 of the KV bytes
     so.scheduler.workers = workers;
     if (tune) tune(&so.scheduler);
-    Serve(so, OneTenant(kToken, kAdmin), {}, {}, /*async=*/false);
+    Serve(so, OneTenant(kSchedToken, kSchedAdmin), {}, {}, /*async=*/false);
   }
   void Stop() { StopServing(); }
   v1::ClusterState Cluster() {
@@ -54,7 +54,7 @@ class SchedulerServiceTest : public testing::LoopbackApiTest {
     return nullptr;
   }
   testing::ClientResponse Call(const std::string& method, const std::string& target,
-                               const std::string& body = "", const char* token = kToken) {
+                               const std::string& body = "", const char* token = kSchedToken) {
     return Send(method, target, body, token);
   }
   v1::WorkflowStatus Get(const std::string& id) {
@@ -343,16 +343,16 @@ TEST_F(SchedulerServiceTest, ADrainedWorkerIsEmptiedAndTakesNoNewWork) {
   const std::string drain = "/v1/workers/" + std::to_string(w) + ":drain";
 
   EXPECT_EQ(Call("POST", drain).status, 403) << "a tenant token";
-  EXPECT_EQ(Call("GET", drain, "", kAdmin).status, 405);
-  EXPECT_EQ(Call("POST", "/v1/workers/1:pause", "", kAdmin).status, 404);
-  auto bad = Call("POST", "/v1/workers/one:drain", "", kAdmin);
+  EXPECT_EQ(Call("GET", drain, "", kSchedAdmin).status, 405);
+  EXPECT_EQ(Call("POST", "/v1/workers/1:pause", "", kSchedAdmin).status, 404);
+  auto bad = Call("POST", "/v1/workers/one:drain", "", kSchedAdmin);
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("worker 'one'"), std::string::npos) << bad.body;
-  auto unknown = Call("POST", "/v1/workers/7:drain", "", kAdmin);
+  auto unknown = Call("POST", "/v1/workers/7:drain", "", kSchedAdmin);
   EXPECT_EQ(unknown.status, 400);
   EXPECT_NE(unknown.body.find("worker 7"), std::string::npos) << unknown.body;
 
-  auto r = Call("POST", drain, "", kAdmin);
+  auto r = Call("POST", drain, "", kSchedAdmin);
   ASSERT_EQ(r.status, 200) << r.body;
   v1::WorkerDrain answer;
   ASSERT_TRUE(proto::ParseJson(r.body, &answer).ok()) << r.body;
@@ -391,7 +391,7 @@ TEST_F(SchedulerServiceTest, ADrainedWorkerIsEmptiedAndTakesNoNewWork) {
   auto done = WaitFor("agent", [](const auto& s) { return s.state() == v1::WORKFLOW_COMPLETED; });
   EXPECT_EQ(NodeState(done, "llm-1"), "NODE_SUCCEEDED");
 
-  r = Call("POST", "/v1/workers/" + std::to_string(w) + ":undrain", "", kAdmin);
+  r = Call("POST", "/v1/workers/" + std::to_string(w) + ":undrain", "", kSchedAdmin);
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_TRUE(proto::ParseJson(r.body, &answer).ok()) << r.body;
   EXPECT_EQ(answer.state(), "alive");

@@ -25,7 +25,7 @@
 namespace switchyard::serve {
 namespace {
 
-constexpr char kToken[] = "links-tenant-token-0123456789";
+constexpr char kLinksToken[] = "links-tenant-token-0123456789";
 
 std::string Dir() {
   return ::testing::TempDir() + "/sy_links_" + std::to_string(::getpid()) + "_" +
@@ -65,7 +65,7 @@ v1::ClusterState ClusterOf(const ServeSetup& setup) {
   v1::ServiceConfig cfg;
   auto* t = cfg.add_tenants();
   t->set_name("t");
-  t->set_token(kToken);
+  t->set_token(kLinksToken);
   cfg.set_admin_token("links-admin-token-0123456789");
   HttpApi api(svc->get(), *service::Auth::Create(cfg, setup.data_dir), RealClock::Default());
   http::HttpServerOptions ho;
@@ -75,7 +75,7 @@ v1::ClusterState ClusterOf(const ServeSetup& setup) {
   EXPECT_TRUE(port.ok()) << port.status();
   if (!port.ok()) return c;
   auto r = testing::Request(*port, "GET", "/v1/cluster", "",
-                            {{"Authorization", std::string("Bearer ") + kToken}});
+                            {{"Authorization", std::string("Bearer ") + kLinksToken}});
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_TRUE(proto::ParseJson(r.body, &c).ok()) << r.body;
   server.Stop();

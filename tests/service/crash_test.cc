@@ -18,9 +18,9 @@
 namespace switchyard::service {
 namespace {
 
+using ::switchyard::testing::WaitUntil;
 using testing::Request;
-using testing::WaitUntil;
-constexpr char kToken[] = "crash-tenant-token-0123";
+constexpr char kCrashToken[] = "crash-tenant-token-0123";
 constexpr int kWorkflows = 8;
 constexpr int kNodes = 40;
 
@@ -58,7 +58,7 @@ pid_t StartServer(const std::string& config, uint16_t port, const std::string& d
 }
 
 std::map<std::string, std::string> Auth(const std::string& key = "") {
-  std::map<std::string, std::string> h = {{"Authorization", std::string("Bearer ") + kToken}};
+  std::map<std::string, std::string> h = {{"Authorization", std::string("Bearer ") + kCrashToken}};
   if (!key.empty()) h["Idempotency-Key"] = key;
   return h;
 }
@@ -89,7 +89,7 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndDuplicatesNothing) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::string config = dir + "/config.json";
-  std::ofstream(config) << "{\"tenants\":[{\"name\":\"t\",\"token\":\"" << kToken
+  std::ofstream(config) << "{\"tenants\":[{\"name\":\"t\",\"token\":\"" << kCrashToken
                         << "\"}],\"adminToken\":\"crash-admin-token-0123\","
                         << "\"endedInMemory\":-1}";  // archive each workflow as it ends
   uint16_t port = FreePort();

@@ -295,7 +295,7 @@ v1::Workflow Chain(int nodes) {
   return wf;
 }
 
-v1::NodeEvent Ev(int step) {  // 2i: node i starts, 2i+1: it finishes
+v1::NodeEvent ChainEvent(int step) {  // 2i: node i starts, 2i+1: it finishes
   v1::NodeEvent e;
   e.set_node_id("n" + std::to_string(step / 2));
   e.set_type(step % 2 ? v1::TOOL_FINISHED : v1::TOOL_STARTED);
@@ -323,7 +323,7 @@ class ServiceGroupCommitTest : public ::testing::Test {
   }
   // Holds the committer (inside the done of one event) until `gate` is released.
   void HoldCommitter(Gate* gate, int step) {
-    svc_->ReportEventAsync("t", "chain", Ev(step), nullptr, [gate](const Status& s) {
+    svc_->ReportEventAsync("t", "chain", ChainEvent(step), nullptr, [gate](const Status& s) {
       EXPECT_TRUE(s.ok()) << s;
       gate->entered.set_value();
       gate->released.wait();
@@ -341,7 +341,7 @@ TEST_F(ServiceGroupCommitTest, AcknowledgesInWorkflowOrderOnlyOnceDurable) {
   Mutex mu;
   std::vector<int> acked;
   for (int step = 1; step < 40; ++step) {
-    svc_->ReportEventAsync("t", "chain", Ev(step), nullptr, [&, step](const Status& s) {
+    svc_->ReportEventAsync("t", "chain", ChainEvent(step), nullptr, [&, step](const Status& s) {
       EXPECT_TRUE(s.ok()) << s;
       MutexLock lock(&mu);
       acked.push_back(step);
@@ -383,7 +383,8 @@ TEST_F(ServiceGroupCommitTest, ValidationErrorsAnswerAtOnceWithoutWaitingForTheC
   Gate gate;
   HoldCommitter(&gate, 0);
   std::promise<Status> p;
-  svc_->ReportEventAsync("t", "chain", Ev(4), nullptr, [&](const Status& s) { p.set_value(s); });
+  svc_->ReportEventAsync("t", "chain", ChainEvent(4), nullptr,
+                         [&](const Status& s) { p.set_value(s); });
   auto f = p.get_future();
   // Answered while the committer is held: it did not wait for a commit.
   ASSERT_EQ(f.wait_for(std::chrono::duration<double>(testing::kWaitSeconds)),
@@ -424,7 +425,7 @@ TEST(HttpOverload, Answers503PastTheBoundOnRequestsNotYetAnswered) {
                 .status,
             201);
   Gate gate;  // hold the committer: the next mutations wait for their commit
-  service->ReportEventAsync("t", "chain", Ev(0), nullptr, [&](const Status&) {
+  service->ReportEventAsync("t", "chain", ChainEvent(0), nullptr, [&](const Status&) {
     gate.entered.set_value();
     gate.released.wait();
   });

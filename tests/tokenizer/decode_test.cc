@@ -15,14 +15,14 @@ using testing::json;
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-std::unique_ptr<BpeTokenizer> Tiny(const std::string& name) {
+std::unique_ptr<BpeTokenizer> DecodeTokenizer(const std::string& name) {
   json j = testing::TinyTokenizer({{"\xE2", "\x82"}});
   j["added_tokens"] = {testing::AddedToken(300, "<s>", true)};
   return testing::MustLoad(testing::WriteCheckpoint(name, j));
 }
 
 TEST(Decode, BytesOfSeveralTokensMakeOneCharacter) {
-  auto t = Tiny("dec_join");
+  auto t = DecodeTokenizer("dec_join");
   EXPECT_EQ(t->Decode(std::vector<int32_t>{0xE2, 0x82, 0xAC}), "€");
   EXPECT_EQ(t->Decode(std::vector<int32_t>{256, 0xAC}), "€");  // 256: the merge E2 82
   EXPECT_EQ(t->TokenBytes(256), "\xE2\x82");                   // raw, not UTF-8 alone
@@ -32,7 +32,7 @@ TEST(Decode, BytesOfSeveralTokensMakeOneCharacter) {
 }
 
 TEST(Decode, IllFormedBytesBecomeReplacementCharacters) {
-  auto t = Tiny("dec_fffd");
+  auto t = DecodeTokenizer("dec_fffd");
   EXPECT_EQ(t->Decode(std::vector<int32_t>{'a', 0xFF, 'b'}), "a" + kFffd + "b");
   EXPECT_EQ(t->Decode(std::vector<int32_t>{0xE2, 0x82}), kFffd);
   // Each run of regular tokens is decoded on its own: an added token cuts a character.
@@ -44,14 +44,14 @@ TEST(Decode, IllFormedBytesBecomeReplacementCharacters) {
 }
 
 TEST(Decode, IdsWithoutTokensAreSkipped) {
-  auto t = Tiny("dec_skip");
+  auto t = DecodeTokenizer("dec_skip");
   EXPECT_EQ(t->Decode(std::vector<int32_t>{'h', -5, 299, 'i', 1 << 30}), "hi");
   EXPECT_EQ(t->Decode(std::vector<int32_t>{}), "");
   EXPECT_EQ(t->vocab_size(), 301);
 }
 
 TEST(Decode, CleanUpTokenizationSpacesIsOptIn) {
-  auto t = Tiny("dec_clean");
+  auto t = DecodeTokenizer("dec_clean");
   const std::string text = "Hello , world . I 'm sure it 's so ! Is n't it ?";
   auto ids = testing::MustEncode(*t, text);
   EXPECT_EQ(t->Decode(ids), text);
@@ -61,7 +61,7 @@ TEST(Decode, CleanUpTokenizationSpacesIsOptIn) {
 }
 
 TEST(Encode, RefusesTextThatIsNotUtf8) {
-  auto t = Tiny("enc_utf8");
+  auto t = DecodeTokenizer("enc_utf8");
   auto r = t->Encode("ok \xC3(");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidArgument());

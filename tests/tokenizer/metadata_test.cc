@@ -110,8 +110,8 @@ TEST(Metadata, AdditionalSpecialTokensAreSkippedWhenDecoding) {
 }
 
 // Loading fails with `code`, naming `file` of the checkpoint and each of `parts`.
-void ExpectError(const std::string& dir, const std::string& file, StatusCode code,
-                 std::initializer_list<std::string> parts) {
+void ExpectErrorInFile(const std::string& dir, const std::string& file, StatusCode code,
+                       std::initializer_list<std::string> parts) {
   auto t = BpeTokenizer::Load(dir);
   ASSERT_FALSE(t.ok()) << dir;
   EXPECT_EQ(t.status().code(), code) << t.status();
@@ -123,22 +123,25 @@ void ExpectError(const std::string& dir, const std::string& file, StatusCode cod
 TEST(Metadata, ErrorsNameTheFileAndKey) {
   const std::string bad_json = Checkpoint("md_bad", json());
   testing::WriteFile(bad_json + "/tokenizer_config.json", "{\"bos_token\": ");
-  ExpectError(bad_json, "tokenizer_config.json", StatusCode::kInvalidArgument, {"not valid JSON"});
-  ExpectError(Checkpoint("md_unknown", {{"eos_token", "<nope>"}}), "tokenizer_config.json",
-              StatusCode::kInvalidArgument, {"eos_token", "<nope>"});
-  ExpectError(Checkpoint("md_type", {{"pad_token", 7}}), "tokenizer_config.json",
-              StatusCode::kInvalidArgument, {"pad_token"});
-  ExpectError(Checkpoint("md_template_type", {{"chat_template", 3}}), "tokenizer_config.json",
-              StatusCode::kInvalidArgument, {"chat_template"});
-  ExpectError(Checkpoint("md_space", {{"remove_space", true}}), "tokenizer_config.json",
-              StatusCode::kNotSupported, {"remove_space"});
-  ExpectError(Checkpoint("md_gen_range", json::object(), {{"eos_token_id", {257, 999}}}),
-              "generation_config.json", StatusCode::kInvalidArgument, {"eos_token_id[1]", "999"});
+  ExpectErrorInFile(bad_json, "tokenizer_config.json", StatusCode::kInvalidArgument,
+                    {"not valid JSON"});
+  ExpectErrorInFile(Checkpoint("md_unknown", {{"eos_token", "<nope>"}}), "tokenizer_config.json",
+                    StatusCode::kInvalidArgument, {"eos_token", "<nope>"});
+  ExpectErrorInFile(Checkpoint("md_type", {{"pad_token", 7}}), "tokenizer_config.json",
+                    StatusCode::kInvalidArgument, {"pad_token"});
+  ExpectErrorInFile(Checkpoint("md_template_type", {{"chat_template", 3}}), "tokenizer_config.json",
+                    StatusCode::kInvalidArgument, {"chat_template"});
+  ExpectErrorInFile(Checkpoint("md_space", {{"remove_space", true}}), "tokenizer_config.json",
+                    StatusCode::kNotSupported, {"remove_space"});
+  ExpectErrorInFile(Checkpoint("md_gen_range", json::object(), {{"eos_token_id", {257, 999}}}),
+                    "generation_config.json", StatusCode::kInvalidArgument,
+                    {"eos_token_id[1]", "999"});
   const std::string gen_bad = Checkpoint("md_gen_bad", json::object());
   testing::WriteFile(gen_bad + "/generation_config.json", "[1,");
-  ExpectError(gen_bad, "generation_config.json", StatusCode::kInvalidArgument, {"not valid JSON"});
-  ExpectError(Checkpoint("md_jinja_bad", json(), json(), "ok \xff"), "chat_template.jinja",
-              StatusCode::kInvalidArgument, {"not UTF-8"});
+  ExpectErrorInFile(gen_bad, "generation_config.json", StatusCode::kInvalidArgument,
+                    {"not valid JSON"});
+  ExpectErrorInFile(Checkpoint("md_jinja_bad", json(), json(), "ok \xff"), "chat_template.jinja",
+                    StatusCode::kInvalidArgument, {"not UTF-8"});
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace {
 
 using Words = std::vector<std::string>;
 
-Json Split(const std::string& regex) {
+Json SplitJson(const std::string& regex) {
   return {{"type", "Split"},
           {"pattern", {{"Regex", regex}}},
           {"behavior", "Isolated"},
@@ -37,8 +37,9 @@ Words PreTokenize(const Json& j, std::string_view text) {
 }
 
 TEST(PreTokenizer, SplitStagesThenByteLevel) {
-  const Json seq = {{"type", "Sequence"},
-                    {"pretokenizers", {Split("\\s+"), Split("\\d"), ByteLevel(false, false)}}};
+  const Json seq = {
+      {"type", "Sequence"},
+      {"pretokenizers", {SplitJson("\\s+"), SplitJson("\\d"), ByteLevel(false, false)}}};
   EXPECT_EQ(PreTokenize(seq, "ab12 c"), (Words{"ab", "1", "2", " ", "c"}));
   const Json literal = {{"type", "Sequence"},
                         {"pretokenizers",
@@ -51,7 +52,8 @@ TEST(PreTokenizer, SplitStagesThenByteLevel) {
 }
 
 TEST(PreTokenizer, PrefixSpaceGoesBeforeEveryPiece) {
-  const Json seq = {{"type", "Sequence"}, {"pretokenizers", {Split(","), ByteLevel(true, false)}}};
+  const Json seq = {{"type", "Sequence"},
+                    {"pretokenizers", {SplitJson(","), ByteLevel(true, false)}}};
   EXPECT_EQ(PreTokenize(seq, "a, b"), (Words{" a", " ,", " b"}));
 }
 
@@ -65,8 +67,8 @@ TEST(PreTokenizer, ByteLevelAloneUsesTheGpt2Pattern) {
 TEST(PreTokenizer, RefusesWhatItDoesNotHave) {
   const Json bad[] = {
       {{"type", "Whitespace"}},
-      {{"type", "Sequence"}, {"pretokenizers", {ByteLevel(false, false), Split("x")}}},
-      {{"type", "Sequence"}, {"pretokenizers", {Split("x")}}},
+      {{"type", "Sequence"}, {"pretokenizers", {ByteLevel(false, false), SplitJson("x")}}},
+      {{"type", "Sequence"}, {"pretokenizers", {SplitJson("x")}}},
       {{"type", "Sequence"}, {"pretokenizers", Json::array()}},
   };
   for (const Json& j : bad) {

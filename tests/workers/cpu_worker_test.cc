@@ -15,7 +15,7 @@ namespace {
 
 namespace kv_store = kv_store;
 
-std::string ModelPath() {
+std::string TinyModelPath() {
   return std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
 }
 
@@ -46,7 +46,7 @@ struct Side {
 
 Side MakeSide(EventLoop* loop, const std::string& id) {
   Side s;
-  auto cpu = CpuWorker::Load(ModelPath());
+  auto cpu = CpuWorker::Load(TinyModelPath());
   EXPECT_TRUE(cpu.ok()) << cpu.status();
   s.cpu = std::move(*cpu);
   auto r = s.cpu->MakeRunner(loop, Welcome(), id);
@@ -64,7 +64,7 @@ v1::KvStoreRef Ref(const kv_store::KvStoreServer& store) {
 }
 
 TEST(CpuWorker, LoadsTheModelAndRefusesAWelcomeWithoutAPool) {
-  auto cpu = CpuWorker::Load(ModelPath());
+  auto cpu = CpuWorker::Load(TinyModelPath());
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_EQ((*cpu)->model_config().name(), "tiny-llama-2l (random weights)");
   VirtualEventLoop loop;

@@ -15,10 +15,6 @@
 namespace switchyard::tokenizer::internal {
 namespace {
 
-Status Refuse(std::string_view what, size_t offset) {
-  return Status::NotSupported(std::string(what) + " at offset " + std::to_string(offset));
-}
-
 // What the last item of a class was: it decides what a following '-' means.
 enum class Tail { kNone, kScalar, kSet, kRange, kCompleteRange };
 

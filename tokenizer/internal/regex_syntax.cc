@@ -55,6 +55,10 @@ std::optional<BraceQuantifier> ParseBraceQuantifier(std::string_view s, size_t i
   return BraceQuantifier{"{" + lo + (comma ? "," + hi : "") + "}", j + 1 - i};
 }
 
+Status Refuse(std::string_view what, size_t offset) {
+  return Status::NotSupported(std::string(what) + " at offset " + std::to_string(offset));
+}
+
 Result<char32_t> HexCodePoint(std::string_view body, size_t offset) {
   if (body.empty() || body.size() > 8) {
     return Status::NotSupported("the code point escape {" + std::string(body) + "} at offset " +

@@ -36,6 +36,9 @@ struct BraceQuantifier {
 };
 std::optional<BraceQuantifier> ParseBraceQuantifier(std::string_view s, size_t i);
 
+// NotSupported: `what` (a construct of the pattern) "at offset <offset>".
+Status Refuse(std::string_view what, size_t offset);
+
 // The code point of hex digits `body` (an escape at `offset`); NotSupported when not one.
 Result<char32_t> HexCodePoint(std::string_view body, size_t offset);
 // A property name PCRE2 may be handed (letters, digits, `_`, `=`, `:`, `&`, `-`, space).

@@ -16,10 +16,6 @@ struct Escape {
   size_t length = 0;
 };
 
-Status Refuse(std::string_view what, size_t offset) {
-  return Status::NotSupported(std::string(what) + " at offset " + std::to_string(offset));
-}
-
 // `\p{..}` `\P{..}` `\x{..}` `\u{..}`, `\xHH` `\uHHHH` `\cX` outside a class; nullopt when
 // the escape at `i` is none of these.
 Result<std::optional<Escape>> CodedEscape(std::string_view s, size_t i, bool fold) {
