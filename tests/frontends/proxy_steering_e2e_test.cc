@@ -31,7 +31,7 @@ using nlohmann::json;
 using testing::kToken;
 using testing::kUpToken;
 
-constexpr int kSessions = 8;
+constexpr int kAgents = 8;
 constexpr int kTurns = 4;
 constexpr auto kToolWait = std::chrono::milliseconds(400);
 // The upstream's pool: 2,048 tokens of tiny-llama-2l (512 bytes each), below what the
@@ -103,7 +103,7 @@ Figures RunAgents(bool steering, const std::string& name) {
   Figures f;
   std::mutex mu;
   std::vector<std::thread> agents;
-  for (int i = 0; i < kSessions; ++i)
+  for (int i = 0; i < kAgents; ++i)
     agents.emplace_back([&, i] { RunSession(proxy.port, i, &mu, &f); });
   for (auto& t : agents) t.join();
   auto cluster = testing::Request(proxy.port, "GET", "/v1/cluster", "",
