@@ -117,7 +117,9 @@ TEST(DriverVirtualTime, AWorkflowWithATenMinuteToolRunsInVirtualTime) {
       EXPECT_GT(d.planned_prefetch_ms, ended[0].second.millis());
       EXPECT_LE(d.planned_prefetch_ms, tool_end.millis());
     }
-    if (d.kind == Kind::kPrefetch) EXPECT_EQ(d.worker, 0);
+    if (d.kind == Kind::kPrefetch) {
+      EXPECT_EQ(d.worker, 0);
+    }
   }
   EXPECT_EQ(seen, waits);
   driver.reset();
