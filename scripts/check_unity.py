@@ -74,7 +74,7 @@ def statement_name(stmt):
         return None
     m = re.match(r"(?:using\s+namespace\s+)([\w:]+)", s)
     if m:
-        return None  # a using-directive: checked separately
+        return None  # a using-directive: declares no name
     m = re.match(r"using\s+([\w:]+)\s*(=)?", s)
     if m:  # the same alias or using-declaration twice is allowed: keyed by what it names
         target = " ".join(s.split())
@@ -135,12 +135,13 @@ def file_local_names(path):
 
 
 def record(stmt, stack, found):
+    stmt = re.sub(r"\[\[.*?\]\]\s*", "", stmt)  # attributes: [[nodiscard]], [[gnu::...]]
     anonymous = any(kind == "ns" and name == "" for kind, name in stack)
     is_static = re.match(r"(?:template\s*<[^;{]*>\s*)?static\b", stmt) is not None
     is_using = re.match(r"using\s+(?!namespace)", stmt) is not None
     if re.match(r"using\s+namespace\b", stmt):
-        scope = "::".join(name for kind, name in stack if name)
-        found.add((scope, "using namespace " + stmt.split()[-1]))
+        # A using-directive declares no name: the same one in several files is harmless,
+        # and a name it makes ambiguous in a later file of the batch the compiler reports.
         return
     if not (anonymous or is_static or is_using):
         return

@@ -28,7 +28,9 @@ scripts/format.sh --check
 step "configure + build ($BUILD_DIR)"
 # Optimised (tests run 10,000-seed property checks) but with assertions on and no debug
 # info (it doubles compile time on 2 cores).
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1" >/dev/null
+# Unity build (8 sources per compiler run): about 40% of the CPU time of a clean build.
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1" \
+  -DSWITCHYARD_UNITY_BUILD=ON >/dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
 step "tests ($BUILD_DIR)"
@@ -44,12 +46,13 @@ if [[ "${SKIP_SANITIZE:-0}" != "1" ]]; then
   step "configure + build with ASan+UBSan ($SAN_DIR)"
   cmake -S . -B "$SAN_DIR" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
     -DSWITCHYARD_SANITIZE=address,undefined -DSWITCHYARD_BUILD_BENCH=OFF \
-    -DSWITCHYARD_WITH_CUDA=OFF >/dev/null
+    -DSWITCHYARD_WITH_CUDA=OFF -DSWITCHYARD_UNITY_BUILD=ON >/dev/null
   cmake --build "$SAN_DIR" -j "$JOBS"
   step "tests under ASan+UBSan"
+  # Not the source checks (run above) nor run_once.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$SAN_DIR" --output-on-failure -j "$JOBS" \
-      -E '^(run_once|thread_safety|layering|layering_check_test)$'  # source checks: run above
+      -E '^(run_once|thread_safety|layering|layering_check_test|unity_check)$'
 fi
 
 step "all tests passed"

@@ -61,9 +61,15 @@ def uses(rel):
             if h is not None and annotation.search(h):
                 return True
     return False
+def sources(f):
+    """The .cc files the entry compiles: f itself, or those a unity build's batch file
+    (SWITCHYARD_UNITY_BUILD) includes, each analysed alone with the batch's flags."""
+    if not re.search(r"/Unity/unity_\w+\.cxx$", f):
+        return [f]
+    return [os.path.realpath(s) for s in re.findall(r'^#include "(.+\.cc)"', open(f).read(), re.M)]
 units = []
-for entry in json.load(open(os.path.join(build, "compile_commands.json"))):
-    f = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
+for entry, f in ((e, s) for e in json.load(open(os.path.join(build, "compile_commands.json")))
+                 for s in sources(os.path.realpath(os.path.join(e["directory"], e["file"])))):
     rel = os.path.relpath(f, root)
     if rel.startswith("..") or not rel.endswith(".cc") or rel.startswith("build"):
         continue
