@@ -203,6 +203,7 @@ void SchedulerDriver::ApplyNodeInput(const std::string& wf, const v1::ProgramNod
   seq->json_schema = in.json_schema;
   seq->logit_bias = in.logit_bias;
   seq->choices = in.choices;
+  seq->priority = in.priority;
 }
 
 void SchedulerDriver::LogStarted(const std::string& kv_dir) const {

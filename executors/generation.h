@@ -58,6 +58,7 @@ class Generation {
     std::string json_schema;
     std::vector<std::pair<int32_t, float>> logit_bias;  // SequenceSpec::logit_bias
     std::vector<std::string> choices;                   // SequenceSpec::choices
+    int priority = 0;  // SequenceSpec::priority: lower is more important (vLLM's)
   };
   static constexpr int kTextMask = 0, kJsonStringMask = 1;
   virtual void SetNodeInput(const std::string& wf, const std::string& node, NodeInput input) = 0;

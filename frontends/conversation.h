@@ -60,6 +60,10 @@ struct Sampling {
   std::vector<std::pair<int32_t, float>> logit_bias;
   // Guided choice (vLLM's structured_outputs.choice): the answer is exactly one of these.
   std::vector<std::string> choices;
+  // The request's priority as vLLM and SGLang take it (body `priority`): lower is more
+  // important. The engine keeps the prefix-cache blocks of a more important request longer
+  // (SequenceSpec::priority); 0 when not given.
+  int64_t engine_priority = 0;
 };
 
 struct Conversation {

@@ -74,7 +74,7 @@
 #include "frontends/conversation.h"
 #include "frontends/lifetime.h"
 #include "frontends/prompt.h"
-#include "frontends/proxy_steering.h"
+#include "upstream/proxy_steering.h"
 #include "frontends/reply.h"
 #include "frontends/session.h"
 #include "frontends/translate/upstream_api.h"
@@ -161,7 +161,7 @@ class FrontCore {
   struct UpstreamFigures {
     std::string url;
     upstream::UpstreamClient::Stats stats;
-    std::optional<ProxySteering::Figures> steering;
+    std::optional<upstream::ProxySteering::Figures> steering;
   };
   std::vector<UpstreamFigures> upstream_figures() const;
   // Proxy mode with an upstream that speaks only Chat Completions: Messages calls to it and
@@ -269,7 +269,7 @@ class FrontCore {
   // outlives it); the session layer's callbacks share it.
   Lifetime life_;
   std::unique_ptr<upstream::UpstreamClient> upstream_;  // proxy mode
-  std::unique_ptr<ProxySteering> steering_;             // proxy mode with steering
+  std::unique_ptr<upstream::ProxySteering> steering_;             // proxy mode with steering
   Sessions sessions_;
   mutable Mutex formats_mu_;
   mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_

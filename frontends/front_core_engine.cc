@@ -50,6 +50,7 @@ void FrontCore::Generate(const CallPtr& c) {
   if (c->tool) in.json_schema = c->schema;  // the engine ends it when the object closes
   in.logit_bias = s.logit_bias;
   in.choices = s.choices;
+  in.priority = static_cast<int>(s.engine_priority);
   d->SetNodeInput(c->turn.workflow, c->turn.node, std::move(in));
   d->Watch(c->turn.workflow, c->turn.node,
            life_.Guard([this, c](const executors::Generation::TokenEvent& t) {

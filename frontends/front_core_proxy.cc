@@ -71,7 +71,7 @@ void FrontCore::SendAsIs(const CallPtr& c, size_t i, http::HttpRequest out) {
   // A stream's tool calls (the session's wait is named after them) and output tokens.
   std::shared_ptr<upstream::UpstreamStreamReader> reader = c->reply->NewUpstreamStreamReader();
   const std::string key = SessionKey(c->turn);
-  std::shared_ptr<ProxySteering::StreamTap> tap;
+  std::shared_ptr<upstream::ProxySteering::StreamTap> tap;
   if (steering_ && !key.empty() && c->req.stream) tap = steering_->Tap(key);
   hooks.on_bytes = [reader, tap](std::string_view bytes) {
     reader->Read(bytes);
@@ -183,7 +183,7 @@ void FrontCore::ForwardTranslated(const CallPtr& c, size_t i, http::HttpRequest 
   upstream::UpstreamClient::Hooks hooks;
   if (c->req.stream) {
     const std::string key = SessionKey(c->turn);
-    std::shared_ptr<ProxySteering::StreamTap> tap;
+    std::shared_ptr<upstream::ProxySteering::StreamTap> tap;
     if (steering_ && !key.empty()) tap = steering_->Tap(key);
     // The client's stream carries the front's events, written by the call's Reply as the
     // upstream's chunks come (under the call's lock: the core's thread writes the end).
@@ -317,7 +317,7 @@ void FrontCore::StartSteering() {
     if (s.kind == upstream::UpstreamKind::kGeneric && s.declared.prefix_caching.source.empty())
       s.declared.prefix_caching = {true, "assumed for a generic upstream (#no-prefix_caching)"};
   }
-  auto steering = ProxySteering::Create(clock_, upstream_.get(), std::move(setups));
+  auto steering = upstream::ProxySteering::Create(clock_, upstream_.get(), std::move(setups));
   if (!steering.ok()) {
     Log(LogLevel::kError, "front: upstream steering off",
         LogKeys().With("error", steering.status().ToString()));
@@ -340,7 +340,7 @@ void FrontCore::ReportLatency(size_t i, std::chrono::steady_clock::time_point se
 std::vector<FrontCore::UpstreamFigures> FrontCore::upstream_figures() const {
   std::vector<UpstreamFigures> out;
   if (!upstream_) return out;
-  std::vector<ProxySteering::Figures> steered;
+  std::vector<upstream::ProxySteering::Figures> steered;
   if (steering_) steered = steering_->figures();
   for (size_t i = 0; i < upstream_->size(); ++i) {
     UpstreamFigures f;

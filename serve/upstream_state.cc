@@ -56,7 +56,7 @@ void AddUpstreamStates(const frontends::FrontCore& core, v1::ClusterState* out) 
       u->set_kind("generic");
       continue;
     }
-    const frontends::ProxySteering::Figures& s = *f.steering;
+    const upstream::ProxySteering::Figures& s = *f.steering;
     u->set_kind(s.kind);
     AddCapabilities(s.caps, u);
     u->set_sessions(s.sessions);

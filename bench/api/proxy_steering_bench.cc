@@ -1,5 +1,5 @@
 // bench_api, reporter proxy_steering: what steering an upstream's KV buys agent sessions in
-// proxy mode (frontends/proxy_steering.h), steering on against steering off, same run.
+// proxy mode (upstream/proxy_steering.h), steering on against steering off, same run.
 //
 // Starts `switchyard serve` processes on free loopback ports (serve_client.h):
 //   - the upstream, which behaves as vLLM does: `--engine cpu --model

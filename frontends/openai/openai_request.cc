@@ -28,6 +28,7 @@ using detail::ReadString;
 using detail::WrongType;
 
 constexpr int kMaxDepth = 64;
+constexpr int64_t kMaxPriority = 1000000;
 
 // ---------------------------------------------------------------------------------------------
 // The body.
@@ -37,7 +38,7 @@ bool IsKnownField(const std::string& key, bool chat) {
   static constexpr std::string_view kCommon =
       " model max_tokens max_completion_tokens temperature top_p seed stream stream_options stop"
       " user metadata nvext n frequency_penalty presence_penalty logit_bias logprobs service_tier"
-      " store structured_outputs guided_choice ";
+      " store structured_outputs guided_choice priority ";
   static constexpr std::string_view kChat =
       " messages tools tool_choice parallel_tool_calls response_format audio modalities"
       " top_logprobs functions function_call ";
@@ -127,6 +128,17 @@ Status ParseChoices(const Json& j, Request* r) {
   return Status::OK();
 }
 
+// priority: vLLM's and SGLang's request priority, an integer (lower is more important).
+Status ParsePriority(const Json& j, Request* r) {
+  std::optional<int64_t> v;
+  SY_RETURN_IF_ERROR(ReadInt(j, "", "priority", &v));
+  if (!v) return Status::OK();
+  if (*v < -kMaxPriority || *v > kMaxPriority)
+    return Bad("priority", "must be an integer in [-1000000, 1000000]");
+  r->priority = *v;
+  return Status::OK();
+}
+
 Status ParseSampling(const Json& j, Request* r) {
   std::optional<double> temperature, top_p;
   SY_RETURN_IF_ERROR(ReadNumber(j, "", "temperature", &temperature));
@@ -141,6 +153,7 @@ Status ParseSampling(const Json& j, Request* r) {
   }
   SY_RETURN_IF_ERROR(ParseLogitBias(j, r));
   SY_RETURN_IF_ERROR(ParseChoices(j, r));
+  SY_RETURN_IF_ERROR(ParsePriority(j, r));
   return ParseSeed(j, r);
 }
 

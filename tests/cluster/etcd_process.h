@@ -1,5 +1,5 @@
 // EtcdProcess: a real single-member etcd on loopback for the cluster tests: a temporary
-// data dir, free client and peer ports, started with posix_spawn and waited for until
+// data dir, free client and peer ports, started as a child process and waited for until
 // /v3/kv/range answers; killed (SIGKILL) and its directory removed by Kill() or the
 // destructor. EtcdUnavailableReason() says why the tests cannot run (no binary); the
 // tests skip then, unless SY_REQUIRE_ETCD is set, when they fail.
@@ -7,11 +7,6 @@
 // Thread-safety: one owner thread.
 #pragma once
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,9 +18,8 @@
 #include <vector>
 
 #include "cluster/etcd_client.h"
+#include "tests/common/child_process.h"
 #include "tests/common/wait_until.h"
-
-extern char** environ;
 
 namespace switchyard::cluster::testing {
 
@@ -48,23 +42,6 @@ inline std::string FindEtcdBinary() {
 inline bool EtcdRequired() {
   const char* v = std::getenv("SY_REQUIRE_ETCD");
   return v && *v && std::string(v) != "0";
-}
-
-// A loopback port nobody listens on right now (etcd binds it a moment later).
-inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 class EtcdProcess {
@@ -97,10 +74,7 @@ class EtcdProcess {
 
   // SIGKILL and reap; the data dir stays until destruction.
   void Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
+    ::switchyard::testing::Kill(pid_);
     pid_ = -1;
   }
 
@@ -109,7 +83,7 @@ class EtcdProcess {
 
  private:
   std::string TryStart(const std::string& binary, int attempt) {
-    int client = FreePort(), peer = FreePort();
+    int client = ::switchyard::testing::FreePort(), peer = ::switchyard::testing::FreePort();
     if (client == 0 || peer == 0 || client == peer) return "no free loopback port";
     url_ = "http://127.0.0.1:" + std::to_string(client);
     std::string peer_url = "http://127.0.0.1:" + std::to_string(peer);
@@ -123,21 +97,8 @@ class EtcdProcess {
                                      "--initial-advertise-peer-urls=" + peer_url,
                                      "--initial-cluster=sy-test=" + peer_url,
                                      "--initial-cluster-state=new"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      pid_ = -1;
-      return "posix_spawn " + binary + " failed: " + std::to_string(rc);
-    }
+    pid_ = ::switchyard::testing::Spawn(args, log_path(), /*append=*/true);
+    if (pid_ < 0) return "fork failed for " + binary;
     auto etcd = EtcdClient::Create(url_, EtcdOptions{std::chrono::milliseconds(1000)});
     if (!etcd.ok()) return etcd.status().ToString();
     bool exited = false;

@@ -250,7 +250,9 @@ class MoverRig {
                                                     bo);
     EXPECT_TRUE(mgr_->AddTier(host_.get()).ok());
     EXPECT_TRUE(mgr_->AddTier(disk_.get()).ok());
-    if (remote_) EXPECT_TRUE(mgr_->AddTier(remote_.get()).ok());
+    if (remote_) {
+      EXPECT_TRUE(mgr_->AddTier(remote_.get()).ok());
+    }
     executors::TieredKvMover::Options mo;
     mo.tier_of = [this](const Location& l) -> Result<std::string> {
       if (l.tier == scheduler::Tier::kHost && l.worker == 1 && remote_) return remote_->name();
@@ -283,14 +285,19 @@ class MoverRig {
         .bytes = 1,
         .transfer_id = ++id_};
     bool to_pool = dst.tier == scheduler::Tier::kHbm;
-    if (to_pool) EXPECT_TRUE(h_.engine(dst.worker).Import("wf/c", tokens_).ok());
+    if (to_pool) {
+      EXPECT_TRUE(h_.engine(dst.worker).Import("wf/c", tokens_).ok());
+    }
     std::optional<Status> result;
     mover_->Move(c, [&](Status st) { result = st; });
     h_.RunUntil([&] { return result.has_value(); });
     Status st = result.value_or(Status::DeadlineExceeded("move never reported"));
-    if (st.ok() && src.tier == scheduler::Tier::kHbm)
+    if (st.ok() && src.tier == scheduler::Tier::kHbm) {
       EXPECT_TRUE(h_.engine(src.worker).Release("wf/c").ok());
-    if (!st.ok() && to_pool) EXPECT_TRUE(h_.engine(dst.worker).Release("wf/c").ok());
+    }
+    if (!st.ok() && to_pool) {
+      EXPECT_TRUE(h_.engine(dst.worker).Release("wf/c").ok());
+    }
     return st;
   }
   void set_tokens(int64_t t) { tokens_ = t; }

@@ -278,7 +278,9 @@ void AgentSessionsTest::RunClaudeCode(bool stream, const std::string& session,
     if (turn == 0) *workflow = wf;
     EXPECT_EQ(wf, *workflow) << "one workflow per session";
     const int64_t cached = m["usage"]["cache_read_input_tokens"].get<int64_t>();
-    if (turn > 0) EXPECT_GT(cached, 0) << "the session's context is reused: " << m["usage"];
+    if (turn > 0) {
+      EXPECT_GT(cached, 0) << "the session's context is reused: " << m["usage"];
+    }
     // The whole previous prompt, at least: the re-sent answer renders as the engine wrote it.
     EXPECT_GE(cached, prompt) << m["usage"];
     prompt = cached + m["usage"]["input_tokens"].get<int64_t>();
@@ -387,7 +389,9 @@ void AgentSessionsTest::RunCodex(bool stream, const std::string& thread, std::st
     EXPECT_EQ(wf, *workflow) << "one workflow per thread";
     const json& usage = response["usage"];
     const int64_t cached = usage["input_tokens_details"]["cached_tokens"].get<int64_t>();
-    if (turn > 0) EXPECT_GT(cached, 0) << "the thread's context is reused: " << usage;
+    if (turn > 0) {
+      EXPECT_GT(cached, 0) << "the thread's context is reused: " << usage;
+    }
     EXPECT_GE(cached, prompt) << "the whole previous prompt, at least: " << usage;
     prompt = usage["input_tokens"].get<int64_t>();  // cached ones included
     for (const json& item : output) input.push_back(stream ? AsCodexInput(item) : item);

@@ -236,7 +236,9 @@ TEST(OpenAiFuzzTest, ForcedCallArgumentsAreAlwaysAJsonObject) {
         !schema["required"].is_array())
       continue;
     for (const Json& k : schema["required"])
-      if (k.is_string()) ASSERT_TRUE(args.contains(k.get<std::string>())) << t.parameters_json;
+      if (k.is_string()) {
+        ASSERT_TRUE(args.contains(k.get<std::string>())) << t.parameters_json;
+      }
     ASSERT_LE(Utf8SafePrefix(text), text.size());
   }
 }

@@ -100,7 +100,9 @@ void CheckOutcome(const Result<CreateRequest>& r, const std::string& body, uint6
   ASSERT_TRUE(s.IsInvalidArgument()) << s << " for " << body;
   ASSERT_FALSE(s.message().empty()) << body;
   const std::string param = ParamOf(s);
-  if (!param.empty()) ASSERT_EQ(s.message().rfind(param + ": ", 0), 0u) << s;
+  if (!param.empty()) {
+    ASSERT_EQ(s.message().rfind(param + ": ", 0), 0u) << s;
+  }
   HttpError e = ErrorFromStatus(s);
   ASSERT_EQ(e.http_status, 400);
   ASSERT_TRUE(IsJson(e.body)) << s;

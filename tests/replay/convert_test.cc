@@ -156,8 +156,9 @@ TEST(ConvertAgentSessionsTest, APromptRepeatingOnlyThePreviousPromptKeepsThatPre
   // Every kept prefix is the previous call's prompt, never more than the context holds.
   for (const auto& rec : *reuse)
     for (const auto& n : rec.workflow().nodes())
-      if (n.kind() == v1::LLM && n.cache_refs(0).keep_tokens() > 0)
+      if (n.kind() == v1::LLM && n.cache_refs(0).keep_tokens() > 0) {
         EXPECT_LT(n.cache_refs(0).keep_tokens(), n.hints().prompt_tokens()) << n.id();
+      }
 }
 
 // The cap a call's hints carry does not give its recorded output away: by default every

@@ -108,7 +108,9 @@ TEST(CoreEngine, PoolExhaustionPreemptsTheMostRecentlyAdmittedUnderVllm) {
   c = f.At(3, LlmDone("a", "x", 10, Seconds(3)));
   ASSERT_EQ(Kinds(c, CommandKind::kPlace), std::vector<std::string>{"b/x"});
   for (const Command& x : c.list)
-    if (x.kind == CommandKind::kPlace) EXPECT_EQ(x.recompute_tokens, 3 * kBlock);
+    if (x.kind == CommandKind::kPlace) {
+      EXPECT_EQ(x.recompute_tokens, 3 * kBlock);
+    }
 }
 
 TEST(CoreEngine, IdleContextsAreEvictedBeforeAnyRunningNodeIsPreempted) {

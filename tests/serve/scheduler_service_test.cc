@@ -290,7 +290,9 @@ TEST_F(SchedulerServiceTest, CpuEngineDemotionCopiesTheEnginesRealKv) {
   for (const auto& [dst, n] : after.real_bytes_moved())
     if (dst.find("cpu engine KV pool") != std::string::npos) to_pool += n;
   // Prefetched back (real bytes into the pool), unless the scheduler chose to recompute.
-  if (!Has(done, "discard")) EXPECT_EQ(to_pool, blocks * block_bytes) << *proto::ToJson(after);
+  if (!Has(done, "discard")) {
+    EXPECT_EQ(to_pool, blocks * block_bytes) << *proto::ToJson(after);
+  }
 }
 
 // Two workers: an emulated HBM arena each, the node's host and disk tiers, a PCIe and an
@@ -368,7 +370,9 @@ TEST_F(SchedulerServiceTest, ADrainedWorkerIsEmptiedAndTakesNoNewWork) {
     bool now = false;
     v1::ClusterState c = Cluster();
     for (const auto& e : c.worker_engines()) {
-      if (e.worker() != w) EXPECT_EQ(e.state(), "alive");
+      if (e.worker() != w) {
+        EXPECT_EQ(e.state(), "alive");
+      }
       if (e.worker() == w) {
         EXPECT_EQ(e.state(), "draining");
         now = e.drained();

@@ -12,48 +12,31 @@
 
 #include "proto/json.h"
 #include "proto/switchyard/v1/api.pb.h"
+#include "tests/common/child_process.h"
 #include "tests/common/wait_until.h"
 #include "tests/http/http_test_client.h"
 
 namespace switchyard::service {
 namespace {
 
+using ::switchyard::testing::FreePort;
 using ::switchyard::testing::WaitUntil;
 using testing::Request;
 constexpr char kCrashToken[] = "crash-tenant-token-0123";
 constexpr int kWorkflows = 8;
 constexpr int kNodes = 40;
 
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 pid_t StartServer(const std::string& config, uint16_t port, const std::string& dir) {
   std::string bin = std::string(SY_BINARY_DIR) + "/bin/switchyard";
   std::string listen = "127.0.0.1:" + std::to_string(port);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::string log = dir + "/server.log";
-    FILE* f = std::freopen(log.c_str(), "a", stdout);
-    (void)f;
-    ::dup2(STDOUT_FILENO, STDERR_FILENO);
-    ::execl(bin.c_str(), bin.c_str(), "serve", "--config", config.c_str(), "--listen",
-            listen.c_str(), "--data-dir", dir.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  std::filesystem::create_directories(dir);  // for the log; serve fills it
+  pid_t pid = ::switchyard::testing::Spawn(
+      {bin, "serve", "--config", config, "--listen", listen, "--data-dir", dir},
+      dir + "/server.log", /*append=*/true);
   if (WaitUntil([&] { return Request(port, "GET", "/healthz").status == 200; },
                 testing::kWaitSeconds, std::chrono::milliseconds(50)))
     return pid;
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
+  ::switchyard::testing::Kill(pid);
   return -1;
 }
 

@@ -34,7 +34,9 @@ void ExpectDepsFirst(const Nodes& nodes, const std::vector<const v1::ProgramNode
     ASSERT_TRUE(at.emplace(order[i]->id(), i).second) << order[i]->id() << " twice";
   for (const v1::ProgramNode& n : nodes) {
     for (const std::string& d : n.deps()) {
-      if (at.count(d)) EXPECT_LT(at[d], at[n.id()]) << d << " before " << n.id();
+      if (at.count(d)) {
+        EXPECT_LT(at[d], at[n.id()]) << d << " before " << n.id();
+      }
     }
   }
 }

@@ -12,9 +12,6 @@
 // Thread-safety: one owner thread.
 #pragma once
 
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +28,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/common/child_process.h"
 #include "tests/common/wait_until.h"
 #include "upstream/upstream_client.h"
 
@@ -40,22 +38,6 @@ namespace switchyard::upstream::testing {
 inline std::string LlamaServerBinary() {
   const char* env = std::getenv("SY_LLAMA_SERVER");
   return env == nullptr ? "" : env;
-}
-
-// A loopback port nobody listens on right now (the server binds it a moment later).
-inline int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 // $SY_LLAMA_GGUF_ARGS: more arguments of make_random_gguf.py, split at spaces (another
@@ -132,7 +114,7 @@ class LlamaServer {
 
  private:
   std::string TryStart(const std::string& binary, const std::string& model) {
-    const int port = FreeLoopbackPort();
+    const int port = ::switchyard::testing::FreePort();
     if (port == 0) return "no free loopback port";
     UpstreamOptions opts;
     opts.urls = {"http://127.0.0.1:" + std::to_string(port)};
@@ -140,10 +122,11 @@ class LlamaServer {
     auto client = UpstreamClient::Create(opts);
     if (!client.ok()) return client.status().ToString();
     client_ = std::move(client).value();
-    pid_ = Spawn({binary, "-m", model, "--host", "127.0.0.1", "--port", std::to_string(port), "-np",
-                  "2", "--kv-unified", "--no-cache-idle-slots", "-c", "8192", "-t", "2",
-                  "--slot-save-path", slot_dir()},
-                 dir_ + "/server.log");
+    pid_ = ::switchyard::testing::Spawn(
+        {binary, "-m", model, "--host", "127.0.0.1", "--port", std::to_string(port), "-np", "2",
+         "--kv-unified", "--no-cache-idle-slots", "-c", "8192", "-t", "2", "--slot-save-path",
+         slot_dir()},
+        dir_ + "/server.log");
     int status = 0;
     bool exited = false;
     const bool up = switchyard::testing::WaitUntil(
@@ -158,48 +141,18 @@ class LlamaServer {
   }
 
   void Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    ::switchyard::testing::Kill(pid_);
     pid_ = -1;
-  }
-
-  // args[0] (on PATH when it has no slash) with stdout and stderr to `log`.
-  static pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      if (std::freopen(log.c_str(), "w", stdout) == nullptr) ::_exit(126);
-      ::dup2(STDOUT_FILENO, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execvp(argv[0], argv.data());
-      ::_exit(127);
-    }
-    return pid;
   }
 
   // Runs `args` to its end (killed after `seconds`); its exit code, -1 when killed.
   static int Run(const std::vector<std::string>& args, const std::string& log, double seconds) {
-    pid_t pid = Spawn(args, log);
-    int status = 0;
-    if (!switchyard::testing::WaitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
-                                        seconds, std::chrono::milliseconds(20))) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      return -1;
-    }
+    const int status =
+        ::switchyard::testing::Reap(::switchyard::testing::Spawn(args, log), seconds);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
-  // The last 2,000 characters of a file.
-  static std::string Tail(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    std::string text = s.str();
-    return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
-  }
+  static std::string Tail(const std::string& path) { return ::switchyard::testing::Tail(path); }
 
   std::string dir_;
   pid_t pid_ = -1;

@@ -291,9 +291,4 @@ class JoinedCluster {
   std::shared_ptr<cpu_engine::TokenLog> token_log_;
 };
 
-#define SKIP_WITHOUT_BINARY()                            \
-  if (!std::filesystem::exists(Binary()))                \
-  GTEST_SKIP() << "no switchyard binary at " << Binary() \
-               << " (build the `switchyard` target: these tests start its worker)"
-
 }  // namespace switchyard::workers

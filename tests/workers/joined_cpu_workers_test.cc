@@ -144,7 +144,9 @@ TEST(JoinedCpuWorkers, ContextsMoveThroughJoinedPoolsAndTokensMatchOneEngine) {
   EXPECT_GT(count("demote"), 0u) << *proto::ToJson(after);
   EXPECT_GT(exported, 0u) << "no context left a joined pool: " << *proto::ToJson(after);
   // Each context that came back (not recomputed) was imported whole.
-  if (count("prefetch") > 0) EXPECT_GT(imported, 0u) << *proto::ToJson(after);
+  if (count("prefetch") > 0) {
+    EXPECT_GT(imported, 0u) << *proto::ToJson(after);
+  }
   uint64_t puts = 0;  // the stores' figures come with their heartbeats
   testing::WaitUntil([&] {
     const v1::ClusterState now = c.Cluster();

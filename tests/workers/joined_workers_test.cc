@@ -223,7 +223,9 @@ TEST(JoinedWorkers, SigkillDuringAMoveIsRecordedAndTheWorkflowEndsElsewhere) {
   for (const auto& ev : t->events()) committed |= ev.event() == "committed";
   EXPECT_FALSE(committed) << "a transfer to the lost worker shows a commit";
   for (const auto& d : done.decisions())
-    if (d.kind() == "place" && d.node_id() == "llm-1") EXPECT_NE(d.worker(), dst) << d.line();
+    if (d.kind() == "place" && d.node_id() == "llm-1") {
+      EXPECT_NE(d.worker(), dst) << d.line();
+    }
 }
 
 // A peer demotion (two workers: during the tool, main's blocks go from the pool of the
@@ -416,7 +418,9 @@ TEST(JoinedWorkers, SigkilledWorkerIsLostAndEveryWorkflowStillEnds) {
     }
     EXPECT_LE(side_admits, 1) << id << ": the side-effect tool was started twice";
     for (const auto& n : s.nodes())
-      if (n.id() == "side") EXPECT_LE(n.attempts(), 1u) << id << ": side effect ran twice";
+      if (n.id() == "side") {
+        EXPECT_LE(n.attempts(), 1u) << id << ": side effect ran twice";
+      }
   }
   // The killed worker ran LLM nodes: they were retried on the other worker (recomputing
   // their context there), or their workflow failed naming the loss.

@@ -480,8 +480,9 @@ TEST_F(NetnsCluster, APartitionedWorkerIsLostEveryWorkflowEndsAndItRejoinsAfterT
   std::fflush(stdout);  // before a fork: a child would write the buffer again
   c = Cluster();
   for (const auto& w : c.joined_workers())
-    if (w.id() == "h0")
+    if (w.id() == "h0") {
       EXPECT_NE(w.lost_reason().find("heartbeat"), std::string::npos) << *proto::ToJson(w);
+    }
 
   ASSERT_TRUE(Drive(ids)) << Logs();
   int with_loss = 0;

@@ -154,11 +154,6 @@ class DirectCluster {
   std::unique_ptr<kv_tiers::BlockManager> mgr_;
 };
 
-#define SKIP_WITHOUT_BINARY()                                     \
-  if (!std::filesystem::exists(testing::Binary()))                \
-  GTEST_SKIP() << "no switchyard binary at " << testing::Binary() \
-               << " (build the `switchyard` target: these tests start its worker)"
-
 TEST(DirectPuts, ABlockMovesFromOneWorkersStoreIntoAnothersWithoutServe) {
   SKIP_WITHOUT_BINARY();
   DirectCluster c;

@@ -43,7 +43,7 @@
 #include "upstream/steering.h"
 #include "upstream/upstream_client.h"
 
-namespace switchyard::frontends {
+namespace switchyard::upstream {
 
 class ProxySteering {
  public:
@@ -112,4 +112,4 @@ bool UsageOf(const nlohmann::json& j, int64_t* cached, int64_t* prompt);
 // a chat message, Messages content blocks, Responses output items, or a completion's text.
 nlohmann::json AnswerOf(const std::string& path, const nlohmann::json& body);
 
-}  // namespace switchyard::frontends
+}  // namespace switchyard::upstream

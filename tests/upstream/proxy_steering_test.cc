@@ -1,9 +1,7 @@
-// Proxy mode's steering (frontends/proxy_steering.h): what it reads from upstream answers,
-// the scheduler's decisions turned into the adapters' calls against a recording upstream,
-// and end to end — a Switchyard proxy in front of a Switchyard upstream that behaves as vLLM
-// does (CPU engine, automatic prefix caching, policy vllm-fcfs, a pool too small for every
-// idle session), agent sessions with tool waits, steering on against steering off.
-#include "frontends/proxy_steering.h"
+// Proxy mode's steering (upstream/proxy_steering.h): what it reads from upstream answers,
+// and the scheduler's decisions turned into the adapters' calls against a recording
+// upstream. End to end, against a real upstream: tests/frontends/proxy_steering_e2e_test.cc.
+#include "upstream/proxy_steering.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,13 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontends/internal/steering_tap.h"
 #include "tests/common/wait_until.h"
-#include "tests/frontends/proxy_server.h"
-#include "tests/http/http_test_client.h"
 #include "tests/upstream/recording_upstream.h"
+#include "upstream/internal/steering_tap.h"
 
-namespace switchyard::frontends {
+namespace switchyard::upstream {
 namespace {
 
 using nlohmann::json;
@@ -126,7 +122,7 @@ TEST(ProxySteeringTest, PrefetchWarmsTheSessionsPrefix) {
   EXPECT_EQ(warm["messages"][1]["content"], "calling a tool");
 
   // The next turn's answer reports the warmed prompt as cached: a hit.
-  ASSERT_TRUE(testing::WaitUntil([&] { return steering.figures()[0].counters.warmups_done == 1; }));
+  ASSERT_TRUE(::switchyard::testing::WaitUntil([&] { return steering.figures()[0].counters.warmups_done == 1; }));
   steering.BeforeTurn("t/s1", "wf-1", 0, [] {});
   steering.Decorate("t/s1", 0, &req);
   steering.Answered("t/s1", R"({"choices":[{"message":{"content":"y"}}],
@@ -145,4 +141,4 @@ TEST(ProxySteeringTest, PrefetchWarmsTheSessionsPrefix) {
 }
 
 }  // namespace
-}  // namespace switchyard::frontends
+}  // namespace switchyard::upstream

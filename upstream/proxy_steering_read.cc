@@ -1,10 +1,10 @@
 // Reading upstream answers for steering: usage, the answer a warm-up appends, streams.
 #include <utility>
 
-#include "frontends/internal/steering_tap.h"
-#include "frontends/proxy_steering.h"
+#include "upstream/internal/steering_tap.h"
+#include "upstream/proxy_steering.h"
 
-namespace switchyard::frontends {
+namespace switchyard::upstream {
 
 namespace {
 
@@ -130,4 +130,4 @@ AnswerReading StreamAnswerReader::Reading() const {
 }
 
 }  // namespace internal
-}  // namespace switchyard::frontends
+}  // namespace switchyard::upstream

@@ -1,4 +1,4 @@
-#include "frontends/proxy_steering.h"
+#include "upstream/proxy_steering.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "base/logging.h"
-#include "frontends/internal/steering_tap.h"
-#include "frontends/internal/warmup_timer.h"
+#include "upstream/internal/steering_tap.h"
+#include "upstream/internal/warmup_timer.h"
 
-namespace switchyard::frontends {
+namespace switchyard::upstream {
 
 using KvDecision = executors::Generation::KvDecision;
 
@@ -303,4 +303,4 @@ std::vector<ProxySteering::Figures> ProxySteering::figures() const {
   return out;
 }
 
-}  // namespace switchyard::frontends
+}  // namespace switchyard::upstream

@@ -1,6 +1,6 @@
 // WarmupTimer: runs callbacks at given steady-clock times on its own thread, for proxy
 // mode's warm-ups timed to a waiting session's predicted return (proxy_steering.h). Not
-// for use outside frontends/.
+// for use outside upstream/.
 //
 // Ownership: destroying it stops the thread; callbacks not yet due are dropped.
 // Thread-safety: At() may be called from any thread; callbacks run on the timer's thread,
@@ -15,7 +15,7 @@
 
 #include "base/mutex.h"
 
-namespace switchyard::frontends::internal {
+namespace switchyard::upstream::internal {
 
 class WarmupTimer {
  public:
@@ -68,4 +68,4 @@ class WarmupTimer {
   std::thread thread_;  // last: starts once the rest is built
 };
 
-}  // namespace switchyard::frontends::internal
+}  // namespace switchyard::upstream::internal

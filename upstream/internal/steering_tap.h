@@ -1,6 +1,6 @@
 // What proxy mode reads from an upstream's answer for steering (proxy_steering.h): the
 // answer as a warm-up appends it, and the prompt tokens its usage reports as cached.
-// Not for use outside frontends/.
+// Not for use outside upstream/.
 //
 // StreamAnswerReader reads a streamed answer (server-sent events) of the API at `path`:
 // Chat Completions (choices[0].delta.content, and the usage chunk when the request asked
@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace switchyard::frontends::internal {
+namespace switchyard::upstream::internal {
 
 struct AnswerReading {
   nlohmann::json answer;  // null: none read
@@ -44,4 +44,4 @@ class StreamAnswerReader {
   AnswerReading reading_;
 };
 
-}  // namespace switchyard::frontends::internal
+}  // namespace switchyard::upstream::internal
