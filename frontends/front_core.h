@@ -74,12 +74,12 @@
 #include "frontends/conversation.h"
 #include "frontends/lifetime.h"
 #include "frontends/prompt.h"
-#include "upstream/proxy_steering.h"
 #include "frontends/reply.h"
 #include "frontends/session.h"
 #include "frontends/translate/upstream_api.h"
 #include "http/http.h"
 #include "service/service.h"
+#include "upstream/proxy_steering.h"
 #include "upstream/upstream_client.h"
 
 namespace switchyard::frontends {
@@ -269,7 +269,7 @@ class FrontCore {
   // outlives it); the session layer's callbacks share it.
   Lifetime life_;
   std::unique_ptr<upstream::UpstreamClient> upstream_;  // proxy mode
-  std::unique_ptr<upstream::ProxySteering> steering_;             // proxy mode with steering
+  std::unique_ptr<upstream::ProxySteering> steering_;   // proxy mode with steering
   Sessions sessions_;
   mutable Mutex formats_mu_;
   mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_

@@ -24,19 +24,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "upstream/proxy_steering.h"
 #include "tests/common/wait_until.h"
 #include "tests/frontends/proxy_server.h"
 #include "tests/http/http_test_client.h"
+#include "upstream/proxy_steering.h"
 
 namespace switchyard::frontends {
 namespace {
 
 using executors::Generation;
 using nlohmann::json;
-using upstream::ProxySteering;
 using testing::kToken;
 using testing::kUpToken;
+using upstream::ProxySteering;
 
 // 2,048 tokens of tiny-llama-2l (512 bytes each).
 constexpr uint64_t kUpstreamPool = 1ULL << 20;

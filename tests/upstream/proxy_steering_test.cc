@@ -122,7 +122,8 @@ TEST(ProxySteeringTest, PrefetchWarmsTheSessionsPrefix) {
   EXPECT_EQ(warm["messages"][1]["content"], "calling a tool");
 
   // The next turn's answer reports the warmed prompt as cached: a hit.
-  ASSERT_TRUE(::switchyard::testing::WaitUntil([&] { return steering.figures()[0].counters.warmups_done == 1; }));
+  ASSERT_TRUE(::switchyard::testing::WaitUntil(
+      [&] { return steering.figures()[0].counters.warmups_done == 1; }));
   steering.BeforeTurn("t/s1", "wf-1", 0, [] {});
   steering.Decorate("t/s1", 0, &req);
   steering.Answered("t/s1", R"({"choices":[{"message":{"content":"y"}}],
