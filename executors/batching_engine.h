@@ -25,8 +25,8 @@
 // instant share the step). Its batch, at most max_num_seqs sequences and
 // max_num_batched_tokens tokens: first every decoding sequence, one token each, in
 // admission order; then prefill chunks in admission order, min(remaining prefill, budget
-// left). The runner gets the step's StepShape (kv_tokens_read sums every batched
-// sequence's KV before the step — its cached and rebuilt contexts, its prefill done and its
+// left, max_chunk_tokens when set). The runner gets the step's StepShape (kv_tokens_read sums every
+// batched sequence's KV before the step — its cached and rebuilt contexts, its prefill done and its
 // outputs —, prefill_attention sums n * (c + (n + 1) / 2) over chunks of n tokens on c
 // cached) and, when it computes, the positions of every context each batched sequence
 // computes in this step (StepItem, step_runner.h); the step ends when the runner says so.

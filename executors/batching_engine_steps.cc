@@ -43,6 +43,7 @@ bool BatchingEngine::AddDecode(Seq& s, int64_t* budget) {
 
 bool BatchingEngine::AddChunk(Seq& s, int64_t* budget) {
   int64_t n = std::min(s.prefill_total - s.prefill_done, *budget);
+  if (limits_.max_chunk_tokens > 0) n = std::min(n, limits_.max_chunk_tokens);
   bool completes = s.prefill_done + n == s.prefill_total;
   if (completes && !TakeOutputSlot(s)) {
     report_.exhausted.push_back(s.key);

@@ -55,9 +55,13 @@ namespace switchyard::executors {
 // Batch limits of one engine (vLLM's names).
 struct EngineLimits {
   int64_t max_num_batched_tokens = 8192;  // tokens per step: decodes + prefill chunks
-  int max_num_seqs = 256;                 // sequences running at once
-  int64_t block_tokens = 16;              // tokens per KV block
-  int64_t pool_blocks = 0;                // KV blocks in the pool
+  // The most prefill tokens one sequence computes in a step (vLLM's
+  // long_prefill_token_threshold): a long prompt takes several steps and leaves the rest of
+  // the step's budget to other sequences' chunks. 0: only the step's budget bounds it.
+  int64_t max_chunk_tokens = 0;
+  int max_num_seqs = 256;     // sequences running at once
+  int64_t block_tokens = 16;  // tokens per KV block
+  int64_t pool_blocks = 0;    // KV blocks in the pool
 };
 
 // One context a sequence reads (and, for the primary, extends).

@@ -67,6 +67,7 @@ executors::EngineLimits EngineLimitsOf(const v1::ReplayCluster& c, const Cluster
   executors::EngineLimits l;
   if (c.max_num_seqs() > 0) l.max_num_seqs = static_cast<int>(c.max_num_seqs());
   if (c.max_num_batched_tokens() > 0) l.max_num_batched_tokens = c.max_num_batched_tokens();
+  l.max_chunk_tokens = c.chunk_tokens();  // 0: only the step's budget
   if (c.kv_block_tokens() > 0) l.block_tokens = c.kv_block_tokens();
   l.pool_blocks = static_cast<int64_t>(
       shape.kv_bytes_per_worker / (static_cast<uint64_t>(l.block_tokens) * kv_bytes_per_token));
@@ -89,6 +90,19 @@ Result<std::unique_ptr<executors::StepCostModel>> MakeStepCost(const v1::ReplayC
       std::make_unique<executors::RooflineStepCost>(std::move(r)));
 }
 
+// WorkflowRecord::tool_s and llm_calls of a trace record.
+void CountToolsAndCalls(const v1::TraceRecord& rec, WorkflowRecord* wr) {
+  std::set<std::string> tools;
+  for (const v1::ProgramNode& n : rec.workflow().nodes()) {
+    if (n.kind() == v1::TOOL) tools.insert(n.id());
+    if (n.kind() == v1::LLM) ++wr->llm_calls;
+  }
+  int64_t tool_ms = 0;
+  for (const v1::NodeActual& a : rec.actuals())
+    if (tools.count(a.node_id())) tool_ms += a.duration_ms();
+  wr->tool_s = static_cast<double>(tool_ms) / 1e3;
+}
+
 Result<PolicyReport> FinishReport(const std::vector<v1::TraceRecord>& trace,
                                   const std::map<std::string, executors::WorkflowOutcome>& outcomes,
                                   Collector& col, const ReplayOptions& options, PolicyReport* rep) {
@@ -102,6 +116,7 @@ Result<PolicyReport> FinishReport(const std::vector<v1::TraceRecord>& trace,
     auto it = outcomes.find(rec.workflow().id());
     WorkflowRecord wr{rec.workflow().id(), arrival, -1, "unfinished",
                       dl > 0 ? static_cast<double>(dl) / 1e3 : -1.0};
+    CountToolsAndCalls(rec, &wr);
     if (it != outcomes.end()) {
       wr.end_s = it->second.at.seconds();
       wr.state = it->second.kind == CommandKind::kComplete

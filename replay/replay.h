@@ -61,6 +61,10 @@ struct WorkflowRecord {
   double end_s = -1;       // -1: did not end before the drain limit (null in report.json)
   std::string state;       // "completed", "failed", "cancelled" or "unfinished"
   double deadline_s = -1;  // -1: none
+  // The session's tool time: the recorded durations of its tool nodes (the replay waits
+  // them out as recorded, whatever the policy), and its LLM calls.
+  double tool_s = 0;
+  int64_t llm_calls = 0;
 };
 
 struct PolicyReport {

@@ -34,15 +34,16 @@ std::string Seconds(double v) {
   return buf;
 }
 
-// [{"id":..,"arrival_s":..,"end_s":..|null,"state":..,"deadline_s":..|null}, ...], one
-// record per line.
+// [{"id":..,"arrival_s":..,"end_s":..|null,"state":..,"deadline_s":..|null,"tool_s":..,
+// "llm_calls":..}, ...], one record per line.
 std::string Records(const std::vector<WorkflowRecord>& records) {
   std::string s = "[";
   for (size_t i = 0; i < records.size(); ++i) {
     const WorkflowRecord& w = records[i];
     s += (i ? ",\n" : "\n") + std::string("{\"id\":") + JsonString(w.id) +
          ",\"arrival_s\":" + Seconds(w.arrival_s) + ",\"end_s\":" + Seconds(w.end_s) +
-         ",\"state\":" + JsonString(w.state) + ",\"deadline_s\":" + Seconds(w.deadline_s) + "}";
+         ",\"state\":" + JsonString(w.state) + ",\"deadline_s\":" + Seconds(w.deadline_s) +
+         ",\"tool_s\":" + Num(w.tool_s) + ",\"llm_calls\":" + I(w.llm_calls) + "}";
   }
   return s + "]";
 }

@@ -61,6 +61,14 @@ std::string IntArray(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+double LlmSlowdown(const WorkflowRecord& r, double jct0_s) {
+  if (r.state != "completed" || r.end_s < 0 || !(jct0_s > 0)) return kInf;
+  const double jct = r.end_s - r.arrival_s;
+  const double llm0 = jct0_s - r.tool_s;
+  if (!(r.tool_s > 0) || llm0 < 1e-3) return jct / jct0_s;
+  return std::max(0.0, jct - r.tool_s) / llm0;
+}
+
 SloWindow MiddleWindow(const std::vector<WorkflowRecord>& records, double warmup_frac,
                        double drain_frac) {
   SloWindow w;
@@ -84,8 +92,7 @@ AttainmentResult Attainment(const std::vector<WorkflowRecord>& records, const Jc
     auto it = jct0_by_id.find(r.id);
     if (it == jct0_by_id.end()) continue;
     ++a.counted;
-    if (r.state == "completed" && r.end_s >= 0 && r.end_s - r.arrival_s <= k * it->second + 1e-9)
-      ++a.attained;
+    if (LlmSlowdown(r, it->second) <= k + 1e-9) ++a.attained;
   }
   a.fraction = a.counted > 0 ? static_cast<double>(a.attained) / static_cast<double>(a.counted) : 0;
   return a;
@@ -148,8 +155,7 @@ SlowdownStats SlowdownPercentiles(const std::vector<WorkflowRecord>& records,
     if (!window.Contains(r.arrival_s)) continue;
     auto it = jct0_by_id.find(r.id);
     if (it == jct0_by_id.end() || !(it->second > 0)) continue;
-    bool done = r.state == "completed" && r.end_s >= 0;
-    v.push_back(done ? (r.end_s - r.arrival_s) / it->second : kInf);
+    v.push_back(LlmSlowdown(r, it->second));
   }
   std::sort(v.begin(), v.end());
   SlowdownStats s;

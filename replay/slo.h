@@ -59,9 +59,16 @@ struct SloWindow {
 SloWindow MiddleWindow(const std::vector<WorkflowRecord>& records, double warmup_frac,
                        double drain_frac);
 
+// The slowdown of a session's LLM part: (JCT − tool_s) / (JCT⁰ − tool_s), where JCT⁰ is its
+// JCT alone on the cluster: tool time is the same under every policy, so a ratio of whole
+// JCTs would let a long tool wait hide the wait for the GPU (and set k differently per
+// trace). A session whose JCT⁰ is (almost) all tool time (JCT⁰ − tool_s < 1 ms), or whose
+// record has no tool time, is measured on its whole JCT. +inf when it did not complete.
+double LlmSlowdown(const WorkflowRecord& r, double jct0_s);
+
 struct AttainmentResult {
   int64_t counted = 0;   // in the window with a JCT⁰
-  int64_t attained = 0;  // of those: completed with JCT <= k × JCT⁰
+  int64_t attained = 0;  // of those: completed with LlmSlowdown <= k
   double fraction = 0;   // attained / counted; 0 when nothing counted
 };
 
@@ -91,7 +98,7 @@ struct SlowdownStats {
   int64_t counted = 0;  // in the window with a JCT⁰ > 0
   double p50 = 0, p90 = 0, p99 = 0;
 };
-// Slowdown JCT / JCT⁰ of the window's workflows (+inf for one that did not complete).
+// LlmSlowdown of the window's workflows (+inf for one that did not complete).
 SlowdownStats SlowdownPercentiles(const std::vector<WorkflowRecord>& records,
                                   const Jct0Map& jct0_by_id, const SloWindow& window);
 

@@ -158,11 +158,12 @@ void ServiceMetrics::OnDurable(const std::string& tenant, const std::string& wf,
       case v1::LLM_FINISHED:
       case v1::LLM_FAILED: {
         auto it = s.llm.find(ev.node_id());
-        std::optional<int64_t> first =
-            driver ? driver->TakeFirstTokenMs(wf + "/" + ev.node_id()) : std::nullopt;
+        // Taken either way: the driver forgets it.
+        const int64_t first =
+            driver ? driver->TakeFirstTokenMs(wf + "/" + ev.node_id()).value_or(-1) : -1;
         if (it != s.llm.end() && ev.type() == v1::LLM_FINISHED) {
           // The engine's first token when it lies within the attempt, else its end.
-          int64_t to = first && *first >= it->second && *first <= at ? *first : at;
+          int64_t to = first >= 0 && first >= it->second && first <= at ? first : at;
           ObserveSpan(&ttft_, labels, it->second, to);
         }
         if (it != s.llm.end()) s.llm.erase(it);

@@ -256,6 +256,36 @@ TEST(SimulatedEngine, ChunkedPrefillMixesWithDecodeUnderTheBudget) {
   EXPECT_TRUE(h.ProgressOf("wf/long").back().finished);
 }
 
+// max_chunk_tokens bounds each sequence's chunk, whatever the step's budget leaves: a long
+// prompt takes several steps while a short one admitted after it shares each of them.
+TEST(SimulatedEngine, MaxChunkTokensBoundsEachSequencesChunk) {
+  EngineLimits limits = Limits(8192, 1000);
+  limits.max_chunk_tokens = 100;
+  SimulatedHarness h(limits);
+  ASSERT_TRUE(h.engine.Admit(Seq("wf/long", 250, 2, {{"wf/l", 0, false}})).ok());
+  ASSERT_TRUE(h.engine.Admit(Seq("wf/short", 40, 2, {{"wf/s", 0, false}})).ok());
+  h.RunUntilReports(3);
+  ASSERT_EQ(h.reports.size(), 3u);
+  auto chunks = [&](const std::string& key) {
+    std::vector<int64_t> out;
+    int64_t done = 0;
+    for (const SeqProgress& p : h.ProgressOf(key)) {
+      out.push_back(p.prefill_done - done);
+      done = p.prefill_done;
+    }
+    return out;
+  };
+  EXPECT_EQ(chunks("wf/long"), (std::vector<int64_t>{100, 100, 50}));
+  EXPECT_EQ(h.reports[0].prefill_tokens, 140) << "the short prompt shares the first step";
+  EXPECT_EQ(h.ProgressOf("wf/short")[0].output_done, 1);
+  // Without the cap the long prompt is one chunk (the control).
+  SimulatedHarness whole(Limits(8192, 1000));
+  ASSERT_TRUE(whole.engine.Admit(Seq("wf/long", 250, 2, {{"wf/l", 0, false}})).ok());
+  whole.RunUntilReports(1);
+  ASSERT_EQ(whole.reports.size(), 1u);
+  EXPECT_EQ(whole.reports[0].prefill_tokens, 250);
+}
+
 TEST(SimulatedEngine, MaxNumSeqsCapsTheBatch) {
   SimulatedHarness h(Limits(8192, 1000, /*max_seqs=*/2));
   for (int i = 0; i < 3; ++i)

@@ -129,6 +129,29 @@ TEST(Replay, UnloadedJobsTakeAboutTheirOwnServiceTime) {
   EXPECT_GT(r->jct_mean_s, 1.0);
 }
 
+// Each record carries its session's recorded tool time and LLM calls, as the trace holds
+// them; alone on the cluster, its JCT is at least that tool time.
+TEST(Replay, RecordsCarryToolTimeAndLlmCalls) {
+  std::vector<v1::TraceRecord> t = Sessions(0.001, 1);
+  auto r = RunReplay(t, DefaultCluster(), "switchyard", {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->workflow_records.size(), t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    int64_t llm = 0, tool_ms = 0;
+    std::set<std::string> tools;
+    for (const auto& n : t[i].workflow().nodes()) {
+      llm += n.kind() == v1::LLM ? 1 : 0;
+      if (n.kind() == v1::TOOL) tools.insert(n.id());
+    }
+    for (const auto& a : t[i].actuals()) tool_ms += tools.count(a.node_id()) ? a.duration_ms() : 0;
+    const WorkflowRecord& w = r->workflow_records[i];
+    EXPECT_EQ(w.llm_calls, llm) << w.id;
+    EXPECT_DOUBLE_EQ(w.tool_s, static_cast<double>(tool_ms) / 1e3) << w.id;
+    EXPECT_GT(w.llm_calls, 0) << w.id;
+    EXPECT_GT(w.tool_s, 0) << w.id << ": the fixture's sessions run tools";
+  }
+}
+
 // Replays `t` under switchyard on the default cluster (`base`) and on it with `tweak`
 // applied (`tweaked`); every workflow of the tweaked run completes, in the same order.
 void ReplayWithAndWithout(const std::vector<v1::TraceRecord>& t,

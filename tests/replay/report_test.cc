@@ -61,7 +61,7 @@ TEST(Report, ReportJsonIsDeterministicAndLeavesOutWallClock) {
 
 TEST(Report, ReportJsonHasWorkflowRecordsWithNullForNone) {
   PolicyReport r = Sample("switchyard");
-  r.workflow_records = {{"wf-a", 1.5, 12.25, "completed", 901.5},
+  r.workflow_records = {{"wf-a", 1.5, 12.25, "completed", 901.5, 7.5, 4},
                         {"wf-b", 86400.123, -1, "unfinished", -1},
                         {"wf-c", 3, 7, "failed", -1}};
   std::string json = ReportJson({"t", "c", "d", 1, ""}, {r});
@@ -77,6 +77,8 @@ TEST(Report, ReportJsonHasWorkflowRecordsWithNullForNone) {
   EXPECT_DOUBLE_EQ(a.at("end_s").number_value(), 12.25);
   EXPECT_EQ(a.at("state").string_value(), "completed");
   EXPECT_DOUBLE_EQ(a.at("deadline_s").number_value(), 901.5);
+  EXPECT_DOUBLE_EQ(a.at("tool_s").number_value(), 7.5);
+  EXPECT_EQ(a.at("llm_calls").number_value(), 4);
   const auto& b = recs.values(1).struct_value().fields();
   EXPECT_EQ(b.at("state").string_value(), "unfinished");
   EXPECT_EQ(b.at("end_s").kind_case(), google::protobuf::Value::kNullValue);

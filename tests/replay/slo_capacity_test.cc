@@ -19,6 +19,24 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The SLO is on the LLM part: tool time, the same alone and under load, is taken out.
+TEST(SloAttainment, IsOnTheLlmPartOfTheSession) {
+  // JCT⁰ 10 s of which 8 s tools: 2 s of LLM work. Under load the JCT is 12 s: the whole
+  // JCT grew 1.2x, the LLM part 2x.
+  WorkflowRecord r{"a", 0, 12, "completed", -1, /*tool_s=*/8, /*llm_calls=*/3};
+  EXPECT_DOUBLE_EQ(LlmSlowdown(r, 10), 2.0);
+  EXPECT_EQ(Attainment({r}, {{"a", 10}}, 2, SloWindow{}).attained, 1);
+  EXPECT_EQ(Attainment({r}, {{"a", 10}}, 1.9, SloWindow{}).attained, 0)
+      << "on whole JCTs (1.2x) it would attain";
+  // Without tool time, or (almost) all tool time alone: the whole JCT.
+  EXPECT_DOUBLE_EQ(LlmSlowdown(WorkflowRecord{"b", 0, 12, "completed", -1}, 10), 1.2);
+  EXPECT_DOUBLE_EQ(LlmSlowdown(WorkflowRecord{"c", 0, 12, "completed", -1, 10, 1}, 10), 1.2);
+  EXPECT_EQ(LlmSlowdown(WorkflowRecord{"d", 0, -1, "unfinished", -1, 8, 3}, 10), kInf);
+  EXPECT_EQ(LlmSlowdown(WorkflowRecord{"e", 0, 12, "failed", -1, 8, 3}, 10), kInf);
+  SlowdownStats s = SlowdownPercentiles({r}, {{"a", 10}}, SloWindow{});
+  EXPECT_DOUBLE_EQ(s.p50, 2.0);
+}
+
 TEST(SloAttainment, CountsOnlyCompletedWithinKTimesJct0) {
   std::vector<WorkflowRecord> recs = {
       {"a", 0, 10, "completed", -1},    // JCT 10 = 2 × 5: attains (boundary)
