@@ -5,12 +5,18 @@
 namespace switchyard::executors {
 
 Result<Stack> BuildStack(StackSpec spec, EventLoop* loop) {
-  if (!spec.cost) return Status::InvalidArgument("a stack needs the default model's cost model");
   Stack s;
   auto policy = scheduler::CreatePolicy(spec.policy);
   if (!policy.ok())
     return Status::InvalidArgument("scheduler policy: " + policy.status().message());
   s.policy = std::move(*policy);
+  if (s.policy->UsesForesight() && spec.core.foresight == nullptr) {
+    return Status::InvalidArgument(
+        "scheduler policy: " + std::string(s.policy->name()) +
+        " needs the recorded future of a replayed trace (switchyard replay or sweep); it "
+        "cannot schedule live traffic");
+  }
+  if (!spec.cost) return Status::InvalidArgument("a stack needs the default model's cost model");
   SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(spec.shape));
   if (spec.edit_topology) SY_RETURN_IF_ERROR(spec.edit_topology(&topo_proto));
   SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));

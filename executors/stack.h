@@ -57,8 +57,8 @@ struct Stack {
                         KvMover* mover);
 };
 
-// The policy (InvalidArgument "scheduler policy: ..." for a bad spec), the topology and
-// its link budgets on `loop`, and the core.
+// The policy (InvalidArgument "scheduler policy: ..." for a bad spec, or the oracle without
+// spec.core.foresight), the topology and its link budgets on `loop`, and the core.
 Result<Stack> BuildStack(StackSpec spec, EventLoop* loop);
 
 }  // namespace switchyard::executors

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -217,6 +218,35 @@ executors::StackSpec ReplayStackSpec(const v1::ReplayCluster& cluster,
   return spec;
 }
 
+// The oracle's foresight (scheduler/foresight.h): the trace's recorded tool durations, plus
+// the cluster's tool overhead as the simulated tools take them, and output lengths. The core
+// reads it for the oracle policy only.
+class TraceForesight final : public scheduler::Foresight {
+ public:
+  TraceForesight(const std::map<std::string, const v1::NodeActual*>* actual, Duration overhead)
+      : actual_(actual), overhead_(overhead) {}
+  std::optional<Duration> ToolDuration(const std::string& wf,
+                                       const std::string& node) const override {
+    const v1::NodeActual* a = Find(wf, node);
+    if (a == nullptr) return std::nullopt;
+    return Millis(a->duration_ms()) + overhead_;
+  }
+  std::optional<int64_t> OutputTokens(const std::string& wf,
+                                      const std::string& node) const override {
+    const v1::NodeActual* a = Find(wf, node);
+    if (a == nullptr || a->output_tokens() <= 0) return std::nullopt;
+    return a->output_tokens();
+  }
+
+ private:
+  const v1::NodeActual* Find(const std::string& wf, const std::string& node) const {
+    auto it = actual_->find(Key(wf, node));
+    return it == actual_->end() ? nullptr : it->second;
+  }
+  const std::map<std::string, const v1::NodeActual*>* actual_;
+  Duration overhead_;
+};
+
 // One replay of a trace under one policy, in virtual time.
 class Replayer {
  public:
@@ -232,10 +262,10 @@ class Replayer {
     cost_ = std::make_unique<executors::RooflineCostModel>(std::move(cost));
     const executors::EngineLimits limits =
         EngineLimitsOf(cluster_, shape, cost_->KvBytesPerToken());
-    SY_ASSIGN_OR_RETURN(
-        stack_,
-        executors::BuildStack(
-            ReplayStackSpec(cluster_, shape, limits, policy_name, options_, cost_.get()), &loop_));
+    executors::StackSpec spec =
+        ReplayStackSpec(cluster_, shape, limits, policy_name, options_, cost_.get());
+    spec.core.foresight = &foresight_;  // read for the oracle only
+    SY_ASSIGN_OR_RETURN(stack_, executors::BuildStack(std::move(spec), &loop_));
     SY_ASSIGN_OR_RETURN(step_cost_, MakeStepCost(cluster_, options_.cluster_dir));
     rep_.policy = policy_name;
     rep_.cluster = cluster_.name();
@@ -431,7 +461,8 @@ class Replayer {
   PolicyReport rep_;
   Collector col_;
   std::map<std::string, const v1::NodeActual*> actual_;  // "wf/node"
-  std::map<std::string, int> attempts_;                  // recorded failures taken, "wf/node"
+  TraceForesight foresight_{&actual_, Seconds(cluster_.tool_overhead_s())};
+  std::map<std::string, int> attempts_;  // recorded failures taken, "wf/node"
   std::map<std::string, PendingWorkflow> pending_;
   std::map<std::string, std::set<std::string>> known_;
   size_t ended_ = 0;

@@ -24,6 +24,7 @@
 #include "scheduler/duration_sketch.h"
 #include "scheduler/environment.h"
 #include "scheduler/events.h"
+#include "scheduler/foresight.h"
 #include "scheduler/policy.h"
 
 namespace switchyard::scheduler {
@@ -69,6 +70,9 @@ struct CoreOptions {
   // Deadline-bound nodes whose latest start is within this horizon run first (EDF).
   Duration urgent_horizon = Seconds(1.0);
   DurationModel::Options durations;
+  // The trace's recorded future, for the oracle policy only (foresight.h): read only when
+  // the policy's UsesForesight() holds, never for another policy. Borrowed.
+  const Foresight* foresight = nullptr;
 };
 
 // What shared prefixes saved so far (CoreOptions::share_prefixes).

@@ -25,6 +25,7 @@ Duration CoreState::EstimateRun(const WfRec& wf, const NodeRec& n) const {
   for (const auto& [key, tokens] : NodePrefixes(wf, n)) total += tokens;  // read, not computed
   int64_t out = n.spec.hints().max_output_tokens() > 0 ? n.spec.hints().max_output_tokens()
                                                        : opt.default_max_output_tokens;
+  if (const Foresight* f = foresight()) out = f->OutputTokens(wf.id, n.spec.id()).value_or(out);
   int64_t fresh = n.new_tokens - n.new_done;
   const ComputeCostModel& cost = CostOf(n.spec.model_id());
   return cost.PrefillTime(recompute + fresh, total - recompute) +

@@ -35,13 +35,24 @@ void CoreState::LoadAhead() {
   }
 }
 
+Duration CoreState::PredictTool(const WfRec& wf, const NodeRec& tool, double q) const {
+  if (const Foresight* f = foresight()) {
+    if (std::optional<Duration> d = f->ToolDuration(wf.id, tool.spec.id())) return *d;
+  }
+  return durations.Predict(wf.tenant, tool.spec.tool_name(), q,
+                           Millis(tool.spec.hints().expected_duration_ms()));
+}
+
 std::vector<Duration> CoreState::ToolQuantiles(const WfRec& wf, const NodeRec& tool,
                                                Duration elapsed) {
   static constexpr double kQ[] = {0.1, 0.25, 0.5, 0.75, 0.9};
+  if (const Foresight* f = foresight()) {  // the oracle: the recorded remaining time
+    if (std::optional<Duration> d = f->ToolDuration(wf.id, tool.spec.id()))
+      return std::vector<Duration>(std::size(kQ), std::max(Millis(1), *d - elapsed));
+  }
   std::vector<Duration> out;
-  Duration hint = Millis(tool.spec.hints().expected_duration_ms());
   for (double q : kQ) {
-    Duration d = durations.Predict(wf.tenant, tool.spec.tool_name(), q, hint) - elapsed;
+    Duration d = PredictTool(wf, tool, q) - elapsed;
     // Past the learned quantile: a late tool's remaining time grows with what it has
     // already taken.
     if (d <= Millis(1))

@@ -42,8 +42,7 @@ bool CoreState::EvictFor(int w, uint64_t need, const std::vector<std::string>& k
                          steps == INT32_MAX && !wf.contexts.empty() && wf.contexts.back() != c.key};
     if (c.wait_tool >= 0) {
       const NodeRec& tool = wf.nodes[static_cast<size_t>(c.wait_tool)];
-      Duration predicted = durations.Predict(wf.tenant, tool.spec.tool_name(), 0.5,
-                                             Millis(tool.spec.hints().expected_duration_ms()));
+      Duration predicted = PredictTool(wf, tool, 0.5);
       info.until_next_use = std::max(Duration(0), predicted - (now - tool.started));
     }
     double pri = policy->EvictionPriority(info);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "scheduler/internal/policy_math.h"
+#include "scheduler/oracle_policy.h"
 #include "scheduler/reference_policies.h"
 
 namespace switchyard::scheduler {
@@ -183,6 +184,7 @@ std::unique_ptr<Policy> MakePolicy(std::string_view name) {
   if (name == "continuum") return std::make_unique<ContinuumPolicy>();
   if (name == "autellix") return std::make_unique<AutellixPolicy>();
   if (name == "kvflow") return std::make_unique<KvFlowPolicy>();
+  if (name == "oracle") return std::make_unique<OraclePolicy>();
   return nullptr;
 }
 

@@ -170,6 +170,9 @@ class Policy {
   // does not spend the cluster on lost causes while the next deadlines are missed too.
   virtual bool SkipHopelessDeadlines() const { return false; }
   virtual WaitDecision OnWait(const WaitInput& in) const = 0;
+  // The oracle only (foresight.h): the core fills this policy's inputs from the trace's
+  // recorded future instead of its predictions; it needs CoreOptions::foresight.
+  virtual bool UsesForesight() const { return false; }
   virtual double EvictionPriority(const IdleContextInfo& c) const;
   // Load-ahead (KVFlow): when an LLM node becomes ready, contexts held on host or disk
   // whose next use is at most this many graph steps away are reloaded into HBM while it has
@@ -303,9 +306,9 @@ class KeepDuringToolPolicy final : public Policy {
   WaitDecision OnWait(const WaitInput& in) const override;
 };
 
-// Builds a policy by name: "switchyard", "keep-during-tool", and the reference policies of
+// Builds a policy by name: "switchyard", "keep-during-tool", the reference policies of
 // scheduler/reference_policies.h ("vllm-fcfs", "infercept", "continuum", "autellix",
-// "kvflow"); nullptr when unknown.
+// "kvflow") and "oracle" (oracle_policy.h); nullptr when unknown.
 std::unique_ptr<Policy> MakePolicy(std::string_view name);
 
 // Builds a policy from a spec: a name as for MakePolicy, and for "switchyard" optional

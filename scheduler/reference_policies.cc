@@ -32,7 +32,7 @@ constexpr double kReactive = 1e6;
 
 std::vector<std::string_view> PolicyNames() {
   return {"switchyard", "keep-during-tool", "vllm-fcfs", "infercept",
-          "continuum",  "autellix",         "kvflow"};
+          "continuum",  "autellix",         "kvflow",    "oracle"};
 }
 
 // ---- vLLM FCFS ----------------------------------------------------------------------

@@ -297,6 +297,12 @@ struct CoreState {
   void PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out_done);
   std::vector<std::string> NodeContexts(const WfRec& wf, const NodeRec& n) const;
   Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;
+  // The trace's recorded future (CoreOptions::foresight) when the policy uses it; else
+  // null: no other policy's inputs ever come from it.
+  const Foresight* foresight() const { return policy->UsesForesight() ? opt.foresight : nullptr; }
+  // A tool's predicted total duration at quantile q: its recorded one under foresight,
+  // else the learned sketch (with the node's expected_duration_ms hint before any sample).
+  Duration PredictTool(const WfRec& wf, const NodeRec& tool, double q) const;
   double Pressure(int worker) const;
   bool ContextsResident(const WfRec& wf, const NodeRec& n) const;  // all committed in HBM
 

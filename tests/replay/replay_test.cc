@@ -9,6 +9,8 @@
 #include <optional>
 #include <set>
 
+#include "base/virtual_event_loop.h"
+#include "executors/stack.h"
 #include "proto/json.h"
 #include "replay/cluster.h"
 #include "replay/convert.h"
@@ -127,6 +129,19 @@ TEST(Replay, UnloadedJobsTakeAboutTheirOwnServiceTime) {
   EXPECT_EQ(r->transfers, 0u);
   EXPECT_EQ(r->deadline_miss_rate, 0.0);
   EXPECT_GT(r->jct_mean_s, 1.0);
+}
+
+// The oracle needs the recorded future only a replay has: a stack without it (serve's) is
+// refused, naming the policy and where it runs.
+TEST(Replay, TheOracleIsRefusedWithoutARecordedFuture) {
+  executors::StackSpec spec;
+  spec.policy = "oracle";
+  VirtualEventLoop loop;
+  auto s = executors::BuildStack(spec, &loop);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("oracle"), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("replay"), std::string::npos) << s.status();
 }
 
 // Each record carries its session's recorded tool time and LLM calls, as the trace holds

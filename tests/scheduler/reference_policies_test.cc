@@ -264,7 +264,7 @@ TEST(ReferencePolicies, RegistryKnowsEveryName) {
     ASSERT_NE(p, nullptr) << name;
     EXPECT_EQ(p->name(), name);
   }
-  EXPECT_EQ(PolicyNames().size(), 7u);
+  EXPECT_EQ(PolicyNames().size(), 8u);
 }
 
 // On the real core, one slot: A's second call became ready (1.05 s) before the young
