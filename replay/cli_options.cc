@@ -63,7 +63,12 @@ const char* const kConvertUsage =
     "  --output-cap N (default 16384): every LLM call's max_output_tokens is max(N, its\n"
     "  recorded output), so policies cannot read the recorded length (the simulated engine\n"
     "  still stops there); recorded: the cap is the recorded output (an oracle for policies;\n"
-    "  what a real engine that decodes to the cap needs: bench fidelity, scripts/run.sh).\n";
+    "  what a real engine that decodes to the cap needs: bench fidelity, scripts/run.sh).\n"
+    "  [--think-time S[:SIGMA]] [--think-every N] (agent-sessions): a human in the loop. A\n"
+    "  user request comes before a call with probability 1/N (default 8: one every 8 agent\n"
+    "  calls), after the human's think time, log-normal with median S seconds and shape\n"
+    "  SIGMA (default 1.5: heavy-tailed), at most a day: a tool node \"human\". Deadline\n"
+    "  classes do not allow for it (--deadline none for such traces).\n";
 
 namespace {
 
@@ -355,6 +360,15 @@ std::optional<Status> TakeWorkloadFlag(const std::string& a, const std::string& 
     o->repeat = static_cast<int>(n);
   } else if (a == "--limit") {
     SY_RETURN_IF_ERROR(Count(a, v, 0, &o->limit));
+  } else if (a == "--think-time") {
+    const size_t colon = v.find(':');
+    SY_RETURN_IF_ERROR(
+        Number(a, v.substr(0, colon), 0, true, 86400, false, "> 0 and <= 86400", &o->think_time_s));
+    if (colon != std::string::npos)
+      return Number(a + " sigma", v.substr(colon + 1), 0, true, 4, false, "> 0 and <= 4",
+                    &o->think_sigma);
+  } else if (a == "--think-every") {
+    return Number(a, v, 1, false, 1e6, false, ">= 1", &o->think_every);
   } else {
     return std::nullopt;
   }
@@ -410,31 +424,49 @@ Status CheckConvertArgs(const ConvertArgs& c, const DeadlineFlags& d) {
 Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
   ConvertArgs c;
   DeadlineFlags deadline;
-  Status st = Walk(
-      args,
-      {"--from", "-o", "--out", "--arrival", "--rate", "--seed", "--burst-factor", "--tenants",
-       "--repeat", "--limit", "--model", "--deadline", "--deadline-class", "--tenant-class",
-       "--deadline-factor", "--token-scale", "--time-scale", "--context-reuse", "--output-cap"},
-      [&](const std::string& a, const std::string& v) -> Status {
-        if (a == "-h" || a == "--help") {
-          c.help = true;
-        } else if (a == "--from") {
-          if (v != "agent-sessions" && v != "mooncake" && v != "azure")
-            return Bad("--from must be agent-sessions, mooncake or azure, not '" + v + "'");
-          c.from = v;
-        } else if (a == "-o" || a == "--out") {
-          c.output = v;
-        } else if (std::optional<Status> w = TakeWorkloadFlag(a, v, &c.options)) {
-          return *w;
-        } else if (std::optional<Status> d = TakeDeadlineFlag(a, v, &c.options, &deadline)) {
-          return *d;
-        } else if (!a.empty() && a[0] != '-' && c.input.empty()) {
-          c.input = a;
-        } else {
-          return Bad("unexpected argument '" + a + "'");
-        }
-        return Status::OK();
-      });
+  Status st =
+      Walk(args,
+           {"--from",
+            "-o",
+            "--out",
+            "--arrival",
+            "--rate",
+            "--seed",
+            "--burst-factor",
+            "--tenants",
+            "--repeat",
+            "--limit",
+            "--model",
+            "--deadline",
+            "--deadline-class",
+            "--tenant-class",
+            "--deadline-factor",
+            "--token-scale",
+            "--time-scale",
+            "--context-reuse",
+            "--output-cap",
+            "--think-time",
+            "--think-every"},
+           [&](const std::string& a, const std::string& v) -> Status {
+             if (a == "-h" || a == "--help") {
+               c.help = true;
+             } else if (a == "--from") {
+               if (v != "agent-sessions" && v != "mooncake" && v != "azure")
+                 return Bad("--from must be agent-sessions, mooncake or azure, not '" + v + "'");
+               c.from = v;
+             } else if (a == "-o" || a == "--out") {
+               c.output = v;
+             } else if (std::optional<Status> w = TakeWorkloadFlag(a, v, &c.options)) {
+               return *w;
+             } else if (std::optional<Status> d = TakeDeadlineFlag(a, v, &c.options, &deadline)) {
+               return *d;
+             } else if (!a.empty() && a[0] != '-' && c.input.empty()) {
+               c.input = a;
+             } else {
+               return Bad("unexpected argument '" + a + "'");
+             }
+             return Status::OK();
+           });
   if (!st.ok()) return st;
   if (c.help) return c;
   SY_RETURN_IF_ERROR(CheckConvertArgs(c, deadline));

@@ -117,6 +117,16 @@ struct ConvertOptions {
   std::string model_id = "Llama-3.1-8B";
   double token_scale = 1.0;  // > 0: factor on every token count (see "Scales" above)
   double time_scale = 1.0;   // > 0: factor on every duration and arrival offset
+  // agent-sessions, human think time (--think-time): > 0, a user request comes before a
+  // call with probability 1 / think_every (none before the first call, the session's
+  // opening request), preceded by the human's think time — a TOOL node "think-<i>", tool
+  // "human", after the previous call and its tools, before the call — drawn log-normal
+  // with median think_time_s and shape think_sigma (heavy-tailed: sigma 1.5 puts the mean
+  // at 3.1x the median and the 99th percentile at 33x), at most a day. Seeded per session
+  // by `seed`. 0: none (the trace records a batch run, no human in the loop).
+  double think_time_s = 0;
+  double think_sigma = 1.5;
+  double think_every = 8;  // agent calls per user request, on average
 };
 
 // Each converter reads the whole input text and returns records sorted by arrival.

@@ -1,5 +1,7 @@
 // agent-sessions → Switchyard trace (rules in convert.h).
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <set>
 
 #include "proto/json.h"
@@ -118,8 +120,40 @@ struct ContextTracker {
   }
 };
 
+// The calls a user request precedes (ConvertOptions::think_time_s), with the human's think
+// time before each, in ms; empty without think time.
+std::map<int, int64_t> ThinkTimes(const Session& s, uint64_t session_seed,
+                                  const ConvertOptions& o) {
+  std::map<int, int64_t> out;
+  if (!(o.think_time_s > 0)) return out;
+  std::mt19937_64 rng(session_seed);
+  std::bernoulli_distribution request(1.0 / std::max(1.0, o.think_every));
+  std::lognormal_distribution<double> think(std::log(o.think_time_s), o.think_sigma);
+  for (int i = 1; i < s.llm_calls_size(); ++i) {
+    if (!request(rng)) continue;
+    out[i] = SecondsToMs(std::min(think(rng), 86400.0));
+  }
+  return out;
+}
+
+// The human's think time before call i: after call i-1 and every tool it started.
+void AddThinkNode(const Session& s, const std::vector<std::vector<int>>& tools_of, int i,
+                  int64_t ms, v1::TraceRecord* rec) {
+  v1::ProgramNode* n = rec->mutable_workflow()->add_nodes();
+  n->set_id("think-" + std::to_string(i));
+  n->set_kind(v1::TOOL);
+  n->set_tool_name("human");
+  n->add_deps("llm-" + std::to_string(i - 1));
+  for (int j : tools_of[static_cast<size_t>(i - 1)]) n->add_deps("tool-" + std::to_string(j));
+  auto* a = rec->add_actuals();
+  a->set_node_id(n->id());
+  a->set_duration_ms(ms);
+  a->set_revealed_after("llm-" + std::to_string(i - 1));
+}
+
 v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int64_t arrival_ms,
-                                const std::string& tenant, const ConvertOptions& o) {
+                                const std::string& tenant, const ConvertOptions& o,
+                                const std::map<int, int64_t>& think_ms) {
   v1::TraceRecord rec;
   rec.set_source("agent-sessions:" + s.session());
   rec.set_arrival_ms(arrival_ms);
@@ -154,6 +188,7 @@ v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int6
         const auto& t = s.tool_calls(j);
         if (t.start_s() + t.dur_s() <= c.req_s() + 1e-3) n->add_deps("tool-" + std::to_string(j));
       }
+      if (think_ms.count(i)) n->add_deps("think-" + std::to_string(i));
     }
     auto* a = rec.add_actuals();
     a->set_node_id(n->id());
@@ -176,6 +211,7 @@ v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int6
       a->set_revealed_after("llm-" + std::to_string(i));
     }
   }
+  for (const auto& [i, ms] : think_ms) AddThinkNode(s, tools_of, i, ms, &rec);
   return rec;
 }
 
@@ -205,7 +241,8 @@ Result<std::vector<v1::TraceRecord>> ConvertAgentSessions(const std::string& jso
   for (size_t k = 0; k < total; ++k) {
     const Session& s = sessions[k % sessions.size()].second;
     std::string id = "as-" + s.session() + "-" + std::to_string(k / sessions.size());
-    out.push_back(SessionToRecord(s, id, arrivals[k], TenantFor(k, o), o));
+    out.push_back(SessionToRecord(s, id, arrivals[k], TenantFor(k, o), o,
+                                  ThinkTimes(s, o.seed * 1000003 + k, o)));
     ApplyScales(o, &out.back());
     SY_RETURN_IF_ERROR(ApplyDeadline(SessionSpan(s), o, &out.back()));
   }

@@ -8,9 +8,12 @@ their policies in order, a later sweep's policy replacing an earlier one's of th
 name (a policy re-swept at other rates or with a newer build). The policy order is the
 first DIR's, new names appended. Prints, per cluster, one row of SLO
 capacity (mean +- sample stddev [min-max] for the first policy, means for the others, the
-best reference policy and the first policy's ratio to it), then the slowdown P99 at each
-load fraction per policy. Policies whose name starts with the first policy's name
-("switchyard:order=arrival") are variants, not references.
+best reference policy and the first policy's ratio to it; with an `oracle` column, the
+oracle's headroom over the best reference (oracle / best - 1) and the share of it the first
+policy captures ((first - best) / (oracle - best))), then the slowdown P99 at each load
+fraction per policy. Policies whose name starts with the first policy's name
+("switchyard:order=arrival") are variants, and the oracle an upper bound: neither is a
+reference.
 """
 import json
 import sys
@@ -38,8 +41,10 @@ def main(argv):
         runs.append((name, {"policies": [merged[n] for n in order]}))
     policies = [p["policy"] for p in runs[0][1]["policies"]]
     ours = policies[0]
-    print("| cluster | " + " | ".join(policies) + " | best reference | ratio |")
-    print("|---" * (len(policies) + 3) + "|")
+    oracle = "oracle" in policies
+    extra = " headroom | captured |" if oracle else ""
+    print("| cluster | " + " | ".join(policies) + " | best reference | ratio |" + extra)
+    print("|---" * (len(policies) + 3 + (2 if oracle else 0)) + "|")
     for name, d in runs:
         cells, best = [], (None, 0.0)
         for p in d["policies"]:
@@ -49,10 +54,17 @@ def main(argv):
                              f"[{c['min_per_s']:.4g}–{c['max_per_s']:.4g}]")
             else:
                 cells.append(f"{c['mean_per_s']:.4g}{star}")
-            if not p["policy"].startswith(ours) and c["mean_per_s"] > best[1]:
+            reference = not p["policy"].startswith(ours) and p["policy"] != "oracle"
+            if reference and c["mean_per_s"] > best[1]:
                 best = (p["policy"], c["mean_per_s"])
         mine = d["policies"][0]["capacity"]["mean_per_s"]
-        print(f"| {name} | " + " | ".join(cells) + f" | {best[0]} | {mine / best[1]:.3f} |")
+        row = f"| {name} | " + " | ".join(cells) + f" | {best[0]} | {mine / best[1]:.3f} |"
+        if oracle:
+            top = {p["policy"]: p for p in d["policies"]}["oracle"]["capacity"]["mean_per_s"]
+            room = top - best[1]
+            share = f"{(mine - best[1]) / room:.0%}" if room > 0 else "n/a (no headroom)"
+            row += f" {top / best[1] - 1:.1%} | {share} |"
+        print(row)
     print()
     fracs = [s["load_fraction"] for s in runs[0][1]["policies"][0]["slowdown"]]
     refs = [p for p in policies if p == ours or not p.startswith(ours)]

@@ -208,6 +208,28 @@ TEST(ConvertArgs, ScaleFlagsRejectBadValuesNamingTheFlag) {
   }
 }
 
+TEST(ConvertArgs, ThinkTimeFlags) {
+  std::vector<std::string> base = {"--from", "agent-sessions", "in", "-o", "out"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return ParseConvertArgs(a);
+  };
+  auto c = with({"--think-time", "120:2", "--think-every", "5"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->options.think_time_s, 120);
+  EXPECT_EQ(c->options.think_sigma, 2);
+  EXPECT_EQ(c->options.think_every, 5);
+  c = with({"--think-time", "30"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->options.think_sigma, 1.5) << "the default shape";
+  EXPECT_EQ(Err(with({"--think-time", "0"})),
+            "--think-time needs a number > 0 and <= 86400, not '0'");
+  EXPECT_EQ(Err(with({"--think-time", "60:9"})),
+            "--think-time sigma needs a number > 0 and <= 4, not '9'");
+  EXPECT_EQ(Err(with({"--think-every", "0.5"})), "--think-every needs a number >= 1, not '0.5'");
+}
+
 TEST(ConvertArgs, ContextReuseAndOutputCap) {
   std::vector<std::string> base = {"--from", "agent-sessions", "in", "-o", "out"};
   auto parse = [&](std::vector<std::string> extra) {

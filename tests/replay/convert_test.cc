@@ -35,6 +35,64 @@ const v1::ProgramNode* NodeOf(const v1::TraceRecord& r, const std::string& node)
   return nullptr;
 }
 
+// --think-time: a user request before about one call in think_every, after a log-normal
+// think time (a "human" tool node between the previous call with its tools and the call).
+TEST(ConvertAgentSessionsTest, ThinkTimePutsAHumanBetweenSomeCalls) {
+  const std::string text = ReadFixture("agent_sessions_sample.jsonl");
+  ConvertOptions o;
+  o.repeat = 20;
+  auto plain = ConvertAgentSessions(text, o);
+  o.think_time_s = 60;
+  auto human = ConvertAgentSessions(text, o);
+  auto again = ConvertAgentSessions(text, o);
+  ASSERT_TRUE(plain.ok() && human.ok() && again.ok());
+  int64_t calls = 0, thinks = 0;
+  std::vector<double> seconds;
+  for (size_t r = 0; r < human->size(); ++r) {
+    const v1::TraceRecord& rec = (*human)[r];
+    std::map<std::string, const v1::ProgramNode*> nodes;
+    for (const auto& n : rec.workflow().nodes()) nodes[n.id()] = &n;
+    for (const auto& [id, n] : nodes) {
+      if (n->kind() == v1::LLM && id != "llm-0") ++calls;
+      if (id.rfind("think-", 0) != 0) continue;
+      ++thinks;
+      EXPECT_EQ(n->kind(), v1::TOOL);
+      EXPECT_EQ(n->tool_name(), "human");
+      const std::string i = id.substr(6);
+      EXPECT_EQ(n->deps(0), "llm-" + std::to_string(std::stoi(i) - 1)) << "after the call before";
+      const v1::ProgramNode* call = nodes.at("llm-" + i);
+      EXPECT_NE(std::find(call->deps().begin(), call->deps().end(), id), call->deps().end())
+          << "the call waits for its request";
+    }
+    for (const auto& a : rec.actuals())
+      if (a.node_id().rfind("think-", 0) == 0) seconds.push_back(a.duration_ms() / 1e3);
+    int here = 0;
+    for (const auto& [id, n] : nodes) here += id.rfind("think-", 0) == 0 ? 1 : 0;
+    EXPECT_EQ(rec.workflow().nodes_size(), (*plain)[r].workflow().nodes_size() + here)
+        << "the think nodes are all that is added";
+  }
+  ASSERT_GT(calls, 1000);
+  const double share = static_cast<double>(thinks) / static_cast<double>(calls);
+  EXPECT_GT(share, 0.08) << thinks << " of " << calls;
+  EXPECT_LT(share, 0.17) << thinks << " of " << calls;
+  ASSERT_EQ(seconds.size(), static_cast<size_t>(thinks));
+  std::sort(seconds.begin(), seconds.end());
+  EXPECT_GT(seconds[seconds.size() / 2], 40) << "the median is the one asked for";
+  EXPECT_LT(seconds[seconds.size() / 2], 90);
+  EXPECT_GT(seconds.back(), 600) << "heavy-tailed";
+  ASSERT_EQ(human->size(), again->size());
+  auto thinks_of = [](const v1::TraceRecord& rec) {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto& a : rec.actuals())
+      if (a.node_id().rfind("think-", 0) == 0) out.emplace_back(a.node_id(), a.duration_ms());
+    return out;
+  };
+  for (size_t r = 0; r < human->size(); ++r)
+    EXPECT_EQ(thinks_of((*human)[r]), thinks_of((*again)[r])) << "seeded";
+  for (const auto& rec : *plain)
+    for (const auto& n : rec.workflow().nodes()) EXPECT_NE(n.tool_name(), "human");
+}
+
 TEST(ConvertAgentSessionsTest, CountsAndExactDurations) {
   ConvertOptions o;
   o.rate_per_s = 0.1;
