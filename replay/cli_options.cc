@@ -68,7 +68,10 @@ const char* const kConvertUsage =
     "  user request comes before a call with probability 1/N (default 8: one every 8 agent\n"
     "  calls), after the human's think time, log-normal with median S seconds and shape\n"
     "  SIGMA (default 1.5: heavy-tailed), at most a day: a tool node \"human\". Deadline\n"
-    "  classes do not allow for it (--deadline none for such traces).\n";
+    "  classes do not allow for it (--deadline none for such traces).\n"
+    "  [--shared-preamble N] (agent-sessions): every context a session creates starts with\n"
+    "  the same N tokens (the harness's system prompt and tools), a tenant-wide shared\n"
+    "  prefix; label shared_preamble.\n";
 
 namespace {
 
@@ -367,6 +370,8 @@ std::optional<Status> TakeWorkloadFlag(const std::string& a, const std::string& 
     if (colon != std::string::npos)
       return Number(a + " sigma", v.substr(colon + 1), 0, true, 4, false, "> 0 and <= 4",
                     &o->think_sigma);
+  } else if (a == "--shared-preamble") {
+    SY_RETURN_IF_ERROR(Count(a, v, 1, &o->shared_preamble_tokens));
   } else if (a == "--think-every") {
     return Number(a, v, 1, false, 1e6, false, ">= 1", &o->think_every);
   } else {
@@ -446,6 +451,7 @@ Result<ConvertArgs> ParseConvertArgs(const std::vector<std::string>& args) {
             "--context-reuse",
             "--output-cap",
             "--think-time",
+            "--shared-preamble",
             "--think-every"},
            [&](const std::string& a, const std::string& v) -> Status {
              if (a == "-h" || a == "--help") {

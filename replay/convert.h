@@ -127,6 +127,11 @@ struct ConvertOptions {
   double think_time_s = 0;
   double think_sigma = 1.5;
   double think_every = 8;  // agent calls per user request, on average
+  // agent-sessions, --shared-preamble N: > 0, every context a session creates starts with
+  // the same N tokens (at most its prompt), the harness's system prompt and tool schemas
+  // every session of a coding agent sends first: a tenant-wide shared prefix
+  // "agent-preamble" (CacheRef.shared_prefix); label shared_preamble. 0: none.
+  int64_t shared_preamble_tokens = 0;
 };
 
 // Each converter reads the whole input text and returns records sorted by arrival.

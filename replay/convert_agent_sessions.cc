@@ -179,6 +179,10 @@ v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int6
     ref->set_context(r.context);
     ref->set_mode(r.mode);
     if (r.keep > 0) ref->set_keep_tokens(r.keep);
+    if (r.mode == v1::CacheRef::CREATE && o.shared_preamble_tokens > 0) {
+      ref->set_shared_prefix("agent-preamble");
+      ref->set_shared_prefix_tokens(std::min(o.shared_preamble_tokens, c.prompt_tokens()));
+    }
     n->mutable_hints()->set_prompt_tokens(c.prompt_tokens());
     n->mutable_hints()->set_extend_tokens(r.extend);
     n->mutable_hints()->set_max_output_tokens(std::max<int64_t>(1, c.output_tokens()));
@@ -212,6 +216,8 @@ v1::TraceRecord SessionToRecord(const Session& s, const std::string& wf_id, int6
     }
   }
   for (const auto& [i, ms] : think_ms) AddThinkNode(s, tools_of, i, ms, &rec);
+  if (o.shared_preamble_tokens > 0)
+    (*wf->mutable_labels())["shared_preamble"] = std::to_string(o.shared_preamble_tokens);
   return rec;
 }
 

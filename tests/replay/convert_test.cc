@@ -93,6 +93,31 @@ TEST(ConvertAgentSessionsTest, ThinkTimePutsAHumanBetweenSomeCalls) {
     for (const auto& n : rec.workflow().nodes()) EXPECT_NE(n.tool_name(), "human");
 }
 
+// --shared-preamble: every context a session creates starts with the same tokens, a
+// tenant-wide shared prefix; the contexts it extends name none.
+TEST(ConvertAgentSessionsTest, SharedPreambleStartsEveryCreatedContext) {
+  ConvertOptions o;
+  o.shared_preamble_tokens = 13000;
+  auto recs = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  int created = 0;
+  for (const auto& rec : *recs) {
+    EXPECT_EQ(rec.workflow().labels().at("shared_preamble"), "13000");
+    for (const auto& n : rec.workflow().nodes()) {
+      if (n.kind() != v1::LLM) continue;
+      const v1::CacheRef& ref = n.cache_refs(0);
+      if (ref.mode() == v1::CacheRef::CREATE) {
+        ++created;
+        EXPECT_EQ(ref.shared_prefix(), "agent-preamble") << n.id();
+        EXPECT_EQ(ref.shared_prefix_tokens(), std::min<int64_t>(13000, n.hints().prompt_tokens()));
+      } else {
+        EXPECT_TRUE(ref.shared_prefix().empty()) << n.id();
+      }
+    }
+  }
+  EXPECT_GE(created, static_cast<int>(recs->size()));
+}
+
 TEST(ConvertAgentSessionsTest, CountsAndExactDurations) {
   ConvertOptions o;
   o.rate_per_s = 0.1;

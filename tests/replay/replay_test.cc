@@ -131,6 +131,26 @@ TEST(Replay, UnloadedJobsTakeAboutTheirOwnServiceTime) {
   EXPECT_GT(r->jct_mean_s, 1.0);
 }
 
+// A shared harness preamble is computed once per worker and reused by every session there.
+TEST(Replay, ASharedPreambleIsPrefilledOncePerWorker) {
+  ConvertOptions o;
+  o.rate_per_s = 0.05;
+  o.repeat = 2;
+  o.seed = 7;
+  const std::string text = ReadFixture("agent_sessions_sample.jsonl");
+  auto plain = ConvertAgentSessions(text, o);
+  o.shared_preamble_tokens = 8000;
+  auto preamble = ConvertAgentSessions(text, o);
+  ASSERT_TRUE(plain.ok() && preamble.ok());
+  auto a = RunReplay(*plain, DefaultCluster(), "switchyard", {});
+  auto b = RunReplay(*preamble, DefaultCluster(), "switchyard", {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->prefix_hits, 0u);
+  EXPECT_GT(b->prefix_hits, 0u);
+  EXPECT_GT(b->prefill_tokens_saved, 0u);
+  EXPECT_LT(b->prefill_tokens, a->prefill_tokens);
+}
+
 // The oracle needs the recorded future only a replay has: a stack without it (serve's) is
 // refused, naming the policy and where it runs.
 TEST(Replay, TheOracleIsRefusedWithoutARecordedFuture) {
