@@ -34,10 +34,11 @@ const char* const kSweepUsage =
     "  --rates auto (the default): 9 rates from 1/4x to 4x the trace's natural rate, sqrt(2)\n"
     "  apart.\n"
     "  --slo-capacity: per policy and rate the share of workflows (arrivals in the middle of\n"
-    "  the span: --warmup-frac 0.1 and --drain-frac 0.1 dropped) with JCT <= K (2) x JCT0,\n"
-    "  JCT0 = the workflow alone under keep-during-tool; the SLO capacity (highest rate with\n"
-    "  attainment >= F (0.9), interpolated) over N (1) Poisson seeds S, S+1, ...; slowdowns\n"
-    "  JCT/JCT0 at 50/70/85/95% of it. Writes DIR/slo.txt, DIR/slo.json, DIR/slo.html.\n";
+    "  the span: --warmup-frac 0.1 and --drain-frac 0.1 dropped) whose LLM part slowed at\n"
+    "  most K (2) times, (JCT - tool time) <= K x (JCT0 - tool time), JCT0 = the workflow\n"
+    "  alone under keep-during-tool; the SLO capacity (highest rate with attainment >= F\n"
+    "  (0.9), interpolated) over N (1) Poisson seeds S, S+1, ...; those slowdowns at\n"
+    "  50/70/85/95% of it. Writes DIR/slo.txt, DIR/slo.json, DIR/slo.html.\n";
 
 const char* const kConvertUsage =
     "usage: switchyard convert --from agent-sessions|mooncake|azure INPUT -o OUTPUT\n"

@@ -223,9 +223,10 @@ std::string SloHtml(const SloResult& r, const std::string& command) {
   std::string s =
       "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Switchyard SLO capacity: " +
       Esc(r.name) + "</title>" + kStyle + "</head><body><h1>SLO capacity</h1>";
-  char buf[512];
+  char buf[1024];
   std::snprintf(buf, sizeof(buf),
-                "SLO: JCT &le; %g &times; JCT<sup>0</sup>, where JCT<sup>0</sup> is the "
+                "SLO: the LLM part slows down at most %g times, JCT &minus; tool time &le; k "
+                "&times; (JCT<sup>0</sup> &minus; tool time), where JCT<sup>0</sup> is the "
                 "workflow's JCT alone on the cluster under %s (the same yardstick for every "
                 "policy). Attainment: share of the workflows arriving in the middle of the "
                 "arrival span (first %g%% and last %g%% dropped) that meet it; a failed or "

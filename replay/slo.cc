@@ -390,7 +390,8 @@ std::string SloTable(const SloResult& r) {
   char buf[512];
   std::string s = "# SLO capacity: " + r.name + "\n";
   std::snprintf(buf, sizeof(buf),
-                "# SLO: JCT <= %g x JCT0 (JCT0: each workflow alone under %s); capacity = "
+                "# SLO: JCT - tool <= %g x (JCT0 - tool), the LLM part (JCT0: each workflow "
+                "alone under %s); capacity = "
                 "highest rate with attainment >= %g%%\n",
                 r.k, r.jct0_policy.c_str(), r.target * 100);
   s += buf;
@@ -442,7 +443,8 @@ std::string SloTable(const SloResult& r) {
            "higher --rates\n";
     }
   }
-  s += "\nslowdown JCT/JCT0 at fractions of each policy's mean capacity (mean over seeds)\n";
+  s += "\nslowdown of the LLM part, (JCT - tool) / (JCT0 - tool), at fractions of each "
+       "policy's mean capacity (mean over seeds)\n";
   std::snprintf(buf, sizeof(buf), "%-*s %6s %10s %9s %9s %9s %8s\n", w, "policy", "load", "rate/s",
                 "p50", "p90", "p99", "counted");
   s += buf;
