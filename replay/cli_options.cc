@@ -16,6 +16,7 @@ const char* const kReplayUsage =
     "  [--shared-prefix on|off|both] [--no-shared-prefix]\n"
     "  T: a Switchyard trace (JSON lines of TraceRecord; `switchyard convert` makes one).\n"
     "  P: switchyard, keep-during-tool, vllm-fcfs, infercept, continuum, autellix, kvflow,\n"
+    "     lmcache,\n"
     "     oracle (switchyard with the trace's recorded future: an upper bound) (default:\n"
     "     all). C: a cluster JSON file or a name in replay/clusters/\n"
     "     (default: h200x8-llama8b, built in).\n"

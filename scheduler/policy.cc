@@ -184,6 +184,7 @@ std::unique_ptr<Policy> MakePolicy(std::string_view name) {
   if (name == "continuum") return std::make_unique<ContinuumPolicy>();
   if (name == "autellix") return std::make_unique<AutellixPolicy>();
   if (name == "kvflow") return std::make_unique<KvFlowPolicy>();
+  if (name == "lmcache") return std::make_unique<LmCachePolicy>();
   if (name == "oracle") return std::make_unique<OraclePolicy>();
   return nullptr;
 }

@@ -308,7 +308,7 @@ class KeepDuringToolPolicy final : public Policy {
 
 // Builds a policy by name: "switchyard", "keep-during-tool", the reference policies of
 // scheduler/reference_policies.h ("vllm-fcfs", "infercept", "continuum", "autellix",
-// "kvflow") and "oracle" (oracle_policy.h); nullptr when unknown.
+// "kvflow", "lmcache") and "oracle" (oracle_policy.h); nullptr when unknown.
 std::unique_ptr<Policy> MakePolicy(std::string_view name);
 
 // Builds a policy from a spec: a name as for MakePolicy, and for "switchyard" optional

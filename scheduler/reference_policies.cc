@@ -31,8 +31,8 @@ constexpr double kReactive = 1e6;
 }  // namespace
 
 std::vector<std::string_view> PolicyNames() {
-  return {"switchyard", "keep-during-tool", "vllm-fcfs", "infercept",
-          "continuum",  "autellix",         "kvflow",    "oracle"};
+  return {"switchyard", "keep-during-tool", "vllm-fcfs", "infercept", "continuum",
+          "autellix",   "kvflow",           "lmcache",   "oracle"};
 }
 
 // ---- vLLM FCFS ----------------------------------------------------------------------
@@ -48,6 +48,24 @@ WaitDecision VllmFcfsPolicy::OnWait(const WaitInput& in) const {
 }
 
 double VllmFcfsPolicy::EvictionPriority(const IdleContextInfo& c) const { return Lru(c); }
+
+// ---- vLLM + LMCache -----------------------------------------------------------------
+
+OrderKey LmCachePolicy::Order(const ReadyNodeInfo& n) const {
+  return {n.resumed ? 0 : 1, n.ready_since.seconds()};  // vLLM's
+}
+
+WaitDecision LmCachePolicy::OnWait(const WaitInput& in) const {
+  if (in.reason == WaitReason::kEviction || in.reason == WaitReason::kPreempted) {
+    if (const WaitOption* host = HostOption(in))
+      return {WaitAction::kDemote, host->dst, Duration(0), 0,
+              "leaves the GPU: written back to host"};
+    return Discard("leaves the GPU (no host tier)");
+  }
+  return Keep("freed to prefix cache");
+}
+
+double LmCachePolicy::EvictionPriority(const IdleContextInfo& c) const { return Lru(c); }
 
 // ---- InferCept ----------------------------------------------------------------------
 

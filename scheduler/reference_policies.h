@@ -160,6 +160,27 @@ class KvFlowPolicy final : public Policy {
   int LoadAheadSteps() const override { return 2; }  // load_ahead_step=2 in KVFlow's code
 };
 
+// vLLM + LMCache (LMCache/LMCache's LMCacheConnectorV1; vLLM's OffloadingConnector behaves
+// alike; specified in replay/README.md "Policies"): the
+// production baseline most deployments would pick. vLLM V1 on the GPU (VllmFcfsPolicy's
+// order, head-of-line blocking, prefix cache with lazy LRU eviction), plus a host tier: a
+// context leaving the GPU — evicted from the prefix cache, or its call preempted — is
+// written back to host rather than dropped, and a later call reloads it (the core's
+// on-demand reload, skipped when recomputing is faster) instead of recomputing. No tool or
+// program awareness. Simplified: LMCache writes every finished request's blocks back at
+// once (a copy; the GPU blocks stay cached) and keeps chunks of 256 tokens in LRU; here a
+// context is written back when it leaves the GPU (a move: the core holds one copy), so the
+// write-back's PCIe bytes are spent only for contexts that leave, and the host tier is LRU
+// by context; the host tier's disk write-through is the core's demotion to disk.
+class LmCachePolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "lmcache"; }
+  bool HeadOfLineBlocking() const override { return true; }
+  OrderKey Order(const ReadyNodeInfo& n) const override;
+  WaitDecision OnWait(const WaitInput& in) const override;
+  double EvictionPriority(const IdleContextInfo& c) const override;
+};
+
 // Names of every policy MakePolicy knows, the default ("switchyard") first.
 std::vector<std::string_view> PolicyNames();
 

@@ -67,7 +67,7 @@ TEST(SweepArgs, DefaultsValuesAndErrors) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->rates, (std::vector<double>{0.1, 0.2, 0.4}));  // sorted: lowest = unloaded
   EXPECT_EQ(s->arrivals, "scale");
-  EXPECT_EQ(s->policies.size(), 8u);
+  EXPECT_EQ(s->policies.size(), 9u);
   auto auto_rates = ParseSweepArgs({"--trace", "t"});  // no --rates: auto
   ASSERT_TRUE(auto_rates.ok());
   EXPECT_TRUE(auto_rates->rates_auto);

@@ -258,13 +258,66 @@ TEST(KvFlow, LoadsAheadContextsWithinTwoStepsWhenHbmHasRoom) {
   EXPECT_EQ(sy.find("prefetch wf1/main"), std::string::npos) << sy;
 }
 
+TEST(LmCache, VllmOnTheGpuAndWritesBackWhatLeavesIt) {
+  LmCachePolicy p;
+  VllmFcfsPolicy vllm;
+  EXPECT_TRUE(p.HeadOfLineBlocking());
+  EXPECT_TRUE(Before(p, Ready(100, 105), Ready(0, 110))) << "vLLM's order: call arrival";
+  EXPECT_TRUE(Before(p, Ready(0, 200, 0, true), Ready(0, 105)));
+  EXPECT_EQ(p.OnWait(ToolWait(60, 0.01, 0.5)).action, WaitAction::kKeep) << "prefix cache";
+  for (WaitReason r : {WaitReason::kEviction, WaitReason::kPreempted}) {
+    WaitInput leave = ToolWait(60, 0.01, 0.5);
+    leave.reason = r;
+    WaitDecision d = p.OnWait(leave);
+    EXPECT_EQ(d.action, WaitAction::kDemote);
+    EXPECT_EQ(d.dst.tier, Tier::kHost);
+    EXPECT_NE(vllm.OnWait(leave).action, WaitAction::kDemote) << "vLLM alone has no host tier";
+    leave.options.clear();
+    EXPECT_EQ(p.OnWait(leave).action, WaitAction::kDiscard);
+  }
+  IdleContextInfo old_idle{1, Time::FromSeconds(1), Seconds(1), 1};
+  IdleContextInfo new_idle{1, Time::FromSeconds(5), Duration::max(), 1};
+  EXPECT_LT(p.EvictionPriority(old_idle), p.EvictionPriority(new_idle));  // LRU
+}
+
+// On the real core: an idle context evicted for a big call is written back to host, and
+// when its own next call comes it is loaded back, not recomputed.
+TEST(LmCache, OnTheCoreReloadsAWrittenBackContext) {
+  using namespace testing;  // NOLINT
+  LmCachePolicy policy;
+  SimulatedFabric fabric(SimulatedFabric::Options{});
+  FixedRateCost cost;
+  CoreOptions o = OneSlot(2'000'000'000);
+  o.use_disk = o.use_peer = false;
+  Core core(o, &policy, &fabric, &fabric, &cost);
+  std::string all;
+  auto run = [&](double t, const Event& e) {
+    for (const std::string& s : ToStrings(core.handle(e, Time::FromSeconds(t)))) all += s + "\n";
+  };
+  run(0, Submit(Wf("wf1", "t",
+                   {Llm("a", {}, "main", v1::CacheRef::CREATE, 6000, 100),
+                    testing::Tool("t", {"a"}, "build", 60000),
+                    Llm("b", {"t"}, "main", v1::CacheRef::EXTEND, 100, 100)})));
+  run(1, LlmDone("wf1", "a", 100, Millis(500)));
+  run(1, Of(EventKind::kToolStarted, "wf1", "t"));
+  run(2, Submit(Wf("wf2", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 10000, 256)})));
+  run(2, Of(EventKind::kWorkflowClosed, "wf2"));
+  ASSERT_NE(all.find("demote wf1/main hbm@0->host@0"), std::string::npos) << all;
+  run(2.1, Xfer(1));
+  run(3, LlmDone("wf2", "x", 256, Millis(800)));
+  all.clear();
+  run(61, ToolDone("wf1", "t"));
+  EXPECT_NE(all.find("wf1/main host@0->hbm@0"), std::string::npos) << all;
+  EXPECT_EQ(all.find("discard wf1/main"), std::string::npos) << all;
+}
+
 TEST(ReferencePolicies, RegistryKnowsEveryName) {
   for (std::string_view name : PolicyNames()) {
     std::unique_ptr<Policy> p = MakePolicy(name);
     ASSERT_NE(p, nullptr) << name;
     EXPECT_EQ(p->name(), name);
   }
-  EXPECT_EQ(PolicyNames().size(), 8u);
+  EXPECT_EQ(PolicyNames().size(), 9u);
 }
 
 // On the real core, one slot: A's second call became ready (1.05 s) before the young
