@@ -127,9 +127,25 @@ struct SloOptions {
   std::function<void(const std::string&, size_t, size_t)> progress;
 };
 
+// Whether one replay measured a steady state, by the evaluation's rules: its arrival span at
+// least 10x the mean JCT of the workflows that completed, and the warm-up it drops
+// (warmup_frac of the span) at least 2x that mean JCT. A run past the cluster's
+// sustainable rate fails them, its JCTs growing with the span: its attainment is a
+// transient's, not a capacity's. Counts come with the attainment (>= 2,000 per point wanted
+// over the seeds).
+struct SteadyState {
+  double span_s = 0, warmup_s = 0;
+  double mean_jct_s = 0;  // +inf when nothing completed
+  bool ok() const {
+    return mean_jct_s > 0 && span_s >= 10 * mean_jct_s && warmup_s >= 2 * mean_jct_s;
+  }
+};
+SteadyState SteadyStateOf(const std::vector<WorkflowRecord>& records, double warmup_frac);
+
 struct SloSeedCurve {
   uint64_t seed = 0;
   std::vector<AttainmentResult> attainment;  // per rate
+  std::vector<SteadyState> steady;           // per rate
   SloCapacity capacity;
 };
 

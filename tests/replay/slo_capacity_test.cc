@@ -37,6 +37,24 @@ TEST(SloAttainment, IsOnTheLlmPartOfTheSession) {
   EXPECT_DOUBLE_EQ(s.p50, 2.0);
 }
 
+// The steady-state rules: span >= 10x and warm-up >= 2x the mean JCT of what completed.
+TEST(SloSteadyState, SpanAndWarmupAgainstTheMeanJct) {
+  std::vector<WorkflowRecord> recs;
+  for (int i = 0; i <= 100; ++i) {  // arrivals over 1,000 s, each taking 10 s
+    recs.push_back({"w" + std::to_string(i), 10.0 * i, 10.0 * i + 10, "completed", -1});
+  }
+  SteadyState st = SteadyStateOf(recs, 0.1);
+  EXPECT_DOUBLE_EQ(st.span_s, 1000);
+  EXPECT_DOUBLE_EQ(st.warmup_s, 100);
+  EXPECT_DOUBLE_EQ(st.mean_jct_s, 10);
+  EXPECT_TRUE(st.ok());
+  for (auto& r : recs) r.end_s = r.arrival_s + 60;  // warm-up 100 s < 2 x 60 s
+  EXPECT_FALSE(SteadyStateOf(recs, 0.1).ok());
+  for (auto& r : recs) r.end_s = r.arrival_s + 40, r.state = "unfinished";
+  EXPECT_FALSE(SteadyStateOf(recs, 0.1).ok()) << "nothing completed: no steady state";
+  EXPECT_FALSE(SteadyStateOf({}, 0.1).ok());
+}
+
 TEST(SloAttainment, CountsOnlyCompletedWithinKTimesJct0) {
   std::vector<WorkflowRecord> recs = {
       {"a", 0, 10, "completed", -1},    // JCT 10 = 2 × 5: attains (boundary)
@@ -294,6 +312,8 @@ TEST(SloDriver, EndToEndOnATinyTrace) {
         EXPECT_LT(a.counted, 8) << "warm-up and drain are dropped";
       }
       EXPECT_GE(c.attainment[0].fraction, c.attainment[1].fraction) << "more load, less SLO";
+      ASSERT_EQ(c.steady.size(), 2u);
+      EXPECT_FALSE(c.steady[1].ok()) << "all at once: a transient, never a steady state";
       EXPECT_GE(c.capacity.rate_per_s, o.rates.front());
       EXPECT_LE(c.capacity.rate_per_s, o.rates.back());
     }
@@ -322,8 +342,13 @@ TEST(SloDriver, EndToEndOnATinyTrace) {
     EXPECT_TRUE(p0.count(f)) << f;
   EXPECT_EQ(s.fields().at("jct0_s").struct_value().fields_size(), 8);
   std::string table = SloTable(*r);
-  for (const char* x : {"SLO capacity", "keep-during-tool", "vllm-fcfs", "slowdown", "attainment"})
+  for (const char* x : {"SLO capacity", "keep-during-tool", "vllm-fcfs", "slowdown", "attainment",
+                        "steady state per point", "workflows counted at a point (< 2,000"})
     EXPECT_NE(table.find(x), std::string::npos) << x;
+  const auto& seed0 = p0.at("seeds").list_value().values(0).struct_value().fields();
+  ASSERT_EQ(seed0.at("steady").list_value().values_size(), 2);
+  EXPECT_FALSE(
+      seed0.at("steady").list_value().values(1).struct_value().fields().at("ok").bool_value());
   std::string html = SloHtml(*r, "switchyard sweep --slo-capacity");
   for (const char* x : {"<svg", "<polyline", "SLO attainment vs load", "target 90%"})
     EXPECT_NE(html.find(x), std::string::npos) << x;
