@@ -186,8 +186,13 @@ Result<SloResult> RunSloCapacity(const std::vector<v1::TraceRecord>& trace,
                                  const std::vector<std::string>& policies,
                                  const SloOptions& options);
 
-// Fixed-width text table: attainment per rate and policy, λ* per policy, slowdowns.
+// Fixed-width text table: attainment per rate and policy, λ* per policy, the steady state
+// of every point, slowdowns.
 std::string SloTable(const SloResult& r);
+// SloTable's steady-state section (slo_steady.cc), its policy column `width` wide: each
+// point's span and warm-up over its mean JCT and the workflows counted, and notes for
+// capacities read between points that are not steady and for points counting < 2,000.
+std::string SteadyStateTable(const SloResult& r, int width);
 // Deterministic JSON (no wall clock; numbers "%.6g"), layout in replay/README.md.
 std::string SloJson(const SloResult& r);
 // Self-contained page: attainment against rate per policy (inline SVG), the tables.
