@@ -88,14 +88,12 @@ std::string SteadyStateTable(const SloResult& r, int w) {
 SteadyState SteadyStateOf(const std::vector<WorkflowRecord>& records, double warmup_frac) {
   SteadyState st;
   if (records.empty()) return st;
-  double lo = records.front().arrival_s, hi = lo, jct = 0;
+  const SloWindow whole = MiddleWindow(records, 0, 0);  // [first, last] arrival
+  double jct = 0;
   int64_t done = 0;
-  for (const WorkflowRecord& r : records) {
-    lo = std::min(lo, r.arrival_s);
-    hi = std::max(hi, r.arrival_s);
+  for (const WorkflowRecord& r : records)
     if (r.state == "completed" && r.end_s >= 0) jct += r.end_s - r.arrival_s, ++done;
-  }
-  st.span_s = hi - lo;
+  st.span_s = whole.end_s - whole.begin_s;
   st.warmup_s = warmup_frac * st.span_s;
   st.mean_jct_s = done > 0 ? jct / static_cast<double>(done) : kUnbounded;
   return st;

@@ -24,6 +24,19 @@ const WaitOption* HostOption(const WaitInput& in) {
 WaitDecision Keep(const char* why) { return {WaitAction::kKeep, {}, Duration(0), 0, why}; }
 WaitDecision Discard(const char* why) { return {WaitAction::kDiscard, {}, Duration(0), 0, why}; }
 
+// A context leaving HBM written back to the host tier (KVFlow's HiCache, LMCache), or
+// dropped when there is none.
+WaitDecision WriteBack(const WaitInput& in, const char* why, const char* why_dropped) {
+  if (const WaitOption* host = HostOption(in))
+    return {WaitAction::kDemote, host->dst, Duration(0), 0, why};
+  return Discard(why_dropped);
+}
+
+// vLLM's and SGLang's queue: request (call) arrival, preempted requests first.
+OrderKey CallArrival(const ReadyNodeInfo& n) {
+  return {n.resumed ? 0 : 1, n.ready_since.seconds()};
+}
+
 // A swap-out whose swap-in is reactive: the core reloads on demand when the node is ready;
 // the timed prefetch is set far beyond any tool wait.
 constexpr double kReactive = 1e6;
@@ -37,10 +50,7 @@ std::vector<std::string_view> PolicyNames() {
 
 // ---- vLLM FCFS ----------------------------------------------------------------------
 
-OrderKey VllmFcfsPolicy::Order(const ReadyNodeInfo& n) const {
-  // Preempted requests are prepended to the waiting queue; otherwise request arrival.
-  return {n.resumed ? 0 : 1, n.ready_since.seconds()};
-}
+OrderKey VllmFcfsPolicy::Order(const ReadyNodeInfo& n) const { return CallArrival(n); }
 
 WaitDecision VllmFcfsPolicy::OnWait(const WaitInput& in) const {
   if (in.reason == WaitReason::kEviction) return Discard("LRU eviction (no CPU tier)");
@@ -51,17 +61,11 @@ double VllmFcfsPolicy::EvictionPriority(const IdleContextInfo& c) const { return
 
 // ---- vLLM + LMCache -----------------------------------------------------------------
 
-OrderKey LmCachePolicy::Order(const ReadyNodeInfo& n) const {
-  return {n.resumed ? 0 : 1, n.ready_since.seconds()};  // vLLM's
-}
+OrderKey LmCachePolicy::Order(const ReadyNodeInfo& n) const { return CallArrival(n); }
 
 WaitDecision LmCachePolicy::OnWait(const WaitInput& in) const {
-  if (in.reason == WaitReason::kEviction || in.reason == WaitReason::kPreempted) {
-    if (const WaitOption* host = HostOption(in))
-      return {WaitAction::kDemote, host->dst, Duration(0), 0,
-              "leaves the GPU: written back to host"};
-    return Discard("leaves the GPU (no host tier)");
-  }
+  if (in.reason == WaitReason::kEviction || in.reason == WaitReason::kPreempted)
+    return WriteBack(in, "leaves the GPU: written back to host", "leaves the GPU (no host tier)");
   return Keep("freed to prefix cache");
 }
 
@@ -229,16 +233,11 @@ double AutellixPolicy::EvictionPriority(const IdleContextInfo& c) const { return
 
 // ---- KVFlow -------------------------------------------------------------------------
 
-OrderKey KvFlowPolicy::Order(const ReadyNodeInfo& n) const {
-  return {n.resumed ? 0 : 1, n.ready_since.seconds()};
-}
+OrderKey KvFlowPolicy::Order(const ReadyNodeInfo& n) const { return CallArrival(n); }
 
 WaitDecision KvFlowPolicy::OnWait(const WaitInput& in) const {
-  if (in.reason == WaitReason::kEviction) {
-    if (const WaitOption* host = HostOption(in))
-      return {WaitAction::kDemote, host->dst, Duration(0), 0, "evict: write back to host"};
-    return Discard("evict (no host tier)");
-  }
+  if (in.reason == WaitReason::kEviction)
+    return WriteBack(in, "evict: write back to host", "evict (no host tier)");
   return Keep("cached in radix tree");
 }
 

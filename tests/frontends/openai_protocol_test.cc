@@ -152,6 +152,20 @@ TEST(OpenAiParseTest, NegativeAndLargeSeeds) {
   EXPECT_EQ(big->seed, UINT64_MAX);
 }
 
+// vLLM's request priority: an integer, lower more important; anything else is refused
+// naming the field.
+TEST(OpenAiParseTest, PriorityIsAnIntegerInRange) {
+  auto r = ParseChat(Chat(R"("priority":-3)"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->priority, -3);
+  EXPECT_EQ(ParseChat(Chat("")).value().priority, 0) << "absent: 0";
+  for (const char* bad : {R"("priority":1.5)", R"("priority":"high")", R"("priority":2000000)"}) {
+    auto e = ParseChat(Chat(bad));
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(ParamOf(e.status()), "priority") << bad << " -> " << e.status();
+  }
+}
+
 TEST(OpenAiParseTest, AssistantArgumentsSentAsAnObject) {
   auto r = ParseChat(R"({"model":"m","messages":[{"role":"assistant","tool_calls":[
       {"id":"c","function":{"name":"f","arguments":{"a":[1,2]}}}]}]})");
