@@ -15,10 +15,9 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 #include "frontends/front_core.h"
 #include "frontends/prompt.h"
-#include "frontends/reply.h"
 #include "frontends/session.h"
 #include "http/http.h"
 

@@ -1,9 +1,9 @@
 // FrontCore: what every front door shares — a call, parsed by its front (OpenAI Chat
 // Completions and Completions, Anthropic Messages, OpenAI Responses) into protocol-neutral
-// terms (conversation.h), made a turn of its session (session.h), answered by this
+// terms (conversation/conversation.h), made a turn of its session (session.h), answered by this
 // server's engine or forwarded to an upstream (proxy mode), and written back in its
-// protocol by the call's Reply (reply.h). One session layer, one prompt, one model of a
-// tool call, whatever the protocol.
+// protocol by the call's Reply (conversation/reply.h). One session layer, one prompt, one model of
+// a tool call, whatever the protocol.
 //
 // A call. Its served model is resolved, its prompt rendered (the conversation through the
 // model's PromptFormat — its checkpoint's chat template, or the plain format for a
@@ -34,7 +34,7 @@
 // with session affinity, and the upstream's answer — streamed or whole — goes back
 // unchanged (plus the x-switchyard headers). To an upstream that speaks only Chat
 // Completions (Options::upstream_apis) a Messages or Responses call goes translated
-// instead (frontends/translate/: the call's Conversation as a Chat Completions request),
+// instead (conversation/: the call's Conversation as a Chat Completions request),
 // and the answer is read back into an Answer that the call's Reply writes — whole once the
 // session's waits started, or as a stream whose text goes out as it comes and whose end
 // goes once the session was released; an upstream's error becomes the front's error
@@ -71,21 +71,20 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 #include "frontends/lifetime.h"
 #include "frontends/prompt.h"
-#include "frontends/reply.h"
 #include "frontends/session.h"
-#include "frontends/translate/upstream_api.h"
 #include "http/http.h"
 #include "service/service.h"
 #include "upstream/proxy_steering.h"
 #include "upstream/upstream_client.h"
 
+namespace switchyard::conversation::translate {
+class TranslatedStream;  // conversation/translated_stream.h
+}  // namespace switchyard::conversation::translate
+
 namespace switchyard::frontends {
-namespace translate {
-class TranslatedStream;  // translate/translated_stream.h
-}  // namespace translate
 
 // One call as its front parsed it.
 struct FrontRequest {

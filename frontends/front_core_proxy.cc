@@ -5,12 +5,12 @@
 // started (named after the tool calls it holds). A call to an upstream that speaks only
 // Chat Completions goes translated, and its answer comes back through the call's Reply.
 #include "base/logging.h"
+#include "conversation/chat_answer.h"
+#include "conversation/chat_request.h"
+#include "conversation/translated_stream.h"
 #include "executors/generation.h"
 #include "frontends/front_call.h"
 #include "frontends/front_core.h"
-#include "frontends/translate/chat_answer.h"
-#include "frontends/translate/chat_request.h"
-#include "frontends/translate/translated_stream.h"
 
 namespace switchyard::frontends {
 

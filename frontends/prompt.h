@@ -21,7 +21,7 @@
 #include "base/result.h"
 #include "chat_template/template.h"
 #include "chat_template/tool_calls.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 
 namespace switchyard::frontends {
 

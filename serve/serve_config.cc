@@ -7,10 +7,10 @@
 #include <set>
 #include <string_view>
 
+#include "conversation/upstream_api.h"
 #include "cpu_engine/dtype.h"
 #include "cpu_engine/model_shape.h"
 #include "executors/engine_kind.h"
-#include "frontends/translate/upstream_api.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
 #include "scheduler/policy.h"
@@ -361,7 +361,7 @@ Status ParseListen(const std::string& listen, const std::string& what,
 }
 
 // The upstreams of proxy mode (--upstream, else the config's `upstreams`), each
-// "URL[#WORD+...]" (frontends/translate/upstream_api.h), with --upstream-api and
+// "URL[#WORD+...]" (conversation/upstream_api.h), with --upstream-api and
 // --upstream-kind (config `upstreamKind`) for those that name none; and steering.
 Status FillUpstreams(const v1::ServiceConfig& config, const ServeFlags& flags,
                      frontends::FrontCore::Options* fronts) {
@@ -369,7 +369,7 @@ Status FillUpstreams(const v1::ServiceConfig& config, const ServeFlags& flags,
   if (specs.empty()) specs.assign(config.upstreams().begin(), config.upstreams().end());
   frontends::UpstreamApi api = frontends::UpstreamApi::kSame;
   if (!flags.upstream_api.empty()) {
-    auto a = frontends::ParseUpstreamApi(flags.upstream_api);
+    auto a = conversation::ParseUpstreamApi(flags.upstream_api);
     if (!a.ok()) return a.status().Annotate("--upstream-api");
     if (specs.empty())
       return Status::InvalidArgument("--upstream-api: no upstreams (give --upstream URL)");
@@ -396,7 +396,7 @@ Status FillUpstreams(const v1::ServiceConfig& config, const ServeFlags& flags,
   fronts->upstream_apis.clear();
   fronts->upstream_setups.clear();
   for (const std::string& spec : specs) {
-    auto up = frontends::ParseUpstreamSpec(spec, api, kind);
+    auto up = conversation::ParseUpstreamSpec(spec, api, kind);
     if (!up.ok()) return up.status().Annotate("--upstream (upstreams)");
     fronts->upstreams.push_back(up->url);
     fronts->upstream_apis.push_back(up->api);

@@ -20,7 +20,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "frontends/anthropic/anthropic_response.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 #include "frontends/json_params.h"
 
 namespace switchyard::frontends::anthropic::detail {

@@ -1,4 +1,4 @@
-// AnthropicReply: a call's answer in the Messages API's shapes (frontends/reply.h) — a
+// AnthropicReply: a call's answer in the Messages API's shapes (conversation/reply.h) — a
 // message, a stream's events (message_start, content blocks, message_delta with the stop
 // reason and usage, message_stop), and Anthropic's error shape; a session busy with another
 // turn is a 409 invalid_request_error, an overloaded server 529 overloaded_error with
@@ -12,7 +12,7 @@
 
 #include "frontends/anthropic/anthropic_response.h"
 #include "frontends/anthropic/anthropic_stream.h"
-#include "frontends/reply.h"
+#include "frontends/conversation_names.h"
 
 namespace switchyard::frontends::anthropic {
 

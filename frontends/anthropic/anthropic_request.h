@@ -1,6 +1,6 @@
 // The requests of the Anthropic front: the bodies of POST /v1/messages and
 // POST /v1/messages/count_tokens parsed into a MessagesRequest, whose Conversation
-// (frontends/conversation.h) is what the session layer and the prompt work on. Every field
+// (conversation/conversation.h) is what the session layer and the prompt work on. Every field
 // the service acts on is validated; what it cannot honour is refused with a 400 naming the
 // field, or accepted and named in `ignored` (for the response header x-switchyard-ignored):
 //
@@ -49,7 +49,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 
 namespace switchyard::frontends::anthropic {
 

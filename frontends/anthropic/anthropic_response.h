@@ -25,7 +25,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 
 namespace switchyard::frontends::anthropic {
 

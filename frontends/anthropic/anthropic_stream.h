@@ -25,7 +25,7 @@
 
 #include "base/status.h"
 #include "frontends/anthropic/anthropic_response.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 
 namespace switchyard::frontends::anthropic {
 

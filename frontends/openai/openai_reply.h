@@ -1,4 +1,4 @@
-// OpenAiReply: a call's answer in OpenAI's shapes (frontends/reply.h) — chat.completion or
+// OpenAiReply: a call's answer in OpenAI's shapes (conversation/reply.h) — chat.completion or
 // text_completion, a stream's chunks (the role chunk, content deltas, the tool calls and
 // finish chunk, the usage chunk when asked for, [DONE]), and OpenAI's error shape with the
 // front's codes (model_not_found, context_length_exceeded, invalid_session_id,
@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
+#include "frontends/conversation_names.h"
 #include "frontends/openai/openai_request.h"
 #include "frontends/openai/openai_response.h"
-#include "frontends/reply.h"
 
 namespace switchyard::frontends::openai {
 

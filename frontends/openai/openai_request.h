@@ -18,11 +18,11 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 
 namespace switchyard::frontends::openai {
 
-// The protocol-neutral types (frontends/conversation.h), as this front names them.
+// The protocol-neutral types (conversation/conversation.h), as this front names them.
 using ToolCall = frontends::ToolCall;
 using Message = frontends::Message;  // content: an array of {"type":"text"} parts joined with "\n"
 using ToolDef = frontends::ToolDef;  // tools[i].function

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 
 namespace switchyard::frontends::responses {
 

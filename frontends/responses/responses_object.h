@@ -24,7 +24,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 #include "frontends/responses/responses_items.h"
 #include "frontends/responses/responses_request.h"
 

@@ -1,4 +1,4 @@
-// ResponsesReply: a call's answer in the Responses API's shapes (frontends/reply.h) — the
+// ResponsesReply: a call's answer in the Responses API's shapes (conversation/reply.h) — the
 // response object, a stream's events (response.created ... response.completed), OpenAI's
 // error shape — and, for a request with `store`, the response made durable (the service's
 // documents, kind "response") before it goes out, so that a request chaining on it with
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "frontends/reply.h"
+#include "frontends/conversation_names.h"
 #include "frontends/responses/responses_object.h"
 #include "frontends/responses/responses_stream.h"
 #include "service/service.h"

@@ -19,7 +19,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 #include "frontends/responses/responses_items.h"
 
 namespace switchyard::frontends::responses {

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "frontends/conversation_names.h"
 #include "frontends/responses/responses_object.h"
 
 namespace switchyard::frontends::responses {

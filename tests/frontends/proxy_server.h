@@ -1,6 +1,6 @@
 // ProxyTestServer: one Switchyard server on loopback for the proxy-mode tests — a Service,
 // its HttpApi and HttpServer — computing with the CPU engine (tiny-llama-2l), or, given an
-// upstream ("http://host:port[#API]", frontends/translate/upstream_api.h), proxying to it
+// upstream ("http://host:port[#API]", conversation/upstream_api.h), proxying to it
 // with kUpToken as the upstream's key.
 //
 // Thread-safety: Start and the destructor on the test's thread.
@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "frontends/translate/upstream_api.h"
+#include "conversation/upstream_api.h"
 #include "http/http_server.h"
 #include "serve/http_api.h"
 #include "tests/frontends/fronts_test_util.h"
@@ -66,7 +66,7 @@ struct ProxyTestServer {
     cfg.set_admin_token(std::string(token) + "-admin");
     serve::HttpApiOptions ao;
     if (!upstream.empty()) {
-      auto spec = frontends::ParseUpstreamSpec(upstream, frontends::UpstreamApi::kSame);
+      auto spec = conversation::ParseUpstreamSpec(upstream, conversation::UpstreamApi::kSame);
       ASSERT_TRUE(spec.ok()) << spec.status();
       ao.fronts.upstreams = {spec->url};
       ao.fronts.upstream_apis = {spec->api};

@@ -1,5 +1,5 @@
 // Proxy mode's translation of a Chat Completions upstream's answers back
-// (frontends/translate/): a whole answer and a stream's chunks read into an Answer (text,
+// (conversation/): a whole answer and a stream's chunks read into an Answer (text,
 // tool calls, why it ended, usage), whatever way the stream's bytes are split; errors read
 // into a Status; and a stream written as the call's front's events by its Reply.
 #include <gtest/gtest.h>
@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "conversation/chat_answer.h"
+#include "conversation/chat_stream.h"
+#include "conversation/translated_stream.h"
 #include "frontends/anthropic/anthropic_reply.h"
 #include "frontends/responses/responses_object.h"
 #include "frontends/responses/responses_reply.h"
 #include "frontends/responses/responses_request.h"
-#include "frontends/translate/chat_answer.h"
-#include "frontends/translate/chat_stream.h"
-#include "frontends/translate/translated_stream.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 namespace {
 
 using nlohmann::json;
@@ -243,4 +243,4 @@ TEST(TranslatedStreamTest, AnUpstreamFailureIsTheFrontsErrorEvent) {
 }
 
 }  // namespace
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

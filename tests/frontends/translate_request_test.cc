@@ -1,4 +1,4 @@
-// Proxy mode's translation of calls to Chat Completions (frontends/translate/chat_request.h):
+// Proxy mode's translation of calls to Chat Completions (conversation/chat_request.h):
 // a Messages request and a Responses request, as their fronts parse them, become the Chat
 // Completions body an upstream that speaks only that gets — system turns, tool calls and
 // their results, tools and tool_choice, namespace tools flattened, sampling and streaming —
@@ -7,13 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conversation/chat_request.h"
+#include "conversation/upstream_api.h"
 #include "frontends/anthropic/anthropic_request.h"
 #include "frontends/responses/responses_request.h"
-#include "frontends/translate/chat_request.h"
-#include "frontends/translate/upstream_api.h"
 #include "serve/serve_config.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 namespace {
 
 using nlohmann::json;
@@ -194,4 +194,4 @@ TEST(UpstreamApiTest, ServeTakesUpstreamApiAndPerUrlApis) {
 }
 
 }  // namespace
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

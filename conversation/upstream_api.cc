@@ -1,7 +1,7 @@
 // Upstream APIs as written (see upstream_api.h).
-#include "frontends/translate/upstream_api.h"
+#include "conversation/upstream_api.h"
 
-namespace switchyard::frontends {
+namespace switchyard::conversation {
 
 Result<UpstreamApi> ParseUpstreamApi(std::string_view name) {
   if (name == "same") return UpstreamApi::kSame;
@@ -50,4 +50,4 @@ Result<UpstreamSpec> ParseUpstreamSpec(std::string_view spec, UpstreamApi api,
   return out;
 }
 
-}  // namespace switchyard::frontends
+}  // namespace switchyard::conversation

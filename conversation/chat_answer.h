@@ -1,8 +1,8 @@
-// A Chat Completions upstream's answer read into the front-neutral Answer (conversation.h),
-// so that the call's own Reply writes it in the Messages or Responses shape, and an
-// upstream's error read into a Status that Reply::Error writes in the front's error shape.
-// An upstream's answer is not trusted to have the types it should: what is not there is
-// left out.
+// A Chat Completions upstream's answer read into the front-neutral Answer
+// (conversation/conversation.h), so that the call's own Reply writes it in the Messages or
+// Responses shape, and an upstream's error read into a Status that Reply::Error writes in the
+// front's error shape. An upstream's answer is not trusted to have the types it should: what is not
+// there is left out.
 //
 //   Chat Completions (choices[0])      | Answer
 //   -----------------------------------+----------------------------------------------------
@@ -25,9 +25,9 @@
 
 #include "base/result.h"
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "conversation/conversation.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 
 // A whole answer (a chat.completion object). Internal naming what is missing when the body
 // is not one (no choices[0]).
@@ -42,4 +42,4 @@ Result<Answer> ReadChatAnswer(std::string_view body);
 // Internal).
 Status ChatErrorStatus(int http_status, std::string_view body);
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

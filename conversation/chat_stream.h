@@ -1,6 +1,6 @@
 // ChatStreamReader: a Chat Completions upstream's streamed answer (Server-Sent Events of
 // chat.completion.chunk objects) read incrementally into the front-neutral Answer
-// (conversation.h), whatever way its bytes are split:
+// (conversation/conversation.h), whatever way its bytes are split:
 //
 //   data: {chunk}                 choices[0].delta.content -> text (returned as it comes);
 //                                 delta.reasoning_content / delta.reasoning -> reasoning;
@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "conversation/conversation.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 
 class ChatStreamReader {
  public:
@@ -61,4 +61,4 @@ class ChatStreamReader {
   Status error_;
 };
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

@@ -1,7 +1,7 @@
 // A call of the Messages or Responses front as a Chat Completions request, for an upstream
 // that speaks only Chat Completions (upstream_api.h). Built from the call's Conversation
-// (conversation.h), which each front already parsed its request into — so Messages' system
-// blocks, tool_use and tool_result blocks, and Responses' instructions, items, namespace
+// (conversation/conversation.h), which each front already parsed its request into — so Messages'
+// system blocks, tool_use and tool_result blocks, and Responses' instructions, items, namespace
 // tools (flattened by the front) and previous_response_id chain arrive here in one shape:
 //
 //   Conversation                     | Chat Completions body
@@ -37,10 +37,10 @@
 #include <cstdint>
 #include <string>
 
-#include "frontends/conversation.h"
+#include "conversation/conversation.h"
 #include "http/http.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 
 // The body (JSON) of the Chat Completions request. `max_tokens`: the request's cap, 0 when
 // it gave none.
@@ -51,4 +51,4 @@ std::string ChatRequestBody(const Conversation& conv, int64_t max_tokens, bool s
 // client sets the upstream's Authorization).
 http::HttpRequest ChatRequest(const Conversation& conv, int64_t max_tokens, bool stream);
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

@@ -1,13 +1,13 @@
 // A Chat Completions answer or error read back (see chat_answer.h).
-#include "frontends/translate/chat_answer.h"
+#include "conversation/chat_answer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 
-#include "frontends/translate/chat_json.h"
+#include "conversation/chat_json.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 namespace {
 
 using Json = nlohmann::json;
@@ -101,4 +101,4 @@ Status ChatErrorStatus(int http_status, std::string_view body) {
                 "the upstream answered " + std::to_string(status) + ": " + ErrorMessageOf(j, body));
 }
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

@@ -1,7 +1,7 @@
 // A Chat Completions stream written as the call's front's stream (see translated_stream.h).
-#include "frontends/translate/translated_stream.h"
+#include "conversation/translated_stream.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 
 std::string TranslatedStream::Start() {
   if (started_) return "";
@@ -47,4 +47,4 @@ Result<Answer> TranslatedStream::answer() const {
   return reader_.answer();
 }
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

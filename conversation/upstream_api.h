@@ -22,7 +22,7 @@
 #include "base/result.h"
 #include "upstream/adapter.h"
 
-namespace switchyard::frontends {
+namespace switchyard::conversation {
 
 enum class UpstreamApi {
   kSame,  // the API of each call (vLLM, SGLang, another Switchyard): forwarded unchanged
@@ -47,4 +47,4 @@ Result<UpstreamSpec> ParseUpstreamSpec(
     std::string_view spec, UpstreamApi api,
     upstream::UpstreamKind kind = upstream::UpstreamKind::kGeneric);
 
-}  // namespace switchyard::frontends
+}  // namespace switchyard::conversation

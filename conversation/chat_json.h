@@ -1,6 +1,6 @@
 // The pieces of a Chat Completions answer that a whole answer (chat_answer.cc) and a
 // stream's chunks (chat_stream.cc) share, read leniently from nlohmann::json: a field of
-// the wrong type counts as absent. Internal to frontends/translate.
+// the wrong type counts as absent. Internal to conversation/.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "frontends/conversation.h"
+#include "conversation/conversation.h"
 
-namespace switchyard::frontends::translate::detail {
+namespace switchyard::conversation::translate::detail {
 
 // The field `key` of object `j`, or nullptr (also when it is null).
 const nlohmann::json* Field(const nlohmann::json& j, std::string_view key);
@@ -28,4 +28,4 @@ void ReadEnd(const nlohmann::json& choice, Answer* a);
 // The answer's usage (a top-level `usage` object), when present.
 void ReadUsage(const nlohmann::json& j, Answer* a);
 
-}  // namespace switchyard::frontends::translate::detail
+}  // namespace switchyard::conversation::translate::detail

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "base/status.h"
-#include "frontends/conversation.h"
+#include "conversation/conversation.h"
 #include "http/http.h"
 #include "upstream/upstream_stream.h"
 
-namespace switchyard::frontends {
+namespace switchyard::conversation {
 
 // What every answer of a call carries, known once its turn began.
 struct CallHead {
@@ -74,4 +74,4 @@ class Reply {
   virtual std::unique_ptr<upstream::UpstreamStreamReader> NewUpstreamStreamReader() const = 0;
 };
 
-}  // namespace switchyard::frontends
+}  // namespace switchyard::conversation

@@ -1,9 +1,9 @@
 // A Conversation as a Chat Completions request (see chat_request.h).
-#include "frontends/translate/chat_request.h"
+#include "conversation/chat_request.h"
 
 #include <nlohmann/json.hpp>
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
@@ -105,4 +105,4 @@ http::HttpRequest ChatRequest(const Conversation& conv, int64_t max_tokens, bool
   return req;
 }
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

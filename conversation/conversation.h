@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace switchyard::frontends {
+namespace switchyard::conversation {
 
 // A call an assistant made: Chat Completions' tool_calls[i], Messages' tool_use block,
 // Responses' function_call item.
@@ -88,4 +88,4 @@ struct Answer {
   int64_t cached_tokens = 0;  // prompt tokens the session's context already held
 };
 
-}  // namespace switchyard::frontends
+}  // namespace switchyard::conversation

@@ -1,7 +1,7 @@
 // The shared pieces of a Chat Completions answer (see chat_json.h).
-#include "frontends/translate/chat_json.h"
+#include "conversation/chat_json.h"
 
-namespace switchyard::frontends::translate::detail {
+namespace switchyard::conversation::translate::detail {
 
 using Json = nlohmann::json;
 
@@ -58,4 +58,4 @@ void ReadUsage(const Json& j, Answer* a) {
     a->cached_tokens = count(*d, "cached_tokens");
 }
 
-}  // namespace switchyard::frontends::translate::detail
+}  // namespace switchyard::conversation::translate::detail

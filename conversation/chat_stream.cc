@@ -1,14 +1,14 @@
 // A Chat Completions stream read into an Answer (see chat_stream.h).
-#include "frontends/translate/chat_stream.h"
+#include "conversation/chat_stream.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 
-#include "frontends/translate/chat_answer.h"
-#include "frontends/translate/chat_json.h"
+#include "conversation/chat_answer.h"
+#include "conversation/chat_json.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 namespace {
 
 using Json = nlohmann::json;
@@ -108,4 +108,4 @@ std::string ChatStreamReader::Chunk(const std::string& data) {
   return text;
 }
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate

@@ -1,6 +1,6 @@
 // TranslatedStream: a Chat Completions upstream's streamed answer turned, as it comes, into
 // the stream of the call's own front (Messages or Responses events), written by the call's
-// Reply (frontends/reply.h): its start before anything else, each text delta as the
+// Reply (conversation/reply.h): its start before anything else, each text delta as the
 // upstream sends it, and an error event if the upstream fails. The answer's end (its tool
 // calls, why it ended, its usage: Reply::StreamEnd) is the caller's to write, once the
 // session took the answer; tool calls go out with it, whole.
@@ -13,11 +13,11 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "frontends/conversation.h"
-#include "frontends/reply.h"
-#include "frontends/translate/chat_stream.h"
+#include "conversation/chat_stream.h"
+#include "conversation/conversation.h"
+#include "conversation/reply.h"
 
-namespace switchyard::frontends::translate {
+namespace switchyard::conversation::translate {
 
 class TranslatedStream {
  public:
@@ -43,4 +43,4 @@ class TranslatedStream {
   Status end_;  // End's verdict
 };
 
-}  // namespace switchyard::frontends::translate
+}  // namespace switchyard::conversation::translate
