@@ -32,7 +32,8 @@
 // SY_BENCH_PROXY_TURNS (T, 4), SY_BENCH_PROXY_SESSIONS (S, 8), SY_BENCH_PROXY_ROUNDS (R, 4),
 // SY_BENCH_PROXY_FRONTS (comma-separated prefixes: openai_proxy, anthropic_proxy,
 // responses_proxy; default all); SY_BENCH_API_ONLY=openai_proxy runs only this reporter of
-// the suite (the api reporter takes minutes), =api only that one:
+// the suite (the api reporter takes minutes), =api only that one; SY_BENCH_PROXY_PIN (1:
+// the upstream and the proxy on separate cores, the default; 0: shared, see PinServers):
 //   SY_BENCH_API_ONLY=openai_proxy build-pbench/bin/bench_api --json --benchmark_filter=none
 //
 // Thread-safety: single-threaded bench code; the client threads share nothing but their
@@ -277,10 +278,11 @@ void Warm(const ProxyFront& f, const Servers& s, int clients, const std::string&
 // Every front's rows; for the fronts after the first (chat), also their direct stateless
 // P50 against the first's.
 void ReportFronts(const std::vector<ProxyFront>& fronts, const std::vector<FrontRuns>& runs,
-                  const Load& stateless, const Load& sessions, int rounds, Report* report) {
+                  const Load& stateless, const Load& sessions, int rounds, const std::string& cores,
+                  Report* report) {
   const std::string common = std::to_string(stateless.clients) +
                              " clients (keep-alive, closed loop), " + std::to_string(rounds) +
-                             " rounds alternating direct/proxy";
+                             " rounds alternating direct/proxy, " + cores;
   for (size_t i = 0; i < fronts.size(); ++i) {
     const ProxyFront& f = fronts[i];
     const FrontRuns& r = runs[i];
@@ -304,6 +306,27 @@ void ReportFronts(const std::vector<ProxyFront>& fronts, const std::vector<Front
                      "on the engine's server against " +
                      fronts[0].what});
   }
+}
+
+// Where the processes run. By default (SY_BENCH_PROXY_PIN unset or 1, and at least two
+// CPUs) the upstream is pinned to the upper half of the CPUs and the proxy and this
+// process's clients to the lower half, in both the direct and the proxied phases: the
+// upstream computes on the same cores either way, as a GPU engine would, and the proxy does
+// not take its CPU. SY_BENCH_PROXY_PIN=0 lets the three share every core; the ratio then
+// measures how the proxy's CPU competes with a CPU-bound upstream's (bench/RESULTS.md,
+// "what bounds the ratio on this machine"). Returns the setup in words for the notes.
+std::string PinServers(const ServeProcess& up, const ServeProcess& proxy) {
+  const int n = static_cast<int>(std::thread::hardware_concurrency());
+  if (EnvInt("SY_BENCH_PROXY_PIN", 1) == 0 || n < 2) return "processes share every core";
+  const int half = n / 2;
+  const std::string where = "upstream pinned to cores " + std::to_string(half) + "-" +
+                            std::to_string(n - 1) + ", proxy and clients to 0-" +
+                            std::to_string(half - 1);
+  if (PinProcess(up.pid(), half, n - 1) && PinProcess(proxy.pid(), 0, half - 1) &&
+      PinProcess(0, 0, half - 1))
+    return where;
+  std::fprintf(stderr, "bench openai_proxy: could not pin the processes; they share the cores\n");
+  return "processes share every core (pinning failed)";
 }
 
 void ReportOpenAiProxy(const std::map<std::string, Measured>&, Report* report) {
@@ -336,6 +359,7 @@ void ReportOpenAiProxy(const std::map<std::string, Measured>&, Report* report) {
                     up.token()},
                    "proxy"))
     return;
+  const std::string cores = PinServers(up, proxy);
   const Servers servers{up, proxy};
   const std::string run = RandomHex(6);
   for (const ProxyFront& f : fronts) Warm(f, servers, clients, run);
@@ -343,7 +367,9 @@ void ReportOpenAiProxy(const std::map<std::string, Measured>&, Report* report) {
   for (int r = 0; r < rounds; ++r)
     for (size_t i = 0; i < fronts.size(); ++i)
       RunRound(fronts[i], servers, stateless, sessions, r, run, &runs[i]);
-  ReportFronts(fronts, runs, stateless, sessions, rounds, report);
+  ReportFronts(fronts, runs, stateless, sessions, rounds, cores, report);
+  // The suite's other reporters run in this process: every core again.
+  PinProcess(0, 0, static_cast<int>(std::thread::hardware_concurrency()) - 1);
 }
 
 SY_BENCH_REPORT(openai_proxy, ReportOpenAiProxy);

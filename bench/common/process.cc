@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -104,6 +105,23 @@ double ProcessCpuSeconds(pid_t pid) {
     if (i == 15) stime = std::atof(f.c_str());
   }
   return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+bool PinProcess(pid_t pid, int first, int last) {
+  if (first < 0 || last < first) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu = first; cpu <= last; ++cpu) CPU_SET(cpu, &set);
+  const std::string tasks =
+      "/proc/" + (pid == 0 ? std::string("self") : std::to_string(pid)) + "/task";
+  std::error_code ec;
+  bool any = false;
+  for (const auto& e : std::filesystem::directory_iterator(tasks, ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(e.path().filename().c_str()));
+    if (tid <= 0 || ::sched_setaffinity(tid, sizeof(set), &set) != 0) return false;
+    any = true;
+  }
+  return any && !ec;
 }
 
 std::string ReadText(const std::string& path) {

@@ -47,6 +47,11 @@ void Reap(pid_t pid, double seconds);
 // unreadable.
 double ProcessCpuSeconds(pid_t pid);
 
+// Restricts every thread of process `pid` (0: this process) to the CPUs `first` .. `last`
+// (sched_setaffinity on each /proc/PID/task entry; threads started later inherit it from
+// their creator). False when a thread could not be pinned or the range is empty.
+bool PinProcess(pid_t pid, int first, int last);
+
 // The whole text of the file at `path` (a child's log); "" when unreadable.
 std::string ReadText(const std::string& path);
 

@@ -18,8 +18,11 @@
 #include "frontends/responses/responses_reply.h"
 #include "frontends/responses/responses_request.h"
 
-namespace switchyard::conversation::translate {
+namespace switchyard::frontends {
 namespace {
+
+// The translation under test (conversation/), beside the fronts' parsers that feed it.
+using namespace translate;  // NOLINT(build/namespaces)
 
 using nlohmann::json;
 
@@ -243,4 +246,4 @@ TEST(TranslatedStreamTest, AnUpstreamFailureIsTheFrontsErrorEvent) {
 }
 
 }  // namespace
-}  // namespace switchyard::conversation::translate
+}  // namespace switchyard::frontends

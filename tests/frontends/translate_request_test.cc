@@ -13,8 +13,11 @@
 #include "frontends/responses/responses_request.h"
 #include "serve/serve_config.h"
 
-namespace switchyard::conversation::translate {
+namespace switchyard::frontends {
 namespace {
+
+// The translation under test (conversation/), beside the fronts' parsers that feed it.
+using namespace translate;  // NOLINT(build/namespaces)
 
 using nlohmann::json;
 
@@ -194,4 +197,4 @@ TEST(UpstreamApiTest, ServeTakesUpstreamApiAndPerUrlApis) {
 }
 
 }  // namespace
-}  // namespace switchyard::conversation::translate
+}  // namespace switchyard::frontends
