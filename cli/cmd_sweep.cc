@@ -74,6 +74,7 @@ int RunSloSweep(const SweepArgs& a, const SweepInputs& in) {
   so.k = a.slo_k;
   so.target = a.slo_target;
   so.seed = a.seed;
+  so.arrival_cv = a.arrivals == "gamma" ? a.arrival_cv : 1.0;
   so.seeds = a.seeds;
   so.warmup_frac = a.warmup_frac;
   so.drain_frac = a.drain_frac;
@@ -96,7 +97,10 @@ int RunSloSweep(const SweepArgs& a, const SweepInputs& in) {
 // Policies × rates: P99 JCT and deadline misses against load.
 int RunLoadSweep(const SweepArgs& a, const SweepInputs& in) {
   SweepOptions o;
-  o.mode = a.arrivals == "scale" ? RetimeMode::kScale : RetimeMode::kPoisson;
+  o.mode = a.arrivals == "scale"   ? RetimeMode::kScale
+           : a.arrivals == "gamma" ? RetimeMode::kGamma
+                                   : RetimeMode::kPoisson;
+  o.arrival_cv = a.arrival_cv;
   o.seed = a.seed;
   o.on_cell = [&](size_t k, size_t n, const std::string& p, double rate) {
     if (!in.tty) return;

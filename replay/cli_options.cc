@@ -26,24 +26,27 @@ const char* const kReplayUsage =
 
 const char* const kSweepUsage =
     "usage: switchyard sweep --trace T [--rates R1,R2,...|auto] [--policy P[,P...]]\n"
-    "  [--cluster C] [--arrivals poisson|scale] [--seed S] [--name TITLE] [--out DIR] [--json]\n"
+    "  [--cluster C] [--arrivals poisson|gamma:CV|scale] [--seed S] [--name TITLE] [--out DIR]\n"
+    "  [--json]\n"
     "  [--slo-capacity [--slo-k K] [--slo-target F] [--seeds N] [--warmup-frac F]\n"
     "   [--drain-frac F]]\n"
     "  Replays T once per (rate, policy) with arrivals re-synthesised at each rate\n"
-    "  (poisson) or the recorded arrivals stretched to it (scale); the lowest rate serves as\n"
-    "  the unloaded reference. Writes DIR/sweep.json, DIR/sweep.html and DIR/sweep.txt.\n"
+    "  (poisson; gamma:CV: gamma-distributed gaps of coefficient of variation CV in [0.1,\n"
+    "  10], bursty above 1) or the recorded arrivals stretched to it (scale); the lowest\n"
+    "  rate serves as the unloaded reference. Writes DIR/sweep.json, DIR/sweep.html and\n"
+    "  DIR/sweep.txt.\n"
     "  --rates auto (the default): 9 rates from 1/4x to 4x the trace's natural rate, sqrt(2)\n"
     "  apart.\n"
     "  --slo-capacity: per policy and rate the share of workflows (arrivals in the middle of\n"
     "  the span: --warmup-frac 0.1 and --drain-frac 0.1 dropped) whose LLM part slowed at\n"
     "  most K (2) times, (JCT - tool time) <= K x (JCT0 - tool time), JCT0 = the workflow\n"
     "  alone under keep-during-tool; the SLO capacity (highest rate with attainment >= F\n"
-    "  (0.9), interpolated) over N (1) Poisson seeds S, S+1, ...; those slowdowns at\n"
+    "  (0.9), interpolated) over N (1) seeds S, S+1, ... of the arrivals; those slowdowns at\n"
     "  50/70/85/95% of it. Writes DIR/slo.txt, DIR/slo.json, DIR/slo.html.\n";
 
 const char* const kConvertUsage =
     "usage: switchyard convert --from agent-sessions|mooncake|azure INPUT -o OUTPUT\n"
-    "  [--arrival poisson|bursty] [--rate R (workflows/s, agent-sessions)] [--seed S]\n"
+    "  [--arrival poisson|bursty|gamma:CV] [--rate R (workflows/s, agent-sessions)] [--seed S]\n"
     "  [--burst-factor F] [--tenants N] [--repeat K (agent-sessions)] [--limit N] [--model ID]\n"
     "  [--context-reuse prefix|exact (agent-sessions)] [--output-cap N|recorded]\n"
     "  [--deadline-class NAME:DUR,...] [--tenant-class TENANT=NAME,...]\n"
@@ -111,6 +114,13 @@ Status Number(const std::string& flag, const std::string& v, double lo, bool lo_
     return Bad(flag + " needs a number " + range + ", not '" + v + "'");
   *out = d;
   return Status::OK();
+}
+
+// "gamma:CV" for `flag`: gamma-distributed gaps whose coefficient of variation CV is in
+// [0.1, 10] (1 is Poisson).
+Status GammaCv(const std::string& flag, const std::string& v, double* cv) {
+  if (v.rfind("gamma:", 0) != 0) return Bad(flag + ": not gamma:CV: '" + v + "'");
+  return Number(flag + " gamma:CV", v.substr(6), 0.1, false, 10, false, "in [0.1, 10]", cv);
 }
 
 // A whole number >= lo for `flag`.
@@ -251,8 +261,10 @@ Status FinishSweepArgs(bool rates_given, const std::vector<std::string>& slo_fla
   if (!s->slo_capacity && !slo_flags.empty())
     return Bad(slo_flags.front() + " needs --slo-capacity");
   if (s->slo_capacity) {
-    if (s->arrivals != "poisson")
-      return Bad("--arrivals scale: --slo-capacity re-times with Poisson arrivals (one per seed)");
+    if (s->arrivals == "scale")
+      return Bad(
+          "--arrivals scale: --slo-capacity re-times with synthesised arrivals (one draw per "
+          "seed): poisson or gamma:CV");
     if (!(s->warmup_frac + s->drain_frac < 1))
       return Bad("--warmup-frac + --drain-frac must be < 1, not " +
                  std::to_string(s->warmup_frac + s->drain_frac));
@@ -289,8 +301,12 @@ Result<SweepArgs> ParseSweepArgs(const std::vector<std::string>& args) {
              } else if (a == "--json") {
                s.json = true;
              } else if (a == "--arrivals") {
+               if (v.rfind("gamma:", 0) == 0) {
+                 s.arrivals = "gamma";
+                 return GammaCv(a, v, &s.arrival_cv);
+               }
                if (v != "poisson" && v != "scale")
-                 return Bad("--arrivals must be poisson or scale, not '" + v + "'");
+                 return Bad("--arrivals must be poisson, gamma:CV or scale, not '" + v + "'");
                s.arrivals = v;
              } else if (a == "--rates") {
                rates_given = true;
@@ -330,8 +346,11 @@ std::optional<Status> TakeWorkloadFlag(const std::string& a, const std::string& 
       o->arrival = ArrivalProcess::kPoisson;
     else if (v == "bursty")
       o->arrival = ArrivalProcess::kBursty;
-    else
-      return Bad("--arrival must be poisson or bursty, not '" + v + "'");
+    else if (v.rfind("gamma:", 0) == 0) {
+      o->arrival = ArrivalProcess::kGamma;
+      return GammaCv(a, v, &o->arrival_cv);
+    } else
+      return Bad("--arrival must be poisson, bursty or gamma:CV, not '" + v + "'");
   } else if (a == "--model") {
     if (v.empty()) return Bad("--model needs a model id");
     o->model_id = v;

@@ -34,7 +34,8 @@ struct SweepArgs {
   std::string cluster;
   std::vector<double> rates;         // workflows/s, ascending, distinct; empty when rates_auto
   bool rates_auto = false;           // --rates auto or no --rates: AutoRates(TraceRate(trace))
-  std::string arrivals = "poisson";  // poisson | scale (stretch the recorded arrivals)
+  std::string arrivals = "poisson";  // poisson | gamma | scale (stretch the recorded arrivals)
+  double arrival_cv = 1.0;           // gamma: the gaps' coefficient of variation
   uint64_t seed = 1;
   std::string out;
   std::string name;  // title of the sweep (default: trace file name on cluster name)

@@ -77,7 +77,11 @@
 
 namespace switchyard::replay {
 
-enum class ArrivalProcess { kPoisson, kBursty, kRecorded };
+// Arrivals: Poisson; bursty (on/off Markov-modulated Poisson); gamma (a renewal process
+// whose inter-arrival gaps are gamma-distributed with coefficient of variation
+// ConvertOptions::arrival_cv: 1 is Poisson, 2-4 the burstiness of production LLM traces);
+// recorded (the trace's own).
+enum class ArrivalProcess { kPoisson, kBursty, kGamma, kRecorded };
 
 enum class DeadlineRule { kClasses, kOracleSpan, kNone };
 
@@ -95,6 +99,7 @@ struct ConvertOptions {
   double rate_per_s = 0.05;     // mean workflow arrival rate (Poisson / bursty mean)
   double burst_factor = 4.0;    // bursty: rate in a burst / mean rate
   double burst_fraction = 0.2;  // bursty: fraction of time spent in bursts
+  double arrival_cv = 1.0;      // gamma: the gaps' coefficient of variation (std / mean)
   uint64_t seed = 1;
   DeadlineRule deadline = DeadlineRule::kClasses;
   std::vector<DeadlineClass> deadline_classes = DefaultDeadlineClasses();  // kClasses

@@ -40,6 +40,14 @@ std::vector<int64_t> SynthesiseArrivals(size_t n, const ConvertOptions& o) {
       t += step;
       out.push_back(static_cast<int64_t>(std::llround(t * 1000)));
     }
+  } else if (o.arrival == ArrivalProcess::kGamma) {
+    // Gamma gaps of mean 1/rate: shape 1/cv^2, scale cv^2/rate (cv 1: exponential).
+    const double shape = 1 / (o.arrival_cv * o.arrival_cv);
+    std::gamma_distribution<double> gap(shape, 1 / (o.rate_per_s * shape));
+    for (size_t i = 0; i < n; ++i) {
+      t += gap(rng);
+      out.push_back(static_cast<int64_t>(std::llround(t * 1000)));
+    }
   } else {
     std::exponential_distribution<double> gap(o.rate_per_s);
     for (size_t i = 0; i < n; ++i) {

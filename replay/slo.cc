@@ -194,6 +194,11 @@ Spread SpreadOf(const std::vector<double>& values) {
 
 namespace {
 
+// Poisson re-timing, or gamma gaps when the options ask for a coefficient of variation.
+RetimeMode Mode(const SloOptions& o) {
+  return o.arrival_cv == 1.0 ? RetimeMode::kPoisson : RetimeMode::kGamma;
+}
+
 // The options' ranges and the trace's ids, checked before anything is replayed.
 Status CheckSloInputs(const std::vector<v1::TraceRecord>& trace,
                       const std::vector<std::string>& policies, const SloOptions& o) {
@@ -303,7 +308,7 @@ Status MeasureCurves(const std::vector<v1::TraceRecord>& trace, const v1::Replay
   size_t total = res.seeds.size() * res.rates.size() * policies.size(), done = 0;
   for (size_t s = 0; s < res.seeds.size(); ++s) {
     for (double rate : res.rates) {
-      std::vector<v1::TraceRecord> t = Retime(trace, rate, RetimeMode::kPoisson, res.seeds[s]);
+      std::vector<v1::TraceRecord> t = Retime(trace, rate, Mode(o), res.seeds[s], o.arrival_cv);
       for (size_t p = 0; p < policies.size(); ++p) {
         if (o.progress) o.progress("curve", done++, total);
         ro.seed = res.seeds[s];
@@ -352,7 +357,7 @@ Status MeasureSlowdowns(const std::vector<v1::TraceRecord>& trace, const v1::Rep
       double n = static_cast<double>(res.seeds.size());
       for (uint64_t seed : res.seeds) {
         if (o.progress) o.progress("slowdown", done++, total);
-        std::vector<v1::TraceRecord> t = Retime(trace, sd.rate_per_s, RetimeMode::kPoisson, seed);
+        std::vector<v1::TraceRecord> t = Retime(trace, sd.rate_per_s, Mode(o), seed, o.arrival_cv);
         ro.seed = seed;
         SY_ASSIGN_OR_RETURN(PolicyReport r, RunReplay(t, cluster, pr.policy, ro));
         SloWindow w = MiddleWindow(r.workflow_records, o.warmup_frac, o.drain_frac);

@@ -116,7 +116,8 @@ struct SloOptions {
   std::vector<double> rates;  // workflows/s, > 0 ascending; empty: AutoRates(TraceRate)
   double k = 2;               // SLO: JCT <= k × JCT⁰
   double target = 0.9;        // attainment needed at λ*
-  uint64_t seed = 1;          // first seed of the Poisson re-timing
+  uint64_t seed = 1;          // first seed of the re-timing (Poisson, or gamma gaps)
+  double arrival_cv = 1.0;    // > 1: gamma gaps of this coefficient of variation
   int seeds = 1;              // number of seeds
   double warmup_frac = 0.1;   // of the arrival span, dropped at the start
   double drain_frac = 0.1;    // of the arrival span, dropped at the end

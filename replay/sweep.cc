@@ -18,12 +18,13 @@ double TraceRate(const std::vector<v1::TraceRecord>& trace) {
 }
 
 std::vector<v1::TraceRecord> Retime(const std::vector<v1::TraceRecord>& trace, double rate_per_s,
-                                    RetimeMode mode, uint64_t seed) {
+                                    RetimeMode mode, uint64_t seed, double cv) {
   std::vector<v1::TraceRecord> out = trace;
   std::vector<int64_t> at;
-  if (mode == RetimeMode::kPoisson) {
+  if (mode != RetimeMode::kScale) {
     ConvertOptions o;
-    o.arrival = ArrivalProcess::kPoisson;
+    o.arrival = mode == RetimeMode::kGamma ? ArrivalProcess::kGamma : ArrivalProcess::kPoisson;
+    o.arrival_cv = cv;
     o.rate_per_s = rate_per_s;
     o.seed = seed;
     at = SynthesiseArrivals(out.size(), o);
@@ -61,7 +62,7 @@ Result<SweepResult> RunSweep(const std::vector<v1::TraceRecord>& trace,
   s.policies = policies;
   size_t total = rates.size() * policies.size(), k = 0;
   for (double rate : rates) {
-    std::vector<v1::TraceRecord> t = Retime(trace, rate, o.mode, o.seed);
+    std::vector<v1::TraceRecord> t = Retime(trace, rate, o.mode, o.seed, o.arrival_cv);
     for (const std::string& p : policies) {
       if (o.on_cell) o.on_cell(k++, total, p, rate);
       ReplayOptions ro;

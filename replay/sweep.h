@@ -19,15 +19,19 @@
 
 namespace switchyard::replay {
 
-enum class RetimeMode { kPoisson, kScale };
+// How Retime places arrivals at a rate: Poisson, gamma gaps of a given coefficient of
+// variation (ArrivalProcess::kGamma), or the recorded arrivals stretched (scale).
+enum class RetimeMode { kPoisson, kGamma, kScale };
 
 // Natural rate of a trace: workflows / arrival span (0 for fewer than two).
 double TraceRate(const std::vector<v1::TraceRecord>& trace);
+// `cv`: kGamma's coefficient of variation of the gaps.
 std::vector<v1::TraceRecord> Retime(const std::vector<v1::TraceRecord>& trace, double rate_per_s,
-                                    RetimeMode mode, uint64_t seed);
+                                    RetimeMode mode, uint64_t seed, double cv = 1.0);
 
 struct SweepOptions {
   RetimeMode mode = RetimeMode::kPoisson;
+  double arrival_cv = 1.0;  // kGamma
   uint64_t seed = 1;
   // Called before each cell with (cell index, cell count, policy, rate).
   std::function<void(size_t, size_t, const std::string&, double)> on_cell;

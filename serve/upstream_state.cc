@@ -27,7 +27,7 @@ void AddCapabilities(const upstream::Capabilities& caps, v1::UpstreamState* u) {
 std::map<std::string, uint64_t> Actions(const upstream::SteeringCounters& c) {
   return {{"probe", c.probes}, {"decorated", c.decorated}, {"open", c.opens},
           {"close", c.closes}, {"save", c.saves},          {"restore", c.restores},
-          {"erase", c.erases}, {"failed", c.failures}};
+          {"erase", c.erases}, {"failed", c.failures},     {"kept_urgent", c.kept_urgent}};
 }
 std::map<std::string, uint64_t> Warmups(const upstream::SteeringCounters& c) {
   return {{"sent", c.warmups_sent},       {"done", c.warmups_done},

@@ -144,6 +144,10 @@ void Steering::Decorate(const SessionRef& session, int priority, nlohmann::json*
     auto it = core_->sessions.find({session.upstream, session.key});
     if (it != core_->sessions.end()) {
       last = it->second.last;
+      if (it->second.decided && last == KvAction::kKeep) {
+        priority += kKeptUrgency;
+        ++u.counters.kept_urgent;
+      }
       ref = core_->RefLocked(it->first, it->second);
     }
   }
@@ -170,6 +174,7 @@ void Steering::OnWait(const SessionRef& session, KvAction decision) {
     if (s == nullptr) return;
     const Core::Key key{session.upstream, session.key};
     s->last = decision;
+    s->decided = true;
     auto calls = core_->adapters[session.upstream]->OnWait(core_->upstreams[session.upstream].caps,
                                                            core_->RefLocked(key, *s), decision);
     core_->EnqueueLocked(key, s, std::move(calls), &fx);

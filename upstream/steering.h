@@ -70,7 +70,8 @@ struct SteeringOptions {
 // Per upstream, for /v1/cluster and /metrics. Calls count when sent.
 struct SteeringCounters {
   uint64_t probes = 0;
-  uint64_t decorated = 0;  // forwarded requests decorated
+  uint64_t decorated = 0;    // forwarded requests decorated
+  uint64_t kept_urgent = 0;  // ... of which made more urgent: the session was kept
   uint64_t opens = 0;
   uint64_t closes = 0;
   uint64_t saves = 0;
@@ -104,7 +105,13 @@ class Steering {
 
   SessionRef Session(const std::string& key, size_t upstream);
   void BeforeTurn(const SessionRef& session, std::function<void()> ready);
-  // `priority`: larger is more urgent, 0 a standard call. `headers` are lower-case.
+  // `priority`: larger is more urgent, 0 a standard call. A session the scheduler kept
+  // through its last wait goes one step more urgent (kKeptUrgency): an engine that evicts
+  // its prefix cache by request priority (SGLang's --radix-eviction-policy priority, the
+  // CPU engine) then keeps that session's blocks over those of sessions the scheduler let
+  // go, so the upstream's eviction follows the scheduler's choice. `headers` are
+  // lower-case.
+  static constexpr int kKeptUrgency = 1;
   void Decorate(const SessionRef& session, int priority, nlohmann::json* body,
                 std::map<std::string, std::string>* headers);
   void ReportCachedTokens(const SessionRef& session, int64_t cached_tokens);

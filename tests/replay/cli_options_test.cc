@@ -81,8 +81,14 @@ TEST(SweepArgs, DefaultsValuesAndErrors) {
   EXPECT_EQ(Err(ParseSweepArgs({"--rates", "1"})), "--trace is required");
   EXPECT_NE(Err(ParseSweepArgs({"--trace", "t", "--rates", "1,x"})).find("'x'"), std::string::npos);
   EXPECT_NE(Err(ParseSweepArgs({"--trace", "t", "--rates", "1", "--arrivals", "burst"}))
-                .find("poisson or scale"),
+                .find("poisson, gamma:CV or scale"),
             std::string::npos);
+  s = ParseSweepArgs({"--trace", "t", "--arrivals", "gamma:2.5", "--slo-capacity"});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->arrivals, "gamma");
+  EXPECT_DOUBLE_EQ(s->arrival_cv, 2.5);
+  EXPECT_EQ(Err(ParseSweepArgs({"--trace", "t", "--arrivals", "gamma:20"})),
+            "--arrivals gamma:CV needs a number in [0.1, 10], not '20'");
 }
 
 TEST(SweepArgs, SloCapacityFlags) {
@@ -172,6 +178,15 @@ TEST(ConvertArgs, DefaultsAndDeadlineFlags) {
   EXPECT_EQ(c->options.seed, 3u);
   EXPECT_EQ(c->options.arrival, ArrivalProcess::kBursty);
   EXPECT_EQ(c->options.model_id, "m");
+  c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", "--arrival", "gamma:3"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->options.arrival, ArrivalProcess::kGamma);
+  EXPECT_DOUBLE_EQ(c->options.arrival_cv, 3);
+  for (const char* bad : {"gamma:0", "gamma:11", "gamma:x", "gamma"}) {
+    c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", "--arrival", bad});
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(c.status().message().find("--arrival"), std::string::npos) << c.status();
+  }
   c = ParseConvertArgs({"--from", "azure", "in", "-o", "out", "--deadline", "oracle-span:3"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->options.deadline, DeadlineRule::kOracleSpan);

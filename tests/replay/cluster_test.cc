@@ -50,6 +50,39 @@ TEST(Cluster, CommittedClustersHaveTheDocumentedShapes) {
   EXPECT_TRUE(scheduler::BuildClusterTopology(net).ok());
 }
 
+// Every committed file loads and derives a shape; the DGX-class ones say where their figures
+// come from, carry the machine's host DRAM and striped NVMe, and their FP8 twins differ
+// only in the KV precision.
+TEST(Cluster, EveryCommittedClusterLoadsAndTheDgxOnesNameTheirSources) {
+  namespace fs = std::filesystem;
+  int dgx = 0;
+  for (const auto& e : fs::directory_iterator(Dir())) {
+    if (e.path().extension() != ".json") continue;
+    auto c = LoadCluster(e.path().string());
+    ASSERT_TRUE(c.ok()) << e.path() << ": " << c.status();
+    ASSERT_TRUE(DeriveShape(*c).ok()) << e.path();
+    EXPECT_EQ(c->name(), e.path().stem().string());
+    if (c->name().rfind("dgx-", 0) != 0) continue;
+    ++dgx;
+    for (const char* field : {"gpu", "hostBytesPerNode", "diskBytesPerS", "model.kvDtype"})
+      EXPECT_TRUE(c->sources().contains(field)) << c->name() << " has no source for " << field;
+    EXPECT_EQ(c->host_bytes_per_node(), 3ull << 39);  // 1.5 TiB
+    EXPECT_DOUBLE_EQ(c->disk_bytes_per_s(), 25e9);
+    const bool fp8 = c->name().ends_with("-fp8");
+    EXPECT_EQ(c->model().kv_dtype(), fp8 ? v1::FP8 : v1::BF16) << c->name();
+    if (!fp8) continue;
+    auto twin = LoadCluster(c->name().substr(0, c->name().size() - 4), Dir());
+    ASSERT_TRUE(twin.ok()) << twin.status();
+    v1::ReplayCluster same = *c;
+    same.set_name(twin->name());
+    same.set_description(twin->description());
+    same.mutable_model()->set_kv_dtype(v1::BF16);
+    (*same.mutable_sources())["model.kvDtype"] = twin->sources().at("model.kvDtype");
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(same, *twin)) << c->name();
+  }
+  EXPECT_EQ(dgx, 6);
+}
+
 TEST(Cluster, DefaultEqualsTheCommittedFile) {
   auto file = LoadCluster(Dir() + "/h200x8-llama8b.json");
   ASSERT_TRUE(file.ok()) << file.status();

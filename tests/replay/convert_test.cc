@@ -448,6 +448,32 @@ TEST(SynthesiseArrivalsTest, BurstyIsBurstierThanPoisson) {
   EXPECT_GT(bursty, 1.5);
 }
 
+// Gamma gaps: the asked coefficient of variation (1: Poisson's), the asked mean rate, and
+// the same draws for the same seed.
+TEST(SynthesiseArrivalsTest, GammaGapsHaveTheAskedVariationAndRate) {
+  auto cv = [](const std::vector<int64_t>& t) {
+    double sum = 0, sq = 0;
+    for (size_t i = 1; i < t.size(); ++i) sum += t[i] - t[i - 1];
+    double mean = sum / (t.size() - 1);
+    for (size_t i = 1; i < t.size(); ++i) sq += (t[i] - t[i - 1] - mean) * (t[i] - t[i - 1] - mean);
+    return std::sqrt(sq / (t.size() - 1)) / mean;
+  };
+  ConvertOptions o;
+  o.arrival = ArrivalProcess::kGamma;
+  o.rate_per_s = 0.5;
+  for (double want : {1.0, 2.0, 3.0}) {
+    o.arrival_cv = want;
+    auto t = SynthesiseArrivals(40000, o);
+    for (size_t i = 1; i < t.size(); ++i) ASSERT_GE(t[i], t[i - 1]);
+    EXPECT_NEAR(cv(t), want, 0.12 * want) << want;
+    EXPECT_NEAR(t.size() / (t.back() / 1000.0), 0.5, 0.05) << want;
+  }
+  EXPECT_EQ(SynthesiseArrivals(100, o), SynthesiseArrivals(100, o));
+  ConvertOptions other = o;
+  other.seed = 2;
+  EXPECT_NE(SynthesiseArrivals(100, o), SynthesiseArrivals(100, other));
+}
+
 TEST(ConvertMooncakeTest, RebuildsConversationChains) {
   auto recs = ConvertMooncake(ReadFixture("mooncake_conversation_sample.jsonl"), {});
   ASSERT_TRUE(recs.ok()) << recs.status();

@@ -287,8 +287,8 @@ TEST(Replay, PercentileIsNearestRank) {
 TEST(Sweep, RetimeKeepsDeadlinesRelativeAndHitsTheRate) {
   std::vector<v1::TraceRecord> t = Sessions(0.05, 10);
   ASSERT_EQ(t.size(), 40u);
-  for (RetimeMode m : {RetimeMode::kPoisson, RetimeMode::kScale}) {
-    std::vector<v1::TraceRecord> r = Retime(t, 2.0, m, 5);
+  for (RetimeMode m : {RetimeMode::kPoisson, RetimeMode::kGamma, RetimeMode::kScale}) {
+    std::vector<v1::TraceRecord> r = Retime(t, 2.0, m, 5, /*cv=*/3.0);
     ASSERT_EQ(r.size(), t.size());
     std::map<std::string, int64_t> slack;
     for (const auto& x : t) slack[x.workflow().id()] = x.workflow().deadline_ms() - x.arrival_ms();

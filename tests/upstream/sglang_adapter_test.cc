@@ -23,6 +23,27 @@ class SglangAdapterTest : public SteeringFixture {
   }
 };
 
+// The scheduler kept the session through its wait: its next turn goes one step more
+// urgent, so an engine evicting its radix cache by priority keeps that session's blocks
+// over those of a session the scheduler demoted (the control) or has not decided on.
+TEST_F(SglangAdapterTest, AKeptSessionsNextTurnGoesMoreUrgent) {
+  SessionRef kept = ProbedSession(true, true, /*low_first=*/false, true);
+  SessionRef demoted = steering_->Session("s2", 0), fresh = steering_->Session("s3", 0);
+  ASSERT_EQ(Turn(kept, ChatBody("one")), 200);
+  ASSERT_EQ(Turn(demoted, ChatBody("two")), 200);
+  steering_->OnWait(kept, KvAction::kKeep);
+  steering_->OnWait(demoted, KvAction::kDemote);
+  ASSERT_EQ(Turn(kept, ChatBody("one, again")), 200);
+  EXPECT_EQ(Last("POST /v1/chat")["priority"], Steering::kKeptUrgency);
+  ASSERT_EQ(Turn(demoted, ChatBody("two, again")), 200);
+  EXPECT_EQ(Last("POST /v1/chat")["priority"], 0);
+  ASSERT_EQ(Turn(fresh, ChatBody("three")), 200);
+  EXPECT_EQ(Last("POST /v1/chat")["priority"], 0);
+  ASSERT_EQ(Turn(kept, ChatBody("one, urgent"), /*priority=*/2), 200);
+  EXPECT_EQ(Last("POST /v1/chat")["priority"], 2 + Steering::kKeptUrgency);
+  EXPECT_EQ(steering_->counters(0).kept_urgent, 2u);
+}
+
 TEST_F(SglangAdapterTest, ProbeReadsServerArgs) {
   up().Answer("GET /get_server_info", 200, SglangServerInfo(true, true, true, true));
   Steer(UpstreamKind::kSglang);

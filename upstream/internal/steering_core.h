@@ -40,6 +40,7 @@ struct Steering::Core : std::enable_shared_from_this<Steering::Core> {
     bool opened = false;
     bool released = false;
     KvAction last = KvAction::kKeep;
+    bool decided = false;            // `last` came from the scheduler (OnWait)
     std::deque<UpstreamCall> queue;  // not sent yet
     bool busy = false;               // a call in flight
     bool busy_warmup = false;        // ... which is a warm-up
