@@ -283,7 +283,7 @@ TEST(ConvertArgs, ErrorsNameTheFlag) {
   EXPECT_EQ(with({"--rate", "0"}), "--rate needs a number > 0, not '0'");
   EXPECT_EQ(with({"--tenants", "0"}), "--tenants needs a whole number >= 1, not '0'");
   EXPECT_EQ(with({"--repeat", "1.5"}), "--repeat needs a whole number >= 1, not '1.5'");
-  EXPECT_EQ(with({"--arrival", "x"}), "--arrival must be poisson or bursty, not 'x'");
+  EXPECT_EQ(with({"--arrival", "x"}), "--arrival must be poisson, bursty or gamma:CV, not 'x'");
   EXPECT_EQ(with({"--deadline-class", "interactive:900"}),
             "--deadline-class: '900' is not a duration > 0 with a unit s, m or h");
   EXPECT_NE(with({"--deadline-class", "interactive"})

@@ -299,6 +299,9 @@ TEST(Sweep, RetimeKeepsDeadlinesRelativeAndHitsTheRate) {
         EXPECT_LE(r[i - 1].arrival_ms(), r[i].arrival_ms());
       }
     }
+    // Gamma gaps of CV 3 over 39 gaps: the mean rate is checked over 40,000 draws
+    // (SynthesiseArrivalsTest), not here.
+    if (m == RetimeMode::kGamma) continue;
     double rate = TraceRate(r);
     EXPECT_NEAR(rate, 2.0, m == RetimeMode::kScale ? 0.01 : 1.0);
   }
