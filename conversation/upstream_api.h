@@ -11,7 +11,7 @@
 //     `--upstream-kind`, else "generic"; upstream/adapter.h);
 //   - capabilities the operator declares (upstream::DeclareCapability): "priority",
 //     "slot_files", "slots=4", "no-prefix_caching", ...
-// e.g. "http://gpu1:8000#vllm+priority", "http://cpu:8080#chat+llamacpp+slot_files".
+// e.g. "http://gpu1:8000#vllm+priority", "http://cpu:8080#chat+llamacpp+slots+slot_files".
 //
 // Thread-safety: pure functions.
 #pragma once

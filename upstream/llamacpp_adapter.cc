@@ -1,8 +1,9 @@
 // The llama.cpp adapter (llama-server). GET /props gives total_slots (else GET /slots, one
 // entry per slot); each slot keeps the KV of its last prompt, reused when the next prompt
-// shares its prefix. A session pinned to a slot (SessionRef::slot, assigned by the
-// executor) has `id_slot` and `cache_prompt: true` on its requests. With slot files
-// (declared: the server runs with --slot-save-path) its KV moves as the scheduler decides:
+// shares its prefix. With `slots` declared (`URL#llamacpp+slots`: the server keeps idle
+// slots, below), a session pinned to a slot (SessionRef::slot, assigned by the executor)
+// has `id_slot` and `cache_prompt: true` on its requests; probed slots alone pin nothing. With slot
+// files (declared: the server runs with --slot-save-path) its KV moves as the scheduler decides:
 //   wait: keep      nothing
 //         demote    POST /slots/{id}?action=save {"filename"}, then ?action=erase (only
 //                   when the save succeeded)
@@ -78,7 +79,11 @@ class LlamaCppAdapter final : public UpstreamAdapter {
       source = "GET /slots (" + std::to_string(caps.total_slots) + " slots)";
     }
     if (caps.total_slots > 0) {
-      caps.slots = {true, source};
+      // Pinning pays only on a server that keeps idle slots (-np N --no-cache-idle-slots),
+      // which no endpoint tells: under the defaults a pinned slot is emptied into the RAM
+      // prompt cache and its next turn is computed anew (see the top of this file). So
+      // slots are counted here, and sessions are pinned only when `slots` is declared.
+      caps.slots = {false, source + "; sessions pinned to slots only when `slots` is declared"};
       caps.prefix_caching = {true, source + " (a slot reuses its cached prompt)"};
     }
     return caps;

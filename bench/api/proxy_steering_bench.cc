@@ -21,7 +21,7 @@
 // off (goal <= 0.5x), and the cached share of the resumed turns' prompts as the upstream's
 // usage reports it.
 // SY_BENCH_STEER_UPSTREAM=URL[#WORDS] puts both proxies in front of that upstream instead
-// (e.g. a llama-server started by hand: `http://127.0.0.1:8080#chat+llamacpp+slot_files`,
+// (e.g. a llama-server started by hand: `http://127.0.0.1:8080#chat+llamacpp+slots+slot_files`,
 // with SY_BENCH_STEER_MODEL_ID its model name); its computed tokens are then not reported.
 // Environment: SY_BENCH_STEER_AGENTS (A, 8), SY_BENCH_STEER_TURNS (T, 5),
 // SY_BENCH_STEER_WAIT_MS (W, 400), SY_BENCH_STEER_ROUNDS (R, 2), SY_BENCH_STEER_MODEL
@@ -249,7 +249,7 @@ void ReportProxySteering(const std::map<std::string, Measured>&, Report* report)
   Upstream up;
   bool started = true;
   if (const char* external = std::getenv("SY_BENCH_STEER_UPSTREAM"); external && *external) {
-    up.spec = external;  // e.g. http://127.0.0.1:8080#chat+llamacpp+slot_files
+    up.spec = external;  // e.g. http://127.0.0.1:8080#chat+llamacpp+slots+slot_files
     if (const char* id = std::getenv("SY_BENCH_STEER_MODEL_ID")) a.model = id;
   } else {
     started = ours.Start(bin,

@@ -92,6 +92,7 @@ class LlamaCppServerTest : public ::testing::Test {
     SteeringUpstream setup;
     setup.kind = UpstreamKind::kLlamaCpp;
     setup.declared.slot_files = {true, "configured"};  // the server has --slot-save-path
+    setup.declared.slots = {true, "configured"};       // ... and keeps idle slots
     auto steering = Steering::Create(server_.client(), {setup});
     ASSERT_TRUE(steering.ok()) << steering.status().ToString();
     steering_ = std::move(steering).value();
@@ -103,7 +104,7 @@ class LlamaCppServerTest : public ::testing::Test {
     const Capabilities c = caps.get();
     ASSERT_TRUE(c.slots.on);
     EXPECT_EQ(c.total_slots, 2);
-    EXPECT_EQ(c.slots.source, "GET /props total_slots=2");
+    EXPECT_EQ(c.slots.source, "configured");
     EXPECT_TRUE(c.slot_files.on);
   }
 
