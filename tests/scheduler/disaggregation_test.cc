@@ -40,7 +40,7 @@ PrefillCandidate Prefiller(int worker, size_t n = 1) {
   return p;
 }
 
-double Secs(Duration d) { return std::chrono::duration<double>(d).count(); }
+double SecondsOf(Duration d) { return std::chrono::duration<double>(d).count(); }
 
 TEST(ChoosePrefill, AFreshLongPromptGoesToAPrefillWorker) {
   const PdCall call{30000, 200};
@@ -52,8 +52,8 @@ TEST(ChoosePrefill, AFreshLongPromptGoesToAPrefillWorker) {
   EXPECT_EQ(c.move_bytes, 30000ull * 131072);
   // Colocated: 1 s of prefill stalls 32 decoding sequences (32 s of their time) + 5 s of
   // decode; disaggregated: the 79 ms move hides behind the 1 s prefill.
-  EXPECT_NEAR(Secs(c.colocated), 1 + 5 + 32, 1e-6);
-  EXPECT_NEAR(Secs(c.disaggregated), 1 + 5, 1e-6);
+  EXPECT_NEAR(SecondsOf(c.colocated), 1 + 5 + 32, 1e-6);
+  EXPECT_NEAR(SecondsOf(c.disaggregated), 1 + 5, 1e-6);
 }
 
 TEST(ChoosePrefill, AnAppendToAResidentContextStays) {
@@ -73,7 +73,7 @@ TEST(ChoosePrefill, ACongestedLinkOrABusyPrefillWorkerKeepsItColocated) {
   PrefillChoice c =
       ChoosePrefill(call, {Decoder(1)}, {congested}, Llama8b(), Disaggregation::kAuto);
   EXPECT_FALSE(c.disaggregate) << c.why;
-  EXPECT_NEAR(Secs(c.disaggregated), 1 + 40 + 5, 1e-6);
+  EXPECT_NEAR(SecondsOf(c.disaggregated), 1 + 40 + 5, 1e-6);
 
   PrefillCandidate busy = Prefiller(0);
   busy.wait = seconds(35);
@@ -113,7 +113,7 @@ TEST(ChoosePrefill, ModesAndTheMoveThatIsNotHidden) {
   PdModel after_last_layer = Llama8b();
   after_last_layer.streaming_overlap = 0;  // the move starts once the prefill ended
   c = ChoosePrefill(fresh, {Decoder(1)}, {Prefiller(0)}, after_last_layer, Disaggregation::kAuto);
-  EXPECT_NEAR(Secs(c.disaggregated), 1 + 30000.0 * 131072 / 50e9 + 5, 1e-6);
+  EXPECT_NEAR(SecondsOf(c.disaggregated), 1 + 30000.0 * 131072 / 50e9 + 5, 1e-6);
 
   DecodeCandidate tiny = Decoder(1);
   tiny.kv_free_bytes = 0;

@@ -102,6 +102,7 @@ TEST_F(SteeringTest, AQueuedWarmupIsNotSentOnceTheTurnCame) {
   up().Answer("GET /props", 200, LlamaProps(1));
   up().Answer("POST /slots/0?action=erase", 200, "{}");
   Capabilities declared;
+  declared.slots = Declared();
   declared.slot_files = Declared();
   Steer(UpstreamKind::kLlamaCpp, declared);
   Probe();
