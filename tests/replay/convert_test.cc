@@ -431,19 +431,21 @@ TEST(SynthesiseArrivalsTest, PoissonAndBurstyMeanRate) {
   }
 }
 
+// The coefficient of variation of the gaps between arrival times `t` (ms).
+double GapCv(const std::vector<int64_t>& t) {
+  double sum = 0, sq = 0;
+  for (size_t i = 1; i < t.size(); ++i) sum += t[i] - t[i - 1];
+  double mean = sum / (t.size() - 1);
+  for (size_t i = 1; i < t.size(); ++i) sq += (t[i] - t[i - 1] - mean) * (t[i] - t[i - 1] - mean);
+  return std::sqrt(sq / (t.size() - 1)) / mean;
+}
+
 TEST(SynthesiseArrivalsTest, BurstyIsBurstierThanPoisson) {
-  auto cv = [](const std::vector<int64_t>& t) {  // coefficient of variation of the gaps
-    double sum = 0, sq = 0;
-    for (size_t i = 1; i < t.size(); ++i) sum += t[i] - t[i - 1];
-    double mean = sum / (t.size() - 1);
-    for (size_t i = 1; i < t.size(); ++i) sq += (t[i] - t[i - 1] - mean) * (t[i] - t[i - 1] - mean);
-    return std::sqrt(sq / (t.size() - 1)) / mean;
-  };
   ConvertOptions o;
   o.rate_per_s = 1.0;
-  double poisson = cv(SynthesiseArrivals(20000, o));
+  double poisson = GapCv(SynthesiseArrivals(20000, o));
   o.arrival = ArrivalProcess::kBursty;
-  double bursty = cv(SynthesiseArrivals(20000, o));
+  double bursty = GapCv(SynthesiseArrivals(20000, o));
   EXPECT_NEAR(poisson, 1.0, 0.1);
   EXPECT_GT(bursty, 1.5);
 }
@@ -451,13 +453,6 @@ TEST(SynthesiseArrivalsTest, BurstyIsBurstierThanPoisson) {
 // Gamma gaps: the asked coefficient of variation (1: Poisson's), the asked mean rate, and
 // the same draws for the same seed.
 TEST(SynthesiseArrivalsTest, GammaGapsHaveTheAskedVariationAndRate) {
-  auto cv = [](const std::vector<int64_t>& t) {
-    double sum = 0, sq = 0;
-    for (size_t i = 1; i < t.size(); ++i) sum += t[i] - t[i - 1];
-    double mean = sum / (t.size() - 1);
-    for (size_t i = 1; i < t.size(); ++i) sq += (t[i] - t[i - 1] - mean) * (t[i] - t[i - 1] - mean);
-    return std::sqrt(sq / (t.size() - 1)) / mean;
-  };
   ConvertOptions o;
   o.arrival = ArrivalProcess::kGamma;
   o.rate_per_s = 0.5;
@@ -465,7 +460,7 @@ TEST(SynthesiseArrivalsTest, GammaGapsHaveTheAskedVariationAndRate) {
     o.arrival_cv = want;
     auto t = SynthesiseArrivals(40000, o);
     for (size_t i = 1; i < t.size(); ++i) ASSERT_GE(t[i], t[i - 1]);
-    EXPECT_NEAR(cv(t), want, 0.12 * want) << want;
+    EXPECT_NEAR(GapCv(t), want, 0.12 * want) << want;
     EXPECT_NEAR(t.size() / (t.back() / 1000.0), 0.5, 0.05) << want;
   }
   EXPECT_EQ(SynthesiseArrivals(100, o), SynthesiseArrivals(100, o));
