@@ -157,7 +157,10 @@ def target_sources(build_dir):
         entries = json.load(f)
     targets = collections.defaultdict(list)
     for e in entries:
-        m = re.search(r"CMakeFiles/([^/]+)\.dir/", e.get("output", "") or e["command"])
+        # The object file names the target (not the -include of a precompiled header, which
+        # may be another target's: tests/CMakeLists.txt, sy_test_pch).
+        m = re.search(r"CMakeFiles/([^/]+)\.dir/", e.get("output", "")) or re.search(
+            r"-o \S*CMakeFiles/([^/]+)\.dir/", e["command"])
         if not m:
             continue
         src = e["file"]

@@ -79,9 +79,13 @@ for entry, f in ((e, s) for e in json.load(open(os.path.join(build, "compile_com
         continue
     args = shlex.split(entry["command"]) if "command" in entry else entry["arguments"]
     out, skip = [clangxx], False
-    for a in args[1:]:
+    for i, a in enumerate(args[1:], start=1):
         if skip: skip = False; continue
         if a == "-o": skip = True; continue
+        # The test binaries' precompiled header is GCC's (tests/common/pch.h); clang parses
+        # each source's own includes instead.
+        if a == "-include" and args[i + 1:i + 2] and args[i + 1].endswith("cmake_pch.hxx"):
+            skip = True; continue
         if a in ("-c", f, entry["file"]) or a.startswith("-W") or a.startswith("-fsanitize"):
             continue
         out.append(a)
