@@ -328,6 +328,13 @@ bool Core::Forget(const std::string& workflow_id) {
   if (it == s_->wfs.end() || !it->second.ended) return false;
   for (const std::string& key : it->second.contexts)  // dead ones still moving
     if (internal::CtxRec* c = s_->kv.Find(key)) c->owner = nullptr;
+  // An ended workflow runs nothing; no worker may keep a pointer to its record.
+  for (size_t i = 0; i < it->second.nodes.size(); ++i)
+    if (const int w = it->second.nodes[i].worker; w >= 0) {
+      internal::WorkerRec& wr = s_->workers[static_cast<size_t>(w)];
+      if (wr.nodes.erase({workflow_id, static_cast<int>(i)}) > 0)
+        wr.decode_kv_tokens -= internal::DecodeKvTokens(it->second.nodes[i]);
+    }
   s_->wfs.erase(it);
   return true;
 }

@@ -180,6 +180,8 @@ void CoreState::OnLlmSucceeded(WfRec& wf, int idx, const Event& e) {
   // Grow the primary context by what the node wrote; release the rest.
   std::vector<std::string> cs = NodeContexts(wf, n);
   int64_t grown = n.new_tokens - n.new_done + std::max<int64_t>(0, out_tokens - n.out_done);
+  if (n.worker >= 0)
+    workers[static_cast<size_t>(n.worker)].decode_kv_tokens += n.new_done - n.new_tokens;
   n.new_done = n.new_tokens;
   n.out_done = 0;
   uint64_t grown_bytes = 0;

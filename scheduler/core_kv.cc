@@ -229,10 +229,8 @@ double CoreState::BatchHeadroom(int w) const {
   if (!(weights > 0)) return -1;
   int64_t tokens = 0;
   const WorkerRec& wr = workers[static_cast<size_t>(w)];
-  for (const auto& [wf_id, idx] : wr.nodes) {
-    auto wit = wfs.find(wf_id);
-    if (wit == wfs.end()) continue;
-    const NodeRec& n = wit->second.nodes[static_cast<size_t>(idx)];
+  for (const auto& [id, ref] : wr.nodes) {
+    const NodeRec& n = ref.wf->nodes[static_cast<size_t>(id.second)];
     tokens += n.base_tokens + n.new_tokens;
   }
   double kv = ToSeconds(cost.DecodeTime(1, tokens)) - weights;
@@ -250,15 +248,10 @@ Duration CoreState::SwapBacklog(int w) const {
 double CoreState::RunningFraction(int w) const {
   const WorkerRec& wr = workers[static_cast<size_t>(w)];
   uint64_t held = 0;
-  for (const auto& [wf_id, idx] : wr.nodes) {
-    auto wit = wfs.find(wf_id);
-    if (wit == wfs.end()) continue;
-    const NodeRec& n = wit->second.nodes[static_cast<size_t>(idx)];
-    held += n.reserved;
-    for (const v1::CacheRef& r : n.spec.cache_refs()) {
-      const CtxRec* c = kv.Find(ContextKey(wf_id, r.context()));
-      if (c && c->loc.worker == w && kv.HbmAccounted(c->loc)) held += c->bytes;
-    }
+  for (const auto& [id, ref] : wr.nodes) {
+    held += ref.wf->nodes[static_cast<size_t>(id.second)].reserved;
+    for (const CtxRec* c : ref.contexts)
+      if (c->loc.worker == w && kv.HbmAccounted(c->loc)) held += c->bytes;
   }
   return std::min(
       1.0, static_cast<double>(held) / static_cast<double>(std::max<uint64_t>(1, kv.Capacity(w))));
@@ -394,8 +387,8 @@ void CoreState::OnWorkerLost(int w) {
   kv.ForgetPrefixesOn(w);
   std::vector<std::string> lost = kv.ContextsOn(w);
   // 3. Nodes running there failed with a worker-scoped error (ErrorScope::kRemote).
-  std::vector<std::pair<std::string, int>> running(workers[static_cast<size_t>(w)].nodes.begin(),
-                                                   workers[static_cast<size_t>(w)].nodes.end());
+  const std::vector<std::pair<std::string, int>> running =
+      workers[static_cast<size_t>(w)].RunningIds();
   for (const auto& [wf_id, idx] : running) StopRunning(wfs[wf_id], idx);
   for (const std::string& key : lost) {
     CtxRec* c = kv.Find(key);
@@ -465,7 +458,7 @@ void CoreState::OnEpochChanged(const std::string& model, uint64_t epoch) {
   std::vector<std::string> stale = kv.StaleContexts(model, epoch);
   // Running nodes writing a stale context stop at once and start over on the new epoch.
   for (WorkerRec& wr : workers) {
-    std::vector<std::pair<std::string, int>> running(wr.nodes.begin(), wr.nodes.end());
+    const std::vector<std::pair<std::string, int>> running = wr.RunningIds();
     for (const auto& [wf_id, idx] : running) {
       WfRec& wf = wfs[wf_id];
       NodeRec& n = wf.nodes[static_cast<size_t>(idx)];

@@ -1,6 +1,7 @@
 // Admission against HBM and placement with KV locality: which worker a node runs on, what
 // of its contexts must be read back first, and starting or stopping it there.
 #include <algorithm>
+#include <cassert>
 #include <optional>
 
 #include "scheduler/internal/core_state.h"
@@ -11,13 +12,12 @@ double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens
   auto mean = output_mean.find(n.spec.model_id());
   if (mean == output_mean.end()) return 0;  // nothing learned yet: locality decides
   const WorkerRec& wr = workers[static_cast<size_t>(w)];
-  for (const auto& [wf_id, idx] : wr.nodes) {
-    auto it = wfs.find(wf_id);
-    if (it == wfs.end()) continue;
-    const WfRec& other = it->second;
-    const NodeRec& r = other.nodes[static_cast<size_t>(idx)];
-    kv_tokens += r.base_tokens + r.new_tokens - r.new_done + r.prog_out;  // its primary's KV
-  }
+#ifndef NDEBUG  // the running sum matches its definition (every test checks it)
+  int64_t sum = 0;
+  for (const auto& [id, ref] : wr.nodes) sum += DecodeKvTokens(ref.wf->nodes[size_t(id.second)]);
+  assert(sum == wr.decode_kv_tokens);
+#endif
+  kv_tokens += wr.decode_kv_tokens;
   // One step of the batch: the weights read once, every sequence's KV read.
   const Duration step = CostOf(n.spec.model_id()).DecodeTime(1, kv_tokens);
   return mean->second * ToSeconds(step);
@@ -208,7 +208,11 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   WorkerRec& wr = workers[static_cast<size_t>(w)];
   kv.Reserve(w, n.reserved);
   wr.running++;
-  wr.nodes.insert({wf.id, idx});
+  RunningRef& ref = wr.nodes[{wf.id, idx}];
+  ref.wf = &wf;
+  ref.contexts.clear();
+  for (const std::string& key : keys) ref.contexts.push_back(&kv.At(key));
+  wr.decode_kv_tokens += DecodeKvTokens(n);
   n.state = NState::kRunning;
   auto gi = static_cast<program_graph::NodeIndex>(idx);
   if (wf.graph->state(gi) == v1::NODE_READY) (void)wf.graph->MarkRunning(gi);
@@ -262,6 +266,7 @@ void CoreState::StopRunning(WfRec& wf, int idx) {
   WorkerRec& wr = workers[static_cast<size_t>(n.worker)];
   kv.Unreserve(n.worker, n.reserved);
   wr.running--;
+  wr.decode_kv_tokens -= DecodeKvTokens(n);
   wr.nodes.erase({wf.id, idx});
   n.reserved = 0;
   ReleaseNodePrefixes(wf, idx);

@@ -113,8 +113,8 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
       return;
   Duration wait = Duration::max();
   for (const WorkerRec& w : workers)
-    for (const auto& [rid, ridx] : w.nodes) {
-      const NodeRec& r = wfs[rid].nodes[static_cast<size_t>(ridx)];
+    for (const auto& [id, ref] : w.nodes) {
+      const NodeRec& r = ref.wf->nodes[static_cast<size_t>(id.second)];
       wait = std::min(wait, std::max(Duration(0), r.started + r.est_run - now));
     }
   PreemptionInput in{NodeDeadline(uwf, u) - now - u.est_run, wait, u.est_run};
@@ -194,6 +194,7 @@ void CoreState::OnEngineReport(const Event& e) {
     kv.Reserve(e.worker, res);
     n.reserved = res;
     n.prog_prefill = st.prefill_done;
+    wr.decode_kv_tokens += st.output_done - n.prog_out;
     n.prog_out = st.output_done;
     if (n.builds_prefix) OnPrefixProgress(*wf, idx, st.prefill_done);
     int64_t total_prefill = n.recompute_at_place + n.new_tokens - n.new_done;
@@ -213,8 +214,9 @@ void CoreState::OnPoolExhausted(int w, size_t needing) {
   while (kv.Free(w) + leaving < need && !wr.nodes.empty()) {
     std::vector<PoolVictimInfo> infos;
     std::vector<std::pair<std::string, int>> ids;
-    for (const auto& [wf_id, idx] : wr.nodes) {
-      const WfRec& wf = wfs[wf_id];
+    for (const auto& [id, ref] : wr.nodes) {
+      const auto& [wf_id, idx] = id;
+      const WfRec& wf = *ref.wf;
       const NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
       Time dl = NodeDeadline(wf, n);
       infos.push_back({n.place_seq, wf.arrival, n.ready_since, dl, wf.priority, wf.atlas,

@@ -86,6 +86,11 @@ struct NodeRec {
   bool builds_prefix = false;           // this attempt computes a shared prefix copy
 };
 
+// The KV tokens a running node's next decode step reads from its primary context.
+inline int64_t DecodeKvTokens(const NodeRec& n) {
+  return n.base_tokens + n.new_tokens - n.new_done + n.prog_out;
+}
+
 struct WfRec {
   std::string id, tenant;
   Time deadline = Time::Max();
@@ -105,12 +110,33 @@ struct WfRec {
 };
 
 // A worker as ordering and placement see it (its KV room is the ledger's WorkerKv).
+// A node running on a worker, as the per-worker sums (RunningFraction, BatchHeadroom,
+// LoadedDecodeSeconds) walk it: its workflow's record and the records of the contexts its
+// cache refs name, so that no sum looks anything up by key per running node. Both stay
+// valid while it runs: `wfs` and the ledger's contexts are node-based maps; a workflow is
+// forgotten only once it ended, and its contexts are erased only after EndWorkflow stopped
+// its running nodes (kv_ledger.h, rule 5).
+struct RunningRef {
+  WfRec* wf = nullptr;
+  std::vector<const CtxRec*> contexts;  // NodeContexts order
+};
+
 struct WorkerRec {
   int running = 0;
   bool alive = true;
-  bool draining = false;                        // no new placements; contexts move off
-  Duration step_time{0};                        // the engine's last reported step (0: none yet)
-  std::set<std::pair<std::string, int>> nodes;  // running (wf, node)
+  bool draining = false;  // no new placements; contexts move off
+  Duration step_time{0};  // the engine's last reported step (0: none yet)
+  std::map<std::pair<std::string, int>, RunningRef> nodes;  // running (wf, node)
+  // Σ DecodeKvTokens over its running nodes, kept as they start, progress and stop (what
+  // one decode step reads; LoadedDecodeSeconds, per candidate worker of every placement).
+  int64_t decode_kv_tokens = 0;
+  // The (wf, node) ids of its running nodes, in order: a copy, for loops that stop them.
+  std::vector<std::pair<std::string, int>> RunningIds() const {
+    std::vector<std::pair<std::string, int>> ids;
+    ids.reserve(nodes.size());
+    for (const auto& [id, ref] : nodes) ids.push_back(id);
+    return ids;
+  }
 };
 
 struct TenantRec {
