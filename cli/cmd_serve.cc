@@ -66,7 +66,7 @@ int ServeUsage(const std::string& arg, bool has_value) {
                "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
                "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
-               "[--kv-pool-mib N] [--upstream URL[#API][,URL[#API]...]] "
+               "[--kv-pool-mib N] [--kv-offload-mib N] [--upstream URL[#API][,URL[#API]...]] "
                "[--upstream-api same|chat] [--upstream-kind generic|vllm|sglang|llamacpp] "
                "[--upstream-steering on|off] "
                "[--upstream-key TOKEN] [--links FILE] [--policy NAME] [--local-workers N] "
@@ -141,16 +141,17 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->policy = args[++i];
     else if (args[i] == "--response-retention-s" && v) {
       if (!ParseRetention(args[++i], &flags->response_retention_s)) return 2;
-    } else if (args[i] == "--kv-pool-mib" && v) {
+    } else if ((args[i] == "--kv-pool-mib" || args[i] == "--kv-offload-mib") && v) {
+      const std::string& flag = args[i];
       const std::string& t = args[++i];
       char* end = nullptr;
       long long n = std::strtoll(t.c_str(), &end, 10);
       if (t.empty() || *end != '\0' || n <= 0) {
-        std::fprintf(stderr, "switchyard serve: --kv-pool-mib needs a whole number > 0, got '%s'\n",
-                     t.c_str());
+        std::fprintf(stderr, "switchyard serve: %s needs a whole number > 0, got '%s'\n",
+                     flag.c_str(), t.c_str());
         return 2;
       }
-      flags->kv_pool_mib = n;
+      (flag == "--kv-pool-mib" ? flags->kv_pool_mib : flags->kv_offload_mib) = n;
     } else {
       return ServeUsage(args[i], v);
     }

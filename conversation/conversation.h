@@ -64,6 +64,14 @@ struct Sampling {
   // important. The engine keeps the prefix-cache blocks of a more important request longer
   // (SequenceSpec::priority); 0 when not given.
   int64_t engine_priority = 0;
+  // vLLM's `kv_transfer_params` for its CPU offloading, as engines with a host offload tier
+  // take them (executors::KvTransferParams): tokens it may load back from the host tier (-1:
+  // no limit, 0: recompute), whether it may load from it, tokens it may store there (-1: all).
+  struct KvTransfer {
+    int64_t max_load_tokens = -1;
+    bool load_from_host = true;
+    int64_t max_offload_tokens = -1;
+  } kv_transfer;
 };
 
 struct Conversation {

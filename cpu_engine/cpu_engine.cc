@@ -47,7 +47,7 @@ Result<std::unique_ptr<CpuEngine>> CpuEngine::Create(EventLoop* loop, int worker
       std::unique_ptr<CpuStepRunner> runner,
       CpuStepRunner::Create(loop, o.model, o.tokens, limits.block_tokens, limits.pool_blocks,
                             "cpu engine KV pool (worker " + std::to_string(worker) + ")", o.tenant,
-                            o.token_masks, o.token_bytes, o.prefix_caching));
+                            o.token_masks, o.token_bytes, o.prefix_caching, o.offload_bytes));
   return std::unique_ptr<CpuEngine>(
       new CpuEngine(loop, worker, limits, std::move(runner), std::move(o)));
 }
@@ -73,6 +73,7 @@ int64_t CpuEngine::cached_prefix_tokens(std::span<const int32_t> ids) const {
   return cpu_->CachedPrefix(ids);
 }
 size_t CpuEngine::kept_blocks() const { return cpu_->pool().kept_blocks(); }
+const OffloadCache* CpuEngine::offload() const { return cpu_->offload(); }
 
 Result<executors::ContextKvView> CpuEngine::ExportKv(const std::string& context) const {
   return cpu_->ExportKv(context);

@@ -80,6 +80,7 @@ class TokenLog {
 v1::ModelConfig ToModelConfig(const ModelShape& shape);
 
 class CpuStepRunner;
+class OffloadCache;
 
 class CpuEngine final : public executors::BatchingEngine, public executors::EngineKv {
  public:
@@ -102,6 +103,10 @@ class CpuEngine final : public executors::BatchingEngine, public executors::Engi
     std::vector<std::string> token_bytes;
     // Automatic prefix caching (above); false: every prefill token is computed.
     bool prefix_caching = true;
+    // With prefix caching: a host offload tier of this many bytes (0: none), where freed
+    // blocks are copied and found again once the pool reused them (offload_cache.h; vLLM's
+    // native CPU offloading). Requests steer it with SequenceSpec::kv_transfer.
+    uint64_t offload_bytes = 0;
   };
   // InvalidArgument without a model or token log; the pool's allocation error.
   static Result<std::unique_ptr<CpuEngine>> Create(EventLoop* loop, int worker,
@@ -124,6 +129,8 @@ class CpuEngine final : public executors::BatchingEngine, public executors::Engi
   // would find now (0 without prefix caching); freed blocks kept for it.
   int64_t cached_prefix_tokens(std::span<const int32_t> ids) const;
   size_t kept_blocks() const;
+  // The host offload tier (null: none).
+  const OffloadCache* offload() const;
 
  private:
   CpuEngine(EventLoop* loop, int worker, executors::EngineLimits limits,

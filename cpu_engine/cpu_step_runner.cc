@@ -114,13 +114,19 @@ Status CpuStepRunner::OnAdmit(const executors::SequenceSpec& spec, const std::st
   p.choice = std::move(choice);
   if (p.json || p.choice) constrained_[primary] = spec.key;
   params_[spec.key] = std::move(p);
-  // The sequence's priority goes with the blocks of every context it names.
-  pending_priority_.clear();
+  // The sequence's priority and offload limit go with the blocks of every context it names;
+  // its load limits hold for the match that follows (MatchPrefix).
+  const Tags tags{spec.priority, spec.kv_transfer.max_offload_tokens};
+  load_budget_ = spec.kv_transfer.max_load_tokens;
+  load_host_ = spec.kv_transfer.load_from_host;
+  pending_tags_.clear();
   auto note = [&](const std::string& key) {
-    if (Ctx* c = Find(key))
-      c->priority = spec.priority;
-    else
-      pending_priority_[key] = spec.priority;
+    if (Ctx* c = Find(key)) {
+      c->priority = tags.priority;
+      c->offload_limit = tags.offload_limit;
+    } else {
+      pending_tags_[key] = tags;
+    }
   };
   note(primary);
   for (const executors::SeqContext& c : spec.contexts) note(c.key);

@@ -59,6 +59,7 @@
 #include "cpu_engine/json_constraint.h"
 #include "cpu_engine/kv_pool.h"
 #include "cpu_engine/model.h"
+#include "cpu_engine/offload_cache.h"
 #include "cpu_engine/prefix_cache.h"
 #include "cpu_engine/token_trie.h"
 #include "executors/engine_kv.h"
@@ -92,6 +93,9 @@ class CpuStepRunner final : public executors::StepRunner {
     // KV comes from an earlier model epoch (never indexed).
     std::vector<uint64_t> hashes;
     int priority = 0;
+    // The host offload tier stores its freed blocks ending within its first this many
+    // tokens (-1: all): KvTransferParams::max_offload_tokens of that same sequence.
+    int64_t offload_limit = -1;
     bool indexable = true;
     uint64_t cuts = 0;  // times `valid` was cut: a running step's rows may be stale then
   };
@@ -100,15 +104,18 @@ class CpuStepRunner final : public executors::StepRunner {
   // `pool_name` (InvalidArgument without a model or token log; the pool's allocation error).
   // `token_bytes`: each token id's raw bytes (CpuEngine::Options::token_bytes); empty, a
   // sequence with a json_schema is refused at admission. `prefix_caching`: automatic prefix
-  // caching (above).
+  // caching (above); `offload_bytes` > 0 (with it): a host offload tier of that size
+  // (offload_cache.h).
   static Result<std::unique_ptr<CpuStepRunner>> Create(
       EventLoop* loop, const Model* model, TokenLog* log, int64_t block_tokens, int64_t pool_blocks,
       const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks,
-      std::vector<std::string> token_bytes = {}, bool prefix_caching = false);
+      std::vector<std::string> token_bytes = {}, bool prefix_caching = false,
+      uint64_t offload_bytes = 0);
 
   CpuStepRunner(EventLoop* loop, const Model* model, TokenLog* log, std::unique_ptr<KvPool> pool,
                 int64_t block_tokens, std::string tenant, std::vector<std::vector<bool>> masks,
-                std::vector<std::string> token_bytes, bool prefix_caching)
+                std::vector<std::string> token_bytes, bool prefix_caching,
+                uint64_t offload_bytes = 0)
       : masks_(std::move(masks)),
         token_bytes_(std::move(token_bytes)),
         trie_(token_bytes_.empty() ? nullptr : std::make_unique<TokenTrie>(token_bytes_)),
@@ -121,6 +128,9 @@ class CpuStepRunner final : public executors::StepRunner {
         tenant_(std::move(tenant)),
         prefix_(prefix_caching ? std::make_unique<PrefixCache>(model->shape().Describe())
                                : nullptr),
+        offload_(prefix_caching && offload_bytes > 0
+                     ? std::make_unique<OffloadCache>(block_bytes_, offload_bytes)
+                     : nullptr),
         alive_(std::make_shared<std::atomic<bool>>(true)) {
     thread_ = std::thread([this]() { Work(); });
   }
@@ -144,8 +154,10 @@ class CpuStepRunner final : public executors::StepRunner {
   KvPool& pool() { return *pool_; }
   const KvPool& pool() const { return *pool_; }
   // Prefix caching: the tokens of the whole blocks of `ids` (from position 0) a match would
-  // find now, held or kept; 0 without prefix caching.
+  // find now, held, kept or in the host offload tier; 0 without prefix caching.
   int64_t CachedPrefix(std::span<const int32_t> ids) const;
+  // The host offload tier (null: none).
+  const OffloadCache* offload() const { return offload_.get(); }
   // Whole computed blocks of held contexts with a hash (0 without prefix caching).
   size_t indexed_blocks() const { return prefix_ ? prefix_->live_blocks() : 0; }
   uint64_t block_bytes() const { return block_bytes_; }
@@ -207,7 +219,15 @@ class CpuStepRunner final : public executors::StepRunner {
     kv_tiers::Extent extent;
     uint64_t hash = 0;
     int priority = 0;
+    bool offload = false;  // stored in the host offload tier first
   };
+  // What an admission gives the blocks of each context it names.
+  struct Tags {
+    int priority = 0;
+    int64_t offload_limit = -1;
+  };
+  // The context's record, made with the admission's tags (pending_tags_) if it is new.
+  Ctx& CtxFor(const std::string& context);
   // Frees the context's last block (kept when it has a hash).
   void FreeLast(const std::string& key, Ctx& c);
   void Return(const Freed& f);
@@ -216,9 +236,12 @@ class CpuStepRunner final : public executors::StepRunner {
   void Index(const std::string& key, Ctx& c);
   void Unindex(Ctx& c, size_t keep);
   void Invalidate(Ctx& c, int64_t upto);
-  // Gives block `index` of `c` the KV of the block hashed `hash` from position `from` on;
-  // false when no block has that hash (or no slot is left).
+  // Gives block `index` of `c` the KV of the block hashed `hash` from position `from` on —
+  // a held or kept block's, else the host offload tier's where the admission allows a
+  // load; false when none has that hash (or no slot is left).
   bool Place(Ctx& c, size_t index, uint64_t hash, int64_t from);
+  // The host offload tier's copy of `hash` if the admission may load it (null: not).
+  const float* HostBlock(uint64_t hash);
   void CopyPositions(float* dst, const float* src, int64_t from_in_block) const;
   Status AddSpan(const executors::StepSpan& span, bool logits, Job* job);
   // The sequence's guided choice (SequenceSpec::choices), rebuilt from its earlier output
@@ -246,10 +269,15 @@ class CpuStepRunner final : public executors::StepRunner {
   int64_t block_tokens_;
   uint64_t block_bytes_;
   std::string tenant_;
-  std::unique_ptr<PrefixCache> prefix_;  // null: no prefix caching
+  std::unique_ptr<PrefixCache> prefix_;    // null: no prefix caching
+  std::unique_ptr<OffloadCache> offload_;  // null: no host offload tier
+  // The admission being matched (OnAdmit, then MatchPrefix): tokens it may still load from
+  // the host tier (-1: no limit), and whether it may load from it at all.
+  int64_t load_budget_ = -1;
+  bool load_host_ = true;
   std::unordered_map<std::string, Ctx> ctxs_;
-  // The admission's priority for contexts it names that its OnResize calls will create.
-  std::unordered_map<std::string, int> pending_priority_;
+  // The admission's tags for contexts it names that its OnResize calls will create.
+  std::unordered_map<std::string, Tags> pending_tags_;
   std::unordered_map<std::string, Params> params_;
   std::unordered_map<std::string, std::string> constrained_;  // primary -> constrained sequence
   std::unordered_set<std::string> busy_;                      // contexts the running step writes

@@ -13,6 +13,8 @@ void CpuStepRunner::FreeLast(const std::string& key, Ctx& c) {
   Freed f{c.extents[i], 0, c.priority};
   if (i < c.hashes.size()) {  // a whole computed block: kept for prefix caching
     f.hash = c.hashes[i];
+    f.offload =
+        c.offload_limit < 0 || static_cast<int64_t>(i + 1) * block_tokens_ <= c.offload_limit;
     Unindex(c, i);
   }
   c.extents.pop_back();
@@ -24,6 +26,7 @@ void CpuStepRunner::FreeLast(const std::string& key, Ctx& c) {
 }
 
 void CpuStepRunner::Return(const Freed& f) {
+  if (f.hash != 0 && f.offload && offload_) offload_->Store(f.hash, pool_->Data(f.extent));
   if (f.hash != 0)
     (void)pool_->Keep(f.extent, f.hash, f.priority);
   else
@@ -43,11 +46,18 @@ Status CpuStepRunner::EnsureBlocks(const std::string& key, Ctx& c) {
   return Status::OK();
 }
 
-void CpuStepRunner::OnResize(const std::string& context, int64_t tokens) {
+CpuStepRunner::Ctx& CpuStepRunner::CtxFor(const std::string& context) {
   auto [it, created] = ctxs_.try_emplace(context);
   Ctx& c = it->second;
-  if (auto p = pending_priority_.find(context); created && p != pending_priority_.end())
-    c.priority = p->second;
+  if (auto p = pending_tags_.find(context); created && p != pending_tags_.end()) {
+    c.priority = p->second.priority;
+    c.offload_limit = p->second.offload_limit;
+  }
+  return c;
+}
+
+void CpuStepRunner::OnResize(const std::string& context, int64_t tokens) {
+  Ctx& c = CtxFor(context);
   c.tokens = tokens;
   const size_t need = static_cast<size_t>(executors::BlocksFor(tokens, block_tokens_));
   while (c.extents.size() > need) FreeLast(context, c);
@@ -62,7 +72,7 @@ void CpuStepRunner::OnResize(const std::string& context, int64_t tokens) {
 Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
     EventLoop* loop, const Model* model, TokenLog* log, int64_t block_tokens, int64_t pool_blocks,
     const std::string& pool_name, std::string tenant, std::vector<std::vector<bool>> masks,
-    std::vector<std::string> token_bytes, bool prefix_caching) {
+    std::vector<std::string> token_bytes, bool prefix_caching, uint64_t offload_bytes) {
   if (!model || !log)
     return Status::InvalidArgument("cpu engine: a model and a token log are required");
   block_tokens = std::max<int64_t>(1, block_tokens);
@@ -76,7 +86,7 @@ Result<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
   SY_ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool, KvPool::Create(to, std::move(b)));
   return std::make_unique<CpuStepRunner>(loop, model, log, std::move(pool), block_tokens,
                                          std::move(tenant), std::move(masks),
-                                         std::move(token_bytes), prefix_caching);
+                                         std::move(token_bytes), prefix_caching, offload_bytes);
 }
 
 // ---- The pool as EngineKv -------------------------------------------------------------
@@ -158,9 +168,19 @@ void CpuStepRunner::CopyPositions(float* dst, const float* src, int64_t from_in_
   }
 }
 
+const float* CpuStepRunner::HostBlock(uint64_t hash) {
+  if (!offload_ || !load_host_ || (load_budget_ >= 0 && load_budget_ < block_tokens_) ||
+      !offload_->Contains(hash))
+    return nullptr;
+  if (load_budget_ >= 0) load_budget_ -= block_tokens_;
+  return static_cast<const float*>(offload_->Load(hash));
+}
+
 bool CpuStepRunner::Place(Ctx& c, size_t index, uint64_t hash, int64_t from) {
   const PrefixCache::Live live = prefix_->FindLive(hash);  // never c's own: not indexed yet
   const float* src = live.data ? live.data : static_cast<const float*>(pool_->FindKept(hash));
+  const bool kept = !live.data && src;
+  if (!src) src = HostBlock(hash);  // copied in below, as a live block's bytes are
   if (!src) return false;
   const int64_t in_block = from - static_cast<int64_t>(index) * block_tokens_;
   if (index < c.blocks.size()) {  // a block the context holds: copy what is new
@@ -168,7 +188,7 @@ bool CpuStepRunner::Place(Ctx& c, size_t index, uint64_t hash, int64_t from) {
     return true;
   }
   std::optional<kv_tiers::Extent> e;
-  if (!live.data) {  // a kept block: adopted as it is
+  if (kept) {  // a kept block: adopted as it is
     e = pool_->TakeKept(hash, tenant_);
   } else if (Result<kv_tiers::Extent> a = pool_->Allocate(tenant_, block_bytes_); a.ok()) {
     e = *a;
@@ -183,7 +203,7 @@ bool CpuStepRunner::Place(Ctx& c, size_t index, uint64_t hash, int64_t from) {
 int64_t CpuStepRunner::MatchPrefix(const std::string& context, int64_t from, int64_t to,
                                    int priority) {
   if (!prefix_ || busy(context)) return from;
-  Ctx& c = ctxs_[context];
+  Ctx& c = CtxFor(context);
   c.priority = priority;
   Invalidate(c, from);
   const std::vector<int32_t>* ids = log_->Find(context);
@@ -210,7 +230,9 @@ int64_t CpuStepRunner::CachedPrefix(std::span<const int32_t> ids) const {
   size_t i = 0;
   for (; (i + 1) * bt <= ids.size(); ++i) {
     parent = prefix_->Hash(parent, ids.subspan(i * bt, bt));
-    if (!prefix_->FindLive(parent).data && !pool_->FindKept(parent)) break;
+    if (!prefix_->FindLive(parent).data && !pool_->FindKept(parent) &&
+        !(offload_ && offload_->Contains(parent)))
+      break;
   }
   return static_cast<int64_t>(i * bt);
 }
@@ -224,6 +246,7 @@ void CpuStepRunner::OnModelEpoch(uint64_t epoch) {
   }
   for (Freed& f : deferred_) f.hash = 0;
   pool_->DropKept();
+  if (offload_) offload_->Clear();
 }
 
 }  // namespace switchyard::cpu_engine

@@ -52,6 +52,7 @@ struct ServedModelSpec {
   // Engine cpu: how the weights and the KV are stored ("f32" | "bf16"; "": the model's).
   std::string weight_dtype, kv_dtype;
   uint64_t kv_pool_bytes = 256ULL << 20;
+  uint64_t kv_offload_bytes = 0;  // engine cpu: its host offload tier per worker (0: none)
   std::optional<v1::ModelConfig> model_config;  // engine "simulated" (unset: the default)
   std::optional<v1::GpuSpec> gpu;
   int workers = 1;
@@ -72,6 +73,7 @@ struct ServedModel {
   std::vector<std::vector<bool>> text_masks;
   // Engine "cpu": each token id's bytes, for forced tool calls' constrained decoding.
   std::vector<std::string> token_bytes;
+  uint64_t offload_bytes = 0;    // engine cpu: ServedModelSpec::kv_offload_bytes
   uint64_t kv_bytes_scale = 64;  // 1: real bytes
   bool computes() const { return kind && kind->computes; }
   ServedModel();

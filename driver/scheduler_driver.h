@@ -125,6 +125,9 @@ struct SchedulerConfig {
   // Engine cpu: how weights and KV are stored ("f32" | "bf16"; "": the model's own).
   std::string cpu_weight_dtype, cpu_kv_dtype;
   uint64_t kv_pool_bytes = 256ULL << 20;
+  // Engine cpu: a host offload tier of this many bytes per worker for the prefix cache
+  // (CpuEngine::Options::offload_bytes); 0: none.
+  uint64_t kv_offload_bytes = 0;
   // The served model (ServiceConfig.models): the id nodes name (empty: the model's own
   // name) and other names accepted for it; engine "simulated": the model's shape and the
   // GPU it is priced on (unset: Llama-3.1-8B on an H100-SXM, the embedded default).

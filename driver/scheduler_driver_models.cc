@@ -95,6 +95,7 @@ Status SchedulerDriver::MakeGroups() {
   first.weight_dtype = c.cpu_weight_dtype;
   first.kv_dtype = c.cpu_kv_dtype;
   first.kv_pool_bytes = c.kv_pool_bytes;
+  first.kv_offload_bytes = c.kv_offload_bytes;
   first.model_config = c.model_config;
   first.gpu = c.gpu;
   first.workers = c.workers;

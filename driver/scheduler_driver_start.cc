@@ -204,6 +204,7 @@ void SchedulerDriver::ApplyNodeInput(const std::string& wf, const v1::ProgramNod
   seq->logit_bias = in.logit_bias;
   seq->choices = in.choices;
   seq->priority = in.priority;
+  seq->kv_transfer = in.kv_transfer;
 }
 
 void SchedulerDriver::LogStarted(const std::string& kv_dir) const {

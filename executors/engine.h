@@ -74,6 +74,20 @@ struct SeqContext {
   bool keep_only = false;
 };
 
+// vLLM's per-request controls of its CPU offloading (`kv_transfer_params` of the offloading
+// connector): engines with a host offload tier (the CPU engine's, cpu_engine/offload_cache.h)
+// honour them; others ignore them.
+struct KvTransferParams {
+  // Of the prompt, at most this many tokens loaded back from the host tier (-1: no limit;
+  // 0: recompute what the pool no longer holds instead of loading it).
+  int64_t max_load_tokens = -1;
+  // Loads from the host tier allowed at all (false: `kv_load_tiers` named no "CPU").
+  bool load_from_host = true;
+  // Of the sequence's contexts, only blocks ending within the first this many tokens are
+  // stored in the host tier when freed (-1: all; 0: none).
+  int64_t max_offload_tokens = -1;
+};
+
 struct SequenceSpec {
   std::string key;                   // "<workflow>/<node>", unique among running sequences
   std::vector<SeqContext> contexts;  // contexts[0] is the primary (extended), if any
@@ -109,6 +123,8 @@ struct SequenceSpec {
   // with the sequence's blocks: once freed, those of less important sequences (a higher
   // number) are reused first.
   int priority = 0;
+  // Host offload controls (above), as vLLM takes them per request.
+  KvTransferParams kv_transfer;
 };
 
 // Progress of one sequence in a step.

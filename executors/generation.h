@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "executors/engine.h"
 
 namespace switchyard::cpu_engine {
 class Model;
@@ -58,7 +59,8 @@ class Generation {
     std::string json_schema;
     std::vector<std::pair<int32_t, float>> logit_bias;  // SequenceSpec::logit_bias
     std::vector<std::string> choices;                   // SequenceSpec::choices
-    int priority = 0;  // SequenceSpec::priority: lower is more important (vLLM's)
+    int priority = 0;              // SequenceSpec::priority: lower is more important (vLLM's)
+    KvTransferParams kv_transfer;  // SequenceSpec::kv_transfer: host offload controls
   };
   static constexpr int kTextMask = 0, kJsonStringMask = 1;
   virtual void SetNodeInput(const std::string& wf, const std::string& node, NodeInput input) = 0;

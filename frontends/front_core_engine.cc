@@ -51,6 +51,8 @@ void FrontCore::Generate(const CallPtr& c) {
   in.logit_bias = s.logit_bias;
   in.choices = s.choices;
   in.priority = static_cast<int>(s.engine_priority);
+  in.kv_transfer = {s.kv_transfer.max_load_tokens, s.kv_transfer.load_from_host,
+                    s.kv_transfer.max_offload_tokens};
   d->SetNodeInput(c->turn.workflow, c->turn.node, std::move(in));
   d->Watch(c->turn.workflow, c->turn.node,
            life_.Guard([this, c](const executors::Generation::TokenEvent& t) {

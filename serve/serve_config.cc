@@ -151,12 +151,14 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
     // No model named: the embedded demo model (random weights, Qwen3's vocabulary).
     if (s->model_path.empty()) s->model_path = cpu_engine::kDemoModel;
     s->kv_pool_bytes = static_cast<uint64_t>(mib > 0 ? mib : 256) << 20;
+    s->kv_offload_bytes = static_cast<uint64_t>(flags.kv_offload_mib) << 20;
     return FillCpuDtypes(flags, s);
   }
-  if (!flags.model.empty() || flags.kv_pool_mib > 0 || !flags.weight_dtype.empty() ||
-      !flags.kv_dtype.empty())
+  if (!flags.model.empty() || flags.kv_pool_mib > 0 || flags.kv_offload_mib > 0 ||
+      !flags.weight_dtype.empty() || !flags.kv_dtype.empty())
     return Status::InvalidArgument(
-        "--model, --kv-pool-mib, --weight-dtype and --kv-dtype apply to --engine cpu only");
+        "--model, --kv-pool-mib, --kv-offload-mib, --weight-dtype and --kv-dtype apply to "
+        "--engine cpu only");
   return Status::OK();
 }
 

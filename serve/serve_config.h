@@ -20,14 +20,17 @@ namespace switchyard::serve {
 
 // Command-line values; an empty one leaves the config file's (or the default).
 struct ServeFlags {
-  std::string listen;                  // --listen HOST:PORT
-  std::string data_dir;                // --data-dir DIR
-  std::string llm;                     // --llm simulated|reported
-  std::string engine;                  // --engine simulated|cpu
-  std::string model;                   // --model FILE_OR_DIR (engine cpu; default: the demo)
-  std::string weight_dtype;            // --weight-dtype f32|bf16 (engine cpu)
-  std::string kv_dtype;                // --kv-dtype f32|bf16 (engine cpu)
-  int64_t kv_pool_mib = 0;             // --kv-pool-mib N (engine cpu; 0: the config's or 256)
+  std::string listen;        // --listen HOST:PORT
+  std::string data_dir;      // --data-dir DIR
+  std::string llm;           // --llm simulated|reported
+  std::string engine;        // --engine simulated|cpu
+  std::string model;         // --model FILE_OR_DIR (engine cpu; default: the demo)
+  std::string weight_dtype;  // --weight-dtype f32|bf16 (engine cpu)
+  std::string kv_dtype;      // --kv-dtype f32|bf16 (engine cpu)
+  int64_t kv_pool_mib = 0;   // --kv-pool-mib N (engine cpu; 0: the config's or 256)
+  // --kv-offload-mib N (engine cpu): a host offload tier of N MiB per worker for its prefix
+  // cache (vLLM's native CPU offloading; cpu_engine/offload_cache.h); 0: none.
+  int64_t kv_offload_mib = 0;
   std::vector<std::string> upstreams;  // --upstream URL[#API][,URL[#API]...] (proxy mode)
   std::string upstream_api;            // --upstream-api same|chat (of URLs without #API)
   std::string upstream_key;            // --upstream-key TOKEN

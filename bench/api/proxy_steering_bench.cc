@@ -23,6 +23,10 @@
 // SY_BENCH_STEER_UPSTREAM=URL[#WORDS] puts both proxies in front of that upstream instead
 // (e.g. a llama-server started by hand: `http://127.0.0.1:8080#chat+llamacpp+slots+slot_files`,
 // with SY_BENCH_STEER_MODEL_ID its model name); its computed tokens are then not reported.
+// SY_BENCH_STEER_OFFLOAD_MIB=N gives the upstream a host offload tier of N MiB
+// (`--kv-offload-mib N`, vLLM's native CPU offloading) and the proxies the vLLM adapter,
+// declared with it (`#chat+vllm+kv_transfer_params+prefix_caching`): each forwarded turn
+// carries kv_transfer_params from its wait's decision, and warm-ups load from the host tier.
 // Environment: SY_BENCH_STEER_AGENTS (A, 8), SY_BENCH_STEER_TURNS (T, 5),
 // SY_BENCH_STEER_WAIT_MS (W, 400), SY_BENCH_STEER_ROUNDS (R, 2), SY_BENCH_STEER_MODEL
 // (tiny-llama-4l), SY_BENCH_STEER_POOL_TOKENS (P, 2048), SY_BENCH_STEER_SYSTEM_CHARS (the
@@ -252,11 +256,16 @@ void ReportProxySteering(const std::map<std::string, Measured>&, Report* report)
     up.spec = external;  // e.g. http://127.0.0.1:8080#chat+llamacpp+slots+slot_files
     if (const char* id = std::getenv("SY_BENCH_STEER_MODEL_ID")) a.model = id;
   } else {
-    started = ours.Start(bin,
-                         {"--engine", "cpu", "--model", um.path, "--kv-pool-mib",
-                          std::to_string(pool_mib), "--policy", "vllm-fcfs"},
-                         "upstream (CPU engine, vllm-fcfs)");
-    up = {"http://127.0.0.1:" + std::to_string(ours.port()), ours.token(), &ours};
+    std::vector<std::string> args = {"--engine", "cpu",           "--model",
+                                     um.path,    "--kv-pool-mib", std::to_string(pool_mib),
+                                     "--policy", "vllm-fcfs"};
+    std::string words;
+    if (const char* mib = std::getenv("SY_BENCH_STEER_OFFLOAD_MIB"); mib && std::atoi(mib) > 0) {
+      args.insert(args.end(), {"--kv-offload-mib", mib});
+      words = "#chat+vllm+kv_transfer_params+prefix_caching";
+    }
+    started = ours.Start(bin, args, "upstream (CPU engine, vllm-fcfs)");
+    up = {"http://127.0.0.1:" + std::to_string(ours.port()) + words, ours.token(), &ours};
   }
   started =
       started && StartProxy(bin, up, false, config, &off) && StartProxy(bin, up, true, config, &on);

@@ -110,8 +110,8 @@ void OpenAiFront::Complete(const http::HttpRequest& req, const std::string& tena
   f.conv.messages = std::move(r.messages);
   f.conv.tools = std::move(r.tools);
   f.conv.tool_choice = r.tool_choice;
-  f.conv.sampling = {r.max_tokens, r.temperature, r.top_p,   r.seed,
-                     r.stop,       r.logit_bias,  r.choices, r.priority};
+  f.conv.sampling = {r.max_tokens, r.temperature, r.top_p,    r.seed,       r.stop,
+                     r.logit_bias, r.choices,     r.priority, r.kv_transfer};
   if (core_->proxy()) f.original = req;
   auto reply = std::make_unique<oa::OpenAiReply>(r.chat, r.model, r.include_usage);
   core_->Serve(std::move(f), std::move(reply), std::move(respond));

@@ -20,11 +20,13 @@ using detail::Get;
 using detail::Indexed;
 using detail::Json;
 using detail::ParseBody;
+using detail::Path;
 using detail::ReadBool;
 using detail::ReadInt;
 using detail::ReadNumber;
 using detail::ReadObject;
 using detail::ReadString;
+using detail::RequireString;
 using detail::WrongType;
 
 constexpr int kMaxDepth = 64;
@@ -38,7 +40,7 @@ bool IsKnownField(const std::string& key, bool chat) {
   static constexpr std::string_view kCommon =
       " model max_tokens max_completion_tokens temperature top_p seed stream stream_options stop"
       " user metadata nvext n frequency_penalty presence_penalty logit_bias logprobs service_tier"
-      " store structured_outputs guided_choice priority ";
+      " store structured_outputs guided_choice priority kv_transfer_params ";
   static constexpr std::string_view kChat =
       " messages tools tool_choice parallel_tool_calls response_format audio modalities"
       " top_logprobs functions function_call ";
@@ -139,6 +141,37 @@ Status ParsePriority(const Json& j, Request* r) {
   return Status::OK();
 }
 
+// kv_transfer_params: vLLM's per-request controls of its CPU offloading. max_load_tokens and
+// max_offload_tokens are integers >= 0; kv_load_tiers an array of {"medium": string} (loads
+// from the host tier only when one names "CPU"). Other members (a connector's own, such as
+// disaggregated prefill's) are accepted and ignored, as vLLM hands them to its connector.
+Status ParseKvTransfer(const Json& j, Request* r) {
+  constexpr std::string_view kField = "kv_transfer_params";
+  const Json* p = Get(j, "kv_transfer_params");
+  if (p == nullptr) return Status::OK();
+  if (!p->is_object()) return WrongType(kField, *p, "an object");
+  for (const char* key : {"max_load_tokens", "max_offload_tokens"}) {
+    std::optional<int64_t> v;
+    SY_RETURN_IF_ERROR(ReadInt(*p, kField, key, &v));
+    if (!v) continue;
+    if (*v < 0) return Bad(Path(kField, key), "must be an integer >= 0");
+    (std::string_view(key) == "max_load_tokens" ? r->kv_transfer.max_load_tokens
+                                                : r->kv_transfer.max_offload_tokens) = *v;
+  }
+  const Json* tiers = Get(*p, "kv_load_tiers");
+  if (tiers == nullptr) return Status::OK();
+  const std::string at = Path(kField, "kv_load_tiers");
+  if (!tiers->is_array()) return WrongType(at, *tiers, "an array");
+  r->kv_transfer.load_from_host = false;
+  for (size_t i = 0; i < tiers->size(); ++i) {
+    std::string medium;
+    if (!(*tiers)[i].is_object()) return WrongType(Indexed(at, i), (*tiers)[i], "an object");
+    SY_RETURN_IF_ERROR(RequireString((*tiers)[i], Indexed(at, i), "medium", &medium));
+    if (medium == "CPU" || medium == "cpu") r->kv_transfer.load_from_host = true;
+  }
+  return Status::OK();
+}
+
 Status ParseSampling(const Json& j, Request* r) {
   std::optional<double> temperature, top_p;
   SY_RETURN_IF_ERROR(ReadNumber(j, "", "temperature", &temperature));
@@ -154,6 +187,7 @@ Status ParseSampling(const Json& j, Request* r) {
   SY_RETURN_IF_ERROR(ParseLogitBias(j, r));
   SY_RETURN_IF_ERROR(ParseChoices(j, r));
   SY_RETURN_IF_ERROR(ParsePriority(j, r));
+  SY_RETURN_IF_ERROR(ParseKvTransfer(j, r));
   return ParseSeed(j, r);
 }
 

@@ -48,6 +48,7 @@ struct Request {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias in [-100, 100]
   std::vector<std::string> choices;  // structured_outputs.choice (or guided_choice)
   int64_t priority = 0;              // vLLM's `priority`: lower is more important
+  Sampling::KvTransfer kv_transfer;  // vLLM's `kv_transfer_params` (its CPU offloading)
   std::vector<ToolDef> tools;        // chat only; names unique
   ToolChoice tool_choice;            // kRequired / kFunction only with tools
   std::string metadata_session_id;   // metadata.session_id

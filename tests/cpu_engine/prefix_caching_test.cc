@@ -3,7 +3,8 @@
 // the bits computing everything gives; a released context's blocks are found later until
 // allocation reuses them — the least important sequences' first, then least recently
 // freed; a model epoch change never matches; the engine's block accounting is the same
-// with and without the cache.
+// with and without the cache; the host offload tier (offload_cache.h) gives back what the
+// pool reused, bit-identically, as each request's kv_transfer_params allow.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 
 #include "base/virtual_event_loop.h"
 #include "cpu_engine/cpu_engine.h"
+#include "cpu_engine/offload_cache.h"
 #include "tests/common/wait_until.h"
 #include "tests/cpu_engine/cpu_test_util.h"
 
@@ -43,7 +45,7 @@ const Model& LongModel() {
 // One engine on a virtual-time loop, and what its reports said.
 class Rig {
  public:
-  Rig(bool caching, int64_t pool_blocks) {
+  Rig(bool caching, int64_t pool_blocks, uint64_t offload_bytes = 0) {
     executors::EngineLimits l;
     l.block_tokens = kBlock;
     l.pool_blocks = pool_blocks;
@@ -53,6 +55,7 @@ class Rig {
     o.model = &LongModel();
     o.tokens = &log_;
     o.prefix_caching = caching;
+    o.offload_bytes = offload_bytes;
     auto e = CpuEngine::Create(&loop_, 0, l, o);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
     engine_ = std::move(*e);
@@ -317,6 +320,105 @@ TEST(PrefixCachingTest, APrivateContextIsKeptWhenItsSequenceEnds) {
   h.Run(again);
   EXPECT_EQ(h.hits(), 64);
   EXPECT_EQ(h.computed(), 6);
+}
+
+// The host offload tier: session a's 64-token prompt is released (4 whole blocks kept), a
+// call that needs all 24 blocks of the pool reuses them (its 23 computed ones are kept in
+// turn), then a's prompt comes again. With the
+// tier its 3 matchable blocks (the last token is always computed) come back from host
+// memory, bit for bit; `kv` is the returning call's kv_transfer_params, `first` its first's.
+struct Offloaded {
+  int64_t hits = 0, computed = 0;
+  uint64_t stored = 0, loaded = 0;
+  std::vector<int32_t> tokens;
+  bool same_kv = false;
+};
+Offloaded ReturnAfterEviction(uint64_t offload_bytes, executors::KvTransferParams kv,
+                              executors::KvTransferParams first = {}) {
+  const std::vector<int32_t> ids = testing::Tokens(64, 5, 256);
+  Rig plain(/*caching=*/false, 24);
+  plain.Run(Prompt("p/n", "p/c", ids, 1));
+  Rig h(/*caching=*/true, 24, offload_bytes);
+  SequenceSpec a = Prompt("a/n", "a/c", ids, 1);
+  a.kv_transfer = first;
+  h.Run(a);
+  EXPECT_TRUE(h.engine().Release("a/c").ok());
+  EXPECT_EQ(h.engine().kept_blocks(), 4u);
+  h.Run(Counts("b/n", "b/c", 0, true, 383, 1));  // 24 blocks: a's kept ones reused
+  EXPECT_TRUE(h.engine().Release("b/c").ok());
+  EXPECT_EQ(h.engine().kept_blocks(), 23u) << "b's 23 computed blocks only";
+  h.ResetCounts();
+  SequenceSpec again = Prompt("a2/n", "a2/c", ids, 1);
+  again.kv_transfer = kv;
+  Offloaded o;
+  o.tokens = h.Run(again);
+  o.hits = h.hits();
+  o.computed = h.computed();
+  if (const OffloadCache* t = h.engine().offload()) {
+    o.stored = t->stored();
+    o.loaded = t->loaded();
+  }
+  o.same_kv = SameKv(h.engine(), "a2/c", plain.engine(), "p/c", 64);
+  EXPECT_EQ(o.tokens, plain.Run(Prompt("p2/n", "p2/c", ids, 1))) << "the same answer";
+  return o;
+}
+
+TEST(OffloadTest, TheHostTierGivesBackWhatThePoolReusedBitForBit) {
+  const Offloaded none = ReturnAfterEviction(0, {});
+  EXPECT_EQ(none.hits, 0) << "without the tier, a's blocks are gone";
+  EXPECT_EQ(none.computed, 64);
+  const Offloaded o = ReturnAfterEviction(4 << 20, {});
+  EXPECT_EQ(o.hits, 48);
+  EXPECT_EQ(o.computed, 16);
+  EXPECT_EQ(o.loaded, 3u);
+  EXPECT_EQ(o.stored, 4u + 23u) << "every whole computed block freed, a's and b's";
+  EXPECT_TRUE(o.same_kv) << "KV bit for bit";
+  EXPECT_EQ(o.tokens, none.tokens);
+}
+
+TEST(OffloadTest, KvTransferParamsDecideWhatIsLoadedAndStored) {
+  executors::KvTransferParams recompute;
+  recompute.max_load_tokens = 0;
+  Offloaded o = ReturnAfterEviction(4 << 20, recompute);
+  EXPECT_EQ(o.hits, 0) << "max_load_tokens 0: recomputed";
+  EXPECT_EQ(o.loaded, 0u);
+  EXPECT_TRUE(o.same_kv);
+  executors::KvTransferParams one_block;
+  one_block.max_load_tokens = 20;
+  EXPECT_EQ(ReturnAfterEviction(4 << 20, one_block).hits, 16) << "whole blocks within 20";
+  executors::KvTransferParams gpu_only;
+  gpu_only.load_from_host = false;
+  EXPECT_EQ(ReturnAfterEviction(4 << 20, gpu_only).hits, 0) << "kv_load_tiers without CPU";
+  executors::KvTransferParams no_store;
+  no_store.max_offload_tokens = 0;
+  o = ReturnAfterEviction(4 << 20, {}, no_store);
+  EXPECT_EQ(o.stored, 23u) << "only b's blocks stored";
+  EXPECT_EQ(o.hits, 0);
+  executors::KvTransferParams two_blocks;
+  two_blocks.max_offload_tokens = 32;
+  o = ReturnAfterEviction(4 << 20, {}, two_blocks);
+  EXPECT_EQ(o.stored, 2u + 23u);
+  EXPECT_EQ(o.hits, 32) << "a's first two blocks";
+}
+
+TEST(OffloadTest, TheTierEvictsItsLeastRecentlyUsedBlock) {
+  OffloadCache t(/*block_bytes=*/8, /*capacity_bytes=*/24);  // 3 blocks
+  const char a[8] = "aaaaaaa", b[8] = "bbbbbbb", c[8] = "ccccccc", d[8] = "ddddddd";
+  t.Store(1, a);
+  t.Store(2, b);
+  t.Store(3, c);
+  ASSERT_NE(t.Load(1), nullptr);  // 1 is now the most recent: 2 goes first
+  t.Store(4, d);
+  EXPECT_FALSE(t.Contains(2));
+  EXPECT_EQ(std::memcmp(t.Load(1), a, 8), 0);
+  EXPECT_EQ(std::memcmp(t.Load(4), d, 8), 0);
+  EXPECT_EQ(t.blocks(), 3u);
+  EXPECT_EQ(t.evicted(), 1u);
+  t.Store(3, c);  // present: refreshed, not stored again
+  EXPECT_EQ(t.stored(), 4u);
+  t.Clear();
+  EXPECT_EQ(t.Load(1), nullptr);
+  EXPECT_EQ(OffloadCache(8, 0).capacity_blocks(), 0u);
 }
 
 }  // namespace

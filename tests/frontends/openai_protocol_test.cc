@@ -166,6 +166,36 @@ TEST(OpenAiParseTest, PriorityIsAnIntegerInRange) {
   }
 }
 
+// vLLM's kv_transfer_params for its CPU offloading: the limits and the load tiers are read;
+// a connector's own members pass; a wrong type or a negative limit is refused naming it.
+TEST(OpenAiParseTest, KvTransferParamsAreReadAsVllmTakesThem) {
+  auto r = ParseChat(Chat(R"("kv_transfer_params":{"max_load_tokens":0,"max_offload_tokens":512,
+      "kv_load_tiers":[{"medium":"GPU"}],"do_remote_prefill":true})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kv_transfer.max_load_tokens, 0);
+  EXPECT_EQ(r->kv_transfer.max_offload_tokens, 512);
+  EXPECT_FALSE(r->kv_transfer.load_from_host) << "no CPU tier named";
+  auto cpu = ParseChat(Chat(R"("kv_transfer_params":{"kv_load_tiers":[{"medium":"CPU"}]})"));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_TRUE(cpu->kv_transfer.load_from_host);
+  EXPECT_EQ(cpu->kv_transfer.max_load_tokens, -1) << "absent: no limit";
+  EXPECT_TRUE(cpu->ignored.empty()) << "a known field";
+  const std::pair<const char*, const char*> bad[] = {
+      {R"("kv_transfer_params":[1])", "kv_transfer_params"},
+      {R"("kv_transfer_params":{"max_load_tokens":-1})", "kv_transfer_params.max_load_tokens"},
+      {R"("kv_transfer_params":{"max_offload_tokens":"all"})",
+       "kv_transfer_params.max_offload_tokens"},
+      {R"("kv_transfer_params":{"kv_load_tiers":"CPU"})", "kv_transfer_params.kv_load_tiers"},
+      {R"("kv_transfer_params":{"kv_load_tiers":[{"tier":"CPU"}]})",
+       "kv_transfer_params.kv_load_tiers[0].medium"},
+  };
+  for (const auto& [body, param] : bad) {
+    auto e = ParseChat(Chat(body));
+    ASSERT_FALSE(e.ok()) << body;
+    EXPECT_EQ(ParamOf(e.status()), param) << body << " -> " << e.status();
+  }
+}
+
 TEST(OpenAiParseTest, AssistantArgumentsSentAsAnObject) {
   auto r = ParseChat(R"({"model":"m","messages":[{"role":"assistant","tool_calls":[
       {"id":"c","function":{"name":"f","arguments":{"a":[1,2]}}}]}]})");
