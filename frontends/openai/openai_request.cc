@@ -150,14 +150,15 @@ Status ParseKvTransfer(const Json& j, Request* r) {
   const Json* p = Get(j, "kv_transfer_params");
   if (p == nullptr) return Status::OK();
   if (!p->is_object()) return WrongType(kField, *p, "an object");
-  for (const char* key : {"max_load_tokens", "max_offload_tokens"}) {
+  auto limit = [&](const char* key, int64_t* out) {
     std::optional<int64_t> v;
     SY_RETURN_IF_ERROR(ReadInt(*p, kField, key, &v));
-    if (!v) continue;
-    if (*v < 0) return Bad(Path(kField, key), "must be an integer >= 0");
-    (std::string_view(key) == "max_load_tokens" ? r->kv_transfer.max_load_tokens
-                                                : r->kv_transfer.max_offload_tokens) = *v;
-  }
+    if (v && *v < 0) return Bad(Path(kField, key), "must be an integer >= 0");
+    if (v) *out = *v;
+    return Status::OK();
+  };
+  SY_RETURN_IF_ERROR(limit("max_load_tokens", &r->kv_transfer.max_load_tokens));
+  SY_RETURN_IF_ERROR(limit("max_offload_tokens", &r->kv_transfer.max_offload_tokens));
   const Json* tiers = Get(*p, "kv_load_tiers");
   if (tiers == nullptr) return Status::OK();
   const std::string at = Path(kField, "kv_load_tiers");
