@@ -84,35 +84,39 @@ int RunReplayCommand(const std::vector<std::string>& argv) {
   std::vector<PolicyReport> runs;
   Progress bar;
   for (const std::string& policy : a.policies)
-    for (bool shared : a.shared_prefix_modes) {
-      // The runs without shared prefixes are named apart when both are replayed.
-      const std::string p =
-          shared || a.shared_prefix_modes.size() == 1 ? policy : policy + "/no-shared-prefix";
-      ReplayOptions o;
-      o.seed = a.seed;
-      o.shared_prefixes = shared;
-      o.progress = [&](double f) { bar.Update("replay " + p, f); };
-      Result<PolicyReport> r = RunReplay(*trace, *cluster, policy, o);
-      bar.Done();
-      if (!r.ok()) return FailReplay(p + ": " + r.status().ToString());
-      r->policy = p;
-      if (a.json) {
-        std::printf("%s\n", SummaryJsonLine(*r).c_str());
-      } else {
-        std::printf(
-            "%-17s wf=%lld done=%lld jct mean %.1f s p50 %.1f p99 %.1f | ttft p50 %.3f p99 %.2f "
-            "s | miss %.3f | hbm %.2f | recompute %llu tok | prefill %llu tok, %llu saved | "
-            "%.0f events/s\n",
-            p.c_str(), static_cast<long long>(r->workflows), static_cast<long long>(r->completed),
-            r->jct_mean_s, r->jct_p50_s, r->jct_p99_s, r->ttft_p50_s, r->ttft_p99_s,
-            r->deadline_miss_rate, r->hbm_util_mean,
-            static_cast<unsigned long long>(r->recompute_tokens),
-            static_cast<unsigned long long>(r->prefill_tokens),
-            static_cast<unsigned long long>(r->prefill_tokens_saved), r->events_per_s);
+    for (bool shared : a.shared_prefix_modes)
+      for (scheduler::Disaggregation mode : a.disaggregation_modes) {
+        // The runs without shared prefixes, and those of each disaggregation mode, are named
+        // apart when several are replayed.
+        std::string p =
+            shared || a.shared_prefix_modes.size() == 1 ? policy : policy + "/no-shared-prefix";
+        if (a.disaggregation_modes.size() > 1) p += std::string("/") + DisaggregationName(mode);
+        ReplayOptions o;
+        o.seed = a.seed;
+        o.shared_prefixes = shared;
+        o.disaggregation = mode;
+        o.progress = [&](double f) { bar.Update("replay " + p, f); };
+        Result<PolicyReport> r = RunReplay(*trace, *cluster, policy, o);
+        bar.Done();
+        if (!r.ok()) return FailReplay(p + ": " + r.status().ToString());
+        r->policy = p;
+        if (a.json) {
+          std::printf("%s\n", SummaryJsonLine(*r).c_str());
+        } else {
+          std::printf(
+              "%-17s wf=%lld done=%lld jct mean %.1f s p50 %.1f p99 %.1f | ttft p50 %.3f p99 %.2f "
+              "s | miss %.3f | hbm %.2f | recompute %llu tok | prefill %llu tok, %llu saved | "
+              "%.0f events/s\n",
+              p.c_str(), static_cast<long long>(r->workflows), static_cast<long long>(r->completed),
+              r->jct_mean_s, r->jct_p50_s, r->jct_p99_s, r->ttft_p50_s, r->ttft_p99_s,
+              r->deadline_miss_rate, r->hbm_util_mean,
+              static_cast<unsigned long long>(r->recompute_tokens),
+              static_cast<unsigned long long>(r->prefill_tokens),
+              static_cast<unsigned long long>(r->prefill_tokens_saved), r->events_per_s);
+        }
+        std::fflush(stdout);
+        runs.push_back(std::move(*r));
       }
-      std::fflush(stdout);
-      runs.push_back(std::move(*r));
-    }
   if (!a.out.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);

@@ -78,6 +78,7 @@ int RunSloSweep(const SweepArgs& a, const SweepInputs& in) {
   so.seeds = a.seeds;
   so.warmup_frac = a.warmup_frac;
   so.drain_frac = a.drain_frac;
+  so.disaggregation = a.disaggregation;
   so.progress = [&](const std::string& stage, size_t k, size_t n) {
     if (!in.tty) return;
     std::fprintf(stderr, "\rslo %-8s %zu/%zu %5.0fs   ", stage.c_str(), k + 1, n,
@@ -102,6 +103,7 @@ int RunLoadSweep(const SweepArgs& a, const SweepInputs& in) {
                                    : RetimeMode::kPoisson;
   o.arrival_cv = a.arrival_cv;
   o.seed = a.seed;
+  o.disaggregation = a.disaggregation;
   o.on_cell = [&](size_t k, size_t n, const std::string& p, double rate) {
     if (!in.tty) return;
     std::fprintf(stderr, "\rsweep %zu/%zu: %-17s rate %-8.4g %5.0fs   ", k + 1, n, p.c_str(), rate,

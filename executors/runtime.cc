@@ -328,7 +328,8 @@ void Runtime::OnStep(const StepReport& r) {
     // left out (the core's view of them is only used if the node is preempted, and then
     // what it did not hear of is decoded again).
     if (p.changed || p.finished)
-      e.steps.push_back({it->second.wf, it->second.node, p.prefill_done, p.output_done});
+      e.steps.push_back(
+          {it->second.wf, it->second.node, p.prefill_done, p.output_done, p.finished});
     if (!p.finished) continue;
     Event f;
     f.kind = EventKind::kLlmFinished;

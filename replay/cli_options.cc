@@ -14,6 +14,7 @@ const char* const kReplayUsage =
     "usage: switchyard replay --trace T [--policy P[,P...]] [--cluster C] [--seed S]\n"
     "  [--rate R (re-synthesise Poisson arrivals, workflows/s)] [--out DIR] [--json]\n"
     "  [--shared-prefix on|off|both] [--no-shared-prefix]\n"
+    "  [--disaggregation colocated|always|auto[,...]]\n"
     "  T: a Switchyard trace (JSON lines of TraceRecord; `switchyard convert` makes one).\n"
     "  P: switchyard, keep-during-tool, vllm-fcfs, infercept, continuum, autellix, kvflow,\n"
     "     lmcache,\n"
@@ -22,14 +23,19 @@ const char* const kReplayUsage =
     "     (default: h200x8-llama8b, built in).\n"
     "  --shared-prefix: contexts reuse their tenant's resident shared prefixes (on, the\n"
     "     default), compute their own (off, also --no-shared-prefix), or both, each policy\n"
-    "     replayed both ways (the runs without are named P/no-shared-prefix).\n";
+    "     replayed both ways (the runs without are named P/no-shared-prefix).\n"
+    "  --disaggregation: on a cluster with prefillWorkers, colocated (the default) runs\n"
+    "     every call where it decodes, ignoring the roles; always prefills every call on a\n"
+    "     prefill worker and moves its KV to a decode worker; auto decides per call by the\n"
+    "     estimate of docs/design.md \"Disaggregation\". Several modes: each policy in each,\n"
+    "     the runs named P/MODE.\n";
 
 const char* const kSweepUsage =
     "usage: switchyard sweep --trace T [--rates R1,R2,...|auto] [--policy P[,P...]]\n"
     "  [--cluster C] [--arrivals poisson|gamma:CV|scale] [--seed S] [--name TITLE] [--out DIR]\n"
     "  [--json]\n"
     "  [--slo-capacity [--slo-k K] [--slo-target F] [--seeds N] [--warmup-frac F]\n"
-    "   [--drain-frac F]]\n"
+    "   [--drain-frac F]] [--disaggregation colocated|always|auto]\n"
     "  Replays T once per (rate, policy) with arrivals re-synthesised at each rate\n"
     "  (poisson; gamma:CV: gamma-distributed gaps of coefficient of variation CV in [0.1,\n"
     "  10], bursty above 1) or the recorded arrivals stretched to it (scale); the lowest\n"
@@ -149,6 +155,23 @@ std::vector<std::string> AllPolicies() {
   return out;
 }
 
+namespace {
+
+// --disaggregation's value: modes separated by commas, without repeats.
+Status DisaggregationModes(const std::string& list, std::vector<scheduler::Disaggregation>* modes) {
+  modes->clear();
+  for (const std::string& name : SplitList(list)) {
+    if (name.empty()) return Bad("--disaggregation has an empty mode in '" + list + "'");
+    Result<scheduler::Disaggregation> mode = scheduler::ParseDisaggregation(name);
+    if (!mode.ok()) return Bad("--disaggregation: " + mode.status().message());
+    if (std::find(modes->begin(), modes->end(), *mode) == modes->end()) modes->push_back(*mode);
+  }
+  if (modes->empty()) return Bad("--disaggregation needs colocated, always or auto");  // ""
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> ParsePolicyList(const std::string& list) {
   std::vector<std::string> out;
   for (const std::string& p : SplitList(list)) {
@@ -163,43 +186,46 @@ Result<std::vector<std::string>> ParsePolicyList(const std::string& list) {
 
 Result<ReplayArgs> ParseReplayArgs(const std::vector<std::string>& args) {
   ReplayArgs r;
-  Status st = Walk(
-      args, {"--trace", "--policy", "--cluster", "--seed", "--out", "--rate", "--shared-prefix"},
-      [&](const std::string& a, const std::string& v) -> Status {
-        if (a == "-h" || a == "--help") {
-          r.help = true;
-        } else if (a == "--trace") {
-          r.trace = v;
-        } else if (a == "--policy") {
-          SY_ASSIGN_OR_RETURN(r.policies, ParsePolicyList(v));
-        } else if (a == "--cluster") {
-          r.cluster = v;
-        } else if (a == "--seed") {
-          return Seed(v, &r.seed);
-        } else if (a == "--out") {
-          r.out = v;
-        } else if (a == "--json") {
-          r.json = true;
-        } else if (a == "--rate") {
-          if (!ParseNumber(v, &r.rate) || r.rate <= 0)
-            return Bad("--rate needs a number > 0, not '" + v + "'");
-        } else if (a == "--shared-prefix") {
-          if (v == "on") {
-            r.shared_prefix_modes = {true};
-          } else if (v == "off") {
-            r.shared_prefix_modes = {false};
-          } else if (v == "both") {
-            r.shared_prefix_modes = {true, false};
-          } else {
-            return Bad("--shared-prefix needs on, off or both, not '" + v + "'");
-          }
-        } else if (a == "--no-shared-prefix") {
-          r.shared_prefix_modes = {false};
-        } else {
-          return Bad("unexpected argument '" + a + "'");
-        }
-        return Status::OK();
-      });
+  Status st = Walk(args,
+                   {"--trace", "--policy", "--cluster", "--seed", "--out", "--rate",
+                    "--shared-prefix", "--disaggregation"},
+                   [&](const std::string& a, const std::string& v) -> Status {
+                     if (a == "-h" || a == "--help") {
+                       r.help = true;
+                     } else if (a == "--trace") {
+                       r.trace = v;
+                     } else if (a == "--policy") {
+                       SY_ASSIGN_OR_RETURN(r.policies, ParsePolicyList(v));
+                     } else if (a == "--cluster") {
+                       r.cluster = v;
+                     } else if (a == "--seed") {
+                       return Seed(v, &r.seed);
+                     } else if (a == "--out") {
+                       r.out = v;
+                     } else if (a == "--json") {
+                       r.json = true;
+                     } else if (a == "--rate") {
+                       if (!ParseNumber(v, &r.rate) || r.rate <= 0)
+                         return Bad("--rate needs a number > 0, not '" + v + "'");
+                     } else if (a == "--shared-prefix") {
+                       if (v == "on") {
+                         r.shared_prefix_modes = {true};
+                       } else if (v == "off") {
+                         r.shared_prefix_modes = {false};
+                       } else if (v == "both") {
+                         r.shared_prefix_modes = {true, false};
+                       } else {
+                         return Bad("--shared-prefix needs on, off or both, not '" + v + "'");
+                       }
+                     } else if (a == "--no-shared-prefix") {
+                       r.shared_prefix_modes = {false};
+                     } else if (a == "--disaggregation") {
+                       return DisaggregationModes(v, &r.disaggregation_modes);
+                     } else {
+                       return Bad("unexpected argument '" + a + "'");
+                     }
+                     return Status::OK();
+                   });
   if (!st.ok()) return st;
   if (r.help) return r;
   if (r.trace.empty()) return Bad("--trace is required");
@@ -279,47 +305,51 @@ Result<SweepArgs> ParseSweepArgs(const std::vector<std::string>& args) {
   SweepArgs s;
   std::vector<std::string> slo_flags;  // given SLO flags other than --slo-capacity
   bool rates_given = false;
-  Status st =
-      Walk(args,
-           {"--trace", "--policy", "--cluster", "--seed", "--out", "--rates", "--arrivals",
-            "--name", "--slo-k", "--slo-target", "--seeds", "--warmup-frac", "--drain-frac"},
-           [&](const std::string& a, const std::string& v) -> Status {
-             if (a == "-h" || a == "--help") {
-               s.help = true;
-             } else if (a == "--trace") {
-               s.trace = v;
-             } else if (a == "--policy") {
-               SY_ASSIGN_OR_RETURN(s.policies, ParsePolicyList(v));
-             } else if (a == "--cluster") {
-               s.cluster = v;
-             } else if (a == "--seed") {
-               return Seed(v, &s.seed);
-             } else if (a == "--out") {
-               s.out = v;
-             } else if (a == "--name") {
-               s.name = v;
-             } else if (a == "--json") {
-               s.json = true;
-             } else if (a == "--arrivals") {
-               if (v.rfind("gamma:", 0) == 0) {
-                 s.arrivals = "gamma";
-                 return GammaCv(a, v, &s.arrival_cv);
-               }
-               if (v != "poisson" && v != "scale")
-                 return Bad("--arrivals must be poisson, gamma:CV or scale, not '" + v + "'");
-               s.arrivals = v;
-             } else if (a == "--rates") {
-               rates_given = true;
-               return TakeRates(v, &s);
-             } else if (a == "--slo-capacity") {
-               s.slo_capacity = true;
-             } else if (std::optional<Status> slo = TakeSloFlag(a, v, &s, &slo_flags)) {
-               return *slo;
-             } else {
-               return Bad("unexpected argument '" + a + "'");
-             }
-             return Status::OK();
-           });
+  Status st = Walk(
+      args,
+      {"--trace", "--policy", "--cluster", "--seed", "--out", "--rates", "--arrivals", "--name",
+       "--slo-k", "--slo-target", "--seeds", "--warmup-frac", "--drain-frac", "--disaggregation"},
+      [&](const std::string& a, const std::string& v) -> Status {
+        if (a == "-h" || a == "--help") {
+          s.help = true;
+        } else if (a == "--trace") {
+          s.trace = v;
+        } else if (a == "--policy") {
+          SY_ASSIGN_OR_RETURN(s.policies, ParsePolicyList(v));
+        } else if (a == "--cluster") {
+          s.cluster = v;
+        } else if (a == "--seed") {
+          return Seed(v, &s.seed);
+        } else if (a == "--out") {
+          s.out = v;
+        } else if (a == "--name") {
+          s.name = v;
+        } else if (a == "--json") {
+          s.json = true;
+        } else if (a == "--arrivals") {
+          if (v.rfind("gamma:", 0) == 0) {
+            s.arrivals = "gamma";
+            return GammaCv(a, v, &s.arrival_cv);
+          }
+          if (v != "poisson" && v != "scale")
+            return Bad("--arrivals must be poisson, gamma:CV or scale, not '" + v + "'");
+          s.arrivals = v;
+        } else if (a == "--rates") {
+          rates_given = true;
+          return TakeRates(v, &s);
+        } else if (a == "--slo-capacity") {
+          s.slo_capacity = true;
+        } else if (a == "--disaggregation") {
+          Result<scheduler::Disaggregation> mode = scheduler::ParseDisaggregation(v);
+          if (!mode.ok()) return Bad("--disaggregation: " + mode.status().message());
+          s.disaggregation = *mode;
+        } else if (std::optional<Status> slo = TakeSloFlag(a, v, &s, &slo_flags)) {
+          return *slo;
+        } else {
+          return Bad("unexpected argument '" + a + "'");
+        }
+        return Status::OK();
+      });
   if (!st.ok()) return st;
   if (s.help) return s;
   SY_RETURN_IF_ERROR(FinishSweepArgs(rates_given, slo_flags, &s));

@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "replay/convert.h"
+#include "scheduler/disaggregation.h"
 
 namespace switchyard::replay {
 
@@ -25,6 +26,10 @@ struct ReplayArgs {
   // --shared-prefix on|off|both (--no-shared-prefix: off): replay with shared prefixes,
   // without (every context computes its own), or each policy both ways, side by side.
   std::vector<bool> shared_prefix_modes = {true};
+  // --disaggregation MODE[,MODE...]: where calls prefill on a cluster with prefillWorkers
+  // (several: each policy replayed in each mode, the runs named P/MODE).
+  std::vector<scheduler::Disaggregation> disaggregation_modes = {
+      scheduler::Disaggregation::kColocated};
   bool help = false;
 };
 
@@ -48,6 +53,8 @@ struct SweepArgs {
   int seeds = 1;             // --seeds, >= 1: seeds seed..seed+N-1
   double warmup_frac = 0.1;  // --warmup-frac, in [0, 1)
   double drain_frac = 0.1;   // --drain-frac, in [0, 1); warmup + drain < 1
+  // --disaggregation colocated|always|auto (one mode per sweep).
+  scheduler::Disaggregation disaggregation = scheduler::Disaggregation::kColocated;
 };
 
 struct ConvertArgs {

@@ -34,6 +34,10 @@ Result<ClusterShapeInfo> DeriveShape(const v1::ReplayCluster& c) {
   s.tensor_parallel = tp;
   s.workers_per_node = static_cast<int>(c.gpus_per_node()) / tp;
   s.workers = s.workers_per_node * static_cast<int>(c.nodes());
+  if (c.prefill_workers() >= static_cast<uint32_t>(s.workers))
+    return bad("prefillWorkers",
+               "must leave a decode worker: " + std::to_string(c.prefill_workers()) + " of " +
+                   std::to_string(s.workers) + " workers");
   double hbm = static_cast<double>(c.gpu().hbm_bytes()) * tp * (1.0 - c.hbm_reserved_fraction());
   double weights = 2.0 * static_cast<double>(c.model().num_parameters());
   if (hbm <= weights)

@@ -143,6 +143,9 @@ Result<PolicyReport> FinishReport(const std::vector<v1::TraceRecord>& trace,
   }
   std::sort(rep->jct_s.begin(), rep->jct_s.end());
   std::sort(rep->ttft_s.begin(), rep->ttft_s.end());
+  std::sort(rep->tbt_s.begin(), rep->tbt_s.end());
+  rep->tbt_p50_s = Percentile(rep->tbt_s, 50);
+  rep->tbt_p99_s = Percentile(rep->tbt_s, 99);
   double sum = 0;
   for (double j : rep->jct_s) sum += j;
   rep->jct_mean_s = rep->jct_s.empty() ? 0 : sum / static_cast<double>(rep->jct_s.size());
@@ -215,6 +218,12 @@ executors::StackSpec ReplayStackSpec(const v1::ReplayCluster& cluster,
   if (cluster.default_max_output_tokens() > 0)
     co.default_max_output_tokens = cluster.default_max_output_tokens();
   co.share_prefixes = options.shared_prefixes;
+  co.disaggregation = options.disaggregation;
+  if (cluster.prefill_workers() > 0) {
+    co.worker_roles.assign(static_cast<size_t>(shape.workers), scheduler::WorkerRole::kDecode);
+    for (uint32_t w = 0; w < cluster.prefill_workers(); ++w)
+      co.worker_roles[w] = scheduler::WorkerRole::kPrefill;
+  }
   return spec;
 }
 
@@ -444,6 +453,15 @@ class Replayer {
     rep_.prefix_hits = ps.hits;
     rep_.prefix_builds = ps.builds;
     rep_.prefix_evictions = ps.evictions;
+    const scheduler::PdStats& pd = stack_.core->pd_stats();
+    rep_.disaggregation = scheduler::DisaggregationName(options_.disaggregation);
+    rep_.pd_calls = pd.calls;
+    rep_.pd_disaggregated = pd.disaggregated;
+    rep_.pd_handoffs = pd.handoffs;
+    rep_.pd_share = pd.calls > 0 ? static_cast<double>(pd.disaggregated) / pd.calls : 0;
+    rep_.pd_moves = pd.moves;
+    rep_.pd_bytes_moved = pd.bytes_moved;
+    rep_.pd_recomputed = pd.recomputed_on_decode;
     return FinishReport(trace_, rt_->outcomes(), col_, options_, &rep_);
   }
 

@@ -25,6 +25,7 @@
 #include "base/result.h"
 #include "proto/switchyard/v1/replay.pb.h"
 #include "proto/switchyard/v1/trace.pb.h"
+#include "scheduler/disaggregation.h"
 
 namespace switchyard::replay {
 
@@ -46,6 +47,9 @@ struct ReplayOptions {
   // Shared prefixes (scheduler::CoreOptions::share_prefixes): false replays the same trace
   // with every context computing and holding its prefix itself.
   bool shared_prefixes = true;
+  // Where calls prefill (scheduler::CoreOptions::disaggregation) on a cluster with
+  // prefillWorkers; kColocated (or a cluster without them) runs every call where it decodes.
+  scheduler::Disaggregation disaggregation = scheduler::Disaggregation::kColocated;
 };
 
 // A time series sampled in equal buckets over [0, end_s].
@@ -77,6 +81,9 @@ struct PolicyReport {
   int64_t unfinished = 0;  // still running at the drain limit
   double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double ttft_p50_s = 0, ttft_p99_s = 0;
+  // Time between output tokens per call: (end - first token) / (output tokens - 1), for
+  // calls with two or more output tokens.
+  double tbt_p50_s = 0, tbt_p99_s = 0;
   double deadline_miss_rate = 0;  // of workflows with a deadline: late, failed or unfinished
   double throughput_wf_per_min = 0;
   double hbm_util_mean = 0;  // time-weighted mean over workers, arrival of first to last end
@@ -92,6 +99,14 @@ struct PolicyReport {
   uint64_t prefill_tokens_saved = 0;
   uint64_t prefix_hits = 0, prefix_builds = 0, prefix_evictions = 0;
   uint64_t preemptions = 0;
+  // Disaggregation (ReplayOptions::disaggregation, scheduler::PdStats): the mode, the LLM
+  // calls routed, the share prefilled on a prefill worker, their hand-offs, and the KV
+  // moved prefill -> decode (moves started; a context the decode side recomputed instead
+  // is counted in pd_recomputed).
+  std::string disaggregation = "colocated";
+  uint64_t pd_calls = 0, pd_disaggregated = 0, pd_handoffs = 0;
+  double pd_share = 0;
+  uint64_t pd_moves = 0, pd_bytes_moved = 0, pd_recomputed = 0;
   uint64_t retries = 0;
   uint64_t demotions = 0, prefetches = 0, discards = 0, keeps = 0;
   std::map<std::string, uint64_t> discards_by_reason;  // Command::reason
@@ -101,6 +116,7 @@ struct PolicyReport {
   double makespan_s = 0;                         // virtual time of the last workflow end
   std::vector<double> jct_s;                     // sorted, completed workflows
   std::vector<double> ttft_s;                    // sorted, per LLM call
+  std::vector<double> tbt_s;                     // sorted, per LLM call of >= 2 tokens
   std::vector<WorkflowRecord> workflow_records;  // one per trace record, in trace order
   Series hbm_util;                               // mean HBM occupancy over workers
   std::map<std::string, Series> link_bytes;      // "<link>/<class>" -> bytes per bucket

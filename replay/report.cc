@@ -64,6 +64,8 @@ std::string Metrics(const PolicyReport& r) {
   s += ",\"jct_p99_s\":" + Num(r.jct_p99_s);
   s += ",\"ttft_p50_s\":" + Num(r.ttft_p50_s);
   s += ",\"ttft_p99_s\":" + Num(r.ttft_p99_s);
+  s += ",\"tbt_p50_s\":" + Num(r.tbt_p50_s);
+  s += ",\"tbt_p99_s\":" + Num(r.tbt_p99_s);
   s += ",\"deadline_miss_rate\":" + Num(r.deadline_miss_rate);
   s += ",\"throughput_wf_per_min\":" + Num(r.throughput_wf_per_min);
   s += ",\"hbm_util_mean\":" + Num(r.hbm_util_mean);
@@ -77,6 +79,14 @@ std::string Metrics(const PolicyReport& r) {
   s += ",\"prefix_builds\":" + U(r.prefix_builds);
   s += ",\"prefix_evictions\":" + U(r.prefix_evictions);
   s += ",\"preemptions\":" + U(r.preemptions);
+  s += ",\"disaggregation\":" + JsonString(r.disaggregation);
+  s += ",\"pd_calls\":" + U(r.pd_calls);
+  s += ",\"pd_disaggregated\":" + U(r.pd_disaggregated);
+  s += ",\"pd_share\":" + Num(r.pd_share);
+  s += ",\"pd_handoffs\":" + U(r.pd_handoffs);
+  s += ",\"pd_moves\":" + U(r.pd_moves);
+  s += ",\"pd_bytes_moved\":" + U(r.pd_bytes_moved);
+  s += ",\"pd_recomputed\":" + U(r.pd_recomputed);
   s += ",\"retries\":" + U(r.retries);
   s += ",\"demotions\":" + U(r.demotions);
   s += ",\"prefetches\":" + U(r.prefetches);

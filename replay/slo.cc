@@ -300,6 +300,7 @@ Status MeasureCurves(const std::vector<v1::TraceRecord>& trace, const v1::Replay
                      SloResult& res) {
   ReplayOptions ro;
   ro.drain_limit_s = o.drain_limit_s;
+  ro.disaggregation = o.disaggregation;
   res.policies.resize(policies.size());
   for (size_t p = 0; p < policies.size(); ++p) {
     res.policies[p].policy = policies[p];
@@ -348,6 +349,7 @@ Status MeasureSlowdowns(const std::vector<v1::TraceRecord>& trace, const v1::Rep
                         const SloOptions& o, SloResult& res) {
   ReplayOptions ro;
   ro.drain_limit_s = o.drain_limit_s;
+  ro.disaggregation = o.disaggregation;
   size_t total = res.policies.size() * o.load_fractions.size() * res.seeds.size(), done = 0;
   for (SloPolicyResult& pr : res.policies) {
     for (double f : o.load_fractions) {

@@ -124,6 +124,9 @@ struct SloOptions {
   std::string jct0_policy = "keep-during-tool";
   std::vector<double> load_fractions = {0.5, 0.7, 0.85, 0.95};  // of λ*, for slowdowns
   double drain_limit_s = 24 * 3600.0;                           // ReplayOptions::drain_limit_s
+  // ReplayOptions::disaggregation of the loaded runs. JCT0 (the workflow alone) is measured
+  // colocated, so that every mode is held to the same SLO.
+  scheduler::Disaggregation disaggregation = scheduler::Disaggregation::kColocated;
   // Called before each replay: stage ("jct0", "curve", "slowdown"), index, count in stage.
   std::function<void(const std::string&, size_t, size_t)> progress;
 };

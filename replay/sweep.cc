@@ -67,6 +67,7 @@ Result<SweepResult> RunSweep(const std::vector<v1::TraceRecord>& trace,
       if (o.on_cell) o.on_cell(k++, total, p, rate);
       ReplayOptions ro;
       ro.seed = o.seed;
+      ro.disaggregation = o.disaggregation;
       SY_ASSIGN_OR_RETURN(PolicyReport r, RunReplay(t, cluster, p, ro));
       r.jct_s.clear();  // the sweep keeps summaries only
       r.ttft_s.clear();

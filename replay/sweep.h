@@ -33,6 +33,7 @@ struct SweepOptions {
   RetimeMode mode = RetimeMode::kPoisson;
   double arrival_cv = 1.0;  // kGamma
   uint64_t seed = 1;
+  scheduler::Disaggregation disaggregation = scheduler::Disaggregation::kColocated;
   // Called before each cell with (cell index, cell count, policy, rate).
   std::function<void(size_t, size_t, const std::string&, double)> on_cell;
 };

@@ -317,6 +317,7 @@ int64_t Core::PrefixTokensOn(const std::string& prefix_key, int worker) const {
 }
 
 const PrefixStats& Core::prefix_stats() const { return s_->prefix_stats; }
+const PdStats& Core::pd_stats() const { return s_->pd_stats; }
 
 Duration Core::TenantService(const std::string& tenant) const {
   auto it = s_->tenants.find(tenant);

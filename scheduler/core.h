@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/disaggregation.h"
 #include "scheduler/duration_sketch.h"
 #include "scheduler/environment.h"
 #include "scheduler/events.h"
@@ -70,6 +71,15 @@ struct CoreOptions {
   // Deadline-bound nodes whose latest start is within this horizon run first (EDF).
   Duration urgent_horizon = Seconds(1.0);
   DurationModel::Options durations;
+  // Prefill/decode disaggregation (disaggregation.h, docs/design.md "Disaggregation"): the
+  // role of each worker (size `workers`; empty: all mixed) and how calls are routed. Under
+  // kAlways and kAuto a prefill worker takes only the prefill of calls routed to it; once
+  // its prefill is done (the first token out) the call hands off: it stops there, keeping
+  // its KV, and is placed again on a decode-capable worker, its context moved there as a
+  // latency-class KV move (or recomputed there when that is cheaper). kColocated ignores
+  // the roles.
+  std::vector<WorkerRole> worker_roles;
+  Disaggregation disaggregation = Disaggregation::kColocated;
   // The trace's recorded future, for the oracle policy only (foresight.h): read only when
   // the policy's UsesForesight() holds, never for another policy. Borrowed.
   const Foresight* foresight = nullptr;
@@ -84,6 +94,16 @@ struct PrefixStats {
   uint64_t hits = 0;         // placements behind hit_tokens
   uint64_t reads = 0;        // placements that read a resident copy (hits included)
   uint64_t builds = 0, evictions = 0;
+};
+
+// What disaggregation did so far (CoreOptions::disaggregation).
+struct PdStats {
+  uint64_t calls = 0;                 // LLM calls routed (placed for the first time)
+  uint64_t disaggregated = 0;         // of those, prefilled on a prefill worker
+  uint64_t handoffs = 0;              // prefills that completed there and handed off
+  uint64_t moves = 0;                 // KV moves started from a prefill worker to a decode worker
+  uint64_t bytes_moved = 0;           // their bytes
+  uint64_t recomputed_on_decode = 0;  // handed-off contexts the decode side recomputed
 };
 
 // A context's shared prefix as the engines see it: the key of its blocks in a worker's
@@ -132,6 +152,7 @@ class Core {
   // Tokens of the copy of a shared prefix committed on `worker` (-1: none there).
   int64_t PrefixTokensOn(const std::string& prefix_key, int worker) const;
   const PrefixStats& prefix_stats() const;
+  const PdStats& pd_stats() const;
   Duration TenantService(const std::string& tenant) const;
   size_t live_workflows() const;
   size_t queued_nodes() const;

@@ -52,8 +52,10 @@ bool CoreState::TryPlace(WfRec& wf, int idx) {
   double best_cost = 0, any_cost = 0;
   uint64_t any_need = 0;
   const std::vector<std::pair<std::string, int64_t>> prefixes_read = NodePrefixes(wf, n);
+  if (std::optional<bool> routed = RouteToPrefill(wf, idx, growth, keys, prefixes_read))
+    return *routed;
   for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
-    if (!Serves(w, model)) continue;
+    if (!Serves(w, model) || PrefillOnly(w)) continue;
     cap = std::max(cap, kv.Capacity(w));
     std::optional<WorkerFit> fit = FitOn(n, w, growth, keys, prefixes_read);
     if (!fit) continue;
@@ -160,9 +162,12 @@ std::optional<int64_t> CoreState::ReadyContexts(const NodeRec& n, int w,
     TransferEstimate e = planner->Estimate(c.loc, dst, c.bytes, TrafficClass::kLatency);
     Duration rc = cost.PrefillTime(c.tokens, 0);
     if (e.reachable && e.duration < rc) {
-      StartTransfer(c, dst, TrafficClass::kLatency, CommandKind::kPrefetch, Time::Max());
+      const Location src = c.loc;
+      if (StartTransfer(c, dst, TrafficClass::kLatency, CommandKind::kPrefetch, Time::Max()))
+        CountHandOffMove(n, src, c.bytes, true);
       waiting = true;  // placed when the move commits (or retried if no grant yet)
     } else {
+      CountHandOffMove(n, c.loc, c.bytes, false);
       DiscardContext(c, "recompute cheaper than moving");
       recompute += c.tokens;
     }
@@ -213,6 +218,10 @@ void CoreState::Place(WfRec& wf, int idx, int w, int64_t recompute) {
   ref.contexts.clear();
   for (const std::string& key : keys) ref.contexts.push_back(&kv.At(key));
   wr.decode_kv_tokens += DecodeKvTokens(n);
+  if (n.attempts == 0) {
+    ++pd_stats.calls;
+    if (n.pd == PdPhase::kPrefill) ++pd_stats.disaggregated;
+  }
   n.state = NState::kRunning;
   auto gi = static_cast<program_graph::NodeIndex>(idx);
   if (wf.graph->state(gi) == v1::NODE_READY) (void)wf.graph->MarkRunning(gi);

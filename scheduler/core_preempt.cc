@@ -136,12 +136,14 @@ void CoreState::OnEngineStep(WfRec& wf, int idx, int64_t tokens_done) {
   }
 }
 
-void CoreState::PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out_total) {
+void CoreState::PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out_total,
+                            const char* reason) {
   NodeRec& n = wf.nodes[static_cast<size_t>(idx)];
   Emit({.kind = CommandKind::kPreempt,
         .workflow_id = wf.id,
         .node_id = n.spec.id(),
-        .worker = n.worker});
+        .worker = n.worker,
+        .reason = reason});
   std::vector<std::string> keys = NodeContexts(wf, n);
   int64_t recompute = n.recompute_at_place;
   bool extends = !keys.empty() && ExtendsPrimary(n);
@@ -199,6 +201,7 @@ void CoreState::OnEngineReport(const Event& e) {
     if (n.builds_prefix) OnPrefixProgress(*wf, idx, st.prefill_done);
     int64_t total_prefill = n.recompute_at_place + n.new_tokens - n.new_done;
     if (st.prefill_done < total_prefill) OnEngineStep(*wf, idx, st.prefill_done);
+    MaybeHandOff(*wf, idx, st);
   }
   if (!e.exhausted.empty()) OnPoolExhausted(e.worker, e.exhausted.size());
 }

@@ -62,6 +62,25 @@ std::string Why(double colocated, double disaggregated) {
 
 }  // namespace
 
+Result<Disaggregation> ParseDisaggregation(const std::string& name) {
+  if (name == "colocated") return Disaggregation::kColocated;
+  if (name == "always") return Disaggregation::kAlways;
+  if (name == "auto") return Disaggregation::kAuto;
+  return Status::InvalidArgument("disaggregation needs colocated, always or auto, not '" + name +
+                                 "'");
+}
+
+const char* DisaggregationName(Disaggregation mode) {
+  switch (mode) {
+    case Disaggregation::kAlways:
+      return "always";
+    case Disaggregation::kAuto:
+      return "auto";
+    default:
+      return "colocated";
+  }
+}
+
 PrefillChoice ChoosePrefill(const PdCall& call, const std::vector<DecodeCandidate>& decode,
                             const std::vector<PrefillCandidate>& prefill, const PdModel& m,
                             Disaggregation mode) {

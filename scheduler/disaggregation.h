@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "base/time.h"
 
 namespace switchyard::scheduler {
@@ -37,6 +38,15 @@ namespace switchyard::scheduler {
 // How calls are routed: colocated ignores the roles; always sends every call's prefill to
 // a prefill worker (when there is one); auto decides per call (ChoosePrefill).
 enum class Disaggregation { kColocated, kAlways, kAuto };
+
+// "colocated", "always" or "auto"; InvalidArgument naming the value otherwise.
+Result<Disaggregation> ParseDisaggregation(const std::string& name);
+const char* DisaggregationName(Disaggregation mode);
+
+// What a worker does when calls are disaggregated: a prefill worker only prefills (its KV
+// then moves to a decode worker), a decode worker runs the rest, a mixed one either.
+// Under Disaggregation::kColocated every worker is mixed, whatever its role.
+enum class WorkerRole : uint8_t { kMixed, kPrefill, kDecode };
 
 // The call: its whole prompt and its predicted output.
 struct PdCall {

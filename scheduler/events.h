@@ -50,6 +50,7 @@ struct SeqStep {
   std::string workflow_id, node_id;
   int64_t prefill_done = 0;  // prefill tokens computed so far (recompute first, then new)
   int64_t output_done = 0;   // output tokens decoded so far (earlier attempts included)
+  bool finished = false;     // the sequence ended in this step (its kLlmFinished follows)
 };
 
 struct Event {

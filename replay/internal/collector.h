@@ -153,6 +153,8 @@ struct Collector {
             auto ft = first_token.find(key);
             double first = ft != first_token.end() ? ft->second : now;
             r->ttft_s.push_back(std::max(0.0, first - ReadyAt(e.workflow_id, *nit->second)));
+            if (e.output_tokens >= 2 && ft != first_token.end())
+              r->tbt_s.push_back((now - first) / static_cast<double>(e.output_tokens - 1));
           }
         }
       }
@@ -190,7 +192,7 @@ struct Collector {
           r->recompute_tokens += static_cast<uint64_t>(std::max<int64_t>(0, c.recompute_tokens));
           break;
         case CommandKind::kPreempt:
-          ++r->preemptions;
+          if (c.reason.empty()) ++r->preemptions;  // else a prefill's hand-off (pd_handoffs)
           break;
         case CommandKind::kRetry:
           ++r->retries;

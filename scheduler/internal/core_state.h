@@ -5,6 +5,7 @@
 //   core.cc           workflow graph (submit/append/close/cancel/end), timers, Core's API
 //   core_dispatch.cc  ordering: the queue of ready nodes, its keys, the dispatch loop
 //   core_placement.cc admission against HBM, placement with KV locality
+//   core_disagg.cc    prefill/decode disaggregation: routing, hand-off, what moved
 //   core_preempt.cc   eviction choice, engine step reports, preemption at chunk boundaries
 //   core_kv.cc        tool-wait decisions, transfers and their completion, prefetch timing,
 //                     worker loss and model-epoch invalidation
@@ -56,6 +57,10 @@ struct QKey {
   }
 };
 
+// A call's phase under disaggregation (CoreOptions::disaggregation): none (colocated, or
+// not routed yet), its prefill running on a prefill worker, or handed off to decode.
+enum class PdPhase : uint8_t { kNone, kPrefill, kDecode };
+
 struct NodeRec {
   v1::ProgramNode spec;
   NState state = NState::kPending;  // the scheduler's view; the program's is graph->state()
@@ -84,6 +89,7 @@ struct NodeRec {
   std::vector<std::string> rebuilding;  // contexts this attempt recomputes from scratch
   int64_t prefix_hit = 0;               // prefix tokens this attempt found resident
   bool builds_prefix = false;           // this attempt computes a shared prefix copy
+  PdPhase pd = PdPhase::kNone;
 };
 
 // The KV tokens a running node's next decode step reads from its primary context.
@@ -188,6 +194,7 @@ struct CoreState {
   uint64_t changes_at_event = 0;  // Changes() when the event being handled arrived
   uint64_t pool_preemptions = 0;  // nodes preempted because a KV pool ran out
   PrefixStats prefix_stats;
+  PdStats pd_stats;
   bool dispatch_next_report = false;  // a preempting step skipped its dispatch
   bool rekey_pending = false;         // a kRekey timer is set
   Commands* out = nullptr;
@@ -319,8 +326,9 @@ struct CoreState {
   void OnEngineReport(const Event& e);
   void OnPoolExhausted(int worker, size_t needing);
   // Stops a running node at its current progress and requeues it; its KV stays with its
-  // contexts (the caller decides their fate). Emits kPreempt.
-  void PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out_done);
+  // contexts (the caller decides their fate). Emits kPreempt (with `reason`, if any).
+  void PreemptNode(WfRec& wf, int idx, int64_t tokens_done, int64_t out_done,
+                   const char* reason = "");
   std::vector<std::string> NodeContexts(const WfRec& wf, const NodeRec& n) const;
   Duration EstimateRun(const WfRec& wf, const NodeRec& n) const;
   // The trace's recorded future (CoreOptions::foresight) when the policy uses it; else
@@ -331,6 +339,37 @@ struct CoreState {
   Duration PredictTool(const WfRec& wf, const NodeRec& tool, double q) const;
   double Pressure(int worker) const;
   bool ContextsResident(const WfRec& wf, const NodeRec& n) const;  // all committed in HBM
+
+  // core_disagg.cc: prefill/decode disaggregation (CoreOptions::disaggregation)
+  // A prefill-only worker while calls are disaggregated.
+  bool PrefillOnly(int w) const {
+    return opt.disaggregation != Disaggregation::kColocated &&
+           static_cast<size_t>(w) < opt.worker_roles.size() &&
+           opt.worker_roles[static_cast<size_t>(w)] == WorkerRole::kPrefill;
+  }
+  // Routes a fresh call (ChoosePrefill): nothing when it runs colocated (TryPlace goes on),
+  // else whether it was placed on the prefill worker chosen (false: it waits there).
+  std::optional<bool> RouteToPrefill(
+      WfRec& wf, int idx, uint64_t growth, const std::vector<std::string>& keys,
+      const std::vector<std::pair<std::string, int64_t>>& prefixes_read);
+  // The call's candidates and model for ChoosePrefill (RouteToPrefill's inputs).
+  std::vector<DecodeCandidate> DecodeCandidates(
+      const NodeRec& n, uint64_t growth, const std::vector<std::string>& keys,
+      const std::vector<std::pair<std::string, int64_t>>& prefixes_read);
+  std::vector<PrefillCandidate> PrefillCandidates(
+      const NodeRec& n, uint64_t growth, const std::vector<std::string>& keys,
+      const std::vector<std::pair<std::string, int64_t>>& prefixes_read, int64_t prompt,
+      const std::vector<DecodeCandidate>& decode);
+  PdModel PdModelOf(const NodeRec& n, int64_t prompt) const;
+  // Prompt tokens of the node's contexts and prefixes whose KV is committed on worker w.
+  int64_t ResidentTokens(const std::vector<std::string>& keys,
+                         const std::vector<std::pair<std::string, int64_t>>& prefixes_read,
+                         int w) const;
+  // A step report of a call prefilling on a prefill worker: once its prefill is done (and
+  // it did not end in that step), it stops there and is queued for a decode worker.
+  void MaybeHandOff(WfRec& wf, int idx, const SeqStep& st);
+  // ReadyContexts' part: a handed-off context leaving a prefill worker (moved or dropped).
+  void CountHandOffMove(const NodeRec& n, Location src, uint64_t bytes, bool moved);
 
   // core_kv.cc: decisions about KV (the ledger keeps the facts)
   void OnToolStarted(WfRec& wf, int idx);

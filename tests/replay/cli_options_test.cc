@@ -62,6 +62,27 @@ TEST(ReplayArgs, SharedPrefixModes) {
             (Modes{true, false}));
 }
 
+TEST(ReplayArgs, DisaggregationModes) {
+  using scheduler::Disaggregation;
+  using Modes = std::vector<Disaggregation>;
+  EXPECT_EQ(ParseReplayArgs({"--trace", "t"})->disaggregation_modes,
+            Modes{Disaggregation::kColocated});
+  EXPECT_EQ(ParseReplayArgs({"--trace", "t", "--disaggregation", "auto,always,auto"})
+                ->disaggregation_modes,
+            (Modes{Disaggregation::kAuto, Disaggregation::kAlways}));
+  EXPECT_EQ(Err(ParseReplayArgs({"--trace", "t", "--disaggregation", "split"})),
+            "--disaggregation: disaggregation needs colocated, always or auto, not 'split'");
+  EXPECT_EQ(Err(ParseReplayArgs({"--trace", "t", "--disaggregation", "auto,"})),
+            "--disaggregation has an empty mode in 'auto,'");
+  auto s = ParseSweepArgs({"--trace", "t", "--disaggregation", "always"});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->disaggregation, Disaggregation::kAlways);
+  EXPECT_EQ(ParseSweepArgs({"--trace", "t"})->disaggregation, Disaggregation::kColocated);
+  EXPECT_EQ(Err(ParseSweepArgs({"--trace", "t", "--disaggregation", "always,auto"})),
+            "--disaggregation: disaggregation needs colocated, always or auto, not "
+            "'always,auto'");
+}
+
 TEST(SweepArgs, DefaultsValuesAndErrors) {
   auto s = ParseSweepArgs({"--trace", "t", "--rates", "0.4,0.1,0.2", "--arrivals", "scale"});
   ASSERT_TRUE(s.ok()) << s.status();

@@ -111,6 +111,13 @@ TEST(Cluster, BadFilesAndShapesNameTheProblem) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("tensorParallel"), std::string::npos);
   c = DefaultCluster();
+  c.set_prefill_workers(8);  // of 8 workers: none would decode
+  s = DeriveShape(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("prefillWorkers must leave a decode worker: 8 of 8"),
+            std::string::npos)
+      << s.status();
+  c = DefaultCluster();
   c.mutable_gpu()->set_hbm_bytes(10'000'000'000ULL);  // 8B weights do not fit
   s = DeriveShape(c);
   ASSERT_FALSE(s.ok());
