@@ -240,8 +240,10 @@ class CpuStepRunner final : public executors::StepRunner {
   // a held or kept block's, else the host offload tier's where the admission allows a
   // load; false when none has that hash (or no slot is left).
   bool Place(Ctx& c, size_t index, uint64_t hash, int64_t from);
-  // The host offload tier's copy of `hash` if the admission may load it (null: not).
-  const float* HostBlock(uint64_t hash);
+  // Whether the admission may load `hash` from the host offload tier (it holds it, and the
+  // sequence's load budget covers a block); LoadHost takes it, charging the budget.
+  bool HostHas(uint64_t hash) const;
+  const float* LoadHost(uint64_t hash);
   void CopyPositions(float* dst, const float* src, int64_t from_in_block) const;
   Status AddSpan(const executors::StepSpan& span, bool logits, Job* job);
   // The sequence's guided choice (SequenceSpec::choices), rebuilt from its earlier output

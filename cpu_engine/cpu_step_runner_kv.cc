@@ -168,10 +168,12 @@ void CpuStepRunner::CopyPositions(float* dst, const float* src, int64_t from_in_
   }
 }
 
-const float* CpuStepRunner::HostBlock(uint64_t hash) {
-  if (!offload_ || !load_host_ || (load_budget_ >= 0 && load_budget_ < block_tokens_) ||
-      !offload_->Contains(hash))
-    return nullptr;
+bool CpuStepRunner::HostHas(uint64_t hash) const {
+  return offload_ && load_host_ && (load_budget_ < 0 || load_budget_ >= block_tokens_) &&
+         offload_->Contains(hash);
+}
+
+const float* CpuStepRunner::LoadHost(uint64_t hash) {
   if (load_budget_ >= 0) load_budget_ -= block_tokens_;
   return static_cast<const float*>(offload_->Load(hash));
 }
@@ -180,11 +182,13 @@ bool CpuStepRunner::Place(Ctx& c, size_t index, uint64_t hash, int64_t from) {
   const PrefixCache::Live live = prefix_->FindLive(hash);  // never c's own: not indexed yet
   const float* src = live.data ? live.data : static_cast<const float*>(pool_->FindKept(hash));
   const bool kept = !live.data && src;
-  if (!src) src = HostBlock(hash);  // copied in below, as a live block's bytes are
-  if (!src) return false;
+  // Else the host tier's copy, taken (and its budget charged) only once it has a slot:
+  // copied in below, as a live block's bytes are.
+  const bool host = !src && HostHas(hash);
+  if (!src && !host) return false;
   const int64_t in_block = from - static_cast<int64_t>(index) * block_tokens_;
   if (index < c.blocks.size()) {  // a block the context holds: copy what is new
-    CopyPositions(c.blocks[index], src, in_block);
+    CopyPositions(c.blocks[index], host ? LoadHost(hash) : src, in_block);
     return true;
   }
   std::optional<kv_tiers::Extent> e;
@@ -192,7 +196,7 @@ bool CpuStepRunner::Place(Ctx& c, size_t index, uint64_t hash, int64_t from) {
     e = pool_->TakeKept(hash, tenant_);
   } else if (Result<kv_tiers::Extent> a = pool_->Allocate(tenant_, block_bytes_); a.ok()) {
     e = *a;
-    CopyPositions(static_cast<float*>(pool_->Data(*e)), src, 0);
+    CopyPositions(static_cast<float*>(pool_->Data(*e)), host ? LoadHost(hash) : src, 0);
   }
   if (!e) return false;
   c.extents.push_back(*e);
