@@ -66,6 +66,19 @@ std::vector<DecodeCandidate> CoreState::DecodeCandidates(const NodeRec& n, uint6
     DecodeCandidate d;
     d.worker = w;
     d.resident_tokens = ResidentTokens(keys, prefixes, w);
+    // A context held elsewhere (host, disk, another worker's HBM) is read back where that
+    // beats recomputing it, as placement does (FitOn): resident, after its move.
+    const ComputeCostModel& cost = CostOf(n.spec.model_id());
+    for (const std::string& key : keys) {
+      const CtxRec& c = *kv.Find(key);
+      if (c.tokens == 0 || c.loc.tier == Tier::kNone || c.transfer != 0) continue;
+      if (c.loc.tier == Tier::kHbm && c.loc.worker == w) continue;
+      TransferEstimate e =
+          planner->Estimate(c.loc, {Tier::kHbm, w}, c.bytes, TrafficClass::kLatency);
+      if (!e.reachable || e.duration >= cost.PrefillTime(c.tokens, 0)) continue;
+      d.resident_tokens += c.tokens;
+      d.wait += e.duration;
+    }
     d.decoding = wr.running;
     d.kv_free_bytes = kv.Free(w);
     std::optional<WorkerFit> fit = FitOn(n, w, growth, keys, prefixes);
@@ -76,7 +89,7 @@ std::vector<DecodeCandidate> CoreState::DecodeCandidates(const NodeRec& n, uint6
         const NodeRec& r = ref.wf->nodes[static_cast<size_t>(id.second)];
         wait = std::min(wait, std::max(Duration(0), r.started + r.est_run - now));
       }
-      d.wait = wait == Duration::max() ? Seconds(1.0) : wait;
+      d.wait += wait == Duration::max() ? Seconds(1.0) : wait;
     }
     out.push_back(d);
   }
