@@ -17,7 +17,7 @@ namespace {
 using scheduler::Disaggregation;
 using testing::ReadFixture;
 
-std::vector<v1::TraceRecord> Sessions() {
+std::vector<v1::TraceRecord> PdSessions() {
   ConvertOptions o;
   o.rate_per_s = 1;  // the four sessions overlap
   auto trace = ConvertAgentSessions(ReadFixture("agent_sessions_sample.jsonl"), o);
@@ -25,7 +25,7 @@ std::vector<v1::TraceRecord> Sessions() {
   return trace.ok() ? *trace : std::vector<v1::TraceRecord>{};
 }
 
-PolicyReport Replay(const std::vector<v1::TraceRecord>& trace, Disaggregation mode) {
+PolicyReport ReplayPd(const std::vector<v1::TraceRecord>& trace, Disaggregation mode) {
   auto cluster = LoadCluster("pd2x4-h200-llama8b", std::string(SY_SOURCE_DIR) + "/replay/clusters");
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   if (!cluster.ok()) return {};
@@ -41,19 +41,19 @@ PolicyReport Replay(const std::vector<v1::TraceRecord>& trace, Disaggregation mo
 }
 
 TEST(ReplayDisaggregation, ModesRouteCallsAsNamedAndTheReportSaysWhatMoved) {
-  std::vector<v1::TraceRecord> trace = Sessions();
+  std::vector<v1::TraceRecord> trace = PdSessions();
   ASSERT_FALSE(trace.empty());
   uint64_t llm_calls = 0;
   for (const v1::TraceRecord& rec : trace)
     for (const v1::ProgramNode& n : rec.workflow().nodes()) llm_calls += n.kind() == v1::LLM;
 
-  PolicyReport colocated = Replay(trace, Disaggregation::kColocated);
+  PolicyReport colocated = ReplayPd(trace, Disaggregation::kColocated);
   EXPECT_EQ(colocated.disaggregation, "colocated");
   EXPECT_EQ(colocated.pd_calls, llm_calls);
   EXPECT_EQ(colocated.pd_disaggregated, 0u);
   EXPECT_EQ(colocated.pd_bytes_moved, 0u);
 
-  PolicyReport always = Replay(trace, Disaggregation::kAlways);
+  PolicyReport always = ReplayPd(trace, Disaggregation::kAlways);
   EXPECT_EQ(always.pd_calls, llm_calls);
   EXPECT_EQ(always.pd_disaggregated, llm_calls);
   EXPECT_DOUBLE_EQ(always.pd_share, 1.0);
@@ -68,7 +68,7 @@ TEST(ReplayDisaggregation, ModesRouteCallsAsNamedAndTheReportSaysWhatMoved) {
   EXPECT_EQ(always.preemptions, colocated.preemptions);
   EXPECT_GT(always.tbt_p50_s, 0);
 
-  PolicyReport automatic = Replay(trace, Disaggregation::kAuto);
+  PolicyReport automatic = ReplayPd(trace, Disaggregation::kAuto);
   EXPECT_EQ(automatic.pd_calls, llm_calls);
   EXPECT_LE(automatic.pd_disaggregated, always.pd_disaggregated);
 
