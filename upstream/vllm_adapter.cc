@@ -8,10 +8,10 @@
 //       keep     nothing: no offload cap, loads from every tier
 //       demote   offload allowed (no max_offload_tokens), loads from the host tier only:
 //                kv_load_tiers [{"medium":"CPU"}]
-//       discard  max_offload_tokens 0: the session's blocks are not stored in the host
-//                tier again (they would take the room of sessions expected back sooner);
-//                what the tier still holds of its prefix is loaded, since a load is never
-//                dearer than the recompute it replaces;
+//       discard  max_load_tokens 0 and max_offload_tokens 0: neither loaded nor stored
+//                again; also kv_load_tiers [] for builds without max_load_tokens (loads
+//                allowed after a discard measured worse: the loaded blocks take the pool
+//                room of the sessions kept and warmed; bench/RESULTS.md);
 //   - a warm-up before the next turn after demote or discard (probed: enable_prefix_caching
 //     in the same labels), which loads the prefix from the host tier or recomputes it.
 // Other kv_transfer_params keys a client sent (disaggregated prefill) are kept.
@@ -35,9 +35,9 @@ void SetKvTransfer(KvAction last, json* body) {
     params.erase("max_load_tokens");
     params["kv_load_tiers"] = json::array({json{{"medium", "CPU"}}});
   } else {
-    params.erase("max_load_tokens");
-    params.erase("kv_load_tiers");
+    params["max_load_tokens"] = 0;
     params["max_offload_tokens"] = 0;
+    params["kv_load_tiers"] = json::array();
   }
 }
 

@@ -47,7 +47,7 @@ TEST_F(VllmAdapterTest, KvTransferParamsFollowTheWaitsDecision) {
   steering_->OnWait(s, KvAction::kDiscard);
   ASSERT_EQ(Turn(s, ChatBody("after discard")), 200);
   EXPECT_EQ(Last("POST /v1/chat")["kv_transfer_params"],
-            json::parse(R"({"max_offload_tokens":0})"));
+            json::parse(R"({"max_load_tokens":0,"max_offload_tokens":0,"kv_load_tiers":[]})"));
 
   steering_->OnWait(s, KvAction::kKeep);
   ASSERT_EQ(Turn(s, ChatBody("after keep")), 200);
