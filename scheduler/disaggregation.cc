@@ -50,7 +50,8 @@ Pair Disaggregated(const PdCall& call, const PrefillCandidate& p, size_t di,
   const double exposed =
       queue + std::max(0.0, bytes / p.link_bytes_per_s[di] - m.streaming_overlap * prefill);
   const double decode = static_cast<double>(call.output_tokens) * Seconds(m.decode_step);
-  return {std::max(Seconds(p.wait) + prefill + exposed, Seconds(d.wait)) + decode,
+  return {std::max(Seconds(p.wait) + prefill + exposed, Seconds(d.wait)) + decode +
+              m.interference_weight * p.decoding * prefill,
           static_cast<uint64_t>(bytes)};
 }
 
@@ -97,6 +98,7 @@ PrefillChoice ChoosePrefill(const PdCall& call, const std::vector<DecodeCandidat
     }
     if (mode == Disaggregation::kColocated) continue;
     for (const PrefillCandidate& p : prefill) {
+      if (p.worker == d.worker) continue;  // no hand-off to itself: that is colocated
       const Pair pair = Disaggregated(call, p, di, d, m);
       if (pair.cost < best_d) {
         best_d = pair.cost;

@@ -13,7 +13,8 @@
 //                    (the prefill stalls the decode batch running on d: the delay it adds
 //                    to the other sequences is counted against this choice)
 //   disagg(p, d)   = max(wait_p + prefill(prompt - cached_p) + exposed(p, d), wait_d)
-//                    + decode
+//                    + decode + interference_weight x decoding_p x prefill(prompt - cached_p)
+//                    (0 where p only prefills, as the core's prefill workers do)
 //   exposed(p, d)  = link_queue_pd + max(0, bytes / link_bytes_per_s
 //                    - streaming_overlap x prefill(prompt - cached_p))
 //   bytes          = (prompt - resident_d) x kv_bytes_per_token: d already holds the
@@ -54,7 +55,8 @@ struct PdCall {
   int64_t output_tokens = 0;
 };
 
-// A worker that can decode the call.
+// A worker that can decode the call (run it whole, or take it after a hand-off; a prefill
+// candidate of the same worker is never paired with it).
 struct DecodeCandidate {
   int worker = -1;
   int64_t resident_tokens = 0;  // prompt tokens whose KV it holds (the session's context)
@@ -68,6 +70,7 @@ struct PrefillCandidate {
   int worker = -1;
   int64_t cached_tokens = 0;  // prompt tokens it holds already (a shared preamble)
   Duration wait{0};
+  int decoding = 0;                      // sequences in its running batch
   std::vector<Duration> link_queue;      // the planner's queue to each decode candidate
   std::vector<double> link_bytes_per_s;  // and that link's rate (> 0)
 };

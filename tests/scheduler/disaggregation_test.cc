@@ -122,5 +122,21 @@ TEST(ChoosePrefill, ModesAndTheMoveThatIsNotHidden) {
   EXPECT_FALSE(c.disaggregate);
 }
 
+// A worker is never paired with itself (that is the colocated choice), and a prefill
+// worker that decodes calls of its own pays their stall as a decode worker does.
+TEST(ChoosePrefill, NoHandOffToItselfAndAPrefillWorkersOwnDecodesCount) {
+  const PdCall fresh{30000, 200};
+  DecodeCandidate busy_self = Decoder(0);
+  auto c = ChoosePrefill(fresh, {busy_self}, {Prefiller(0)}, Llama8b(), Disaggregation::kAlways);
+  EXPECT_FALSE(c.disaggregate);
+  EXPECT_EQ(c.decode_worker, 0);
+  PrefillCandidate decoding = Prefiller(0);
+  decoding.decoding = 64;  // more than the decode worker's 32
+  c = ChoosePrefill(fresh, {Decoder(1)}, {decoding}, Llama8b(), Disaggregation::kAuto);
+  EXPECT_FALSE(c.disaggregate) << c.why;
+  c = ChoosePrefill(fresh, {Decoder(1)}, {Prefiller(0)}, Llama8b(), Disaggregation::kAuto);
+  EXPECT_TRUE(c.disaggregate) << c.why;  // the same prefill worker, idle
+}
+
 }  // namespace
 }  // namespace switchyard::scheduler
