@@ -132,6 +132,20 @@ struct Collector {
     return at;
   }
 
+  // A call's TTFT (ready -- its deps done -- to the first output token the engine
+  // reported; a call that ended in the step of its first token: its end) and its TBT.
+  void OnCallEnded(const Event& e, const std::string& key, double now) {
+    auto wit = nodes.find(e.workflow_id);
+    if (wit == nodes.end()) return;
+    auto nit = wit->second.find(e.node_id);
+    if (nit == wit->second.end()) return;
+    auto ft = first_token.find(key);
+    double first = ft != first_token.end() ? ft->second : now;
+    r->ttft_s.push_back(std::max(0.0, first - ReadyAt(e.workflow_id, *nit->second)));
+    if (e.output_tokens >= 2 && ft != first_token.end())
+      r->tbt_s.push_back((now - first) / static_cast<double>(e.output_tokens - 1));
+  }
+
   void OnEvent(const Event& e, const scheduler::Commands& out, Time now_t) {
     double now = now_t.seconds();
     if (now < last_t) r->time_monotonic = false;
@@ -143,21 +157,7 @@ struct Collector {
         e.status.ok()) {
       std::string key = Key(e.workflow_id, e.node_id);
       finished_at[key] = now;
-      if (e.kind == EventKind::kLlmFinished) {
-        auto wit = nodes.find(e.workflow_id);
-        if (wit != nodes.end()) {
-          auto nit = wit->second.find(e.node_id);
-          if (nit != wit->second.end()) {
-            // Time to the first output token the engine reported (a call that ended in the
-            // step of its first token: its end).
-            auto ft = first_token.find(key);
-            double first = ft != first_token.end() ? ft->second : now;
-            r->ttft_s.push_back(std::max(0.0, first - ReadyAt(e.workflow_id, *nit->second)));
-            if (e.output_tokens >= 2 && ft != first_token.end())
-              r->tbt_s.push_back((now - first) / static_cast<double>(e.output_tokens - 1));
-          }
-        }
-      }
+      if (e.kind == EventKind::kLlmFinished) OnCallEnded(e, key, now);
       first_token.erase(key);
     }
     if (e.kind == EventKind::kTransferCompleted) {
