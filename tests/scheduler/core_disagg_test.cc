@@ -69,7 +69,7 @@ TEST(CoreDisagg, AlwaysPrefillsOnThePrefillWorkerThenMovesTheKvToDecode) {
   ASSERT_EQ(Of(c, CommandKind::kPreempt).size(), 1u);
   EXPECT_FALSE(Of(c, CommandKind::kPreempt)[0]->reason.empty());
   ASSERT_EQ(Of(c, CommandKind::kPrefetch).size(), 1u);
-  const Command& move = *Of(c, CommandKind::kPrefetch)[0];
+  const Command move = *Of(c, CommandKind::kPrefetch)[0];
   EXPECT_EQ(move.src.tier, Tier::kHbm);
   EXPECT_EQ(move.src.worker, 0);
   EXPECT_EQ(move.dst.tier, Tier::kHbm);
@@ -79,7 +79,7 @@ TEST(CoreDisagg, AlwaysPrefillsOnThePrefillWorkerThenMovesTheKvToDecode) {
   // Committed: the call resumes on the decode worker, its prefill and first token done.
   c = f.At(0.04, Xfer(move.transfer_id));
   ASSERT_EQ(Of(c, CommandKind::kPlace).size(), 1u);
-  const Command& place = *Of(c, CommandKind::kPlace)[0];
+  const Command place = *Of(c, CommandKind::kPlace)[0];
   EXPECT_EQ(place.worker, move.dst.worker);
   EXPECT_EQ(place.prefill_done, 1000);
   EXPECT_EQ(place.output_done, 1);
