@@ -98,9 +98,9 @@ std::vector<DecodeCandidate> CoreState::DecodeCandidates(const NodeRec& n, uint6
 
 std::vector<PrefillCandidate> CoreState::PrefillCandidates(
     const NodeRec& n, uint64_t growth, const std::vector<std::string>& keys,
-    const Prefixes& prefixes, int64_t prompt, const std::vector<DecodeCandidate>& decode) {
+    const Prefixes& prefixes, int64_t prompt, const PdModel& m,
+    const std::vector<DecodeCandidate>& decode) {
   std::vector<PrefillCandidate> out;
-  const PdModel m = PdModelOf(n, prompt);
   for (int p = 0; p < static_cast<int>(workers.size()); ++p) {
     if (!Serves(p, n.spec.model_id()) || !Placeable(p) || !PrefillOnly(p)) continue;
     std::optional<WorkerFit> fit = FitOn(n, p, growth, keys, prefixes);
@@ -159,13 +159,13 @@ std::optional<bool> CoreState::RouteToPrefill(WfRec& wf, int idx, uint64_t growt
   if (auto mean = output_mean.find(n.spec.model_id()); mean != output_mean.end())
     call.output_tokens = static_cast<int64_t>(mean->second);
   std::vector<DecodeCandidate> decode = DecodeCandidates(n, growth, keys, prefixes);
+  const PdModel model = PdModelOf(n, prompt);
   std::vector<PrefillCandidate> prefill =
-      PrefillCandidates(n, growth, keys, prefixes, prompt, decode);
+      PrefillCandidates(n, growth, keys, prefixes, prompt, model, decode);
   if (prefill.empty())  // every prefill worker is full or busy
     return opt.disaggregation == Disaggregation::kAlways ? std::optional<bool>(false)
                                                          : std::nullopt;
-  PrefillChoice choice =
-      ChoosePrefill(call, decode, prefill, PdModelOf(n, prompt), opt.disaggregation);
+  PrefillChoice choice = ChoosePrefill(call, decode, prefill, model, opt.disaggregation);
   if (!choice.disaggregate) return std::nullopt;
   std::optional<int64_t> recompute = ReadyContexts(n, choice.prefill_worker, keys);
   if (!recompute) return false;  // placed when the moves commit

@@ -359,7 +359,7 @@ struct CoreState {
   std::vector<PrefillCandidate> PrefillCandidates(
       const NodeRec& n, uint64_t growth, const std::vector<std::string>& keys,
       const std::vector<std::pair<std::string, int64_t>>& prefixes_read, int64_t prompt,
-      const std::vector<DecodeCandidate>& decode);
+      const PdModel& model, const std::vector<DecodeCandidate>& decode);
   PdModel PdModelOf(const NodeRec& n, int64_t prompt) const;
   // Prompt tokens of the node's contexts and prefixes whose KV is committed on worker w.
   int64_t ResidentTokens(const std::vector<std::string>& keys,
