@@ -69,7 +69,9 @@ int ServeUsage(const std::string& arg, bool has_value) {
                "[--kv-pool-mib N] [--kv-offload-mib N] [--upstream URL[#API][,URL[#API]...]] "
                "[--upstream-api same|chat] [--upstream-kind generic|vllm|sglang|llamacpp] "
                "[--upstream-steering on|off] "
-               "[--upstream-key TOKEN] [--links FILE] [--policy NAME] [--local-workers N] "
+               "[--upstream-key TOKEN] [--links FILE] [--policy NAME] "
+               "[--disaggregation colocated|always|auto] [--worker-roles ROLE[,ROLE...]] "
+               "[--local-workers N] "
                "[--remote-workers N] [--spare-workers K] [--control-listen HOST:PORT] "
                "[--join-timeout-s S] [--response-retention-s N] "
                "[--heartbeat-ms MS] [--etcd URL] [--cluster NAME]\n");
@@ -82,6 +84,13 @@ int ServeUsage(const std::string& arg, bool has_value) {
         "  --policy NAME  the scheduler policy: switchyard (default), keep-during-tool, or a "
         "reference policy\n                 (vllm-fcfs, infercept, continuum, autellix, "
         "kvflow) as replay runs it; config `policy`\n"
+        "  --disaggregation MODE  prefill/decode disaggregation: colocated (default), always "
+        "(each fresh\n                 call prefills on a prefill worker, its KV then moves to "
+        "a decode worker) or\n                 auto (decided per call); config "
+        "`disaggregation`\n"
+        "  --worker-roles ROLE[,ROLE...]  serve's own workers' roles in order: prefill, decode "
+        "or mixed\n                 (config `workerRoles`); a joined worker names its own "
+        "(worker --role)\n"
         "\nproxy mode: --upstream URL[,URL...] forwards every LLM call, ordered and admitted "
         "here, to\nupstream servers (http://host:port). --upstream-api says which API they "
         "speak:\n  same  the API each call came in by (default): calls are forwarded "
@@ -139,7 +148,16 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->links = args[++i];
     else if (args[i] == "--policy" && v)
       flags->policy = args[++i];
-    else if (args[i] == "--response-retention-s" && v) {
+    else if (args[i] == "--disaggregation" && v)
+      flags->disaggregation = args[++i];
+    else if (args[i] == "--worker-roles" && v) {
+      std::string list = args[++i];
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        flags->worker_roles.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else if (args[i] == "--response-retention-s" && v) {
       if (!ParseRetention(args[++i], &flags->response_retention_s)) return 2;
     } else if ((args[i] == "--kv-pool-mib" || args[i] == "--kv-offload-mib") && v) {
       const std::string& flag = args[i];

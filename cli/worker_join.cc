@@ -1,5 +1,5 @@
 // `switchyard worker --join HOST:PORT --engine simulated|cpu [--model FILE_OR_DIR] [--id ID]
-//                    [--kv-pool-bytes BYTES]
+//                    [--kv-pool-bytes BYTES] [--role prefill|decode|mixed]
 //                    [--kv-listen HOST:PORT|none] [--kv-capacity BYTES]
 //                    [--credit-per-sender BYTES] [--credit-total BYTES]
 //                    [--kv-transport-param KEY=VALUE]... [--direct-puts on|off]
@@ -12,6 +12,8 @@
 // with its KV store (the pool's blocks, moved by serve over UCX under the credit this
 // worker grants) on --kv-listen (default: this host's address on the control connection,
 // any port; `none`: no store, serve keeps the blocks). The joined line names the store.
+// --role: what serve's scheduler lets this worker run when it disaggregates calls (prefill
+// only, decode only, or either: mixed, the default).
 // --direct-puts (default on): carry out serve's put orders, putting blocks of this store
 // straight into another worker's store (off: serve relays those moves through itself).
 // --etcd: registers /switchyard/<cluster>/workers/<id> under a lease (TTL --lease-ttl-s,
@@ -32,6 +34,7 @@
 
 #include "base/logging.h"
 #include "net_budget/link_calibrate/calibrate.h"
+#include "scheduler/disaggregation.h"
 #include "workers/worker_agent.h"
 
 namespace switchyard::cli {
@@ -40,7 +43,8 @@ namespace {
 
 constexpr char kJoinUsage[] =
     "usage: switchyard worker --join HOST:PORT --engine simulated|cpu "
-    "[--model FILE_OR_DIR] [--id ID] [--kv-pool-bytes BYTES] [--kv-listen HOST:PORT|none] "
+    "[--model FILE_OR_DIR] [--id ID] [--kv-pool-bytes BYTES] [--role prefill|decode|mixed] "
+    "[--kv-listen HOST:PORT|none] "
     "[--kv-capacity BYTES] [--credit-per-sender BYTES] [--credit-total BYTES] "
     "[--kv-transport-param KEY=VALUE]... [--direct-puts on|off] "
     "[--etcd URL [--cluster NAME] [--lease-ttl-s S]] [--protocol-version N] "
@@ -85,6 +89,10 @@ Result<JoinArgs> ParseJoinArgs(const std::vector<std::string>& args) {
       if (a == "--credit-total") o.credit_total_bytes = *n;
     } else if (a == "--kv-listen") {
       o.kv_listen = v;
+    } else if (a == "--role") {
+      if (!scheduler::ParseWorkerRole(v).ok())
+        return bad("--role '" + v + "': want prefill, decode or mixed");
+      o.role = v;
     } else if (a == "--direct-puts") {
       if (v != "on" && v != "off") return bad("--direct-puts '" + v + "': want on or off");
       o.direct_puts = v == "on";

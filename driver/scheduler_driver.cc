@@ -137,10 +137,11 @@ void SchedulerDriver::WorkerLost(int worker, std::string reason) {
   stack_.runtime->WorkerLost(worker);
 }
 
-void SchedulerDriver::WorkerJoined(int worker, std::string reason) {
+void SchedulerDriver::WorkerJoined(int worker, std::string reason,
+                                   std::optional<scheduler::WorkerRole> role) {
   Log(LogLevel::kInfo, "worker rejoined",
       LogKeys().With("worker", std::to_string(worker)).With("reason", reason));
-  stack_.runtime->WorkerJoined(worker);
+  stack_.runtime->WorkerJoined(worker, role);
 }
 
 Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worker, bool on) {
@@ -368,7 +369,9 @@ void SchedulerDriver::MirrorWorkers() {
                         : core.draining(w) ? "draining"
                                            : "alive",
                         core.drained(w)};
+    worker_role_[w] = scheduler::WorkerRoleName(core.role(w));
   }
+  pd_stats_ = core.pd_stats();
   metrics_.SetQueuedNodes(core.queued_nodes());
   if (any_computes_) {
     real_bytes_moved_.clear();

@@ -54,6 +54,7 @@
 #include "proto/switchyard/v1/link_file.pb.h"
 #include "proto/switchyard/v1/model.pb.h"
 #include "proto/switchyard/v1/service_state.pb.h"
+#include "scheduler/disaggregation.h"
 #include "scheduler/events.h"
 
 namespace switchyard {
@@ -167,6 +168,11 @@ struct SchedulerConfig {
   int64_t max_num_batched_tokens = 8192;  // per engine step
   int64_t kv_block_tokens = 16;
   std::string policy = "switchyard";  // a scheduler::CreatePolicy spec
+  // Prefill/decode disaggregation (scheduler::CoreOptions): each worker's role (shorter
+  // than the workers, or empty: the rest mixed) and how calls are routed. Serve's joined
+  // workers set their own role in their hello (`worker --role`).
+  std::vector<scheduler::WorkerRole> worker_roles;
+  scheduler::Disaggregation disaggregation = scheduler::Disaggregation::kColocated;
   // Link figures for net_budget's topology (0: the documented default of ClusterShape).
   double pcie_bytes_per_s = 0, pcie_latency_s = 0;
   double nvlink_bytes_per_s = 0, nvlink_latency_s = 0;
@@ -259,8 +265,10 @@ class SchedulerDriver final : public executors::Generation {
   void WorkerLost(int worker, std::string reason = "");
   // A lost worker is back as a new incarnation: its engine starts over empty
   // (executors::Engine::Reset; an engine that cannot keeps the worker lost) and the core
-  // places on it again (executors::Runtime::WorkerJoined). `reason` is logged.
-  void WorkerJoined(int worker, std::string reason = "");
+  // places on it again (executors::Runtime::WorkerJoined), in `role` where given.
+  // `reason` is logged.
+  void WorkerJoined(int worker, std::string reason = "",
+                    std::optional<scheduler::WorkerRole> role = std::nullopt);
   // Worker `worker` is drained (`on`) or put back in service (executors::Runtime::Drain):
   // nothing new is placed on it, its idle contexts move off (the policy's choice of tier,
   // or a discard), running calls finish there. Returns its state once the core has seen
@@ -467,6 +475,8 @@ class SchedulerDriver final : public executors::Generation {
   std::map<int, uint64_t> hbm_used_ GUARDED_BY(mu_);
   // Per worker, as of the last event: alive | lost | draining, and drained.
   std::map<int, std::pair<std::string, bool>> worker_state_ GUARDED_BY(mu_);
+  std::map<int, std::string> worker_role_ GUARDED_BY(mu_);  // prefill | decode | mixed
+  scheduler::PdStats pd_stats_ GUARDED_BY(mu_);
   std::map<std::string, uint64_t> decisions_by_kind_ GUARDED_BY(mu_);
   std::map<std::string, uint64_t> bytes_moved_by_tier_ GUARDED_BY(mu_);
   std::map<std::string, uint64_t> real_bytes_moved_

@@ -94,6 +94,14 @@ void SchedulerDriver::FillClusterLocked(v1::ClusterState* out) const {
   for (const auto& [k, n] : real_bytes_moved_) (*out->mutable_real_bytes_moved())[k] = n;
   for (const auto& [k, n] : decisions_by_kind_) (*out->mutable_decisions_by_kind())[k] = n;
   for (const auto& [k, n] : bytes_moved_by_tier_) (*out->mutable_bytes_moved_by_tier())[k] = n;
+  v1::DisaggregationState* pd = out->mutable_disaggregation();
+  pd->set_mode(scheduler::DisaggregationName(config_.disaggregation));
+  pd->set_calls(pd_stats_.calls);
+  pd->set_disaggregated(pd_stats_.disaggregated);
+  pd->set_handoffs(pd_stats_.handoffs);
+  pd->set_moves(pd_stats_.moves);
+  pd->set_bytes_moved(pd_stats_.bytes_moved);
+  pd->set_recomputed_on_decode(pd_stats_.recomputed_on_decode);
 }
 
 void SchedulerDriver::FillTiers(v1::ClusterState* out) const {
@@ -194,6 +202,12 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
     auto ws = worker_state_.find(w);
     e->set_state(ws == worker_state_.end() ? "alive" : ws->second.first);
     e->set_drained(ws != worker_state_.end() && ws->second.second);
+    // The core's view once an event ran, the configured one before.
+    auto role = worker_role_.find(w);
+    const auto given = static_cast<size_t>(w) < config_.worker_roles.size()
+                           ? config_.worker_roles[static_cast<size_t>(w)]
+                           : scheduler::WorkerRole::kMixed;
+    e->set_role(role != worker_role_.end() ? role->second : scheduler::WorkerRoleName(given));
     if (g.cpu_model) {
       const cpu_engine::ModelShape& s = g.cpu_model->shape();
       e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));

@@ -161,6 +161,11 @@ Status SchedulerDriver::BuildCoreStack() {
   // The CPU engine attends within each context of a sequence, so a context could not read
   // a shared prefix held as a context of its own: sharing is off there (exact outputs).
   co.share_prefixes = !any_computes_;
+  co.disaggregation = c.disaggregation;
+  if (!c.worker_roles.empty()) {
+    co.worker_roles = c.worker_roles;
+    co.worker_roles.resize(static_cast<size_t>(total), scheduler::WorkerRole::kMixed);
+  }
   spec.cost = groups_[0]->cost.get();
   SY_ASSIGN_OR_RETURN(stack_, executors::BuildStack(std::move(spec), loop_));
   return Status::OK();

@@ -77,8 +77,8 @@ void Runtime::WorkerLost(int worker) {
   });
 }
 
-void Runtime::WorkerJoined(int worker) {
-  loop_->Post([this, worker]() {
+void Runtime::WorkerJoined(int worker, std::optional<scheduler::WorkerRole> role) {
+  loop_->Post([this, worker, role]() {
     if (Engine* eng = engine(worker)) {
       Status st = eng->Reset();
       if (!st.ok()) {
@@ -96,6 +96,7 @@ void Runtime::WorkerJoined(int worker) {
     Event e;
     e.kind = EventKind::kWorkerJoined;
     e.worker = worker;
+    e.role = role;
     Feed(e);
   });
 }

@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -57,8 +58,9 @@ class Runtime {
   // Membership and model changes, and any other event (e.g. from a real engine).
   void WorkerLost(int worker);
   // A lost worker is back (its engine is empty: a new process, or the lost one's sequences
-  // and blocks were all dropped at the loss): the core places on it again.
-  void WorkerJoined(int worker);
+  // and blocks were all dropped at the loss): the core places on it again, in `role` where
+  // given (prefill/decode disaggregation; none: the role it had).
+  void WorkerJoined(int worker, std::optional<scheduler::WorkerRole> role = std::nullopt);
   // Draining (`on`): the core places nothing more on the worker and moves its idle
   // contexts off (Core::drained tells when it is empty); off: in service again. Running
   // sequences finish where they are.

@@ -319,6 +319,13 @@ int64_t Core::PrefixTokensOn(const std::string& prefix_key, int worker) const {
 const PrefixStats& Core::prefix_stats() const { return s_->prefix_stats; }
 const PdStats& Core::pd_stats() const { return s_->pd_stats; }
 
+WorkerRole Core::role(int worker) const {
+  const std::vector<WorkerRole>& roles = s_->opt.worker_roles;
+  return worker >= 0 && static_cast<size_t>(worker) < roles.size()
+             ? roles[static_cast<size_t>(worker)]
+             : WorkerRole::kMixed;
+}
+
 Duration Core::TenantService(const std::string& tenant) const {
   auto it = s_->tenants.find(tenant);
   return it == s_->tenants.end() ? Duration(0) : it->second.service;

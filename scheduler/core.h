@@ -153,6 +153,8 @@ class Core {
   int64_t PrefixTokensOn(const std::string& prefix_key, int worker) const;
   const PrefixStats& prefix_stats() const;
   const PdStats& pd_stats() const;
+  // The worker's role (CoreOptions::worker_roles, or a kWorkerJoined's): kMixed unset.
+  WorkerRole role(int worker) const;
   Duration TenantService(const std::string& tenant) const;
   size_t live_workflows() const;
   size_t queued_nodes() const;

@@ -243,6 +243,10 @@ CoreState::Then CoreState::HandleWorkerLost(const Event& e) {
 }
 
 CoreState::Then CoreState::HandleWorkerJoined(const Event& e) {
+  if (e.role && e.worker >= 0 && e.worker < static_cast<int>(workers.size())) {
+    opt.worker_roles.resize(workers.size(), WorkerRole::kMixed);
+    opt.worker_roles[static_cast<size_t>(e.worker)] = *e.role;
+  }
   OnWorkerJoined(e.worker);
   return Then::kDrainAndDispatch;
 }

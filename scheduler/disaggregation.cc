@@ -82,6 +82,24 @@ const char* DisaggregationName(Disaggregation mode) {
   }
 }
 
+Result<WorkerRole> ParseWorkerRole(const std::string& name) {
+  if (name.empty() || name == "mixed") return WorkerRole::kMixed;
+  if (name == "prefill") return WorkerRole::kPrefill;
+  if (name == "decode") return WorkerRole::kDecode;
+  return Status::InvalidArgument("a worker role is prefill, decode or mixed, not '" + name + "'");
+}
+
+const char* WorkerRoleName(WorkerRole role) {
+  switch (role) {
+    case WorkerRole::kPrefill:
+      return "prefill";
+    case WorkerRole::kDecode:
+      return "decode";
+    default:
+      return "mixed";
+  }
+}
+
 PrefillChoice ChoosePrefill(const PdCall& call, const std::vector<DecodeCandidate>& decode,
                             const std::vector<PrefillCandidate>& prefill, const PdModel& m,
                             Disaggregation mode) {

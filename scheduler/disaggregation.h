@@ -49,6 +49,10 @@ const char* DisaggregationName(Disaggregation mode);
 // Under Disaggregation::kColocated every worker is mixed, whatever its role.
 enum class WorkerRole : uint8_t { kMixed, kPrefill, kDecode };
 
+// "prefill", "decode" or "mixed" ("" is mixed); InvalidArgument naming the value otherwise.
+Result<WorkerRole> ParseWorkerRole(const std::string& name);
+const char* WorkerRoleName(WorkerRole role);
+
 // The call: its whole prompt and its predicted output.
 struct PdCall {
   int64_t prompt_tokens = 0;

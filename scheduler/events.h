@@ -11,12 +11,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "base/time.h"
 #include "proto/switchyard/v1/workflow.pb.h"
+#include "scheduler/disaggregation.h"
 #include "scheduler/types.h"
 
 namespace switchyard::scheduler {
@@ -70,8 +72,10 @@ struct Event {
   Status status;              // kLlmFinished / kToolFinished / kTransferFailed
   std::string model_id;       // kModelEpochChanged
   uint64_t epoch = 0;         // kModelEpochChanged
-  v1::Workflow workflow;      // kWorkflowSubmitted
-  v1::ProgramNode node;       // kNodeAppended
+  // kWorkerJoined: the new incarnation's role (CoreOptions::worker_roles; none: unchanged).
+  std::optional<WorkerRole> role;
+  v1::Workflow workflow;  // kWorkflowSubmitted
+  v1::ProgramNode node;   // kNodeAppended
 };
 
 enum class CommandKind : uint8_t {

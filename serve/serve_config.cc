@@ -126,6 +126,28 @@ Status FillCpuDtypes(const ServeFlags& flags, driver::SchedulerConfig* s) {
   return Status::OK();
 }
 
+// Prefill/decode disaggregation: the mode and serve's own workers' roles (the flags win).
+Status FillDisaggregation(const v1::ServiceConfig& config, const ServeFlags& flags,
+                          driver::SchedulerConfig* s) {
+  const std::string mode =
+      flags.disaggregation.empty() ? config.disaggregation() : flags.disaggregation;
+  if (!mode.empty()) {
+    Result<scheduler::Disaggregation> m = scheduler::ParseDisaggregation(mode);
+    if (!m.ok()) return m.status().Annotate("--disaggregation (disaggregation)");
+    s->disaggregation = *m;
+  }
+  std::vector<std::string> roles = flags.worker_roles;
+  if (roles.empty()) roles.assign(config.worker_roles().begin(), config.worker_roles().end());
+  s->worker_roles.clear();
+  for (size_t i = 0; i < roles.size(); ++i) {
+    Result<scheduler::WorkerRole> r = scheduler::ParseWorkerRole(roles[i]);
+    if (!r.ok())
+      return r.status().Annotate("--worker-roles (workerRoles[" + std::to_string(i) + "])");
+    s->worker_roles.push_back(*r);
+  }
+  return Status::OK();
+}
+
 // The scheduler: model executor, workers, emulated HBM, policy, links, tenant weights.
 Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
                   driver::SchedulerConfig* s) {
@@ -334,6 +356,7 @@ Status FillScheduler(const v1::ServiceConfig& config, const ServeFlags& flags,
   if (!flags.policy.empty()) s->policy = flags.policy;
   auto policy = scheduler::CreatePolicy(s->policy);  // refused here, naming the option
   if (!policy.ok()) return policy.status().Annotate("--policy (policy)");
+  SY_RETURN_IF_ERROR(FillDisaggregation(config, flags, s));
   SY_RETURN_IF_ERROR(FillLinks(config.links(), s));
   SY_RETURN_IF_ERROR(FillLinkFile(config, flags, s));
   for (const auto& t : config.tenants()) {

@@ -40,6 +40,10 @@ struct ServeFlags {
   // --policy SPEC: the scheduler policy (config `policy`; a scheduler::CreatePolicy spec:
   // "switchyard", a reference policy such as "vllm-fcfs", or "switchyard:key=value").
   std::string policy;
+  // --disaggregation colocated|always|auto (config `disaggregation`) and --worker-roles
+  // ROLE[,ROLE...] (config `workerRoles`: serve's own workers' roles, in order).
+  std::string disaggregation;
+  std::vector<std::string> worker_roles;
   // --response-retention-s N: stored OpenAI Responses are kept N seconds (0: forever; -1,
   // unset: ServiceOptions::document_retention_s, 30 days).
   int64_t response_retention_s = -1;

@@ -33,6 +33,24 @@ struct RemoteKv {
       std::make_shared<workers::ControlPutOrderer>();
 };
 
+// The role a worker's hello names (checked at the hello: CheckHello).
+scheduler::WorkerRole RoleOf(const v1::WorkerHello& h) {
+  Result<scheduler::WorkerRole> role = scheduler::ParseWorkerRole(h.role());
+  return role.ok() ? *role : scheduler::WorkerRole::kMixed;
+}
+
+// The joined workers' roles in the scheduler's worker numbering (after serve's own).
+void SetJoinedRoles(const workers::JoinServer& join, driver::SchedulerConfig* config) {
+  for (size_t i = 0; i < join.size(); ++i) {
+    const workers::RemoteWorker* rw = join.worker(i);
+    if (rw->vacant() || rw->index() < 0) continue;
+    const auto w = static_cast<size_t>(rw->index());
+    if (config->worker_roles.size() <= w)
+      config->worker_roles.resize(w + 1, scheduler::WorkerRole::kMixed);
+    config->worker_roles[w] = RoleOf(rw->hello());
+  }
+}
+
 kv_store::KvStoreClientOptions KvClientOptions(const v1::WorkerHello& h) {
   kv_store::KvStoreClientOptions client;
   client.transport = h.kv_transport().empty() ? std::string("ucx") : h.kv_transport();
@@ -322,6 +340,7 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
   join->AddSpareSlots(o.spare_workers, o.local_workers + o.remote_workers);
   if (!o.etcd_url.empty()) SY_RETURN_IF_ERROR(WatchMembership(o, join.get()).Annotate("--etcd"));
   config->workers = o.local_workers + o.remote_workers + o.spare_workers;
+  SetJoinedRoles(*join, config);
   workers::JoinServer* js = join.get();
   const int local = o.local_workers;
   auto kv = std::make_shared<RemoteKv>();
@@ -355,7 +374,8 @@ void Attach(workers::JoinServer* join, driver::SchedulerDriver* driver) {
     if (!rw) return;
     rw->IfAlive([&](const v1::WorkerHello& h) {
       driver->WorkerJoined(
-          index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")");
+          index, "worker " + h.worker_id() + " rejoined (epoch " + std::to_string(h.epoch()) + ")",
+          RoleOf(h));
     });
   });
 }

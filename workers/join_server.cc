@@ -17,6 +17,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "executors/engine_kind.h"
+#include "scheduler/disaggregation.h"
 
 namespace switchyard::workers {
 
@@ -29,6 +30,8 @@ std::string CheckHello(const v1::WorkerHello& hello, uint32_t serve_version) {
   if (!executors::FindEngineKind(hello.engine()).ok())
     return "engine '" + hello.engine() +
            "' cannot join (joined workers run: " + executors::EngineKindNames(false) + ")";
+  if (!scheduler::ParseWorkerRole(hello.role()).ok())
+    return "role '" + hello.role() + "': a worker role is prefill, decode or mixed";
   return "";
 }
 

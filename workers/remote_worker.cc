@@ -245,6 +245,7 @@ v1::JoinedWorker RemoteWorker::Snapshot() const {
   w.set_id(hello_.worker_id());
   w.set_host(hello_.host());
   w.set_engine(hello_.engine());
+  w.set_role(hello_.role().empty() ? "mixed" : hello_.role());
   w.set_model(hello_.model());
   w.set_kv_pool_capacity_bytes(hello_.kv_pool_capacity_bytes());
   w.set_worker_index(index_);

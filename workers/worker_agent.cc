@@ -58,6 +58,7 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
     hello->set_model(o.model);
   }
   hello->set_kv_pool_capacity_bytes(o.kv_pool_capacity_bytes);
+  hello->set_role(o.role);
   hello->set_epoch(static_cast<uint64_t>(UnixMillis()));
   hello->set_host(host);
   if (a->kv_) {

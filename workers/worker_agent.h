@@ -58,7 +58,9 @@ struct AgentOptions {
   // Engine "cpu": the model to load — the shape file or checkpoint directory serve serves.
   std::string model;
   uint64_t kv_pool_capacity_bytes = 0;  // advertised (listed by serve)
-  uint32_t protocol_version = 0;        // 0: kProtocolVersion (tests set others)
+  // Prefill/decode disaggregation: "prefill", "decode" or "mixed" ("": mixed), in the hello.
+  std::string role;
+  uint32_t protocol_version = 0;  // 0: kProtocolVersion (tests set others)
   Duration connect_timeout = Seconds(30);
   // The KV store (see above). Credit 0: the KvStoreServer's defaults.
   std::string kv_listen;  // HOST:PORT; "": the control connection's local host, port 0

@@ -352,6 +352,32 @@ TEST(ServeConfigTest, ThePolicyComesFromTheFlagOrTheConfigAndABadOneIsNamed) {
   EXPECT_NE(e.find("lru-magic"), std::string::npos) << e;
 }
 
+TEST(ServeConfigTest, DisaggregationAndWorkerRolesComeFromTheFlagsOrTheConfig) {
+  auto s = MakeServeSetup(
+      Parse(R"({"disaggregation": "auto", "workerRoles": ["prefill", "decode", ""]})"), {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.disaggregation, scheduler::Disaggregation::kAuto);
+  using scheduler::WorkerRole;
+  EXPECT_EQ(
+      s->service.scheduler.worker_roles,
+      (std::vector<WorkerRole>{WorkerRole::kPrefill, WorkerRole::kDecode, WorkerRole::kMixed}));
+  ServeFlags f;
+  f.disaggregation = "always";  // the flags win
+  f.worker_roles = {"decode"};
+  s = MakeServeSetup(Parse(R"({"disaggregation": "auto", "workerRoles": ["prefill"]})"), f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.disaggregation, scheduler::Disaggregation::kAlways);
+  EXPECT_EQ(s->service.scheduler.worker_roles, std::vector<WorkerRole>{WorkerRole::kDecode});
+  f = {};
+  f.disaggregation = "sometimes";
+  std::string e = ErrorOf("{}", f);
+  EXPECT_NE(e.find("--disaggregation (disaggregation)"), std::string::npos) << e;
+  EXPECT_NE(e.find("sometimes"), std::string::npos) << e;
+  e = ErrorOf(R"({"workerRoles": ["prefill", "verifier"]})", {});
+  EXPECT_NE(e.find("workerRoles[1]"), std::string::npos) << e;
+  EXPECT_NE(e.find("verifier"), std::string::npos) << e;
+}
+
 TEST(ServeConfigTest, BadListenAddressesNameTheSetting) {
   for (const char* bad : {"localhost", ":8470", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536",
                           "127.0.0.1:-1", "127.0.0.1:80x"}) {

@@ -125,6 +125,22 @@ TEST(WorkerControl, VersionMismatchIsRefusedNamingBothVersions) {
   EXPECT_EQ((*js)->size(), 0u);
 }
 
+// A hello's role (worker --role): prefill, decode, mixed or none; anything else is refused
+// by name.
+TEST(WorkerControl, AHelloWithAnUnknownRoleIsRefusedNamingIt) {
+  v1::WorkerHello h;
+  h.set_protocol_version(kProtocolVersion);
+  h.set_worker_id("w");
+  h.set_engine("simulated");
+  for (const char* role : {"", "mixed", "prefill", "decode"}) {
+    h.set_role(role);
+    EXPECT_EQ(CheckHello(h, kProtocolVersion), "") << role;
+  }
+  h.set_role("verifier");
+  const std::string why = CheckHello(h, kProtocolVersion);
+  EXPECT_NE(why.find("role 'verifier'"), std::string::npos) << why;
+}
+
 TEST(WorkerControl, AWorkerOfAnotherModelIsRefusedNamingBoth) {
   auto js = JoinServer::Listen("127.0.0.1:0");
   ASSERT_TRUE(js.ok()) << js.status();

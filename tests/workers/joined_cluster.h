@@ -112,6 +112,11 @@ class JoinedCluster {
     return true;
   }
 
+  // Adds `args` to worker `id`'s command only (before Start, or before its respawn).
+  void AddWorkerArgs(const std::string& id, std::vector<std::string> args) {
+    own_args_[id] = std::move(args);
+  }
+
   service::Service* service() { return service_.get(); }
   // Engine "cpu": serve's record of every context's token ids (read once the workflows
   // ended: the scheduler's thread writes it while they run).
@@ -274,6 +279,8 @@ class JoinedCluster {
       args.insert(args.end(), {"--kv-pool-bytes", "1G"});
     }
     args.insert(args.end(), worker_args_.begin(), worker_args_.end());
+    if (auto own = own_args_.find(id); own != own_args_.end())
+      args.insert(args.end(), own->second.begin(), own->second.end());
     pid_t pid = testing::Spawn(args, log);
     pids_[id] = pid;
   }
@@ -287,6 +294,7 @@ class JoinedCluster {
   std::map<std::string, int> exit_;
   std::set<std::string> tools_started_;
   std::vector<std::string> worker_args_;
+  std::map<std::string, std::vector<std::string>> own_args_;  // by worker id
   std::string engine_ = "simulated", model_path_;
   std::shared_ptr<cpu_engine::TokenLog> token_log_;
 };
