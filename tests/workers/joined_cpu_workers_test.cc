@@ -299,6 +299,57 @@ TEST(JoinedCpuWorkers, DisaggregatedCallsMoveTheirKvToTheDecodeWorkerAndAnswerAs
   EXPECT_GT(direct, 0u) << "no direct put from the prefill worker";
 }
 
+// The prefill worker SIGKILLed while its hand-off's KV is on the way (the decode worker's
+// store holds each put 3 s before its commit): the move fails (the order's sender is
+// gone), nothing of it is read, and the call reruns on the decode worker — rebuilt from the
+// token ids serve recorded — with the tokens of one colocated engine.
+TEST(JoinedCpuWorkers, APrefillWorkerKilledMidTransferLeavesNothingHalfReadAndTheCallReruns) {
+  SKIP_WITHOUT_BINARY();
+  const std::vector<std::string> ids = {"m1"};
+  std::map<std::string, std::vector<int32_t>> want = Reference(ids);
+  ASSERT_EQ(want.size(), ids.size());
+  JoinedCluster c("cpu_pd_kill");
+  c.AddWorkerArgs("w0", {"--role", "prefill"});
+  c.AddWorkerArgs("w1", {"--role", "decode", "--kv-finish-delay-ms", "3000"});
+  ASSERT_TRUE(c.Start(2, 4ULL << 30, {}, {}, [](service::ServiceOptions* so) {
+    UseCpuEngine(so, 4ULL << 20);
+    so->scheduler.disaggregation = scheduler::Disaggregation::kAlways;
+  }));
+  SubmitAgents(c, ids);
+  const v1::WorkflowStatus moving = c.WaitFor("m1", [](const v1::WorkflowStatus& s) {
+    for (const auto& kv : s.kv())
+      if (kv.context() == "main" && kv.in_flight()) return true;
+    return false;
+  });
+  c.Kill("w0");
+  c.WaitWorker("w0", [](const v1::JoinedWorker& w) { return w.state() == "lost"; });
+  c.WaitFor("m1", [](const v1::WorkflowStatus& s) { return JoinedCluster::NodeDone(s, "llm-0"); });
+  c.Event("m1", "bash", "TOOL_STARTED");
+  c.Event("m1", "bash", "TOOL_FINISHED");
+  const v1::WorkflowStatus s = c.WaitFor("m1", [](const v1::WorkflowStatus& s) {
+    return s.state() == v1::WORKFLOW_COMPLETED || s.state() == v1::WORKFLOW_FAILED;
+  });
+  EXPECT_EQ(s.state(), v1::WORKFLOW_COMPLETED) << *proto::ToJson(s);
+  const std::vector<int32_t>* log = c.token_log()->Find(scheduler::ContextKey("m1", "main"));
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(*log, want["m1"]) << "tokens differ after the failed hand-off";
+  const v1::ClusterState after = c.Cluster();
+  EXPECT_GE(after.disaggregation().handoffs(), 1u) << *proto::ToJson(after);
+  // The loss's evidence: the hand-off's move (prefill worker -> decode worker) failed, and
+  // the call was placed again with its whole context to recompute.
+  bool failed_move = false;
+  for (const auto& loss : s.worker_losses())
+    for (const auto& t : loss.transfers())
+      failed_move |= t.outcome() == "failed" && t.src_tier() == "hbm" && t.dst_tier() == "hbm";
+  EXPECT_TRUE(failed_move) << *proto::ToJson(s);
+  int rerun = 0;
+  for (const auto& d : s.decisions())
+    rerun += d.kind() == "place" && d.node_id() == "llm-0" &&
+             d.line().find("recompute=1201") != std::string::npos;
+  EXPECT_EQ(rerun, 1) << *proto::ToJson(s);
+  EXPECT_GT(moving.kv_size(), 0);
+}
+
 TEST(JoinedCpuWorkers, AWorkerWithAnotherModelIsRefusedByName) {
   SKIP_WITHOUT_BINARY();
   auto js = JoinServer::Listen("127.0.0.1:0");
