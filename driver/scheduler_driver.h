@@ -56,6 +56,7 @@
 #include "proto/switchyard/v1/service_state.pb.h"
 #include "scheduler/disaggregation.h"
 #include "scheduler/events.h"
+#include "scheduler/joined_topology.h"
 
 namespace switchyard {
 class AsioEventLoop;
@@ -205,6 +206,9 @@ struct SchedulerConfig {
   // Set, engine "cpu": the first model's record of every context's token ids, shared with
   // what engine_factory makes (joined CPU workers' engines record and forward them).
   std::shared_ptr<cpu_engine::TokenLog> cpu_token_log;
+  // Set (serve's joined workers): where each joined worker runs, as it reported it; the
+  // topology puts the workers on other hosts there (scheduler/joined_topology.h).
+  std::optional<scheduler::JoinedHosts> joined_hosts;
 };
 
 class SchedulerDriver final : public executors::Generation {
@@ -477,6 +481,8 @@ class SchedulerDriver final : public executors::Generation {
   std::map<int, std::pair<std::string, bool>> worker_state_ GUARDED_BY(mu_);
   std::map<int, std::string> worker_role_ GUARDED_BY(mu_);  // prefill | decode | mixed
   scheduler::PdStats pd_stats_ GUARDED_BY(mu_);
+  // Link file figures that contradict a joined worker's report (set at start).
+  std::vector<scheduler::TopologyConflict> topology_conflicts_;
   std::map<std::string, uint64_t> decisions_by_kind_ GUARDED_BY(mu_);
   std::map<std::string, uint64_t> bytes_moved_by_tier_ GUARDED_BY(mu_);
   std::map<std::string, uint64_t> real_bytes_moved_

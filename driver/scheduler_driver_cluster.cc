@@ -70,8 +70,14 @@ void SchedulerDriver::FillClusterLocked(v1::ClusterState* out) const {
   out->set_queued_nodes(metrics_.queued_nodes());
   for (const auto& a : config_.model_aliases) out->add_model_aliases(a);
   out->set_kv_mover(kv_mover_description());
-  out->set_planner("net_budget planner and link budgets (loopback topology: " +
-                   stack_.env->topology().name() + ")");
+  out->set_planner(
+      "net_budget planner and link budgets (topology: " + stack_.env->topology().name() + ")");
+  for (const scheduler::TopologyConflict& tc : topology_conflicts_) {
+    v1::TopologyConflict* m = out->add_topology_conflicts();
+    m->set_worker(tc.worker);
+    m->set_link(tc.link);
+    m->set_detail(tc.detail);
+  }
   out->set_policy(std::string(stack_.policy->name()));
   out->set_hbm_capacity_bytes_per_worker(config_.hbm_bytes_per_worker);
   for (const auto& g : groups_) {
@@ -244,6 +250,8 @@ void SchedulerDriver::FillLinks(v1::ClusterState* out) const {
     const net_budget::Link& link = topo.link(i);
     auto* l = out->add_links();
     const net_budget::Device &a = topo.device(link.src), &b = topo.device(link.dst);
+    l->set_src(a.id);
+    l->set_dst(b.id);
     bool disk = a.kind == v1::DEVICE_STORAGE || b.kind == v1::DEVICE_STORAGE;
     std::string kind = disk ? "disk" : std::string(net_budget::LinkKindName(link.kind));
     // Short names as before ("pcie0": worker 0 <-> host memory, "disk0": host memory <->

@@ -133,11 +133,19 @@ Status SchedulerDriver::BuildCoreStack() {
   scheduler::ApplyGpuSpecLinks(groups_[0]->cost->gpu(), &spec.shape, origins.get());
   SY_RETURN_IF_ERROR(ApplyLinkFigures(c, &spec.shape, origins.get()));
   // Every link's name and figure source; measured figures over the configured ones.
-  spec.edit_topology = [&c, shape = spec.shape, origins](v1::Topology* topo) {
+  // Joined workers on other hosts: where they reported they run.
+  auto placed = std::make_shared<scheduler::LocationMap>(scheduler::ClusterLocationMap(spec.shape));
+  spec.edit_topology = [this, &c, shape = spec.shape, origins, placed](v1::Topology* topo) {
     SY_RETURN_IF_ERROR(scheduler::LabelClusterLinks(shape, *origins, topo));
-    if (c.link_file_path.empty()) return Status::OK();
-    return scheduler::ApplyLinkFile(c.link_file, c.link_file_path, topo);
+    if (c.joined_hosts) {
+      SY_ASSIGN_OR_RETURN(*placed, scheduler::ApplyJoinedHosts(*c.joined_hosts, shape, topo));
+    }
+    if (!c.link_file_path.empty())
+      SY_RETURN_IF_ERROR(scheduler::ApplyLinkFile(c.link_file, c.link_file_path, topo));
+    topology_conflicts_ = scheduler::FindTopologyConflicts(*topo);
+    return Status::OK();
   };
+  spec.device_of = [placed](const Location& l) { return (*placed)(l); };
   scheduler::CoreOptions& co = spec.core;
   co.workers = total;
   co.hbm_bytes_per_worker = c.hbm_bytes_per_worker;
@@ -224,7 +232,7 @@ void SchedulerDriver::LogStarted(const std::string& kv_dir) const {
           .With("policy", std::string(stack_.policy->name()))
           .With("model_executor", model_executor_name())
           .With("kv_mover", kv_mover_description())
-          .With("planner", "net_budget over a loopback topology")
+          .With("planner", "net_budget over the topology: " + stack_.env->topology().name())
           .With("hbm_bytes_per_worker",
                 std::to_string(config_.hbm_bytes_per_worker))  // the first model's
           .With("host_bytes", std::to_string(host_bytes_))

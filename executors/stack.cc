@@ -20,7 +20,7 @@ Result<Stack> BuildStack(StackSpec spec, EventLoop* loop) {
   SY_ASSIGN_OR_RETURN(v1::Topology topo_proto, scheduler::BuildClusterTopology(spec.shape));
   if (spec.edit_topology) SY_RETURN_IF_ERROR(spec.edit_topology(&topo_proto));
   SY_ASSIGN_OR_RETURN(net_budget::Topology topo, net_budget::Topology::FromProto(topo_proto));
-  s.device_of = scheduler::ClusterLocationMap(spec.shape);
+  s.device_of = spec.device_of ? spec.device_of : scheduler::ClusterLocationMap(spec.shape);
   SY_ASSIGN_OR_RETURN(s.env,
                       scheduler::NetBudgetEnvironment::Create(std::move(topo), s.device_of, loop));
   if (spec.core.admission_watermark <= 0)

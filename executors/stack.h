@@ -40,6 +40,9 @@ struct StackSpec {
   // Optional: edits the topology before the budgets are made (serve: link names, figure
   // sources, a link file's measured figures).
   std::function<Status(v1::Topology*)> edit_topology;
+  // Optional: the location map of the edited topology (serve's joined workers on other
+  // hosts; read after edit_topology ran); unset: scheduler::ClusterLocationMap(shape).
+  scheduler::LocationMap device_of;
   scheduler::CoreOptions core;  // admission_watermark 0: kDefaultAdmissionWatermark
   const scheduler::ComputeCostModel* cost = nullptr;  // the default model's; borrowed
 };

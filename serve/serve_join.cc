@@ -14,6 +14,8 @@
 #include "kv_tiers/remote/direct_put_mover.h"
 #include "kv_tiers/remote/kv_store_tier.h"
 #include "kv_tiers/tier.h"
+#include "net_budget/discovery.h"
+#include "net_budget/host_identity.h"
 #include "workers/put_orders.h"
 #include "workers/remote_engine.h"
 
@@ -49,6 +51,31 @@ void SetJoinedRoles(const workers::JoinServer& join, driver::SchedulerConfig* co
       config->worker_roles.resize(w + 1, scheduler::WorkerRole::kMixed);
     config->worker_roles[w] = RoleOf(rw->hello());
   }
+}
+
+// Where each joined worker runs, as it reported it, and serve's own host, for the topology
+// (scheduler/joined_topology.h).
+scheduler::JoinedHosts ReportedHosts(const workers::JoinServer& join) {
+  scheduler::JoinedHosts hosts;
+  hosts.serve_host = net_budget::HostIdentity();
+  net_budget::DiscoveryOptions discovery;
+  discovery.host_id = hosts.serve_host;
+  discovery.run_nvidia_smi = false;  // serve's host tiers cross no GPU link it could list
+  if (Result<v1::Topology> found = net_budget::Discover(discovery); found.ok())
+    hosts.serve_discovered = std::move(*found);
+  for (size_t i = 0; i < join.size(); ++i) {
+    const workers::RemoteWorker* rw = join.worker(i);
+    if (rw->vacant() || rw->index() < 0) continue;
+    const v1::WorkerHello h = rw->hello();
+    scheduler::WorkerHostReport r;
+    r.worker_id = h.worker_id();
+    r.host = h.host();
+    r.discovered = h.host_topology();
+    r.interface = h.control_interface();
+    r.serve_interface = net_budget::InterfaceOfAddress(rw->ServeAddress());
+    hosts.workers[rw->index()] = std::move(r);
+  }
+  return hosts;
 }
 
 kv_store::KvStoreClientOptions KvClientOptions(const v1::WorkerHello& h) {
@@ -318,6 +345,8 @@ std::function<void(v1::ClusterState*)> FillJoinedWorkers(workers::JoinServer* js
           w.set_state("draining");
           w.set_drained(e.drained());
         }
+      for (const v1::TopologyConflict& c : out->topology_conflicts())
+        if (c.worker() == w.worker_index()) w.add_topology_conflicts(c.detail());
       for (const v1::TierState& t : out->tiers())
         if (t.tier() == "hbm" && t.worker() == w.worker_index()) {
           w.set_kv_pool_used_bytes(t.used_bytes());
@@ -341,6 +370,7 @@ Result<std::unique_ptr<workers::JoinServer>> JoinRemoteWorkers(const ServeJoinOp
   if (!o.etcd_url.empty()) SY_RETURN_IF_ERROR(WatchMembership(o, join.get()).Annotate("--etcd"));
   config->workers = o.local_workers + o.remote_workers + o.spare_workers;
   SetJoinedRoles(*join, config);
+  config->joined_hosts = ReportedHosts(*join);
   workers::JoinServer* js = join.get();
   const int local = o.local_workers;
   auto kv = std::make_shared<RemoteKv>();

@@ -118,6 +118,8 @@ class RemoteWorker {
 
   int index() const { return index_; }
   v1::WorkerHello hello() const;  // the incarnation's now (a rejoin replaces it)
+  // Serve's address on this worker's control connection ("" without one).
+  std::string ServeAddress() const;
   bool lost() const;
   bool vacant() const;  // a spare slot no worker has taken yet
   std::string lost_reason() const;

@@ -238,6 +238,11 @@ void RemoteWorker::MarkLost(const Status& why) {
   if (conn) conn->Close();
 }
 
+std::string RemoteWorker::ServeAddress() const {
+  std::shared_ptr<ControlConn> conn = Conn();
+  return conn ? conn->LocalHost() : "";
+}
+
 v1::JoinedWorker RemoteWorker::Snapshot() const {
   v1::JoinedWorker w;
   std::shared_ptr<ControlConn> conn = Conn();

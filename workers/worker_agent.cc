@@ -9,6 +9,8 @@
 #include "base/mutex.h"
 #include "executors/engine_kind.h"
 #include "executors/simulated_engine.h"
+#include "net_budget/discovery.h"
+#include "net_budget/host_identity.h"
 #include "workers/control_msgs.h"
 #include "workers/join_server.h"
 
@@ -60,7 +62,14 @@ Result<std::unique_ptr<WorkerAgent>> WorkerAgent::Join(const AgentOptions& o) {
   hello->set_kv_pool_capacity_bytes(o.kv_pool_capacity_bytes);
   hello->set_role(o.role);
   hello->set_epoch(static_cast<uint64_t>(UnixMillis()));
-  hello->set_host(host);
+  // The host as discovery sees it (serve builds its topology from these reports).
+  const std::string identity = net_budget::HostIdentity();
+  hello->set_host(identity);
+  net_budget::DiscoveryOptions discovery;
+  discovery.host_id = identity;
+  if (Result<v1::Topology> found = net_budget::Discover(discovery); found.ok())
+    *hello->mutable_host_topology() = std::move(*found);
+  hello->set_control_interface(net_budget::InterfaceOfAddress(a->conn_->LocalHost()));
   if (a->kv_) {
     hello->set_kv_address(a->kv_->address());
     hello->set_kv_direct_puts(a->putter_ != nullptr);

@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "proto/json.h"
@@ -186,6 +188,30 @@ class NetnsCluster : public ::testing::Test {
     if (!dir_.empty() && !HasFailure()) std::filesystem::remove_all(dir_);
   }
 
+  // net_budget::HostIdentity() of a process in namespace `ns`.
+  static std::string HostOf(const std::string& ns) {
+    char hostname[256] = {0};
+    ::gethostname(hostname, sizeof(hostname) - 1);
+    struct stat st {};
+    EXPECT_EQ(::stat(("/var/run/netns/" + ns).c_str(), &st), 0) << ns;
+    return std::string(hostname) + "/netns:" + std::to_string(st.st_ino);
+  }
+  // A link file that gives every worker's port and serve's port toward it `bytes_per_s`
+  // (as `switchyard calibrate` would write it); its path.
+  std::string LinkFile(double bytes_per_s) {
+    std::ostringstream f;
+    f << R"({"links": [)";
+    const char* sep = "";
+    for (int k = 0; k < kWorkers; ++k)
+      for (const std::string& port :
+           {HostOf(ns_.Name(k)) + "/" + ns_.WorkerIf(k), HostOf(ns_.Hub()) + "/" + ns_.HubIf(k)})
+        f << std::exchange(sep, ",") << R"({"link": "nic:)" << port
+          << R"(", "label": "test", "calibration": {"alphaS": 0.00001, "betaSPerByte": )"
+          << 1.0 / bytes_per_s << "}}";
+    f << "]}";
+    std::ofstream(dir_ + "/links.json") << f.str();
+    return dir_ + "/links.json";
+  }
   // Fresh namespaces: nothing listens in the hub yet.
   uint16_t http() const { return 20000 + ::getpid() % 20000; }
   uint16_t control() const { return http() + 1; }
@@ -360,7 +386,9 @@ class NetnsCluster : public ::testing::Test {
 };
 
 TEST_F(NetnsCluster, ThreeWorkersOnThreeHostsKeepTheirKvAndMoveItOverTheirLinks) {
-  StartServe();
+  // The links' figures as measured on a fast network (the veths report 10 Gb/s, over which
+  // the planner would rather recompute an 8000-token context than fetch it back).
+  StartServe({"--links", LinkFile(25e9)});
   for (int k = 0; k < kWorkers; ++k) StartWorker(k);
   ASSERT_TRUE(AwaitServe()) << Logs();
   v1::ClusterState c = Cluster();
@@ -393,6 +421,59 @@ TEST_F(NetnsCluster, ThreeWorkersOnThreeHostsKeepTheirKvAndMoveItOverTheirLinks)
   EXPECT_GE(puts, gets) << *proto::ToJson(c);
   EXPECT_GT(c.decisions_by_kind().count("demote"), 0u) << *proto::ToJson(c);
   EXPECT_GT(c.decisions_by_kind().count("prefetch"), 0u) << *proto::ToJson(c);
+}
+
+// What each host is, as the machines say: serve's topology puts each worker on the host
+// it reported (its network namespace here: its own interfaces), its pool behind that
+// host's interface, whose port runs at the speed the interface reports (a veth: 10 Gb/s);
+// serve's interface toward each worker likewise. A link file that gives one worker's port
+// 400 Gb/s overrides the figure and is listed as a conflict with that worker's report.
+TEST_F(NetnsCluster, ServeBuildsItsTopologyFromWhatTheWorkersDiscovered) {
+  auto host_of = [](const std::string& ns) { return HostOf(ns); };
+  const std::string serve_host = host_of(ns_.Hub());
+  const std::string h0_port = "nic:" + host_of(ns_.Name(0)) + "/" + ns_.WorkerIf(0);
+  std::ofstream(dir_ + "/links.json")
+      << R"({"links": [{"link": ")" << h0_port
+      << R"(", "label": "test", "calibration": {"alphaS": 0.00001, "betaSPerByte": 2e-11}}]})";
+  StartServe({"--links", dir_ + "/links.json"});
+  for (int k = 0; k < kWorkers; ++k) StartWorker(k);
+  ASSERT_TRUE(AwaitServe()) << Logs();
+  const v1::ClusterState c = Cluster();
+  EXPECT_NE(c.planner().find("discovered from the joined workers' reports (4 hosts)"),
+            std::string::npos)
+      << c.planner();
+  std::map<std::string, const v1::LinkState*> links;
+  for (const auto& l : c.links()) links[l.name()] = &l;
+  constexpr double kVeth = 10e9 / 8;  // 10000 Mb/s in sysfs
+  for (const auto& w : c.joined_workers()) {
+    const int k = w.id().back() - '0', idx = w.worker_index();
+    const std::string host = host_of(ns_.Name(k)), port = "nic:" + host + "/" + ns_.WorkerIf(k);
+    EXPECT_EQ(w.host(), host);
+    const v1::LinkState* pool = links["pcie" + std::to_string(idx)];
+    ASSERT_NE(pool, nullptr) << *proto::ToJson(c);
+    EXPECT_EQ(pool->src(), host + "/w" + std::to_string(idx));
+    EXPECT_EQ(pool->dst(), host + "/mem");
+    ASSERT_NE(links[port], nullptr) << port << ": " << *proto::ToJson(c);
+    EXPECT_EQ(links[port]->src(), host + "/" + ns_.WorkerIf(k));
+    EXPECT_EQ(links[port]->dst(), "fabric");
+    const v1::LinkState* hub = links["nic:" + serve_host + "/" + ns_.HubIf(k)];
+    ASSERT_NE(hub, nullptr) << *proto::ToJson(c);
+    EXPECT_DOUBLE_EQ(hub->bandwidth_bytes_per_s(), kVeth);
+    EXPECT_EQ(hub->figure_source().rfind("discovered", 0), 0u) << hub->figure_source();
+    if (k == 0) {  // the link file's figure, and the conflict with the report
+      EXPECT_NEAR(links[port]->bandwidth_bytes_per_s(), 50e9, 1e6);
+      EXPECT_EQ(links[port]->figure_source().rfind("calibrated", 0), 0u);
+      ASSERT_EQ(w.topology_conflicts_size(), 1) << *proto::ToJson(w);
+      EXPECT_NE(w.topology_conflicts(0).find(h0_port), std::string::npos);
+      EXPECT_NE(w.topology_conflicts(0).find("reported 1.25"), std::string::npos)
+          << w.topology_conflicts(0);
+    } else {
+      EXPECT_DOUBLE_EQ(links[port]->bandwidth_bytes_per_s(), kVeth);
+      EXPECT_EQ(links[port]->figure_source().rfind("discovered", 0), 0u);
+      EXPECT_EQ(w.topology_conflicts_size(), 0) << *proto::ToJson(w);
+    }
+  }
+  EXPECT_EQ(c.topology_conflicts_size(), 1) << *proto::ToJson(c);
 }
 
 // The CPU engine on three hosts: each worker computes its calls with the tiny model (random
