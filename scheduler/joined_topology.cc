@@ -26,8 +26,8 @@ double ReportedSpeed(const v1::Topology& found, const std::string& ifname) {
   return 0;
 }
 
-void AddDevice(v1::Topology* t, const std::string& id, v1::DeviceKind kind, const std::string& host,
-               const std::string& name, v1::TopologySource source) {
+void AddHostDevice(v1::Topology* t, const std::string& id, v1::DeviceKind kind,
+                   const std::string& host, const std::string& name, v1::TopologySource source) {
   v1::TopologyDevice* d = t->add_devices();
   d->set_id(id);
   d->set_kind(kind);
@@ -36,9 +36,9 @@ void AddDevice(v1::Topology* t, const std::string& id, v1::DeviceKind kind, cons
   d->set_source(source);
 }
 
-v1::TopologyLink* AddLink(v1::Topology* t, const std::string& src, const std::string& dst,
-                          v1::LinkKind kind, double bandwidth, double latency_s,
-                          const std::string& name, const std::string& figure_source) {
+v1::TopologyLink* AddNamedLink(v1::Topology* t, const std::string& src, const std::string& dst,
+                               v1::LinkKind kind, double bandwidth, double latency_s,
+                               const std::string& name, const std::string& figure_source) {
   v1::TopologyLink* l = t->add_links();
   l->set_id(src + "<->" + dst);
   l->set_src(src);
@@ -59,15 +59,15 @@ void AddPort(v1::Topology* t, const std::string& host, const std::string& named,
              const std::string& ifname, const std::string& memory, const v1::Topology& found,
              const ClusterShape& s, int reported_by) {
   const std::string nic = host + "/" + ifname, name = named + "/" + ifname;
-  AddDevice(t, nic, v1::DEVICE_NIC, host, ifname, v1::SOURCE_DISCOVERED);
-  AddLink(t, memory, nic, v1::LINK_PCIE, s.pcie_bytes_per_s, s.pcie_latency_s, "nic-host:" + name,
-          "default (ClusterShape, documented: the NIC's PCIe)");
+  AddHostDevice(t, nic, v1::DEVICE_NIC, host, ifname, v1::SOURCE_DISCOVERED);
+  AddNamedLink(t, memory, nic, v1::LINK_PCIE, s.pcie_bytes_per_s, s.pcie_latency_s,
+               "nic-host:" + name, "default (ClusterShape, documented: the NIC's PCIe)");
   const double speed = ReportedSpeed(found, ifname);
   v1::TopologyLink* port =
-      AddLink(t, nic, kFabric, v1::LINK_NIC_PORT, speed > 0 ? speed : s.nic_bytes_per_s,
-              s.nic_latency_s, "nic:" + name,
-              speed > 0 ? "discovered (" + ifname + "'s reported speed, sysfs)"
-                        : "default (ClusterShape: " + ifname + " reports no speed)");
+      AddNamedLink(t, nic, kFabric, v1::LINK_NIC_PORT, speed > 0 ? speed : s.nic_bytes_per_s,
+                   s.nic_latency_s, "nic:" + name,
+                   speed > 0 ? "discovered (" + ifname + "'s reported speed, sysfs)"
+                             : "default (ClusterShape: " + ifname + " reports no speed)");
   if (speed > 0) {
     port->set_source(v1::SOURCE_DISCOVERED);
     (*port->mutable_attributes())[kReportedSpeed] = std::to_string(speed);
@@ -123,13 +123,13 @@ Result<LocationMap> ApplyJoinedHosts(const JoinedHosts& hosts, const ClusterShap
                                      std::to_string(workers) + " workers");
     if (r.host.empty() || r.host == hosts.serve_host) continue;
     if (moved.empty())
-      AddDevice(t, kFabric, v1::DEVICE_SWITCH, "", "the network between hosts (not discovered)",
-                v1::SOURCE_CONFIGURED);
+      AddHostDevice(t, kFabric, v1::DEVICE_SWITCH, "", "the network between hosts (not discovered)",
+                    v1::SOURCE_CONFIGURED);
     const std::string memory = r.host + "/mem";
     if (host_done.insert(r.host).second) {
       t->add_hosts()->set_id(r.host);
-      AddDevice(t, memory, v1::DEVICE_CPU, r.host, "host memory (joined workers' pools)",
-                v1::SOURCE_DISCOVERED);
+      AddHostDevice(t, memory, v1::DEVICE_CPU, r.host, "host memory (joined workers' pools)",
+                    v1::SOURCE_DISCOVERED);
       AddPort(t, r.host, r.host, r.interface.empty() ? "net" : r.interface, memory, r.discovered,
               shape, w);
     }
