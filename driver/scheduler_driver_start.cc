@@ -145,7 +145,7 @@ Status SchedulerDriver::BuildCoreStack() {
     topology_conflicts_ = scheduler::FindTopologyConflicts(*topo);
     return Status::OK();
   };
-  spec.device_of = [placed](const Location& l) { return (*placed)(l); };
+  spec.device_of = [placed](const scheduler::Location& l) { return (*placed)(l); };
   scheduler::CoreOptions& co = spec.core;
   co.workers = total;
   co.hbm_bytes_per_worker = c.hbm_bytes_per_worker;

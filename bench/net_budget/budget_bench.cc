@@ -156,6 +156,107 @@ double EnforcementErrorPct() {
   return worst;
 }
 
+// --- Collectives sharing a link with KV moves (virtual time) ---
+//
+// A decode step of Llama-3.1-70B with TP 4 on H200s, as gpu0 of the TP group sees it: 80
+// layers x 2 ring all-reduces of a 64-token batch's activations (64 x 8192 x BF16 = 1 MiB;
+// each GPU sends 2 (tp-1)/tp of it, 1.5 MiB, on its NVLink), each after 1/160 of the
+// step's 9 ms of compute (its weights read at 0.8 of 4.8 TB/s), the next layer waiting for
+// it. Beside it, optionally, KV moves from gpu0 to gpu4 (two 64 MiB transfers in flight
+// back to back, the throughput class) on the same NVLink. A granted transfer holds its
+// link for bytes / the rate its class has there once granted (the budgets' share). With
+// budgets the all-reduces run in the control class, whose reserve is the share configured
+// for collectives; without them every transfer is in one class, one FIFO queue, as on a
+// link that tells no traffic apart.
+struct CollectiveRun {
+  bool kv = false;             // KV moves beside the all-reduces
+  bool budgets = true;         // classes apart (false: one class for all)
+  double control_reserve = 0;  // the collectives' share (0: the policy's default)
+};
+
+struct CollectiveOutcome {
+  double step_ms = 0, collective_ms = 0, kv_gb_per_s = 0;
+};
+
+// The time `g` holds its path: its bytes at the slowest rate its class has on the path.
+Duration HoldTime(const LinkBudgets& b, const Grant& g) {
+  double rate = 0;
+  for (ChannelIndex ch : g.channels()) {
+    const double r = b.State(ch, g.traffic_class()).rate_bytes_per_s;
+    rate = rate == 0 ? r : std::min(rate, r);
+  }
+  return Seconds(static_cast<double>(g.bytes()) / std::max(rate, 1.0));
+}
+
+CollectiveOutcome RunCollectives(const CollectiveRun& run, int steps) {
+  const Topology& t = H200();
+  VirtualEventLoop loop;
+  BudgetPolicy policy;
+  if (run.control_reserve > 0) policy.control_reserve = run.control_reserve;
+  LinkBudgets budgets(t, &loop, policy);
+  const Path nvlink = *t.FindPath("node0/gpu0", "node0/nvswitch");
+  const Path peer = *t.FindPath("node0/gpu0", "node0/gpu4");
+  constexpr int kCollectives = 160;
+  constexpr uint64_t kChunk = 3 * (1 << 20) / 2;
+  const Duration compute = Micros(9000) / kCollectives;
+  const TrafficClass cls = run.budgets ? TrafficClass::kControl : TrafficClass::kThroughput;
+  CollectiveOutcome out;
+  int left = steps * kCollectives;
+  double kv_bytes = 0;
+  bool stop = false;
+  std::function<void()> layer = [&] {
+    if (left-- == 0) return (void)(stop = true);
+    loop.PostAfter(compute, [&] {
+      const Time asked = loop.Now();
+      budgets.Acquire(nvlink, cls, kChunk, [&, asked](Result<Grant> g) {
+        auto held = std::make_shared<Grant>(std::move(*g));
+        const Duration d = HoldTime(budgets, *held);
+        out.collective_ms += ToSeconds(loop.Now() - asked + d) * 1e3;
+        loop.PostAfter(d, [&, held] { held->Release(), layer(); });
+      });
+    });
+  };
+  std::function<void()> move = [&] {
+    budgets.Acquire(peer, TrafficClass::kThroughput, 64 << 20, [&](Result<Grant> g) {
+      auto held = std::make_shared<Grant>(std::move(*g));
+      loop.PostAfter(HoldTime(budgets, *held), [&, held] {
+        kv_bytes += static_cast<double>(held->bytes());
+        held->Release();
+        if (!stop) move();
+      });
+    });
+  };
+  const Time start = loop.Now();
+  if (run.kv) move(), move();
+  layer();
+  while (!stop && loop.pending() > 0) loop.RunUntil(loop.Now() + Millis(1));
+  const double span = ToSeconds(loop.Now() - start);
+  out.step_ms = span * 1e3 / steps;
+  out.collective_ms /= steps;
+  out.kv_gb_per_s = kv_bytes / span / 1e9;
+  return out;
+}
+
+void ReportCollectives(const std::map<std::string, bench::Measured>&, bench::Report* report) {
+  constexpr int kSteps = 50;
+  const CollectiveOutcome idle = RunCollectives({false, true, 0}, kSteps);
+  const CollectiveOutcome fifo = RunCollectives({true, false, 0}, kSteps);
+  const CollectiveOutcome dflt = RunCollectives({true, true, 0}, kSteps);
+  const CollectiveOutcome share = RunCollectives({true, true, 0.9}, kSteps);
+  const char* what = "70B TP4 decode step on H200 NVLink, 160 all-reduces of 1.5 MiB";
+  auto add = [&](const std::string& name, const CollectiveOutcome& o, const std::string& how) {
+    report->Add({"collective_step_ms_" + name, o.step_ms, "ms", false, "idle link",
+                 idle.step_ms, std::string(what) + "; " + how});
+    report->Add({"collective_allreduce_ms_" + name, o.collective_ms, "ms", false, "idle link",
+                 idle.collective_ms, "all-reduce time per step; " + how});
+    report->Add({"collective_kv_gb_per_s_" + name, o.kv_gb_per_s, "GB/s", true, "", std::nullopt,
+                 "KV moved beside it on the same NVLink; " + how});
+  };
+  add("kv_no_budgets", fifo, "KV moves beside it, one class for all (FIFO)");
+  add("kv_budgets_default", dflt, "KV in throughput, all-reduces in control (reserve 0.05)");
+  add("kv_budgets_share_0_9", share, "as default, control reserve 0.9 (the collectives' share)");
+}
+
 void ReportBudget(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {
   auto rate = [&](const char* name) -> std::optional<double> {
     auto it = runs.find(name);
@@ -181,3 +282,4 @@ void ReportBudget(const std::map<std::string, bench::Measured>& runs, bench::Rep
 }  // namespace
 
 SY_BENCH_REPORT(net_budget, ReportBudget);
+SY_BENCH_REPORT(net_budget_collectives, ReportCollectives);
