@@ -5,7 +5,10 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -163,11 +166,12 @@ double EnforcementErrorPct() {
 // each GPU sends 2 (tp-1)/tp of it, 1.5 MiB, on its NVLink), each after 1/160 of the
 // step's 9 ms of compute (its weights read at 0.8 of 4.8 TB/s), the next layer waiting for
 // it. Beside it, optionally, KV moves from gpu0 to gpu4 (two 64 MiB transfers in flight
-// back to back, the throughput class) on the same NVLink. A granted transfer holds its
-// link for bytes / the rate its class has there once granted (the budgets' share). With
-// budgets the all-reduces run in the control class, whose reserve is the share configured
-// for collectives; without them every transfer is in one class, one FIFO queue, as on a
-// link that tells no traffic apart.
+// back to back, the throughput class) on the same NVLink. The budgets pace every class:
+// a transfer is done once its class has paid back the bytes granted up to and including
+// it on the shared channel (the token debt, at the class's rate of the moment), as a paced
+// sender would send them. With budgets the all-reduces run in the control class, whose
+// reserve is the share configured for collectives; without, every transfer is in one
+// class, one FIFO queue, as on a link that tells no traffic apart.
 struct CollectiveRun {
   bool kv = false;             // KV moves beside the all-reduces
   bool budgets = true;         // classes apart (false: one class for all)
@@ -178,15 +182,47 @@ struct CollectiveOutcome {
   double step_ms = 0, collective_ms = 0, kv_gb_per_s = 0;
 };
 
-// The time `g` holds its path: its bytes at the slowest rate its class has on the path.
-Duration HoldTime(const LinkBudgets& b, const Grant& g) {
-  double rate = 0;
-  for (ChannelIndex ch : g.channels()) {
-    const double r = b.State(ch, g.traffic_class()).rate_bytes_per_s;
-    rate = rate == 0 ? r : std::min(rate, r);
+// Transfers on one channel, each done once its class has paid back the bytes granted up to
+// it. Polled: Poll() ends what is paid and says when to look again.
+class PacedChannel {
+ public:
+  PacedChannel(const LinkBudgets& b, ChannelIndex ch) : b_(b), ch_(ch) {}
+  void Asked(TrafficClass c, uint64_t bytes) { queued_[ClassIndex(c)] += bytes; }
+  void Granted(const Grant& g, std::function<void()> done) {
+    const size_t k = ClassIndex(g.traffic_class());
+    queued_[k] -= g.bytes();
+    ends_[k].push_back(
+        {static_cast<double>(b_.State(ch_, g.traffic_class()).granted_bytes), std::move(done)});
   }
-  return Seconds(static_cast<double>(g.bytes()) / std::max(rate, 1.0));
-}
+  // Ends the paid transfers; the delay until one may be paid next (0: none left).
+  Duration Poll() {
+    Duration next{0};
+    for (TrafficClass c : kAllClasses) {
+      auto& ends = ends_[ClassIndex(c)];
+      while (!ends.empty()) {
+        const ClassState st = b_.State(ch_, c);
+        const double owed = st.backlog_bytes - static_cast<double>(queued_[ClassIndex(c)]);
+        const double left = ends.front().first - (static_cast<double>(st.granted_bytes) - owed);
+        if (left > 0.5) {
+          const double s = left / std::max(st.rate_bytes_per_s, 1.0);
+          const Duration d = std::clamp(Seconds(s), Duration(50), Micros(2));
+          next = next == Duration{0} ? d : std::min(next, d);
+          break;
+        }
+        std::function<void()> done = std::move(ends.front().second);
+        ends.pop_front();
+        done();
+      }
+    }
+    return next;
+  }
+
+ private:
+  const LinkBudgets& b_;
+  ChannelIndex ch_;
+  std::array<uint64_t, kNumClasses> queued_{};
+  std::array<std::deque<std::pair<double, std::function<void()>>>, kNumClasses> ends_;
+};
 
 CollectiveOutcome RunCollectives(const CollectiveRun& run, int steps) {
   const Topology& t = H200();
@@ -196,8 +232,9 @@ CollectiveOutcome RunCollectives(const CollectiveRun& run, int steps) {
   LinkBudgets budgets(t, &loop, policy);
   const Path nvlink = *t.FindPath("node0/gpu0", "node0/nvswitch");
   const Path peer = *t.FindPath("node0/gpu0", "node0/gpu4");
+  PacedChannel wire(budgets, nvlink.hops[0].channel());
   constexpr int kCollectives = 160;
-  constexpr uint64_t kChunk = 3 * (1 << 20) / 2;
+  constexpr uint64_t kChunk = 3 * (1 << 20) / 2, kMove = 64 << 20;
   const Duration compute = Micros(9000) / kCollectives;
   const TrafficClass cls = run.budgets ? TrafficClass::kControl : TrafficClass::kThroughput;
   CollectiveOutcome out;
@@ -208,18 +245,22 @@ CollectiveOutcome RunCollectives(const CollectiveRun& run, int steps) {
     if (left-- == 0) return (void)(stop = true);
     loop.PostAfter(compute, [&] {
       const Time asked = loop.Now();
+      wire.Asked(cls, kChunk);
       budgets.Acquire(nvlink, cls, kChunk, [&, asked](Result<Grant> g) {
         auto held = std::make_shared<Grant>(std::move(*g));
-        const Duration d = HoldTime(budgets, *held);
-        out.collective_ms += ToSeconds(loop.Now() - asked + d) * 1e3;
-        loop.PostAfter(d, [&, held] { held->Release(), layer(); });
+        wire.Granted(*held, [&, asked, held] {
+          out.collective_ms += ToSeconds(loop.Now() - asked) * 1e3;
+          held->Release();
+          layer();
+        });
       });
     });
   };
   std::function<void()> move = [&] {
-    budgets.Acquire(peer, TrafficClass::kThroughput, 64 << 20, [&](Result<Grant> g) {
+    wire.Asked(TrafficClass::kThroughput, kMove);
+    budgets.Acquire(peer, TrafficClass::kThroughput, kMove, [&](Result<Grant> g) {
       auto held = std::make_shared<Grant>(std::move(*g));
-      loop.PostAfter(HoldTime(budgets, *held), [&, held] {
+      wire.Granted(*held, [&, held] {
         kv_bytes += static_cast<double>(held->bytes());
         held->Release();
         if (!stop) move();
@@ -229,7 +270,10 @@ CollectiveOutcome RunCollectives(const CollectiveRun& run, int steps) {
   const Time start = loop.Now();
   if (run.kv) move(), move();
   layer();
-  while (!stop && loop.pending() > 0) loop.RunUntil(loop.Now() + Millis(1));
+  while (!stop) {
+    const Duration d = wire.Poll();
+    loop.RunUntil(loop.Now() + (d == Duration{0} ? Micros(2) : d));
+  }
   const double span = ToSeconds(loop.Now() - start);
   out.step_ms = span * 1e3 / steps;
   out.collective_ms /= steps;
@@ -245,8 +289,8 @@ void ReportCollectives(const std::map<std::string, bench::Measured>&, bench::Rep
   const CollectiveOutcome share = RunCollectives({true, true, 0.9}, kSteps);
   const char* what = "70B TP4 decode step on H200 NVLink, 160 all-reduces of 1.5 MiB";
   auto add = [&](const std::string& name, const CollectiveOutcome& o, const std::string& how) {
-    report->Add({"collective_step_ms_" + name, o.step_ms, "ms", false, "idle link",
-                 idle.step_ms, std::string(what) + "; " + how});
+    report->Add({"collective_step_ms_" + name, o.step_ms, "ms", false, "idle link", idle.step_ms,
+                 std::string(what) + "; " + how});
     report->Add({"collective_allreduce_ms_" + name, o.collective_ms, "ms", false, "idle link",
                  idle.collective_ms, "all-reduce time per step; " + how});
     report->Add({"collective_kv_gb_per_s_" + name, o.kv_gb_per_s, "GB/s", true, "", std::nullopt,
