@@ -299,6 +299,44 @@ TEST(JoinedCpuWorkers, DisaggregatedCallsMoveTheirKvToTheDecodeWorkerAndAnswerAs
   EXPECT_GT(direct, 0u) << "no direct put from the prefill worker";
 }
 
+// serve's own workers with roles (`--worker-roles prefill,decode`, in one process: the
+// hand-off's KV moves between two in-process pools) and a spare slot that a `--role
+// decode` worker takes later: the calls split across all three, with the reference's tokens.
+TEST(JoinedCpuWorkers, LocalWorkersWithRolesAndALateDecodeWorkerAnswerAsColocated) {
+  SKIP_WITHOUT_BINARY();
+  const std::vector<std::string> ids = {"l1", "l2"};
+  std::map<std::string, std::vector<int32_t>> want = Reference(ids);
+  ASSERT_EQ(want.size(), ids.size());
+  JoinedCluster c("cpu_pd_local");
+  c.AddWorkerArgs("late", {"--role", "decode"});
+  ASSERT_TRUE(c.Start(
+      0, 4ULL << 30,
+      [](serve::ServeJoinOptions* jo) {
+        jo->local_workers = 2;
+        jo->spare_workers = 1;
+      },
+      {},
+      [](service::ServiceOptions* so) {
+        UseCpuEngine(so, 4ULL << 20);
+        so->scheduler.disaggregation = scheduler::Disaggregation::kAlways;
+        so->scheduler.worker_roles = {scheduler::WorkerRole::kPrefill,
+                                      scheduler::WorkerRole::kDecode};
+      }));
+  v1::ClusterState before = c.Cluster();
+  ASSERT_EQ(before.worker_engines_size(), 3) << *proto::ToJson(before);
+  EXPECT_EQ(before.worker_engines(0).role(), "prefill");
+  EXPECT_EQ(before.worker_engines(1).role(), "decode");
+  EXPECT_EQ(before.worker_engines(2).role(), "mixed");  // the vacant slot
+  c.SpawnNew("late");
+  c.WaitWorker("late", [](const v1::JoinedWorker& w) { return w.state() == "alive"; });
+  std::map<std::string, std::vector<int32_t>> got = RunAgents(c, ids, false);
+  for (const std::string& id : ids) EXPECT_EQ(got[id], want[id]) << id << ": tokens differ";
+  const v1::ClusterState after = c.Cluster();
+  EXPECT_EQ(after.worker_engines(2).role(), "decode") << "the late worker brought its role";
+  EXPECT_EQ(after.disaggregation().handoffs(), 2 * ids.size()) << *proto::ToJson(after);
+  EXPECT_GT(after.disaggregation().moves(), 0u) << *proto::ToJson(after);
+}
+
 // The prefill worker SIGKILLed while its hand-off's KV is on the way (the decode worker's
 // store holds each put 3 s before its commit): the move fails (the order's sender is
 // gone), nothing of it is read, and the call reruns on the decode worker — rebuilt from the
