@@ -26,6 +26,20 @@ Result<BudgetPolicy> BudgetPolicy::FromProto(const v1::BudgetPolicyConfig& cfg) 
     p.latency_yield_backlog_bytes = cfg.latency_yield_backlog_bytes();
   }
   if (cfg.burst_s() != 0) p.burst_s = cfg.burst_s();
+  for (const auto& [kind, reserve] : cfg.control_reserve_by_link_kind()) {
+    bool known = false;
+    for (int k = v1::LinkKind_MIN; k <= v1::LinkKind_MAX; ++k)
+      known |= v1::LinkKind_IsValid(k) && kind == LinkKindName(static_cast<v1::LinkKind>(k)) &&
+               kind != "unspecified";
+    if (!known)
+      return Status::InvalidArgument("budget.controlReserveByLinkKind: '" + kind +
+                                     "' is not a link kind (nvlink, pcie, nic_port, loopback, "
+                                     "veth, ethernet, infiniband)");
+    if (!(reserve >= 0 && reserve < 1))
+      return Status::InvalidArgument("budget.controlReserveByLinkKind." + kind +
+                                     " must be in [0, 1), got " + std::to_string(reserve));
+    p.control_reserve_by_link_kind[kind] = reserve;
+  }
   for (size_t i = 0; i < kNumClasses; ++i) {
     if (!(p.weights[i] > 0) || !std::isfinite(p.weights[i])) {
       return Status::InvalidArgument("budget.weights." + std::string(ClassName(kAllClasses[i])) +
@@ -61,7 +75,8 @@ struct ClassChannel {
 };
 
 struct Channel {
-  double cap = 0;  // bytes/s; 0 = unknown bandwidth (cannot be budgeted)
+  double cap = 0;      // bytes/s; 0 = unknown bandwidth (cannot be budgeted)
+  double reserve = 0;  // control's reserve here (BudgetPolicy, by the link's kind)
   Time last;
   std::array<ClassChannel, kNumClasses> cls;
 };
@@ -107,7 +122,7 @@ struct BudgetCore : std::enable_shared_from_this<BudgetCore> {
     }
     double ctrl_share = 0;
     if (active[ctrl]) {
-      ctrl_share = pool > 0 ? std::max(policy.control_reserve, w[ctrl] / (w[ctrl] + pool)) : 1.0;
+      ctrl_share = pool > 0 ? std::max(c.reserve, w[ctrl] / (w[ctrl] + pool)) : 1.0;
     }
     for (size_t k = 0; k < kNumClasses; ++k) {
       if (k == ctrl) {
@@ -316,9 +331,14 @@ LinkBudgets::LinkBudgets(const Topology& topo, EventLoop* loop, BudgetPolicy pol
     const Link& l = topo.link(i);
     double cap =
         l.calibration ? l.calibration->model.bandwidth() : l.bandwidth_bytes_per_s.value_or(0.0);
+    auto by_kind = policy.control_reserve_by_link_kind.find(std::string(LinkKindName(l.kind)));
+    const double reserve = by_kind == policy.control_reserve_by_link_kind.end()
+                               ? policy.control_reserve
+                               : by_kind->second;
     for (int dir = 0; dir < 2; ++dir) {
       auto& c = core_->ch[i * 2 + dir];
       c.cap = (dir == 1 && !l.duplex) ? 0.0 : cap;
+      c.reserve = reserve;
       c.last = loop->Now();
       core_->Recompute(c);
     }

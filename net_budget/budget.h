@@ -32,7 +32,9 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/event_loop.h"
@@ -46,6 +48,10 @@ struct BudgetPolicy {
   // Weights of the classes (relative; control's weight applies above its reserve).
   std::array<double, kNumClasses> weights = {4.0, 3.0, 1.0, 1.0};  // lat, thr, bg, ctrl
   double control_reserve = 0.05;  // fraction of every channel kept for control
+  // The reserve on the links of a kind ("nvlink", "nic_port", ... as LinkKindName names
+  // them), over control_reserve: the share the collectives get on the links they cross
+  // when they run in the control class (TP all-reduce on NVLink, EP all-to-all on NICs).
+  std::map<std::string, double> control_reserve_by_link_kind;
   double background_floor = 0.1;  // background keeps >= this fraction of its weight
   double latency_yield_backlog_bytes = 64.0 * 1024 * 1024;
   double burst_s = 0.001;  // positive token balance cap, in seconds of C

@@ -175,7 +175,7 @@ double EnforcementErrorPct() {
 struct CollectiveRun {
   bool kv = false;             // KV moves beside the all-reduces
   bool budgets = true;         // classes apart (false: one class for all)
-  double control_reserve = 0;  // the collectives' share (0: the policy's default)
+  double control_reserve = 0;  // the collectives' share on NVLink (0: the policy's default)
 };
 
 struct CollectiveOutcome {
@@ -228,7 +228,7 @@ CollectiveOutcome RunCollectives(const CollectiveRun& run, int steps) {
   const Topology& t = H200();
   VirtualEventLoop loop;
   BudgetPolicy policy;
-  if (run.control_reserve > 0) policy.control_reserve = run.control_reserve;
+  if (run.control_reserve > 0) policy.control_reserve_by_link_kind["nvlink"] = run.control_reserve;
   LinkBudgets budgets(t, &loop, policy);
   const Path nvlink = *t.FindPath("node0/gpu0", "node0/nvswitch");
   const Path peer = *t.FindPath("node0/gpu0", "node0/gpu4");
@@ -298,7 +298,7 @@ void ReportCollectives(const std::map<std::string, bench::Measured>&, bench::Rep
   };
   add("kv_no_budgets", fifo, "KV moves beside it, one class for all (FIFO)");
   add("kv_budgets_default", dflt, "KV in throughput, all-reduces in control (reserve 0.05)");
-  add("kv_budgets_share_0_9", share, "as default, control reserve 0.9 (the collectives' share)");
+  add("kv_budgets_share_0_9", share, "as default, NVLink control reserve 0.9 (the collectives')");
 }
 
 void ReportBudget(const std::map<std::string, bench::Measured>& runs, bench::Report* report) {

@@ -110,6 +110,28 @@ TEST_F(BudgetTest, ControlReserveHoldsWhenItsWeightIsTiny) {
   for (auto& x : s) x->stopped = true;
 }
 
+// The reserve of a link kind (the collectives' share where they cross those links) holds
+// on that kind's links and nowhere else.
+TEST_F(BudgetTest, AReserveByLinkKindHoldsOnThatKindOnly) {
+  for (const char* kind : {"pcie", "veth"}) {  // l1 is PCIe: 0.6 there, then the default
+    BudgetPolicy p = NoYield();
+    p.weights = {4, 3, 1, 0.01};
+    p.control_reserve_by_link_kind[kind] = 0.6;
+    VirtualEventLoop loop;
+    LinkBudgets b(topo_, &loop, p);
+    const Time t0 = Time::FromSeconds(1), t1 = Time::FromSeconds(11);
+    Saturator ctrl{&b, &loop, ab_, TrafficClass::kControl, 64 * 1024, t0, t1};
+    Saturator lat{&b, &loop, ab_, TrafficClass::kLatency, kMiB, t0, t1};
+    ctrl.Start(4);
+    lat.Start(4);
+    loop.RunUntil(t1);
+    const double want = std::string(kind) == "pcie" ? 0.6 : 0.05;
+    EXPECT_NEAR(ctrl.counted / (kCap * 10), want, want * 0.05) << kind;
+    EXPECT_NEAR(lat.counted / (kCap * 10), 1 - want, (1 - want) * 0.05) << kind;
+    ctrl.stopped = lat.stopped = true;
+  }
+}
+
 TEST_F(BudgetTest, ControlIsNeverStarvedByHugeTransfers) {
   LinkBudgets b(topo_, &loop_);
   const Time t1 = Time::FromSeconds(20);
@@ -282,6 +304,18 @@ TEST(BudgetPolicyTest, ReadsConfigAndRejectsBadValues) {
   cfg.mutable_weights()->set_background(-1);
   EXPECT_EQ(BudgetPolicy::FromProto(cfg).status().message(),
             "budget.weights.background must be > 0, got -1.000000");
+  cfg.mutable_weights()->set_background(1);
+  (*cfg.mutable_control_reserve_by_link_kind())["nvlink"] = 0.9;
+  p = BudgetPolicy::FromProto(cfg);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->control_reserve_by_link_kind.at("nvlink"), 0.9);
+  (*cfg.mutable_control_reserve_by_link_kind())["nvlnk"] = 0.9;
+  EXPECT_NE(BudgetPolicy::FromProto(cfg).status().message().find("'nvlnk' is not a link kind"),
+            std::string::npos);
+  cfg.mutable_control_reserve_by_link_kind()->erase("nvlnk");
+  (*cfg.mutable_control_reserve_by_link_kind())["nic_port"] = 1.0;
+  EXPECT_EQ(BudgetPolicy::FromProto(cfg).status().message(),
+            "budget.controlReserveByLinkKind.nic_port must be in [0, 1), got 1.000000");
 }
 
 }  // namespace
