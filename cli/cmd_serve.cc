@@ -57,6 +57,16 @@ bool ParseRetention(const std::string& text, int64_t* out) {
 
 // The usage (on stdout for --help, with the long help; else on stderr after naming the
 // option that was not understood); returns the exit code.
+// Appends the comma-separated items of `list` to `out`; empty items only when
+// `keep_empty` (a worker role may be empty: mixed).
+void SplitCommas(const std::string& list, bool keep_empty, std::vector<std::string>* out) {
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    if (keep_empty || comma > at) out->push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+}
+
 int ServeUsage(const std::string& arg, bool has_value) {
   const bool help = arg == "--help" || arg == "-h";
   if (!help)
@@ -129,14 +139,9 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->weight_dtype = args[++i];
     else if (args[i] == "--kv-dtype" && v)
       flags->kv_dtype = args[++i];
-    else if (args[i] == "--upstream" && v) {
-      std::string list = args[++i];
-      for (size_t at = 0; at <= list.size();) {
-        size_t comma = std::min(list.find(',', at), list.size());
-        if (comma > at) flags->upstreams.push_back(list.substr(at, comma - at));
-        at = comma + 1;
-      }
-    } else if (args[i] == "--upstream-api" && v)
+    else if (args[i] == "--upstream" && v)
+      SplitCommas(args[++i], false, &flags->upstreams);
+    else if (args[i] == "--upstream-api" && v)
       flags->upstream_api = args[++i];
     else if (args[i] == "--upstream-key" && v)
       flags->upstream_key = args[++i];
@@ -150,14 +155,9 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->policy = args[++i];
     else if (args[i] == "--disaggregation" && v)
       flags->disaggregation = args[++i];
-    else if (args[i] == "--worker-roles" && v) {
-      std::string list = args[++i];
-      for (size_t at = 0; at <= list.size();) {
-        size_t comma = std::min(list.find(',', at), list.size());
-        flags->worker_roles.push_back(list.substr(at, comma - at));
-        at = comma + 1;
-      }
-    } else if (args[i] == "--response-retention-s" && v) {
+    else if (args[i] == "--worker-roles" && v)
+      SplitCommas(args[++i], true, &flags->worker_roles);
+    else if (args[i] == "--response-retention-s" && v) {
       if (!ParseRetention(args[++i], &flags->response_retention_s)) return 2;
     } else if ((args[i] == "--kv-pool-mib" || args[i] == "--kv-offload-mib") && v) {
       const std::string& flag = args[i];
