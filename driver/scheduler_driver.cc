@@ -369,7 +369,7 @@ void SchedulerDriver::MirrorWorkers() {
                         : core.draining(w) ? "draining"
                                            : "alive",
                         core.drained(w)};
-    worker_role_[w] = scheduler::WorkerRoleName(core.role(w));
+    worker_role_[w] = core.role(w);
   }
   pd_stats_ = core.pd_stats();
   metrics_.SetQueuedNodes(core.queued_nodes());

@@ -479,7 +479,7 @@ class SchedulerDriver final : public executors::Generation {
   std::map<int, uint64_t> hbm_used_ GUARDED_BY(mu_);
   // Per worker, as of the last event: alive | lost | draining, and drained.
   std::map<int, std::pair<std::string, bool>> worker_state_ GUARDED_BY(mu_);
-  std::map<int, std::string> worker_role_ GUARDED_BY(mu_);  // prefill | decode | mixed
+  std::map<int, scheduler::WorkerRole> worker_role_ GUARDED_BY(mu_);
   scheduler::PdStats pd_stats_ GUARDED_BY(mu_);
   // Link file figures that contradict a joined worker's report (set at start).
   std::vector<scheduler::TopologyConflict> topology_conflicts_;

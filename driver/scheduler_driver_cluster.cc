@@ -213,7 +213,7 @@ void SchedulerDriver::FillEngines(v1::ClusterState* out) const {
     const auto given = static_cast<size_t>(w) < config_.worker_roles.size()
                            ? config_.worker_roles[static_cast<size_t>(w)]
                            : scheduler::WorkerRole::kMixed;
-    e->set_role(role != worker_role_.end() ? role->second : scheduler::WorkerRoleName(given));
+    e->set_role(scheduler::WorkerRoleName(role != worker_role_.end() ? role->second : given));
     if (g.cpu_model) {
       const cpu_engine::ModelShape& s = g.cpu_model->shape();
       e->set_model(s.name + (s.random_weights ? " (random weights: its text is meaningless)" : ""));
