@@ -78,7 +78,7 @@ int ServeUsage(const std::string& arg, bool has_value) {
                "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
                "[--kv-pool-mib N] [--kv-offload-mib N] [--upstream URL[#API][,URL[#API]...]] "
                "[--upstream-api same|chat] [--upstream-kind generic|vllm|sglang|llamacpp] "
-               "[--upstream-steering on|off] "
+               "[--upstream-steering on|off] [--upstream-load-interval-ms N] "
                "[--upstream-key TOKEN] [--links FILE] [--policy NAME] "
                "[--disaggregation colocated|always|auto] [--worker-roles ROLE[,ROLE...]] "
                "[--local-workers N] "
@@ -114,7 +114,11 @@ int ServeUsage(const std::string& arg, bool has_value) {
         "--upstream-steering on (default): the scheduler's KV decisions act on the "
         "upstreams through\ntheir adapters (session ids, priorities, KV controls, llama.cpp "
         "slot save/restore, warm-ups\ntimed to the predicted tool return) and calls go to "
-        "where their session's KV is; off: advisory.\n");
+        "where their session's KV is; off: advisory.\n"
+        "--upstream-load-interval-ms N: each upstream's Prometheus /metrics is read every N "
+        "ms (default\n1000; 0: never) and the load it reports (vLLM, SGLang, llama.cpp or "
+        "Switchyard gauges:\nrequests running and waiting, KV cache in use, every client's) "
+        "weighs in where calls go.\n");
   return help ? 0 : 2;
 }
 
@@ -159,6 +163,18 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       SplitCommas(args[++i], true, &flags->worker_roles);
     else if (args[i] == "--response-retention-s" && v) {
       if (!ParseRetention(args[++i], &flags->response_retention_s)) return 2;
+    } else if (args[i] == "--upstream-load-interval-ms" && v) {
+      const std::string& t = args[++i];
+      char* end = nullptr;
+      long long n = std::strtoll(t.c_str(), &end, 10);
+      if (t.empty() || *end != '\0' || n < 0 || n > 3'600'000) {
+        std::fprintf(stderr,
+                     "switchyard serve: --upstream-load-interval-ms needs 0..3600000 (ms), "
+                     "got '%s'\n",
+                     t.c_str());
+        return 2;
+      }
+      flags->upstream_load_interval_ms = n;
     } else if ((args[i] == "--kv-pool-mib" || args[i] == "--kv-offload-mib") && v) {
       const std::string& flag = args[i];
       const std::string& t = args[++i];

@@ -144,6 +144,11 @@ void SchedulerDriver::WorkerJoined(int worker, std::string reason,
   stack_.runtime->WorkerJoined(worker, role);
 }
 
+void SchedulerDriver::ReportLoad(int worker, const scheduler::ReportedLoad& load) {
+  if (worker < 0 || worker >= total_workers()) return;
+  stack_.runtime->ReportLoad(worker, load);
+}
+
 Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worker, bool on) {
   if (worker < 0 || worker >= total_workers())
     return Status::InvalidArgument("worker " + std::to_string(worker) + ": no such worker (0.." +
@@ -373,6 +378,7 @@ void SchedulerDriver::MirrorWorkers() {
   }
   pd_stats_ = core.pd_stats();
   metrics_.SetQueuedNodes(core.queued_nodes());
+  metrics_.SetRunningNodes(core.running_nodes());
   if (any_computes_) {
     real_bytes_moved_.clear();
     for (const auto& g : groups_)

@@ -333,6 +333,7 @@ class SchedulerDriver final : public executors::Generation {
   void WatchPlacement(const std::string& wf, const std::string& node,
                       std::function<void(int worker)> fn) override;
   void WatchKv(std::function<void(const KvDecision&)> fn) override;
+  void ReportLoad(int worker, const scheduler::ReportedLoad& load) override;
   std::optional<int64_t> cached_tokens(const std::string& wf,
                                        const std::string& node) const override;
 

@@ -203,6 +203,10 @@ Status RegisterDecisions(Metrics* m, const std::shared_ptr<ClusterSnapshot>& sna
       "switchyard_kv_recomputed_tokens_total", "tokens those placements recomputed", [dm] {
         return Metrics::Samples{{"", double(dm->kv_reuse().recomputed_tokens)}};
       }));
+  SY_RETURN_IF_ERROR(m->Gauge("switchyard_scheduler_running_nodes",
+                              "LLM nodes running on a worker (all workers)", [dm] {
+                                return Metrics::Samples{{"", double(dm->running_nodes())}};
+                              }));
   return m->Gauge("switchyard_scheduler_queued_nodes",
                   "LLM nodes ready and waiting for a worker (all workers)", [dm] {
                     return Metrics::Samples{{"", double(dm->queued_nodes())}};
@@ -353,6 +357,11 @@ void DriverMetrics::SetQueuedNodes(size_t n) {
   queued_nodes_ = n;
 }
 
+void DriverMetrics::SetRunningNodes(size_t n) {
+  MutexLock lock(&mu_);
+  running_nodes_ = n;
+}
+
 std::map<std::pair<uint32_t, int>, uint64_t> DriverMetrics::link_bytes() const {
   MutexLock lock(&mu_);
   return link_bytes_;
@@ -385,6 +394,11 @@ std::map<int, DriverMetrics::PrefixCacheTokens> DriverMetrics::prefix_cache() co
 size_t DriverMetrics::queued_nodes() const {
   MutexLock lock(&mu_);
   return queued_nodes_;
+}
+
+size_t DriverMetrics::running_nodes() const {
+  MutexLock lock(&mu_);
+  return running_nodes_;
 }
 
 Status RegisterSchedulerMetrics(Metrics* m, const SchedulerDriver* driver) {

@@ -50,6 +50,7 @@ class DriverMetrics {
   void OnTransferEnded(uint64_t transfer_id, const std::vector<uint32_t>& links, int cls,
                        uint64_t bytes, bool completed, Time now);
   void SetQueuedNodes(size_t n);
+  void SetRunningNodes(size_t n);
   // KV reuse, from the scheduler's commands: a prefetch is a hit in its source tier (the
   // context's KV was kept there and comes back instead of being recomputed); a placement
   // that must first recompute tokens of its contexts is a miss (their KV was discarded,
@@ -71,6 +72,7 @@ class DriverMetrics {
   // Bytes of completed transfers by (link index, traffic class index).
   std::map<std::pair<uint32_t, int>, uint64_t> link_bytes() const;
   size_t queued_nodes() const;
+  size_t running_nodes() const;
   struct KvReuse {
     std::map<std::string, uint64_t> hits_by_tier;  // prefetch source tier -> prefetches
     uint64_t misses = 0, recomputed_tokens = 0;
@@ -93,6 +95,7 @@ class DriverMetrics {
   std::unordered_map<std::string, int64_t> first_token_ms_ GUARDED_BY(mu_);
   std::deque<std::string> first_token_order_ GUARDED_BY(mu_);  // oldest first, for the bound
   size_t queued_nodes_ GUARDED_BY(mu_) = 0;
+  size_t running_nodes_ GUARDED_BY(mu_) = 0;
   KvReuse kv_reuse_ GUARDED_BY(mu_);
   std::map<int, PrefixCacheTokens> prefix_cache_ GUARDED_BY(mu_);
 };

@@ -18,6 +18,7 @@
 #include "base/result.h"
 #include "base/status.h"
 #include "executors/engine.h"
+#include "scheduler/reported_load.h"
 
 namespace switchyard::cpu_engine {
 class Model;
@@ -101,6 +102,12 @@ class Generation {
   // Runs `fn` (on the scheduler's thread) for every such decision from now on; one watcher
   // (a later call replaces it; an empty `fn` stops the calls).
   virtual void WatchKv(std::function<void(const KvDecision&)> fn) = 0;
+
+  // What worker `worker`'s engine says of its own load (proxy mode: its upstream's
+  // Prometheus gauges, which count other clients' requests too): placement weighs it
+  // (scheduler::CoreOptions::reported_load_ttl says how long it counts). Out of range:
+  // ignored.
+  virtual void ReportLoad(int worker, const scheduler::ReportedLoad& load) {}
 
   // The prompt tokens of an LLM node its engine did not compute — KV its context already
   // held plus KV its engine's prefix cache found (automatic prefix caching) — as the

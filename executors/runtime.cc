@@ -108,6 +108,14 @@ void Runtime::Drain(int worker, bool on) {
   Inject(std::move(e));
 }
 
+void Runtime::ReportLoad(int worker, const scheduler::ReportedLoad& load) {
+  Event e;
+  e.kind = EventKind::kWorkerLoad;
+  e.worker = worker;
+  e.load = load;
+  Inject(std::move(e));
+}
+
 void Runtime::ModelEpochChanged(const std::string& model_id, uint64_t epoch) {
   Event e;
   e.kind = EventKind::kModelEpochChanged;

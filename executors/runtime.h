@@ -65,6 +65,8 @@ class Runtime {
   // contexts off (Core::drained tells when it is empty); off: in service again. Running
   // sequences finish where they are.
   void Drain(int worker, bool on);
+  // Feeds kWorkerLoad: what the worker's engine reported of its load.
+  void ReportLoad(int worker, const scheduler::ReportedLoad& load);
   void ModelEpochChanged(const std::string& model_id, uint64_t epoch);
   void Inject(scheduler::Event e);
 

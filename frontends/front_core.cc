@@ -35,6 +35,7 @@ FrontCore::FrontCore(service::Service* service, const Clock* clock, Options opti
       Log(LogLevel::kError, "front: no proxy", LogKeys().With("error", u.status().ToString()));
   }
   if (upstream_ && options_.upstream_steering) StartSteering();
+  if (upstream_ && options_.upstream_load_interval_ms > 0) StartLoadMonitor();
   thread_ = std::thread([this]() { Run(); });
 }
 

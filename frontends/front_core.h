@@ -79,6 +79,7 @@
 #include "service/service.h"
 #include "upstream/proxy_steering.h"
 #include "upstream/upstream_client.h"
+#include "upstream/upstream_load.h"
 
 namespace switchyard::conversation::translate {
 class TranslatedStream;  // conversation/translated_stream.h
@@ -129,6 +130,9 @@ class FrontCore {
     // (`serve --upstream-steering on|off`; off: they are advisory, as a plain proxy).
     std::vector<upstream::SteeringUpstream> upstream_setups;
     bool upstream_steering = true;
+    // Each upstream's /metrics is read this often and its load reported to the scheduler
+    // (upstream_load.h; `serve --upstream-load-interval-ms`); 0: not read.
+    int upstream_load_interval_ms = 1000;
   };
   using Respond = std::function<void(http::HttpResponse)>;
 
@@ -161,6 +165,7 @@ class FrontCore {
     std::string url;
     upstream::UpstreamClient::Stats stats;
     std::optional<upstream::ProxySteering::Figures> steering;
+    std::optional<upstream::LoadMonitor::Scrapes> load;  // with upstream_load_interval_ms
   };
   std::vector<UpstreamFigures> upstream_figures() const;
   // Proxy mode with an upstream that speaks only Chat Completions: Messages calls to it and
@@ -241,6 +246,9 @@ class FrontCore {
   void Send(const CallPtr& c, size_t i, bool translated, http::HttpRequest out);
   void SendAsIs(const CallPtr& c, size_t i, http::HttpRequest out);
   void StartSteering();  // proxy mode with steering (front_core_proxy.cc)
+  // Proxy mode: reads the upstreams' load and reports it as their workers' (one worker per
+  // upstream; otherwise the readings are only shown).
+  void StartLoadMonitor();
   // Upstream `i` answered a call sent at `sent` with `status` (steering times warm-ups).
   void ReportLatency(size_t i, std::chrono::steady_clock::time_point sent, int status);
   static std::string SessionKey(const Sessions::Turn& t);
@@ -267,8 +275,9 @@ class FrontCore {
   // the upstream client and its streams, which may call after it is gone (the service
   // outlives it); the session layer's callbacks share it.
   Lifetime life_;
-  std::unique_ptr<upstream::UpstreamClient> upstream_;  // proxy mode
-  std::unique_ptr<upstream::ProxySteering> steering_;   // proxy mode with steering
+  std::unique_ptr<upstream::UpstreamClient> upstream_;   // proxy mode
+  std::unique_ptr<upstream::ProxySteering> steering_;    // proxy mode with steering
+  std::unique_ptr<upstream::LoadMonitor> load_monitor_;  // proxy mode
   Sessions sessions_;
   mutable Mutex formats_mu_;
   mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_

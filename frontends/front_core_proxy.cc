@@ -330,6 +330,20 @@ void FrontCore::StartSteering() {
       life_.Guard([this](const executors::Generation::KvDecision& d) { steering_->OnKv(d); }));
 }
 
+void FrontCore::StartLoadMonitor() {
+  upstream::LoadMonitor::Options o;
+  o.interval_ms = options_.upstream_load_interval_ms;
+  o.auth = UpstreamAuth();
+  for (const upstream::SteeringUpstream& s : options_.upstream_setups) o.kinds.push_back(s.kind);
+  executors::Generation* g = service_->generation();
+  const bool per_worker = g && g->workers() == static_cast<int>(upstream_->size());
+  load_monitor_ = std::make_unique<upstream::LoadMonitor>(
+      upstream_.get(), std::move(o),
+      life_.Guard([g, per_worker](size_t i, const upstream::UpstreamLoad& l) {
+        if (per_worker) g->ReportLoad(static_cast<int>(i), {l.running, l.waiting, l.kv_usage});
+      }));
+}
+
 void FrontCore::ReportLatency(size_t i, std::chrono::steady_clock::time_point sent, int status) {
   if (!steering_ || status < 200 || status >= 300) return;
   steering_->ReportLatency(
@@ -342,11 +356,14 @@ std::vector<FrontCore::UpstreamFigures> FrontCore::upstream_figures() const {
   if (!upstream_) return out;
   std::vector<upstream::ProxySteering::Figures> steered;
   if (steering_) steered = steering_->figures();
+  std::vector<upstream::LoadMonitor::Scrapes> loads;
+  if (load_monitor_) loads = load_monitor_->status();
   for (size_t i = 0; i < upstream_->size(); ++i) {
     UpstreamFigures f;
     f.url = upstream_->url(i);
     f.stats = upstream_->stats(i);
     if (i < steered.size()) f.steering = steered[i];
+    if (i < loads.size()) f.load = loads[i];
     out.push_back(std::move(f));
   }
   return out;

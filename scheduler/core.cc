@@ -353,6 +353,16 @@ size_t Core::live_workflows() const {
   return n;
 }
 size_t Core::queued_nodes() const { return s_->queued; }
+size_t Core::running_nodes() const {
+  size_t n = 0;
+  for (const internal::WorkerRec& w : s_->workers) n += static_cast<size_t>(w.running);
+  return n;
+}
+std::optional<ReportedLoad> Core::reported_load(int worker) const {
+  if (worker < 0 || worker >= static_cast<int>(s_->workers.size())) return std::nullopt;
+  const ReportedLoad* r = s_->FreshReport(worker);
+  return r ? std::optional<ReportedLoad>(*r) : std::nullopt;
+}
 uint64_t Core::ignored_events() const { return s_->ignored; }
 const DurationModel& Core::durations() const { return s_->durations; }
 

@@ -80,6 +80,9 @@ struct CoreOptions {
   // the roles.
   std::vector<WorkerRole> worker_roles;
   Disaggregation disaggregation = Disaggregation::kColocated;
+  // A worker's kWorkerLoad report counts in placement for this long after it arrived (the
+  // reporter sends one every second or so; one older is stale: the worker went quiet).
+  Duration reported_load_ttl = Seconds(10.0);
   // The trace's recorded future, for the oracle policy only (foresight.h): read only when
   // the policy's UsesForesight() holds, never for another policy. Borrowed.
   const Foresight* foresight = nullptr;
@@ -155,6 +158,10 @@ class Core {
   const PdStats& pd_stats() const;
   // The worker's role (CoreOptions::worker_roles, or a kWorkerJoined's): kMixed unset.
   WorkerRole role(int worker) const;
+  // The worker's last kWorkerLoad report while fresh (CoreOptions::reported_load_ttl).
+  std::optional<ReportedLoad> reported_load(int worker) const;
+  // LLM nodes running now, on all workers.
+  size_t running_nodes() const;
   Duration TenantService(const std::string& tenant) const;
   size_t live_workflows() const;
   size_t queued_nodes() const;

@@ -10,8 +10,8 @@
 namespace switchyard::scheduler::internal {
 namespace {
 
-// kUndrainWorker is EventKind's last enumerator: a kind added after it must move this bound.
-constexpr size_t kEventKinds = static_cast<size_t>(EventKind::kUndrainWorker) + 1;
+// kWorkerLoad is EventKind's last enumerator: a kind added after it must move this bound.
+constexpr size_t kEventKinds = static_cast<size_t>(EventKind::kWorkerLoad) + 1;
 
 struct Entry {
   EventKind kind;
@@ -36,6 +36,7 @@ constexpr Entry kEntries[] = {
     {EventKind::kWorkerJoined, &CoreState::HandleWorkerJoined},
     {EventKind::kDrainWorker, &CoreState::HandleDrain},
     {EventKind::kUndrainWorker, &CoreState::HandleDrain},
+    {EventKind::kWorkerLoad, &CoreState::HandleWorkerLoad},
 };
 
 constexpr std::array<CoreState::Handler, kEventKinds> MakeHandlers() {
@@ -254,6 +255,17 @@ CoreState::Then CoreState::HandleWorkerJoined(const Event& e) {
 CoreState::Then CoreState::HandleDrain(const Event& e) {
   OnDrain(e.worker, e.kind == EventKind::kDrainWorker);
   return Then::kDrainAndDispatch;
+}
+
+CoreState::Then CoreState::HandleWorkerLoad(const Event& e) {
+  if (e.worker < 0 || e.worker >= static_cast<int>(workers.size())) {
+    ++ignored;
+    return Then::kNothing;
+  }
+  WorkerRec& wr = workers[static_cast<size_t>(e.worker)];
+  wr.reported = e.load;
+  wr.reported_at = now;
+  return Then::kNothing;  // costs change, capacity does not: the next placement reads it
 }
 
 CoreState::Then CoreState::HandleEpochChanged(const Event& e) {

@@ -23,6 +23,29 @@ double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens
   return mean->second * ToSeconds(step);
 }
 
+const ReportedLoad* CoreState::FreshReport(int w) const {
+  const WorkerRec& wr = workers[static_cast<size_t>(w)];
+  if (wr.reported_at.ns < 0 || now - wr.reported_at > opt.reported_load_ttl) return nullptr;
+  return &wr.reported;
+}
+
+double CoreState::LoadSeconds(const NodeRec& n, int w, int64_t kv_tokens) const {
+  const ReportedLoad* r = FreshReport(w);
+  if (!r) return LoadedDecodeSeconds(n, w, kv_tokens);
+  const WorkerRec& wr = workers[static_cast<size_t>(w)];
+  int64_t others = 0;  // the reported batch's KV beyond what the core runs there
+  if (r->kv_usage > 0) {
+    const uint64_t bpt = std::max<uint64_t>(1, kv.BytesPerToken(n.spec.model_id()));
+    const auto reported = static_cast<int64_t>(std::min(r->kv_usage, 1.0) *
+                                               static_cast<double>(kv.Capacity(w)) / double(bpt));
+    others = std::max<int64_t>(0, reported - wr.decode_kv_tokens);
+  }
+  const double decode = LoadedDecodeSeconds(n, w, kv_tokens + others);
+  if (r->waiting <= 0) return decode;
+  const double slots = std::max({1.0, r->running, static_cast<double>(wr.running)});
+  return decode * (1.0 + r->waiting / slots);
+}
+
 void CoreState::CutToKept(WfRec& wf, NodeRec& n, int worker) {
   if (n.keep_tokens <= 0 || n.new_done > 0 || n.out_done > 0 || !ExtendsPrimary(n)) return;
   CtxRec* found = kv.Find(ContextKey(wf.id, n.spec.cache_refs(0).context()));
@@ -116,7 +139,7 @@ std::optional<CoreState::WorkerFit> CoreState::FitOn(
   if (const double lw = policy->PlacementLoadWeight(); lw > 0) {
     int64_t kv_tokens = n.new_tokens - n.new_done;
     for (const std::string& key : keys) kv_tokens += kv.At(key).tokens;
-    fit.cost_s += lw * LoadedDecodeSeconds(n, w, kv_tokens);
+    fit.cost_s += lw * LoadSeconds(n, w, kv_tokens);
   }
   fit.cost_s += 1e-9 * wr.running;  // locality first, then the less loaded worker
   return fit;

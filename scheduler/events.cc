@@ -26,12 +26,12 @@ std::string LocationString(const Location& l) {
 }
 
 const char* EventKindName(EventKind k) {
-  static const char* kNames[] = {"workflow_submitted",  "node_appended",   "workflow_closed",
-                                 "engine_step",         "engine_report",   "llm_started",
-                                 "llm_finished",        "tool_started",    "tool_finished",
-                                 "transfer_completed",  "transfer_failed", "worker_lost",
-                                 "model_epoch_changed", "deadline_tick",   "cancel",
-                                 "worker_joined",       "drain_worker",    "undrain_worker"};
+  static const char* kNames[] = {
+      "workflow_submitted",  "node_appended",      "workflow_closed", "engine_step",
+      "engine_report",       "llm_started",        "llm_finished",    "tool_started",
+      "tool_finished",       "transfer_completed", "transfer_failed", "worker_lost",
+      "model_epoch_changed", "deadline_tick",      "cancel",          "worker_joined",
+      "drain_worker",        "undrain_worker",     "worker_load"};
   return kNames[static_cast<int>(k)];
 }
 

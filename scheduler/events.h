@@ -19,6 +19,7 @@
 #include "base/time.h"
 #include "proto/switchyard/v1/workflow.pb.h"
 #include "scheduler/disaggregation.h"
+#include "scheduler/reported_load.h"
 #include "scheduler/types.h"
 
 namespace switchyard::scheduler {
@@ -44,6 +45,7 @@ enum class EventKind : uint8_t {
   kWorkerJoined,   // worker: a lost worker is back (a new incarnation, empty): placed on again
   kDrainWorker,    // worker: no new placements; its idle contexts move off (drained: empty)
   kUndrainWorker,  // worker: placed on again
+  kWorkerLoad,     // worker, load: what the worker's engine says of its load (proxy mode)
 };
 const char* EventKindName(EventKind k);
 
@@ -74,6 +76,7 @@ struct Event {
   uint64_t epoch = 0;         // kModelEpochChanged
   // kWorkerJoined: the new incarnation's role (CoreOptions::worker_roles; none: unchanged).
   std::optional<WorkerRole> role;
+  ReportedLoad load;      // kWorkerLoad
   v1::Workflow workflow;  // kWorkflowSubmitted
   v1::ProgramNode node;   // kNodeAppended
 };

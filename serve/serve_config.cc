@@ -417,6 +417,16 @@ Status FillUpstreams(const v1::ServiceConfig& config, const ServeFlags& flags,
     return Status::InvalidArgument("--upstream-steering: expected on or off, got '" +
                                    flags.upstream_steering + "'");
   }
+  const int64_t interval = flags.upstream_load_interval_ms.value_or(
+      config.upstream_load_interval_ms() == 0 ? 1000 : config.upstream_load_interval_ms());
+  if (interval < 0 && flags.upstream_load_interval_ms)
+    return Status::InvalidArgument("--upstream-load-interval-ms: must be >= 0, got " +
+                                   std::to_string(interval));
+  if (interval < -1 || interval > 3'600'000)
+    return Status::InvalidArgument(
+        "upstreamLoadIntervalMs: must be -1 (not read), 0 (1000) or 1..3600000 ms, got " +
+        std::to_string(interval));
+  fronts->upstream_load_interval_ms = interval < 0 ? 0 : static_cast<int>(interval);
   fronts->upstreams.clear();
   fronts->upstream_apis.clear();
   fronts->upstream_setups.clear();

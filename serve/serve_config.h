@@ -7,6 +7,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,10 @@ struct ServeFlags {
   std::string upstream_key;            // --upstream-key TOKEN
   std::string upstream_kind;           // --upstream-kind generic|vllm|sglang|llamacpp
   std::string upstream_steering;       // --upstream-steering on|off (default on)
-  std::string links;                   // --links FILE (a link file; config linksFile)
+  // --upstream-load-interval-ms N: each upstream's /metrics read every N ms (0: never;
+  // unset: the config's `upstreamLoadIntervalMs`, else 1000).
+  std::optional<int64_t> upstream_load_interval_ms;
+  std::string links;  // --links FILE (a link file; config linksFile)
   // --policy SPEC: the scheduler policy (config `policy`; a scheduler::CreatePolicy spec:
   // "switchyard", a reference policy such as "vllm-fcfs", or "switchyard:key=value").
   std::string policy;

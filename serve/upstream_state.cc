@@ -43,6 +43,18 @@ Metrics::Samples PerUpstream(const frontends::FrontCore* core, Fn get) {
   return out;
 }
 
+void AddLoad(const upstream::LoadMonitor::Scrapes& s, v1::UpstreamState* u) {
+  v1::UpstreamLoad* l = u->mutable_load();
+  l->set_scrapes(s.scrapes);
+  l->set_failures(s.failures);
+  l->set_error(s.error);
+  if (!s.last) return;
+  l->set_engine(s.last->engine);
+  l->set_running(s.last->running);
+  l->set_waiting(s.last->waiting);
+  l->set_kv_usage(s.last->kv_usage);
+}
+
 }  // namespace
 
 void AddUpstreamStates(const frontends::FrontCore& core, v1::ClusterState* out) {
@@ -52,6 +64,7 @@ void AddUpstreamStates(const frontends::FrontCore& core, v1::ClusterState* out) 
     u->set_requests(f.stats.requests);
     u->set_failures(f.stats.failures);
     u->set_steering(f.steering.has_value());
+    if (f.load) AddLoad(*f.load, u);
     if (!f.steering) {
       u->set_kind("generic");
       continue;
@@ -102,6 +115,25 @@ Status RegisterUpstreamMetrics(Metrics* m, const frontends::FrontCore* core) {
           if (!f.steering) return;
           for (const auto& [k, n] : Warmups(f.steering->counters))
             out->push_back({l + "," + Metrics::Label("outcome", k), double(n)});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->Gauge(
+      "switchyard_upstream_requests",
+      "proxy mode: requests an upstream's /metrics last reported, every client's, by state",
+      [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (!f.load || !f.load->last) return;
+          for (const auto& [state, v] : {std::pair{"running", f.load->last->running},
+                                         std::pair{"waiting", f.load->last->waiting}})
+            if (v >= 0) out->push_back({l + "," + Metrics::Label("state", state), v});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->Gauge(
+      "switchyard_upstream_kv_usage_ratio",
+      "proxy mode: the share of an upstream's KV cache in use, as its /metrics last said", [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (f.load && f.load->last && f.load->last->kv_usage >= 0)
+            out->push_back({l, f.load->last->kv_usage});
         });
       }));
   return m->CounterCallback(

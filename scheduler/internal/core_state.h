@@ -136,6 +136,9 @@ struct WorkerRec {
   // Σ DecodeKvTokens over its running nodes, kept as they start, progress and stop (what
   // one decode step reads; LoadedDecodeSeconds, per candidate worker of every placement).
   int64_t decode_kv_tokens = 0;
+  // Its engine's last kWorkerLoad report and when it came (reported_at < 0: none yet).
+  ReportedLoad reported;
+  Time reported_at{-1};
   // The (wf, node) ids of its running nodes, in order: a copy, for loops that stop them.
   std::vector<std::pair<std::string, int>> RunningIds() const {
     std::vector<std::pair<std::string, int>> ids;
@@ -226,6 +229,7 @@ struct CoreState {
   Then HandleWorkerLost(const Event& e);
   Then HandleWorkerJoined(const Event& e);
   Then HandleDrain(const Event& e);  // drain or undrain
+  Then HandleWorkerLoad(const Event& e);
   Then HandleEpochChanged(const Event& e);
   Then HandleTick(const Event& e);
   Then HandleUnknown(const Event& e);
@@ -311,6 +315,12 @@ struct CoreState {
   // its model's mean output x one step of w's batch with the call added (the cost model's
   // decode step over the running calls' KV tokens and the call's own `kv_tokens`).
   double LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens) const;
+  // The same term where w's engine reported its load (kWorkerLoad, fresh): the batch's KV
+  // is the larger of the running calls' and the reported share of w's KV capacity (other
+  // clients' requests included), and each request queued there delays the call by its
+  // share of a call's decode (one slot frees per call ending among the running ones).
+  double LoadSeconds(const NodeRec& n, int w, int64_t kv_tokens) const;
+  const ReportedLoad* FreshReport(int w) const;
   // CacheRef.keep_tokens: the primary context cut to the tokens the node continues from,
   // where nothing of the node's own is in it yet and no engine holds blocks the core would
   // stop counting: a discarded context (nothing held), or, with `worker` >= 0, one resident

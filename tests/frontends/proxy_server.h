@@ -1,15 +1,17 @@
 // ProxyTestServer: one Switchyard server on loopback for the proxy-mode tests — a Service,
 // its HttpApi and HttpServer — computing with the CPU engine (tiny-llama-2l), or, given an
-// upstream ("http://host:port[#API]", conversation/upstream_api.h), proxying to it
-// with kUpToken as the upstream's key.
+// upstream ("http://host:port[#API]", conversation/upstream_api.h; several separated by
+// commas, one scheduler worker each), proxying to it with kUpToken as the upstream's key.
 //
 // Thread-safety: Start and the destructor on the test's thread.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -29,6 +31,7 @@ struct ProxyTestOptions {
   uint64_t kv_pool_bytes = 4ULL << 20;  // the CPU engine's pool (a server with no upstream)
   uint64_t hbm_bytes = 1ULL << 30;      // the proxy's HBM per worker (its model of the upstream)
   bool steering = true;                 // the proxy's --upstream-steering
+  int load_interval_ms = 0;             // the proxy's --upstream-load-interval-ms (0: off)
 };
 
 struct ProxyTestServer {
@@ -55,6 +58,8 @@ struct ProxyTestServer {
     } else {
       so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
       so.scheduler.hbm_bytes_per_worker = o.hbm_bytes;
+      so.scheduler.workers =
+          static_cast<int>(std::count(upstream.begin(), upstream.end(), ',')) + 1;
     }
     auto svc = service::Service::Open(so, RealClock::Default());
     ASSERT_TRUE(svc.ok()) << svc.status();
@@ -66,16 +71,20 @@ struct ProxyTestServer {
     cfg.set_admin_token(std::string(token) + "-admin");
     serve::HttpApiOptions ao;
     if (!upstream.empty()) {
-      auto spec = conversation::ParseUpstreamSpec(upstream, conversation::UpstreamApi::kSame);
-      ASSERT_TRUE(spec.ok()) << spec.status();
-      ao.fronts.upstreams = {spec->url};
-      ao.fronts.upstream_apis = {spec->api};
+      std::stringstream list(upstream);
+      for (std::string one; std::getline(list, one, ',');) {
+        auto spec = conversation::ParseUpstreamSpec(one, conversation::UpstreamApi::kSame);
+        ASSERT_TRUE(spec.ok()) << spec.status();
+        ao.fronts.upstreams.push_back(spec->url);
+        ao.fronts.upstream_apis.push_back(spec->api);
+        upstream::SteeringUpstream setup;
+        setup.kind = spec->kind;
+        setup.declared = spec->declared;
+        ao.fronts.upstream_setups.push_back(setup);
+      }
       ao.fronts.upstream_api_key = kUpToken;
-      upstream::SteeringUpstream setup;
-      setup.kind = spec->kind;
-      setup.declared = spec->declared;
-      ao.fronts.upstream_setups = {setup};
       ao.fronts.upstream_steering = o.steering;
+      ao.fronts.upstream_load_interval_ms = o.load_interval_ms;
     }
     api = std::make_unique<serve::HttpApi>(service.get(), *service::Auth::Create(cfg, dir),
                                            RealClock::Default(), ao);

@@ -197,6 +197,7 @@ TEST_F(MetricsPromtoolTest, FamiliesAreTypedAndCarrySamples) {
       {"switchyard_credit_refused_puts_total", "counter"},
       {"switchyard_decisions_total", "counter"},
       {"switchyard_scheduler_queued_nodes", "gauge"},
+      {"switchyard_scheduler_running_nodes", "gauge"},
       {"switchyard_kv_tier_hits_total", "counter"},
       {"switchyard_kv_misses_total", "counter"},
       {"switchyard_kv_recomputed_tokens_total", "counter"},
@@ -233,6 +234,7 @@ TEST_F(MetricsPromtoolTest, FamiliesAreTypedAndCarrySamples) {
       << m;
   EXPECT_EQ(Value(m, "switchyard_tier_capacity_bytes{tier=\"host\"}"), double(4ULL << 30)) << m;
   EXPECT_EQ(Value(m, "switchyard_scheduler_queued_nodes"), 0) << m;
+  EXPECT_EQ(Value(m, "switchyard_scheduler_running_nodes"), 0) << m;
   // The store's histogram: count = the commits, +Inf bucket = count.
   double commits = Value(m, "switchyard_store_commit_seconds_count");
   EXPECT_GT(commits, 0) << m;

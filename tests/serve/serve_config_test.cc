@@ -124,6 +124,29 @@ TEST(ServeConfigTest, UpstreamsMakeTheFrontAProxy) {
             std::string::npos);
 }
 
+// How often the upstreams' /metrics are read: 1000 ms by default, the flag over the config,
+// 0 (flag) or -1 (config) for never; a value out of range is named.
+TEST(ServeConfigTest, UpstreamLoadIntervalComesFromTheFlagOrTheConfig) {
+  ServeFlags f;
+  f.upstreams = {"http://127.0.0.1:9001"};
+  v1::ServiceConfig c;
+  EXPECT_EQ(MakeServeSetup(c, f)->api.fronts.upstream_load_interval_ms, 1000);
+  c.set_upstream_load_interval_ms(250);
+  EXPECT_EQ(MakeServeSetup(c, f)->api.fronts.upstream_load_interval_ms, 250);
+  c.set_upstream_load_interval_ms(-1);
+  EXPECT_EQ(MakeServeSetup(c, f)->api.fronts.upstream_load_interval_ms, 0);
+  f.upstream_load_interval_ms = 50;
+  EXPECT_EQ(MakeServeSetup(c, f)->api.fronts.upstream_load_interval_ms, 50);
+  f.upstream_load_interval_ms = 0;
+  EXPECT_EQ(MakeServeSetup(c, f)->api.fronts.upstream_load_interval_ms, 0);
+  f.upstream_load_interval_ms.reset();
+  c.set_upstream_load_interval_ms(-5);
+  auto bad = MakeServeSetup(c, f);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "upstreamLoadIntervalMs: must be -1 (not read), 0 (1000) or 1..3600000 ms, got -5");
+}
+
 // Steering: each upstream's kind and declared capabilities (URL words, else --upstream-kind
 // or the config's upstreamKind), --upstream-steering, one scheduler worker per upstream.
 TEST(ServeConfigTest, UpstreamKindsCapabilitiesAndSteering) {

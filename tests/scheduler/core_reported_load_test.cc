@@ -1,0 +1,139 @@
+// Placement with the load a worker's engine reports (kWorkerLoad: in proxy mode an
+// upstream's Prometheus gauges, which count other clients' requests too): a new call goes
+// where less is reported; a waiting session moves off its worker only when the load it
+// avoids costs more than recomputing its context elsewhere; a stale report stops counting.
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "scheduler/core.h"
+#include "scheduler/policy.h"
+#include "tests/scheduler/test_util.h"
+
+namespace switchyard::scheduler {
+namespace {
+
+using testing::kBlock;
+using testing::kBpt;
+using testing::Llm;
+using testing::LlmDone;
+using testing::Of;
+using testing::Submit;
+using testing::Tool;
+using testing::ToolDone;
+using testing::Wf;
+
+// Prefill 25 us/token; a decode step reads the weights (5 ms) and every running
+// sequence's KV (100 ns/token): the batch's KV is what makes a loaded worker slower.
+class KvReadCost final : public ComputeCostModel {
+ public:
+  Duration PrefillTime(int64_t n, int64_t) const override { return Micros(25) * n; }
+  Duration DecodeTime(int64_t s, int64_t kv_tokens) const override {
+    return Millis(5) * s + std::chrono::nanoseconds(100) * kv_tokens;
+  }
+  uint64_t KvBytesPerToken() const override { return kBpt; }
+};
+
+constexpr int64_t kPoolTokens = 100'000;
+
+struct LoadFixture {
+  LoadFixture()
+      : fabric(SimulatedFabric::Options{}), core(Options(), &policy, &fabric, &fabric, &cost) {}
+  static CoreOptions Options() {
+    CoreOptions o;
+    o.workers = 2;
+    o.hbm_bytes_per_worker = static_cast<uint64_t>(kPoolTokens) * kBpt;
+    o.kv_block_tokens = kBlock;
+    o.use_host = o.use_disk = o.use_peer = false;  // a waiting context is kept or dropped
+    return o;
+  }
+  Commands At(double t, const Event& e) { return core.handle(e, Time::FromSeconds(t)); }
+  // The worker `node` of `wf` was placed on by `c` (-1: not placed).
+  static int PlacedOn(const Commands& c, const std::string& wf, const std::string& node) {
+    for (const Command& x : c.list)
+      if (x.kind == CommandKind::kPlace && x.workflow_id == wf && x.node_id == node)
+        return x.worker;
+    return -1;
+  }
+  // One call of 100 output tokens run and finished on worker 0: the mean the load term
+  // prices a call's decode by.
+  void LearnOutputMean() {
+    ASSERT_EQ(
+        PlacedOn(
+            At(0, Submit(Wf("warm", "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 100, 100)}))),
+            "warm", "x"),
+        0);
+    At(0.5, LlmDone("warm", "x", 100, Seconds(0.5)));
+  }
+  static Event Load(int worker, double running, double waiting, double kv_usage) {
+    Event e;
+    e.kind = EventKind::kWorkerLoad;
+    e.worker = worker;
+    e.load = {running, waiting, kv_usage};
+    return e;
+  }
+
+  SwitchyardPolicy policy;
+  SimulatedFabric fabric;
+  KvReadCost cost;
+  Core core;
+};
+
+v1::Workflow OneCall(const std::string& id) {
+  return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 500, 100)});
+}
+
+TEST(CoreReportedLoad, ANewCallGoesWhereTheEngineReportsLessLoadWhileTheReportIsFresh) {
+  LoadFixture f;
+  f.LearnOutputMean();
+  // Nothing reported: both workers cost the same and the first wins.
+  ASSERT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(OneCall("a"))), "a", "x"), 0);
+  f.At(1.5, LlmDone("a", "x", 100, Seconds(0.5)));
+  // Worker 0's engine runs 12 requests of other clients over 90 % of its KV.
+  EXPECT_TRUE(f.At(2, LoadFixture::Load(0, 12, 0, 0.9)).list.empty());
+  std::optional<ReportedLoad> r = f.core.reported_load(0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->running, 12);
+  EXPECT_FALSE(f.core.reported_load(1).has_value());
+  EXPECT_EQ(LoadFixture::PlacedOn(f.At(2.5, Submit(OneCall("b"))), "b", "x"), 1);
+  f.At(3, LlmDone("b", "x", 100, Seconds(0.5)));
+  // Requests queued there weigh too, with no KV share reported.
+  f.At(3.5, LoadFixture::Load(0, 4, 8, -1));
+  EXPECT_EQ(LoadFixture::PlacedOn(f.At(4, Submit(OneCall("c"))), "c", "x"), 1);
+  f.At(4.5, LlmDone("c", "x", 100, Seconds(0.5)));
+  // Ten seconds on, the report is stale (the engine's reporter went quiet): it no longer
+  // counts, and worker 0 is as good as worker 1 again.
+  EXPECT_EQ(LoadFixture::PlacedOn(f.At(14, Submit(OneCall("d"))), "d", "x"), 0);
+  EXPECT_FALSE(f.core.reported_load(0).has_value());
+  // A report for a worker that does not exist changes nothing.
+  EXPECT_TRUE(f.At(15, LoadFixture::Load(7, 1, 1, 1)).list.empty());
+}
+
+// A session whose context of `tokens` is kept on worker 0 through a tool wait, during
+// which worker 0's engine reports 90 % of its KV in use: where its next call goes.
+int NextCallWorker(int64_t tokens) {
+  LoadFixture f;
+  f.LearnOutputMean();
+  v1::Workflow s =
+      Wf("s", "t",
+         {Llm("a", {}, "ctx", v1::CacheRef::CREATE, tokens, 100), Tool("t", {"a"}, "bash", 5000),
+          Llm("b", {"t"}, "ctx", v1::CacheRef::EXTEND, 10, 100)});
+  EXPECT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(s)), "s", "a"), 0);
+  f.At(2, LlmDone("s", "a", 100, Seconds(1)));
+  f.At(2, Of(EventKind::kToolStarted, "s", "t"));
+  EXPECT_EQ(f.core.ContextLocation("s/ctx")->tier, Tier::kHbm) << "kept through the wait";
+  f.At(3, LoadFixture::Load(0, 12, 0, 0.9));
+  return LoadFixture::PlacedOn(f.At(7, ToolDone("s", "t")), "s", "b");
+}
+
+TEST(CoreReportedLoad, ASessionMovesOnlyWhenTheLoadItAvoidsCostsMoreThanItsRecompute) {
+  // 1,100 tokens: recomputing them on worker 1 (28 ms) costs far less than 100 decode steps
+  // over worker 0's reported 90,000 KV tokens (+0.9 s): the session moves.
+  EXPECT_EQ(NextCallWorker(1'000), 1);
+  // 60,100 tokens: the recompute (1.5 s) costs more than the load it avoids (0.9 s): the
+  // session stays where its KV is.
+  EXPECT_EQ(NextCallWorker(60'000), 0);
+}
+
+}  // namespace
+}  // namespace switchyard::scheduler
