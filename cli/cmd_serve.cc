@@ -79,6 +79,7 @@ int ServeUsage(const std::string& arg, bool has_value) {
                "[--kv-pool-mib N] [--kv-offload-mib N] [--upstream URL[#API][,URL[#API]...]] "
                "[--upstream-api same|chat] [--upstream-kind generic|vllm|sglang|llamacpp] "
                "[--upstream-steering on|off] [--upstream-load-interval-ms N] "
+               "[--upstream-kv-events ENDPOINT[,ENDPOINT...]] "
                "[--upstream-key TOKEN] [--links FILE] [--policy NAME] "
                "[--disaggregation colocated|always|auto] [--worker-roles ROLE[,ROLE...]] "
                "[--local-workers N] "
@@ -118,7 +119,12 @@ int ServeUsage(const std::string& arg, bool has_value) {
         "--upstream-load-interval-ms N: each upstream's Prometheus /metrics is read every N "
         "ms (default\n1000; 0: never) and the load it reports (vLLM, SGLang, llama.cpp or "
         "Switchyard gauges:\nrequests running and waiting, KV cache in use, every client's) "
-        "weighs in where calls go.\n");
+        "weighs in where calls go.\n"
+        "--upstream-kv-events tcp://host:5557[,...]: each upstream's KV event publisher, in "
+        "order (vLLM's\n--kv-events-config endpoint; an empty entry for an upstream without "
+        "one). A session's next turn\nthen checks that its upstream still holds its last "
+        "turn's tokens (returned by a vLLM upstream\ndeclared #vllm+token_ids); where it "
+        "does not, the turn is placed as a recompute, by load.\n");
   return help ? 0 : 2;
 }
 
@@ -153,6 +159,8 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->upstream_kind = args[++i];
     else if (args[i] == "--upstream-steering" && v)
       flags->upstream_steering = args[++i];
+    else if (args[i] == "--upstream-kv-events" && v)
+      SplitCommas(args[++i], true, &flags->upstream_kv_events);
     else if (args[i] == "--links" && v)
       flags->links = args[++i];
     else if (args[i] == "--policy" && v)

@@ -149,6 +149,11 @@ void SchedulerDriver::ReportLoad(int worker, const scheduler::ReportedLoad& load
   stack_.runtime->ReportLoad(worker, load);
 }
 
+void SchedulerDriver::ReportContextEvicted(const std::string& context, int worker) {
+  if (worker < 0 || worker >= total_workers()) return;
+  stack_.runtime->ReportContextEvicted(context, worker);
+}
+
 Result<SchedulerDriver::WorkerDrainState> SchedulerDriver::DrainWorker(int worker, bool on) {
   if (worker < 0 || worker >= total_workers())
     return Status::InvalidArgument("worker " + std::to_string(worker) + ": no such worker (0.." +

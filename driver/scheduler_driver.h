@@ -118,6 +118,9 @@ struct SchedulerConfig {
   // true: the service runs LLM nodes on its own engine (`engine`); false: an engine
   // reports them.
   bool engines_run_llm = true;
+  // KV moves between workers (scheduler::CoreOptions::kv_between_workers): false in proxy
+  // mode, where each worker is an upstream engine whose KV no other can read.
+  bool kv_between_workers = true;
   // An engine kind (executors/engine_kind.h): "simulated", the simulated engine
   // (continuous batching timed by the roofline step cost), or "cpu", the reference CPU
   // engine (the model at `model_path` computed on the CPU, real KV bytes in a pool of
@@ -334,6 +337,7 @@ class SchedulerDriver final : public executors::Generation {
                       std::function<void(int worker)> fn) override;
   void WatchKv(std::function<void(const KvDecision&)> fn) override;
   void ReportLoad(int worker, const scheduler::ReportedLoad& load) override;
+  void ReportContextEvicted(const std::string& context, int worker) override;
   std::optional<int64_t> cached_tokens(const std::string& wf,
                                        const std::string& node) const override;
 

@@ -165,7 +165,8 @@ Status SchedulerDriver::BuildCoreStack() {
   co.max_num_seqs = c.max_num_seqs;
   co.kv_block_tokens = c.kv_block_tokens;
   co.tenant_weights = c.tenant_weights;
-  co.use_peer = total > 1;
+  co.use_peer = total > 1 && c.kv_between_workers;
+  co.kv_between_workers = c.kv_between_workers;
   // The CPU engine attends within each context of a sequence, so a context could not read
   // a shared prefix held as a context of its own: sharing is off there (exact outputs).
   co.share_prefixes = !any_computes_;

@@ -108,6 +108,11 @@ class Generation {
   // (scheduler::CoreOptions::reported_load_ttl says how long it counts). Out of range:
   // ignored.
   virtual void ReportLoad(int worker, const scheduler::ReportedLoad& load) {}
+  // Worker `worker`'s engine no longer holds context `context`'s KV ("<workflow>/<context>",
+  // as KvDecision names it; proxy mode: its upstream's KV events say the blocks went):
+  // where the scheduler still counts it resident and idle there, it is dropped (a
+  // discard), so the next call is placed as one that recomputes it.
+  virtual void ReportContextEvicted(const std::string& context, int worker) {}
 
   // The prompt tokens of an LLM node its engine did not compute — KV its context already
   // held plus KV its engine's prefix cache found (automatic prefix caching) — as the

@@ -116,6 +116,14 @@ void Runtime::ReportLoad(int worker, const scheduler::ReportedLoad& load) {
   Inject(std::move(e));
 }
 
+void Runtime::ReportContextEvicted(const std::string& context, int worker) {
+  Event e;
+  e.kind = EventKind::kContextEvicted;
+  e.context = context;
+  e.worker = worker;
+  Inject(std::move(e));
+}
+
 void Runtime::ModelEpochChanged(const std::string& model_id, uint64_t epoch) {
   Event e;
   e.kind = EventKind::kModelEpochChanged;

@@ -67,6 +67,8 @@ class Runtime {
   void Drain(int worker, bool on);
   // Feeds kWorkerLoad: what the worker's engine reported of its load.
   void ReportLoad(int worker, const scheduler::ReportedLoad& load);
+  // Feeds kContextEvicted: the worker's engine no longer holds the context's KV.
+  void ReportContextEvicted(const std::string& context, int worker);
   void ModelEpochChanged(const std::string& model_id, uint64_t epoch);
   void Inject(scheduler::Event e);
 

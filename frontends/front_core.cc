@@ -36,6 +36,19 @@ FrontCore::FrontCore(service::Service* service, const Clock* clock, Options opti
   }
   if (upstream_ && options_.upstream_steering) StartSteering();
   if (upstream_ && options_.upstream_load_interval_ms > 0) StartLoadMonitor();
+  if (upstream_ &&
+      std::any_of(options_.upstream_kv_events.begin(), options_.upstream_kv_events.end(),
+                  [](const std::string& e) { return !e.empty(); })) {
+    std::vector<std::string> endpoints = options_.upstream_kv_events;
+    endpoints.resize(upstream_->size());
+    auto s = upstream::KvEventSubscriber::Start(std::move(endpoints));
+    if (s.ok())
+      kv_events_ = std::move(*s);
+    else
+      Log(LogLevel::kError, "front: no KV events", LogKeys().With("error", s.status().ToString()));
+    MutexLock lock(&evictions_mu_);
+    evictions_.assign(upstream_->size(), 0);
+  }
   thread_ = std::thread([this]() { Run(); });
 }
 
@@ -182,9 +195,10 @@ void FrontCore::Start(const CallPtr& c) {
                             (cm->shape().random_weights ? "-random-weights" : "")
                       : "switchyard-simulated-engine-placeholder-text";
   c->reply->SetHead(c->head);
-  if (upstream_)
+  if (upstream_) {
+    CheckEvicted(*c);
     WatchPlacement(c);
-  else
+  } else
     Generate(c);
   int64_t budget = c->max_tokens;
   if (!upstream_ && !service_->generation()->tokenizer(c->model))  // a placeholder

@@ -77,6 +77,7 @@
 #include "frontends/session.h"
 #include "http/http.h"
 #include "service/service.h"
+#include "upstream/kv_event_subscriber.h"
 #include "upstream/proxy_steering.h"
 #include "upstream/upstream_client.h"
 #include "upstream/upstream_load.h"
@@ -133,6 +134,12 @@ class FrontCore {
     // Each upstream's /metrics is read this often and its load reported to the scheduler
     // (upstream_load.h; `serve --upstream-load-interval-ms`); 0: not read.
     int upstream_load_interval_ms = 1000;
+    // Each upstream's KV event publisher (vLLM's ZeroMQ endpoint, "tcp://host:5557"; "" or
+    // missing: none), by index (`serve --upstream-kv-events`). With steering, a session's
+    // next turn first checks that its upstream still holds the last turn's tokens (which
+    // the upstream returns: capability token_ids) and, where it does not, tells the
+    // scheduler the context was evicted (Generation::ReportContextEvicted).
+    std::vector<std::string> upstream_kv_events;
   };
   using Respond = std::function<void(http::HttpResponse)>;
 
@@ -166,6 +173,8 @@ class FrontCore {
     upstream::UpstreamClient::Stats stats;
     std::optional<upstream::ProxySteering::Figures> steering;
     std::optional<upstream::LoadMonitor::Scrapes> load;  // with upstream_load_interval_ms
+    std::optional<upstream::KvEventSubscriber::Figures> kv_events;  // with its endpoint
+    uint64_t evictions_reported = 0;  // sessions found evicted there (upstream_kv_events)
   };
   std::vector<UpstreamFigures> upstream_figures() const;
   // Proxy mode with an upstream that speaks only Chat Completions: Messages calls to it and
@@ -249,6 +258,10 @@ class FrontCore {
   // Proxy mode: reads the upstreams' load and reports it as their workers' (one worker per
   // upstream; otherwise the readings are only shown).
   void StartLoadMonitor();
+  // Proxy mode with KV events: before session c's turn is submitted, whether its upstream
+  // still holds at least half of its last turn's tokens; if not, the scheduler hears the
+  // context was evicted there.
+  void CheckEvicted(const Call& c);
   // Upstream `i` answered a call sent at `sent` with `status` (steering times warm-ups).
   void ReportLatency(size_t i, std::chrono::steady_clock::time_point sent, int status);
   static std::string SessionKey(const Sessions::Turn& t);
@@ -275,9 +288,12 @@ class FrontCore {
   // the upstream client and its streams, which may call after it is gone (the service
   // outlives it); the session layer's callbacks share it.
   Lifetime life_;
-  std::unique_ptr<upstream::UpstreamClient> upstream_;   // proxy mode
-  std::unique_ptr<upstream::ProxySteering> steering_;    // proxy mode with steering
-  std::unique_ptr<upstream::LoadMonitor> load_monitor_;  // proxy mode
+  std::unique_ptr<upstream::UpstreamClient> upstream_;      // proxy mode
+  std::unique_ptr<upstream::ProxySteering> steering_;       // proxy mode with steering
+  std::unique_ptr<upstream::LoadMonitor> load_monitor_;     // proxy mode
+  std::unique_ptr<upstream::KvEventSubscriber> kv_events_;  // proxy mode with endpoints
+  mutable Mutex evictions_mu_;
+  std::vector<uint64_t> evictions_ GUARDED_BY(evictions_mu_);  // per upstream
   Sessions sessions_;
   mutable Mutex formats_mu_;
   mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_

@@ -344,6 +344,21 @@ void FrontCore::StartLoadMonitor() {
       }));
 }
 
+void FrontCore::CheckEvicted(const Call& c) {
+  const std::string key = SessionKey(c.turn);
+  if (!kv_events_ || !steering_ || key.empty() || c.turn.first) return;
+  std::optional<upstream::ProxySteering::LastTurn> last = steering_->last_turn(key);
+  if (!last || last->tokens.empty()) return;  // the upstream returned no token ids
+  const int64_t held = kv_events_->HeldPrefixTokens(last->upstream, last->tokens);
+  if (held * 2 >= static_cast<int64_t>(last->tokens.size())) return;
+  // One worker per upstream: the context's worker is its upstream's index.
+  executors::Generation* g = service_->generation();
+  if (!g || g->workers() != static_cast<int>(upstream_->size())) return;
+  g->ReportContextEvicted(c.turn.workflow + "/" + c.turn.context, static_cast<int>(last->upstream));
+  MutexLock lock(&evictions_mu_);
+  if (last->upstream < evictions_.size()) ++evictions_[last->upstream];
+}
+
 void FrontCore::ReportLatency(size_t i, std::chrono::steady_clock::time_point sent, int status) {
   if (!steering_ || status < 200 || status >= 300) return;
   steering_->ReportLatency(
@@ -358,12 +373,21 @@ std::vector<FrontCore::UpstreamFigures> FrontCore::upstream_figures() const {
   if (steering_) steered = steering_->figures();
   std::vector<upstream::LoadMonitor::Scrapes> loads;
   if (load_monitor_) loads = load_monitor_->status();
+  std::vector<upstream::KvEventSubscriber::Figures> events;
+  if (kv_events_) events = kv_events_->figures();
+  std::vector<uint64_t> evictions;
+  {
+    MutexLock lock(&evictions_mu_);
+    evictions = evictions_;
+  }
   for (size_t i = 0; i < upstream_->size(); ++i) {
     UpstreamFigures f;
     f.url = upstream_->url(i);
     f.stats = upstream_->stats(i);
     if (i < steered.size()) f.steering = steered[i];
     if (i < loads.size()) f.load = loads[i];
+    if (i < events.size() && !events[i].endpoint.empty()) f.kv_events = events[i];
+    if (i < evictions.size()) f.evictions_reported = evictions[i];
     out.push_back(std::move(f));
   }
   return out;

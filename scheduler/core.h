@@ -80,6 +80,11 @@ struct CoreOptions {
   // the roles.
   std::vector<WorkerRole> worker_roles;
   Disaggregation disaggregation = Disaggregation::kColocated;
+  // KV moves between workers: HBM to HBM, or from one worker's host or disk tier into
+  // another's HBM. false in proxy mode, where each worker is an upstream engine whose KV
+  // (GPU and CPU offload alike) no other can read: a context held by another worker is
+  // recomputed, never moved, and no context is demoted to a peer.
+  bool kv_between_workers = true;
   // A worker's kWorkerLoad report counts in placement for this long after it arrived (the
   // reporter sends one every second or so; one older is stale: the worker went quiet).
   Duration reported_load_ttl = Seconds(10.0);

@@ -10,8 +10,8 @@
 namespace switchyard::scheduler::internal {
 namespace {
 
-// kWorkerLoad is EventKind's last enumerator: a kind added after it must move this bound.
-constexpr size_t kEventKinds = static_cast<size_t>(EventKind::kWorkerLoad) + 1;
+// kContextEvicted is EventKind's last enumerator: a kind added after it must move this bound.
+constexpr size_t kEventKinds = static_cast<size_t>(EventKind::kContextEvicted) + 1;
 
 struct Entry {
   EventKind kind;
@@ -37,6 +37,7 @@ constexpr Entry kEntries[] = {
     {EventKind::kDrainWorker, &CoreState::HandleDrain},
     {EventKind::kUndrainWorker, &CoreState::HandleDrain},
     {EventKind::kWorkerLoad, &CoreState::HandleWorkerLoad},
+    {EventKind::kContextEvicted, &CoreState::HandleContextEvicted},
 };
 
 constexpr std::array<CoreState::Handler, kEventKinds> MakeHandlers() {
@@ -266,6 +267,19 @@ CoreState::Then CoreState::HandleWorkerLoad(const Event& e) {
   wr.reported = e.load;
   wr.reported_at = now;
   return Then::kNothing;  // costs change, capacity does not: the next placement reads it
+}
+
+CoreState::Then CoreState::HandleContextEvicted(const Event& e) {
+  CtxRec* c = kv.Find(e.context);
+  // Only a context the core holds idle in that worker's HBM: one in use or moving is the
+  // engine's to keep, and one the core already moved or dropped is not there to lose.
+  if (!c || c->loc.tier != Tier::kHbm || c->loc.worker != e.worker || c->users > 0 ||
+      c->transfer != 0) {
+    ++ignored;
+    return Then::kNothing;
+  }
+  DiscardContext(*c, "its engine evicted it (KV events)");
+  return Then::kDispatch;  // its memory is free
 }
 
 CoreState::Then CoreState::HandleEpochChanged(const Event& e) {

@@ -23,6 +23,10 @@ double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens
   return mean->second * ToSeconds(step);
 }
 
+bool CoreState::Movable(const Location& from, int w) const {
+  return opt.kv_between_workers || from.worker == w;
+}
+
 const ReportedLoad* CoreState::FreshReport(int w) const {
   const WorkerRec& wr = workers[static_cast<size_t>(w)];
   if (wr.reported_at.ns < 0 || now - wr.reported_at > opt.reported_load_ttl) return nullptr;
@@ -128,7 +132,7 @@ std::optional<CoreState::WorkerFit> CoreState::FitOn(
       continue;
     fit.need += c.bytes;
     double rc = ToSeconds(cost.PrefillTime(c.tokens, 0));
-    if (c.loc.tier == Tier::kNone) {
+    if (c.loc.tier == Tier::kNone || !Movable(c.loc, w)) {
       fit.cost_s += rc;
     } else {
       TransferEstimate e =
@@ -184,7 +188,7 @@ std::optional<int64_t> CoreState::ReadyContexts(const NodeRec& n, int w,
     Location dst{Tier::kHbm, w};
     TransferEstimate e = planner->Estimate(c.loc, dst, c.bytes, TrafficClass::kLatency);
     Duration rc = cost.PrefillTime(c.tokens, 0);
-    if (e.reachable && e.duration < rc) {
+    if (e.reachable && e.duration < rc && Movable(c.loc, w)) {
       const Location src = c.loc;
       if (StartTransfer(c, dst, TrafficClass::kLatency, CommandKind::kPrefetch, Time::Max()))
         CountHandOffMove(n, src, c.bytes, true);

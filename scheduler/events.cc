@@ -31,7 +31,7 @@ const char* EventKindName(EventKind k) {
       "engine_report",       "llm_started",        "llm_finished",    "tool_started",
       "tool_finished",       "transfer_completed", "transfer_failed", "worker_lost",
       "model_epoch_changed", "deadline_tick",      "cancel",          "worker_joined",
-      "drain_worker",        "undrain_worker",     "worker_load"};
+      "drain_worker",        "undrain_worker",     "worker_load",     "context_evicted"};
   return kNames[static_cast<int>(k)];
 }
 

@@ -46,6 +46,7 @@ enum class EventKind : uint8_t {
   kDrainWorker,    // worker: no new placements; its idle contexts move off (drained: empty)
   kUndrainWorker,  // worker: placed on again
   kWorkerLoad,     // worker, load: what the worker's engine says of its load (proxy mode)
+  kContextEvicted,  // context, worker: the worker's engine no longer holds the context's KV
 };
 const char* EventKindName(EventKind k);
 
@@ -77,6 +78,7 @@ struct Event {
   // kWorkerJoined: the new incarnation's role (CoreOptions::worker_roles; none: unchanged).
   std::optional<WorkerRole> role;
   ReportedLoad load;      // kWorkerLoad
+  std::string context;    // kContextEvicted: the context's key ("<workflow>/<context>")
   v1::Workflow workflow;  // kWorkflowSubmitted
   v1::ProgramNode node;   // kNodeAppended
 };

@@ -20,6 +20,7 @@ PACKAGES=(
   librocksdb-dev                        # disk tier, durable workflow state
   libspdlog-dev libfmt-dev              # structured logging
   libxxhash-dev                         # block checksums (xxHash64)
+  libzmq3-dev libmsgpack-cxx-dev        # proxy mode: vLLM's KV cache events (ZeroMQ, msgpack)
   libopenblas-dev                       # CPU engine matrix products (cblas_sgemm)
   nlohmann-json3-dev                    # CPU engine: model configs, safetensors headers
   libsentencepiece-dev                  # CPU engine: SentencePiece tokenizers

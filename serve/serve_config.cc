@@ -427,6 +427,22 @@ Status FillUpstreams(const v1::ServiceConfig& config, const ServeFlags& flags,
         "upstreamLoadIntervalMs: must be -1 (not read), 0 (1000) or 1..3600000 ms, got " +
         std::to_string(interval));
   fronts->upstream_load_interval_ms = interval < 0 ? 0 : static_cast<int>(interval);
+  fronts->upstream_kv_events = flags.upstream_kv_events;
+  if (fronts->upstream_kv_events.empty())
+    fronts->upstream_kv_events.assign(config.upstream_kv_events().begin(),
+                                      config.upstream_kv_events().end());
+  if (fronts->upstream_kv_events.size() > specs.size())
+    return Status::InvalidArgument("--upstream-kv-events (upstreamKvEvents): " +
+                                   std::to_string(fronts->upstream_kv_events.size()) +
+                                   " endpoints for " + std::to_string(specs.size()) +
+                                   " upstreams (one per upstream, in order; \"\" for none)");
+  for (size_t i = 0; i < fronts->upstream_kv_events.size(); ++i) {
+    const std::string& e = fronts->upstream_kv_events[i];
+    if (!e.empty() && e.rfind("tcp://", 0) != 0 && e.rfind("ipc://", 0) != 0)
+      return Status::InvalidArgument("--upstream-kv-events (upstreamKvEvents[" + std::to_string(i) +
+                                     "]): '" + e +
+                                     "' is not a ZeroMQ endpoint (tcp://host:port or ipc://path)");
+  }
   fronts->upstreams.clear();
   fronts->upstream_apis.clear();
   fronts->upstream_setups.clear();
@@ -488,7 +504,8 @@ Result<ServeSetup> MakeServeSetup(const v1::ServiceConfig& config, const ServeFl
       return Status::InvalidArgument(
           "--upstream proxies LLM calls to the upstreams; --engine / --llm engine run them "
           "here: choose one");
-    so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
+    so.scheduler.engines_run_llm = false;     // the front reports the proxied calls
+    so.scheduler.kv_between_workers = false;  // each upstream's KV is its own
     // One scheduler worker per upstream: the core places each call where its session's
     // context is (or the least loaded upstream), and the front forwards it there.
     if (config.workers() == 0 && (config.models_size() == 0 || config.models(0).workers() == 0))

@@ -40,6 +40,9 @@ struct ServeFlags {
   // --upstream-load-interval-ms N: each upstream's /metrics read every N ms (0: never;
   // unset: the config's `upstreamLoadIntervalMs`, else 1000).
   std::optional<int64_t> upstream_load_interval_ms;
+  // --upstream-kv-events ENDPOINT[,ENDPOINT...] (config `upstreamKvEvents`): each
+  // upstream's KV event publisher, by index ("" for none).
+  std::vector<std::string> upstream_kv_events;
   std::string links;  // --links FILE (a link file; config linksFile)
   // --policy SPEC: the scheduler policy (config `policy`; a scheduler::CreatePolicy spec:
   // "switchyard", a reference policy such as "vllm-fcfs", or "switchyard:key=value").

@@ -18,6 +18,7 @@ void AddCapabilities(const upstream::Capabilities& caps, v1::UpstreamState* u) {
       {"close_session", &caps.close_session},
       {"slots", &caps.slots},
       {"slot_files", &caps.slot_files},
+      {"token_ids", &caps.token_ids},
   };
   for (const auto& [name, cap] : flags) (*u->mutable_capabilities())[name] = cap->on;
   u->set_total_slots(caps.total_slots);
@@ -43,6 +44,21 @@ Metrics::Samples PerUpstream(const frontends::FrontCore* core, Fn get) {
   return out;
 }
 
+void AddKvEvents(const Figures& f, v1::UpstreamState* u) {
+  const upstream::KvEventSubscriber::Figures& k = *f.kv_events;
+  v1::UpstreamKvEvents* e = u->mutable_kv_events();
+  e->set_endpoint(k.endpoint);
+  e->set_batches(k.batches);
+  e->set_events(k.events);
+  e->set_gaps(k.gaps);
+  e->set_bad(k.bad);
+  e->set_error(k.error);
+  e->set_unchained(k.unchained);
+  e->set_gpu_blocks(k.gpu_blocks);
+  e->set_cpu_blocks(k.cpu_blocks);
+  e->set_evictions_reported(f.evictions_reported);
+}
+
 void AddLoad(const upstream::LoadMonitor::Scrapes& s, v1::UpstreamState* u) {
   v1::UpstreamLoad* l = u->mutable_load();
   l->set_scrapes(s.scrapes);
@@ -55,6 +71,49 @@ void AddLoad(const upstream::LoadMonitor::Scrapes& s, v1::UpstreamState* u) {
   l->set_kv_usage(s.last->kv_usage);
 }
 
+// What the upstreams report of themselves: their load (/metrics) and KV events.
+Status RegisterReportedMetrics(Metrics* m, const frontends::FrontCore* core) {
+  using S = Metrics::Samples;
+  SY_RETURN_IF_ERROR(m->Gauge(
+      "switchyard_upstream_requests",
+      "proxy mode: requests an upstream's /metrics last reported, every client's, by state",
+      [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (!f.load || !f.load->last) return;
+          for (const auto& [state, v] : {std::pair{"running", f.load->last->running},
+                                         std::pair{"waiting", f.load->last->waiting}})
+            if (v >= 0) out->push_back({l + "," + Metrics::Label("state", state), v});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->Gauge(
+      "switchyard_upstream_kv_usage_ratio",
+      "proxy mode: the share of an upstream's KV cache in use, as its /metrics last said", [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (f.load && f.load->last && f.load->last->kv_usage >= 0)
+            out->push_back({l, f.load->last->kv_usage});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->Gauge(
+      "switchyard_upstream_kv_blocks",
+      "proxy mode: KV blocks an upstream holds as its KV events say, by medium (GPU, CPU)", [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (!f.kv_events) return;
+          out->push_back(
+              {l + "," + Metrics::Label("medium", "GPU"), double(f.kv_events->gpu_blocks)});
+          out->push_back(
+              {l + "," + Metrics::Label("medium", "CPU"), double(f.kv_events->cpu_blocks)});
+        });
+      }));
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_upstream_evictions_reported_total",
+      "proxy mode: sessions whose next turn found their KV gone from the upstream's cache", [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (f.kv_events) out->push_back({l, double(f.evictions_reported)});
+        });
+      }));
+  return Status::OK();
+}
+
 }  // namespace
 
 void AddUpstreamStates(const frontends::FrontCore& core, v1::ClusterState* out) {
@@ -65,6 +124,7 @@ void AddUpstreamStates(const frontends::FrontCore& core, v1::ClusterState* out) 
     u->set_failures(f.stats.failures);
     u->set_steering(f.steering.has_value());
     if (f.load) AddLoad(*f.load, u);
+    if (f.kv_events) AddKvEvents(f, u);
     if (!f.steering) {
       u->set_kind("generic");
       continue;
@@ -117,25 +177,7 @@ Status RegisterUpstreamMetrics(Metrics* m, const frontends::FrontCore* core) {
             out->push_back({l + "," + Metrics::Label("outcome", k), double(n)});
         });
       }));
-  SY_RETURN_IF_ERROR(m->Gauge(
-      "switchyard_upstream_requests",
-      "proxy mode: requests an upstream's /metrics last reported, every client's, by state",
-      [core] {
-        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
-          if (!f.load || !f.load->last) return;
-          for (const auto& [state, v] : {std::pair{"running", f.load->last->running},
-                                         std::pair{"waiting", f.load->last->waiting}})
-            if (v >= 0) out->push_back({l + "," + Metrics::Label("state", state), v});
-        });
-      }));
-  SY_RETURN_IF_ERROR(m->Gauge(
-      "switchyard_upstream_kv_usage_ratio",
-      "proxy mode: the share of an upstream's KV cache in use, as its /metrics last said", [core] {
-        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
-          if (f.load && f.load->last && f.load->last->kv_usage >= 0)
-            out->push_back({l, f.load->last->kv_usage});
-        });
-      }));
+  SY_RETURN_IF_ERROR(RegisterReportedMetrics(m, core));
   return m->CounterCallback(
       "switchyard_upstream_prompt_tokens_total",
       "proxy mode: prompt tokens an upstream's answers reported, by whether it had them cached",

@@ -85,6 +85,7 @@ Capabilities ApplyDeclared(Capabilities probed, const Capabilities& declared) {
   Declare(&probed.close_session, declared.close_session);
   Declare(&probed.slots, declared.slots);
   Declare(&probed.slot_files, declared.slot_files);
+  Declare(&probed.token_ids, declared.token_ids);
   if (declared.total_slots > 0) probed.total_slots = declared.total_slots;
   if (!declared.priority.source.empty()) probed.priority_low_first = declared.priority_low_first;
   return probed;
@@ -102,6 +103,7 @@ Status DeclareCapability(std::string_view word, Capabilities* caps) {
       {"close_session", &Capabilities::close_session},
       {"slots", &Capabilities::slots},
       {"slot_files", &Capabilities::slot_files},
+      {"token_ids", &Capabilities::token_ids},
   };
   for (const auto& [flag, member] : flags) {
     if (name == flag) {
@@ -140,6 +142,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
       {"close_session", ToJson(caps.close_session)},
       {"slots", ToJson(caps.slots)},
       {"slot_files", ToJson(caps.slot_files)},
+      {"token_ids", ToJson(caps.token_ids)},
       {"total_slots", caps.total_slots},
       {"priority_low_first", caps.priority_low_first},
   };

@@ -74,7 +74,10 @@ struct Capabilities {
   Capability close_session;       // SGLang: POST /close_session frees the session's KV
   Capability slots;               // llama.cpp: `id_slot` pins a session to a slot
   Capability slot_files;          // llama.cpp: POST /slots/{id}?action=save|restore|erase
-  int total_slots = 0;            // llama.cpp: number of slots (with `slots`)
+  // vLLM: body `return_token_ids` (its answers then carry prompt_token_ids and token_ids),
+  // which proxy mode matches against the upstream's KV events (kv_events.h); declared.
+  Capability token_ids;
+  int total_slots = 0;  // llama.cpp: number of slots (with `slots`)
   // SGLang: the engine serves lower `priority` values first (its
   // --schedule-low-priority-values-first); vLLM always does, whatever this says.
   bool priority_low_first = false;

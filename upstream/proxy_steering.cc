@@ -27,6 +27,9 @@ struct ProxySteering::State {
     bool has_answer = false;
     uint64_t request_seq = 0;  // requests decorated so far
     uint64_t warmed_seq = 0;   // the request_seq whose prefix was warmed (0: none)
+    // The last answered turn's token ids, prompt then output (vLLM's return_token_ids):
+    // the prefix its next turn extends, as the upstream's KV events key it.
+    std::vector<int32_t> tokens;
   };
   mutable Mutex mu;
   std::map<std::string, Session> sessions GUARDED_BY(mu);
@@ -74,6 +77,10 @@ struct ProxySteering::State {
       if (!r.answer.is_null()) {
         it->second.prefix.answer = r.answer;
         it->second.has_answer = true;
+      }
+      if (!r.prompt_ids.empty()) {
+        it->second.tokens = r.prompt_ids;
+        it->second.tokens.insert(it->second.tokens.end(), r.output_ids.begin(), r.output_ids.end());
       }
       if (!r.usage) return;
       prompt_tokens[ref.upstream] += static_cast<uint64_t>(std::max<int64_t>(0, r.prompt));
@@ -187,6 +194,7 @@ void ProxySteering::Answered(const std::string& key, const std::string& body) {
   internal::AnswerReading r;
   r.usage = UsageOf(j, &r.cached, &r.prompt);
   r.answer = AnswerOf(path, j);
+  internal::ReadTokenIds(j, &r);
   state_->Apply(key, seq, r);
 }
 
@@ -269,6 +277,13 @@ void ProxySteering::OnKv(const KvDecision& d) {
     case KvDecision::Kind::kPrefetch:
       return state_->Warm(key, seq);
   }
+}
+
+std::optional<ProxySteering::LastTurn> ProxySteering::last_turn(const std::string& key) const {
+  MutexLock lock(&state_->mu);
+  auto it = state_->sessions.find(key);
+  if (it == state_->sessions.end() || !it->second.has_request) return std::nullopt;
+  return LastTurn{it->second.ref.upstream, it->second.tokens};
 }
 
 void ProxySteering::Ended(const std::string& key) {

@@ -11,7 +11,8 @@
 //     body), and records the request.
 //   - Answered / Tap: the upstream's whole answer, or a streamed answer's bytes as they
 //     pass: the answer's text (or the API's own shape) for the prefix, and the cached
-//     prompt tokens its usage reports (Steering::ReportCachedTokens: warm-up hits).
+//     prompt tokens its usage reports (Steering::ReportCachedTokens: warm-up hits), and the
+//     token ids a vLLM upstream returns (return_token_ids: last_turn).
 //   - OnKv: the scheduler's decision for a waiting session's context (keep, demote,
 //     discard: Steering::OnWait). A demotion with a planned return schedules the session's
 //     warm-up (Steering::OnPrefetch with the recorded prefix) at that time less the
@@ -30,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,13 @@ class ProxySteering {
   // go that much (with a margin) before a session's predicted return.
   void ReportLatency(size_t upstream, double ms);
   void Ended(const std::string& key);
+  // Where session `key`'s last turn went and, where its upstream returned them, that
+  // turn's token ids (prompt then output; empty otherwise). nullopt: no turn sent yet.
+  struct LastTurn {
+    size_t upstream = 0;
+    std::vector<int32_t> tokens;
+  };
+  std::optional<LastTurn> last_turn(const std::string& key) const;
 
   std::vector<Figures> figures() const;
 

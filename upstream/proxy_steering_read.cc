@@ -67,6 +67,21 @@ nlohmann::json AnswerOf(const std::string& path, const nlohmann::json& body) {
 
 namespace internal {
 
+void ReadTokenIds(const nlohmann::json& j, AnswerReading* r) {
+  auto ints = [](const nlohmann::json& a, std::vector<int32_t>* out) {
+    if (!a.is_array()) return;
+    for (const nlohmann::json& t : a)
+      if (t.is_number_integer()) out->push_back(t.get<int32_t>());
+  };
+  if (auto p = j.find("prompt_token_ids"); p != j.end() && p->is_array()) {
+    r->prompt_ids.clear();
+    ints(*p, &r->prompt_ids);
+  }
+  auto c = j.find("choices");
+  if (c == j.end() || !c->is_array() || c->empty() || !(*c)[0].is_object()) return;
+  if (auto t = (*c)[0].find("token_ids"); t != (*c)[0].end()) ints(*t, &r->output_ids);
+}
+
 void StreamAnswerReader::Read(std::string_view bytes) {
   while (!bytes.empty()) {
     const size_t nl = bytes.find('\n');
@@ -98,6 +113,7 @@ void StreamAnswerReader::Line(std::string_view line) {
 }
 
 void StreamAnswerReader::Event(const nlohmann::json& j) {
+  ReadTokenIds(j, &reading_);
   int64_t cached = 0, prompt = 0;
   if (UsageOf(j, &cached, &prompt)) {
     reading_.usage = true;

@@ -12,6 +12,9 @@
 //                again; also kv_load_tiers [] for builds without max_load_tokens (loads
 //                allowed after a discard measured worse: the loaded blocks take the pool
 //                room of the sessions kept and warmed; bench/RESULTS.md);
+//   - `return_token_ids` (declared: vLLM 0.10.2 and later), so that each answer carries
+//     the prompt's and the output's token ids, which proxy mode matches against the
+//     upstream's KV events to see whether a waiting session's KV is still there;
 //   - a warm-up before the next turn after demote or discard (probed: enable_prefix_caching
 //     in the same labels), which loads the prefix from the host tier or recomputes it.
 // Other kv_transfer_params keys a client sent (disaggregated prefill) are kept.
@@ -76,6 +79,7 @@ class VllmAdapter final : public UpstreamAdapter {
     }
     if (caps.priority.on) (*body)["priority"] = -priority;  // vLLM: lower values first
     if (caps.kv_transfer_params.on) SetKvTransfer(last, body);
+    if (caps.token_ids.on) (*body)["return_token_ids"] = true;
   }
 
   Result<std::vector<UpstreamCall>> OnPrefetch(const Capabilities& caps, const SessionRef& session,

@@ -230,6 +230,7 @@ struct CoreState {
   Then HandleWorkerJoined(const Event& e);
   Then HandleDrain(const Event& e);  // drain or undrain
   Then HandleWorkerLoad(const Event& e);
+  Then HandleContextEvicted(const Event& e);
   Then HandleEpochChanged(const Event& e);
   Then HandleTick(const Event& e);
   Then HandleUnknown(const Event& e);
@@ -321,6 +322,8 @@ struct CoreState {
   // share of a call's decode (one slot frees per call ending among the running ones).
   double LoadSeconds(const NodeRec& n, int w, int64_t kv_tokens) const;
   const ReportedLoad* FreshReport(int w) const;
+  // Whether KV at `from` can be moved into worker w's HBM (CoreOptions::kv_between_workers).
+  bool Movable(const Location& from, int w) const;
   // CacheRef.keep_tokens: the primary context cut to the tokens the node continues from,
   // where nothing of the node's own is in it yet and no engine holds blocks the core would
   // stop counting: a discarded context (nothing held), or, with `worker` >= 0, one resident

@@ -32,6 +32,7 @@ struct ProxyTestOptions {
   uint64_t hbm_bytes = 1ULL << 30;      // the proxy's HBM per worker (its model of the upstream)
   bool steering = true;                 // the proxy's --upstream-steering
   int load_interval_ms = 0;             // the proxy's --upstream-load-interval-ms (0: off)
+  std::vector<std::string> kv_events;   // the proxy's --upstream-kv-events
 };
 
 struct ProxyTestServer {
@@ -56,7 +57,8 @@ struct ProxyTestServer {
       so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
       so.scheduler.kv_pool_bytes = o.kv_pool_bytes;
     } else {
-      so.scheduler.engines_run_llm = false;  // the front reports the proxied calls
+      so.scheduler.engines_run_llm = false;     // the front reports the proxied calls
+      so.scheduler.kv_between_workers = false;  // as serve has it in proxy mode
       so.scheduler.hbm_bytes_per_worker = o.hbm_bytes;
       so.scheduler.workers =
           static_cast<int>(std::count(upstream.begin(), upstream.end(), ',')) + 1;
@@ -85,6 +87,7 @@ struct ProxyTestServer {
       ao.fronts.upstream_api_key = kUpToken;
       ao.fronts.upstream_steering = o.steering;
       ao.fronts.upstream_load_interval_ms = o.load_interval_ms;
+      ao.fronts.upstream_kv_events = o.kv_events;
     }
     api = std::make_unique<serve::HttpApi>(service.get(), *service::Auth::Create(cfg, dir),
                                            RealClock::Default(), ao);

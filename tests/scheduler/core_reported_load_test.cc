@@ -37,10 +37,14 @@ class KvReadCost final : public ComputeCostModel {
 constexpr int64_t kPoolTokens = 100'000;
 
 struct LoadFixture {
-  LoadFixture()
-      : fabric(SimulatedFabric::Options{}), core(Options(), &policy, &fabric, &fabric, &cost) {}
-  static CoreOptions Options() {
+  // `linked`: the fabric has a 50 GB/s path between the workers (else none: a context
+  // elsewhere can only be recomputed, whatever kv_between_workers says).
+  explicit LoadFixture(bool kv_between_workers = true, bool linked = false)
+      : fabric(SimulatedFabric::Options{.workers = linked ? 2 : 1}),
+        core(Options(kv_between_workers), &policy, &fabric, &fabric, &cost) {}
+  static CoreOptions Options(bool kv_between_workers) {
     CoreOptions o;
+    o.kv_between_workers = kv_between_workers;
     o.workers = 2;
     o.hbm_bytes_per_worker = static_cast<uint64_t>(kPoolTokens) * kBpt;
     o.kv_block_tokens = kBlock;
@@ -133,6 +137,74 @@ TEST(CoreReportedLoad, ASessionMovesOnlyWhenTheLoadItAvoidsCostsMoreThanItsRecom
   // 60,100 tokens: the recompute (1.5 s) costs more than the load it avoids (0.9 s): the
   // session stays where its KV is.
   EXPECT_EQ(NextCallWorker(60'000), 0);
+}
+
+// The engine says it no longer holds a waiting session's KV (kContextEvicted: proxy mode's
+// KV events): the core drops it (a discard), and the next call is placed as a recompute,
+// wherever that is cheapest — here off the loaded worker it was pinned to.
+TEST(CoreReportedLoad, AContextItsEngineEvictedIsDroppedAndTheNextCallGoesWhereLoadIsLeast) {
+  LoadFixture f;
+  f.LearnOutputMean();
+  v1::Workflow s =
+      Wf("s", "t",
+         {Llm("a", {}, "ctx", v1::CacheRef::CREATE, 60'000, 100), Tool("t", {"a"}, "bash", 5000),
+          Llm("b", {"t"}, "ctx", v1::CacheRef::EXTEND, 10, 100)});
+  ASSERT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(s)), "s", "a"), 0);
+  f.At(2, LlmDone("s", "a", 100, Seconds(1)));
+  f.At(2, Of(EventKind::kToolStarted, "s", "t"));
+  f.At(3, LoadFixture::Load(0, 12, 0, 0.9));
+  auto evicted = [](const std::string& context, int worker) {
+    Event e;
+    e.kind = EventKind::kContextEvicted;
+    e.context = context;
+    e.worker = worker;
+    return e;
+  };
+  // Reports the core cannot act on change nothing: another worker, an unknown context.
+  EXPECT_TRUE(f.At(3.5, evicted("s/ctx", 1)).list.empty());
+  EXPECT_TRUE(f.At(3.5, evicted("s/none", 0)).list.empty());
+  EXPECT_EQ(f.core.ContextLocation("s/ctx")->tier, Tier::kHbm);
+  Commands c = f.At(4, evicted("s/ctx", 0));
+  ASSERT_EQ(c.list.size(), 1u);
+  EXPECT_EQ(c.list[0].kind, CommandKind::kDiscard);
+  EXPECT_EQ(c.list[0].context, "s/ctx");
+  EXPECT_EQ(c.list[0].reason, "its engine evicted it (KV events)");
+  EXPECT_EQ(f.core.ContextLocation("s/ctx")->tier, Tier::kNone);
+  // The same session kept its context on worker 0 without the report (the test above); now
+  // its 60,110 tokens are recomputed wherever, and worker 1 is the less loaded.
+  Commands next = f.At(7, ToolDone("s", "t"));
+  EXPECT_EQ(LoadFixture::PlacedOn(next, "s", "b"), 1);
+  for (const Command& x : next.list)
+    if (x.kind == CommandKind::kPlace) EXPECT_EQ(x.recompute_tokens, 60'100);
+}
+
+// Proxy mode (kv_between_workers false): a context another worker holds cannot be read
+// from there, so a session leaving its worker recomputes its context instead of moving it.
+TEST(CoreReportedLoad, WithoutKvBetweenWorkersALeavingSessionRecomputesItsContext) {
+  for (bool between : {true, false}) {
+    SCOPED_TRACE(between ? "KV moves between workers" : "proxy mode");
+    LoadFixture f(between, /*linked=*/true);
+    f.LearnOutputMean();
+    v1::Workflow s =
+        Wf("s", "t",
+           {Llm("a", {}, "ctx", v1::CacheRef::CREATE, 60'000, 100), Tool("t", {"a"}, "bash", 5000),
+            Llm("b", {"t"}, "ctx", v1::CacheRef::EXTEND, 10, 100)});
+    ASSERT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(s)), "s", "a"), 0);
+    f.At(2, LlmDone("s", "a", 100, Seconds(1)));
+    f.At(2, Of(EventKind::kToolStarted, "s", "t"));
+    f.At(3, LoadFixture::Load(0, 12, 24, 0.9));  // far more than the recompute costs
+    Commands c = f.At(7, ToolDone("s", "t"));
+    bool moved = false;
+    for (const Command& x : c.list) moved = moved || x.kind == CommandKind::kPrefetch;
+    if (between) {
+      EXPECT_TRUE(moved) << "worker 0's HBM to worker 1's: cheaper than a recompute";
+    } else {
+      EXPECT_FALSE(moved);
+      EXPECT_EQ(LoadFixture::PlacedOn(c, "s", "b"), 1);
+      for (const Command& x : c.list)
+        if (x.kind == CommandKind::kPlace) EXPECT_EQ(x.recompute_tokens, 60'100);
+    }
+  }
 }
 
 }  // namespace

@@ -147,6 +147,27 @@ TEST(ServeConfigTest, UpstreamLoadIntervalComesFromTheFlagOrTheConfig) {
             "upstreamLoadIntervalMs: must be -1 (not read), 0 (1000) or 1..3600000 ms, got -5");
 }
 
+// Each upstream's KV event endpoint, in order; more endpoints than upstreams, or one that is
+// not a ZeroMQ endpoint, is refused by name.
+TEST(ServeConfigTest, UpstreamKvEventEndpointsComeFromTheFlagOrTheConfig) {
+  ServeFlags f;
+  f.upstreams = {"http://127.0.0.1:9001", "http://127.0.0.1:9002"};
+  v1::ServiceConfig c;
+  c.add_upstream_kv_events("tcp://10.0.0.1:5557");
+  EXPECT_EQ(MakeServeSetup(c, f)->api.fronts.upstream_kv_events,
+            std::vector<std::string>{"tcp://10.0.0.1:5557"});
+  f.upstream_kv_events = {"", "tcp://10.0.0.2:5557"};
+  EXPECT_EQ(MakeServeSetup(c, f)->api.fronts.upstream_kv_events, f.upstream_kv_events);
+  f.upstream_kv_events = {"", "http://10.0.0.2:5557"};
+  EXPECT_EQ(MakeServeSetup(c, f).status().message(),
+            "--upstream-kv-events (upstreamKvEvents[1]): 'http://10.0.0.2:5557' is not a ZeroMQ "
+            "endpoint (tcp://host:port or ipc://path)");
+  f.upstream_kv_events = {"", "", "tcp://x:1"};
+  EXPECT_EQ(MakeServeSetup(c, f).status().message(),
+            "--upstream-kv-events (upstreamKvEvents): 3 endpoints for 2 upstreams (one per "
+            "upstream, in order; \"\" for none)");
+}
+
 // Steering: each upstream's kind and declared capabilities (URL words, else --upstream-kind
 // or the config's upstreamKind), --upstream-steering, one scheduler worker per upstream.
 TEST(ServeConfigTest, UpstreamKindsCapabilitiesAndSteering) {

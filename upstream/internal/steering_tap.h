@@ -6,7 +6,8 @@
 // Chat Completions (choices[0].delta.content, and the usage chunk when the request asked
 // for it), Messages (text deltas; message_start's usage), Responses (response.completed's
 // output and usage) and Completions (choices[0].text). A line split across pieces is
-// joined; lines longer than kMaxLineBytes and what is not JSON are skipped.
+// joined; lines longer than kMaxLineBytes and what is not JSON are skipped. Token ids are
+// read as ReadTokenIds says.
 //
 // Thread-safety: one thread at a time.
 #pragma once
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +25,13 @@ struct AnswerReading {
   nlohmann::json answer;  // null: none read
   bool usage = false;     // a usage was read
   int64_t cached = 0, prompt = 0;
+  // vLLM's `return_token_ids`: the prompt's token ids (top-level prompt_token_ids, in a
+  // stream's first chunk) and the output's (choices[0].token_ids, a stream's chunks in
+  // order). Empty prompt_ids: the answer carried none.
+  std::vector<int32_t> prompt_ids, output_ids;
 };
+// Adds what `j` (a whole answer or one stream chunk) carries of vLLM's token ids to `r`.
+void ReadTokenIds(const nlohmann::json& j, AnswerReading* r);
 
 class StreamAnswerReader {
  public:
