@@ -140,9 +140,13 @@ bool Connection::ReadChunked(HttpAnswer* out, bool* got_bytes) {
 }
 
 bool ServeProcess::Start(const std::string& binary, const std::vector<std::string>& args,
-                         const std::string& what) {
+                         const std::string& what, const std::string& token) {
   dir_ = std::filesystem::temp_directory_path() / ("sy_bench_proxy_" + RandomHex(8));
   std::filesystem::create_directories(dir_);
+  if (!token.empty()) {
+    std::filesystem::create_directories(dir_ / "data" / "tokens");
+    std::ofstream(dir_ / "data" / "tokens" / "default") << token << "\n";
+  }
   port_ = FreeLoopbackPort();
   std::vector<std::string> argv = {binary, "serve"};
   argv.insert(argv.end(), args.begin(), args.end());

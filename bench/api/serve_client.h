@@ -60,9 +60,11 @@ class Connection {
 class ServeProcess {
  public:
   // Waits up to 60 s for /healthz and the default tenant's token; false (its log on stderr,
-  // named `what`) when the server did not start.
+  // named `what`) when the server did not start. `token` (16 characters or more): the
+  // default tenant's token, written where the server reads it first (several servers that
+  // one client reaches with one key); "": the server makes its own.
   bool Start(const std::string& binary, const std::vector<std::string>& args,
-             const std::string& what);
+             const std::string& what, const std::string& token = "");
   ~ServeProcess();
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
