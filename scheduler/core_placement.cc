@@ -43,6 +43,12 @@ double CoreState::LoadSeconds(const NodeRec& n, int w, int64_t kv_tokens) const 
     const auto reported = static_cast<int64_t>(std::min(r->kv_usage, 1.0) *
                                                static_cast<double>(kv.Capacity(w)) / double(bpt));
     others = std::max<int64_t>(0, reported - wr.decode_kv_tokens);
+  } else if (r->running > wr.running) {
+    // No KV share reported: the other clients' requests count as large as the calls the
+    // core runs there (or as this one, when it runs none).
+    const double each =
+        wr.running > 0 ? double(wr.decode_kv_tokens) / wr.running : static_cast<double>(kv_tokens);
+    others = static_cast<int64_t>((r->running - wr.running) * each);
   }
   const double decode = LoadedDecodeSeconds(n, w, kv_tokens + others);
   if (r->waiting <= 0) return decode;

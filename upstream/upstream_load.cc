@@ -132,11 +132,6 @@ std::optional<UpstreamLoad> ReadEngine(const EngineGauges& g, const PromSamples&
   if (out.running < 0 && out.waiting < 0) return std::nullopt;
   for (const char* name : g.usage)
     if ((out.kv_usage = Mean(s, name)) >= 0) break;
-  if (g.usage.empty()) {  // Switchyard: its HBM tiers
-    const double used = Sum(s, "switchyard_tier_used_bytes", "tier=\"hbm\"");
-    const double cap = Sum(s, "switchyard_tier_capacity_bytes", "tier=\"hbm\"");
-    if (used >= 0 && cap > 0) out.kv_usage = used / cap;
-  }
   if (out.kv_usage > 1) out.kv_usage = 1;
   return out;
 }

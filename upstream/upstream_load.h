@@ -10,8 +10,9 @@
 //   SGLang     sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage
 //   llama.cpp  llamacpp:requests_processing, llamacpp:requests_deferred,
 //              llamacpp:kv_cache_usage_ratio (`llama-server --metrics`)
-//   Switchyard switchyard_scheduler_running_nodes, switchyard_scheduler_queued_nodes, and
-//              its HBM tiers' used over capacity bytes
+//   Switchyard switchyard_scheduler_running_nodes, switchyard_scheduler_queued_nodes (no
+//              KV share: its HBM tiers also hold idle sessions' contexts, which no decode
+//              step reads)
 // Counts are summed over an engine's label sets (one per data-parallel engine), the KV
 // share averaged. The upstream's declared kind is tried first, then the others (a generic
 // upstream is whichever engine answers).

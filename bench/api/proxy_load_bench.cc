@@ -101,7 +101,7 @@ void RunRoutedAgent(int port, const std::string& token, const std::string& sessi
 double ChatCalls(const ServeProcess& proxy, size_t i) {
   Connection conn(proxy.port());
   HttpAnswer r;
-  if (!conn.Send("GET", "/v1/cluster", JsonAuth(proxy.token() + "-admin"), "", &r)) return 0;
+  if (!conn.Send("GET", "/v1/cluster", JsonAuth(proxy.admin_token()), "", &r)) return 0;
   const json c = json::parse(r.body, nullptr, false);
   if (!c.is_object() || !c.contains("upstreams") || c["upstreams"].size() <= i) return 0;
   const json& u = c["upstreams"][i];

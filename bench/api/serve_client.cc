@@ -173,6 +173,12 @@ bool ServeProcess::Start(const std::string& binary, const std::vector<std::strin
   return false;
 }
 
+std::string ServeProcess::admin_token() const {
+  std::string t;
+  std::ifstream(dir_ / "data" / "tokens" / "admin") >> t;
+  return t;
+}
+
 ServeProcess::~ServeProcess() {
   if (pid_ > 0) Terminate(pid_);
   std::error_code ec;

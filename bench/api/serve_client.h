@@ -69,6 +69,8 @@ class ServeProcess {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   const std::string& token() const { return token_; }
+  // The admin token (its data dir's tokens/admin; "" before Start).
+  std::string admin_token() const;
 
  private:
   std::filesystem::path dir_;

@@ -318,8 +318,9 @@ struct CoreState {
   double LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens) const;
   // The same term where w's engine reported its load (kWorkerLoad, fresh): the batch's KV
   // is the larger of the running calls' and the reported share of w's KV capacity (other
-  // clients' requests included), and each request queued there delays the call by its
-  // share of a call's decode (one slot frees per call ending among the running ones).
+  // clients' requests included; without a share, each request running beyond the core's
+  // counts as large as the core's own), and each request queued there delays the call by
+  // its share of a call's decode (one slot frees per call ending among the running ones).
   double LoadSeconds(const NodeRec& n, int w, int64_t kv_tokens) const;
   const ReportedLoad* FreshReport(int w) const;
   // Whether KV at `from` can be moved into worker w's HBM (CoreOptions::kv_between_workers).

@@ -86,7 +86,8 @@ TEST(UpstreamLoad, OlderVllmSglangLlamaCppAndSwitchyardGauges) {
   EXPECT_EQ(l->engine, "llamacpp");
   EXPECT_EQ(l->waiting, 3);
   EXPECT_DOUBLE_EQ(l->kv_usage, 0.125);
-  // Another Switchyard: its nodes, and its HBM tiers (the host tier does not count).
+  // Another Switchyard: its nodes; its HBM tiers hold idle contexts too, so they give no
+  // KV share.
   auto sy = ParsePrometheusText(
       "switchyard_scheduler_running_nodes 2\nswitchyard_scheduler_queued_nodes 1\n"
       "switchyard_tier_used_bytes{tier=\"hbm\",worker=\"0\"} 30\n"
@@ -97,7 +98,7 @@ TEST(UpstreamLoad, OlderVllmSglangLlamaCppAndSwitchyardGauges) {
   l = LoadOf(UpstreamKind::kGeneric, *sy);
   EXPECT_EQ(l->engine, "switchyard");
   EXPECT_EQ(l->running, 2);
-  EXPECT_DOUBLE_EQ(l->kv_usage, 0.2);
+  EXPECT_EQ(l->kv_usage, -1);
   // An engine without a KV gauge still reports its requests; nothing known: no load.
   auto bare = ParsePrometheusText("sglang:num_running_reqs 1\n");
   EXPECT_EQ(LoadOf(UpstreamKind::kSglang, *bare)->kv_usage, -1);
