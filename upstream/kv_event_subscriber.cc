@@ -15,15 +15,6 @@
 namespace switchyard::upstream {
 namespace {
 
-// One upstream: its socket, index and figures.
-struct Feed {
-  void* socket = nullptr;
-  KvBlockIndex index;
-  KvEventSubscriber::Figures figures;
-  bool seen = false;  // a sequence number was read
-  uint64_t next_seq = 0;
-};
-
 // The frames of one message (topic, sequence, payload); false when none could be read.
 bool ReadMessage(void* socket, std::vector<std::string>* frames) {
   frames->clear();
@@ -51,6 +42,14 @@ uint64_t BigEndian(const std::string& b) {
 }  // namespace
 
 struct KvEventSubscriber::State {
+  // One upstream: its socket, index and figures.
+  struct Feed {
+    void* socket = nullptr;
+    KvBlockIndex index;
+    KvEventSubscriber::Figures figures;
+    bool seen = false;  // a sequence number was read
+    uint64_t next_seq = 0;
+  };
   void* context = nullptr;
   mutable Mutex mu;
   std::vector<Feed> feeds GUARDED_BY(mu);
@@ -121,7 +120,7 @@ Result<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::Start(
   MutexLock lock(&state->mu);
   state->feeds.resize(endpoints.size());
   for (size_t i = 0; i < endpoints.size(); ++i) {
-    Feed& f = state->feeds[i];
+    State::Feed& f = state->feeds[i];
     f.figures.endpoint = endpoints[i];
     if (endpoints[i].empty()) continue;
     f.socket = zmq_socket(state->context, ZMQ_SUB);
@@ -131,7 +130,7 @@ Result<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::Start(
     if (zmq_connect(f.socket, endpoints[i].c_str()) != 0) {
       Status st = Status::InvalidArgument("KV events endpoint '" + endpoints[i] +
                                           "': " + zmq_strerror(zmq_errno()));
-      for (Feed& g : state->feeds)
+      for (State::Feed& g : state->feeds)
         if (g.socket) zmq_close(g.socket);
       zmq_ctx_term(state->context);
       return st;
@@ -148,7 +147,7 @@ KvEventSubscriber::~KvEventSubscriber() {
   state_->stop = true;
   state_->thread.join();
   MutexLock lock(&state_->mu);
-  for (Feed& f : state_->feeds)
+  for (State::Feed& f : state_->feeds)
     if (f.socket) zmq_close(f.socket);
   zmq_ctx_term(state_->context);
 }
@@ -163,7 +162,7 @@ int64_t KvEventSubscriber::HeldPrefixTokens(size_t i, std::span<const int32_t> t
 std::vector<KvEventSubscriber::Figures> KvEventSubscriber::figures() const {
   MutexLock lock(&state_->mu);
   std::vector<Figures> out;
-  for (const Feed& f : state_->feeds) out.push_back(f.figures);
+  for (const State::Feed& f : state_->feeds) out.push_back(f.figures);
   return out;
 }
 

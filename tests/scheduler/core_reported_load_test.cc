@@ -174,8 +174,11 @@ TEST(CoreReportedLoad, AContextItsEngineEvictedIsDroppedAndTheNextCallGoesWhereL
   // its 60,110 tokens are recomputed wherever, and worker 1 is the less loaded.
   Commands next = f.At(7, ToolDone("s", "t"));
   EXPECT_EQ(LoadFixture::PlacedOn(next, "s", "b"), 1);
-  for (const Command& x : next.list)
-    if (x.kind == CommandKind::kPlace) EXPECT_EQ(x.recompute_tokens, 60'100);
+  for (const Command& x : next.list) {
+    if (x.kind == CommandKind::kPlace) {
+      EXPECT_EQ(x.recompute_tokens, 60'100);
+    }
+  }
 }
 
 // Proxy mode (kv_between_workers false): a context another worker holds cannot be read
@@ -201,8 +204,11 @@ TEST(CoreReportedLoad, WithoutKvBetweenWorkersALeavingSessionRecomputesItsContex
     } else {
       EXPECT_FALSE(moved);
       EXPECT_EQ(LoadFixture::PlacedOn(c, "s", "b"), 1);
-      for (const Command& x : c.list)
-        if (x.kind == CommandKind::kPlace) EXPECT_EQ(x.recompute_tokens, 60'100);
+      for (const Command& x : c.list) {
+        if (x.kind == CommandKind::kPlace) {
+          EXPECT_EQ(x.recompute_tokens, 60'100);
+        }
+      }
     }
   }
 }
