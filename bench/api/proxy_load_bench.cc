@@ -137,12 +137,6 @@ void RunRoutingRound(const ServeProcess& proxy, const RoutingShape& s, const std
   mode->all_calls += busy + idle;
 }
 
-double RoutingQuantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * double(v.size())))];
-}
-
 void ReportRoutingModes(const RoutingMode& off, const RoutingMode& on, const RoutingShape& s,
                         Report* report) {
   const std::string what = std::to_string(s.agents) + " agents x " + std::to_string(s.turns) +
@@ -150,8 +144,8 @@ void ReportRoutingModes(const RoutingMode& off, const RoutingMode& on, const Rou
                            std::to_string(s.rounds) + " rounds";
   for (double q : {0.5, 0.9}) {
     const std::string p = q == 0.5 ? "P50" : "P90";
-    report->Add({"proxy_load_routing/call_latency_" + p, RoutingQuantile(on.pooled.ms, q), "ms",
-                 false, "load not read", RoutingQuantile(off.pooled.ms, q),
+    report->Add({"proxy_load_routing/call_latency_" + p, Quantile(on.pooled.ms, q), "ms", false,
+                 "load not read", Quantile(off.pooled.ms, q),
                  "sessions' call latency (max_tokens 8) through the proxy, " + what});
   }
   auto share = [](const RoutingMode& m) {

@@ -186,12 +186,6 @@ void RunAgentsRound(const Upstream& up, const ServeProcess& proxy, const Agents&
   if (up.ours) mode->upstream_prompt_tokens += StepTokensOf(up) - before - calls;
 }
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * double(v.size())))];
-}
-
 bool StartProxy(const std::string& bin, const Upstream& up, bool steering,
                 const std::filesystem::path& config, ServeProcess* proxy) {
   std::vector<std::string> args = {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -137,6 +138,12 @@ bool Connection::ReadChunked(HttpAnswer* out, bool* got_bytes) {
     buf_.erase(0, eol + 2 + n + 2);
     if (n == 0) return true;  // no trailers expected
   }
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * double(v.size())))];
 }
 
 bool ServeProcess::Start(const std::string& binary, const std::vector<std::string>& args,

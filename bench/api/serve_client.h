@@ -19,6 +19,8 @@ namespace switchyard::bench {
 int EnvInt(const char* name, int fallback);
 // `n` random hex digits.
 std::string RandomHex(size_t n);
+// The `q` quantile of `v` (the value at rank q x size, 0 when empty).
+double Quantile(std::vector<double> v, double q);
 // User + system CPU seconds this process has used so far.
 double SelfCpuSeconds();
 

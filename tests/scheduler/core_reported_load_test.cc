@@ -113,18 +113,24 @@ TEST(CoreReportedLoad, ANewCallGoesWhereTheEngineReportsLessLoadWhileTheReportIs
   EXPECT_TRUE(f.At(15, LoadFixture::Load(7, 1, 1, 1)).list.empty());
 }
 
+// Session "s": a call creating a context of `tokens` on worker 0, then a tool wait (started
+// at 2 s), then a call extending it.
+void StartWaitingSession(LoadFixture& f, int64_t tokens) {
+  v1::Workflow s =
+      Wf("s", "t",
+         {Llm("a", {}, "ctx", v1::CacheRef::CREATE, tokens, 100), Tool("t", {"a"}, "bash", 5000),
+          Llm("b", {"t"}, "ctx", v1::CacheRef::EXTEND, 10, 100)});
+  ASSERT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(s)), "s", "a"), 0);
+  f.At(2, LlmDone("s", "a", 100, Seconds(1)));
+  f.At(2, Of(EventKind::kToolStarted, "s", "t"));
+}
+
 // A session whose context of `tokens` is kept on worker 0 through a tool wait, during
 // which worker 0's engine reports 90 % of its KV in use: where its next call goes.
 int NextCallWorker(int64_t tokens) {
   LoadFixture f;
   f.LearnOutputMean();
-  v1::Workflow s =
-      Wf("s", "t",
-         {Llm("a", {}, "ctx", v1::CacheRef::CREATE, tokens, 100), Tool("t", {"a"}, "bash", 5000),
-          Llm("b", {"t"}, "ctx", v1::CacheRef::EXTEND, 10, 100)});
-  EXPECT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(s)), "s", "a"), 0);
-  f.At(2, LlmDone("s", "a", 100, Seconds(1)));
-  f.At(2, Of(EventKind::kToolStarted, "s", "t"));
+  StartWaitingSession(f, tokens);
   EXPECT_EQ(f.core.ContextLocation("s/ctx")->tier, Tier::kHbm) << "kept through the wait";
   f.At(3, LoadFixture::Load(0, 12, 0, 0.9));
   return LoadFixture::PlacedOn(f.At(7, ToolDone("s", "t")), "s", "b");
@@ -145,13 +151,7 @@ TEST(CoreReportedLoad, ASessionMovesOnlyWhenTheLoadItAvoidsCostsMoreThanItsRecom
 TEST(CoreReportedLoad, AContextItsEngineEvictedIsDroppedAndTheNextCallGoesWhereLoadIsLeast) {
   LoadFixture f;
   f.LearnOutputMean();
-  v1::Workflow s =
-      Wf("s", "t",
-         {Llm("a", {}, "ctx", v1::CacheRef::CREATE, 60'000, 100), Tool("t", {"a"}, "bash", 5000),
-          Llm("b", {"t"}, "ctx", v1::CacheRef::EXTEND, 10, 100)});
-  ASSERT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(s)), "s", "a"), 0);
-  f.At(2, LlmDone("s", "a", 100, Seconds(1)));
-  f.At(2, Of(EventKind::kToolStarted, "s", "t"));
+  StartWaitingSession(f, 60'000);
   f.At(3, LoadFixture::Load(0, 12, 0, 0.9));
   auto evicted = [](const std::string& context, int worker) {
     Event e;
@@ -188,13 +188,7 @@ TEST(CoreReportedLoad, WithoutKvBetweenWorkersALeavingSessionRecomputesItsContex
     SCOPED_TRACE(between ? "KV moves between workers" : "proxy mode");
     LoadFixture f(between, /*linked=*/true);
     f.LearnOutputMean();
-    v1::Workflow s =
-        Wf("s", "t",
-           {Llm("a", {}, "ctx", v1::CacheRef::CREATE, 60'000, 100), Tool("t", {"a"}, "bash", 5000),
-            Llm("b", {"t"}, "ctx", v1::CacheRef::EXTEND, 10, 100)});
-    ASSERT_EQ(LoadFixture::PlacedOn(f.At(1, Submit(s)), "s", "a"), 0);
-    f.At(2, LlmDone("s", "a", 100, Seconds(1)));
-    f.At(2, Of(EventKind::kToolStarted, "s", "t"));
+    StartWaitingSession(f, 60'000);
     f.At(3, LoadFixture::Load(0, 12, 24, 0.9));  // far more than the recompute costs
     Commands c = f.At(7, ToolDone("s", "t"));
     bool moved = false;

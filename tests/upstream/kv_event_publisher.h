@@ -20,6 +20,16 @@ using Packer = msgpack::packer<msgpack::sbuffer>;
 
 inline std::string Digest(char c) { return std::string(32, c); }
 
+// A block hash as vLLM writes a digest: msgpack bin.
+inline void PackBin(Packer& p, const std::string& h) {
+  p.pack_bin(static_cast<uint32_t>(h.size()));
+  p.pack_bin_body(h.data(), static_cast<uint32_t>(h.size()));
+}
+inline void PackHashes(Packer& p, const std::vector<std::string>& hashes) {
+  p.pack_array(static_cast<uint32_t>(hashes.size()));
+  for (const std::string& h : hashes) PackBin(p, h);
+}
+
 inline void PackStoredMap(Packer& p, const std::vector<std::string>& hashes,
                           const std::string* parent, const std::vector<int32_t>& tokens,
                           const char* medium) {
@@ -27,15 +37,10 @@ inline void PackStoredMap(Packer& p, const std::vector<std::string>& hashes,
   p.pack(std::string("type"));
   p.pack(std::string("BlockStored"));
   p.pack(std::string("block_hashes"));
-  p.pack_array(static_cast<uint32_t>(hashes.size()));
-  for (const std::string& h : hashes) {
-    p.pack_bin(static_cast<uint32_t>(h.size()));
-    p.pack_bin_body(h.data(), static_cast<uint32_t>(h.size()));
-  }
+  PackHashes(p, hashes);
   p.pack(std::string("parent_block_hash"));
   if (parent) {
-    p.pack_bin(static_cast<uint32_t>(parent->size()));
-    p.pack_bin_body(parent->data(), static_cast<uint32_t>(parent->size()));
+    PackBin(p, *parent);
   } else {
     p.pack_nil();
   }
@@ -69,7 +74,7 @@ inline std::string MapBatch(const std::vector<std::string>& hashes, const std::s
 // A batch of one BlockRemoved of `hashes`.
 inline std::string RemovedBatch(const std::vector<std::string>& hashes) {
   msgpack::sbuffer buf;
-  msgpack::packer<msgpack::sbuffer> p(buf);
+  Packer p(buf);
   p.pack_map(2);
   p.pack(std::string("ts"));
   p.pack(1733500002.0);
@@ -79,11 +84,7 @@ inline std::string RemovedBatch(const std::vector<std::string>& hashes) {
   p.pack(std::string("type"));
   p.pack(std::string("BlockRemoved"));
   p.pack(std::string("block_hashes"));
-  p.pack_array(static_cast<uint32_t>(hashes.size()));
-  for (const std::string& h : hashes) {
-    p.pack_bin(static_cast<uint32_t>(h.size()));
-    p.pack_bin_body(h.data(), static_cast<uint32_t>(h.size()));
-  }
+  PackHashes(p, hashes);
   p.pack(std::string("medium"));
   p.pack(std::string("GPU"));
   return std::string(buf.data(), buf.size());
