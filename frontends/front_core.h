@@ -175,6 +175,8 @@ class FrontCore {
     std::optional<upstream::LoadMonitor::Scrapes> load;  // with upstream_load_interval_ms
     std::optional<upstream::KvEventSubscriber::Figures> kv_events;  // with its endpoint
     uint64_t evictions_reported = 0;  // sessions found evicted there (upstream_kv_events)
+    // Sessions predicted evicted there by its retention model (cached_tokens it reported).
+    uint64_t evictions_predicted = 0;
   };
   std::vector<UpstreamFigures> upstream_figures() const;
   // Proxy mode with an upstream that speaks only Chat Completions: Messages calls to it and
@@ -294,6 +296,7 @@ class FrontCore {
   std::unique_ptr<upstream::KvEventSubscriber> kv_events_;  // proxy mode with endpoints
   mutable Mutex evictions_mu_;
   std::vector<uint64_t> evictions_ GUARDED_BY(evictions_mu_);  // per upstream
+  std::vector<uint64_t> evictions_predicted_ GUARDED_BY(evictions_mu_);
   Sessions sessions_;
   mutable Mutex formats_mu_;
   mutable std::map<std::string, std::shared_ptr<const PromptFormat>> formats_

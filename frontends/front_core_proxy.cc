@@ -346,17 +346,30 @@ void FrontCore::StartLoadMonitor() {
 
 void FrontCore::CheckEvicted(const Call& c) {
   const std::string key = SessionKey(c.turn);
-  if (!kv_events_ || !steering_ || key.empty() || c.turn.first) return;
+  if (!steering_ || key.empty() || c.turn.first) return;
   std::optional<upstream::ProxySteering::LastTurn> last = steering_->last_turn(key);
-  if (!last || last->tokens.empty()) return;  // the upstream returned no token ids
-  const int64_t held = kv_events_->HeldPrefixTokens(last->upstream, last->tokens);
-  if (held * 2 >= static_cast<int64_t>(last->tokens.size())) return;
+  if (!last) return;
+  const size_t u = last->upstream;
+  // What the upstream's KV events say, where it publishes them and returned the turn's
+  // token ids; else what its cached_tokens taught the retention model.
+  const bool events = kv_events_ && u < options_.upstream_kv_events.size() &&
+                      !options_.upstream_kv_events[u].empty() && !last->tokens.empty();
+  bool evicted = false;
+  if (events) {
+    const int64_t held = kv_events_->HeldPrefixTokens(u, last->tokens);
+    evicted = held * 2 < static_cast<int64_t>(last->tokens.size());
+  } else {
+    evicted = steering_->PredictHeld(key) == std::optional<bool>(false);
+  }
+  if (!evicted) return;
   // One worker per upstream: the context's worker is its upstream's index.
   executors::Generation* g = service_->generation();
   if (!g || g->workers() != static_cast<int>(upstream_->size())) return;
-  g->ReportContextEvicted(c.turn.workflow + "/" + c.turn.context, static_cast<int>(last->upstream));
+  g->ReportContextEvicted(c.turn.workflow + "/" + c.turn.context, static_cast<int>(u));
   MutexLock lock(&evictions_mu_);
-  if (last->upstream < evictions_.size()) ++evictions_[last->upstream];
+  std::vector<uint64_t>& count = events ? evictions_ : evictions_predicted_;
+  if (count.size() < upstream_->size()) count.resize(upstream_->size(), 0);
+  ++count[u];
 }
 
 void FrontCore::ReportLatency(size_t i, std::chrono::steady_clock::time_point sent, int status) {
@@ -375,10 +388,11 @@ std::vector<FrontCore::UpstreamFigures> FrontCore::upstream_figures() const {
   if (load_monitor_) loads = load_monitor_->status();
   std::vector<upstream::KvEventSubscriber::Figures> events;
   if (kv_events_) events = kv_events_->figures();
-  std::vector<uint64_t> evictions;
+  std::vector<uint64_t> evictions, predicted;
   {
     MutexLock lock(&evictions_mu_);
     evictions = evictions_;
+    predicted = evictions_predicted_;
   }
   for (size_t i = 0; i < upstream_->size(); ++i) {
     UpstreamFigures f;
@@ -388,6 +402,7 @@ std::vector<FrontCore::UpstreamFigures> FrontCore::upstream_figures() const {
     if (i < loads.size()) f.load = loads[i];
     if (i < events.size() && !events[i].endpoint.empty()) f.kv_events = events[i];
     if (i < evictions.size()) f.evictions_reported = evictions[i];
+    if (i < predicted.size()) f.evictions_predicted = predicted[i];
     out.push_back(std::move(f));
   }
   return out;

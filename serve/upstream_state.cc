@@ -59,6 +59,17 @@ void AddKvEvents(const Figures& f, v1::UpstreamState* u) {
   e->set_evictions_reported(f.evictions_reported);
 }
 
+void AddRetention(const upstream::RetentionModel::Figures& r, uint64_t predicted,
+                  v1::UpstreamState* u) {
+  v1::UpstreamRetention* out = u->mutable_retention();
+  out->set_observations(r.observations);
+  out->set_held(r.held);
+  out->set_churn_tokens(r.churn);
+  out->set_has_capacity(r.capacity.has_value());
+  out->set_capacity_tokens(r.capacity.value_or(0));
+  out->set_evictions_predicted(predicted);
+}
+
 void AddLoad(const upstream::LoadMonitor::Scrapes& s, v1::UpstreamState* u) {
   v1::UpstreamLoad* l = u->mutable_load();
   l->set_scrapes(s.scrapes);
@@ -111,7 +122,25 @@ Status RegisterReportedMetrics(Metrics* m, const frontends::FrontCore* core) {
           if (f.kv_events) out->push_back({l, double(f.evictions_reported)});
         });
       }));
-  return Status::OK();
+  SY_RETURN_IF_ERROR(m->CounterCallback(
+      "switchyard_upstream_evictions_predicted_total",
+      "proxy mode: sessions whose prefix the upstream's retention model (its reported cached "
+      "tokens) predicted gone at their next turn",
+      [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (f.steering) out->push_back({l, double(f.evictions_predicted)});
+        });
+      }));
+  return m->Gauge(
+      "switchyard_upstream_retention_capacity_tokens",
+      "proxy mode: the KV an upstream writes before a waiting session's prefix is gone, as "
+      "learned from its reported cached tokens",
+      [core] {
+        return PerUpstream(core, [](const Figures& f, const std::string& l, S* out) {
+          if (f.steering && f.steering->retention.capacity)
+            out->push_back({l, double(*f.steering->retention.capacity)});
+        });
+      });
 }
 
 }  // namespace
@@ -138,6 +167,7 @@ void AddUpstreamStates(const frontends::FrontCore& core, v1::ClusterState* out) 
     for (const auto& [k, n] : Warmups(s.counters)) (*u->mutable_warmups())[k] = n;
     u->set_prompt_tokens(s.prompt_tokens);
     u->set_cached_tokens(s.cached_tokens);
+    AddRetention(s.retention, f.evictions_predicted, u);
   }
 }
 

@@ -30,14 +30,23 @@ struct ProxySteering::State {
     // The last answered turn's token ids, prompt then output (vLLM's return_token_ids):
     // the prefix its next turn extends, as the upstream's KV events key it.
     std::vector<int32_t> tokens;
+    // Its prefix's retention (RetentionModel): the upstream's churn counter when the last
+    // answer came, and that turn's prompt and output tokens; set by an answer's usage.
+    bool marked = false;
+    size_t mark_upstream = 0;
+    uint64_t mark = 0;
+    int64_t prefix_tokens = 0;
+    bool steered = false;  // warmed or discarded since: the next turn observes nothing
+    std::optional<std::pair<uint64_t, int64_t>> pending;  // the turn sent: churn, prefix
   };
   mutable Mutex mu;
   std::map<std::string, Session> sessions GUARDED_BY(mu);
   std::map<std::string, std::string> by_workflow GUARDED_BY(mu);  // workflow -> session key
   std::vector<std::map<std::string, uint64_t>> decisions GUARDED_BY(mu);
   std::vector<uint64_t> prompt_tokens GUARDED_BY(mu), cached_tokens GUARDED_BY(mu);
-  std::vector<double> latency_ms GUARDED_BY(mu);  // per upstream: an average of its answers'
-  std::unique_ptr<internal::WarmupTimer> timer;   // last: stopped first
+  std::vector<double> latency_ms GUARDED_BY(mu);         // per upstream: an average of its answers'
+  std::vector<RetentionModel> retention GUARDED_BY(mu);  // per upstream
+  std::unique_ptr<internal::WarmupTimer> timer;          // last: stopped first
 
   // How long before a session's predicted return its warm-up goes: what the upstream took
   // to answer lately, with a margin.
@@ -56,6 +65,7 @@ struct ProxySteering::State {
       if (it == sessions.end()) return;
       Session& s = it->second;
       if (s.request_seq != seq || !s.has_answer || s.warmed_seq == seq) return;
+      s.steered = true;
       s.warmed_seq = seq;
       ref = s.ref;
       prefix = s.prefix;
@@ -64,6 +74,19 @@ struct ProxySteering::State {
       Log(LogLevel::kWarn, "upstream warm-up not sent",
           LogKeys().With("session", ref.key).With("error", st.ToString()));
     }
+  }
+
+  // An answer's usage: the KV it wrote on its upstream, the observation its turn was, and
+  // the session's new mark.
+  void Retain(Session* s, const internal::AnswerReading& r) REQUIRES(mu) {
+    RetentionModel& model = retention[s->ref.upstream];
+    if (s->pending) model.Observe(s->pending->first, s->pending->second, r.cached);
+    s->pending.reset();
+    model.AddWritten(std::max<int64_t>(0, r.prompt - r.cached) + std::max<int64_t>(0, r.output));
+    s->marked = true;
+    s->mark_upstream = s->ref.upstream;
+    s->mark = model.churn();
+    s->prefix_tokens = r.prompt + std::max<int64_t>(0, r.output);
   }
 
   // Applies what a tap or a whole answer read.
@@ -85,6 +108,7 @@ struct ProxySteering::State {
       if (!r.usage) return;
       prompt_tokens[ref.upstream] += static_cast<uint64_t>(std::max<int64_t>(0, r.prompt));
       cached_tokens[ref.upstream] += static_cast<uint64_t>(std::max<int64_t>(0, r.cached));
+      Retain(&it->second, r);
     }
     steering->ReportCachedTokens(ref, r.cached);
   }
@@ -105,6 +129,7 @@ Result<std::unique_ptr<ProxySteering>> ProxySteering::Create(
     state->prompt_tokens.assign(state->kinds.size(), 0);
     state->cached_tokens.assign(state->kinds.size(), 0);
     state->latency_ms.assign(state->kinds.size(), 100.0);
+    state->retention.resize(state->kinds.size());
   }
   state->timer = std::make_unique<internal::WarmupTimer>();
   return std::unique_ptr<ProxySteering>(new ProxySteering(std::move(state)));
@@ -171,6 +196,11 @@ void ProxySteering::Decorate(const std::string& key, int priority, http::HttpReq
     it->second.has_request = true;
     it->second.has_answer = false;
     ++it->second.request_seq;
+    State::Session& s = it->second;
+    s.pending.reset();
+    if (s.marked && !s.steered && s.mark_upstream == ref.upstream)
+      s.pending.emplace(state_->retention[ref.upstream].churn() - s.mark, s.prefix_tokens);
+    s.steered = false;
   }
   // Switchyard's priority classes to the adapters' scale: larger is more urgent.
   const int urgency = priority == 1 ? 1 : priority == 3 ? -1 : 0;
@@ -193,6 +223,7 @@ void ProxySteering::Answered(const std::string& key, const std::string& body) {
   }
   internal::AnswerReading r;
   r.usage = UsageOf(j, &r.cached, &r.prompt);
+  r.output = OutputTokensOf(j);
   r.answer = AnswerOf(path, j);
   internal::ReadTokenIds(j, &r);
   state_->Apply(key, seq, r);
@@ -252,6 +283,11 @@ void ProxySteering::OnKv(const KvDecision& d) {
     lead_ms = state_->LeadMs(ref.upstream);
     static const char* kNames[] = {"keep", "demote", "prefetch", "discard"};
     ++state_->decisions[ref.upstream][kNames[static_cast<int>(d.kind)]];
+    // A discard acts on the upstream's cache except on a generic one (nothing to send):
+    // there the next turn still shows what the upstream kept by itself, which is also how
+    // the retention model learns whether a prediction that dropped the context was right.
+    if (d.kind == KvDecision::Kind::kDiscard && state_->kinds[ref.upstream] != "generic")
+      it->second.steered = true;
   }
   switch (d.kind) {
     case KvDecision::Kind::kKeep:
@@ -286,6 +322,15 @@ std::optional<ProxySteering::LastTurn> ProxySteering::last_turn(const std::strin
   return LastTurn{it->second.ref.upstream, it->second.tokens};
 }
 
+std::optional<bool> ProxySteering::PredictHeld(const std::string& key) const {
+  MutexLock lock(&state_->mu);
+  auto it = state_->sessions.find(key);
+  if (it == state_->sessions.end() || !it->second.marked) return std::nullopt;
+  const State::Session& s = it->second;
+  const RetentionModel& model = state_->retention[s.mark_upstream];
+  return model.Held(model.churn() - s.mark);
+}
+
 void ProxySteering::Ended(const std::string& key) {
   upstream::SessionRef ref;
   {
@@ -314,6 +359,7 @@ std::vector<ProxySteering::Figures> ProxySteering::figures() const {
     out[i].decisions = state_->decisions[i];
     out[i].prompt_tokens = state_->prompt_tokens[i];
     out[i].cached_tokens = state_->cached_tokens[i];
+    out[i].retention = state_->retention[i].figures();
   }
   return out;
 }

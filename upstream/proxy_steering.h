@@ -20,6 +20,9 @@
 //     host copy the scheduler timed its prefetch for. The prefetch decision sends it if it
 //     was not sent yet. One warm-up per answered request. Decisions for workflows that are
 //     not a session's current one are ignored.
+//   - PredictHeld: whether a session's prefix is probably still cached on its upstream, from
+//     the cached_tokens its answers report (retention.h), for proxy mode to tell the
+//     scheduler a context is gone where no KV events say so.
 //   - Ended: the session ended (Steering::OnRelease).
 //
 // Thread-safety: every method may be called from any thread. Callbacks run on the calling
@@ -42,6 +45,7 @@
 #include "base/result.h"
 #include "executors/generation.h"
 #include "http/http.h"
+#include "upstream/retention.h"
 #include "upstream/steering.h"
 #include "upstream/upstream_client.h"
 
@@ -57,8 +61,9 @@ class ProxySteering {
     uint64_t sessions = 0;  // sessions whose turns go to it
     // The scheduler's decisions for its sessions: "keep", "demote", "discard", "prefetch".
     std::map<std::string, uint64_t> decisions;
-    uint64_t prompt_tokens = 0;  // prompt tokens its answers reported
-    uint64_t cached_tokens = 0;  // of which it reported cached
+    uint64_t prompt_tokens = 0;         // prompt tokens its answers reported
+    uint64_t cached_tokens = 0;         // of which it reported cached
+    RetentionModel::Figures retention;  // how long it keeps a waiting session's prefix
   };
   // Reads a streamed answer's bytes (on the client's thread, in order); End applies what
   // it read (once; a tap dropped without End applies nothing).
@@ -102,6 +107,10 @@ class ProxySteering {
     std::vector<int32_t> tokens;
   };
   std::optional<LastTurn> last_turn(const std::string& key) const;
+  // Whether session `key`'s last turn's prefix is still cached on its upstream, as that
+  // upstream's RetentionModel predicts from the KV written there since; nullopt when it
+  // cannot tell (no answer with usage yet, or the model has not learned).
+  std::optional<bool> PredictHeld(const std::string& key) const;
 
   std::vector<Figures> figures() const;
 
@@ -117,6 +126,8 @@ class ProxySteering {
 // Completions' prompt_tokens_details, Responses' input_tokens_details, Messages'
 // cache_read_input_tokens; at the top, under "message" or "response"); false when none.
 bool UsageOf(const nlohmann::json& j, int64_t* cached, int64_t* prompt);
+// The output tokens its usage reports (completion_tokens or output_tokens); -1 when none.
+int64_t OutputTokensOf(const nlohmann::json& j);
 // The answer of a whole JSON answer for `path`'s API, as a warm-up appends it (warmup.h):
 // a chat message, Messages content blocks, Responses output items, or a completion's text.
 nlohmann::json AnswerOf(const std::string& path, const nlohmann::json& body);

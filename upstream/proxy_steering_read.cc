@@ -1,4 +1,5 @@
 // Reading upstream answers for steering: usage, the answer a warm-up appends, streams.
+#include <algorithm>
 #include <utility>
 
 #include "upstream/internal/steering_tap.h"
@@ -49,6 +50,13 @@ bool UsageOf(const nlohmann::json& j, int64_t* cached, int64_t* prompt) {
   *cached = std::max<int64_t>(0, c);
   *prompt = std::max<int64_t>(0, p);
   return c >= 0 || p >= 0;
+}
+
+int64_t OutputTokensOf(const nlohmann::json& j) {
+  const nlohmann::json* u = UsageObject(j);
+  if (u == nullptr) return -1;
+  const int64_t c = IntAt(*u, "completion_tokens", nullptr);  // Chat Completions
+  return c >= 0 ? c : IntAt(*u, "output_tokens", nullptr);    // Responses, Messages
 }
 
 nlohmann::json AnswerOf(const std::string& path, const nlohmann::json& body) {
@@ -115,6 +123,7 @@ void StreamAnswerReader::Line(std::string_view line) {
 void StreamAnswerReader::Event(const nlohmann::json& j) {
   ReadTokenIds(j, &reading_);
   int64_t cached = 0, prompt = 0;
+  reading_.output = std::max(reading_.output, OutputTokensOf(j));
   if (UsageOf(j, &cached, &prompt)) {
     reading_.usage = true;
     reading_.cached = std::max(reading_.cached, cached);

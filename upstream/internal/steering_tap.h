@@ -25,6 +25,7 @@ struct AnswerReading {
   nlohmann::json answer;  // null: none read
   bool usage = false;     // a usage was read
   int64_t cached = 0, prompt = 0;
+  int64_t output = -1;  // output tokens its usage reported (-1: none)
   // vLLM's `return_token_ids`: the prompt's token ids (top-level prompt_token_ids, in a
   // stream's first chunk) and the output's (choices[0].token_ids, a stream's chunks in
   // order). Empty prompt_ids: the answer carried none.
