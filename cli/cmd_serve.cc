@@ -76,7 +76,8 @@ int ServeUsage(const std::string& arg, bool has_value) {
                "usage: switchyard serve [--config FILE] [--listen HOST:PORT] "
                "[--data-dir DIR] [--llm engine|reported] [--engine simulated|cpu] "
                "[--model FILE_OR_DIR] [--weight-dtype f32|bf16] [--kv-dtype f32|bf16] "
-               "[--kv-pool-mib N] [--kv-offload-mib N] [--upstream URL[#API][,URL[#API]...]] "
+               "[--kv-pool-mib N] [--kv-offload-mib N] [--prefix-caching on|off] [--upstream "
+               "URL[#API][,URL[#API]...]] "
                "[--upstream-api same|chat] [--upstream-kind generic|vllm|sglang|llamacpp] "
                "[--upstream-steering on|off] [--upstream-load-interval-ms N] "
                "[--upstream-kv-events ENDPOINT[,ENDPOINT...]] "
@@ -159,6 +160,8 @@ int ParseServeArgs(const std::vector<std::string>& args, serve::ServeFlags* flag
       flags->upstream_kind = args[++i];
     else if (args[i] == "--upstream-steering" && v)
       flags->upstream_steering = args[++i];
+    else if (args[i] == "--prefix-caching" && v)
+      flags->prefix_caching = args[++i];
     else if (args[i] == "--upstream-kv-events" && v)
       SplitCommas(args[++i], true, &flags->upstream_kv_events);
     else if (args[i] == "--links" && v)

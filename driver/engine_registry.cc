@@ -143,6 +143,7 @@ Status LoadCpu(ServedModelSpec* s, std::shared_ptr<cpu_engine::TokenLog> token_l
   out->kv_bytes_scale = 1;                // real bytes
   s->hbm_bytes_per_worker = s->kv_pool_bytes;
   out->offload_bytes = s->kv_offload_bytes;
+  out->prefix_caching = s->prefix_caching;
   SY_ASSIGN_OR_RETURN(auto cost,
                       executors::RooflineCostModel::Create(out->model, CpuSpec(s->kv_pool_bytes)));
   out->cost = std::make_unique<executors::RooflineCostModel>(std::move(cost));
@@ -157,6 +158,7 @@ Result<EngineWorker> MakeCpu(EventLoop* loop, int worker, const executors::Engin
   o.token_masks = m.text_masks;
   o.token_bytes = m.token_bytes;
   o.offload_bytes = m.offload_bytes;
+  o.prefix_caching = m.prefix_caching;
   SY_ASSIGN_OR_RETURN(auto e, cpu_engine::CpuEngine::Create(loop, worker, limits, o));
   EngineWorker w;
   w.hbm = &e->pool();

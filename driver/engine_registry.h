@@ -53,6 +53,7 @@ struct ServedModelSpec {
   std::string weight_dtype, kv_dtype;
   uint64_t kv_pool_bytes = 256ULL << 20;
   uint64_t kv_offload_bytes = 0;  // engine cpu: its host offload tier per worker (0: none)
+  bool prefix_caching = true;     // engine cpu: automatic prefix caching
   std::optional<v1::ModelConfig> model_config;  // engine "simulated" (unset: the default)
   std::optional<v1::GpuSpec> gpu;
   int workers = 1;
@@ -74,6 +75,7 @@ struct ServedModel {
   // Engine "cpu": each token id's bytes, for forced tool calls' constrained decoding.
   std::vector<std::string> token_bytes;
   uint64_t offload_bytes = 0;    // engine cpu: ServedModelSpec::kv_offload_bytes
+  bool prefix_caching = true;    // engine cpu: ServedModelSpec::prefix_caching
   uint64_t kv_bytes_scale = 64;  // 1: real bytes
   bool computes() const { return kind && kind->computes; }
   ServedModel();

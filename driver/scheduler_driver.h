@@ -133,6 +133,8 @@ struct SchedulerConfig {
   // Engine cpu: a host offload tier of this many bytes per worker for the prefix cache
   // (CpuEngine::Options::offload_bytes); 0: none.
   uint64_t kv_offload_bytes = 0;
+  // Engine cpu: automatic prefix caching (CpuEngine::Options::prefix_caching).
+  bool cpu_prefix_caching = true;
   // The served model (ServiceConfig.models): the id nodes name (empty: the model's own
   // name) and other names accepted for it; engine "simulated": the model's shape and the
   // GPU it is priced on (unset: Llama-3.1-8B on an H100-SXM, the embedded default).

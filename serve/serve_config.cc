@@ -174,13 +174,21 @@ Status FillEngine(const v1::ServiceConfig& config, const ServeFlags& flags,
     if (s->model_path.empty()) s->model_path = cpu_engine::kDemoModel;
     s->kv_pool_bytes = static_cast<uint64_t>(mib > 0 ? mib : 256) << 20;
     s->kv_offload_bytes = static_cast<uint64_t>(flags.kv_offload_mib) << 20;
+    if (flags.prefix_caching != "" && flags.prefix_caching != "on" && flags.prefix_caching != "off")
+      return Status::InvalidArgument("--prefix-caching: expected on or off, got '" +
+                                     flags.prefix_caching + "'");
+    s->cpu_prefix_caching = flags.prefix_caching != "off";
+    if (!s->cpu_prefix_caching && flags.kv_offload_mib > 0)
+      return Status::InvalidArgument(
+          "--kv-offload-mib needs --prefix-caching on: the offload tier holds the prefix "
+          "cache's blocks");
     return FillCpuDtypes(flags, s);
   }
   if (!flags.model.empty() || flags.kv_pool_mib > 0 || flags.kv_offload_mib > 0 ||
-      !flags.weight_dtype.empty() || !flags.kv_dtype.empty())
+      !flags.weight_dtype.empty() || !flags.kv_dtype.empty() || !flags.prefix_caching.empty())
     return Status::InvalidArgument(
-        "--model, --kv-pool-mib, --kv-offload-mib, --weight-dtype and --kv-dtype apply to "
-        "--engine cpu only");
+        "--model, --kv-pool-mib, --kv-offload-mib, --prefix-caching, --weight-dtype and "
+        "--kv-dtype apply to --engine cpu only");
   return Status::OK();
 }
 

@@ -32,6 +32,10 @@ struct ServeFlags {
   // --kv-offload-mib N (engine cpu): a host offload tier of N MiB per worker for its prefix
   // cache (vLLM's native CPU offloading; cpu_engine/offload_cache.h); 0: none.
   int64_t kv_offload_mib = 0;
+  // --prefix-caching on|off (engine cpu; default on): automatic prefix caching across
+  // requests and sessions (vLLM's APC); off recomputes every prompt the pool does not hold
+  // for its own context, as an engine without it does.
+  std::string prefix_caching;
   std::vector<std::string> upstreams;  // --upstream URL[#API][,URL[#API]...] (proxy mode)
   std::string upstream_api;            // --upstream-api same|chat (of URLs without #API)
   std::string upstream_key;            // --upstream-key TOKEN

@@ -130,22 +130,6 @@ void RunAgent(int port, const std::string& token, const std::string& session, in
   }
 }
 
-// The upstream engine's step tokens so far (the sum of switchyard_engine_step_tokens).
-double UpstreamStepTokens(int port, const std::string& token) {
-  Connection conn(port);
-  HttpAnswer r;
-  if (!conn.Send("GET", "/metrics", "Authorization: Bearer " + token + "\r\n", "", &r)) return 0;
-  double sum = 0;
-  size_t at = 0;
-  const std::string key = "switchyard_engine_step_tokens_sum";
-  while ((at = r.body.find(key, at)) != std::string::npos) {
-    const size_t sp = r.body.find(' ', at);
-    sum += std::atof(r.body.c_str() + sp + 1);
-    at = sp;
-  }
-  return sum;
-}
-
 struct Mode {
   Sample pooled;
   double upstream_prompt_tokens = 0;
@@ -160,7 +144,7 @@ struct Upstream {
 };
 
 double StepTokensOf(const Upstream& up) {
-  return up.ours ? UpstreamStepTokens(up.ours->port(), up.ours->token()) : 0;
+  return up.ours ? EngineStepTokens(up.ours->port(), up.ours->token()) : 0;
 }
 
 void RunAgentsRound(const Upstream& up, const ServeProcess& proxy, const Agents& a,

@@ -41,6 +41,21 @@ double SelfCpuSeconds() {
          1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+double EngineStepTokens(int port, const std::string& token) {
+  Connection conn(port);
+  HttpAnswer r;
+  if (!conn.Send("GET", "/metrics", "Authorization: Bearer " + token + "\r\n", "", &r)) return 0;
+  double sum = 0;
+  size_t at = 0;
+  const std::string key = "switchyard_engine_step_tokens_sum";
+  while ((at = r.body.find(key, at)) != std::string::npos) {
+    const size_t sp = r.body.find(' ', at);
+    sum += std::atof(r.body.c_str() + sp + 1);
+    at = sp;
+  }
+  return sum;
+}
+
 bool Connection::Send(const std::string& method, const std::string& target,
                       const std::string& headers, const std::string& body, HttpAnswer* out) {
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers +

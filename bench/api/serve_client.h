@@ -23,6 +23,9 @@ std::string RandomHex(size_t n);
 double Quantile(std::vector<double> v, double q);
 // User + system CPU seconds this process has used so far.
 double SelfCpuSeconds();
+// The tokens a `switchyard serve` at `port` has computed in engine steps so far (the sum of
+// switchyard_engine_step_tokens_sum in its /metrics, read with `token`; 0 when unread).
+double EngineStepTokens(int port, const std::string& token);
 
 struct HttpAnswer {
   int status = 0;

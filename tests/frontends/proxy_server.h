@@ -33,6 +33,7 @@ struct ProxyTestOptions {
   bool steering = true;                 // the proxy's --upstream-steering
   int load_interval_ms = 0;             // the proxy's --upstream-load-interval-ms (0: off)
   std::vector<std::string> kv_events;   // the proxy's --upstream-kv-events
+  bool prefix_caching = true;           // the CPU engine's (a server with no upstream)
 };
 
 struct ProxyTestServer {
@@ -56,6 +57,7 @@ struct ProxyTestServer {
       so.scheduler.engine = "cpu";
       so.scheduler.model_path = std::string(SY_SOURCE_DIR) + "/configs/models/tiny-llama-2l.json";
       so.scheduler.kv_pool_bytes = o.kv_pool_bytes;
+      so.scheduler.cpu_prefix_caching = o.prefix_caching;
     } else {
       so.scheduler.engines_run_llm = false;     // the front reports the proxied calls
       so.scheduler.kv_between_workers = false;  // as serve has it in proxy mode

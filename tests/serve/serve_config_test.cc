@@ -381,6 +381,27 @@ TEST(ServeConfigTest, FlagsOverrideTheConfig) {
   EXPECT_TRUE(s->service.scheduler.engines_run_llm);
 }
 
+TEST(ServeConfigTest, PrefixCachingIsOnUnlessTurnedOffForTheCpuEngine) {
+  ServeFlags f;
+  f.engine = "cpu";
+  auto s = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->service.scheduler.cpu_prefix_caching);
+  f.prefix_caching = "off";
+  s = MakeServeSetup(v1::ServiceConfig{}, f);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->service.scheduler.cpu_prefix_caching);
+  f.kv_offload_mib = 16;  // the offload tier holds the prefix cache's blocks
+  EXPECT_NE(ErrorOf("{}", f).find("--kv-offload-mib needs --prefix-caching on"), std::string::npos);
+  f.kv_offload_mib = 0;
+  f.prefix_caching = "maybe";
+  EXPECT_NE(ErrorOf("{}", f).find("--prefix-caching: expected on or off, got 'maybe'"),
+            std::string::npos);
+  ServeFlags simulated;
+  simulated.prefix_caching = "off";
+  EXPECT_NE(ErrorOf("{}", simulated).find("apply to --engine cpu only"), std::string::npos);
+}
+
 TEST(ServeConfigTest, ThePolicyComesFromTheFlagOrTheConfigAndABadOneIsNamed) {
   auto s = MakeServeSetup(Parse(R"({"policy": "kvflow"})"), {});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
