@@ -98,8 +98,8 @@ void RunSession(const ServeProcess& server, const std::string& preamble, const s
 }
 
 // One round through `server`: A agents, S sessions each; returns the prompt tokens computed.
-double RunRound(const ServeProcess& server, const std::string& run, const SharedWorkload& w,
-                SharedSample* pooled) {
+double RunSharedRound(const ServeProcess& server, const std::string& run, const SharedWorkload& w,
+                      SharedSample* pooled) {
   const double before = EngineStepTokens(server.port(), server.token());
   const std::string preamble = Preamble(run, w.preamble);
   std::vector<SharedSample> samples(static_cast<size_t>(w.agents));
@@ -177,11 +177,11 @@ void ReportSharedPrefixServe(const std::map<std::string, Measured>&, Report* rep
   for (int r = 0; r < rounds; ++r) {
     const std::string id = run + std::to_string(r);
     if (r % 2 == 0) {
-      c_off += RunRound(off, id + "off", w, &s_off);
-      c_on += RunRound(on, id + "on", w, &s_on);
+      c_off += RunSharedRound(off, id + "off", w, &s_off);
+      c_on += RunSharedRound(on, id + "on", w, &s_on);
     } else {
-      c_on += RunRound(on, id + "on", w, &s_on);
-      c_off += RunRound(off, id + "off", w, &s_off);
+      c_on += RunSharedRound(on, id + "on", w, &s_on);
+      c_off += RunSharedRound(off, id + "off", w, &s_off);
     }
   }
   ReportShared(s_off, s_on, c_off, c_on, w, rounds, report);
