@@ -11,6 +11,7 @@
 #include "executors/generation.h"
 #include "frontends/front_call.h"
 #include "frontends/front_core.h"
+#include "upstream/stream_usage.h"
 
 namespace switchyard::frontends {
 
@@ -72,7 +73,14 @@ void FrontCore::SendAsIs(const CallPtr& c, size_t i, http::HttpRequest out) {
   std::shared_ptr<upstream::UpstreamStreamReader> reader = c->reply->NewUpstreamStreamReader();
   const std::string key = SessionKey(c->turn);
   std::shared_ptr<upstream::ProxySteering::StreamTap> tap;
-  if (steering_ && !key.empty() && c->req.stream) tap = steering_->Tap(key);
+  if (steering_ && !key.empty() && c->req.stream) {
+    tap = steering_->Tap(key);
+    // Steering reads the stream's usage; a client that did not ask for it does not get it.
+    if (upstream::AskUsage(&out)) {
+      auto filter = std::make_shared<upstream::UsageEventFilter>();
+      hooks.transform = [filter](std::string_view bytes) { return filter->Filter(bytes); };
+    }
+  }
   hooks.on_bytes = [reader, tap](std::string_view bytes) {
     reader->Read(bytes);
     if (tap) tap->Read(bytes);

@@ -126,6 +126,32 @@ TEST_F(OpenAiProxyTest, StreamsPassThroughAndTheSessionsNextTurnFollowsAtOnce) {
   }
 }
 
+// Steering reads a stream's usage even where the client did not ask for it
+// (stream_options.include_usage, added on the way up); the usage event, whose choices are
+// empty, does not reach that client. A client that asked gets it.
+TEST_F(OpenAiProxyTest, SteeringReadsAStreamsUsageWithoutHandingItToAClientThatDidNotAsk) {
+  auto usage_events = [](const std::string& sse) {
+    int n = 0;
+    for (size_t at = 0; (at = sse.find("\"choices\":[]", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  json body = Body({{{"role", "user"}, {"content", "stream without usage"}}});
+  body["stream"] = true;
+  auto plain = Post(proxy_.port, kToken, body, "u-1");
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(usage_events(plain.body), 0) << plain.body;
+  EXPECT_NE(plain.body.find("data: [DONE]"), std::string::npos) << plain.body;
+  json u;
+  EXPECT_TRUE(testing::WaitUntil([&] {  // the tap applies the usage when the stream ends
+    u = Get(proxy_.port, (std::string(kToken) + "-admin").c_str(), "/v1/cluster")["upstreams"][0];
+    return std::stoll(u.value("promptTokens", std::string("0"))) > 0;
+  })) << u.dump();
+  body["stream_options"] = {{"include_usage", true}};
+  auto asked = Post(proxy_.port, kToken, body, "u-2");
+  ASSERT_EQ(asked.status, 200) << asked.body;
+  EXPECT_EQ(usage_events(asked.body), 1) << asked.body;
+}
+
 // An upstream that fails a call (5xx) or answers in shapes the front does not expect
 // (wrong JSON types where it looks for usage and tool calls): each answer goes back
 // unchanged, the proxy stays up, and the session goes on — a failed call's workflow is
