@@ -8,8 +8,14 @@
 #include "executors/model_cost.h"
 #include "executors/simulated_engine.h"
 #include "executors/step_cost.h"
+#include "executors/table_cost_model.h"
 
 namespace switchyard::driver {
+
+const scheduler::ComputeCostModel* ServedModel::core_cost() const {
+  if (table_cost) return table_cost.get();
+  return cost.get();
+}
 
 namespace {
 
@@ -85,6 +91,13 @@ Status LoadSimulated(ServedModelSpec* s, std::shared_ptr<cpu_engine::TokenLog>, 
   SY_ASSIGN_OR_RETURN(executors::RooflineStepCost step,
                       executors::RooflineStepCost::Create(out->model, gpu));
   out->step_cost = std::make_unique<executors::RooflineStepCost>(std::move(step));
+  if (!s->step_table.empty()) {
+    SY_ASSIGN_OR_RETURN(executors::TableStepCost table,
+                        executors::TableStepCost::FromFile(s->step_table));
+    out->step_cost = std::make_shared<executors::TableStepCost>(std::move(table));
+    out->table_cost = std::make_unique<executors::StepTableCostModel>(out->step_cost,
+                                                                      out->cost->KvBytesPerToken());
+  }
   if (s->hbm_bytes_per_worker == 0) {
     SY_ASSIGN_OR_RETURN(s->hbm_bytes_per_worker, KvHbmBytes(out->model, gpu));
   }

@@ -38,6 +38,9 @@ class Tokenizer;
 namespace switchyard::kv_tiers {
 class Tier;
 }  // namespace switchyard::kv_tiers
+namespace switchyard::scheduler {
+class ComputeCostModel;
+}  // namespace switchyard::scheduler
 
 namespace switchyard::driver {
 
@@ -54,6 +57,9 @@ struct ServedModelSpec {
   uint64_t kv_pool_bytes = 256ULL << 20;
   uint64_t kv_offload_bytes = 0;  // engine cpu: its host offload tier per worker (0: none)
   bool prefix_caching = true;     // engine cpu: automatic prefix caching
+  // Engines simulated and reported: a step-time table (configs/step_tables) that prices the
+  // model's calls and times the simulated engine's steps; "": the roofline.
+  std::string step_table;
   std::optional<v1::ModelConfig> model_config;  // engine "simulated" (unset: the default)
   std::optional<v1::GpuSpec> gpu;
   int workers = 1;
@@ -65,7 +71,10 @@ struct ServedModel {
   const executors::EngineKind* kind = nullptr;
   v1::ModelConfig model;
   std::unique_ptr<executors::RooflineCostModel> cost;   // the core's estimates
-  std::unique_ptr<executors::StepCostModel> step_cost;  // engines timed by the roofline
+  std::shared_ptr<executors::StepCostModel> step_cost;  // simulated engines' step times
+  // The scheduler's prices when a step table gives them (else `cost`'s roofline).
+  std::unique_ptr<scheduler::ComputeCostModel> table_cost;
+  const scheduler::ComputeCostModel* core_cost() const;
   // Kinds that compute: the model, its tokenizer, the token ids of every context.
   std::unique_ptr<cpu_engine::Model> cpu_model;
   std::shared_ptr<cpu_engine::TokenLog> token_log;

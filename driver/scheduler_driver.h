@@ -135,6 +135,9 @@ struct SchedulerConfig {
   uint64_t kv_offload_bytes = 0;
   // Engine cpu: automatic prefix caching (CpuEngine::Options::prefix_caching).
   bool cpu_prefix_caching = true;
+  // Engine simulated or reported: a step-time table the model is priced and timed by
+  // (ServedModelSpec::step_table); "": the roofline of model_config on gpu.
+  std::string step_table;
   // The served model (ServiceConfig.models): the id nodes name (empty: the model's own
   // name) and other names accepted for it; engine "simulated": the model's shape and the
   // GPU it is priced on (unset: Llama-3.1-8B on an H100-SXM, the embedded default).

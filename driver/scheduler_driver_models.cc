@@ -97,6 +97,7 @@ Status SchedulerDriver::MakeGroups() {
   first.kv_pool_bytes = c.kv_pool_bytes;
   first.kv_offload_bytes = c.kv_offload_bytes;
   first.prefix_caching = c.cpu_prefix_caching;
+  first.step_table = c.step_table;
   first.model_config = c.model_config;
   first.gpu = c.gpu;
   first.workers = c.workers;

@@ -155,7 +155,7 @@ Status SchedulerDriver::BuildCoreStack() {
   co.disk_bytes_per_worker = std::max<uint64_t>(1, disk_bytes_ / uint64_t(total));
   if (groups_.size() > 1) {
     for (const auto& g : groups_) {
-      co.model_costs[g->spec.id] = g->cost.get();
+      co.model_costs[g->spec.id] = g->core_cost();
       for (int w = 0; w < g->spec.workers; ++w) {
         co.worker_models.push_back(g->spec.id);
         co.worker_hbm_bytes.push_back(g->spec.hbm_bytes_per_worker);
@@ -175,7 +175,7 @@ Status SchedulerDriver::BuildCoreStack() {
     co.worker_roles = c.worker_roles;
     co.worker_roles.resize(static_cast<size_t>(total), scheduler::WorkerRole::kMixed);
   }
-  spec.cost = groups_[0]->cost.get();
+  spec.cost = groups_[0]->core_cost();
   SY_ASSIGN_OR_RETURN(stack_, executors::BuildStack(std::move(spec), loop_));
   return Status::OK();
 }

@@ -8,7 +8,8 @@
 
 namespace switchyard::scheduler::internal {
 
-double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens) const {
+double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens,
+                                      int64_t other_seqs) const {
   auto mean = output_mean.find(n.spec.model_id());
   if (mean == output_mean.end()) return 0;  // nothing learned yet: locality decides
   const WorkerRec& wr = workers[static_cast<size_t>(w)];
@@ -18,8 +19,11 @@ double CoreState::LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens
   assert(sum == wr.decode_kv_tokens);
 #endif
   kv_tokens += wr.decode_kv_tokens;
-  // One step of the batch: the weights read once, every sequence's KV read.
-  const Duration step = CostOf(n.spec.model_id()).DecodeTime(1, kv_tokens);
+  // One step of the batch (its running calls, other clients' and this one): on a GPU the
+  // weights read once and every sequence's KV read; an engine that pays per sequence
+  // prices that too (ComputeCostModel::BatchStepTime).
+  const Duration step =
+      CostOf(n.spec.model_id()).BatchStepTime(wr.running + other_seqs + 1, kv_tokens);
   return mean->second * ToSeconds(step);
 }
 
@@ -38,6 +42,8 @@ double CoreState::LoadSeconds(const NodeRec& n, int w, int64_t kv_tokens) const 
   if (!r) return LoadedDecodeSeconds(n, w, kv_tokens);
   const WorkerRec& wr = workers[static_cast<size_t>(w)];
   int64_t others = 0;  // the reported batch's KV beyond what the core runs there
+  const int64_t other_seqs =
+      std::max<int64_t>(0, static_cast<int64_t>(r->running) - static_cast<int64_t>(wr.running));
   if (r->kv_usage > 0) {
     const uint64_t bpt = std::max<uint64_t>(1, kv.BytesPerToken(n.spec.model_id()));
     const auto reported = static_cast<int64_t>(std::min(r->kv_usage, 1.0) *
@@ -50,7 +56,7 @@ double CoreState::LoadSeconds(const NodeRec& n, int w, int64_t kv_tokens) const 
         wr.running > 0 ? double(wr.decode_kv_tokens) / wr.running : static_cast<double>(kv_tokens);
     others = static_cast<int64_t>((r->running - wr.running) * each);
   }
-  const double decode = LoadedDecodeSeconds(n, w, kv_tokens + others);
+  const double decode = LoadedDecodeSeconds(n, w, kv_tokens + others, other_seqs);
   if (r->waiting <= 0) return decode;
   const double slots = std::max({1.0, r->running, static_cast<double>(wr.running)});
   return decode * (1.0 + r->waiting / slots);

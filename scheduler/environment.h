@@ -55,6 +55,13 @@ class ComputeCostModel {
   virtual Duration DecodeTime(int64_t steps, int64_t context_tokens) const = 0;
   // Bytes of KV one token takes.
   virtual uint64_t KvBytesPerToken() const = 0;
+  // One decode step of a batch of `seqs` sequences that read `kv_tokens` of KV in all. By
+  // default a GPU's: the weights read once and every sequence's KV, whatever the count
+  // (DecodeTime(1, kv_tokens)); an engine that pays per sequence says so.
+  virtual Duration BatchStepTime(int64_t seqs, int64_t kv_tokens) const {
+    (void)seqs;
+    return DecodeTime(1, kv_tokens);
+  }
 };
 
 }  // namespace switchyard::scheduler

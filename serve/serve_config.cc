@@ -214,16 +214,18 @@ template <typename Spec>
 Status FillModelShape(const v1::ServedModel& m, const std::string& engine, const std::string& field,
                       Spec* s) {
   if (executors::EngineComputes(engine)) {
-    if (!m.model_file().empty() || m.has_model() || !m.gpu_file().empty() || m.has_gpu())
+    if (!m.model_file().empty() || m.has_model() || !m.gpu_file().empty() || m.has_gpu() ||
+        !m.step_table().empty())
       return Status::InvalidArgument(
           field +
-          ": model/modelFile/gpu/gpuFile price the simulated engine; engine 'cpu' "
+          ": model/modelFile/gpu/gpuFile/stepTable price the simulated engine; engine 'cpu' "
           "takes its shape from " +
           field + ".checkpoint");
     return Status::OK();
   }
   if (!m.checkpoint().empty())
     return Status::InvalidArgument(field + ".checkpoint applies to engine 'cpu' only");
+  s->step_table = m.step_table();
   SY_RETURN_IF_ERROR(FillFrom(m.model_file(), m.model(), field + ".model", &s->model_config));
   return FillFrom(m.gpu_file(), m.gpu(), field + ".gpu", &s->gpu);
 }

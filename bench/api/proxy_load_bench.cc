@@ -17,6 +17,11 @@
 // share of the sessions' calls the busy upstream served.
 // Environment: SY_BENCH_LOAD_AGENTS (A, 6), SY_BENCH_LOAD_TURNS (T, 4),
 // SY_BENCH_LOAD_WAIT_MS (W, 200), SY_BENCH_LOAD_FLOOD (F, 4), SY_BENCH_LOAD_ROUNDS (R, 2);
+// SY_BENCH_LOAD_STEP_TABLE=FILE: both proxies price the upstreams by that step table (a
+// `switchyard calibrate --engine cpu` table of the upstreams' engine, config
+// models[0].stepTable) instead of Llama-3.1-8B's roofline on an H100; its token columns are
+// converted to the proxies' token estimate first (4 bytes a token; the upstreams' byte
+// vocabulary is 1 byte a token);
 // SY_BENCH_API_ONLY=proxy_load_routing runs only this reporter:
 //   SY_BENCH_API_ONLY=proxy_load_routing build-release/bin/bench_api --json --benchmark_filter=none
 //
@@ -24,10 +29,13 @@
 // slots and read an atomic stop flag.
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -159,6 +167,37 @@ void ReportRoutingModes(const RoutingMode& off, const RoutingMode& on, const Rou
                  off.pooled.failed, on.pooled.failed);
 }
 
+// `table` with its token columns in the proxies' estimate (a token per 4 bytes where the
+// upstream's vocabulary has one per byte), written to `out`; false when unreadable.
+bool ToProxyTokens(const std::string& table, const std::filesystem::path& out) {
+  std::ifstream in(table);
+  std::ofstream o(out);
+  if (!in || !o) return false;
+  std::vector<double> scale;  // per column
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::stringstream cells(line);
+    std::string cell, row;
+    for (size_t i = 0; std::getline(cells, cell, ','); ++i) {
+      if (scale.size() <= i && !std::isdigit(static_cast<unsigned char>(cell[0]))) {
+        // The header: prefill and KV tokens / 4, attention (tokens squared) / 16.
+        scale.push_back(cell == "prefill_tokens" || cell == "kv_tokens" ? 0.25
+                        : cell == "prefill_attention"                   ? 0.0625
+                                                                        : 1.0);
+        row += (i ? "," : "") + cell;
+        continue;
+      }
+      const double v = std::atof(cell.c_str()) * (i < scale.size() ? scale[i] : 1.0);
+      std::ostringstream num;
+      num.precision(17);
+      num << (i + 1 < scale.size() && scale[i] != 1.0 ? double(int64_t(v)) : v);
+      row += (i ? "," : "") + num.str();
+    }
+    o << row << "\n";
+  }
+  return !scale.empty();
+}
+
 void ReportProxyLoadRouting(const std::map<std::string, Measured>&, Report* report) {
   if (const char* only = std::getenv("SY_BENCH_API_ONLY");
       only && std::string(only) != "proxy_load_routing")
@@ -183,12 +222,29 @@ void ReportProxyLoadRouting(const std::map<std::string, Measured>&, Report* repo
     return;
   const std::string list = "http://127.0.0.1:" + std::to_string(busy.port()) +
                            ",http://127.0.0.1:" + std::to_string(idle.port());
+  std::vector<std::string> priced;  // --config FILE with the step table, or nothing
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sy_bench_load_" + RandomHex(6));
+  if (const char* table = std::getenv("SY_BENCH_LOAD_STEP_TABLE"); table && *table) {
+    std::filesystem::create_directories(dir);
+    if (!ToProxyTokens(table, dir / "table.csv")) {
+      std::fprintf(stderr, "bench proxy_load_routing: cannot read step table %s\n", table);
+      return;
+    }
+    std::ofstream(dir / "config.json")
+        << nlohmann::json{{"models", {{{"stepTable", (dir / "table.csv").string()}}}}}.dump();
+    priced = {"--config", (dir / "config.json").string()};
+  }
   auto proxy = [&](const char* interval, ServeProcess* p, const char* what) {
-    return p->Start(
-        bin, {"--upstream", list, "--upstream-key", key, "--upstream-load-interval-ms", interval},
-        what);
+    std::vector<std::string> args = {
+        "--upstream", list, "--upstream-key", key, "--upstream-load-interval-ms", interval};
+    args.insert(args.end(), priced.begin(), priced.end());
+    return p->Start(bin, args, what);
   };
-  if (!proxy("0", &off, "proxy (load not read)") || !proxy("200", &on, "proxy (load read)")) return;
+  const bool started =
+      proxy("0", &off, "proxy (load not read)") && proxy("200", &on, "proxy (load read)");
+  std::filesystem::remove_all(dir);  // read at start
+  if (!started) return;
   std::atomic<bool> stop{false};
   std::vector<std::thread> flood;
   for (int i = 0; i < s.flood; ++i)

@@ -314,8 +314,10 @@ struct CoreState {
                                        const std::vector<std::string>& keys);
   // Policy::PlacementLoadWeight's term: the call's expected decode seconds on worker w,
   // its model's mean output x one step of w's batch with the call added (the cost model's
-  // decode step over the running calls' KV tokens and the call's own `kv_tokens`).
-  double LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens) const;
+  // batch step over the running calls' KV tokens and the call's own `kv_tokens`, with
+  // `other_seqs` more sequences other clients run there, as its engine reported).
+  double LoadedDecodeSeconds(const NodeRec& n, int w, int64_t kv_tokens,
+                             int64_t other_seqs = 0) const;
   // The same term where w's engine reported its load (kWorkerLoad, fresh): the batch's KV
   // is the larger of the running calls' and the reported share of w's KV capacity (other
   // clients' requests included; without a share, each request running beyond the core's

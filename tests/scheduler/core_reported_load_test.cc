@@ -39,9 +39,11 @@ constexpr int64_t kPoolTokens = 100'000;
 struct LoadFixture {
   // `linked`: the fabric has a 50 GB/s path between the workers (else none: a context
   // elsewhere can only be recomputed, whatever kv_between_workers says).
-  explicit LoadFixture(bool kv_between_workers = true, bool linked = false)
+  // `priced`: the cost model the core prices with (nullptr: KvReadCost).
+  explicit LoadFixture(bool kv_between_workers = true, bool linked = false,
+                       const ComputeCostModel* priced = nullptr)
       : fabric(SimulatedFabric::Options{.workers = linked ? 2 : 1}),
-        core(Options(kv_between_workers), &policy, &fabric, &fabric, &cost) {}
+        core(Options(kv_between_workers), &policy, &fabric, &fabric, priced ? priced : &cost) {}
   static CoreOptions Options(bool kv_between_workers) {
     CoreOptions o;
     o.kv_between_workers = kv_between_workers;
@@ -83,6 +85,21 @@ struct LoadFixture {
   Core core;
 };
 
+// KvReadCost with a price per batched sequence, as a CPU engine's measured step table has
+// (executors::StepTableCostModel): 2 ms for each sequence a decode step carries.
+class PerSequenceCost final : public ComputeCostModel {
+ public:
+  Duration PrefillTime(int64_t n, int64_t c) const override { return kv_.PrefillTime(n, c); }
+  Duration DecodeTime(int64_t s, int64_t c) const override { return kv_.DecodeTime(s, c); }
+  Duration BatchStepTime(int64_t seqs, int64_t kv_tokens) const override {
+    return kv_.DecodeTime(1, kv_tokens) + Millis(2) * seqs;
+  }
+  uint64_t KvBytesPerToken() const override { return kBpt; }
+
+ private:
+  KvReadCost kv_;
+};
+
 v1::Workflow OneCall(const std::string& id) {
   return Wf(id, "t", {Llm("x", {}, "c", v1::CacheRef::CREATE, 500, 100)});
 }
@@ -111,6 +128,21 @@ TEST(CoreReportedLoad, ANewCallGoesWhereTheEngineReportsLessLoadWhileTheReportIs
   EXPECT_FALSE(f.core.reported_load(0).has_value());
   // A report for a worker that does not exist changes nothing.
   EXPECT_TRUE(f.At(15, LoadFixture::Load(7, 1, 1, 1)).list.empty());
+}
+
+// Worker 0's engine runs 12 short requests of other clients (their KV share next to
+// nothing): a GPU's step barely notices them, a CPU engine's pays for each. Where a new
+// call goes depends on which engine the core's cost model says it prices.
+TEST(CoreReportedLoad, SequencesTheEngineBatchesCountWhereItsCostModelPricesThem) {
+  auto placed = [](const ComputeCostModel* priced) {
+    LoadFixture f(true, false, priced);
+    f.LearnOutputMean();
+    f.At(2, LoadFixture::Load(0, 12, 0, 1e-6));
+    return LoadFixture::PlacedOn(f.At(2.5, Submit(OneCall("a"))), "a", "x");
+  };
+  EXPECT_EQ(placed(nullptr), 0) << "KV read only: both workers cost the same; the first wins";
+  const PerSequenceCost per_sequence;
+  EXPECT_EQ(placed(&per_sequence), 1) << "13 sequences a step against 1";
 }
 
 // Session "s": a call creating a context of `tokens` on worker 0, then a tool wait (started

@@ -402,6 +402,18 @@ TEST(ServeConfigTest, PrefixCachingIsOnUnlessTurnedOffForTheCpuEngine) {
   EXPECT_NE(ErrorOf("{}", simulated).find("apply to --engine cpu only"), std::string::npos);
 }
 
+TEST(ServeConfigTest, AStepTablePricesTheSimulatedOrProxiedModel) {
+  auto s = MakeServeSetup(Parse(R"({"models": [{"stepTable": "tables/upstream.csv"}]})"), {});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->service.scheduler.step_table, "tables/upstream.csv");
+  ServeFlags cpu;
+  cpu.engine = "cpu";
+  const std::string e = ErrorOf(R"({"models": [{"stepTable": "t.csv"}]})", cpu);
+  EXPECT_NE(e.find("models[0]: model/modelFile/gpu/gpuFile/stepTable price the simulated"),
+            std::string::npos)
+      << e;
+}
+
 TEST(ServeConfigTest, ThePolicyComesFromTheFlagOrTheConfigAndABadOneIsNamed) {
   auto s = MakeServeSetup(Parse(R"({"policy": "kvflow"})"), {});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
