@@ -88,13 +88,9 @@ void RunRoutedAgent(int port, const std::string& token, const std::string& sessi
   const std::string headers = JsonAuth(token) + "x-session-id: " + session + "\r\n";
   for (int turn = 0; turn < s.turns; ++turn) {
     const json body = {{"model", kRoutingModel}, {"messages", messages}, {"max_tokens", 8}};
-    HttpAnswer r;
-    const auto start = std::chrono::steady_clock::now();
-    const bool ok = conn.Send("POST", "/v1/chat/completions", headers, body.dump(), &r);
-    out->ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-    json answer = ok && r.status == 200 ? json::parse(r.body, nullptr, false) : json();
+    double ms = 0;
+    json answer = TimedChat(&conn, headers, body, &ms);
+    out->ms.push_back(ms);
     if (!answer.is_object()) {
       ++out->failed;
       return;

@@ -104,12 +104,8 @@ void RunAgent(int port, const std::string& token, const std::string& session, in
   for (int turn = 0; turn < a.turns; ++turn) {
     const json body = {
         {"model", a.model}, {"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
-    HttpAnswer r;
-    const auto start = std::chrono::steady_clock::now();
-    const bool ok = conn.Send("POST", "/v1/chat/completions", headers, body.dump(), &r);
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    json answer = ok && r.status == 200 ? json::parse(r.body, nullptr, false) : json();
+    double ms = 0;
+    json answer = TimedChat(&conn, headers, body, &ms);
     if (!answer.is_object()) {
       ++out->failed;
       return;

@@ -41,6 +41,17 @@ double SelfCpuSeconds() {
          1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+nlohmann::json TimedChat(Connection* conn, const std::string& headers, const nlohmann::json& body,
+                         double* ms) {
+  HttpAnswer r;
+  const auto start = std::chrono::steady_clock::now();
+  const bool ok = conn->Send("POST", "/v1/chat/completions", headers, body.dump(), &r);
+  *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json answer =
+      ok && r.status == 200 ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
+  return answer.is_object() ? answer : nlohmann::json();
+}
+
 double EngineStepTokens(int port, const std::string& token) {
   Connection conn(port);
   HttpAnswer r;

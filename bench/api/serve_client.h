@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace switchyard::bench {
 
 // The environment variable `name` when it is a whole number > 0, else `fallback`.
@@ -31,6 +33,12 @@ struct HttpAnswer {
   int status = 0;
   std::string body;
 };
+
+class Connection;
+// POSTs `body` to /v1/chat/completions over `conn` with `headers`; sets `ms` to the time the
+// whole answer took and returns it parsed (null unless a 200 with a JSON object).
+nlohmann::json TimedChat(Connection* conn, const std::string& headers, const nlohmann::json& body,
+                         double* ms);
 
 // One keep-alive HTTP/1.1 connection to 127.0.0.1:port (blocking socket). Answers with
 // Content-Length, chunked or close-delimited bodies are read whole.

@@ -72,12 +72,8 @@ void RunSession(const ServeProcess& server, const std::string& preamble, const s
   for (int turn = 0; turn < w.turns; ++turn) {
     const json body = {
         {"model", "tiny-llama-4l"}, {"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
-    HttpAnswer r;
-    const auto start = std::chrono::steady_clock::now();
-    const bool ok = conn.Send("POST", "/v1/chat/completions", headers, body.dump(), &r);
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    json answer = ok && r.status == 200 ? json::parse(r.body, nullptr, false) : json();
+    double ms = 0;
+    json answer = TimedChat(&conn, headers, body, &ms);
     if (!answer.is_object()) {
       ++out->failed;
       return;

@@ -30,12 +30,7 @@ using upstream::testing::MapBatch;
 using upstream::testing::Publisher;
 using upstream::testing::RecordingUpstream;
 using upstream::testing::RemovedBatch;
-
-std::string VllmGauges(double running, double waiting, double kv_usage) {
-  return "vllm:num_requests_running{engine=\"0\"} " + std::to_string(running) +
-         "\nvllm:num_requests_waiting{engine=\"0\"} " + std::to_string(waiting) +
-         "\nvllm:kv_cache_usage_perc{engine=\"0\"} " + std::to_string(kv_usage) + "\n";
-}
+using upstream::testing::VllmGauges;
 
 std::vector<int32_t> Ids(int first, int n) {
   std::vector<int32_t> t(static_cast<size_t>(n));

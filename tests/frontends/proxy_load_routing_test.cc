@@ -22,14 +22,7 @@ using nlohmann::json;
 using testing::kModel;
 using testing::kToken;
 using upstream::testing::RecordingUpstream;
-
-std::string Gauges(double running, double waiting, double kv_usage) {
-  auto line = [](const char* name, double v) {
-    return std::string(name) + "{engine=\"0\",model_name=\"m\"} " + std::to_string(v) + "\n";
-  };
-  return "# TYPE vllm:num_requests_running gauge\n" + line("vllm:num_requests_running", running) +
-         line("vllm:num_requests_waiting", waiting) + line("vllm:kv_cache_usage_perc", kv_usage);
-}
+using upstream::testing::VllmGauges;
 
 struct Routed {
   size_t busy = 0, idle = 0;  // chat calls each upstream got
@@ -42,8 +35,8 @@ Routed RunSessions(int load_interval_ms, const std::string& tag) {
   RecordingUpstream busy, idle;
   for (RecordingUpstream* u : {&busy, &idle})
     u->Answer("POST /v1/chat/completions", 200, upstream::testing::ChatAnswer(40));
-  busy.Answer("GET /metrics", 200, Gauges(12, 6, 0.95));
-  idle.Answer("GET /metrics", 200, Gauges(0, 0, 0.0));
+  busy.Answer("GET /metrics", 200, VllmGauges(12, 6, 0.95));
+  idle.Answer("GET /metrics", 200, VllmGauges(0, 0, 0.0));
   testing::ProxyTestServer proxy;
   testing::ProxyTestOptions o;
   o.steering = false;

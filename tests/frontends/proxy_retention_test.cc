@@ -28,12 +28,7 @@ using nlohmann::json;
 using testing::kModel;
 using testing::kToken;
 using upstream::testing::RecordingUpstream;
-
-std::string LoadGauges(double running, double waiting, double kv_usage) {
-  return "vllm:num_requests_running{engine=\"0\"} " + std::to_string(running) +
-         "\nvllm:num_requests_waiting{engine=\"0\"} " + std::to_string(waiting) +
-         "\nvllm:kv_cache_usage_perc{engine=\"0\"} " + std::to_string(kv_usage) + "\n";
-}
+using upstream::testing::VllmGauges;
 
 // A chat answer whose usage says `prompt` tokens, `cached` of them cached, 24 written.
 std::string UsageAnswer(int prompt, int cached) {
@@ -58,8 +53,8 @@ struct RetentionRun {
 
 RetentionRun LongSessionAfter(int other_sessions, const std::string& tag) {
   RecordingUpstream a, b;
-  a.Answer("GET /metrics", 200, LoadGauges(0, 0, 0));
-  b.Answer("GET /metrics", 200, LoadGauges(12, 6, 0.95));
+  a.Answer("GET /metrics", 200, VllmGauges(0, 0, 0));
+  b.Answer("GET /metrics", 200, VllmGauges(12, 6, 0.95));
   testing::ProxyTestServer proxy;
   testing::ProxyTestOptions o;
   o.load_interval_ms = 20;
@@ -104,8 +99,8 @@ RetentionRun LongSessionAfter(int other_sessions, const std::string& tag) {
   until([](const json& c) { return c["upstreams"][0]["retention"].value("hasCapacity", false); });
   turn("long", UsageAnswer(1000, 0));
   for (int s = 0; s < other_sessions; ++s) turn("n" + std::to_string(s), UsageAnswer(1000, 0));
-  a.Answer("GET /metrics", 200, LoadGauges(12, 6, 0.95));
-  b.Answer("GET /metrics", 200, LoadGauges(0, 0, 0));
+  a.Answer("GET /metrics", 200, VllmGauges(12, 6, 0.95));
+  b.Answer("GET /metrics", 200, VllmGauges(0, 0, 0));
   until([](const json& c) {
     return c["upstreams"][0]["load"].value("running", 0.0) == 12 &&
            c["upstreams"][1]["load"].value("running", 0.0) == 0;

@@ -189,4 +189,14 @@ inline std::string ChatAnswer(int prompt_tokens) {
       .dump();
 }
 
+// A vLLM /metrics body (Prometheus text) with the load gauges proxy mode reads: requests
+// running and waiting, and the KV cache's share in use.
+inline std::string VllmGauges(double running, double waiting, double kv_usage) {
+  auto line = [](const char* name, double v) {
+    return std::string(name) + "{engine=\"0\",model_name=\"m\"} " + std::to_string(v) + "\n";
+  };
+  return "# TYPE vllm:num_requests_running gauge\n" + line("vllm:num_requests_running", running) +
+         line("vllm:num_requests_waiting", waiting) + line("vllm:kv_cache_usage_perc", kv_usage);
+}
+
 }  // namespace switchyard::upstream::testing
