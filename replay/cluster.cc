@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "kv_tiers/layout.h"
 #include "proto/json.h"
 #include "scheduler/link_file.h"
 
@@ -30,6 +31,17 @@ Result<ClusterShapeInfo> DeriveShape(const v1::ReplayCluster& c) {
   if (c.gpus_per_node() % static_cast<uint32_t>(tp) != 0)
     return bad("gpusPerNode",
                "must be a multiple of model.tensorParallel (" + std::to_string(tp) + ")");
+  uint32_t per_switch = std::max<uint32_t>(1, c.gpus_per_pcie_switch());
+  if (c.gpus_per_node() % per_switch != 0)
+    return bad("gpusPerPcieSwitch",
+               "must divide gpusPerNode (" + std::to_string(c.gpus_per_node()) + ")");
+  if (per_switch % static_cast<uint32_t>(tp) != 0 && static_cast<uint32_t>(tp) % per_switch != 0)
+    return bad("gpusPerPcieSwitch",
+               "and model.tensorParallel (" + std::to_string(tp) + "): one must divide the other");
+  if (!(c.pcie_uplink_bytes_per_s() >= 0))
+    return bad("pcieUplinkBytesPerS", "must be >= 0 (0: gpu.pcieBandwidthBytesPerS)");
+  if (!(c.kv_copy_piece_overhead_s() >= 0) || c.kv_copy_piece_overhead_s() > 1e-3)
+    return bad("kvCopyPieceOverheadS", "must be in [0, 0.001] seconds");
   ClusterShapeInfo s;
   s.tensor_parallel = tp;
   s.workers_per_node = static_cast<int>(c.gpus_per_node()) / tp;
@@ -131,6 +143,18 @@ v1::ReplayCluster DefaultCluster() {
   return c;
 }
 
+double GatherSecondsPerByte(const v1::ReplayCluster& c) {
+  const v1::ModelConfig& m = c.model();
+  Result<uint32_t> dtype = kv_tiers::DtypeBytes(m.kv_dtype());
+  double block_tokens = c.kv_block_tokens() > 0 ? c.kv_block_tokens() : 16;
+  double block_bytes = block_tokens * m.num_layers() * m.num_kv_heads() * m.head_dim() * 2.0 *
+                       (dtype.ok() ? *dtype : 2);
+  if (!(block_bytes > 0) || c.kv_copy_piece_overhead_s() <= 0) return 0;
+  // Each of the worker's GPUs copies its share of a block as 2 x layers pieces, in
+  // parallel with the others: the block costs 2 x layers pieces' overhead, whatever tp.
+  return 2.0 * m.num_layers() * c.kv_copy_piece_overhead_s() / block_bytes;
+}
+
 scheduler::ClusterShape ToClusterShape(const v1::ReplayCluster& c, const ClusterShapeInfo& shape) {
   scheduler::ClusterShape s;
   s.name = c.name();
@@ -139,6 +163,9 @@ scheduler::ClusterShape ToClusterShape(const v1::ReplayCluster& c, const Cluster
   s.tp = shape.tensor_parallel;
   scheduler::ApplyGpuSpecLinks(c.gpu(), &s, nullptr);  // the rule `serve` uses too
   if (c.disk_bytes_per_s() > 0) s.disk_bytes_per_s = c.disk_bytes_per_s();
+  s.gpus_per_pcie_switch = static_cast<int>(std::max<uint32_t>(1, c.gpus_per_pcie_switch()));
+  s.pcie_uplink_bytes_per_s = c.pcie_uplink_bytes_per_s();
+  s.pcie_gather_s_per_byte = GatherSecondsPerByte(c);
   return s;
 }
 

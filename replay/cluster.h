@@ -46,7 +46,13 @@ v1::ReplayCluster DefaultCluster();
 // The net_budget cluster shape (scheduler::BuildClusterTopology) of the cluster: PCIe per
 // GPU (gpu.pcieBandwidthBytesPerS), NVLink per GPU per direction (half of
 // gpu.nvlinkBandwidthBytesPerS, which is bidirectional), one NIC per node at
-// gpu.nicBandwidthBitsPerS / 8, NVMe per node (diskBytesPerS).
+// gpu.nicBandwidthBitsPerS / 8, NVMe per node (diskBytesPerS), PCIe switches shared by
+// gpusPerPcieSwitch GPUs with their uplinks, and the copies' gather cost per byte.
+// Seconds per byte a worker's copies to and from its host pay for the pieces of
+// non-contiguous blocks: 2 x layers x kvCopyPieceOverheadS per block, over the block's
+// bytes (all tensor-parallel shards). 0 without kvCopyPieceOverheadS.
+double GatherSecondsPerByte(const v1::ReplayCluster& c);
+
 scheduler::ClusterShape ToClusterShape(const v1::ReplayCluster& c, const ClusterShapeInfo& shape);
 
 }  // namespace switchyard::replay

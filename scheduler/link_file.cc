@@ -18,8 +18,8 @@ constexpr const char* kDefaultSource = "default (ClusterShape, documented)";
 
 // A device of BuildClusterTopology(shape): its role and the index naming its links.
 struct Role {
-  enum Kind { kCpu, kNvme, kSwitch, kNic, kTor, kWorker } kind;
-  int index = 0;  // node (cpu, nvme, switch, nic) or worker
+  enum Kind { kCpu, kNvme, kSwitch, kNic, kTor, kWorker, kPcieSwitch } kind;
+  int index = 0;  // node (cpu, nvme, switch, nic), worker, or PCIe switch of the cluster
 };
 
 std::map<std::string, Role> ShapeDevices(const ClusterShape& s) {
@@ -32,6 +32,11 @@ std::map<std::string, Role> ShapeDevices(const ClusterShape& s) {
     roles[node + "/nic"] = {Role::kNic, n};
     for (int k = 0; k < s.workers_per_node; ++k)
       roles[node + "/w" + std::to_string(k)] = {Role::kWorker, n * s.workers_per_node + k};
+    // Workers behind one PCIe switch, as BuildClusterTopology places them.
+    int shared = s.gpus_per_pcie_switch > s.tp ? s.gpus_per_pcie_switch / s.tp : 1;
+    int switches = shared > 1 ? s.workers_per_node / shared : 0;
+    for (int i = 0; i < switches; ++i)
+      roles[node + "/pcisw" + std::to_string(i)] = {Role::kPcieSwitch, n * switches + i};
   }
   return roles;
 }
@@ -58,9 +63,12 @@ std::pair<std::string, std::string> NameLink(Role a, Role b, const ShapeFigureOr
   if (b.kind == Role::kWorker) std::swap(a, b);
   if (b.kind == Role::kCpu && a.kind == Role::kNvme) std::swap(a, b);
   if (b.kind == Role::kNic && a.kind == Role::kTor) std::swap(a, b);
+  if (b.kind == Role::kPcieSwitch && a.kind == Role::kCpu) std::swap(a, b);
   std::string w = std::to_string(a.index);
-  if (a.kind == Role::kWorker && b.kind == Role::kCpu)
+  if (a.kind == Role::kWorker && (b.kind == Role::kCpu || b.kind == Role::kPcieSwitch))
     return {"pcie" + w, Source(o.pcie_bandwidth, o.pcie_latency, o.gpu_spec)};
+  if (a.kind == Role::kPcieSwitch && b.kind == Role::kCpu)
+    return {"pcieup" + w, Source(o.pcie_uplink, o.pcie_latency)};
   if (a.kind == Role::kWorker && b.kind == Role::kSwitch)
     return {"nvlink" + w, Source(o.nvlink_bandwidth, o.nvlink_latency, o.gpu_spec)};
   if (a.kind == Role::kWorker && b.kind == Role::kNic)

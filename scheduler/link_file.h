@@ -36,6 +36,7 @@ struct ShapeFigureOrigins {
   std::string nvlink_bandwidth, nvlink_latency;
   std::string nic_bandwidth, nic_latency;
   std::string disk_bandwidth, disk_latency;
+  std::string pcie_uplink;  // a PCIe switch's uplink to the host
   std::string gpu_spec;
 };
 

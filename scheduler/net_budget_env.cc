@@ -8,6 +8,16 @@ namespace switchyard::scheduler {
 namespace {
 
 std::string NodeName(int n) { return "node" + std::to_string(n); }
+double UplinkBytesPerS(const ClusterShape& s) {
+  return s.pcie_uplink_bytes_per_s > 0 ? s.pcie_uplink_bytes_per_s : s.pcie_bytes_per_s;
+}
+// Workers sharing one PCIe switch (1: none share).
+int WorkersPerPcieSwitch(const ClusterShape& s) {
+  return s.gpus_per_pcie_switch > s.tp ? s.gpus_per_pcie_switch / s.tp : 1;
+}
+std::string PcieSwitchDevice(int node, int i) {
+  return NodeName(node) + "/pcisw" + std::to_string(i);
+}
 std::string WorkerDevice(const ClusterShape& s, int w) {
   return NodeName(w / s.workers_per_node) + "/w" + std::to_string(w % s.workers_per_node);
 }
@@ -50,14 +60,35 @@ Status CheckShape(const ClusterShape& s) {
                           {"nic_bytes_per_s", s.nic_bytes_per_s},
                           {"nic_latency_s", s.nic_latency_s},
                           {"disk_bytes_per_s", s.disk_bytes_per_s},
-                          {"disk_latency_s", s.disk_latency_s}};
+                          {"disk_latency_s", s.disk_latency_s},
+                          {"gpus_per_pcie_switch", double(s.gpus_per_pcie_switch)}};
+  auto bad = [&](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument("cluster shape '" + s.name + "': " + field + " " + why);
+  };
   for (const Field& f : fields) {
-    if (!(f.value > 0)) {
-      return Status::InvalidArgument("cluster shape '" + s.name + "': " + f.name +
-                                     " must be positive, got " + std::to_string(f.value));
-    }
+    if (!(f.value > 0)) return bad(f.name, "must be positive, got " + std::to_string(f.value));
   }
+  if (!(s.pcie_uplink_bytes_per_s >= 0))
+    return bad("pcie_uplink_bytes_per_s", "must be >= 0 (0: pcie_bytes_per_s)");
+  if (!(s.pcie_gather_s_per_byte >= 0)) return bad("pcie_gather_s_per_byte", "must be >= 0");
+  int g = s.gpus_per_pcie_switch;
+  if (g > 1 && g % s.tp != 0 && s.tp % g != 0)
+    return bad("gpus_per_pcie_switch", std::to_string(g) + " and tp " + std::to_string(s.tp) +
+                                           ": one must divide the other");
+  if (g > 1 && (s.workers_per_node * s.tp) % g != 0)
+    return bad("gpus_per_pcie_switch", std::to_string(g) + " does not divide the node's " +
+                                           std::to_string(s.workers_per_node * s.tp) + " GPUs");
   return Status::OK();
+}
+
+// The bandwidth of a worker's link towards its host: its GPUs' PCIe slowed by the gather
+// cost (time per byte 1/bandwidth + gather), and at most the uplinks of the switches it
+// spans whole.
+double WorkerPcieBytesPerS(const ClusterShape& s) {
+  double bw = 1.0 / (1.0 / (s.pcie_bytes_per_s * s.tp) + s.pcie_gather_s_per_byte);
+  if (s.gpus_per_pcie_switch > 1 && s.tp >= s.gpus_per_pcie_switch)
+    bw = std::min(bw, UplinkBytesPerS(s) * (s.tp / s.gpus_per_pcie_switch));
+  return bw;
 }
 
 }  // namespace
@@ -81,11 +112,20 @@ Result<v1::Topology> BuildClusterTopology(const ClusterShape& s) {
       AddDevice(&t, nic, v1::DEVICE_NIC, node, "NIC");
       AddLink(&t, nic, "tor", v1::LINK_NIC_PORT, s.nic_bytes_per_s, s.nic_latency_s);
     }
+    int shared = WorkersPerPcieSwitch(s);
     for (int k = 0; k < s.workers_per_node; ++k) {
       std::string w = WorkerDevice(s, n * s.workers_per_node + k);
       AddDevice(&t, w, v1::DEVICE_GPU, node,
                 s.tp > 1 ? std::to_string(s.tp) + " GPUs (tensor parallel)" : "GPU");
-      AddLink(&t, w, cpu, v1::LINK_PCIE, s.pcie_bytes_per_s * s.tp, s.pcie_latency_s);
+      std::string host_side = cpu;
+      if (shared > 1) {
+        host_side = PcieSwitchDevice(n, k / shared);
+        if (k % shared == 0) {
+          AddDevice(&t, host_side, v1::DEVICE_SWITCH, node, "PCIe switch");
+          AddLink(&t, host_side, cpu, v1::LINK_PCIE, UplinkBytesPerS(s), s.pcie_latency_s);
+        }
+      }
+      AddLink(&t, w, host_side, v1::LINK_PCIE, WorkerPcieBytesPerS(s), s.pcie_latency_s);
       if (s.workers_per_node > 1)
         AddLink(&t, w, sw, v1::LINK_NVLINK, s.nvlink_bytes_per_s * s.tp, s.nvlink_latency_s);
       // GPUDirect RDMA: the workers reach the NIC over PCIe without staging in host memory.

@@ -58,11 +58,23 @@ struct ClusterShape {
   double nic_latency_s = 5e-6;
   double disk_bytes_per_s = 6e9;  // NVMe per node
   double disk_latency_s = 100e-6;
+  // GPUs behind one PCIe switch, sharing its uplink to the host (a DGX H100/H200 has two
+  // per switch). 1: every GPU has a link of its own to the host.
+  int gpus_per_pcie_switch = 1;
+  double pcie_uplink_bytes_per_s = 0;  // per switch, per direction (0: pcie_bytes_per_s)
+  // Seconds a copy between a worker and its host spends per byte beyond the bytes' time at
+  // link speed: the per-piece cost of copying non-contiguous KV blocks, spread over a
+  // block's bytes (replay's kvCopyPieceOverheadS). 0: none.
+  double pcie_gather_s_per_byte = 0;
 };
 
 // Devices: "node<n>/cpu" (host memory), "node<n>/nvme", "node<n>/w<k>" (worker k of the
 // node), "node<n>/nvswitch" when a node has several workers, "node<n>/nic" and "tor" when
-// there are several nodes. InvalidArgument naming the field for a non-positive figure.
+// there are several nodes, "node<n>/pcisw<i>" when several workers share a PCIe switch.
+// A worker's link to the host runs at tp x pcie_bytes_per_s slowed by the gather cost;
+// workers behind one switch reach the host through its uplink, and a worker spanning
+// whole switches gets at most their uplinks. InvalidArgument naming the field for a
+// non-positive figure or switches that do not divide the node's GPUs.
 Result<v1::Topology> BuildClusterTopology(const ClusterShape& shape);
 // hbm@w and peer@w -> the worker's device; host@w -> its node's cpu; disk@w -> its nvme.
 LocationMap ClusterLocationMap(const ClusterShape& shape);

@@ -83,6 +83,37 @@ TEST(Cluster, EveryCommittedClusterLoadsAndTheDgxOnesNameTheirSources) {
   EXPECT_EQ(dgx, 6);
 }
 
+// A DGX node's GPUs share PCIe switches two by two, and its copies pay a piece overhead:
+// Llama-3.1-8B in BF16 copies a 16-token block (2 MiB) as 64 pieces of 2.3 us each.
+TEST(Cluster, DgxNodesSharePcieUplinksAndPayForTheirCopiesPieces) {
+  auto c = LoadCluster("dgx-h100-llama8b", Dir());
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto shape = DeriveShape(*c);
+  ASSERT_TRUE(shape.ok());
+  scheduler::ClusterShape net = ToClusterShape(*c, *shape);
+  EXPECT_EQ(net.gpus_per_pcie_switch, 2);
+  EXPECT_DOUBLE_EQ(net.pcie_uplink_bytes_per_s, 50e9);
+  EXPECT_NEAR(net.pcie_gather_s_per_byte, 64 * 2.3e-6 / (16 * 131072.0), 1e-15);
+  auto topo = scheduler::BuildClusterTopology(net);
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  int switches = 0;
+  for (const auto& d : topo->devices()) switches += d.id().find("/pcisw") != std::string::npos;
+  EXPECT_EQ(switches, 4);
+  // FP8 halves each piece, not their number: the overhead per byte doubles.
+  auto fp8 = LoadCluster("dgx-h100-llama8b-fp8", Dir());
+  ASSERT_TRUE(fp8.ok());
+  EXPECT_NEAR(GatherSecondsPerByte(*fp8), 2 * net.pcie_gather_s_per_byte, 1e-15);
+  // TP4 workers span two switches each: no switch device, the uplinks bound the link.
+  auto tp4 = LoadCluster("dgx-h100-llama70b-tp4", Dir());
+  ASSERT_TRUE(tp4.ok());
+  auto tp4_shape = DeriveShape(*tp4);
+  ASSERT_TRUE(tp4_shape.ok());
+  auto tp4_topo = scheduler::BuildClusterTopology(ToClusterShape(*tp4, *tp4_shape));
+  ASSERT_TRUE(tp4_topo.ok()) << tp4_topo.status();
+  EXPECT_EQ(tp4_topo->devices_size(), 3 + 2);  // cpu, nvme, nvswitch and two workers
+  EXPECT_EQ(GatherSecondsPerByte(DefaultCluster()), 0.0);
+}
+
 TEST(Cluster, DefaultEqualsTheCommittedFile) {
   auto file = LoadCluster(Dir() + "/h200x8-llama8b.json");
   ASSERT_TRUE(file.ok()) << file.status();
@@ -117,6 +148,18 @@ TEST(Cluster, BadFilesAndShapesNameTheProblem) {
   EXPECT_NE(s.status().message().find("prefillWorkers must leave a decode worker: 8 of 8"),
             std::string::npos)
       << s.status();
+  c = DefaultCluster();
+  c.set_gpus_per_pcie_switch(3);  // 8 GPUs
+  s = DeriveShape(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("gpusPerPcieSwitch must divide gpusPerNode"),
+            std::string::npos)
+      << s.status();
+  c = DefaultCluster();
+  c.set_kv_copy_piece_overhead_s(-1e-6);
+  s = DeriveShape(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("kvCopyPieceOverheadS"), std::string::npos);
   c = DefaultCluster();
   c.mutable_gpu()->set_hbm_bytes(10'000'000'000ULL);  // 8B weights do not fit
   s = DeriveShape(c);

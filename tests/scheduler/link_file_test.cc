@@ -118,6 +118,19 @@ TEST(LinkFileTest, SeveralNodesNameNicAndGpuDirectLinksPerNode) {
   EXPECT_EQ(links["gdr1"]->src(), "node1/w0");
 }
 
+TEST(LinkFileTest, APcieSwitchsUplinkIsNamedAndWorkersKeepTheirPcieNames) {
+  ClusterShape shape;
+  shape.workers_per_node = 4;
+  shape.gpus_per_pcie_switch = 2;
+  v1::Topology t = Labelled(shape);
+  auto links = ByName(t);
+  for (const char* n : {"pcie0", "pcie1", "pcie2", "pcie3", "pcieup0", "pcieup1"})
+    EXPECT_TRUE(links.count(n)) << n;
+  EXPECT_EQ(links["pcie3"]->dst(), "node0/pcisw1");
+  EXPECT_EQ(links["pcieup1"]->src(), "node0/pcisw1");
+  EXPECT_EQ(links["pcieup1"]->dst(), "node0/cpu");
+}
+
 TEST(LinkFileTest, MeasuredFiguresReplaceTheNamedLinksOnly) {
   ClusterShape shape;
   v1::Topology t = Labelled(shape);

@@ -66,6 +66,52 @@ TEST(NetBudgetEnvironment, TensorParallelWorkersMoveTheirSharesInParallel) {
   EXPECT_NEAR(ToSeconds(e.duration), 1.0 + 10e-6, 1e-6);
 }
 
+// Two GPUs per PCIe switch: a worker's copy to the host crosses its own link and then the
+// switch's uplink, which its neighbour shares and a worker behind another switch does not.
+TEST(NetBudgetEnvironment, WorkersBehindOnePcieSwitchShareItsUplink) {
+  VirtualEventLoop loop;
+  ClusterShape s{.workers_per_node = 4, .gpus_per_pcie_switch = 2, .pcie_uplink_bytes_per_s = 40e9};
+  auto t = BuildClusterTopology(s);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->devices_size(), 3 + 4 + 2);  // cpu, nvme, nvswitch, workers, two switches
+  auto env = MakeEnv(s, &loop);
+  Location host{Tier::kHost, 0};
+  const uint64_t gb = 1'000'000'000;
+  // Two PCIe hops; the 40 GB/s uplink binds.
+  auto e = env->Estimate({Tier::kHbm, 0}, host, gb, TrafficClass::kThroughput);
+  EXPECT_NEAR(ToSeconds(e.duration), 20e-6 + 1e9 / 40e9, 1e-6);
+  // Worker 0 takes 0.1 s of the uplink in the background class.
+  ASSERT_TRUE(
+      env->Acquire({Tier::kHbm, 0}, host, 4 * gb, TrafficClass::kBackground, loop.Now()).ok());
+  // Its neighbour behind the same switch now sees the uplink's backlog; worker 2 does not.
+  double neighbour =
+      ToSeconds(env->Estimate({Tier::kHbm, 1}, host, 1000, TrafficClass::kBackground).duration);
+  double other =
+      ToSeconds(env->Estimate({Tier::kHbm, 2}, host, 1000, TrafficClass::kBackground).duration);
+  EXPECT_GT(neighbour, 0.09);
+  EXPECT_LT(other, 1e-3);
+}
+
+// A worker spanning whole switches (tp 4, two GPUs per switch) gets at most their uplinks;
+// the gather cost slows its GPUs' side: time per byte 1/bandwidth + gather.
+TEST(NetBudgetEnvironment, UplinksBoundAWideWorkerAndTheGatherCostSlowsItsCopies) {
+  VirtualEventLoop loop;
+  ClusterShape wide{.tp = 4, .gpus_per_pcie_switch = 2};
+  auto env = MakeEnv(wide, &loop);
+  auto e = env->Estimate({Tier::kHbm, 0}, {Tier::kHost, 0}, 110'000'000'000ULL,
+                         TrafficClass::kThroughput);
+  EXPECT_NEAR(ToSeconds(e.duration), 1.0 + 10e-6, 1e-6);  // 2 uplinks x 55 GB/s, not 4 x 55
+  ClusterShape gathered{.pcie_gather_s_per_byte = 1.0 / 55e9};
+  env = MakeEnv(gathered, &loop);
+  e = env->Estimate({Tier::kHbm, 0}, {Tier::kHost, 0}, 55'000'000'000ULL,
+                    TrafficClass::kThroughput);
+  EXPECT_NEAR(ToSeconds(e.duration), 2.0 + 10e-6, 1e-6);  // half the link's speed
+  ClusterShape odd{.tp = 2, .gpus_per_pcie_switch = 3};
+  auto bad = BuildClusterTopology(odd);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("gpus_per_pcie_switch"), std::string::npos);
+}
+
 TEST(NetBudgetEnvironment, GrantsDebitTheClassAndBackpressureUntilRepaid) {
   VirtualEventLoop loop;
   auto env = MakeEnv(ClusterShape{}, &loop);
