@@ -252,8 +252,16 @@ class SwitchyardPolicy final : public Policy {
     // JCT 731 s against kvflow's 531 s at 0.35/s); 2 still did (676 s), 3 and 5 did not
     // (527-528 s); 5 raised the k = 3 SLO capacity there from 0.324 to 0.400/s and changed
     // no other cell beyond its spread (bench/RESULTS.md, "SLO capacity with agent context
-    // reuse").
-    double discard_weight = 5.0;
+    // reuse"). 20 since the DGX clusters' copies pay for their PCIe switch's shared uplink
+    // and per-piece copy costs (13 GB/s in effect for a 70B TP4 worker, not 200): a
+    // queued link makes an eviction's demotion cost (its time, queue included) exceed 5 x
+    // the recompute, evictions then chose recompute (7,158 in one replay), the recompute
+    // saturated the GPUs, sessions lasted longer, more of them held KV, and the worker
+    // collapsed (mean JCT 4,412 s against kvflow's 528 s at 0.028/s). At 20 the same
+    // replay recomputes nothing (bench/RESULTS.md "Evaluation v2": SLO capacity on
+    // dgx-h100-llama70b-tp4 0.0255 -> 0.0295/s, with think time 0.016 -> 0.027/s; the
+    // compute-bound clusters unchanged).
+    double discard_weight = 20.0;
     // Headroom at or below which memory is worth nothing to throughput (the pressure
     // factor rises linearly from 0 there to 1 at headroom 1).
     double headroom_knee = 0;

@@ -20,7 +20,7 @@ WaitInput Base() {
 TEST(SwitchyardPolicy, CostsFollowTheDocumentedFormulas) {
   SwitchyardPolicy::Options o;
   o.link_weight = 0.05;    // the arithmetic below; the default is 0.3
-  o.discard_weight = 1.0;  // the default is 5
+  o.discard_weight = 1.0;  // the default is 20
   SwitchyardPolicy p(o);
   WaitInput in = Base();
   // keep = pressure x fraction x mean wait = 1 x 0.0125 x 10.
@@ -81,7 +81,9 @@ TEST(SwitchyardPolicy, ReloadTimeIsChosenByIdleMemoryAndStall) {
 }
 
 TEST(SwitchyardPolicy, TightSlackShiftsAwayFromDiscard) {
-  SwitchyardPolicy p;  // discard_weight 5
+  SwitchyardPolicy::Options five;
+  five.discard_weight = 5;
+  SwitchyardPolicy p(five);
   WaitInput in = Base();
   in.options.clear();
   in.recompute = Seconds(0.01);  // discard 5 x 0.02 = 0.1 < keep 0.125 with no deadline
@@ -152,9 +154,9 @@ TEST(SwitchyardPolicy, DiscardWeightAndPeerDemotionOptions) {
   const auto& plain = dynamic_cast<const SwitchyardPolicy&>(**plain_policy);
   EXPECT_DOUBLE_EQ(plain.DiscardCost(in), 0.2);
   EXPECT_EQ(plain.OnWait(in).action, WaitAction::kDiscard);
-  auto heavy = CreatePolicy("switchyard");  // discard_weight 5
+  auto heavy = CreatePolicy("switchyard");  // discard_weight 20
   ASSERT_TRUE(heavy.ok()) << heavy.status();
-  EXPECT_DOUBLE_EQ(dynamic_cast<const SwitchyardPolicy&>(**heavy).DiscardCost(in), 1.0);
+  EXPECT_DOUBLE_EQ(dynamic_cast<const SwitchyardPolicy&>(**heavy).DiscardCost(in), 4.0);
   WaitDecision d = (*heavy)->OnWait(in);
   EXPECT_EQ(d.action, WaitAction::kDemote);
   EXPECT_EQ(d.dst.tier, Tier::kDisk);
