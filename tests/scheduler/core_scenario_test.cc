@@ -388,8 +388,7 @@ TEST(CoreScenario, FailedDemotionsAreNotRetriedForever) {
     }
     // A nanosecond past the wakeup: Time::FromSeconds truncates, and a tick that lands a
     // nanosecond before its timer fires nothing and asks for the same wakeup again.
-    if (out.wakeup != Time::Max())
-      due.insert({std::max(t, out.wakeup.seconds() + 1e-9), Tick()});
+    if (out.wakeup != Time::Max()) due.insert({std::max(t, out.wakeup.seconds() + 1e-9), Tick()});
   }
   EXPECT_GE(failed, 1);
   EXPECT_LE(failed, 3) << "failed demotions retried without end";
