@@ -32,8 +32,7 @@ std::map<std::string, Role> ShapeDevices(const ClusterShape& s) {
     roles[node + "/nic"] = {Role::kNic, n};
     for (int k = 0; k < s.workers_per_node; ++k)
       roles[node + "/w" + std::to_string(k)] = {Role::kWorker, n * s.workers_per_node + k};
-    // Workers behind one PCIe switch, as BuildClusterTopology places them.
-    int shared = s.gpus_per_pcie_switch > s.tp ? s.gpus_per_pcie_switch / s.tp : 1;
+    int shared = WorkersPerPcieSwitch(s);
     int switches = shared > 1 ? s.workers_per_node / shared : 0;
     for (int i = 0; i < switches; ++i)
       roles[node + "/pcisw" + std::to_string(i)] = {Role::kPcieSwitch, n * switches + i};

@@ -11,10 +11,6 @@ std::string NodeName(int n) { return "node" + std::to_string(n); }
 double UplinkBytesPerS(const ClusterShape& s) {
   return s.pcie_uplink_bytes_per_s > 0 ? s.pcie_uplink_bytes_per_s : s.pcie_bytes_per_s;
 }
-// Workers sharing one PCIe switch (1: none share).
-int WorkersPerPcieSwitch(const ClusterShape& s) {
-  return s.gpus_per_pcie_switch > s.tp ? s.gpus_per_pcie_switch / s.tp : 1;
-}
 std::string PcieSwitchDevice(int node, int i) {
   return NodeName(node) + "/pcisw" + std::to_string(i);
 }
@@ -92,6 +88,10 @@ double WorkerPcieBytesPerS(const ClusterShape& s) {
 }
 
 }  // namespace
+
+int WorkersPerPcieSwitch(const ClusterShape& s) {
+  return s.gpus_per_pcie_switch > s.tp ? s.gpus_per_pcie_switch / s.tp : 1;
+}
 
 Result<v1::Topology> BuildClusterTopology(const ClusterShape& s) {
   SY_RETURN_IF_ERROR(CheckShape(s));

@@ -76,6 +76,9 @@ struct ClusterShape {
 // whole switches gets at most their uplinks. InvalidArgument naming the field for a
 // non-positive figure or switches that do not divide the node's GPUs.
 Result<v1::Topology> BuildClusterTopology(const ClusterShape& shape);
+// Workers sharing one PCIe switch in BuildClusterTopology (1: none share; a worker that
+// spans whole switches shares none).
+int WorkersPerPcieSwitch(const ClusterShape& shape);
 // hbm@w and peer@w -> the worker's device; host@w -> its node's cpu; disk@w -> its nvme.
 LocationMap ClusterLocationMap(const ClusterShape& shape);
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "proto/json.h"
 #include "replay/convert.h"
@@ -136,35 +137,24 @@ TEST(Cluster, BadFilesAndShapesNameTheProblem) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("nodez"), std::string::npos);
 
-  v1::ReplayCluster c = DefaultCluster();
-  c.mutable_model()->set_tensor_parallel(3);
-  auto s = DeriveShape(c);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("tensorParallel"), std::string::npos);
-  c = DefaultCluster();
-  c.set_prefill_workers(8);  // of 8 workers: none would decode
-  s = DeriveShape(c);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("prefillWorkers must leave a decode worker: 8 of 8"),
-            std::string::npos)
-      << s.status();
-  c = DefaultCluster();
-  c.set_gpus_per_pcie_switch(3);  // 8 GPUs
-  s = DeriveShape(c);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("gpusPerPcieSwitch must divide gpusPerNode"),
-            std::string::npos)
-      << s.status();
-  c = DefaultCluster();
-  c.set_kv_copy_piece_overhead_s(-1e-6);
-  s = DeriveShape(c);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("kvCopyPieceOverheadS"), std::string::npos);
-  c = DefaultCluster();
-  c.mutable_gpu()->set_hbm_bytes(10'000'000'000ULL);  // 8B weights do not fit
-  s = DeriveShape(c);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("weights"), std::string::npos);
+  // The default cluster with one field changed: DeriveShape must refuse it naming `what`.
+  auto refused = [](const std::function<void(v1::ReplayCluster*)>& edit, const std::string& what) {
+    v1::ReplayCluster c = DefaultCluster();
+    edit(&c);
+    auto s = DeriveShape(c);
+    ASSERT_FALSE(s.ok()) << what;
+    EXPECT_NE(s.status().message().find(what), std::string::npos) << s.status();
+  };
+  refused([](v1::ReplayCluster* c) { c->mutable_model()->set_tensor_parallel(3); },
+          "tensorParallel");
+  refused([](v1::ReplayCluster* c) { c->set_prefill_workers(8); },  // of 8: none would decode
+          "prefillWorkers must leave a decode worker: 8 of 8");
+  refused([](v1::ReplayCluster* c) { c->set_gpus_per_pcie_switch(3); },  // 8 GPUs
+          "gpusPerPcieSwitch must divide gpusPerNode");
+  refused([](v1::ReplayCluster* c) { c->set_kv_copy_piece_overhead_s(-1e-6); },
+          "kvCopyPieceOverheadS");
+  refused([](v1::ReplayCluster* c) { c->mutable_gpu()->set_hbm_bytes(10'000'000'000ULL); },
+          "weights");  // 8B weights do not fit
   std::remove(path.c_str());
 }
 
