@@ -64,7 +64,9 @@ TEST(ReceiverCreditTest, ReturnOfUnknownSenderIsIgnored) {
 }
 
 // Threads charging and returning at once never take the ledger past a limit, and every
-// charge comes back.
+// charge comes back. A thread may run all its rounds while descheduled threads hold the
+// whole budget (then every charge is refused, rightly), so each keeps going until it has
+// been granted once: credit comes back as the others return theirs.
 TEST(ReceiverCreditTest, ConcurrentSendersStayWithinLimits) {
   ReceiverCredit c({/*per_sender=*/64, /*total=*/128, /*transfers=*/4});
   constexpr int kThreads = 4;
@@ -73,7 +75,7 @@ TEST(ReceiverCreditTest, ConcurrentSendersStayWithinLimits) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&c, &charged, t] {
       std::vector<uint64_t> held;
-      for (int i = 0; i < 2000; ++i) {
+      for (int i = 0; i < 2000 || charged[t] == 0; ++i) {
         uint64_t bytes = 8 + (i * 7 + t) % 24;
         if (c.Charge(t, bytes, nullptr) == RejectReason::kNone) {
           held.push_back(bytes);
@@ -93,7 +95,6 @@ TEST(ReceiverCreditTest, ConcurrentSendersStayWithinLimits) {
   EXPECT_LE(s.max_in_use_bytes, 128u);
   EXPECT_LE(s.max_sender_in_use_bytes, 64u);
   EXPECT_LE(s.max_sender_in_use_transfers, 4u);
-  for (int n : charged) EXPECT_GT(n, 0);
 }
 
 }  // namespace
